@@ -15,22 +15,45 @@ use crate::provider::AssistantMessageEvent;
 pub enum AgentEvent {
     AgentStart,
     /// The run's new messages (prompts and loop-inserted system messages included).
-    AgentEnd { messages: Vec<AgentMessage> },
+    AgentEnd {
+        messages: Vec<AgentMessage>,
+    },
     TurnStart,
     #[serde(rename_all = "camelCase")]
-    TurnEnd { message: AssistantMessage, tool_results: Vec<ToolResultMessage> },
-    MessageStart { message: AgentMessage },
+    TurnEnd {
+        message: AssistantMessage,
+        tool_results: Vec<ToolResultMessage>,
+    },
+    MessageStart {
+        message: AgentMessage,
+    },
     #[serde(rename_all = "camelCase")]
-    MessageUpdate { assistant_message_event: AssistantMessageEvent },
-    MessageEnd { message: AgentMessage },
+    MessageUpdate {
+        assistant_message_event: AssistantMessageEvent,
+    },
+    MessageEnd {
+        message: AgentMessage,
+    },
     /// A streamed response was withdrawn (it faked tool calls in text); a repaired retry follows.
     /// Not in pi 1.6: see ARCHITECTURE.md, "deliberate improvements".
     #[serde(rename_all = "camelCase")]
-    MessageDiscard { message: AssistantMessage, reason: String },
+    MessageDiscard {
+        message: AssistantMessage,
+        reason: String,
+    },
     #[serde(rename_all = "camelCase")]
-    ToolExecutionStart { tool_call_id: String, tool_name: String, args: Value },
+    ToolExecutionStart {
+        tool_call_id: String,
+        tool_name: String,
+        args: Value,
+    },
     #[serde(rename_all = "camelCase")]
-    ToolExecutionUpdate { tool_call_id: String, tool_name: String, args: Value, partial_result: AgentToolResult },
+    ToolExecutionUpdate {
+        tool_call_id: String,
+        tool_name: String,
+        args: Value,
+        partial_result: AgentToolResult,
+    },
     #[serde(rename_all = "camelCase")]
     ToolExecutionEnd {
         tool_call_id: String,
@@ -42,7 +65,12 @@ pub enum AgentEvent {
     },
     /// The provider will retry a failed request (rate limit, overload) after `delay_ms`.
     #[serde(rename_all = "camelCase")]
-    ProviderRetry { attempt: u32, max_attempts: u32, delay_ms: u64, error_message: String },
+    ProviderRetry {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        error_message: String,
+    },
 }
 
 impl AgentEvent {

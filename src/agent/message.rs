@@ -35,7 +35,10 @@ pub enum ContentBlock {
 
 impl ContentBlock {
     pub fn text(text: impl Into<String>) -> Self {
-        ContentBlock::Text(TextContent { text: text.into(), text_signature: None })
+        ContentBlock::Text(TextContent {
+            text: text.into(),
+            text_signature: None,
+        })
     }
 
     /// The text of a `text` block, `None` for other blocks.
@@ -276,7 +279,10 @@ pub struct UserMessage {
 
 impl UserMessage {
     pub fn text(text: impl Into<String>) -> Self {
-        UserMessage { content: MessageContent::Text(text.into()), timestamp: now_ms() }
+        UserMessage {
+            content: MessageContent::Text(text.into()),
+            timestamp: now_ms(),
+        }
     }
 }
 
@@ -322,7 +328,11 @@ impl AssistantMessage {
 
     /// All text blocks joined (thinking and tool calls skipped).
     pub fn text(&self) -> String {
-        let texts: Vec<&str> = self.content.iter().filter_map(ContentBlock::as_text).collect();
+        let texts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(ContentBlock::as_text)
+            .collect();
         texts.join("")
     }
 }

@@ -6,3 +6,4 @@
 pub mod event;
 pub mod message;
 pub mod tool;
+pub mod transcript;

@@ -49,7 +49,10 @@ impl AgentToolResult {
     }
 
     pub fn error(text: impl Into<String>) -> Self {
-        AgentToolResult { is_error: Some(true), ..Self::text(text) }
+        AgentToolResult {
+            is_error: Some(true),
+            ..Self::text(text)
+        }
     }
 }
 
@@ -62,7 +65,9 @@ pub struct ToolError {
 
 impl ToolError {
     pub fn new(message: impl Into<String>) -> Self {
-        ToolError { message: message.into() }
+        ToolError {
+            message: message.into(),
+        }
     }
 }
 
@@ -74,19 +79,25 @@ impl From<String> for ToolError {
 
 impl From<&str> for ToolError {
     fn from(message: &str) -> Self {
-        ToolError { message: message.to_string() }
+        ToolError {
+            message: message.to_string(),
+        }
     }
 }
 
 impl From<std::io::Error> for ToolError {
     fn from(e: std::io::Error) -> Self {
-        ToolError { message: e.to_string() }
+        ToolError {
+            message: e.to_string(),
+        }
     }
 }
 
 impl From<anyhow::Error> for ToolError {
     fn from(e: anyhow::Error) -> Self {
-        ToolError { message: format!("{e:#}") }
+        ToolError {
+            message: format!("{e:#}"),
+        }
     }
 }
 

@@ -27,33 +27,60 @@ pub enum AssistantMessageEvent {
     #[serde(rename_all = "camelCase")]
     TextDelta { content_index: usize, delta: String },
     #[serde(rename_all = "camelCase")]
-    TextEnd { content_index: usize, content: String },
+    TextEnd {
+        content_index: usize,
+        content: String,
+    },
     #[serde(rename_all = "camelCase")]
     ThinkingStart { content_index: usize },
     #[serde(rename_all = "camelCase")]
     ThinkingDelta { content_index: usize, delta: String },
     #[serde(rename_all = "camelCase")]
-    ThinkingEnd { content_index: usize, content: String },
+    ThinkingEnd {
+        content_index: usize,
+        content: String,
+    },
     #[serde(rename = "toolcall_start", rename_all = "camelCase")]
-    ToolCallStart { content_index: usize, id: String, tool_name: String },
+    ToolCallStart {
+        content_index: usize,
+        id: String,
+        tool_name: String,
+    },
     /// A raw fragment of the tool call's JSON argument text.
     #[serde(rename = "toolcall_delta", rename_all = "camelCase")]
     ToolCallDelta { content_index: usize, delta: String },
     #[serde(rename = "toolcall_end", rename_all = "camelCase")]
-    ToolCallEnd { content_index: usize, tool_call: ToolCall },
+    ToolCallEnd {
+        content_index: usize,
+        tool_call: ToolCall,
+    },
     /// A retryable failure happened before any token arrived; the provider waits `delay_ms`
     /// and tries again. Not a pi event: it makes retries visible to clients.
     #[serde(rename_all = "camelCase")]
-    Retry { attempt: u32, max_attempts: u32, delay_ms: u64, error_message: String },
+    Retry {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        error_message: String,
+    },
     /// Terminal success: `reason` is stop, length, toolUse or deferred.
-    Done { reason: StopReason, message: AssistantMessage },
+    Done {
+        reason: StopReason,
+        message: AssistantMessage,
+    },
     /// Terminal failure: `reason` is error or aborted; `error.errorMessage` says why.
-    Error { reason: StopReason, error: AssistantMessage },
+    Error {
+        reason: StopReason,
+        error: AssistantMessage,
+    },
 }
 
 impl AssistantMessageEvent {
     pub fn is_terminal(&self) -> bool {
-        matches!(self, AssistantMessageEvent::Done { .. } | AssistantMessageEvent::Error { .. })
+        matches!(
+            self,
+            AssistantMessageEvent::Done { .. } | AssistantMessageEvent::Error { .. }
+        )
     }
 }
 
@@ -194,5 +221,10 @@ pub struct StreamOptions {
 
 /// A function that streams one assistant response (pi's `StreamFn`).
 pub trait StreamFn: Send + Sync {
-    fn stream(&self, model: &Model, context: LlmContext, options: StreamOptions) -> AssistantEventStream;
+    fn stream(
+        &self,
+        model: &Model,
+        context: LlmContext,
+        options: StreamOptions,
+    ) -> AssistantEventStream;
 }

@@ -1,0 +1,282 @@
+//! Transcript utilities (pi-ai `utils/transcript.ts`): system messages carry the prompt and the
+//! tool declarations, so the current prompt and tool set are a replay of the transcript.
+
+use serde_json::{Map, Value};
+
+use crate::agent::message::{
+    AgentMessage, MessageContent, SystemMessage, ToolDeclaration, ToolReference,
+};
+
+/// The tool set after replaying every system message in order: per message, first remove
+/// `toolsRemoved` names, then set `toolsAdded` by name (a re-declaration replaces in place).
+pub fn current_tools<'a>(
+    messages: impl IntoIterator<Item = &'a AgentMessage>,
+) -> Vec<ToolDeclaration> {
+    let mut tools = ToolSet::default();
+    for message in messages {
+        if let AgentMessage::System(system) = message {
+            tools.apply(system);
+        }
+    }
+    tools.into_vec()
+}
+
+/// An insertion-ordered tool map, the state of a transcript replay.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolSet {
+    tools: Vec<ToolDeclaration>,
+}
+
+impl ToolSet {
+    /// Applies one system message's declarations.
+    pub fn apply(&mut self, system: &SystemMessage) {
+        for removed in system.tools_removed.iter().flatten() {
+            self.tools.retain(|t| t.name != removed.name);
+        }
+        for added in system.tools_added.iter().flatten() {
+            match self.tools.iter_mut().find(|t| t.name == added.name) {
+                Some(existing) => *existing = added.clone(),
+                None => self.tools.push(added.clone()),
+            }
+        }
+    }
+
+    pub fn as_slice(&self) -> &[ToolDeclaration] {
+        &self.tools
+    }
+
+    pub fn into_vec(self) -> Vec<ToolDeclaration> {
+        self.tools
+    }
+}
+
+/// What changed between two tool sets (pi's `getToolStateChanges`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolChanges {
+    pub added: Vec<ToolDeclaration>,
+    pub removed: Vec<ToolReference>,
+}
+
+impl ToolChanges {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty()
+    }
+}
+
+/// Added: tools of `current` missing from `previous` or declared differently, in `current` order.
+/// Removed: tools of `previous` missing from `current` or declared differently, in `previous`
+/// order. A changed declaration therefore appears in both lists, as in pi.
+pub fn tool_state_changes(
+    previous: &[ToolDeclaration],
+    current: &[ToolDeclaration],
+) -> ToolChanges {
+    let same = |a: &ToolDeclaration, b: &ToolDeclaration| declarations_equal(a, b);
+    let added = current
+        .iter()
+        .filter(|c| !previous.iter().any(|p| p.name == c.name && same(p, c)))
+        .cloned()
+        .collect();
+    let removed = previous
+        .iter()
+        .filter(|p| !current.iter().any(|c| c.name == p.name && same(p, c)))
+        .map(|p| ToolReference {
+            name: p.name.clone(),
+        })
+        .collect();
+    ToolChanges { added, removed }
+}
+
+/// pi compares `JSON.stringify` output, which is key-order sensitive; serde_json with
+/// `preserve_order` serialises in insertion order, so comparing the serialised text matches.
+fn declarations_equal(a: &ToolDeclaration, b: &ToolDeclaration) -> bool {
+    if a.name != b.name
+        || a.description != b.description
+        || a.constrained_sampling != b.constrained_sampling
+    {
+        return false;
+    }
+    // `Value`'s equality ignores key order; pi's does not.
+    serde_json::to_string(&a.parameters).ok() == serde_json::to_string(&b.parameters).ok()
+}
+
+/// pi's `createInitialSystemMessage`: `None` when the prompt is empty and there are no tools.
+pub fn initial_system_message(
+    prompt: Option<&str>,
+    tools: &[ToolDeclaration],
+) -> Option<SystemMessage> {
+    let prompt = prompt.unwrap_or("");
+    if prompt.is_empty() && tools.is_empty() {
+        return None;
+    }
+    Some(SystemMessage {
+        content: MessageContent::Text(prompt.to_string()),
+        tools_added: (!tools.is_empty()).then(|| tools.to_vec()),
+        timestamp: 0,
+        ..Default::default()
+    })
+}
+
+/// All system messages replayed into one (pi's `getCurrentSystemMessage`): contents joined with
+/// blank lines, sections merged by name (`null` deletes), tools replayed, first timestamp.
+/// `None` when there is no system message.
+pub fn current_system_message<'a>(
+    messages: impl IntoIterator<Item = &'a AgentMessage>,
+) -> Option<SystemMessage> {
+    let mut texts: Vec<String> = Vec::new();
+    let mut sections: Map<String, Value> = Map::new();
+    let mut tools = ToolSet::default();
+    let mut timestamp = None;
+    for message in messages {
+        let AgentMessage::System(system) = message else {
+            continue;
+        };
+        timestamp.get_or_insert(system.timestamp);
+        let text = system.content.to_text();
+        if !text.is_empty() {
+            texts.push(text);
+        }
+        for (name, value) in system.sections.iter().flatten() {
+            match value {
+                Value::Null => {
+                    sections.shift_remove(name);
+                }
+                other => {
+                    sections.insert(name.clone(), other.clone());
+                }
+            }
+        }
+        tools.apply(system);
+    }
+    let timestamp = timestamp?;
+    let tools = tools.into_vec();
+    Some(SystemMessage {
+        content: MessageContent::Text(texts.join("\n\n")),
+        sections: (!sections.is_empty()).then_some(sections),
+        timestamp,
+        tools_added: (!tools.is_empty()).then_some(tools),
+        tools_removed: None,
+    })
+}
+
+/// pi's `getSystemMessageText`: content text, then each non-null section value, empty parts
+/// removed, joined with blank lines.
+pub fn system_message_text(system: &SystemMessage) -> String {
+    let mut parts = vec![system.content.to_text()];
+    for value in system.sections.iter().flatten().map(|(_, v)| v) {
+        match value {
+            Value::String(s) => parts.push(s.clone()),
+            Value::Null => {}
+            other => parts.push(other.to_string()),
+        }
+    }
+    parts.retain(|p| !p.is_empty());
+    parts.join("\n\n")
+}
+
+/// pi's `getCurrentSystemPrompt`: the replayed system text, or `""`.
+pub fn current_system_prompt<'a>(messages: impl IntoIterator<Item = &'a AgentMessage>) -> String {
+    current_system_message(messages)
+        .map(|m| system_message_text(&m))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, description: &str) -> ToolDeclaration {
+        ToolDeclaration {
+            name: name.into(),
+            description: description.into(),
+            parameters: json!({"type": "object"}),
+            constrained_sampling: None,
+        }
+    }
+
+    fn system(added: Vec<ToolDeclaration>, removed: Vec<&str>) -> AgentMessage {
+        AgentMessage::System(SystemMessage {
+            tools_added: Some(added),
+            tools_removed: Some(
+                removed
+                    .into_iter()
+                    .map(|n| ToolReference { name: n.into() })
+                    .collect(),
+            ),
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn replay_removes_then_adds_per_message() {
+        let messages = vec![
+            system(vec![tool("a", "1"), tool("b", "1")], vec![]),
+            system(vec![tool("a", "2")], vec!["a"]),
+        ];
+        let names: Vec<_> = current_tools(&messages)
+            .into_iter()
+            .map(|t| (t.name, t.description))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                ("b".to_string(), "1".to_string()),
+                ("a".to_string(), "2".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn changed_declarations_appear_in_both_lists() {
+        let changes = tool_state_changes(
+            &[tool("a", "1"), tool("b", "1")],
+            &[tool("a", "2"), tool("c", "1")],
+        );
+        let added: Vec<_> = changes.added.iter().map(|t| t.name.as_str()).collect();
+        let removed: Vec<_> = changes.removed.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(added, ["a", "c"]);
+        assert_eq!(removed, ["a", "b"]);
+    }
+
+    #[test]
+    fn key_order_matters_like_json_stringify() {
+        let mut a = tool("a", "1");
+        a.parameters = json!({"type": "object", "properties": {}});
+        let mut b = tool("a", "1");
+        b.parameters = json!({"properties": {}, "type": "object"});
+        assert!(!tool_state_changes(&[a], &[b]).is_empty());
+    }
+
+    #[test]
+    fn system_prompt_joins_contents_and_sections() {
+        let messages = vec![
+            AgentMessage::System(SystemMessage {
+                content: "base".into(),
+                sections: Some(
+                    json!({"rules": "be brief", "tmp": "x"})
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                ),
+                timestamp: 7,
+                ..Default::default()
+            }),
+            AgentMessage::System(SystemMessage {
+                content: "".into(),
+                sections: Some(
+                    json!({"tmp": null})
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                ),
+                timestamp: 9,
+                ..Default::default()
+            }),
+        ];
+        assert_eq!(current_system_prompt(&messages), "base\n\nbe brief");
+        assert_eq!(
+            current_system_message(&messages).map(|m| m.timestamp),
+            Some(7)
+        );
+    }
+}
