@@ -10,6 +10,7 @@ use crate::agent::message::{AgentMessage, AssistantMessage, ToolResultMessage};
 use crate::agent::tool::AgentToolResult;
 use crate::provider::AssistantMessageEvent;
 
+#[allow(clippy::large_enum_variant)] // Events are moved to listeners, not stored in bulk.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentEvent {

@@ -363,6 +363,9 @@ pub struct CustomMessage {
 }
 
 /// pi's `AgentMessage`: an LLM message or any app-defined message with a `role`.
+// Messages are built once and moved into the transcript; boxing the assistant variant would only
+// add an allocation and noise at every match.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum AgentMessage {
     System(SystemMessage),

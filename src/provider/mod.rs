@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::message::{AgentMessage, AssistantMessage, StopReason, ThinkingLevel, ToolCall};
 
 /// One event of an assistant response stream (pi's `AssistantMessageEvent`, without `partial`).
+#[allow(clippy::large_enum_variant)] // Terminal events carry the message once per response.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AssistantMessageEvent {
