@@ -1,7 +1,14 @@
 //! agent-lsp: a coding agent served to editors as a language server.
 //!
 //! See `ARCHITECTURE.md` for the code map. In short: [`agent`] is the loop (a port of pi's
-//! agent loop), [`provider`] streams model responses, and the front ends drive the loop.
+//! agent loop), [`provider`] streams model responses, [`tools`] are the coding tools,
+//! [`session`] persists conversations, [`server`] is the LSP daemon and [`cli`] the commands.
 
 pub mod agent;
+pub mod cli;
+pub mod models;
 pub mod provider;
+pub mod server;
+pub mod session;
+pub mod testing;
+pub mod tools;

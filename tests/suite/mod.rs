@@ -1,1 +1,10 @@
-//! One module per area.
+//! One module per area; `support` holds the shared test clients and fixtures.
+
+mod agent_core;
+mod cli;
+mod daemon;
+mod loop_conformance;
+mod providers;
+mod sessions;
+mod support;
+mod tools;

@@ -1,0 +1,1 @@
+//! The command line: `agent-lsp` (the daemon), `run`, `demo`, `sessions`.

@@ -1,0 +1,1 @@
+//! Sessions persisted as JSONL in pi's session format v3.

@@ -1,0 +1,1 @@
+//! The coding tools (`read`, `write`, `edit`, `bash`, `grep`, `find`, `ls`) over a `Workspace`.
