@@ -1,5 +1,5 @@
-//! The `agent-lsp` binary.
+//! The `agent-lsp` binary: everything lives in the library; see `agent_lsp::cli`.
 
-fn main() {
-    println!("agent-lsp {}", env!("CARGO_PKG_VERSION"));
+fn main() -> std::process::ExitCode {
+    agent_lsp::cli::main()
 }
