@@ -99,6 +99,17 @@ async fn request_options(
     Ok(options)
 }
 
+/// The message of a caught panic (`panic!("…")` payloads are `&str` or `String`).
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        return (*s).to_string();
+    }
+    if let Some(s) = payload.downcast_ref::<String>() {
+        return s.clone();
+    }
+    "The stream function panicked".to_string()
+}
+
 /// Text that imitates tool-call markup (XML-style invocations some models fall back to).
 fn fakes_tool_calls(message: &AssistantMessage) -> bool {
     const MARKERS: [&str; 5] = [
@@ -137,9 +148,13 @@ impl Attempt {
             });
         }
         let model = &req.config.model;
-        let mut stream = req
-            .stream_fn
-            .stream(model, LlmContext { messages }, options);
+        // A stream function must encode failures in its stream; one that panics instead
+        // ("provider exploded") fails the run like pi's throwing stream function.
+        let call = std::panic::AssertUnwindSafe(|| {
+            req.stream_fn
+                .stream(model, LlmContext { messages }, options)
+        });
+        let mut stream = std::panic::catch_unwind(call).map_err(|p| panic_text(p.as_ref()))?;
         loop {
             let event = tokio::select! {
                 biased;
