@@ -198,6 +198,8 @@ pub(crate) async fn execute_ready(
             let is_error = result.is_error == Some(true);
             (result, is_error)
         }
+        // A tool that stops with an error because of the abort reports the abort itself.
+        Some(Err(_)) if cancel.is_cancelled() => (AgentToolResult::text(OPERATION_ABORTED), true),
         Some(Err(e)) => (AgentToolResult::text(e.message), true),
         None => (AgentToolResult::text(OPERATION_ABORTED), true),
     };

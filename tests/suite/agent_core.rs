@@ -377,3 +377,83 @@ async fn assistant_message_end_is_a_barrier_before_tool_preflight() {
     assert_eq!(*seen.lock().unwrap(), ["system", "user", "assistant"]);
     assert!(agent.state().pending_tool_calls.is_empty());
 }
+
+#[tokio::test]
+async fn tool_updates_settle_before_tool_execution_end() {
+    let tool = FnTool::new("progress", json!({}), |_, _, _, updater| {
+        Box::pin(async move {
+            updater.update(agent_lsp::agent::tool::AgentToolResult::text("half"));
+            Ok(agent_lsp::agent::tool::AgentToolResult::text("whole"))
+        })
+    })
+    .arc();
+    let stream = MockStream::responses(vec![
+        tool_use(vec![tool_call("tool-1", "progress", json!({}))]),
+        text_reply("done"),
+    ]);
+    let mut options = AgentOptions::new(stream);
+    options.tools = vec![tool];
+    let agent = Agent::new(options);
+    let rec = record(&agent);
+    agent.prompt_text("go").unwrap().wait().await;
+    let tools: Vec<String> = rec
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolExecutionStart { .. } => Some("start".to_string()),
+            AgentEvent::ToolExecutionUpdate { partial_result, .. } => Some(format!(
+                "update:{}",
+                partial_result.content[0].as_text().unwrap()
+            )),
+            AgentEvent::ToolExecutionEnd { result, .. } => {
+                Some(format!("end:{}", result.content[0].as_text().unwrap()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tools, ["start", "update:half", "end:whole"]);
+}
+
+#[tokio::test]
+async fn requests_carry_identity_reasoning_and_the_hooked_api_key() {
+    let stream = MockStream::responses(vec![text_reply("ok")]);
+    let mut options = AgentOptions::new(stream.clone());
+    options.model = create_model();
+    options.thinking_level = agent_lsp::agent::message::ThinkingLevel::High;
+    options.stream_options.api_key = Some("configured".into());
+    options.stream_options.session_id = Some("s1".into());
+    options.hooks.get_api_key = Some(Arc::new(|provider: String, _| {
+        Box::pin(async move { Ok((provider == "openai").then(|| "hooked".to_string())) })
+    }));
+    let agent = Agent::new(options);
+    let outcome = agent.prompt_text("go").unwrap().wait().await;
+    let call = &stream.calls()[0];
+    assert_eq!(call.options.api_key.as_deref(), Some("hooked"));
+    assert_eq!(call.options.session_id.as_deref(), Some("s1"));
+    assert_eq!(
+        call.options.reasoning,
+        Some(agent_lsp::agent::message::ThinkingLevel::High)
+    );
+    assert_eq!(
+        call.options.identity,
+        Some(
+            json!({"attribution": {"name": "pi", "url": "https://pi.dev", "categories": ["cli-agent"]}})
+        )
+    );
+    let last = outcome.new_messages.last().unwrap().as_assistant().unwrap();
+    assert_eq!(
+        last.thinking_level,
+        Some(agent_lsp::agent::message::ThinkingLevel::High)
+    );
+
+    // An empty hooked key falls back to the configured one.
+    agent.set_hooks(agent_lsp::agent::AgentHooks {
+        get_api_key: Some(Arc::new(|_, _| Box::pin(async { Ok(Some(String::new())) }))),
+        ..Default::default()
+    });
+    agent.prompt_text("again").unwrap().wait().await;
+    assert_eq!(
+        stream.calls()[1].options.api_key.as_deref(),
+        Some("configured")
+    );
+}

@@ -3,7 +3,10 @@
 //! Upstream's 20 ms timers are replaced by explicit notifications.
 
 mod hooks;
+mod modes;
+mod requests;
 mod run_tool;
+mod terminate;
 mod tools;
 
 use std::sync::{Arc, Mutex};
