@@ -14,7 +14,7 @@ use crate::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent,
     UserMessage, now_ms,
 };
-use crate::agent::tool_exec::OPERATION_ABORTED;
+use crate::agent::tool_exec::{OPERATION_ABORTED, panic_text};
 use crate::provider::{AssistantMessageEvent, LlmContext, StreamFn, StreamOptions};
 
 /// The error text of a stream that ended without `done`/`error`.
@@ -97,17 +97,6 @@ async fn request_options(
     options.identity = Some(merged_identity(options.identity.as_ref()));
     options.signal = cancel.clone();
     Ok(options)
-}
-
-/// The message of a caught panic (`panic!("…")` payloads are `&str` or `String`).
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        return (*s).to_string();
-    }
-    if let Some(s) = payload.downcast_ref::<String>() {
-        return s.clone();
-    }
-    "The stream function panicked".to_string()
 }
 
 /// Text that imitates tool-call markup (XML-style invocations some models fall back to).

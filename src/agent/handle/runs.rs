@@ -1,7 +1,10 @@
 //! Starting and spawning runs (pi's `runWithLifecycle`).
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures_util::FutureExt;
 
 use tokio_util::sync::CancellationToken;
 
@@ -11,6 +14,7 @@ use crate::agent::event::AgentEvent;
 use crate::agent::hooks::{AgentContext, QueuePollHook};
 use crate::agent::loop_::{run_agent_loop, run_agent_loop_continue};
 use crate::agent::message::AgentMessage;
+use crate::agent::tool_exec::panic_text;
 use crate::provider::StreamFn;
 
 impl Agent {
@@ -112,7 +116,11 @@ fn emitter(shared: &Arc<Shared>, cancel: &CancellationToken) -> Emit {
                 .map(|(_, l)| l.clone())
                 .collect();
             for listener in listeners {
-                listener(event.clone(), cancel.clone()).await?;
+                // A panicking listener fails the run like a listener returning `Err`.
+                AssertUnwindSafe(listener(event.clone(), cancel.clone()))
+                    .catch_unwind()
+                    .await
+                    .map_err(|p| panic_text(p.as_ref()))??;
             }
             Ok(())
         })

@@ -134,6 +134,48 @@ async fn i1_stream_without_terminal_event_becomes_an_error_message() {
     assert_eq!(count_agent_ends(&rec.events()), 1);
 }
 
+#[tokio::test]
+async fn i1_a_panicking_tool_becomes_an_error_result() {
+    let tool = FnTool::new("explode", json!({}), |_, _, _, _| {
+        Box::pin(async { panic!("tool exploded") })
+    })
+    .arc();
+    let stream = MockStream::responses(vec![
+        tool_use(vec![tool_call("tool-1", "explode", json!({}))]),
+        text_reply("done"),
+    ]);
+    let mut options = AgentOptions::new(stream);
+    options.tools = vec![tool];
+    let agent = Agent::new(options);
+    let outcome = agent.prompt_text("go").unwrap().wait().await;
+    assert_eq!(outcome.error, None);
+    let result = outcome
+        .new_messages
+        .iter()
+        .find_map(AgentMessage::as_tool_result)
+        .unwrap();
+    assert!(result.is_error);
+    assert_eq!(result.content, vec![ContentBlock::text("tool exploded")]);
+}
+
+#[tokio::test]
+async fn i1_a_panicking_listener_fails_the_run_but_closes_it() {
+    let (agent, rec) = agent_with(MockStream::responses(vec![text_reply("ok")]));
+    agent.subscribe(Arc::new(|e: Arc<AgentEvent>, _| {
+        let boom = matches!(*e, AgentEvent::TurnStart);
+        Box::pin(async move {
+            if boom {
+                panic!("listener exploded");
+            }
+            Ok(())
+        })
+    }));
+    let outcome = agent.prompt_text("go").unwrap().wait().await;
+    assert_eq!(outcome.error.as_deref(), Some("listener exploded"));
+    assert_eq!(count_agent_ends(&rec.events()), 1);
+    assert!(!agent.state().is_streaming);
+}
+
 // 2. Abort is final.
 
 #[tokio::test]
