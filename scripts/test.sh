@@ -1,8 +1,25 @@
 #!/usr/bin/env bash
 # Runs every test of agent-lsp. Installs what the tests need first, idempotently, so that a fresh
-# machine passes with this one command (CI runs exactly this).
+# machine passes with this one command (CI runs exactly this, via .ci/run).
+#
+#   ./scripts/test.sh            everything: lints, Rust tests, the editors' end-to-end tests
+#   SKIP_EDITORS=1 ./scripts/test.sh   only the Rust side (a quicker loop while developing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== cargo test"
-cargo test --locked --all-targets -- --test-threads="${AGENT_LSP_TEST_THREADS:-4}"
+section() { printf '\n== %s\n' "$*"; }
+
+section "rustfmt"
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+cargo fmt --all -- --check
+
+section "clippy"
+cargo clippy --locked --all-targets -- -D warnings
+
+section "cargo test"
+cargo test --locked -- --test-threads="${AGENT_LSP_TEST_THREADS:-4}"
+
+if [ -n "${SKIP_EDITORS:-}" ]; then
+  echo "SKIP_EDITORS is set: the editors' end-to-end tests were NOT run."
+  exit 0
+fi
