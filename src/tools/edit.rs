@@ -140,8 +140,12 @@ pub fn compute_edit(
     edits: &[Edit],
     path: &str,
 ) -> Result<(Vec<u8>, DiffResult), ToolError> {
-    let text = String::from_utf8_lossy(raw);
-    let (bom, body) = strip_bom(&text);
+    let text = std::str::from_utf8(raw).map_err(|_| {
+        ToolError::new(format!(
+            "Could not edit {path}: it is not UTF-8 text. Use write to replace it, or bash for binary files."
+        ))
+    })?;
+    let (bom, body) = strip_bom(text);
     let crlf = detect_crlf(body);
     let lf = normalize_to_lf(body);
     let new_lf = apply_edits(&lf, edits, path).map_err(ToolError::new)?;

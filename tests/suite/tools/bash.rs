@@ -176,3 +176,31 @@ async fn missing_working_directory_is_reported() {
         )
     );
 }
+
+#[tokio::test]
+async fn dropping_a_running_call_kills_its_group() {
+    let h = std::sync::Arc::new(Harness::new());
+    let (updater, mut updates) = ToolUpdater::channel();
+    let h2 = h.clone();
+    let task = tokio::spawn(async move {
+        h2.call_with(
+            "bash",
+            json!({"command": "sleep 1000 & echo pid:$!; wait"}),
+            CancellationToken::new(),
+            updater,
+        )
+        .await
+    });
+    let pid = loop {
+        let u = updates.recv().await.expect("an update with the pid");
+        if let Some(pid) = text(&u).lines().find_map(|l| l.strip_prefix("pid:")) {
+            break pid.trim().parse::<u32>().unwrap();
+        }
+    };
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    assert!(
+        wait_gone(pid, 5).await,
+        "child {pid} outlived the dropped call"
+    );
+}

@@ -231,3 +231,20 @@ async fn concurrent_edits_to_one_file_are_serialised() {
     let expected: String = (0..40).map(|i| format!("line-{i:02}-new\n")).collect();
     assert_eq!(h.get_str("shared.txt"), expected, "no edit may be lost");
 }
+
+#[tokio::test]
+async fn non_utf8_files_are_not_edited() {
+    let h = Harness::new();
+    h.put("latin1.txt", b"caf\xe9\n");
+    let e = h
+        .err_text(
+            "edit",
+            json!({"path": "latin1.txt", "edits": [{"oldText": "caf", "newText": "cafe"}]}),
+        )
+        .await;
+    assert_eq!(
+        e,
+        "Could not edit latin1.txt: it is not UTF-8 text. Use write to replace it, or bash for binary files."
+    );
+    assert_eq!(h.get("latin1.txt"), b"caf\xe9\n");
+}
