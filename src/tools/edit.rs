@@ -172,8 +172,9 @@ async fn run(
     let edits = parse_edits(&args)?;
     check_abort(&cancel)?;
     let abs = ctx.ws.resolve(&path).map_err(|e| ws_error(&path, e))?;
-    let _turn = ctx.queue.lock(&abs).await;
-    check_abort(&cancel)?;
+    let Some(_turn) = ctx.queue.lock_or_cancel(&abs, &cancel).await else {
+        return Err(ToolError::new(common::ABORTED));
+    };
     let snap = match load_checked(&ctx, &path, &abs).await? {
         Some(snap) => snap,
         None => {

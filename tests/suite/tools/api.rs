@@ -132,3 +132,40 @@ async fn previews_compute_without_applying() {
         None
     );
 }
+
+#[tokio::test]
+async fn cancelled_calls_report_pi_abort_texts_and_change_nothing() {
+    use agent_lsp::agent::tool::ToolUpdater;
+    use tokio_util::sync::CancellationToken;
+    let h = Harness::new();
+    h.put("f.txt", "a\n");
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let cases = [
+        ("read", json!({"path": "f.txt"}), "Operation aborted"),
+        (
+            "write",
+            json!({"path": "f.txt", "content": "b"}),
+            "Operation aborted",
+        ),
+        (
+            "edit",
+            json!({"path": "f.txt", "edits": [{"oldText": "a", "newText": "b"}]}),
+            "Operation aborted",
+        ),
+        (
+            "bash",
+            json!({"command": "echo hi > g.txt"}),
+            "Command aborted",
+        ),
+    ];
+    for (name, args, expected) in cases {
+        let err = h
+            .call_with(name, args, cancel.clone(), ToolUpdater::none())
+            .await
+            .unwrap_err();
+        assert_eq!(err.message, expected, "{name}");
+    }
+    assert_eq!(h.get_str("f.txt"), "a\n");
+    assert!(!h.path("g.txt").exists());
+}
