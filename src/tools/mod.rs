@@ -7,6 +7,9 @@
 //! a file changed since the agent read it ([`ReadTracker`]) and are serialised per file
 //! ([`FileMutationQueue`]).
 //!
+//! Directory walks (`grep`, `find`, `ls`) read the disk below a resolved path directly, with
+//! [`Workspace::open_documents`] overlaying it, so they stay fast on large trees.
+//!
 //! Differences from pi, on purpose: writes are atomic and conflict-checked; `grep`/`find` use
 //! ripgrep's libraries in-process (no `rg`/`fd` download); `read` attaches images as they are
 //! (no resizing to 2000×2000, no BMP conversion; images over [`read::MAX_IMAGE_BYTES`] are
