@@ -114,6 +114,12 @@ impl Writer {
     /// Replaces the whole file atomically and reopens the append handle.
     pub fn rewrite(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
         write_atomically(&self.path, bytes)?;
+        self.reopen()
+    }
+
+    /// Reopens the append handle: after an atomic rename the old descriptor points at the
+    /// replaced (unlinked) file.
+    pub fn reopen(&mut self) -> Result<(), SessionError> {
         self.file = OpenOptions::new()
             .append(true)
             .open(&self.path)

@@ -36,16 +36,17 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// A new session whose header is written to `path` at once.
-    pub(super) fn create_at(
-        path: PathBuf,
+    /// A new session in `dir`, named as pi names it (`<ISO time>_<session id>.jsonl`, with `:`
+    /// and `.` replaced by `-`); the header is written at once.
+    pub(super) fn create_in(
+        dir: &Path,
         cwd: &Path,
         parent_session: Option<String>,
     ) -> Result<Session, SessionError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| SessionError::io(dir, e))?;
-        }
+        std::fs::create_dir_all(dir).map_err(|e| SessionError::io(dir, e))?;
         let header = new_header(cwd, parent_session);
+        let stamp = header.timestamp.replace([':', '.'], "-");
+        let path = dir.join(format!("{stamp}_{}.jsonl", header.id));
         let mut writer = Writer::open(&path)?;
         writer.append(&header)?;
         Ok(Session {
@@ -75,6 +76,8 @@ impl Session {
     pub fn open_path(path: &Path) -> Result<Session, SessionError> {
         let mut writer = Writer::open(path)?;
         let loaded = load_lines(path, true)?;
+        // A repair replaced the file by rename; append to the new one.
+        writer.reopen()?;
         let (mut header_raw, mut raw_entries) = split_header(path, loaded)?;
         let version = header_raw
             .get("version")

@@ -10,7 +10,6 @@ use super::SessionError;
 use super::entry::{EntryKind, SessionEntry, SessionHeader};
 use super::file::load_lines;
 use super::session::{Session, count_messages, split_header};
-use super::time::iso_now;
 
 /// A directory of sessions.
 #[derive(Clone, Debug)]
@@ -83,17 +82,11 @@ impl SessionStore {
 
     /// Creates a session for `cwd`; with a model, the first entry records it.
     pub fn create(&self, cwd: &Path, model: Option<&Model>) -> Result<Session, SessionError> {
-        let mut session = Session::create_at(self.new_path(cwd), cwd, None)?;
+        let mut session = Session::create_in(&self.dir_for_cwd(cwd), cwd, None)?;
         if let Some(model) = model {
             session.append_model_change(&model.provider, &model.id)?;
         }
         Ok(session)
-    }
-
-    fn new_path(&self, cwd: &Path) -> PathBuf {
-        let stamp = iso_now().replace([':', '.'], "-");
-        let id = uuid::Uuid::now_v7();
-        self.dir_for_cwd(cwd).join(format!("{stamp}_{id}.jsonl"))
     }
 
     /// Opens a session by file path, full id, or unique id prefix.
@@ -198,7 +191,7 @@ impl SessionStore {
         };
         let cwd = PathBuf::from(source.cwd());
         let parent = source.path().map(|p| p.to_string_lossy().into_owned());
-        let mut fork = Session::create_at(self.new_path(&cwd), &cwd, parent)?;
+        let mut fork = Session::create_in(&self.dir_for_cwd(&cwd), &cwd, parent)?;
         let path: Vec<SessionEntry> = super::context::path_to(source.entries(), leaf.as_deref())
             .into_iter()
             .cloned()
