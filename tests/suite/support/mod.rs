@@ -1,3 +1,4 @@
 //! Shared test support: one file per helper area.
 
+pub mod mock_stream;
 pub mod pi_session;
