@@ -108,7 +108,9 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
     let resolved = resolve_model(spec.as_deref(), env)?;
     let requested = match &args.thinking {
         Some(level) => ThinkingLevel::parse(level).with_context(|| {
-            format!("unknown thinking level {level:?}; use off, minimal, low, medium, high or xhigh")
+            format!(
+                "unknown thinking level {level:?}; use off, minimal, low, medium, high or xhigh"
+            )
         })?,
         None => context.thinking_level,
     };
@@ -124,7 +126,10 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
         _ => cwd,
     };
     let model = &resolved.model;
-    if context.model.as_ref().map(|m| (m.provider.as_str(), m.model_id.as_str()))
+    if context
+        .model
+        .as_ref()
+        .map(|m| (m.provider.as_str(), m.model_id.as_str()))
         != Some((model.provider.as_str(), model.id.as_str()))
     {
         session.append_model_change(&model.provider, &model.id)?;
@@ -139,7 +144,7 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
         cwd,
         approval: args.approve,
         json: args.json,
-        stream_fn: provider_stream_fn(),
+        stream_fn: crate::provider::default_stream_fn(),
         prompt: args.prompt.join(" "),
     })
 }
@@ -334,7 +339,10 @@ impl Recorder {
         match self.inner.lock() {
             Ok(state) => {
                 let session = state.session.as_ref().map(Session::usage);
-                (state.run_usage.clone(), session.unwrap_or_else(|| state.run_usage.clone()))
+                (
+                    state.run_usage.clone(),
+                    session.unwrap_or_else(|| state.run_usage.clone()),
+                )
             }
             Err(_) => (Usage::default(), Usage::default()),
         }
@@ -351,33 +359,4 @@ fn check_prompt(prompt: &str) -> anyhow::Result<()> {
         bail!("the prompt is empty");
     }
     Ok(())
-}
-
-// TEMP until the providers branch lands: replaced by `crate::provider::default_stream_fn()`.
-fn provider_stream_fn() -> Arc<dyn StreamFn> {
-    struct Missing;
-    impl StreamFn for Missing {
-        fn stream(
-            &self,
-            model: &crate::provider::Model,
-            _context: crate::provider::LlmContext,
-            _options: StreamOptions,
-        ) -> crate::provider::AssistantEventStream {
-            let error = crate::agent::message::AssistantMessage {
-                api: model.api.clone(),
-                provider: model.provider.clone(),
-                model: model.id.clone(),
-                stop_reason: crate::agent::message::StopReason::Error,
-                error_message: Some("providers are not built yet".into()),
-                ..Default::default()
-            };
-            crate::provider::AssistantEventStream::from_events(vec![
-                crate::provider::AssistantMessageEvent::Error {
-                    reason: crate::agent::message::StopReason::Error,
-                    error,
-                },
-            ])
-        }
-    }
-    Arc::new(Missing)
 }

@@ -1,4 +1,5 @@
 //! Shared test support: one file per helper area.
 
+pub mod cli_run;
 pub mod mock_stream;
 pub mod pi_session;
