@@ -3,3 +3,4 @@
 pub mod cli_run;
 pub mod mock_stream;
 pub mod pi_session;
+pub mod tool_harness;
