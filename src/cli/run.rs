@@ -57,7 +57,7 @@ pub struct RunArgs {
     /// Reasoning effort: off, minimal, low, medium, high, xhigh (clamped to what the model takes).
     #[arg(long)]
     pub thinking: Option<String>,
-    /// The prompt (several words are joined with spaces).
+    /// The prompt (several words are joined with spaces); `-` reads it from stdin.
     #[arg(required = true)]
     pub prompt: Vec<String>,
 }
@@ -87,7 +87,7 @@ pub async fn run(args: RunArgs, env: EnvSource) -> ExitCode {
 }
 
 fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
-    check_prompt(&args.prompt.join(" "))?;
+    let prompt = prompt_text(&args.prompt)?;
     let explicit_cwd = args.cwd.is_some();
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
@@ -147,7 +147,7 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
         approval: args.approve,
         json: args.json,
         stream_fn: crate::provider::default_stream_fn(),
-        prompt: args.prompt.join(" "),
+        prompt,
     })
 }
 
@@ -388,10 +388,15 @@ impl Recorder {
     }
 }
 
-/// Refuses prompts that are only whitespace before any work starts.
-fn check_prompt(prompt: &str) -> anyhow::Result<()> {
+/// The prompt words joined, or stdin for `-`; refuses an empty prompt before any work starts.
+fn prompt_text(words: &[String]) -> anyhow::Result<String> {
+    let prompt = if words == ["-"] {
+        std::io::read_to_string(std::io::stdin()).context("cannot read the prompt from stdin")?
+    } else {
+        words.join(" ")
+    };
     if prompt.trim().is_empty() {
         bail!("the prompt is empty");
     }
-    Ok(())
+    Ok(prompt)
 }
