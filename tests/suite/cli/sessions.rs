@@ -89,6 +89,9 @@ async fn sessions_list_shows_id_cwd_name_time_and_count() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["id"], id.as_str());
     assert_eq!(rows[0]["messageCount"], 2);
+    // `--cwd` alone means the current directory (the project, where the binary runs).
+    let rows = json_lines(&env.run(&["sessions", "list", "--cwd", "--json"]).await);
+    assert_eq!(rows.len(), 1);
     let elsewhere = tempfile::tempdir().unwrap();
     let out = env
         .run(&[
