@@ -114,6 +114,12 @@ fn a_session_round_trips_and_is_valid_pi_v3() {
         "{}",
         path.display()
     );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(path.parent().unwrap())
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o700, "session directories are private");
     assert!(
         path.file_name()
             .unwrap()
