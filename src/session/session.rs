@@ -80,6 +80,9 @@ impl Session {
     /// Opens an existing file for writing: takes the writer lock, repairs a torn tail, migrates
     /// older versions to v3 (rewriting the file atomically). The leaf is the last entry.
     pub fn open_path(path: &Path) -> Result<Session, SessionError> {
+        if !path.is_file() {
+            return Err(SessionError::NotFound(path.display().to_string()));
+        }
         let mut writer = Writer::open(path)?;
         let loaded = load_lines(path, true)?;
         // A repair replaced the file by rename; append to the new one.
