@@ -98,7 +98,7 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
     // Nothing is created before the model resolves, so a failed start leaves no empty session.
     let origin = find_session(&args, env, &cwd)?;
     let context = match &origin {
-        Origin::New(_) => SessionContext::default(),
+        Origin::New(_) | Origin::NewAt(_) => SessionContext::default(),
         Origin::Existing(s) | Origin::ForkOf(_, s) => s.context(),
     };
     let spec = args.model.clone().or_else(|| {
@@ -120,6 +120,7 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
     let mut session = match origin {
         Origin::New(None) => Session::in_memory(&cwd),
         Origin::New(Some(store)) => store.create(&cwd, None)?,
+        Origin::NewAt(path) => Session::create_at(&path, &cwd)?,
         Origin::Existing(session) => session,
         Origin::ForkOf(store, source) => store.fork(&source, ForkPoint::Leaf)?.0,
     };
@@ -155,9 +156,16 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
 enum Origin {
     /// A new session, stored (`Some`) or in memory (`None`, `--no-session`).
     New(Option<SessionStore>),
+    /// A new session at this file (`--session PATH` for a file that does not exist yet).
+    NewAt(PathBuf),
     Existing(Session),
     /// `--fork`: a copy of this session, made once the model is known.
     ForkOf(SessionStore, Session),
+}
+
+/// `a/b.jsonl`, `./x`: an argument meant as a file rather than a session id.
+fn looks_like_path(arg: &str) -> bool {
+    arg.contains(std::path::MAIN_SEPARATOR) || arg.ends_with(".jsonl")
 }
 
 fn find_session(args: &RunArgs, env: &EnvSource, cwd: &Path) -> anyhow::Result<Origin> {
@@ -172,6 +180,10 @@ fn find_session(args: &RunArgs, env: &EnvSource, cwd: &Path) -> anyhow::Result<O
     };
     let store = SessionStore::new(dir);
     if let Some(id) = &args.session {
+        // pi's `--session <path>`: a path that does not exist yet starts a new session there.
+        if looks_like_path(id) && !Path::new(id).exists() {
+            return Ok(Origin::NewAt(PathBuf::from(id)));
+        }
         return Ok(Origin::Existing(store.open(id)?));
     }
     if let Some(id) = &args.fork {
