@@ -101,6 +101,38 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
         Origin::New(_) | Origin::NewAt(_) => SessionContext::default(),
         Origin::Existing(s) | Origin::ForkOf(_, s) => s.context(),
     };
+    let (resolved, thinking) = choose_model(&args, &context, env)?;
+    let mut session = match origin {
+        Origin::New(None) => Session::in_memory(&cwd),
+        Origin::New(Some(store)) => store.create(&cwd, None)?,
+        Origin::NewAt(path) => Session::create_at(&path, &cwd)?,
+        Origin::Existing(session) => session,
+        Origin::ForkOf(store, source) => store.fork(&source, ForkPoint::Leaf)?.0,
+    };
+    let cwd = match Path::new(session.cwd()) {
+        stored if !explicit_cwd && stored.is_dir() => stored.to_path_buf(),
+        _ => cwd,
+    };
+    record_settings(&mut session, &context, &resolved, thinking)?;
+    Ok(RunPlan {
+        session,
+        resolved,
+        thinking,
+        cwd,
+        approval: args.approve,
+        json: args.json,
+        stream_fn: crate::provider::default_stream_fn(),
+        prompt,
+    })
+}
+
+/// The model (`--model`, else the session's, else the default) and the thinking level
+/// (`--thinking`, else the session's), clamped to what the model accepts.
+fn choose_model(
+    args: &RunArgs,
+    context: &SessionContext,
+    env: &EnvSource,
+) -> anyhow::Result<(ResolvedModel, ThinkingLevel)> {
     let spec = args.model.clone().or_else(|| {
         context
             .model
@@ -117,39 +149,28 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
         None => context.thinking_level,
     };
     let thinking = clamp_thinking(&resolved.model, requested);
-    let mut session = match origin {
-        Origin::New(None) => Session::in_memory(&cwd),
-        Origin::New(Some(store)) => store.create(&cwd, None)?,
-        Origin::NewAt(path) => Session::create_at(&path, &cwd)?,
-        Origin::Existing(session) => session,
-        Origin::ForkOf(store, source) => store.fork(&source, ForkPoint::Leaf)?.0,
-    };
-    let cwd = match Path::new(session.cwd()) {
-        stored if !explicit_cwd && stored.is_dir() => stored.to_path_buf(),
-        _ => cwd,
-    };
+    Ok((resolved, thinking))
+}
+
+/// Records a model or thinking level that differs from the session's, as pi does on a switch.
+fn record_settings(
+    session: &mut Session,
+    context: &SessionContext,
+    resolved: &ResolvedModel,
+    thinking: ThinkingLevel,
+) -> anyhow::Result<()> {
     let model = &resolved.model;
-    if context
+    let current = context
         .model
         .as_ref()
-        .map(|m| (m.provider.as_str(), m.model_id.as_str()))
-        != Some((model.provider.as_str(), model.id.as_str()))
-    {
+        .map(|m| (m.provider.as_str(), m.model_id.as_str()));
+    if current != Some((model.provider.as_str(), model.id.as_str())) {
         session.append_model_change(&model.provider, &model.id)?;
     }
     if thinking != context.thinking_level {
         session.append_thinking_level(thinking)?;
     }
-    Ok(RunPlan {
-        session,
-        resolved,
-        thinking,
-        cwd,
-        approval: args.approve,
-        json: args.json,
-        stream_fn: crate::provider::default_stream_fn(),
-        prompt,
-    })
+    Ok(())
 }
 
 /// Where the run's session comes from.
