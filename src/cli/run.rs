@@ -2,20 +2,20 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Args;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::agent::event::AgentEvent;
 use crate::agent::hooks::AgentHooks;
-use crate::agent::message::{AgentMessage, ThinkingLevel, Usage};
-use crate::agent::{Agent, AgentListener, AgentOptions, RunHandle, RunOutcome};
+use crate::agent::message::{AgentMessage, ThinkingLevel};
+use crate::agent::{Agent, AgentOptions, RunHandle, RunOutcome};
 use crate::cli::approve::Approval;
 use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
 use crate::cli::prompt::default_system_prompt;
-use crate::models::{EnvSource, ResolvedModel, apply_cost, clamp_thinking, resolve_model};
+use crate::cli::recorder::Recorder;
+use crate::models::{EnvSource, ResolvedModel, clamp_thinking, resolve_model};
 use crate::provider::{StreamFn, StreamOptions};
 use crate::session::{ForkPoint, Session, SessionContext, SessionStore, time::iso_now};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
@@ -347,78 +347,6 @@ fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<(Ag
     let recorder = Recorder::new(plan.session);
     agent.subscribe(recorder.listener(&plan.resolved, renderer));
     Ok((agent, recorder))
-}
-
-/// Records every finished message in the session (with its cost) before it is shown, and sums
-/// the run's usage.
-#[derive(Clone, Default)]
-struct Recorder {
-    inner: Arc<Mutex<RecorderState>>,
-}
-
-#[derive(Default)]
-struct RecorderState {
-    session: Option<Session>,
-    run_usage: Usage,
-    failure: Option<String>,
-}
-
-impl Recorder {
-    fn new(session: Session) -> Recorder {
-        Recorder {
-            inner: Arc::new(Mutex::new(RecorderState {
-                session: Some(session),
-                ..Default::default()
-            })),
-        }
-    }
-
-    fn listener(&self, resolved: &ResolvedModel, renderer: Arc<dyn Renderer>) -> AgentListener {
-        let inner = self.inner.clone();
-        let model = resolved.model.clone();
-        Arc::new(move |event: Arc<AgentEvent>, _cancel| {
-            let inner = inner.clone();
-            let model = model.clone();
-            let renderer = renderer.clone();
-            Box::pin(async move {
-                if let AgentEvent::MessageEnd { message } = &*event {
-                    let mut message = message.clone();
-                    let mut state = inner.lock().map_err(|_| "recorder lock poisoned")?;
-                    if let AgentMessage::Assistant(a) = &mut message {
-                        apply_cost(&model, &mut a.usage);
-                        state.run_usage.accumulate(&a.usage);
-                    }
-                    if let Some(session) = &mut state.session
-                        && let Err(e) = session.append_message(&message)
-                    {
-                        let text = format!("cannot record the session: {e}");
-                        state.failure = Some(text.clone());
-                        return Err(text);
-                    }
-                }
-                renderer.event(&event);
-                Ok(())
-            })
-        })
-    }
-
-    /// (this run's usage, the whole session's usage).
-    fn totals(&self) -> (Usage, Usage) {
-        match self.inner.lock() {
-            Ok(state) => {
-                let session = state.session.as_ref().map(Session::usage);
-                (
-                    state.run_usage.clone(),
-                    session.unwrap_or_else(|| state.run_usage.clone()),
-                )
-            }
-            Err(_) => (Usage::default(), Usage::default()),
-        }
-    }
-
-    fn failure(&self) -> Option<String> {
-        self.inner.lock().ok().and_then(|s| s.failure.clone())
-    }
 }
 
 /// The prompt words joined, or stdin for `-`; refuses an empty prompt before any work starts.
