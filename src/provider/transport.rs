@@ -262,9 +262,20 @@ pub fn streaming_client() -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot create the HTTP client: {}", error_chain(&e)))
 }
 
-/// Adds the model's configured headers; a `null` value removes a default header.
-pub fn apply_model_headers(headers: &mut Vec<(String, String)>, model: &super::Model) {
-    for (name, value) in model.headers.iter().flatten() {
+/// Adds the model's configured headers, then the request's (`options.extra.headers`); a `null`
+/// value removes a default header.
+pub fn apply_model_headers(
+    headers: &mut Vec<(String, String)>,
+    model: &super::Model,
+    options: &StreamOptions,
+) {
+    let from_options = options.extra.get("headers").and_then(Value::as_object);
+    for (name, value) in model
+        .headers
+        .iter()
+        .flatten()
+        .chain(from_options.into_iter().flatten())
+    {
         headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         match value {
             Value::Null => {}
