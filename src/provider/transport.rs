@@ -201,6 +201,23 @@ async fn attempt<P: WireParser>(
             Attempt::Failed(message)
         };
     }
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if content_type.contains("json") {
+        // A server that ignored `stream: true` (or a proxy error page with status 200).
+        let body = tokio::select! {
+            _ = signal.cancelled() => return Attempt::Aborted,
+            body = response.text() => body.unwrap_or_default(),
+        };
+        let shown: String = body.trim().chars().take(500).collect();
+        return Attempt::Failed(format!(
+            "Expected an event stream but the server answered {content_type}: {shown}"
+        ));
+    }
     stream_body(response, options, asm, parser).await
 }
 
