@@ -422,3 +422,47 @@ async fn hosted_apis_without_a_key_fail_before_any_request() {
         assert_eq!(error_text(&events), "No API key for provider: keyless-test");
     }
 }
+
+#[tokio::test]
+async fn anthropic_adaptive_thinking_and_long_cache_retention() {
+    let mock = mock(r#"{"responses": [{"text": "ok"}, {"text": "ok"}]}"#).await;
+    let mut model = model_for("anthropic-messages", &mock);
+    model.compat = json!({"forceAdaptiveThinking": true}).as_object().cloned();
+    let mut options = StreamOptions {
+        reasoning: Some(ThinkingLevel::Minimal),
+        temperature: Some(0.2),
+        ..StreamOptions::default()
+    };
+    options.extra.insert("cacheRetention".into(), json!("long"));
+    done(&run(&model, conversation("anthropic-messages"), options).await);
+    let request = mock.requests().remove(0);
+    assert_eq!(request.body["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(request.body["output_config"], json!({"effort": "low"}));
+    assert!(
+        request.body.get("temperature").is_none(),
+        "no temperature while thinking"
+    );
+    assert!(
+        !request
+            .header("anthropic-beta")
+            .unwrap_or_default()
+            .contains("interleaved")
+    );
+    assert_eq!(
+        request.body["system"][0]["cache_control"],
+        json!({"type": "ephemeral", "ttl": "1h"})
+    );
+    // Thinking off on a reasoning model: explicitly disabled, temperature allowed.
+    let options = StreamOptions {
+        temperature: Some(0.2),
+        ..StreamOptions::default()
+    };
+    done(&run(&model, user_context("x"), options).await);
+    let body = mock.requests().remove(1).body;
+    assert_eq!(body["thinking"], json!({"type": "disabled"}));
+    assert_eq!(body["temperature"], 0.2);
+    assert_eq!(
+        body["messages"][0]["content"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+}
