@@ -51,7 +51,8 @@
 //! - `id` (default `mock-<n>`), `model` (default: the requested model).
 //!
 //! The binary `agent-lsp-mock --script FILE [--port N] [--log FILE.jsonl]` serves a script file
-//! and prints [`MockProvider::announcement`] as one JSON line.
+//! and prints [`MockProvider::announcement`] as one JSON line; it stops when killed or when its
+//! stdin (a pipe, socket or terminal) closes, and with stdin at `/dev/null` serves until killed.
 
 mod http;
 mod invariants;
