@@ -76,8 +76,15 @@ pub fn build_request(
         if let Some(last) = decls.last_mut() {
             last["cache_control"] = cache.clone();
         }
+        // Per-tool eager input streaming replaces the fine-grained streaming beta where supported.
+        if compat_flag(model, "supportsEagerToolInputStreaming").unwrap_or(false) {
+            decls
+                .iter_mut()
+                .for_each(|d| d["eager_input_streaming"] = json!(true));
+        } else {
+            betas.push(BETA_FINE_GRAINED);
+        }
         body.insert("tools".into(), Value::Array(decls));
-        betas.push(BETA_FINE_GRAINED);
     }
     if strategy == ToolStrategy::Changes {
         betas.push(BETA_INLINE_TOOLS);

@@ -466,3 +466,42 @@ async fn anthropic_adaptive_thinking_and_long_cache_retention() {
         json!({"type": "ephemeral"})
     );
 }
+
+#[tokio::test]
+async fn eager_tool_streaming_and_session_affinity_follow_compat() {
+    let mock = mock(r#"{"responses": [{"text": "ok"}, {"text": "ok"}]}"#).await;
+    let mut model = model_for("anthropic-messages", &mock);
+    model.compat = json!({"supportsEagerToolInputStreaming": true})
+        .as_object()
+        .cloned();
+    done(
+        &run(
+            &model,
+            conversation("anthropic-messages"),
+            StreamOptions::default(),
+        )
+        .await,
+    );
+    let request = mock.requests().remove(0);
+    assert_eq!(request.body["tools"][0]["eager_input_streaming"], true);
+    assert!(
+        !request
+            .header("anthropic-beta")
+            .unwrap_or_default()
+            .contains("fine-grained")
+    );
+
+    let mut model = model_for("openai-completions", &mock);
+    model.compat =
+        json!({"sendSessionAffinityHeaders": true, "sessionAffinityFormat": "openrouter"})
+            .as_object()
+            .cloned();
+    let options = StreamOptions {
+        session_id: Some("sess-42".into()),
+        ..StreamOptions::default()
+    };
+    done(&run(&model, user_context("x"), options).await);
+    let request = mock.requests().remove(1);
+    assert_eq!(request.header("x-session-id"), Some("sess-42"));
+    assert_eq!(request.header("session_id"), None);
+}
