@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::suite::support::lsp_client::{LspClient, Spawn, frame, path_uri};
+use crate::suite::support::lsp_client::{ApplyMode, LspClient, Spawn, frame, path_uri};
 
 async fn spawn_plain() -> LspClient {
     LspClient::spawn(Spawn {
@@ -153,4 +153,296 @@ async fn get_document_of_a_closed_file_is_invalid_params() {
         .request_raw("agent/getDocument", json!({"uri": uri}))
         .await;
     assert_eq!(resp["error"]["code"], -32602);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Agent runs against the loopback mock provider.
+
+use agent_lsp::testing::{MockProvider, MockResponse, MockScript};
+
+async fn agent_setup(
+    responses: Vec<MockResponse>,
+    caps: Value,
+    options: Value,
+) -> (MockProvider, LspClient) {
+    let mock = MockProvider::start(MockScript { responses }).await.unwrap();
+    let client = LspClient::spawn(Spawn {
+        provider_url: Some(mock.openai_base_url()),
+        env: vec![],
+    })
+    .await;
+    client.initialize(caps, options).await;
+    (mock, client)
+}
+
+fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["event"]["type"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The guarantees every finished run must satisfy.
+fn assert_run_invariants(client: &LspClient, session: &str, run: &str, response_id: i64) {
+    let log = client.log();
+    let response_at = log
+        .iter()
+        .position(|m| m["id"] == response_id && m.get("method").is_none())
+        .expect("response written");
+    let first_event_at = log
+        .iter()
+        .position(|m| m["method"] == "$/agentEvent" && m["params"]["runId"] == run)
+        .expect("events written");
+    assert!(
+        response_at < first_event_at,
+        "the response must precede the run's events"
+    );
+    let events = client.events(session);
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as u64).collect::<Vec<_>>(),
+        "seq has no gaps"
+    );
+    let run_events: Vec<&Value> = events.iter().filter(|e| e["runId"] == run).collect();
+    let k: Vec<&str> = run_events
+        .iter()
+        .map(|e| e["event"]["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(k.iter().filter(|t| **t == "agent_end").count(), 1, "{k:?}");
+    assert_eq!(
+        k.iter().filter(|t| **t == "agent_settled").count(),
+        1,
+        "{k:?}"
+    );
+    assert_eq!(k.last(), Some(&"agent_settled"), "{k:?}");
+    assert_eq!(k[k.len() - 2], "agent_end", "{k:?}");
+    assert_eq!(k[0], "agent_start", "{k:?}");
+}
+
+#[tokio::test]
+async fn prompt_streams_text_and_reads_the_unsaved_buffer() {
+    let read = MockResponse::tool_call("call_1", "read", json!({"path": "notes.txt"}));
+    let mut answer = MockResponse::text("The notes say hello.");
+    answer.chunk_size = Some(4);
+    let (mock, client) =
+        agent_setup(vec![read, answer], LspClient::agent_caps(false), json!({})).await;
+    let path = client.workspace.path().join("notes.txt");
+    std::fs::write(&path, "on disk\n").unwrap();
+    let uri = client.did_open(&path, "on disk\n").await;
+    client.edit_buffer(&uri, "unsaved hello\n").await;
+
+    let (id, rx) = client
+        .request_start("agent/prompt", json!({"message": "What do the notes say?"}))
+        .await;
+    let resp = rx.await.unwrap();
+    let result = &resp["result"];
+    assert_eq!(result["disposition"], "started", "{resp}");
+    let (session, run) = (
+        result["sessionId"].as_str().unwrap(),
+        result["runId"].as_str().unwrap(),
+    );
+    let events = client.wait_settled(session, run).await;
+    assert_run_invariants(&client, session, run, id);
+
+    let tool_end = events
+        .iter()
+        .find(|e| e["event"]["type"] == "tool_execution_end")
+        .unwrap();
+    let output = tool_end["event"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        output.contains("unsaved hello"),
+        "read must see the buffer: {output}"
+    );
+    let deltas: String = events
+        .iter()
+        .filter(|e| {
+            e["event"]["type"] == "message_update"
+                && e["event"]["assistantMessageEvent"]["type"] == "text_delta"
+        })
+        .map(|e| {
+            e["event"]["assistantMessageEvent"]["delta"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(deltas, "The notes say hello.");
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["event"]["type"] == "message_update")
+            .all(|e| e["event"].get("message").is_none()),
+        "message_update carries deltas only"
+    );
+    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+    let state = client
+        .request("agent/getState", json!({"sessionId": session}))
+        .await;
+    assert_eq!(state["isStreaming"], false);
+    assert_eq!(state["lastSeq"], events.len());
+}
+
+fn requests_of(client: &LspClient, method: &str) -> Vec<Value> {
+    client
+        .log()
+        .into_iter()
+        .filter(|m| m["method"] == method && m.get("id").is_some())
+        .collect()
+}
+
+async fn prompt(client: &LspClient, params: Value) -> (String, String, i64) {
+    let (id, rx) = client.request_start("agent/prompt", params).await;
+    let resp = tokio::time::timeout(Duration::from_secs(20), rx)
+        .await
+        .unwrap()
+        .unwrap();
+    let r = &resp["result"];
+    assert!(r.is_object(), "{resp}");
+    (
+        r["sessionId"].as_str().unwrap().to_owned(),
+        r["runId"].as_str().unwrap().to_owned(),
+        id,
+    )
+}
+
+fn tool_results(events: &[Value]) -> Vec<(String, bool)> {
+    events
+        .iter()
+        .filter(|e| e["event"]["type"] == "tool_execution_end")
+        .map(|e| {
+            (
+                e["event"]["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                e["event"]["isError"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn edit_lands_on_the_unsaved_buffer_versioned_then_saved() {
+    let edit = MockResponse::tool_call(
+        "call_1",
+        "edit",
+        json!({"path": "src.txt", "edits": [{"oldText": "beta unsaved", "newText": "beta edited"}]}),
+    );
+    let (mock, client) = agent_setup(
+        vec![edit, MockResponse::text("done")],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    let path = client.workspace.path().join("src.txt");
+    std::fs::write(&path, "alpha\nbeta\n").unwrap();
+    let uri = client.did_open(&path, "alpha\nbeta\n").await;
+    client.edit_buffer(&uri, "alpha\nbeta unsaved\n").await;
+
+    let (session, run, id) = prompt(&client, json!({"message": "edit it"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    assert_run_invariants(&client, &session, &run, id);
+    let results = tool_results(&events);
+    assert_eq!(results.len(), 1);
+    assert!(!results[0].1, "edit failed: {}", results[0].0);
+
+    let approval = &requests_of(&client, "agent/beforeToolCall")[0]["params"];
+    assert_eq!(approval["kind"], "edit");
+    assert_eq!(approval["runId"], run.as_str());
+    assert_eq!(approval["preview"]["type"], "diff");
+    assert!(
+        approval["preview"]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+beta edited"),
+        "{approval}"
+    );
+    let apply =
+        &requests_of(&client, "workspace/applyEdit")[0]["params"]["edit"]["documentChanges"][0];
+    assert_eq!(
+        apply["textDocument"]["version"], 2,
+        "versioned with the mirror: {apply}"
+    );
+    assert_eq!(client.buffer(&uri).1, "alpha\nbeta edited\n");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "alpha\nbeta edited\n",
+        "saved to disk"
+    );
+    assert_eq!(requests_of(&client, "agent/saveDocuments").len(), 1);
+    assert!(mock.violations().is_empty());
+}
+
+#[tokio::test]
+async fn without_save_documents_the_server_writes_the_disk() {
+    let write = MockResponse::tool_call(
+        "call_1",
+        "write",
+        json!({"path": "w.txt", "content": "new text\n"}),
+    );
+    let mut caps = LspClient::agent_caps(true);
+    caps["experimental"]["agent"]["saveDocuments"] = json!(false);
+    let (_mock, client) = agent_setup(vec![write, MockResponse::text("ok")], caps, json!({})).await;
+    let path = client.workspace.path().join("w.txt");
+    std::fs::write(&path, "old\n").unwrap();
+    let uri = client.did_open(&path, "old\n").await;
+    let (session, run, _) = prompt(&client, json!({"message": "write"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    assert!(!tool_results(&events)[0].1, "{:?}", tool_results(&events));
+    assert_eq!(client.buffer(&uri).1, "new text\n");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new text\n");
+    assert!(requests_of(&client, "agent/saveDocuments").is_empty());
+}
+
+#[tokio::test]
+async fn refused_and_lying_apply_edit_are_retried_once_then_reported() {
+    for mode in [ApplyMode::Refuse, ApplyMode::Lie] {
+        let edit = MockResponse::tool_call(
+            "call_1",
+            "edit",
+            json!({"path": "f.txt", "edits": [{"oldText": "one", "newText": "two"}]}),
+        );
+        let (_mock, client) = agent_setup(
+            vec![edit, MockResponse::text("ok")],
+            LspClient::agent_caps(false),
+            json!({"editTimeoutMs": 300}),
+        )
+        .await;
+        client.set_apply_mode(mode);
+        let path = client.workspace.path().join("f.txt");
+        std::fs::write(&path, "one\n").unwrap();
+        let uri = client.did_open(&path, "one\n").await;
+        let (session, run, _) = prompt(&client, json!({"message": "edit"})).await;
+        let events = client.wait_settled(&session, &run).await;
+        let (text, is_error) = tool_results(&events).remove(0);
+        assert!(is_error, "{mode:?}: {text}");
+        assert!(text.contains("tried twice"), "{mode:?}: {text}");
+        assert_eq!(
+            requests_of(&client, "workspace/applyEdit").len(),
+            2,
+            "{mode:?}: one retry"
+        );
+        assert_eq!(client.buffer(&uri).1, "one\n");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "one\n",
+            "{mode:?}: disk untouched"
+        );
+    }
+}
+
+#[tokio::test]
+async fn client_without_approvals_gets_a_clear_tool_error() {
+    let bash = MockResponse::tool_call("call_1", "bash", json!({"command": "echo hi"}));
+    let mut caps = LspClient::agent_caps(false);
+    caps["experimental"]["agent"]["approvals"] = json!(false);
+    let (_mock, client) = agent_setup(vec![bash, MockResponse::text("ok")], caps, json!({})).await;
+    let (session, run, _) = prompt(&client, json!({"message": "run"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let (text, is_error) = tool_results(&events).remove(0);
+    assert!(is_error && text.contains("no approval channel"), "{text}");
+    assert!(requests_of(&client, "agent/beforeToolCall").is_empty());
+    assert_eq!(kinds(&events).last().unwrap(), "agent_settled");
 }
