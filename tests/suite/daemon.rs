@@ -446,3 +446,245 @@ async fn client_without_approvals_gets_a_clear_tool_error() {
     assert!(requests_of(&client, "agent/beforeToolCall").is_empty());
     assert_eq!(kinds(&events).last().unwrap(), "agent_settled");
 }
+
+fn bash_call(id: &str, command: &str) -> MockResponse {
+    MockResponse::tool_call(id, "bash", json!({"command": command}))
+}
+
+#[tokio::test]
+async fn approval_decisions_block_allow_and_are_remembered() {
+    let responses = vec![
+        bash_call("c1", "echo one"),       // block with reason
+        bash_call("c2", "ls -a"),          // allowAlways for the prefix "ls"
+        bash_call("c3", "ls -l"),          // remembered allow: not asked
+        bash_call("c4", "echo x; echo y"), // chained: asked again -> blockAlways
+        MockResponse::tool_call("c5", "write", json!({"path": "n.txt", "content": "x"})), // asked -> blockAlways (write)
+        MockResponse::tool_call("c6", "write", json!({"path": "m.txt", "content": "y"})), // remembered block
+        MockResponse::text("finished"),
+    ];
+    let (mock, client) = agent_setup(responses, LspClient::agent_caps(false), json!({})).await;
+    let answers = std::sync::Arc::new(std::sync::Mutex::new(vec![
+        json!({"decision": "block", "reason": "not now"}),
+        json!({"decision": "allowAlways"}),
+        json!({"decision": "blockAlways"}),
+        json!({"decision": "blockAlways", "reason": ""}),
+    ]));
+    let queue = answers.clone();
+    client.set_approvals(Box::new(move |_| Some(queue.lock().unwrap().remove(0))));
+    let (session, run, id) = prompt(&client, json!({"message": "go"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    assert_run_invariants(&client, &session, &run, id);
+    let results = tool_results(&events);
+    assert_eq!(results.len(), 6, "{results:?}");
+    assert_eq!(results[0], ("not now".to_owned(), true));
+    assert!(!results[1].1, "{:?}", results[1]);
+    assert!(!results[2].1, "{:?}", results[2]);
+    assert_eq!(results[3], ("Tool execution was blocked".to_owned(), true));
+    assert_eq!(results[4], ("Tool execution was blocked".to_owned(), true));
+    assert!(
+        results[5].1 && results[5].0.contains("blocked for this session"),
+        "{:?}",
+        results[5]
+    );
+    let asked: Vec<Value> = requests_of(&client, "agent/beforeToolCall")
+        .iter()
+        .map(|r| r["params"].clone())
+        .collect();
+    assert_eq!(asked.len(), 4);
+    assert_eq!(asked[0]["kind"], "execute");
+    assert_eq!(asked[0]["title"], "Run: echo one");
+    assert_eq!(
+        asked[0]["preview"],
+        json!({"type": "command", "command": "echo one",
+        "cwd": std::fs::canonicalize(client.workspace.path()).unwrap().display().to_string()})
+    );
+    assert!(answers.lock().unwrap().is_empty());
+    assert!(!client.workspace.path().join("n.txt").exists());
+    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+}
+
+#[tokio::test]
+async fn approval_timeout_blocks_and_policy_config_is_honoured() {
+    let responses = vec![
+        bash_call("c1", "echo one"),
+        MockResponse::tool_call("c2", "write", json!({"path": "p.txt", "content": "z"})),
+        MockResponse::text("ok"),
+    ];
+    let (_mock, client) = agent_setup(
+        responses,
+        LspClient::agent_caps(false),
+        json!({"approvalTimeoutMs": 300, "approval": {"edit": "allow"}}),
+    )
+    .await;
+    client.set_approvals(Box::new(|_| None));
+    let (session, run, _) = prompt(&client, json!({"message": "go"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let results = tool_results(&events);
+    assert!(
+        results[0].1 && results[0].0.contains("No approval within"),
+        "{results:?}"
+    );
+    assert!(!results[1].1, "edit allowed by policy: {results:?}");
+    assert_eq!(
+        requests_of(&client, "agent/beforeToolCall").len(),
+        1,
+        "write was not asked"
+    );
+    let cancels: Vec<Value> = client
+        .log()
+        .into_iter()
+        .filter(|m| m["method"] == "$/cancelRequest")
+        .collect();
+    assert_eq!(
+        cancels.len(),
+        1,
+        "the timed-out approval is cancelled on the client"
+    );
+}
+
+#[tokio::test]
+async fn busy_prompt_fails_with_pis_text_and_streaming_behavior_queues() {
+    let mut slow = MockResponse::text("a slow answer that takes a while");
+    slow.chunk_size = Some(2);
+    slow.delay_ms = Some(40);
+    let (mock, client) = agent_setup(
+        vec![slow, MockResponse::text("follow-up answer")],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    let (session, run, _) = prompt(&client, json!({"message": "first"})).await;
+    let busy = client
+        .request_raw(
+            "agent/prompt",
+            json!({"sessionId": session, "message": "second"}),
+        )
+        .await;
+    assert_eq!(busy["error"]["code"], -32001);
+    assert_eq!(
+        busy["error"]["message"],
+        "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion."
+    );
+    let queued = client
+        .request(
+            "agent/prompt",
+            json!({"sessionId": session, "message": "later",
+        "streamingBehavior": "followUp"}),
+        )
+        .await;
+    assert_eq!(queued["disposition"], "followUp");
+    assert_eq!(queued["runId"], run.as_str());
+    let events = client.wait_settled(&session, &run).await;
+    let updates: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"]["type"] == "queue_update")
+        .collect();
+    assert_eq!(
+        updates[0]["event"]["followUp"][0]["messageId"],
+        queued["messageId"]
+    );
+    assert_eq!(
+        updates.last().unwrap()["event"]["followUp"],
+        json!([]),
+        "delivered"
+    );
+    let k = kinds(
+        &events
+            .iter()
+            .filter(|e| e["runId"] == run.as_str())
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(k.iter().filter(|t| *t == "agent_end").count(), 1);
+    assert_eq!(
+        mock.requests().len(),
+        2,
+        "the follow-up was answered in the same run"
+    );
+    let texts = serde_json::to_string(&mock.requests()[1].body).unwrap();
+    assert!(texts.contains("later"));
+}
+
+#[tokio::test]
+async fn follow_up_and_steer_when_idle_start_a_run() {
+    let (_mock, client) = agent_setup(
+        vec![MockResponse::text("one"), MockResponse::text("two")],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    let (session, run, _) = prompt(&client, json!({"message": "first"})).await;
+    client.wait_settled(&session, &run).await;
+    let (id, rx) = client
+        .request_start(
+            "agent/followUp",
+            json!({"sessionId": session, "message": "again"}),
+        )
+        .await;
+    let r = rx.await.unwrap()["result"].clone();
+    assert_eq!(r["disposition"], "started");
+    assert_ne!(r["runId"], run.as_str());
+    let run2 = r["runId"].as_str().unwrap();
+    client.wait_settled(&session, run2).await;
+    assert_run_invariants(&client, &session, run2, id);
+    let messages = client
+        .request("agent/getMessages", json!({"sessionId": session}))
+        .await;
+    let roles: Vec<&str> = messages["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant"]);
+}
+
+#[tokio::test]
+async fn steering_during_a_tool_batch_is_delivered_after_the_tool() {
+    let responses = vec![
+        bash_call("c1", "sleep 1; echo slept"),
+        MockResponse::text("steered answer"),
+    ];
+    let (mock, client) = agent_setup(
+        responses,
+        LspClient::agent_caps(false),
+        json!({"approval": {"bash": "allow"}}),
+    )
+    .await;
+    let (session, run, _) = prompt(&client, json!({"message": "work"})).await;
+    client
+        .wait_for("tool start", |m| {
+            m["params"]["event"]["type"] == "tool_execution_start"
+        })
+        .await;
+    let steer = client
+        .request(
+            "agent/steer",
+            json!({"sessionId": session, "message": "focus on tests"}),
+        )
+        .await;
+    assert_eq!(steer["disposition"], "steered");
+    assert_eq!(steer["steering"][0]["text"], "focus on tests");
+    let events = client.wait_settled(&session, &run).await;
+    let k = kinds(&events);
+    let tool_end = k.iter().position(|t| t == "tool_execution_end").unwrap();
+    let delivered = events
+        .iter()
+        .position(|e| {
+            e["event"]["type"] == "message_start"
+                && e["event"]["message"]["role"] == "user"
+                && e["event"]["message"]["content"][0]["text"] == "focus on tests"
+        })
+        .unwrap();
+    assert!(delivered > tool_end, "{k:?}");
+    let emptied = events
+        .iter()
+        .rposition(|e| e["event"]["type"] == "queue_update")
+        .unwrap();
+    assert!(emptied < delivered && events[emptied]["event"]["steering"] == json!([]));
+    assert!(
+        serde_json::to_string(&mock.requests()[1].body)
+            .unwrap()
+            .contains("focus on tests")
+    );
+}
