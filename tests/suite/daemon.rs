@@ -688,3 +688,161 @@ async fn steering_during_a_tool_batch_is_delivered_after_the_tool() {
             .contains("focus on tests")
     );
 }
+
+fn settled_aborted(events: &[Value], run: &str) -> bool {
+    events.iter().any(|e| {
+        e["runId"] == run && e["event"]["type"] == "agent_settled" && e["event"]["aborted"] == true
+    })
+}
+
+#[tokio::test]
+async fn abort_during_streaming_ends_the_run_once_and_keeps_the_session_usable() {
+    let mut slow = MockResponse::text("word ".repeat(200));
+    slow.chunk_size = Some(5);
+    slow.delay_ms = Some(20);
+    let (_mock, client) = agent_setup(
+        vec![slow, MockResponse::text("after abort")],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    let (session, run, id) = prompt(&client, json!({"message": "talk"})).await;
+    client
+        .wait_for("a delta", |m| {
+            m["params"]["event"]["assistantMessageEvent"]["type"] == "text_delta"
+        })
+        .await;
+    let aborted = client
+        .request("agent/abort", json!({"sessionId": session}))
+        .await;
+    assert_eq!(aborted, json!({"aborted": true}));
+    let events = client.wait_settled(&session, &run).await;
+    assert_run_invariants(&client, &session, &run, id);
+    assert!(settled_aborted(&events, &run));
+    let idle = client
+        .request("agent/abort", json!({"sessionId": session}))
+        .await;
+    assert_eq!(idle, json!({"aborted": false}), "abort is safe when idle");
+    let (_, run2, _) = prompt(&client, json!({"sessionId": session, "message": "again"})).await;
+    let events = client.wait_settled(&session, &run2).await;
+    assert!(!settled_aborted(&events, &run2));
+}
+
+#[tokio::test]
+async fn abort_during_a_pending_approval_cancels_the_request() {
+    let (_mock, client) = agent_setup(
+        vec![bash_call("c1", "echo hi"), MockResponse::text("x")],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    client.set_approvals(Box::new(|_| None));
+    let (session, run, id) = prompt(&client, json!({"message": "go"})).await;
+    let asked = client
+        .wait_for("approval", |m| m["method"] == "agent/beforeToolCall")
+        .await;
+    client
+        .request("agent/abort", json!({"sessionId": session}))
+        .await;
+    let cancel = client
+        .wait_for("cancel", |m| m["method"] == "$/cancelRequest")
+        .await;
+    assert_eq!(cancel["params"]["id"], asked["id"]);
+    let events = client.wait_settled(&session, &run).await;
+    assert_run_invariants(&client, &session, &run, id);
+    assert!(settled_aborted(&events, &run));
+    // A late answer is ignored and the daemon keeps serving.
+    client
+        .reply(&asked["id"], json!({"decision": "allow"}))
+        .await;
+    client
+        .request("agent/getState", json!({"sessionId": session}))
+        .await;
+}
+
+#[tokio::test]
+async fn abort_during_a_bash_command_kills_it() {
+    let (_mock, client) = agent_setup(
+        vec![bash_call("c1", "sleep 30"), MockResponse::text("x")],
+        LspClient::agent_caps(false),
+        json!({"approval": {"bash": "allow"}}),
+    )
+    .await;
+    let (session, run, _) = prompt(&client, json!({"message": "go"})).await;
+    client
+        .wait_for("tool start", |m| {
+            m["params"]["event"]["type"] == "tool_execution_start"
+        })
+        .await;
+    let started = std::time::Instant::now();
+    client
+        .request("agent/abort", json!({"sessionId": session}))
+        .await;
+    let events = client.wait_settled(&session, &run).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the command was not left running"
+    );
+    assert!(settled_aborted(&events, &run));
+    assert!(
+        tool_results(&events)[0].1,
+        "the aborted command is an error result"
+    );
+}
+
+#[tokio::test]
+async fn client_disconnect_mid_run_ends_the_daemon() {
+    let mut slow = MockResponse::text("word ".repeat(400));
+    slow.chunk_size = Some(5);
+    slow.delay_ms = Some(20);
+    let (mock, mut client) = agent_setup(vec![slow], LspClient::agent_caps(false), json!({})).await;
+    prompt(&client, json!({"message": "talk"})).await;
+    client
+        .wait_for("a delta", |m| {
+            m["params"]["event"]["assistantMessageEvent"]["type"] == "text_delta"
+        })
+        .await;
+    client.close_stdin().await;
+    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+        .await
+        .expect("the daemon exits after a disconnect")
+        .unwrap();
+    assert_eq!(status.code(), Some(1));
+    assert_eq!(mock.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn twenty_sessions_run_concurrently_on_one_connection() {
+    let responses = (0..20)
+        .map(|i| {
+            let mut r = MockResponse::text(format!("answer {i}"));
+            r.chunk_size = Some(3);
+            r
+        })
+        .collect();
+    let (mock, client) = agent_setup(responses, LspClient::agent_caps(false), json!({})).await;
+    let mut sessions = Vec::new();
+    for _ in 0..20 {
+        let s = client.request("agent/newSession", json!({})).await;
+        sessions.push(s["sessionId"].as_str().unwrap().to_owned());
+    }
+    let mut pending = Vec::new();
+    for (i, session) in sessions.iter().enumerate() {
+        pending.push(
+            client
+                .request_start(
+                    "agent/prompt",
+                    json!({"sessionId": session, "message": format!("q{i}")}),
+                )
+                .await,
+        );
+    }
+    for (i, (id, rx)) in pending.into_iter().enumerate() {
+        let resp = rx.await.unwrap();
+        let run = resp["result"]["runId"].as_str().unwrap().to_owned();
+        client.wait_settled(&sessions[i], &run).await;
+        assert_run_invariants(&client, &sessions[i], &run, id);
+    }
+    assert_eq!(mock.requests().len(), 20);
+    assert!(mock.violations().is_empty());
+}
