@@ -796,12 +796,16 @@ async fn client_disconnect_mid_run_ends_the_daemon() {
     slow.chunk_size = Some(5);
     slow.delay_ms = Some(20);
     let (mock, mut client) = agent_setup(vec![slow], LspClient::agent_caps(false), json!({})).await;
-    prompt(&client, json!({"message": "talk"})).await;
+    let (session, _, _) = prompt(&client, json!({"message": "talk"})).await;
     client
         .wait_for("a delta", |m| {
             m["params"]["event"]["assistantMessageEvent"]["type"] == "text_delta"
         })
         .await;
+    let state = client
+        .request("agent/getState", json!({"sessionId": session}))
+        .await;
+    let file = state["sessionFile"].as_str().unwrap().to_owned();
     client.close_stdin().await;
     let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
         .await
@@ -809,6 +813,9 @@ async fn client_disconnect_mid_run_ends_the_daemon() {
         .unwrap();
     assert_eq!(status.code(), Some(1));
     assert_eq!(mock.requests().len(), 1);
+    // The run was aborted and ended: its aborted response is stored in the session.
+    let stored = std::fs::read_to_string(file).unwrap();
+    assert!(stored.contains(r#""stopReason":"aborted""#), "{stored}");
 }
 
 #[tokio::test]
