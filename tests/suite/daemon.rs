@@ -989,11 +989,14 @@ async fn generic_client_approves_through_a_diagnostic_code_action() {
     let messages = client
         .request("agent/getMessages", json!({"sessionId": session}))
         .await;
-    let text = serde_json::to_string(&messages).unwrap();
-    assert!(
-        text.contains("via-code-action\\n"),
-        "the command ran: {text}"
-    );
+    let result = messages["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "toolResult")
+        .unwrap();
+    assert_eq!(result["isError"], false, "the command ran: {result}");
+    assert_eq!(result["content"][0]["text"], "via-code-action");
     let cleared = client
         .log()
         .into_iter()
