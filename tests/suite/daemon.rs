@@ -1009,3 +1009,133 @@ async fn generic_client_approves_through_a_diagnostic_code_action() {
         .await;
     assert_eq!(again, json!({"resolved": false}));
 }
+
+#[tokio::test]
+async fn provider_and_tool_failures_still_end_each_run_exactly_once() {
+    let failing_tool = MockResponse::tool_call("c1", "read", json!({"path": "missing.txt"}));
+    let responses = vec![
+        failing_tool,
+        MockResponse::text("recovered"),
+        MockResponse::status(400, "bad request"),
+    ];
+    let (_mock, client) = agent_setup(responses, LspClient::agent_caps(false), json!({})).await;
+    let (session, run, id) = prompt(&client, json!({"message": "read it"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    assert_run_invariants(&client, &session, &run, id);
+    assert!(
+        tool_results(&events)[0].1,
+        "reading a missing file is a tool error"
+    );
+    let (_, run2, id2) = prompt(&client, json!({"sessionId": session, "message": "again"})).await;
+    let events = client.wait_settled(&session, &run2).await;
+    assert_run_invariants(&client, &session, &run2, id2);
+    let end = events
+        .iter()
+        .find(|e| e["runId"] == run2.as_str() && e["event"]["type"] == "agent_end")
+        .unwrap();
+    let last = end["event"]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["stopReason"], "error", "{last}");
+    assert!(!settled_aborted(&events, &run2));
+}
+
+#[tokio::test]
+async fn shutdown_during_a_run_aborts_it_and_exits_cleanly() {
+    let mut slow = MockResponse::text("word ".repeat(400));
+    slow.chunk_size = Some(5);
+    slow.delay_ms = Some(20);
+    let (_mock, client) = agent_setup(vec![slow], LspClient::agent_caps(false), json!({})).await;
+    let (session, run, _) = prompt(&client, json!({"message": "talk"})).await;
+    client
+        .wait_for("a delta", |m| {
+            m["params"]["event"]["assistantMessageEvent"]["type"] == "text_delta"
+        })
+        .await;
+    client.request("shutdown", Value::Null).await;
+    let events = client.wait_settled(&session, &run).await;
+    assert!(settled_aborted(&events, &run));
+    let mut client = client;
+    client.notify("exit", Value::Null).await;
+    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "exit after shutdown is code 0");
+}
+
+#[tokio::test]
+async fn exits_when_the_editor_process_dies() {
+    let mut editor = tokio::process::Command::new("sleep")
+        .arg("1")
+        .spawn()
+        .unwrap();
+    let pid = editor.id().unwrap();
+    let mut client = spawn_plain().await;
+    let root = path_uri(client.workspace.path());
+    client
+        .request(
+            "initialize",
+            json!({"processId": pid, "rootUri": root, "capabilities": {}}),
+        )
+        .await;
+    client.notify("initialized", json!({})).await;
+    editor.wait().await.unwrap(); // reaped: the pid no longer exists
+    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+        .await
+        .expect("the daemon notices the editor is gone")
+        .unwrap();
+    assert_eq!(status.code(), Some(1));
+}
+
+#[tokio::test]
+async fn unknown_session_ids_are_invalid_params() {
+    let (_mock, client) = agent_setup(vec![], LspClient::agent_caps(false), json!({})).await;
+    for method in ["agent/steer", "agent/followUp"] {
+        let r = client
+            .request_raw(method, json!({"sessionId": "nope", "message": "x"}))
+            .await;
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("unknown sessionId"),
+            "{r}"
+        );
+    }
+    for method in [
+        "agent/abort",
+        "agent/clearQueue",
+        "agent/getState",
+        "agent/getMessages",
+    ] {
+        let r = client
+            .request_raw(method, json!({"sessionId": "nope"}))
+            .await;
+        assert_eq!(r["error"]["code"], -32602, "{method}: {r}");
+    }
+    let bad_cwd = client
+        .request_raw("agent/newSession", json!({"cwd": "/definitely/not/here"}))
+        .await;
+    assert_eq!(bad_cwd["error"]["code"], -32602, "{bad_cwd}");
+}
+
+#[tokio::test]
+async fn no_model_is_a_clear_error() {
+    let client = spawn_plain().await;
+    client
+        .initialize(LspClient::agent_caps(false), json!({}))
+        .await;
+    let r = client
+        .request_raw("agent/prompt", json!({"message": "hi"}))
+        .await;
+    assert_eq!(r["error"]["code"], -32003, "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("model"),
+        "{r}"
+    );
+}
