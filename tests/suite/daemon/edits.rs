@@ -1,0 +1,113 @@
+//! Daemon tests: Edits to open buffers through workspace/applyEdit: versioned, confirmed, saved, retried.
+
+use super::*;
+
+#[tokio::test]
+async fn edit_lands_on_the_unsaved_buffer_versioned_then_saved() {
+    let edit = MockResponse::tool_call(
+        "call_1",
+        "edit",
+        json!({"path": "src.txt", "edits": [{"oldText": "beta unsaved", "newText": "beta edited"}]}),
+    );
+    let (mock, client) = agent_setup(
+        vec![edit, MockResponse::text("done")],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    let path = client.workspace.path().join("src.txt");
+    std::fs::write(&path, "alpha\nbeta\n").unwrap();
+    let uri = client.did_open(&path, "alpha\nbeta\n").await;
+    client.edit_buffer(&uri, "alpha\nbeta unsaved\n").await;
+
+    let (session, run, id) = prompt(&client, json!({"message": "edit it"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    assert_run_invariants(&client, &session, &run, id);
+    let results = tool_results(&events);
+    assert_eq!(results.len(), 1);
+    assert!(!results[0].1, "edit failed: {}", results[0].0);
+
+    let approval = &requests_of(&client, "agent/beforeToolCall")[0]["params"];
+    assert_eq!(approval["kind"], "edit");
+    assert_eq!(approval["runId"], run.as_str());
+    assert_eq!(approval["preview"]["type"], "diff");
+    assert!(
+        approval["preview"]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+beta edited"),
+        "{approval}"
+    );
+    let apply =
+        &requests_of(&client, "workspace/applyEdit")[0]["params"]["edit"]["documentChanges"][0];
+    assert_eq!(
+        apply["textDocument"]["version"], 2,
+        "versioned with the mirror: {apply}"
+    );
+    assert_eq!(client.buffer(&uri).1, "alpha\nbeta edited\n");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "alpha\nbeta edited\n",
+        "saved to disk"
+    );
+    assert_eq!(requests_of(&client, "agent/saveDocuments").len(), 1);
+    assert!(mock.violations().is_empty());
+}
+
+#[tokio::test]
+async fn without_save_documents_the_server_writes_the_disk() {
+    let write = MockResponse::tool_call(
+        "call_1",
+        "write",
+        json!({"path": "w.txt", "content": "new text\n"}),
+    );
+    let mut caps = LspClient::agent_caps(true);
+    caps["experimental"]["agent"]["saveDocuments"] = json!(false);
+    let (_mock, client) = agent_setup(vec![write, MockResponse::text("ok")], caps, json!({})).await;
+    let path = client.workspace.path().join("w.txt");
+    std::fs::write(&path, "old\n").unwrap();
+    let uri = client.did_open(&path, "old\n").await;
+    let (session, run, _) = prompt(&client, json!({"message": "write"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    assert!(!tool_results(&events)[0].1, "{:?}", tool_results(&events));
+    assert_eq!(client.buffer(&uri).1, "new text\n");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new text\n");
+    assert!(requests_of(&client, "agent/saveDocuments").is_empty());
+}
+
+#[tokio::test]
+async fn refused_and_lying_apply_edit_are_retried_once_then_reported() {
+    for mode in [ApplyMode::Refuse, ApplyMode::Lie] {
+        let edit = MockResponse::tool_call(
+            "call_1",
+            "edit",
+            json!({"path": "f.txt", "edits": [{"oldText": "one", "newText": "two"}]}),
+        );
+        let (_mock, client) = agent_setup(
+            vec![edit, MockResponse::text("ok")],
+            LspClient::agent_caps(false),
+            json!({"editTimeoutMs": 300}),
+        )
+        .await;
+        client.set_apply_mode(mode);
+        let path = client.workspace.path().join("f.txt");
+        std::fs::write(&path, "one\n").unwrap();
+        let uri = client.did_open(&path, "one\n").await;
+        let (session, run, _) = prompt(&client, json!({"message": "edit"})).await;
+        let events = client.wait_settled(&session, &run).await;
+        let (text, is_error) = tool_results(&events).remove(0);
+        assert!(is_error, "{mode:?}: {text}");
+        assert!(text.contains("tried twice"), "{mode:?}: {text}");
+        assert_eq!(
+            requests_of(&client, "workspace/applyEdit").len(),
+            2,
+            "{mode:?}: one retry"
+        );
+        assert_eq!(client.buffer(&uri).1, "one\n");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "one\n",
+            "{mode:?}: disk untouched"
+        );
+    }
+}
