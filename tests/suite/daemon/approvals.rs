@@ -90,6 +90,12 @@ async fn approval_timeout_blocks_and_policy_config_is_honoured() {
         "{results:?}"
     );
     assert!(!results[1].1, "edit allowed by policy: {results:?}");
+    let written = client.workspace.path().join("p.txt");
+    assert_eq!(
+        std::fs::read_to_string(written).unwrap(),
+        "z",
+        "a file that is not open is written on disk"
+    );
     assert_eq!(
         requests_of(&client, "agent/beforeToolCall").len(),
         1,

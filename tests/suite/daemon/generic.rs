@@ -157,3 +157,82 @@ async fn generic_client_approves_through_a_diagnostic_code_action() {
         .await;
     assert_eq!(again, json!({"resolved": false}));
 }
+
+#[tokio::test]
+async fn generic_commands_cover_sessions_queues_and_abort() {
+    let mut slow = MockResponse::text("word ".repeat(100));
+    slow.chunk_size = Some(5);
+    slow.delay_ms = Some(20);
+    let (_mock, client) = agent_setup(
+        vec![slow, MockResponse::text("steered")],
+        generic_caps(true),
+        json!({}),
+    )
+    .await;
+    let exec = |command: &str, args: Value| json!({"command": command, "arguments": args});
+    let created = client
+        .request(
+            "workspace/executeCommand",
+            exec("agent.newSession", json!([])),
+        )
+        .await;
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    let idle = client
+        .request(
+            "workspace/executeCommand",
+            exec("agent.abort", json!([{"sessionId": session}])),
+        )
+        .await;
+    assert_eq!(idle, json!({"aborted": false}));
+    let started = client
+        .request(
+            "workspace/executeCommand",
+            exec(
+                "agent.steer",
+                json!([{"sessionId": session, "message": "go"}]),
+            ),
+        )
+        .await;
+    assert_eq!(
+        started["disposition"], "started",
+        "an idle steer starts a run"
+    );
+    let queued = client
+        .request(
+            "workspace/executeCommand",
+            exec(
+                "agent.followUp",
+                json!([{"sessionId": session, "message": "next"}]),
+            ),
+        )
+        .await;
+    assert_eq!(queued["disposition"], "followUp");
+    assert_eq!(queued["followUp"][0]["text"], "next");
+    let aborted = client
+        .request(
+            "workspace/executeCommand",
+            exec("agent.abort", json!([{"sessionId": session}])),
+        )
+        .await;
+    assert_eq!(aborted, json!({"aborted": true}));
+    client
+        .wait_for("aborted message", |m| {
+            m["method"] == "window/showMessage" && m["params"]["message"] == "agent-lsp: aborted"
+        })
+        .await;
+    let state = client
+        .request("agent/getState", json!({"sessionId": session}))
+        .await;
+    assert_eq!(
+        state["followUp"][0]["text"], "next",
+        "abort keeps the queue: {state}"
+    );
+    let bad = client
+        .request_raw("workspace/executeCommand", exec("agent.prompt", json!([])))
+        .await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let unknown = client
+        .request_raw("workspace/executeCommand", exec("agent.nope", json!([])))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}
