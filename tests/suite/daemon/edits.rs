@@ -111,3 +111,44 @@ async fn refused_and_lying_apply_edit_are_retried_once_then_reported() {
         );
     }
 }
+
+#[tokio::test]
+async fn an_edit_refused_because_the_user_typed_is_carried_over_and_retried() {
+    let edit = MockResponse::tool_call(
+        "call_1",
+        "edit",
+        json!({"path": "g.txt", "edits": [{"oldText": "fn b() {}", "newText": "fn b() { todo!() }"}]}),
+    );
+    let (_mock, client) = agent_setup(
+        vec![edit, MockResponse::text("ok")],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    client.set_apply_mode(ApplyMode::UserTypesFirst);
+    let path = client.workspace.path().join("g.txt");
+    std::fs::write(&path, "fn a() {}\nfn b() {}\n").unwrap();
+    let uri = client.did_open(&path, "fn a() {}\nfn b() {}\n").await;
+    let (session, run, _) = prompt(&client, json!({"message": "edit"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let (text, is_error) = tool_results(&events).remove(0);
+    assert!(!is_error, "{text}");
+    let expected = "// user\nfn a() {}\nfn b() { todo!() }\n";
+    assert_eq!(
+        client.buffer(&uri).1,
+        expected,
+        "both the user's and the agent's change"
+    );
+    let applies = requests_of(&client, "workspace/applyEdit");
+    assert_eq!(applies.len(), 2);
+    let versions: Vec<&Value> = applies
+        .iter()
+        .map(|a| &a["params"]["edit"]["documentChanges"][0]["textDocument"]["version"])
+        .collect();
+    assert_eq!(
+        versions,
+        [&json!(1), &json!(2)],
+        "the retry uses the fresh version"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+}

@@ -28,6 +28,9 @@ pub enum ApplyMode {
     Refuse,
     /// Answer `applied: true` without applying (as Neovim does after skipping a stale edit).
     Lie,
+    /// The user types a line at the top first (a `didChange`), so the edit's version is stale
+    /// and refused; then back to `Apply`.
+    UserTypesFirst,
 }
 
 /// Decides the answer to a server request; `None` holds it for the test (`held_requests`).
@@ -420,6 +423,26 @@ fn server_request(st: &mut State, id: &Value, method: &str, params: &Value) -> V
 }
 
 fn apply_edit(st: &mut State, id: &Value, params: &Value) -> Vec<Value> {
+    let mut typed = Vec::new();
+    if st.apply_mode == ApplyMode::UserTypesFirst {
+        st.apply_mode = ApplyMode::Apply;
+        for (uri, buf) in st.buffers.iter_mut() {
+            buf.0 += 1;
+            buf.1.insert_str(0, "// user\n");
+            typed.push(
+                json!({"jsonrpc":"2.0","method":"textDocument/didChange","params":{
+                "textDocument": {"uri": uri, "version": buf.0},
+                "contentChanges": [{"range": {"start": {"line": 0, "character": 0},
+                    "end": {"line": 0, "character": 0}}, "text": "// user\n"}]}}),
+            );
+        }
+    }
+    let mut out = apply_edit_now(st, id, params);
+    typed.append(&mut out);
+    typed
+}
+
+fn apply_edit_now(st: &mut State, id: &Value, params: &Value) -> Vec<Value> {
     match st.apply_mode {
         ApplyMode::Refuse => {
             return vec![reply(
@@ -428,7 +451,7 @@ fn apply_edit(st: &mut State, id: &Value, params: &Value) -> Vec<Value> {
             )];
         }
         ApplyMode::Lie => return vec![reply(id, json!({"applied": true}))],
-        ApplyMode::Apply => {}
+        ApplyMode::Apply | ApplyMode::UserTypesFirst => {}
     }
     let mut out = vec![reply(id, json!({"applied": true}))];
     for change in params["edit"]["documentChanges"]
