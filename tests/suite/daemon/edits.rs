@@ -152,3 +152,36 @@ async fn an_edit_refused_because_the_user_typed_is_carried_over_and_retried() {
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
 }
+
+/// A Neovim-like client: UTF-8 positions and no `documentChanges`.
+#[tokio::test]
+async fn utf8_client_without_document_changes_gets_unversioned_changes() {
+    let edit = MockResponse::tool_call(
+        "call_1",
+        "edit",
+        json!({"path": "u.txt", "edits": [{"oldText": "héllo 😀 wörld", "newText": "héllo 😀 there"}]}),
+    );
+    let mut caps = LspClient::agent_caps(true);
+    caps["workspace"] = json!({});
+    let (_mock, client) = agent_setup(vec![edit, MockResponse::text("ok")], caps, json!({})).await;
+    let path = client.workspace.path().join("u.txt");
+    std::fs::write(&path, "x\r\nhéllo 😀 wörld\r\n").unwrap();
+    let uri = client.did_open(&path, "x\r\nhéllo 😀 wörld\r\n").await;
+    let (session, run, _) = prompt(&client, json!({"message": "edit"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let (text, is_error) = tool_results(&events).remove(0);
+    assert!(!is_error, "{text}");
+    let apply = &requests_of(&client, "workspace/applyEdit")[0]["params"]["edit"];
+    assert!(apply.get("documentChanges").is_none(), "{apply}");
+    let edits = &apply["changes"][uri.as_str()];
+    assert_eq!(
+        edits[0]["range"]["start"],
+        json!({"line": 1, "character": 12}),
+        "UTF-8 bytes"
+    );
+    assert_eq!(client.buffer(&uri).1, "x\r\nhéllo 😀 there\r\n");
+    let mirror = client
+        .request("agent/getDocument", json!({"uri": uri}))
+        .await;
+    assert_eq!(mirror["text"], "x\r\nhéllo 😀 there\r\n");
+}
