@@ -112,3 +112,45 @@ async fn approval_timeout_blocks_and_policy_config_is_honoured() {
         "the timed-out approval is cancelled on the client"
     );
 }
+
+/// A pending approval never blocks the server: the user keeps typing (hundreds of didChange),
+/// requests are still answered, and the run resumes once the approval is answered.
+#[tokio::test]
+async fn typing_while_an_approval_is_pending_does_not_wedge_the_server() {
+    let (_mock, client) = agent_setup(
+        vec![bash_call("c1", "echo late"), MockResponse::text("ok")],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    client.set_approvals(Box::new(|_| None));
+    let path = client.workspace.path().join("typing.txt");
+    let uri = client.did_open(&path, "").await;
+    let (session, run, _) = prompt(&client, json!({"message": "go"})).await;
+    let asked = client
+        .wait_for("approval", |m| m["method"] == "agent/beforeToolCall")
+        .await;
+    let mut batch = Vec::new();
+    for i in 0..300u32 {
+        batch.extend(frame(
+            &json!({"jsonrpc":"2.0","method":"textDocument/didChange","params":{
+            "textDocument": {"uri": uri, "version": 2 + i},
+            "contentChanges": [{"range": {"start": {"line": 0, "character": i},
+                "end": {"line": 0, "character": i}}, "text": "x"}]}}),
+        ));
+    }
+    client.send_raw(&batch).await;
+    let doc = client
+        .request("agent/getDocument", json!({"uri": uri}))
+        .await;
+    assert_eq!(doc["text"].as_str().unwrap().len(), 300);
+    let state = client
+        .request("agent/getState", json!({"sessionId": session}))
+        .await;
+    assert_eq!(state["isStreaming"], true);
+    client
+        .reply(&asked["id"], json!({"decision": "allow"}))
+        .await;
+    let events = client.wait_settled(&session, &run).await;
+    assert_eq!(tool_results(&events)[0], ("late".to_owned(), false));
+}
