@@ -99,6 +99,21 @@ async fn busy_prompt_fails_with_pis_text_and_streaming_behavior_queues() {
     assert_eq!(queued["disposition"], "followUp");
     assert_eq!(queued["runId"], run.as_str());
     let events = client.wait_settled(&session, &run).await;
+    // The response announcing the messageId is written before the event carrying it.
+    let log = client.log();
+    let message_id = queued["messageId"].as_str().unwrap();
+    let response_at = log
+        .iter()
+        .position(|m| m["result"]["messageId"] == message_id)
+        .unwrap();
+    let event_at = log
+        .iter()
+        .position(|m| m["params"]["event"]["followUp"][0]["messageId"] == message_id)
+        .unwrap();
+    assert!(
+        response_at < event_at,
+        "response {response_at} before event {event_at}"
+    );
     let updates: Vec<&Value> = events
         .iter()
         .filter(|e| e["event"]["type"] == "queue_update")
