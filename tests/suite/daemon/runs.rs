@@ -296,3 +296,44 @@ async fn twenty_sessions_run_concurrently_on_one_connection() {
     assert_eq!(mock.requests().len(), 20);
     assert!(mock.violations().is_empty());
 }
+
+/// Many pipelined follow-ups: each response precedes the first event that carries its id.
+#[tokio::test]
+async fn pipelined_follow_ups_are_announced_before_their_events() {
+    let mut slow = MockResponse::text("word ".repeat(60));
+    slow.chunk_size = Some(3);
+    slow.delay_ms = Some(10);
+    let mut responses = vec![slow];
+    responses.extend((0..40).map(|i| MockResponse::text(format!("answer {i}"))));
+    let (_mock, client) = agent_setup(responses, LspClient::agent_caps(false), json!({})).await;
+    let (session, run, _) = prompt(&client, json!({"message": "first"})).await;
+    let mut batch = Vec::new();
+    for i in 0..40 {
+        batch.extend(frame(
+            &json!({"jsonrpc": "2.0", "id": 10_000 + i, "method": "agent/followUp",
+            "params": {"sessionId": session, "message": format!("f{i}")}}),
+        ));
+    }
+    client.send_raw(&batch).await;
+    client.wait_settled(&session, &run).await;
+    let log = client.log();
+    for i in 0..40 {
+        let response_at = log
+            .iter()
+            .position(|m| m["id"] == 10_000 + i && m.get("method").is_none())
+            .unwrap_or_else(|| panic!("no response {i}"));
+        let message_id = &log[response_at]["result"]["messageId"];
+        let first_event = log.iter().position(|m| {
+            m["method"] == "$/agentEvent"
+                && m["params"]["event"]["followUp"]
+                    .as_array()
+                    .is_some_and(|q| q.iter().any(|x| x["messageId"] == *message_id))
+        });
+        if let Some(event_at) = first_event {
+            assert!(
+                response_at < event_at,
+                "follow-up {i}: response {response_at} after event {event_at}"
+            );
+        }
+    }
+}
