@@ -337,3 +337,47 @@ async fn pipelined_follow_ups_are_announced_before_their_events() {
         }
     }
 }
+
+#[tokio::test]
+async fn clear_queue_drops_queued_messages_before_delivery() {
+    let mut slow = MockResponse::text("word ".repeat(60));
+    slow.chunk_size = Some(3);
+    slow.delay_ms = Some(10);
+    let (mock, client) = agent_setup(
+        vec![slow, MockResponse::text("unused")],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    let (session, run, _) = prompt(&client, json!({"message": "first"})).await;
+    let a = client
+        .request(
+            "agent/followUp",
+            json!({"sessionId": session, "message": "a"}),
+        )
+        .await;
+    let b = client
+        .request("agent/steer", json!({"sessionId": session, "message": "b"}))
+        .await;
+    let removed = client
+        .request("agent/clearQueue", json!({"sessionId": session}))
+        .await;
+    assert_eq!(removed["followUp"][0]["messageId"], a["messageId"]);
+    assert_eq!(removed["steering"][0]["messageId"], b["messageId"]);
+    let events = client.wait_settled(&session, &run).await;
+    let last_update = events
+        .iter()
+        .rev()
+        .find(|e| e["event"]["type"] == "queue_update")
+        .unwrap();
+    assert_eq!(last_update["event"]["steering"], json!([]));
+    assert_eq!(last_update["event"]["followUp"], json!([]));
+    assert_eq!(mock.requests().len(), 1, "nothing queued was delivered");
+    let state = client
+        .request("agent/getState", json!({"sessionId": session}))
+        .await;
+    assert_eq!(
+        (state["steering"].clone(), state["followUp"].clone()),
+        (json!([]), json!([]))
+    );
+}
