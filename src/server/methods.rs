@@ -42,6 +42,15 @@ impl Backend {
         self.sessions()?.state(&p.session_id)
     }
 
+    /// `window/workDoneProgress/cancel` (a notification): the user cancelled a run's progress.
+    pub async fn progress_cancel(&self, params: serde_json::Value) {
+        let token = params.get("token").and_then(serde_json::Value::as_str);
+        let run_id = token.and_then(|t| t.strip_prefix(crate::server::generic::TOKEN_PREFIX));
+        if let (Some(run_id), Ok(sessions)) = (run_id, self.sessions()) {
+            sessions.abort_run(run_id);
+        }
+    }
+
     pub async fn get_messages(&self, p: SessionParams) -> Result<MessagesResult> {
         self.sessions()?.messages(&p.session_id)
     }

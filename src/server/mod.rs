@@ -89,6 +89,7 @@ fn register_methods(
         .custom_method(method::NEW_SESSION, Backend::new_session)
         .custom_method(method::GET_STATE, Backend::get_state)
         .custom_method(method::GET_MESSAGES, Backend::get_messages)
+        .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
 }
 
 /// Aborts every run and gives them a moment to end (sessions are stored on the way out).

@@ -256,6 +256,15 @@ impl Sessions {
         })
     }
 
+    /// Aborts the run with this id, wherever it is; `false` when no such run is active.
+    pub fn abort_run(&self, run_id: &str) -> bool {
+        let sessions: Vec<Arc<Session>> = self.map().values().cloned().collect();
+        sessions
+            .iter()
+            .find(|s| s.active_run().as_deref() == Some(run_id))
+            .is_some_and(|s| s.abort())
+    }
+
     pub fn abort_all(&self) {
         for session in self.map().values() {
             session.abort();

@@ -236,3 +236,38 @@ async fn generic_commands_cover_sessions_queues_and_abort() {
         .await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 }
+
+#[tokio::test]
+async fn cancelling_the_progress_aborts_the_run() {
+    let mut slow = MockResponse::text("word ".repeat(200));
+    slow.chunk_size = Some(5);
+    slow.delay_ms = Some(20);
+    let (_mock, client) = agent_setup(vec![slow], generic_caps(true), json!({})).await;
+    let started = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "agent.prompt", "arguments": ["talk"]}),
+        )
+        .await;
+    let begin = client
+        .wait_for("progress begin", |m| {
+            m["method"] == "$/progress" && m["params"]["value"]["kind"] == "begin"
+        })
+        .await;
+    assert_eq!(begin["params"]["value"]["cancellable"], true);
+    assert_eq!(
+        begin["params"]["token"],
+        format!("agent-lsp/{}", started["runId"].as_str().unwrap())
+    );
+    client
+        .notify(
+            "window/workDoneProgress/cancel",
+            json!({"token": begin["params"]["token"]}),
+        )
+        .await;
+    client
+        .wait_for("aborted", |m| {
+            m["method"] == "window/showMessage" && m["params"]["message"] == "agent-lsp: aborted"
+        })
+        .await;
+}
