@@ -35,7 +35,7 @@ impl Backend {
     }
 
     pub async fn new_session(&self, p: NewSessionParams) -> Result<NewSessionResult> {
-        self.sessions()?.new_session(p.cwd)
+        self.sessions()?.new_session(p.cwd, p.resume)
     }
 
     pub async fn get_state(&self, p: SessionParams) -> Result<StateResult> {
