@@ -52,6 +52,9 @@ pub struct Delta<'a> {
     pub reasoning_text: Str<'a>,
     #[serde(borrow, default)]
     pub tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+    /// OpenRouter: encrypted reasoning to replay with the tool call of the same id.
+    #[serde(default)]
+    pub reasoning_details: Option<Value>,
 }
 
 impl<'a> Delta<'a> {

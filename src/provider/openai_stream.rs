@@ -23,6 +23,8 @@ pub struct OpenAiParser {
     thinking: Option<usize>,
     tools: Vec<ToolSlot>,
     finish_reason: Option<String>,
+    /// `reasoning.encrypted` details that arrived before their tool call, by id.
+    pending_details: Vec<(String, String)>,
 }
 
 impl OpenAiParser {
@@ -34,6 +36,7 @@ impl OpenAiParser {
             thinking: None,
             tools: Vec::new(),
             finish_reason: None,
+            pending_details: Vec::new(),
         }
     }
 
@@ -79,10 +82,32 @@ impl OpenAiParser {
             };
             asm.text_delta(index, text).await?;
         }
+        if let Some(details) = delta.reasoning_details.as_ref().and_then(Value::as_array) {
+            self.on_reasoning_details(asm, details);
+        }
         for call in delta.tool_calls.iter().flatten() {
             self.on_tool_delta(asm, call).await?;
         }
         Ok(())
+    }
+
+    /// Stores each encrypted reasoning detail (as JSON) on the tool call with its id, or keeps
+    /// it until that call starts.
+    fn on_reasoning_details(&mut self, asm: &mut Assembler, details: &[Value]) {
+        for detail in details {
+            if detail.get("type").and_then(Value::as_str) != Some("reasoning.encrypted") {
+                continue;
+            }
+            let Some(id) = detail.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            match self.tools.iter().find(|slot| slot.id == id) {
+                Some(slot) => asm.tool_thought_signature(slot.content_index, detail.to_string()),
+                None => self
+                    .pending_details
+                    .push((id.to_string(), detail.to_string())),
+            }
+        }
     }
 
     async fn on_reasoning(
@@ -136,6 +161,14 @@ impl OpenAiParser {
                     id: id.unwrap_or("").to_string(),
                     content_index,
                 });
+                if let Some(pos) = self
+                    .pending_details
+                    .iter()
+                    .position(|(d, _)| Some(d.as_str()) == id)
+                {
+                    let (_, detail) = self.pending_details.remove(pos);
+                    asm.tool_thought_signature(content_index, detail);
+                }
                 content_index
             }
         };

@@ -62,6 +62,14 @@ fn openai_chunks(r: &MockResponse, id: &str, model: &str) -> Vec<Vec<u8>> {
     for piece in split_utf8(r.text.as_deref().unwrap_or(""), r.chunk_size) {
         out.push(chunk(json!({"content": piece}), Value::Null));
     }
+    if r.encrypted_reasoning && !r.tool_calls.is_empty() {
+        let details: Vec<Value> = r
+            .tool_calls
+            .iter()
+            .map(|c| json!({"type": "reasoning.encrypted", "id": c.id, "data": format!("enc-{}", c.id)}))
+            .collect();
+        out.push(chunk(json!({"reasoning_details": details}), Value::Null));
+    }
     for delta in openai_tool_deltas(r) {
         out.push(chunk(json!({"tool_calls": [delta]}), Value::Null));
     }
