@@ -27,7 +27,8 @@
 //! Keys of a response (all optional; unknown keys are an error):
 //! - content, streamed in this order: `thinking` (OpenAI: `reasoning_content` delta, or the field
 //!   named by `reasoningField`; Anthropic: a `thinking` block closed by a `signature_delta` with
-//!   `signature`, default `sig-mock`), `text`, `toolCalls` (`[{id, name, arguments}]`, or
+//!   `signature`, default `sig-mock`), `redactedThinking` (Anthropic: a `redacted_thinking` block
+//!   with that `data`), `text`, `toolCalls` (`[{id, name, arguments}]`, or
 //!   `rawArguments` to stream verbatim text such as truncated JSON). `interleave: true` streams
 //!   several OpenAI tool calls' argument deltas round-robin; `encryptedReasoning: true` sends
 //!   OpenRouter-style `reasoning_details` (`reasoning.encrypted`, `id` = each call's id, `data`

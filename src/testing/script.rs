@@ -129,6 +129,9 @@ pub struct MockResponse {
     /// OpenAI: the delta field carrying reasoning (default `reasoning_content`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_field: Option<String>,
+    /// Anthropic: a `redacted_thinking` block with this opaque `data` (after `thinking`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted_thinking: Option<String>,
     /// Anthropic: the thinking block's signature (default `sig-mock`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,

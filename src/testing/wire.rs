@@ -145,7 +145,10 @@ fn anthropic_error(message: &str) -> Vec<u8> {
 }
 
 fn anthropic_chunks(r: &MockResponse, id: &str, model: &str) -> Vec<Vec<u8>> {
-    let empty = r.text.is_none() && r.thinking.is_none() && r.tool_calls.is_empty();
+    let empty = r.text.is_none()
+        && r.thinking.is_none()
+        && r.redacted_thinking.is_none()
+        && r.tool_calls.is_empty();
     if let (Some(message), true) = (&r.stream_error, empty) {
         // As the API does when overloaded: the error is the first and only event.
         return vec![anthropic_error(message)];
@@ -175,6 +178,11 @@ fn anthropic_chunks(r: &MockResponse, id: &str, model: &str) -> Vec<Vec<u8>> {
             ));
         let start = json!({"type": "thinking", "thinking": "", "signature": ""});
         anthropic_block(&mut out, index, start, deltas);
+        index += 1;
+    }
+    if let Some(data) = &r.redacted_thinking {
+        let start = json!({"type": "redacted_thinking", "data": data});
+        anthropic_block(&mut out, index, start, std::iter::empty());
         index += 1;
     }
     if let Some(text) = &r.text {

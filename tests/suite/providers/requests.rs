@@ -545,3 +545,35 @@ async fn openrouter_encrypted_reasoning_is_kept_and_replayed() {
     assert_eq!(replayed.as_array().map(Vec::len), Some(2));
     assert_eq!(replayed[1]["id"], "call_b");
 }
+
+#[tokio::test]
+async fn anthropic_redacted_thinking_is_kept_and_replayed_to_the_same_model() {
+    let mock = mock(r#"{"responses": [{"thinking": "visible", "redactedThinking": "opaque-blob", "text": "hi"}, {"text": "again"}]}"#).await;
+    let model = model_for("anthropic-messages", &mock);
+    let (_, message) = done(&run(&model, user_context("q"), StreamOptions::default()).await);
+    let ContentBlock::Thinking(redacted) = &message.content[1] else {
+        panic!("{message:?}")
+    };
+    assert_eq!(redacted.thinking, "[Reasoning redacted]");
+    assert_eq!(
+        (redacted.redacted, redacted.thinking_signature.as_deref()),
+        (Some(true), Some("opaque-blob"))
+    );
+    let messages = vec![
+        AgentMessage::user_text("q"),
+        message.into(),
+        AgentMessage::user_text("more"),
+    ];
+    done(&run(&model, LlmContext { messages }, StreamOptions::default()).await);
+    let body = mock.requests().remove(1).body;
+    let replayed = &body["messages"][1]["content"];
+    assert_eq!(
+        replayed[0],
+        json!({"type": "thinking", "thinking": "visible", "signature": "sig-mock"})
+    );
+    assert_eq!(
+        replayed[1],
+        json!({"type": "redacted_thinking", "data": "opaque-blob"})
+    );
+    assert_eq!(replayed[2]["text"], "hi");
+}
