@@ -1,1 +1,133 @@
-//! Integration tests: daemon.
+//! Integration tests of the daemon: the real binary over stdio, driven like an editor, against
+//! the loopback mock provider. Shared helpers live here; the tests are split by area.
+
+mod abort;
+mod approvals;
+mod edits;
+mod generic;
+mod lifecycle;
+mod runs;
+
+use std::time::Duration;
+
+use agent_lsp::testing::{MockProvider, MockResponse, MockScript};
+use serde_json::{Value, json};
+
+use crate::suite::support::lsp_client::{ApplyMode, LspClient, Spawn, frame, path_uri};
+
+async fn spawn_plain() -> LspClient {
+    LspClient::spawn(Spawn {
+        provider_url: None,
+        env: vec![],
+    })
+    .await
+}
+
+async fn agent_setup(
+    responses: Vec<MockResponse>,
+    caps: Value,
+    options: Value,
+) -> (MockProvider, LspClient) {
+    let mock = MockProvider::start(MockScript { responses }).await.unwrap();
+    let client = LspClient::spawn(Spawn {
+        provider_url: Some(mock.openai_base_url()),
+        env: vec![],
+    })
+    .await;
+    client.initialize(caps, options).await;
+    (mock, client)
+}
+
+fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["event"]["type"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The guarantees every finished run must satisfy.
+fn assert_run_invariants(client: &LspClient, session: &str, run: &str, response_id: i64) {
+    let log = client.log();
+    let response_at = log
+        .iter()
+        .position(|m| m["id"] == response_id && m.get("method").is_none())
+        .expect("response written");
+    let first_event_at = log
+        .iter()
+        .position(|m| m["method"] == "$/agentEvent" && m["params"]["runId"] == run)
+        .expect("events written");
+    assert!(
+        response_at < first_event_at,
+        "the response must precede the run's events"
+    );
+    let events = client.events(session);
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as u64).collect::<Vec<_>>(),
+        "seq has no gaps"
+    );
+    let run_events: Vec<&Value> = events.iter().filter(|e| e["runId"] == run).collect();
+    let k: Vec<&str> = run_events
+        .iter()
+        .map(|e| e["event"]["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(k.iter().filter(|t| **t == "agent_end").count(), 1, "{k:?}");
+    assert_eq!(
+        k.iter().filter(|t| **t == "agent_settled").count(),
+        1,
+        "{k:?}"
+    );
+    assert_eq!(k.last(), Some(&"agent_settled"), "{k:?}");
+    assert_eq!(k[k.len() - 2], "agent_end", "{k:?}");
+    assert_eq!(k[0], "agent_start", "{k:?}");
+}
+
+fn requests_of(client: &LspClient, method: &str) -> Vec<Value> {
+    client
+        .log()
+        .into_iter()
+        .filter(|m| m["method"] == method && m.get("id").is_some())
+        .collect()
+}
+
+async fn prompt(client: &LspClient, params: Value) -> (String, String, i64) {
+    let (id, rx) = client.request_start("agent/prompt", params).await;
+    let resp = tokio::time::timeout(Duration::from_secs(20), rx)
+        .await
+        .unwrap()
+        .unwrap();
+    let r = &resp["result"];
+    assert!(r.is_object(), "{resp}");
+    (
+        r["sessionId"].as_str().unwrap().to_owned(),
+        r["runId"].as_str().unwrap().to_owned(),
+        id,
+    )
+}
+
+fn tool_results(events: &[Value]) -> Vec<(String, bool)> {
+    events
+        .iter()
+        .filter(|e| e["event"]["type"] == "tool_execution_end")
+        .map(|e| {
+            (
+                e["event"]["result"]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                e["event"]["isError"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn bash_call(id: &str, command: &str) -> MockResponse {
+    MockResponse::tool_call(id, "bash", json!({"command": command}))
+}
+
+fn settled_aborted(events: &[Value], run: &str) -> bool {
+    events.iter().any(|e| {
+        e["runId"] == run && e["event"]["type"] == "agent_settled" && e["event"]["aborted"] == true
+    })
+}
