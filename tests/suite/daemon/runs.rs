@@ -300,7 +300,9 @@ async fn twenty_sessions_run_concurrently_on_one_connection() {
 /// Many pipelined follow-ups: each response precedes the first event that carries its id.
 #[tokio::test]
 async fn pipelined_follow_ups_are_announced_before_their_events() {
-    let mut slow = MockResponse::text("word ".repeat(60));
+    // A response that cannot finish before the queue is cleared, however loaded the machine:
+    // the run is aborted once the queue has been checked.
+    let mut slow = MockResponse::text("word ".repeat(3000));
     slow.chunk_size = Some(3);
     slow.delay_ms = Some(10);
     let mut responses = vec![slow];
@@ -340,7 +342,9 @@ async fn pipelined_follow_ups_are_announced_before_their_events() {
 
 #[tokio::test]
 async fn clear_queue_drops_queued_messages_before_delivery() {
-    let mut slow = MockResponse::text("word ".repeat(60));
+    // A response that cannot finish before the queue is cleared, however loaded the machine:
+    // the run is aborted once the queue has been checked.
+    let mut slow = MockResponse::text("word ".repeat(3000));
     slow.chunk_size = Some(3);
     slow.delay_ms = Some(10);
     let (mock, client) = agent_setup(
@@ -364,6 +368,9 @@ async fn clear_queue_drops_queued_messages_before_delivery() {
         .await;
     assert_eq!(removed["followUp"][0]["messageId"], a["messageId"]);
     assert_eq!(removed["steering"][0]["messageId"], b["messageId"]);
+    client
+        .request("agent/abort", json!({"sessionId": session}))
+        .await;
     let events = client.wait_settled(&session, &run).await;
     let last_update = events
         .iter()
