@@ -300,9 +300,7 @@ async fn twenty_sessions_run_concurrently_on_one_connection() {
 /// Many pipelined follow-ups: each response precedes the first event that carries its id.
 #[tokio::test]
 async fn pipelined_follow_ups_are_announced_before_their_events() {
-    // A response that cannot finish before the queue is cleared, however loaded the machine:
-    // the run is aborted once the queue has been checked.
-    let mut slow = MockResponse::text("word ".repeat(3000));
+    let mut slow = MockResponse::text("word ".repeat(60));
     slow.chunk_size = Some(3);
     slow.delay_ms = Some(10);
     let mut responses = vec![slow];
@@ -354,6 +352,13 @@ async fn clear_queue_drops_queued_messages_before_delivery() {
     )
     .await;
     let (session, run, _) = prompt(&client, json!({"message": "first"})).await;
+    // Queue only once the response streams: a message queued before the run's first steering
+    // poll is (rightly) delivered with the prompt.
+    client
+        .wait_for("the assistant stream", |m| {
+            m["method"] == "$/agentEvent" && m["params"]["event"]["type"] == "message_update"
+        })
+        .await;
     let a = client
         .request(
             "agent/followUp",
@@ -379,7 +384,21 @@ async fn clear_queue_drops_queued_messages_before_delivery() {
         .unwrap();
     assert_eq!(last_update["event"]["steering"], json!([]));
     assert_eq!(last_update["event"]["followUp"], json!([]));
-    assert_eq!(mock.requests().len(), 1, "nothing queued was delivered");
+    // The aborted stream may or may not have been recorded by the mock; a second request
+    // (delivering the queue) must not exist, and no queued message entered the transcript.
+    assert!(mock.requests().len() <= 1, "nothing queued was delivered");
+    let delivered: Vec<_> = events
+        .iter()
+        .filter(|e| e["event"]["type"] == "message_start")
+        .filter(|e| e["event"]["message"]["role"] == "user")
+        .map(|e| e["event"]["message"]["content"].clone())
+        .collect();
+    assert!(
+        delivered
+            .iter()
+            .all(|c| !c.to_string().contains("\"a\"") && !c.to_string().contains("\"b\"")),
+        "queued messages were delivered: {delivered:?}"
+    );
     let state = client
         .request("agent/getState", json!({"sessionId": session}))
         .await;
