@@ -31,9 +31,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
     view.onDidDispose(() => { if (this.view === view) { this.view = undefined; this.controller.detachView(); } });
   }
 
-  reveal(): void {
-    if (this.view) this.view.show(true);
-    else void vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
+  /** Shows the chat; `preserveFocus` keeps the keyboard where the user is typing. */
+  reveal(preserveFocus = true): void {
+    if (this.view) {
+      this.view.show(preserveFocus);
+      if (!preserveFocus) void this.view.webview.postMessage({ type: 'focusInput' } satisfies HostToView);
+    } else {
+      void vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
+    }
   }
 
   private post(m: HostToView): void { void this.view?.webview.postMessage(m); }

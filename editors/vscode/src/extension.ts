@@ -36,6 +36,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     output, c,
     vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, chat, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, c.snapshots),
+    vscode.commands.registerCommand('agentLsp.openChat', () => chat.reveal(false)),
     vscode.commands.registerCommand('agentLsp.prompt', async () => {
       const text = await ask('Agent: Prompt', c.running ? 'The agent is running: this steers it' : 'What should the agent do?');
       if (text) await c.send(c.running ? 'steer' : 'prompt', text);

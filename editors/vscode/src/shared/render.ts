@@ -25,7 +25,7 @@ export function toolTarget(tool: ToolItem): string {
 }
 
 function renderDiff(diff: string): string {
-  return `<pre class="diff">${diffLines(diff).map((l) => `<span class="${l.cls}">${escapeHtml(l.text)}</span>`).join('\n')}</pre>`;
+  return `<pre class="diff">${diffLines(diff).map((l) => `<span class="${l.cls}">${escapeHtml(l.text) || ' '}</span>`).join('')}</pre>`;
 }
 
 function renderApproval(tool: ToolItem, a: PendingApproval): string {
@@ -55,7 +55,7 @@ export function renderTool(tool: ToolItem | undefined, open: boolean): string {
   const out = tool.output || (tool.status === 'streaming' ? tool.argsText : '');
   const body = out ? `<pre class="output">${escapeHtml(out.length > 20000 ? `${out.slice(0, 20000)}\n…` : out)}</pre>` : '';
   const blocked = tool.status === 'blocked' && tool.blockedReason ? `<div class="blocked-reason">Rejected: ${escapeHtml(tool.blockedReason)}</div>` : '';
-  const diffBtn = tool.editPath ? `<button class="link" data-action="openDiff" data-tool="${id}">Open diff</button>` : '';
+  const diffBtn = tool.editPath ? `<button class="mini" title="Open the change in VS Code's diff view" data-action="openDiff" data-tool="${id}">Diff</button>` : '';
   const approval = tool.approval ? renderApproval(tool, tool.approval) : '';
   const isOpen = open || tool.status === 'running' || tool.status === 'error' ? ' open' : '';
   return `<div class="tool status-${tool.status}" data-tool="${id}">

@@ -134,16 +134,21 @@ sendBtn.addEventListener('click', () => send(state.running ? 'steer' : 'prompt')
 followBtn.addEventListener('click', () => send('followUp'));
 stopBtn.addEventListener('click', () => post({ type: 'abort' }));
 
-document.addEventListener('toggle', (e) => {
-  const d = e.target as HTMLDetailsElement;
-  const fold = d.dataset?.fold;
-  if (!fold) return;
-  if (d.open) open.add(fold); else open.delete(fold);
+// Remember folds the user toggles (not the ones a render opens), so re-renders keep them.
+document.addEventListener('click', (e) => {
+  const t = e.target as HTMLElement;
+  if (t.closest('button')) return;
+  const d = t.closest('summary')?.parentElement as HTMLDetailsElement | null | undefined;
+  const fold = d?.dataset.fold;
+  if (!d || !fold) return;
+  if (d.open) open.delete(fold); else open.add(fold);
 }, true);
 
 document.addEventListener('click', (e) => {
   const btn = (e.target as HTMLElement).closest<HTMLElement>('[data-action]');
   if (!btn) return;
+  // Buttons sit inside <summary>: do not toggle the card.
+  e.preventDefault();
   const d = btn.dataset;
   switch (d.action) {
     case 'approve':
@@ -159,7 +164,7 @@ document.addEventListener('click', (e) => {
       post({ type: 'approve', requestId: d.request ?? '', decision: 'block', reason: reason || undefined });
       break;
     }
-    case 'openDiff': e.preventDefault(); post({ type: 'openDiff', toolCallId: d.tool ?? '' }); break;
+    case 'openDiff': post({ type: 'openDiff', toolCallId: d.tool ?? '' }); break;
     case 'approvalDiff': post({ type: 'approvalDiff', requestId: d.request ?? '' }); break;
     case 'removeQueued': post({ type: 'removeQueued', queue: d.queue as 'steering' | 'followUp', index: Number(d.index) }); break;
     case 'removeContext': post({ type: 'removeContext', index: Number(d.index) }); break;

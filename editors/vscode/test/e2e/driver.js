@@ -1,0 +1,210 @@
+//! End-to-end test of the agent-lsp extension in a real VS Code (code-server) in headless Chromium,
+//! driven by Playwright, against the real daemon and the loopback mock model (scenario.json).
+//!
+//! node driver.js <url> <workspaceDir> <artifactDir> <browserProfileDir>
+//! Env: PLAYWRIGHT (path to playwright-core), CHROMIUM (browser binary).
+//! Prints one line per case (`PASS name` / `FAIL name: why`) and a final JSON summary line
+//! `E2E-RESULT {"passed":n,"failed":m}`. Cases run in order and share the mock's script, so a
+//! failed case is reported and later cases still run (they may fail in turn, never pass wrongly).
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { chromium } = require(process.env.PLAYWRIGHT || 'playwright-core');
+
+const [url, workspace, artifacts, profile] = process.argv.slice(2);
+const t0 = Date.now();
+const log = (...a) => console.log(`[e2e ${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what, fn, ms = 20000, every = 100) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    try { const v = await fn(); if (v) return v; } catch (e) { last = e; }
+    await sleep(every);
+  }
+  throw new Error(`timed out after ${ms}ms waiting for ${what}${last ? ` (${last.message.split('\n')[0]})` : ''}`);
+}
+
+async function runCommand(page, title) {
+  for (let attempt = 1; attempt <= 30; attempt++) {
+    try { // commands appear once the extension host registered the contributions
+      await page.keyboard.press('Escape');
+      await page.keyboard.press('F1');
+      const input = page.locator('.quick-input-widget input');
+      await input.waitFor({ state: 'visible', timeout: 5000 });
+      await input.fill('>' + title, { timeout: 5000 });
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ state: 'visible', timeout: 2000 });
+      await page.keyboard.press('Enter');
+      return;
+    } catch (e) { await sleep(500); }
+  }
+  throw new Error('could not run command ' + title);
+}
+
+/** The chat webview's inner frame (code-server nests it in two iframes). */
+async function chatFrame(page) {
+  return until('the chat webview', async () => {
+    for (const f of page.frames()) {
+      if (await f.$('#transcript').catch(() => null)) return f;
+    }
+    return undefined;
+  }, 60000, 250);
+}
+
+const text = async (frame, sel) => (await frame.locator(sel).allInnerTexts()).join('\n');
+
+async function openFile(page, name) {
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('Control+P');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: 5000 });
+  await input.fill(name);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ state: 'visible', timeout: 10000 });
+  await page.keyboard.press('Enter');
+  await page.locator('.tab.active', { hasText: name }).waitFor({ timeout: 10000 });
+}
+
+/** The visible text of the active editor (Monaco renders spaces as U+00A0). */
+async function editorText(page) {
+  const t = await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().innerText();
+  return t.replace(/\u00a0/g, ' ');
+}
+
+async function send(frame, message, key = 'Enter') {
+  const input = frame.locator('#input');
+  await input.click();
+  await input.fill(message);
+  await input.press(key);
+}
+
+const cases = [];
+const testCase = (name, fn) => cases.push({ name, fn });
+
+testCase('chat view opens and the daemon is ready', async ({ page, ctx }) => {
+  await runCommand(page, 'Agent: Open Chat');
+  ctx.frame = await chatFrame(page);
+  await until('state "idle"', async () => (await text(ctx.frame, '#state')) === 'idle', 30000);
+});
+
+testCase('a prompt from the chat view streams a rendered Markdown answer', async ({ page, ctx }) => {
+  const f = ctx.frame;
+  await send(f, 'Say hello');
+  // Streaming: the answer is seen growing while the message is still marked as streaming.
+  const partial = await until('a partial streamed answer', async () => {
+    const t = await text(f, '.msg.assistant.streaming .md');
+    return t.length > 0 && !t.includes('Enjoy') ? t : undefined;
+  }, 30000, 30);
+  log('partial answer seen:', JSON.stringify(partial));
+  await until('the complete answer', async () => (await text(f, '.msg.assistant .md')).includes('Enjoy the demo.'), 30000);
+  await until('run settled', async () => (await text(f, '#state')) === 'idle');
+  const strong = await f.locator('.msg.assistant .md strong').first().innerText();
+  if (strong !== 'mock') throw new Error(`bold text not rendered: ${strong}`);
+  const code = await f.locator('.msg.assistant pre.code code').first().innerText();
+  if (!code.includes('fn main()')) throw new Error(`code block not rendered: ${code}`);
+  if (await f.locator('.msg.user .bubble', { hasText: 'Say hello' }).count() !== 1) throw new Error('user message not shown');
+  const usage = await text(f, '#usage');
+  if (!/↓\d/.test(usage) || usage.includes('↓0 ')) throw new Error(`usage not updated: ${usage}`);
+  await page.screenshot({ path: path.join(artifacts, '01-answer.png') });
+});
+
+testCase('approving an edit changes the unsaved buffer, which is then saved', async ({ page, ctx }) => {
+  const f = ctx.frame;
+  await openFile(page, 'notes.txt');
+  // Make the buffer dirty: the agent must edit the editor's text, not the disk.
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+End');
+  await page.keyboard.type('gamma (unsaved)');
+  await until('the dirty buffer', async () => (await editorText(page)).includes('gamma (unsaved)'));
+  const disk0 = fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8');
+  if (disk0.includes('gamma')) throw new Error('the buffer was saved too early');
+  await send(f, 'Capitalise beta in notes.txt');
+  const card = f.locator('.approval');
+  await card.waitFor({ timeout: 30000 });
+  const preview = await card.innerText();
+  if (!preview.includes('BETA')) throw new Error(`approval shows no diff: ${preview}`);
+  for (const b of ['Allow', 'Always allow', 'Reject', 'Reject with reason…']) {
+    if (await card.locator('button', { hasText: b }).count() < 1) throw new Error(`missing button ${b}`);
+  }
+  await page.screenshot({ path: path.join(artifacts, '02-approval.png') });
+  await card.locator('button[data-decision="allow"]').click();
+  await until('the edit tool to finish', async () => (await f.locator('.tool.status-done .tool-name', { hasText: 'edit' }).count()) > 0, 30000);
+  await until('the final answer', async () => (await text(f, '.msg.assistant .md')).includes('now says'), 30000);
+  await until('run settled', async () => (await text(f, '#state')) === 'idle');
+  const buf = await editorText(page);
+  if (!buf.includes('BETA') || !buf.includes('gamma (unsaved)') || buf.includes('beta')) throw new Error(`buffer after the edit: ${JSON.stringify(buf)}`);
+  const disk = await until('the saved file', () => {
+    const d = fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8');
+    return d.includes('BETA') && d.includes('gamma (unsaved)') ? d : undefined;
+  }, 10000);
+  log('disk after edit:', JSON.stringify(disk));
+  if (await f.locator('.tool.status-done button[data-action="openDiff"]').count() < 1) throw new Error('no diff button on the edit');
+  await f.locator('.tool.status-done button[data-action="openDiff"]').first().click();
+  await page.locator('.tab.active', { hasText: 'before' }).waitFor({ timeout: 10000 });
+  await page.screenshot({ path: path.join(artifacts, '03-diff.png') });
+  await page.keyboard.press('Control+W');
+});
+
+testCase('Escape aborts a streaming answer', async ({ ctx }) => {
+  const f = ctx.frame;
+  await send(f, 'Count slowly to twenty');
+  await until('streaming text', async () => (await text(f, '.msg.assistant.streaming .md')).length > 10, 30000, 50);
+  if (!(await f.locator('#stop').isVisible())) throw new Error('no stop button while running');
+  await f.locator('#input').press('Escape');
+  await until('the abort notice', async () => (await text(f, '.notice')).includes('Run aborted.'), 15000);
+  await until('run settled', async () => (await text(f, '#state')) === 'idle');
+  const answer = await text(f, '.msg.assistant:last-of-type .md');
+  if (answer.includes('twenty')) throw new Error('the answer finished despite the abort');
+});
+
+testCase('the stop button cancels a pending approval cleanly', async ({ page, ctx }) => {
+  const f = ctx.frame;
+  await send(f, 'Build the project');
+  const card = f.locator('.approval');
+  await card.waitFor({ timeout: 30000 });
+  const preview = await card.innerText();
+  if (!preview.includes('make build')) throw new Error(`approval shows no command: ${preview}`);
+  await f.locator('#stop').click();
+  await card.waitFor({ state: 'detached', timeout: 15000 });
+  await until('run settled', async () => (await text(f, '#state')) === 'idle');
+  await until('the tool marked aborted', async () => (await f.locator('.tool.status-aborted, .tool.status-blocked').count()) > 0, 10000);
+  await page.screenshot({ path: path.join(artifacts, '04-aborted.png') });
+});
+
+(async () => {
+  fs.mkdirSync(artifacts, { recursive: true });
+  const browser = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true, viewport: { width: 1400, height: 900 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  let passed = 0, failed = 0;
+  const page = browser.pages()[0] || await browser.newPage();
+  try {
+    await page.goto(url, { waitUntil: 'domcontentloaded' });
+    await page.waitForSelector('.monaco-workbench .part.statusbar', { timeout: 90000 });
+    log('workbench rendered');
+    const ctx = {};
+    for (const c of cases) {
+      try {
+        await c.fn({ page, ctx });
+        passed++; console.log(`PASS ${c.name}`);
+      } catch (e) {
+        failed++; console.log(`FAIL ${c.name}: ${e.message.split('\n')[0]}`);
+        await page.screenshot({ path: path.join(artifacts, `failed-${passed + failed}.png`) }).catch(() => undefined);
+        if (!ctx.frame) { // nothing else can run without the chat view
+          failed += cases.length - passed - failed;
+          break;
+        }
+      }
+    }
+    await page.screenshot({ path: path.join(artifacts, 'vscode-chat.png') });
+  } catch (e) {
+    console.log(`FAIL setup: ${e.message.split('\n')[0]}`);
+    failed = cases.length - passed;
+    await page.screenshot({ path: path.join(artifacts, 'failed-setup.png') }).catch(() => undefined);
+  } finally {
+    await browser.close();
+  }
+  console.log(`E2E-RESULT ${JSON.stringify({ passed, failed })}`);
+  process.exit(failed === 0 ? 0 : 1);
+})().catch((e) => { console.error(e); console.log(`E2E-RESULT ${JSON.stringify({ passed: 0, failed: cases.length })}`); process.exit(1); });
