@@ -80,7 +80,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
   <div id="contexts" class="contexts"></div>
   <textarea id="input" rows="2" placeholder="Ask the agent…" aria-label="Message the agent"></textarea>
   <div class="composer-row">
-    <span class="meta"><span id="state" class="state">starting</span><span id="model" class="model"></span></span>
+    <span class="meta"><span id="state" class="state">starting</span></span>
     <span class="buttons">
       <button id="stop" class="danger" title="Stop (Esc)" hidden>Stop</button>
       <button id="followup" title="Queue as follow-up (Alt+Enter)" hidden>Follow up</button>

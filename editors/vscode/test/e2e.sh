@@ -68,6 +68,7 @@ MOCK="${AGENT_LSP_MOCK_BIN:-$TARGET/debug/agent-lsp-mock}"
 # ---- 4. a fresh profile, workspace and home (nothing under the real $HOME)
 mkdir -p "$RUN/home" "$RUN/cfg" "$RUN/data" "$RUN/state" "$RUN/ud/User" "$RUN/ext" "$RUN/ws"
 printf 'alpha\nbeta\n' >"$RUN/ws/notes.txt"
+printf '{"name": "demo" "version": 1}\n' >"$RUN/ws/data.json"
 export HOME="$RUN/home" XDG_CONFIG_HOME="$RUN/cfg" XDG_DATA_HOME="$RUN/data" XDG_STATE_HOME="$RUN/state" XDG_CACHE_HOME="$RUN/cache"
 export TMPDIR="$E2E_CACHE/tmp"
 
@@ -102,7 +103,7 @@ json.dump({
   "chat.commandCenter.enabled": False, "workbench.colorTheme": "Default Dark Modern", "window.commandCenter": False,
   "agentLsp.serverPath": daemon,
   "agentLsp.env": {"OPENAI_BASE_URL": base, "OPENAI_API_KEY": "test", "AGENT_LSP_MODEL": "openai/mock-model", "AGENT_LSP_LOG": "info"},
-  "agentLsp.trace.server": "messages",
+  "agentLsp.trace.server": "verbose",
 }, open(path, "w"), indent=2)
 PY
 
@@ -122,7 +123,7 @@ log "code-server 4.100.3 on 127.0.0.1:$PORT"
 # ---- 5. drive it
 rm -rf "$ARTIFACTS"; mkdir -p "$ARTIFACTS"
 E2E_LOG="$RUN/driver.log"
-PLAYWRIGHT="$TOOLS/node_modules/playwright-core" timeout 600 node "$HERE/e2e/driver.js" \
+MOCK_LOG="$RUN/mock-requests.jsonl" VSCODE_LOGS="$RUN/ud/logs" PLAYWRIGHT="$TOOLS/node_modules/playwright-core" timeout 600 node "$HERE/e2e/driver.js" \
   "http://127.0.0.1:$PORT/?folder=$RUN/ws" "$RUN/ws" "$ARTIFACTS" "$RUN/browser" 2>&1 | tee "$E2E_LOG"
 result=$(sed -n 's/^E2E-RESULT //p' "$E2E_LOG" | tail -1)
 if [ -z "$result" ]; then

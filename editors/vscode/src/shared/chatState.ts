@@ -125,8 +125,9 @@ export function splitUserContent(content: string | ContentBlock[] | undefined): 
   for (const b of content) {
     if (b.type !== 'text') continue;
     const m = /^<context path="([^"]*)"(?: lines="([^"]*)")?>/.exec(b.text);
-    if (m) contexts.push(m[2] ? `${m[1]}:${m[2]}` : m[1]);
-    else texts.push(b.text);
+    if (!m) { texts.push(b.text); continue; }
+    const [start, end] = (m[2] ?? '').split('-');
+    contexts.push(!m[2] ? m[1] : start === end || !end ? `${m[1]}:${start}` : `${m[1]}:${start}-${end}`);
   }
   return { text: texts.join('\n'), contexts };
 }

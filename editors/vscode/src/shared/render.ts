@@ -81,9 +81,8 @@ export function renderItem(state: ChatState, item: ChatItem, open: Set<string>):
     }
     case 'assistant': {
       const blocks = item.blocks.map((b, i) => renderBlock(state, b, item.key, i, open)).join('');
-      const cursor = item.streaming ? '<span class="cursor"></span>' : '';
       const err = item.error ? `<div class="error">${escapeHtml(item.error)}</div>` : '';
-      return `<div class="msg assistant${item.streaming ? ' streaming' : ''}">${blocks}${cursor}${err}</div>`;
+      return `<div class="msg assistant${item.streaming ? ' streaming' : ''}">${blocks}${err}</div>`;
     }
     case 'notice':
       return `<div class="notice ${item.level}">${escapeHtml(item.text)}</div>`;

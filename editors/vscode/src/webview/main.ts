@@ -91,8 +91,7 @@ function renderChrome(): void {
   followBtn.hidden = !state.running;
   stopBtn.hidden = !state.running;
   const t = state.totals;
-  $('usage').innerHTML = `<span title="Input tokens (incl. cache)">↑${tokens(t.input + t.cacheRead + t.cacheWrite)}</span> <span title="Output tokens">↓${tokens(t.output)}</span> <span title="Cost">${cost(t.cost)}</span> <span title="Context size of the last request">ctx ${tokens(state.contextTokens)}</span>`;
-  $('model').textContent = state.model ?? '';
+  $('usage').innerHTML = `<span class="model" title="Model">${escapeHtml(state.model ?? '')}</span><span title="Input tokens (incl. cache)">↑${tokens(t.input + t.cacheRead + t.cacheWrite)}</span> <span title="Output tokens">↓${tokens(t.output)}</span> <span title="Cost">${cost(t.cost)}</span> <span title="Context size of the last request">ctx ${tokens(state.contextTokens)}</span>`;
   const banner = $('banner');
   const msg = conn === 'missing' || conn === 'error' || conn === 'stopped' ? status.message ?? 'The agent daemon is not running.' : '';
   banner.hidden = msg === '';

@@ -29,7 +29,8 @@ async function until(what, fn, ms = 20000, every = 100) {
 async function runCommand(page, title) {
   for (let attempt = 1; attempt <= 30; attempt++) {
     try { // commands appear once the extension host registered the contributions
-      await page.keyboard.press('Escape');
+      // Escape only closes a leftover picker: in an editor it would drop the selection.
+      if (await page.locator('.quick-input-widget').isVisible()) await page.keyboard.press('Escape');
       await page.keyboard.press('F1');
       const input = page.locator('.quick-input-widget input');
       await input.waitFor({ state: 'visible', timeout: 5000 });
@@ -145,6 +146,54 @@ testCase('approving an edit changes the unsaved buffer, which is then saved', as
   await page.keyboard.press('Control+W');
 });
 
+testCase('Add Selection to Prompt sends a context block; diagnostics of touched files are forwarded', async ({ page, ctx }) => {
+  const f = ctx.frame;
+  await openFile(page, 'data.json');
+  await page.locator('.editor-group-container.active .monaco-editor .view-lines').first().click();
+  // VS Code's JSON support reports the missing comma: the diagnostic the agent should get.
+  await until('a JSON diagnostic in the editor', async () => (await page.locator('.editor-group-container.active .squiggly-error').count()) > 0, 30000);
+  await page.keyboard.press('Control+A');
+  await runCommand(page, 'Agent: Add Selection to Prompt');
+  await until('the context chip', async () => (await text(f, '#contexts')).includes('data.json:1'));
+  await send(f, 'What is wrong here?');
+  await until('the answer', async () => (await text(f, '.msg.assistant .md')).includes('comma is missing'), 30000);
+  await until('run settled', async () => (await text(f, '#state')) === 'idle');
+  if (!(await text(f, '.msg.user .chips')).includes('data.json:1')) throw new Error('the sent message shows no context chip');
+  if ((await text(f, '#contexts')) !== '') throw new Error('the context chips were not cleared after sending');
+  const requests = fs.readFileSync(process.env.MOCK_LOG, 'utf8');
+  if (!requests.includes('<context path=\\"data.json\\" lines=\\"1-1\\">')) throw new Error('the model request has no context block for data.json');
+  if (!requests.includes('\\"demo\\" \\"version\\"')) throw new Error('the context block lacks the selected text');
+  // The trace of the language client (verbose) shows the forwarded diagnostics of data.json.
+  const trace = await until('forwarded diagnostics', () => {
+    const logs = [];
+    const walk = (d) => { for (const e of fs.readdirSync(d, { withFileTypes: true })) { const p = path.join(d, e.name); if (e.isDirectory()) walk(p); else if (e.name.includes('agent-lsp')) logs.push(fs.readFileSync(p, 'utf8')); } };
+    walk(process.env.VSCODE_LOGS);
+    return logs.join('\n').split("Sending notification 'agent/diagnostics'").slice(1)
+      .map((c) => c.split('[Trace')[0]).find((c) => c.includes('data.json') && c.includes('"message"'));
+  }, 15000, 500);
+  log('forwarded diagnostics:', trace.replace(/\s+/g, ' ').slice(0, 200));
+});
+
+testCase('Enter steers a running agent, Alt+Enter queues a follow-up, and a queued item can be removed', async ({ ctx }) => {
+  const f = ctx.frame;
+  await send(f, 'Run the tests');
+  await until('streaming text', async () => (await text(f, '.msg.assistant.streaming .md')).length > 0, 30000, 50);
+  if ((await f.locator('#send').innerText()) !== 'Steer') throw new Error('the send button does not offer steering while running');
+  await send(f, 'then commit', 'Alt+Enter');
+  await until('the follow-up in the queue', async () => (await text(f, '#queue')).includes('then commit'), 10000, 50);
+  await send(f, 'only the unit tests');
+  await until('the steering message in the queue', async () => (await text(f, '#queue')).includes('only the unit tests'), 10000, 50);
+  await ctx.page.screenshot({ path: path.join(artifacts, '05-queue.png') });
+  // Remove the follow-up: it must never reach the model.
+  await f.locator('#queue li', { hasText: 'then commit' }).locator('button').click();
+  await until('the follow-up removed', async () => !(await text(f, '#queue')).includes('then commit'), 10000, 50);
+  await until('the steering message delivered', async () => (await f.locator('.msg.user .bubble', { hasText: 'only the unit tests' }).count()) === 1, 30000);
+  await until('the steered answer', async () => (await text(f, '.msg.assistant .md')).includes('Only the unit tests, then.'), 30000);
+  await until('run settled', async () => (await text(f, '#state')) === 'idle', 30000);
+  if (await f.locator('.msg.user .bubble', { hasText: 'then commit' }).count() !== 0) throw new Error('the removed follow-up was delivered');
+  if (!(await f.locator('#queue').isHidden())) throw new Error('the queue is still shown');
+});
+
 testCase('Escape aborts a streaming answer', async ({ ctx }) => {
   const f = ctx.frame;
   await send(f, 'Count slowly to twenty');
@@ -186,6 +235,7 @@ testCase('the stop button cancels a pending approval cleanly', async ({ page, ct
     const ctx = {};
     for (const c of cases) {
       try {
+        ctx.page = page;
         await c.fn({ page, ctx });
         passed++; console.log(`PASS ${c.name}`);
       } catch (e) {

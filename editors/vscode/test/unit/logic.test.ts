@@ -42,6 +42,8 @@ test('selections become context blocks with 1-based inclusive line ranges', () =
   const msg = buildMessage('explain', [c]);
   assert.ok(Array.isArray(msg) && msg.length === 2 && msg[1].type === 'text');
   assert.deepEqual(splitUserContent(msg), { text: 'explain', contexts: ['src/a.ts:3-4'] });
+  const one = buildMessage('why?', [{ path: 'data.json', startLine: 1, endLine: 1, text: '{}' }, { path: 'whole.md', text: '# x' }]);
+  assert.deepEqual(splitUserContent(one), { text: 'why?', contexts: ['data.json:1', 'whole.md'] });
 });
 
 test('a context containing a code fence gets a longer fence', () => {
