@@ -46,7 +46,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
   private onMessage(m: ViewToHost): void {
     const c = this.controller;
     switch (m.type) {
-      case 'ready': c.attachView((msg) => this.post(msg), () => this.reveal()); break;
+      case 'ready': c.attachView((msg) => this.post(msg)); break;
       case 'send': void c.send(m.mode, m.text); break;
       case 'abort': void c.abort(); break;
       case 'approve': c.answerApproval(m.requestId, m.decision, m.reason); break;

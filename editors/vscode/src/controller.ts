@@ -33,13 +33,22 @@ export class Controller implements vscode.Disposable {
   readonly approvals: ApprovalRegistry;
   readonly diagnostics: DiagnosticsForwarder;
   private view: ((m: HostToView) => void) | undefined;
-  private revealView: (() => void) | undefined;
+  /** Shows the chat view (creating it if needed); set by the extension at activation. */
+  revealView: (() => void) | undefined;
+  private readonly statusItem: vscode.StatusBarItem;
 
   constructor(readonly output: vscode.OutputChannel) {
+    this.statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
+    this.statusItem.command = 'agentLsp.openChat';
+    this.statusItem.show();
     this.approvals = new ApprovalRegistry({
       requested: (requestId, params) => {
-        this.dispatch({ type: 'approvalRequest', requestId, params });
         void this.captureBefore(params.toolCallId, params.toolName, params.args);
+        if (this.state.sessionId !== undefined && params.sessionId !== this.state.sessionId) {
+          void this.askElsewhere(requestId, params);
+          return;
+        }
+        this.dispatch({ type: 'approvalRequest', requestId, params });
         this.revealView?.();
       },
       settled: (requestId, outcome, reason) => this.dispatch({ type: 'approvalDone', requestId, outcome, reason }),
@@ -50,26 +59,41 @@ export class Controller implements vscode.Disposable {
 
   // ------------------------------------------------------------------ view plumbing
 
-  attachView(post: (m: HostToView) => void, reveal: () => void): void {
+  attachView(post: (m: HostToView) => void): void {
     this.view = post;
-    this.revealView = reveal;
     this.snapshot();
   }
 
-  detachView(): void { this.view = undefined; this.revealView = undefined; }
+  detachView(): void { this.view = undefined; }
+
+  /** An approval for a session the chat is not showing (a background run): ask in a notification. */
+  private async askElsewhere(requestId: string, params: BeforeToolCallParams): Promise<void> {
+    const choice = await vscode.window.showWarningMessage(`Agent (session ${params.sessionId.slice(0, 8)}): ${params.title || params.toolName}`, 'Allow', 'Reject');
+    this.approvals.answer(requestId, { decision: choice === 'Allow' ? 'allow' : 'block', reason: choice ? undefined : 'No answer from the user' });
+  }
+
+  private updateStatusItem(): void {
+    const c = this.status.connection;
+    const text = c !== 'ready' ? c : this.state.running ? 'running' : 'idle';
+    this.statusItem.text = `${this.state.running ? '$(loading~spin)' : '$(comment-discussion)'} Agent: ${text}`;
+    this.statusItem.tooltip = this.status.message ?? 'Open the agent chat';
+  }
 
   snapshot(): void {
     this.view?.({ type: 'snapshot', state: this.state, contexts: this.contexts.map(contextLabel), status: this.status });
   }
 
   dispatch(action: ChatAction): void {
+    const wasRunning = this.state.running;
     this.state = reduce(this.state, action);
     this.view?.({ type: 'action', action });
+    if (wasRunning !== this.state.running) this.updateStatusItem();
   }
 
   private setStatus(status: ViewStatus): void {
     this.status = status;
     this.view?.({ type: 'status', status });
+    this.updateStatusItem();
   }
 
   private notice(level: 'info' | 'warning' | 'error', text: string): void {
@@ -122,6 +146,7 @@ export class Controller implements vscode.Disposable {
     this.state = initialState();
     this.sessions.length = 0;
     this.snapshot();
+    this.updateStatusItem();
     await this.start();
   }
 
@@ -273,6 +298,7 @@ export class Controller implements vscode.Disposable {
       this.state.running = st.isStreaming;
       if (st.model) this.dispatch({ type: 'model', model: st.model.id });
       this.snapshot();
+      this.updateStatusItem();
     } catch (e) {
       this.reportError(e);
     }
@@ -325,6 +351,7 @@ export class Controller implements vscode.Disposable {
   }
 
   dispose(): void {
+    this.statusItem.dispose();
     this.diagnostics.dispose();
     this.snapshots.dispose();
     void this.client?.stop().catch(() => undefined);

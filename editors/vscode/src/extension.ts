@@ -32,6 +32,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const c = new Controller(output);
   controller = c;
   const chat = new ChatViewProvider(context.extensionUri, c);
+  c.revealView = () => chat.reveal();
   context.subscriptions.push(
     output, c,
     vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, chat, { webviewOptions: { retainContextWhenHidden: true } }),
