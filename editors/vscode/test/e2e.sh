@@ -123,7 +123,7 @@ log "code-server 4.100.3 on 127.0.0.1:$PORT"
 # ---- 5. drive it
 rm -rf "$ARTIFACTS"; mkdir -p "$ARTIFACTS"
 E2E_LOG="$RUN/driver.log"
-MOCK_LOG="$RUN/mock-requests.jsonl" VSCODE_LOGS="$RUN/ud/logs" PLAYWRIGHT="$TOOLS/node_modules/playwright-core" timeout 600 node "$HERE/e2e/driver.js" \
+VSCODE_SETTINGS="$RUN/ud/User/settings.json" MOCK_LOG="$RUN/mock-requests.jsonl" VSCODE_LOGS="$RUN/ud/logs" PLAYWRIGHT="$TOOLS/node_modules/playwright-core" timeout 600 node "$HERE/e2e/driver.js" \
   "http://127.0.0.1:$PORT/?folder=$RUN/ws" "$RUN/ws" "$ARTIFACTS" "$RUN/browser" 2>&1 | tee "$E2E_LOG"
 result=$(sed -n 's/^E2E-RESULT //p' "$E2E_LOG" | tail -1)
 if [ -z "$result" ]; then
