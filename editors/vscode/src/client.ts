@@ -7,7 +7,7 @@
 import * as vscode from 'vscode';
 import {
   type CancellationToken, LanguageClient, type LanguageClientOptions, RevealOutputChannelOn,
-  type ServerOptions, type StaticFeature, TransportKind,
+  type ServerOptions, type StaticFeature,
 } from 'vscode-languageclient/node';
 import {
   type AgentClientCapabilities, type AgentEventParams, type BeforeToolCallParams, type BeforeToolCallResult,
@@ -67,10 +67,11 @@ export function createClient(config: DaemonConfig, handlers: AgentHandlers, outp
   if (!command) {
     throw new BinaryMissingError(`The agent-lsp binary was not found (agentLsp.serverPath = "${config.serverPath}"). Install agent-lsp or set "agentLsp.serverPath" to its full path.`);
   }
+  // No `transport`: with TransportKind.stdio the client appends its own `--stdio`, which the
+  // daemon would see twice (serverArgs already carries it, and users may change it).
   const serverOptions: ServerOptions = {
     command,
     args: config.serverArgs,
-    transport: TransportKind.stdio,
     options: { env: { ...process.env, ...config.env }, cwd: config.cwd },
   };
   const clientOptions: LanguageClientOptions = {

@@ -136,9 +136,14 @@ export function queueEntry(q: QueuedMessage): QueueEntry {
   return { id: q.messageId, text: q.text ?? '' };
 }
 
+/** The assistant message being streamed: the last streaming one since the last user message. */
 function currentAssistant(state: ChatState): Extract<ChatItem, { kind: 'assistant' }> | undefined {
-  const last = state.items[state.items.length - 1];
-  return last && last.kind === 'assistant' && last.streaming ? last : undefined;
+  for (let i = state.items.length - 1; i >= 0; i--) {
+    const it = state.items[i];
+    if (it.kind === 'user') return undefined;
+    if (it.kind === 'assistant' && it.streaming) return it;
+  }
+  return undefined;
 }
 
 function ensureTool(state: ChatState, id: string, name: string): ToolItem {
@@ -173,6 +178,24 @@ function addUsage(state: ChatState, usage: Usage | undefined): void {
   state.totals.cost += usage.cost?.total ?? 0;
   const ctx = usage.totalTokens || (usage.input + usage.output + usage.cacheRead + usage.cacheWrite);
   if (ctx > 0) state.contextTokens = ctx;
+}
+
+/**
+ * An approval can reach the client before the events of the message that made the tool call
+ * (they travel on different paths in the daemon). The approval then shows the tool on its own;
+ * once the message places the tool, that stand-alone block is dropped so the card shows once.
+ */
+function adoptTool(state: ChatState, owner: ChatItem | undefined, toolCallId: string): void {
+  state.items = state.items.filter((it) => {
+    if (it === owner || it.kind !== 'assistant') return true;
+    const before = it.blocks.length;
+    it.blocks = it.blocks.filter((b) => !(b.type === 'tool' && b.toolCallId === toolCallId));
+    return it.blocks.length > 0 || before === 0;
+  });
+}
+
+function adoptBlocks(state: ChatState, item: Extract<ChatItem, { kind: 'assistant' }>): void {
+  for (const b of item.blocks) if (b?.type === 'tool') adoptTool(state, item, b.toolCallId);
 }
 
 function assistantBlocks(state: ChatState, msg: AssistantMessage): AssistantBlock[] {
@@ -213,7 +236,7 @@ function applyEvent(state: ChatState, p: AgentEventParams): ChatState {
       break;
     case 'message_discard': {
       const cur = currentAssistant(state);
-      if (cur) state.items.pop();
+      if (cur) state.items = state.items.filter((it) => it !== cur);
       pushNotice(state, 'warning', `Response withdrawn (${ev.reason}); retrying.`);
       break;
     }
@@ -234,7 +257,8 @@ function applyEvent(state: ChatState, p: AgentEventParams): ChatState {
       tool.output = resultText(ev.result?.content);
       tool.durationMs = ev.durationMs;
       tool.approval = undefined;
-      if (tool.status !== 'blocked') tool.status = ev.isError ? 'error' : 'done';
+      // A rejected or cancelled call keeps that status: its error result only echoes it.
+      if (tool.status !== 'blocked' && tool.status !== 'aborted') tool.status = ev.isError ? 'error' : 'done';
       const path = toolPath(tool.args);
       if (!ev.isError && isEditTool(tool.name) && path) tool.editPath = path;
       break;
@@ -262,7 +286,9 @@ function onMessageStart(state: ChatState, message: AgentMessage): void {
     state.items.push({ kind: 'user', key: key(state), text, contexts });
   } else if (message.role === 'assistant') {
     const a = message as AssistantMessage;
-    state.items.push({ kind: 'assistant', key: key(state), blocks: assistantBlocks(state, a), streaming: true, model: a.model });
+    const item: ChatItem = { kind: 'assistant', key: key(state), blocks: assistantBlocks(state, a), streaming: true, model: a.model };
+    state.items.push(item);
+    adoptBlocks(state, item);
     if (a.model) state.model = a.model;
   }
 }
@@ -289,6 +315,7 @@ function onMessageUpdate(state: ChatState, e: import('../protocol').AssistantMes
     case 'toolcall_start': {
       ensureTool(state, e.id, e.toolName);
       cur.blocks[i] = { type: 'tool', toolCallId: e.id };
+      adoptTool(state, cur, e.id);
       break;
     }
     case 'toolcall_delta': {
@@ -300,6 +327,7 @@ function onMessageUpdate(state: ChatState, e: import('../protocol').AssistantMes
       const tool = ensureTool(state, e.toolCall.id, e.toolCall.name);
       tool.args = e.toolCall.arguments ?? {};
       cur.blocks[i] = { type: 'tool', toolCallId: e.toolCall.id };
+      adoptTool(state, cur, e.toolCall.id);
       break;
     }
     default: break;
@@ -317,6 +345,7 @@ function onMessageEnd(state: ChatState, message: AgentMessage): void {
   const item = cur ?? { kind: 'assistant' as const, key: key(state), blocks, streaming: false };
   if (!cur) state.items.push(item);
   item.blocks = blocks;
+  adoptBlocks(state, item);
   item.streaming = false;
   item.stopReason = a.stopReason;
   item.model = a.model;
@@ -334,8 +363,7 @@ function applyToolResult(state: ChatState, r: ToolResultMessage): void {
 
 function onSettled(state: ChatState, aborted: boolean): void {
   state.running = false;
-  const cur = currentAssistant(state);
-  if (cur) cur.streaming = false;
+  for (const it of state.items) if (it.kind === 'assistant') it.streaming = false;
   for (const tool of Object.values(state.tools)) {
     if (tool.status === 'running' || tool.status === 'streaming' || tool.status === 'approval') {
       tool.status = aborted ? 'aborted' : 'error';
@@ -357,12 +385,11 @@ function applyApprovalRequest(state: ChatState, requestId: string, p: BeforeTool
     command: preview?.type === 'command' ? preview.command : undefined,
     cwd: preview?.type === 'command' ? preview.cwd : undefined,
   };
-  const cur = currentAssistant(state);
   const shown = state.items.some((it) => it.kind === 'assistant' && it.blocks.some((b) => b.type === 'tool' && b.toolCallId === p.toolCallId));
   if (!shown) {
-    // The approval came before the tool call was rendered (or from another path): show it anyway.
-    if (cur) cur.blocks.push({ type: 'tool', toolCallId: p.toolCallId });
-    else state.items.push({ kind: 'assistant', key: key(state), blocks: [{ type: 'tool', toolCallId: p.toolCallId }], streaming: false });
+    // The approval came before the message that made the call: show the tool on its own until
+    // that message places it (adoptTool).
+    state.items.push({ kind: 'assistant', key: key(state), blocks: [{ type: 'tool', toolCallId: p.toolCallId }], streaming: false });
   }
   return state;
 }

@@ -123,7 +123,9 @@ test('an approval with no rendered tool call still shows up, and abort clears it
   s = reduce(s, { type: 'approvalRequest', requestId: 'approval-9', params: { ...approvalParams, toolName: 'bash', kind: 'execute', args: { command: 'rm -rf build' }, preview: { type: 'command', command: 'rm -rf build', cwd: '/w' } } });
   assert.equal(s.items.length, 1);
   assert.equal(s.tools.call_2.approval?.command, 'rm -rf build');
-  s = feed([{ type: 'agent_end', messages: [] }, { type: 'agent_settled', aborted: true }], s, 's1', 2);
+  s = reduce(s, { type: 'approvalDone', requestId: 'approval-9', outcome: 'cancelled' });
+  s = feed([{ type: 'tool_execution_end', toolCallId: 'call_2', toolName: 'bash', result: { content: [{ type: 'text', text: 'Operation aborted' }] }, isError: true },
+    { type: 'agent_end', messages: [] }, { type: 'agent_settled', aborted: true }], s, 's1', 2);
   assert.equal(s.tools.call_2.status, 'aborted');
   assert.equal(s.tools.call_2.approval, undefined);
   assert.equal(s.running, false);
@@ -174,4 +176,26 @@ test('message_discard withdraws the streamed response', () => {
     { type: 'message_update', assistantMessageEvent: { type: 'text_delta', contentIndex: 0, delta: 'fake' } },
     { type: 'message_discard', message: assistant([{ type: 'text', text: 'fake' }]), reason: 'fake tool call in text' }]);
   assert.deepEqual(s.items.map((i) => i.kind), ['notice']);
+});
+
+test('an approval that arrives before its message shows once, inside that message', () => {
+  let s = feed([{ type: 'agent_start' }, { type: 'message_start', message: { role: 'user', content: 'build', timestamp: 1 } }]);
+  s = reduce(s, { type: 'approvalRequest', requestId: 'approval-1', params: { ...approvalParams, toolCallId: 'call_b', toolName: 'bash', kind: 'execute', args: { command: 'make build' }, preview: { type: 'command', command: 'make build', cwd: '/w' } } });
+  assert.deepEqual(s.items.map((i) => i.kind), ['user', 'assistant']);
+  s = feed([
+    { type: 'message_start', message: assistant([], 'pending') },
+    { type: 'message_update', assistantMessageEvent: { type: 'text_delta', contentIndex: 0, delta: 'Building.' } },
+    { type: 'message_update', assistantMessageEvent: { type: 'toolcall_start', contentIndex: 1, id: 'call_b', toolName: 'bash' } },
+    { type: 'message_update', assistantMessageEvent: { type: 'toolcall_delta', contentIndex: 1, delta: '{}' } },
+  ], s, 's1', 3);
+  const toolBlocks = s.items.flatMap((it) => (it.kind === 'assistant' ? it.blocks.filter((b) => b.type === 'tool') : []));
+  assert.equal(toolBlocks.length, 1);
+  assert.deepEqual(s.items.map((i) => i.kind), ['user', 'assistant']);
+  const a = s.items[1];
+  assert.ok(a.kind === 'assistant' && a.streaming && a.blocks[0].type === 'text');
+  assert.equal(s.tools.call_b.status, 'approval');
+  assert.equal(s.tools.call_b.approval?.command, 'make build');
+  s = feed([{ type: 'message_end', message: assistant([{ type: 'text', text: 'Building.' }, { type: 'toolCall', id: 'call_b', name: 'bash', arguments: { command: 'make build' } }], 'toolUse') }], s, 's1', 7);
+  assert.equal(s.items.length, 2);
+  assert.equal(s.tools.call_b.status, 'approval');
 });
