@@ -194,6 +194,41 @@ testCase('Enter steers a running agent, Alt+Enter queues a follow-up, and a queu
   if (!(await f.locator('#queue').isHidden())) throw new Error('the queue is still shown');
 });
 
+testCase('Reject with a reason blocks the edit and the model gets the reason', async ({ page, ctx }) => {
+  const f = ctx.frame;
+  await send(f, 'Capitalise alpha too');
+  const card = f.locator('.approval');
+  await card.waitFor({ timeout: 30000 });
+  await card.locator('button[data-action="rejectReason"]').click();
+  const reason = card.locator('input.reason');
+  await reason.waitFor({ timeout: 5000 });
+  await reason.fill('keep alpha lowercase');
+  await reason.press('Enter');
+  await card.waitFor({ state: 'detached', timeout: 10000 });
+  await until('the blocked tool', async () => (await text(f, '.tool.status-blocked')).includes('keep alpha lowercase'), 10000);
+  await until('the answer', async () => (await text(f, '.msg.assistant .md')).includes('left alpha alone'), 30000);
+  await until('run settled', async () => (await text(f, '#state')) === 'idle');
+  const requests = fs.readFileSync(process.env.MOCK_LOG, 'utf8');
+  if (!requests.includes('keep alpha lowercase')) throw new Error('the model never saw the reason');
+  const buf = await editorText(page);
+  if (buf.includes('ALPHA')) throw new Error('the rejected edit was applied');
+});
+
+testCase('Always allow covers later calls of the same command prefix for the session', async ({ ctx }) => {
+  const f = ctx.frame;
+  await send(f, 'List the files twice');
+  const card = f.locator('.approval');
+  await card.waitFor({ timeout: 30000 });
+  if (!(await card.innerText()).includes('$ ls')) throw new Error('approval is not for ls');
+  await card.locator('button[data-decision="allowAlways"]').click();
+  // `ls -a` has the prefix `ls`: it runs without asking, or the run would wait for a card.
+  await until('the answer', async () => (await text(f, '.msg.assistant .md')).includes('Both commands ran.'), 30000);
+  await until('run settled', async () => (await text(f, '#state')) === 'idle');
+  const targets = (await f.locator('.tool.status-done .tool-target').allInnerTexts()).map((t) => t.trim());
+  if (!targets.includes('ls') || !targets.includes('ls -a')) throw new Error(`both commands should have run: ${targets.join(', ')}`);
+  if (await f.locator('.approval').count() !== 0) throw new Error('an approval is still shown');
+});
+
 testCase('Escape aborts a streaming answer', async ({ ctx }) => {
   const f = ctx.frame;
   await send(f, 'Count slowly to twenty');
