@@ -256,9 +256,12 @@ function applyEvent(state: ChatState, p: AgentEventParams): ChatState {
       const tool = ensureTool(state, ev.toolCallId, ev.toolName);
       tool.output = resultText(ev.result?.content);
       tool.durationMs = ev.durationMs;
+      // A rejected or cancelled call keeps that status: its error result only echoes it. A call
+      // that ends while its approval is still open was cancelled (abort ends it before the
+      // server's $/cancelRequest reaches us).
+      if (tool.status === 'approval') tool.status = ev.isError ? 'aborted' : 'done';
+      else if (tool.status !== 'blocked' && tool.status !== 'aborted') tool.status = ev.isError ? 'error' : 'done';
       tool.approval = undefined;
-      // A rejected or cancelled call keeps that status: its error result only echoes it.
-      if (tool.status !== 'blocked' && tool.status !== 'aborted') tool.status = ev.isError ? 'error' : 'done';
       const path = toolPath(tool.args);
       if (!ev.isError && isEditTool(tool.name) && path) tool.editPath = path;
       break;
@@ -349,16 +352,17 @@ function onMessageEnd(state: ChatState, message: AgentMessage): void {
   item.streaming = false;
   item.stopReason = a.stopReason;
   item.model = a.model;
+  // An aborted response needs no error box: the run's "aborted" notice follows.
   if (a.stopReason === 'error') item.error = a.errorMessage ?? 'The model request failed.';
-  else if (a.stopReason === 'aborted') item.error = 'Aborted.';
   addUsage(state, a.usage);
 }
 
 function applyToolResult(state: ChatState, r: ToolResultMessage): void {
   const tool = state.tools[r.toolCallId];
-  if (!tool || tool.status === 'done' || tool.status === 'error') return;
+  // Only fills in tools whose end was not seen (hydrated sessions): a final status stays.
+  if (!tool || !['streaming', 'running', 'approval'].includes(tool.status)) return;
   tool.output = resultText(r.content);
-  if (tool.status !== 'blocked') tool.status = r.isError ? 'error' : 'done';
+  tool.status = tool.status === 'approval' && r.isError ? 'aborted' : r.isError ? 'error' : 'done';
 }
 
 function onSettled(state: ChatState, aborted: boolean): void {

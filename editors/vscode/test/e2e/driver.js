@@ -251,7 +251,7 @@ testCase('the stop button cancels a pending approval cleanly', async ({ page, ct
   await f.locator('#stop').click();
   await card.waitFor({ state: 'detached', timeout: 15000 });
   await until('run settled', async () => (await text(f, '#state')) === 'idle');
-  await until('the tool marked aborted', async () => (await f.locator('.tool.status-aborted, .tool.status-blocked').count()) > 0, 10000);
+  await until('the tool marked aborted', async () => (await text(f, '.tool.status-aborted .tool-target')).includes('make build'), 10000);
   await page.screenshot({ path: path.join(artifacts, '04-aborted.png') });
 });
 

@@ -125,6 +125,8 @@ test('an approval with no rendered tool call still shows up, and abort clears it
   assert.equal(s.tools.call_2.approval?.command, 'rm -rf build');
   s = reduce(s, { type: 'approvalDone', requestId: 'approval-9', outcome: 'cancelled' });
   s = feed([{ type: 'tool_execution_end', toolCallId: 'call_2', toolName: 'bash', result: { content: [{ type: 'text', text: 'Operation aborted' }] }, isError: true },
+    { type: 'message_start', message: { role: 'toolResult', toolCallId: 'call_2', toolName: 'bash', content: [{ type: 'text', text: 'Operation aborted' }], isError: true, timestamp: 1 } },
+    { type: 'message_end', message: { role: 'toolResult', toolCallId: 'call_2', toolName: 'bash', content: [{ type: 'text', text: 'Operation aborted' }], isError: true, timestamp: 1 } },
     { type: 'agent_end', messages: [] }, { type: 'agent_settled', aborted: true }], s, 's1', 2);
   assert.equal(s.tools.call_2.status, 'aborted');
   assert.equal(s.tools.call_2.approval, undefined);
@@ -146,7 +148,17 @@ test('edit tools that succeed offer a diff; failed ones do not', () => {
   assert.equal(s.tools.e2.status, 'error');
 });
 
-test('model errors and aborted responses are shown on the message', () => {
+test('a tool that ends while its approval is open was cancelled', () => {
+  let s = feed([{ type: 'agent_start' }]);
+  s = reduce(s, { type: 'approvalRequest', requestId: 'approval-1', params: approvalParams });
+  s = feed([{ type: 'tool_execution_end', toolCallId: 'call_2', toolName: 'edit', result: { content: [{ type: 'text', text: 'Operation aborted' }] }, isError: true }], s, 's1', 2);
+  assert.equal(s.tools.call_2.status, 'aborted');
+  assert.equal(pendingApprovals(s).length, 0);
+  s = reduce(s, { type: 'approvalDone', requestId: 'approval-1', outcome: 'cancelled' });
+  assert.equal(s.tools.call_2.status, 'aborted');
+});
+
+test('model errors are shown on the message', () => {
   const s = feed([{ type: 'agent_start' }, { type: 'message_start', message: assistant([], 'pending') },
     { type: 'message_end', message: assistant([], 'error', { errorMessage: '401 Unauthorized' }) }]);
   const a = s.items[0];
