@@ -35,8 +35,12 @@ async function runCommand(page, title) {
       const input = page.locator('.quick-input-widget input');
       await input.waitFor({ state: 'visible', timeout: 5000 });
       await input.fill('>' + title, { timeout: 5000 });
-      await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ state: 'visible', timeout: 2000 });
-      await page.keyboard.press('Enter');
+      // Click the row whose label is exactly the title: Enter would take the top row, which
+      // may be a recently used command that also matches (e.g. "Add Selection to Prompt").
+      const exact = new RegExp(`^${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+      const row = page.locator('.quick-input-list .monaco-list-row').filter({ has: page.locator('.label-name', { hasText: exact }) }).first();
+      await row.waitFor({ state: 'visible', timeout: 2000 });
+      await row.click();
       return;
     } catch (e) { await sleep(500); }
   }
@@ -253,6 +257,30 @@ testCase('the stop button cancels a pending approval cleanly', async ({ page, ct
   await until('run settled', async () => (await text(f, '#state')) === 'idle');
   await until('the tool marked aborted', async () => (await text(f, '.tool.status-aborted .tool-target')).includes('make build'), 10000);
   await page.screenshot({ path: path.join(artifacts, '04-aborted.png') });
+});
+
+testCase('New Session, Agent: Prompt and Switch Session (the old transcript comes back)', async ({ page, ctx }) => {
+  const f = ctx.frame;
+  await runCommand(page, 'Agent: New Session');
+  await until('an empty chat', async () => (await f.locator('#empty').isVisible()) && (await f.locator('.msg').count()) === 0, 10000);
+  await runCommand(page, 'Agent: Prompt');
+  const box = page.locator('.quick-input-widget input');
+  await box.waitFor({ timeout: 10000 });
+  await box.fill('Say bye');
+  await box.press('Enter');
+  await until('the answer in the new session', async () => (await text(f, '.msg.assistant .md')).includes('Bye from the new session.'), 30000);
+  await until('run settled', async () => (await text(f, '#state')) === 'idle');
+  if (await f.locator('.msg.user').count() !== 1) throw new Error('the new session shows old messages');
+  await runCommand(page, 'Agent: Switch Session');
+  const rows = page.locator('.quick-input-list .monaco-list-row');
+  await until('two sessions to pick from', async () => (await rows.count()) === 2, 10000);
+  // The current session is marked with a check icon; pick the other one.
+  const other = rows.filter({ hasNot: page.locator('.codicon-check') }).first();
+  await other.click();
+  await until('the first session back', async () => (await f.locator('.msg.user .bubble', { hasText: 'Capitalise beta in notes.txt' }).count()) === 1, 15000);
+  if (await f.locator('.msg.user .bubble', { hasText: 'Say bye' }).count() !== 0) throw new Error('the switched-to session shows the new session\'s messages');
+  if (await f.locator('.tool.status-done .tool-name', { hasText: 'edit' }).count() < 1) throw new Error('the restored transcript lost its tool calls');
+  await page.screenshot({ path: path.join(artifacts, '07-switched-session.png') });
 });
 
 /** Sets a string setting through VS Code's Settings editor (the way a user does). */
