@@ -100,6 +100,10 @@ pub fn build_body(model: &Model, context: &LlmContext, options: &StreamOptions) 
     if let Some(t) = options.temperature {
         body.insert("temperature".into(), json!(t));
     }
+    if let (Some(session), true) = (&options.session_id, compat.store) {
+        // Official OpenAI: route a session's requests to the same prompt cache.
+        body.insert("prompt_cache_key".into(), json!(session));
+    }
     let has_tool_history = history
         .iter()
         .any(|m| matches!(m, AgentMessage::ToolResult(_)));
@@ -322,7 +326,21 @@ fn assistant_json(message: &AssistantMessage, compat: &OpenAiCompat) -> Option<V
     if !calls.is_empty() {
         m["tool_calls"] = Value::Array(calls);
     }
+    let details = encrypted_details(message);
+    if !details.is_empty() {
+        m["reasoning_details"] = Value::Array(details);
+    }
     Some(m)
+}
+
+/// OpenRouter encrypted reasoning kept in tool calls' `thoughtSignature`, replayed as
+/// `reasoning_details` (only same-model history keeps signatures).
+fn encrypted_details(message: &AssistantMessage) -> Vec<Value> {
+    message
+        .tool_calls()
+        .filter_map(|c| serde_json::from_str::<Value>(c.thought_signature.as_deref()?).ok())
+        .filter(|d| d.get("type").and_then(Value::as_str) == Some("reasoning.encrypted"))
+        .collect()
 }
 
 fn tool_result_json(

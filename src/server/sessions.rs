@@ -12,6 +12,7 @@ use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{CodeActionParams, CodeActionResponse, ExecuteCommandParams};
 
 use crate::agent::AgentOptions;
+use crate::cli::prompt::default_system_prompt;
 use crate::provider::StreamOptions;
 use crate::server::backend::{invalid_params, rpc_error};
 use crate::server::buffer_ws::BufferWorkspace;
@@ -25,7 +26,9 @@ use crate::server::protocol::{
     AbortResult, Decision, Disposition, MessagesResult, ModelRef, NewSessionResult, PromptMessage,
     PromptParams, PromptResult, QueueResult, Queues, StateResult, StreamingBehavior, code, command,
 };
-use crate::server::session::{QueueKind, Session, SessionError, new_id};
+use crate::server::session::{QueueKind, Session, SessionError};
+use crate::session::time::iso_now;
+use crate::session::{Session as Transcript, SessionStore};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
 /// All sessions of the connection.
@@ -43,9 +46,32 @@ fn busy_or_agent(e: SessionError) -> Error {
     }
 }
 
-const SYSTEM_PROMPT: &str = "You are a coding agent working inside the user's editor. \
-Read files before changing them, keep changes minimal, and say briefly what you did. \
-Open files show the editor's unsaved text; your edits land in the editor's buffers.";
+/// What the model is told about the editor, after the CLI's system prompt.
+const EDITOR_NOTE: &str = "You run inside the user's editor. Open files show the editor's \
+unsaved text, and your edits land in the editor's buffers (then saved to disk).";
+
+/// A new persisted session record for `cwd` (in memory when there is no session directory).
+fn new_record(cwd: &std::path::Path, model: &crate::provider::Model) -> Result<Transcript> {
+    match store() {
+        Some(store) => store
+            .create(cwd, Some(model))
+            .map_err(|e| rpc_error(-32603, format!("cannot create the session file: {e}"))),
+        None => Ok(Transcript::in_memory(cwd)),
+    }
+}
+
+fn store() -> Option<SessionStore> {
+    SessionStore::default_dir(&crate::models::EnvSource::from_process()).map(SessionStore::new)
+}
+
+/// A stored session (by id, unique id prefix or file path), to continue it.
+fn stored_record(id: &str) -> Result<Transcript> {
+    let store =
+        store().ok_or_else(|| invalid_params("there is no session directory to resume from"))?;
+    store
+        .open(id)
+        .map_err(|e| invalid_params(format!("cannot resume session {id:?}: {e}")))
+}
 
 impl Sessions {
     pub fn new(
@@ -93,12 +119,25 @@ impl Sessions {
 
     /// Creates a session rooted at `cwd` (default: the connection's).
     pub fn create(&self, cwd: Option<PathBuf>) -> Result<Arc<Session>> {
+        self.create_with(cwd, None)
+    }
+
+    /// Creates a session; with `resume`, it continues that stored session (its cwd, messages
+    /// and file) instead of starting a new one.
+    fn create_with(
+        &self,
+        cwd: Option<PathBuf>,
+        resume: Option<Transcript>,
+    ) -> Result<Arc<Session>> {
         let (model, api_key) = self
             .ctx
             .model
             .clone()
             .map_err(|e| rpc_error(code::NO_MODEL, e))?;
-        let cwd = cwd.unwrap_or_else(|| self.ctx.config.cwd.clone());
+        let cwd = match &resume {
+            Some(record) => PathBuf::from(record.cwd()),
+            None => cwd.unwrap_or_else(|| self.ctx.config.cwd.clone()),
+        };
         let disk = DiskWorkspace::new(&cwd, Vec::new()).map_err(|e| {
             invalid_params(format!(
                 "cannot use {} as the session's cwd: {e}",
@@ -112,20 +151,28 @@ impl Sessions {
             self.ctx.out.clone(),
             self.ctx.config.clone(),
         ));
-        let id = new_id();
+        let record = match resume {
+            Some(record) => record,
+            None => new_record(&cwd, &model)?,
+        };
+        let id = record.id().to_owned();
         let mut options = AgentOptions::new(self.ctx.stream_fn.clone());
         options.model = model;
-        options.system_prompt = Some(format!(
-            "{SYSTEM_PROMPT}\nWorking directory: {}",
-            cwd.display()
-        ));
-        options.tools = coding_tools(ws.clone(), ToolOptions::default());
+        options.messages = record.messages();
+        let date = iso_now();
+        let base = default_system_prompt(&cwd, date.get(..10).unwrap_or(&date));
+        options.system_prompt = Some(format!("{base}\n\n{EDITOR_NOTE}"));
+        let tool_options = ToolOptions {
+            env: vec![("AGENT_LSP_SESSION_ID".into(), id.clone())],
+            ..ToolOptions::default()
+        };
+        options.tools = coding_tools(ws.clone(), tool_options);
         options.stream_options = StreamOptions {
             api_key,
             session_id: Some(id.clone()),
             ..StreamOptions::default()
         };
-        let session = Session::create(self.ctx.clone(), id.clone(), cwd, ws, options);
+        let session = Session::create(self.ctx.clone(), record, cwd, ws, options);
         self.map().insert(id, session.clone());
         Ok(session)
     }
@@ -203,8 +250,18 @@ impl Sessions {
         Ok(self.get(session_id)?.clear_queues(current_gate()))
     }
 
-    pub fn new_session(&self, cwd: Option<String>) -> Result<NewSessionResult> {
-        let session = self.create(cwd.map(PathBuf::from))?;
+    pub fn new_session(
+        &self,
+        cwd: Option<String>,
+        resume: Option<String>,
+    ) -> Result<NewSessionResult> {
+        let session = match resume {
+            None => self.create(cwd.map(PathBuf::from))?,
+            Some(id) => match self.get(&id) {
+                Ok(loaded) => loaded,
+                Err(_) => self.create_with(None, Some(stored_record(&id)?))?,
+            },
+        };
         Ok(NewSessionResult {
             session_id: session.id.clone(),
             cwd: session.cwd.display().to_string(),
@@ -226,6 +283,7 @@ impl Sessions {
             queues: session.queues(),
             message_count: state.messages.len(),
             last_seq: session.emitter.last_seq(),
+            session_file: session.record_path().map(|p| p.display().to_string()),
         })
     }
 
@@ -235,6 +293,15 @@ impl Sessions {
             session_id: session.id.clone(),
             messages: session.messages(),
         })
+    }
+
+    /// Aborts the run with this id, wherever it is; `false` when no such run is active.
+    pub fn abort_run(&self, run_id: &str) -> bool {
+        let sessions: Vec<Arc<Session>> = self.map().values().cloned().collect();
+        sessions
+            .iter()
+            .find(|s| s.active_run().as_deref() == Some(run_id))
+            .is_some_and(|s| s.abort())
     }
 
     pub fn abort_all(&self) {
@@ -300,7 +367,9 @@ impl Sessions {
                 let session = self.session_or_default(field("sessionId").as_deref())?;
                 to_value(serde_json::to_value(self.abort(&session.id)?))
             }
-            command::NEW_SESSION => to_value(serde_json::to_value(self.new_session(field("cwd"))?)),
+            command::NEW_SESSION => to_value(serde_json::to_value(
+                self.new_session(field("cwd"), field("resume"))?,
+            )),
             command::APPROVE | command::REJECT => {
                 let id = arg
                     .as_str()

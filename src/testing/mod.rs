@@ -27,9 +27,12 @@
 //! Keys of a response (all optional; unknown keys are an error):
 //! - content, streamed in this order: `thinking` (OpenAI: `reasoning_content` delta, or the field
 //!   named by `reasoningField`; Anthropic: a `thinking` block closed by a `signature_delta` with
-//!   `signature`, default `sig-mock`), `text`, `toolCalls` (`[{id, name, arguments}]`, or
+//!   `signature`, default `sig-mock`), `redactedThinking` (Anthropic: a `redacted_thinking` block
+//!   with that `data`), `text`, `toolCalls` (`[{id, name, arguments}]`, or
 //!   `rawArguments` to stream verbatim text such as truncated JSON). `interleave: true` streams
-//!   several OpenAI tool calls' argument deltas round-robin.
+//!   several OpenAI tool calls' argument deltas round-robin; `encryptedReasoning: true` sends
+//!   OpenRouter-style `reasoning_details` (`reasoning.encrypted`, `id` = each call's id, `data`
+//!   `enc-<id>`) before the tool calls.
 //! - `usage`: `{input, output, cacheRead, cacheWrite, reasoning}` in pi's sense (`input` is
 //!   non-cached). OpenAI: a final `choices: []` chunk with `prompt_tokens` = input + cacheRead +
 //!   cacheWrite, `prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`.
@@ -41,7 +44,8 @@
 //!   deliberately splitting UTF-8 characters across chunk boundaries), `delayMs` (before each SSE
 //!   chunk, or each write with `writeBytes`).
 //! - faults: `status` + `body` (+ `retryAfter`: seconds or a raw header value such as an HTTP
-//!   date) answers with that status instead of a stream; `refuse: true` closes the connection
+//!   date) answers with that status instead of a stream (`status` 200 with a `body` is a plain
+//!   JSON answer, as from a server that ignores `stream`); `refuse: true` closes the connection
 //!   without reading it; `disconnectAfterChunks: n` cuts the connection after n SSE chunks;
 //!   `malformedAfterChunks: n` inserts a non-JSON `data:` line after n chunks; `omitDone` drops
 //!   `data: [DONE]` / `message_stop`; `omitStopReason` drops the `finish_reason` / the
@@ -50,7 +54,8 @@
 //! - `id` (default `mock-<n>`), `model` (default: the requested model).
 //!
 //! The binary `agent-lsp-mock --script FILE [--port N] [--log FILE.jsonl]` serves a script file
-//! and prints [`MockProvider::announcement`] as one JSON line.
+//! and prints [`MockProvider::announcement`] as one JSON line; it stops when killed or when its
+//! stdin (a pipe, socket or terminal) closes, and with stdin at `/dev/null` serves until killed.
 
 mod http;
 mod invariants;
