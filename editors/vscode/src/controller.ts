@@ -4,6 +4,7 @@
  * ask for (prompt, steer, follow-up, abort, sessions, diffs).
  */
 
+import { execFile } from 'node:child_process';
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { ApprovalRegistry } from './approvals';
@@ -16,7 +17,9 @@ import {
 } from './protocol';
 import { type ChatAction, type ChatState, initialState, isEditTool, reduce, toolPath } from './shared/chatState';
 import { buildMessage, type ContextItem, contextLabel } from './shared/context';
+import { resolveBinary } from './shared/binary';
 import { EditPreviewError, proposedContent } from './shared/edits';
+import { parseSessionList, sessionChoices, type StoredSession } from './shared/sessions';
 import type { HostToView, ViewStatus } from './shared/messages';
 
 export type SendMode = 'prompt' | 'steer' | 'followUp';
@@ -270,17 +273,35 @@ export class Controller implements vscode.Disposable {
     }
   }
 
+  /** Sessions the daemon stored for this workspace (empty when the listing fails). */
+  private async storedSessions(): Promise<StoredSession[]> {
+    const config = readConfig();
+    const command = resolveBinary(config.serverPath, process.env.PATH ?? '', config.cwd);
+    if (!command || !config.cwd) return [];
+    return new Promise((resolve) => {
+      execFile(command, ['sessions', 'list', '--json', '--cwd', config.cwd ?? ''], { env: { ...process.env, ...config.env }, timeout: 10000 },
+        (err, stdout) => resolve(err ? [] : parseSessionList(stdout)));
+    });
+  }
+
   async switchSession(): Promise<void> {
     const client = this.requireClient();
     if (!client) return;
-    const items = await Promise.all([...this.sessions].reverse().map(async (id) => {
-      const s = await client.sendRequest<SessionState>(Methods.getState, { sessionId: id }).catch(() => undefined);
-      const current = id === this.state.sessionId ? '$(check) ' : '';
-      return { label: `${current}${id}`, description: s ? `${s.messageCount} messages${s.isStreaming ? ', running' : ''}` : '', detail: s?.cwd, id };
-    }));
-    if (items.length === 0) { void vscode.window.showInformationMessage('No other sessions yet on this connection.'); return; }
-    const pick = await vscode.window.showQuickPick(items, { title: 'Switch agent session', placeHolder: 'Session' });
-    if (pick) await this.loadSession(pick.id);
+    const choices = sessionChoices(this.sessions, await this.storedSessions(), this.state.sessionId);
+    if (choices.length === 0) { void vscode.window.showInformationMessage('No agent sessions yet for this workspace.'); return; }
+    const items = choices.map((c) => ({ label: `${c.current ? '$(check) ' : ''}${c.label}`, description: c.description, detail: c.label === c.id ? undefined : c.id, choice: c }));
+    const pick = await vscode.window.showQuickPick(items, { title: 'Switch agent session', placeHolder: 'Session (stored sessions are resumed)' });
+    if (!pick || pick.choice.current) return;
+    if (!pick.choice.open) {
+      try {
+        const r = await client.sendRequest<NewSessionResult>(Methods.newSession, { resume: pick.choice.id });
+        await this.loadSession(r.sessionId);
+      } catch (e) {
+        this.reportError(e);
+      }
+      return;
+    }
+    await this.loadSession(pick.choice.id);
   }
 
   async loadSession(sessionId: string): Promise<void> {

@@ -132,7 +132,8 @@ export interface ClearQueueResult { steering: QueuedMessage[]; followUp: QueuedM
 
 export interface SessionParams { sessionId: string }
 export interface AbortResult { aborted: boolean }
-export interface NewSessionParams { cwd?: string }
+/** §3.5: `resume` continues a stored session (id, unique id prefix or file path). */
+export interface NewSessionParams { cwd?: string; resume?: string }
 export interface NewSessionResult { sessionId: string; cwd: string }
 
 /** `agent/getState` (§3.6). */
@@ -146,13 +147,17 @@ export interface SessionState {
   followUp: QueuedMessage[];
   messageCount: number;
   lastSeq: number;
+  sessionFile?: string | null;
 }
+
+/** `agent/getDocument` (§3.8): the server's mirror of an open document. */
+export interface GetDocumentResult { uri: string; version: number; text: string }
 
 /** `agent/getMessages` (§3.7). */
 export interface GetMessagesResult { sessionId: string; messages: AgentMessage[] }
 
 /** JSON-RPC error codes of §3. */
-export const ErrorCodes = { invalidParams: -32602, methodNotFound: -32601, agentBusy: -32001, notInitialized: -32002, noModel: -32003 } as const;
+export const ErrorCodes = { parseError: -32700, invalidRequest: -32600, invalidParams: -32602, methodNotFound: -32601, agentBusy: -32001, notInitialized: -32002, noModel: -32003 } as const;
 
 /** `initializationOptions` (§1.1). */
 export interface InitializationOptions {
@@ -189,6 +194,7 @@ export const Methods = {
   newSession: 'agent/newSession',
   getState: 'agent/getState',
   getMessages: 'agent/getMessages',
+  getDocument: 'agent/getDocument',
   diagnostics: 'agent/diagnostics',
   event: '$/agentEvent',
   beforeToolCall: 'agent/beforeToolCall',

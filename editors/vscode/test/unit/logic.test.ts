@@ -98,3 +98,20 @@ test('the daemon binary is found by absolute path, relative path or PATH, and on
   assert.equal(resolveBinary(dir, '', undefined), undefined);
   fs.rmSync(dir, { recursive: true });
 });
+
+test('Switch Session lists connection sessions first, then stored ones, each once', async () => {
+  const { parseSessionList, sessionChoices } = await import('../../src/shared/sessions');
+  const stored = parseSessionList([
+    '{"id":"s-old","path":"/x/a.jsonl","cwd":"/w","name":null,"created":"2026-11-30T06:00:00Z","updated":"2026-11-30T06:10:00.000Z","messageCount":4}',
+    'warning: not json',
+    '{"id":"s-new","cwd":"/w","name":"fix tests","updated":"2026-11-30T07:00:00.000Z","messageCount":2}',
+    '{"nope":1}',
+    '',
+  ].join('\n'));
+  assert.deepEqual(stored.map((s) => s.id), ['s-old', 's-new']);
+  const choices = sessionChoices(['s-new', 's-live'], stored, 's-live');
+  assert.deepEqual(choices.map((c) => [c.id, c.open, c.current]), [['s-live', true, true], ['s-new', true, false], ['s-old', false, false]]);
+  assert.equal(choices[1].label, 'fix tests');
+  assert.equal(choices[1].description, 'open · 2 messages · 2026-11-30 07:00');
+  assert.equal(choices[2].description, 'stored · 4 messages · 2026-11-30 06:10');
+});
