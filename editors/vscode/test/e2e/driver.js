@@ -60,6 +60,12 @@ async function chatFrame(page) {
 const text = async (frame, sel) => (await frame.locator(sel).allInnerTexts()).join('\n');
 
 async function openFile(page, name) {
+  const tab = page.locator('.tab', { hasText: name });
+  if (await tab.count() > 0) { // already open: its tab (Ctrl+P would go to a focused webview)
+    await tab.first().click();
+    await page.locator('.tab.active', { hasText: name }).waitFor({ timeout: 10000 });
+    return;
+  }
   await page.keyboard.press('Escape');
   await page.keyboard.press('Control+P');
   const input = page.locator('.quick-input-widget input');
@@ -132,6 +138,16 @@ testCase('approving an edit changes the unsaved buffer, which is then saved', as
     if (await card.locator('button', { hasText: b }).count() < 1) throw new Error(`missing button ${b}`);
   }
   await page.screenshot({ path: path.join(artifacts, '02-approval.png') });
+  // "Open diff" shows the proposed change against the (unsaved) buffer in VS Code's diff editor.
+  await card.locator('button[data-action="approvalDiff"]').click();
+  await page.locator('.tab.active', { hasText: 'proposed' }).waitFor({ timeout: 10000 });
+  const proposed = await until('the proposed side', async () => {
+    const t = (await page.locator('.editor-group-container.active .monaco-diff-editor .editor.modified .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
+    return t.includes('BETA') ? t : undefined;
+  }, 10000);
+  if (!proposed.includes('gamma (unsaved)')) throw new Error(`the proposed text is not based on the buffer: ${JSON.stringify(proposed)}`);
+  await page.keyboard.press('Control+W');
+  await page.locator('.tab.active', { hasText: 'notes.txt' }).waitFor({ timeout: 10000 });
   await card.locator('button[data-decision="allow"]').click();
   await until('the edit tool to finish', async () => (await f.locator('.tool.status-done .tool-name', { hasText: 'edit' }).count()) > 0, 30000);
   await until('the final answer', async () => (await text(f, '.msg.assistant .md')).includes('now says'), 30000);
@@ -176,6 +192,15 @@ testCase('Add Selection to Prompt sends a context block; diagnostics of touched 
       .map((c) => c.split('[Trace')[0]).find((c) => c.includes('data.json') && c.includes('"message"'));
   }, 15000, 500);
   log('forwarded diagnostics:', trace.replace(/\s+/g, ' ').slice(0, 200));
+});
+
+testCase('Add File to Prompt adds a context chip that can be removed', async ({ page, ctx }) => {
+  const f = ctx.frame;
+  await openFile(page, 'notes.txt');
+  await runCommand(page, 'Agent: Add File to Prompt');
+  await until('the file chip', async () => (await text(f, '#contexts')).includes('notes.txt'), 10000);
+  await f.locator('#contexts .chip', { hasText: 'notes.txt' }).locator('button').click();
+  await until('the chip removed', async () => (await text(f, '#contexts')) === '', 10000);
 });
 
 testCase('Enter steers a running agent, Alt+Enter queues a follow-up, and a queued item can be removed', async ({ ctx }) => {
