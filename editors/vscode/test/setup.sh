@@ -14,7 +14,7 @@ PLAYWRIGHT_VERSION=1.65.1
 VSCE_VERSION=3.9.2
 mkdir -p "$E2E_CACHE"
 # npm's cache lives with ours, not in $HOME.
-export npm_config_cache="$E2E_CACHE/npm-cache" npm_config_update_notifier=false
+export npm_config_cache="$E2E_CACHE/npm-cache" npm_config_update_notifier=false npm_config_devdir="$E2E_CACHE/node-gyp"
 
 log() { echo "[setup] $*"; }
 
