@@ -56,7 +56,7 @@ log "packaged $(basename "$VSIX") ($(du -k "$VSIX" | cut -f1) KiB)"
 
 # ---- 3. Rust binaries
 if [ -z "${AGENT_LSP_BIN:-}" ] || [ -z "${AGENT_LSP_MOCK_BIN:-}" ]; then
-  ( cd "$ROOT" && cargo build --bins --quiet ) || fail_all "cargo build --bins"
+  ( cd "$ROOT" && cargo build --locked --bins --quiet ) || fail_all "cargo build --bins"
   TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
   case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
 fi
