@@ -57,6 +57,14 @@ async function chatFrame(page) {
   }, 60000, 250);
 }
 
+/** The agent-lsp output channel logs (the language client's JSON-RPC trace). */
+function readTraces() {
+  const logs = [];
+  const walk = (d) => { for (const e of fs.readdirSync(d, { withFileTypes: true })) { const p = path.join(d, e.name); if (e.isDirectory()) walk(p); else if (e.name.includes('agent-lsp')) logs.push(fs.readFileSync(p, 'utf8')); } };
+  walk(process.env.VSCODE_LOGS);
+  return logs.join('\n');
+}
+
 const text = async (frame, sel) => (await frame.locator(sel).allInnerTexts()).join('\n');
 
 async function openFile(page, name) {
@@ -96,6 +104,11 @@ testCase('chat view opens and the daemon is ready', async ({ page, ctx }) => {
   await runCommand(page, 'Agent: Open Chat');
   ctx.frame = await chatFrame(page);
   await until('state "idle"', async () => (await text(ctx.frame, '#state')) === 'idle', 30000);
+  // The client opted into the agent protocol (the language client's verbose trace of initialize).
+  const init = readTraces().split("Sending request 'initialize")[1] ?? '';
+  const agent = /"agent": \{\s*"events": true,\s*"approvals": true,\s*"saveDocuments": true\s*\}/;
+  if (!agent.test(init.split('[Trace')[0])) throw new Error('initialize does not carry experimental.agent = {events, approvals, saveDocuments}');
+  if (!/"protocolVersion": 1/.test(readTraces())) throw new Error('the server did not answer with experimental.agent.protocolVersion 1');
 });
 
 testCase('a prompt from the chat view streams a rendered Markdown answer', async ({ page, ctx }) => {
@@ -149,6 +162,10 @@ testCase('approving an edit changes the unsaved buffer, which is then saved', as
   await page.keyboard.press('Control+W');
   await page.locator('.tab.active', { hasText: 'notes.txt' }).waitFor({ timeout: 10000 });
   await card.locator('button[data-decision="allow"]').click();
+  const thought = f.locator('details.thinking', { hasText: 'beta capitalised' });
+  if (await thought.count() !== 1 || await thought.getAttribute('open') !== null) throw new Error('the thinking is not shown folded');
+  await thought.locator('summary').click();
+  await until('the thinking unfolded', async () => (await thought.getAttribute('open')) !== null, 5000);
   await until('the edit tool to finish', async () => (await f.locator('.tool.status-done .tool-name', { hasText: 'edit' }).count()) > 0, 30000);
   await until('the final answer', async () => (await text(f, '.msg.assistant .md')).includes('now says'), 30000);
   await until('run settled', async () => (await text(f, '#state')) === 'idle');
@@ -185,10 +202,7 @@ testCase('Add Selection to Prompt sends a context block; diagnostics of touched 
   if (!requests.includes('\\"demo\\" \\"version\\"')) throw new Error('the context block lacks the selected text');
   // The trace of the language client (verbose) shows the forwarded diagnostics of data.json.
   const trace = await until('forwarded diagnostics', () => {
-    const logs = [];
-    const walk = (d) => { for (const e of fs.readdirSync(d, { withFileTypes: true })) { const p = path.join(d, e.name); if (e.isDirectory()) walk(p); else if (e.name.includes('agent-lsp')) logs.push(fs.readFileSync(p, 'utf8')); } };
-    walk(process.env.VSCODE_LOGS);
-    return logs.join('\n').split("Sending notification 'agent/diagnostics'").slice(1)
+    return readTraces().split("Sending notification 'agent/diagnostics'").slice(1)
       .map((c) => c.split('[Trace')[0]).find((c) => c.includes('data.json') && c.includes('"message"'));
   }, 15000, 500);
   log('forwarded diagnostics:', trace.replace(/\s+/g, ' ').slice(0, 200));
