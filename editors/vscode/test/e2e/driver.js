@@ -362,6 +362,22 @@ testCase('after a daemon restart, Switch Session resumes a stored session', asyn
   await page.screenshot({ path: path.join(artifacts, '08-resumed-session.png') });
 });
 
+testCase('Switch Model restarts the daemon with the chosen model', async ({ page, ctx }) => {
+  const f = ctx.frame;
+  await runCommand(page, 'Agent: Switch Model');
+  const box = page.locator('.quick-input-widget input');
+  await box.waitFor({ timeout: 10000 });
+  await box.fill('openai/other-model');
+  await box.press('Enter');
+  await until('the restarted, empty chat', async () => (await f.locator('.msg').count()) === 0 && (await text(f, '#state')) === 'idle', 30000, 200);
+  await send(f, 'Which model are you?');
+  await until('the answer', async () => (await text(f, '.msg.assistant .md')).includes('other model'), 30000);
+  await until('run settled', async () => (await text(f, '#state')) === 'idle');
+  const last = fs.readFileSync(process.env.MOCK_LOG, 'utf8').trim().split('\n').pop();
+  if (!last.includes('"model":"other-model"')) throw new Error(`the model request did not use the new model: ${last.slice(0, 300)}`);
+  if (!(await text(f, '#usage')).includes('other-model')) throw new Error('the footer does not show the new model');
+});
+
 (async () => {
   fs.mkdirSync(artifacts, { recursive: true });
   const browser = await chromium.launchPersistentContext(profile, {
