@@ -1,0 +1,89 @@
+/**
+ * Starts the `agent-lsp` daemon with vscode-languageclient and opts into the agent protocol
+ * (`capabilities.experimental.agent = {events, approvals, saveDocuments}`). Handlers for the
+ * server's custom messages are registered before `start()` so they survive restarts.
+ */
+
+import * as vscode from 'vscode';
+import {
+  type CancellationToken, LanguageClient, type LanguageClientOptions, RevealOutputChannelOn,
+  type ServerOptions, type StaticFeature,
+} from 'vscode-languageclient/node';
+import {
+  type AgentClientCapabilities, type AgentEventParams, type BeforeToolCallParams, type BeforeToolCallResult,
+  type InitializationOptions, Methods, type SaveDocumentsParams, type SaveDocumentsResult,
+} from './protocol';
+import { resolveBinary } from './shared/binary';
+
+export interface AgentHandlers {
+  onEvent(params: AgentEventParams): void;
+  beforeToolCall(params: BeforeToolCallParams, token: CancellationToken): Promise<BeforeToolCallResult>;
+  saveDocuments(params: SaveDocumentsParams): Promise<SaveDocumentsResult>;
+}
+
+export const AGENT_CAPABILITIES: AgentClientCapabilities = { events: true, approvals: true, saveDocuments: true };
+
+/** Adds `experimental.agent` to the client capabilities sent in `initialize`. */
+class AgentCapabilityFeature implements StaticFeature {
+  fillClientCapabilities(capabilities: { experimental?: unknown }): void {
+    const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
+    capabilities.experimental = { ...experimental, agent: { ...AGENT_CAPABILITIES } };
+  }
+  initialize(): void { /* nothing to do: the capability is static */ }
+  getState(): { kind: 'static' } { return { kind: 'static' }; }
+  clear(): void { /* nothing to release */ }
+}
+
+export class BinaryMissingError extends Error {}
+
+export interface DaemonConfig {
+  serverPath: string;
+  serverArgs: string[];
+  env: Record<string, string>;
+  initializationOptions: InitializationOptions;
+  cwd?: string;
+}
+
+export function readConfig(): DaemonConfig {
+  const c = vscode.workspace.getConfiguration('agentLsp');
+  const init: InitializationOptions = {};
+  const model = c.get<unknown>('model');
+  if (typeof model === 'string' && model.trim() !== '') init.model = model.trim();
+  const approval = c.get<Record<string, 'allow' | 'ask' | 'block'> | null>('approval');
+  if (approval && typeof approval === 'object') init.approval = approval;
+  const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  if (folder) init.cwd = folder;
+  return {
+    serverPath: c.get<string>('serverPath') || 'agent-lsp',
+    serverArgs: c.get<string[]>('serverArgs') ?? ['--stdio'],
+    env: c.get<Record<string, string>>('env') ?? {},
+    initializationOptions: init,
+    cwd: folder,
+  };
+}
+
+export function createClient(config: DaemonConfig, handlers: AgentHandlers, output: vscode.OutputChannel): LanguageClient {
+  const command = resolveBinary(config.serverPath, process.env.PATH ?? '', config.cwd);
+  if (!command) {
+    throw new BinaryMissingError(`The agent-lsp binary was not found (agentLsp.serverPath = "${config.serverPath}"). Install agent-lsp or set "agentLsp.serverPath" to its full path.`);
+  }
+  // No `transport`: with TransportKind.stdio the client appends its own `--stdio`, which the
+  // daemon would see twice (serverArgs already carries it, and users may change it).
+  const serverOptions: ServerOptions = {
+    command,
+    args: config.serverArgs,
+    options: { env: { ...process.env, ...config.env }, cwd: config.cwd },
+  };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [{ scheme: 'file' }, { scheme: 'untitled' }],
+    initializationOptions: config.initializationOptions,
+    outputChannel: output,
+    revealOutputChannelOn: RevealOutputChannelOn.Never,
+  };
+  const client = new LanguageClient('agentLsp', 'agent-lsp', serverOptions, clientOptions);
+  client.registerFeature(new AgentCapabilityFeature());
+  client.onNotification(Methods.event, (p: AgentEventParams) => handlers.onEvent(p));
+  client.onRequest(Methods.beforeToolCall, (p: BeforeToolCallParams, token: CancellationToken) => handlers.beforeToolCall(p, token));
+  client.onRequest(Methods.saveDocuments, (p: SaveDocumentsParams) => handlers.saveDocuments(p));
+  return client;
+}

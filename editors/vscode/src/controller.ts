@@ -1,0 +1,380 @@
+/**
+ * The extension's core: owns the daemon connection, the chat state of the current session, the
+ * pending approvals and the context items, and implements what the commands and the chat view
+ * ask for (prompt, steer, follow-up, abort, sessions, diffs).
+ */
+
+import { execFile } from 'node:child_process';
+import * as vscode from 'vscode';
+import type { LanguageClient } from 'vscode-languageclient/node';
+import { ApprovalRegistry } from './approvals';
+import { BinaryMissingError, createClient, readConfig } from './client';
+import { currentText, resolveToolUri, showDiff, showUnifiedDiff, SnapshotStore } from './diffs';
+import { DiagnosticsForwarder, saveDocuments } from './documents';
+import {
+  type AgentEventParams, type ApprovalDecision, type BeforeToolCallParams, type ClearQueueResult, ErrorCodes,
+  type GetMessagesResult, Methods, type NewSessionResult, type PromptResult, type QueueResult, type SessionState,
+} from './protocol';
+import { type ChatAction, type ChatState, initialState, isEditTool, reduce, toolPath } from './shared/chatState';
+import { buildMessage, type ContextItem, contextLabel } from './shared/context';
+import { resolveBinary } from './shared/binary';
+import { EditPreviewError, proposedContent } from './shared/edits';
+import { parseSessionList, sessionChoices, type StoredSession } from './shared/sessions';
+import type { HostToView, ViewStatus } from './shared/messages';
+
+export type SendMode = 'prompt' | 'steer' | 'followUp';
+
+export class Controller implements vscode.Disposable {
+  state: ChatState = initialState();
+  status: ViewStatus = { connection: 'starting' };
+  contexts: ContextItem[] = [];
+  client: LanguageClient | undefined;
+  /** Sessions created or used on this connection, newest last (for Switch Session). */
+  readonly sessions: string[] = [];
+  readonly snapshots = new SnapshotStore();
+  private readonly before = new Map<string, { uri: vscode.Uri; left: vscode.Uri }>();
+  readonly approvals: ApprovalRegistry;
+  readonly diagnostics: DiagnosticsForwarder;
+  private view: ((m: HostToView) => void) | undefined;
+  /** Shows the chat view (creating it if needed); set by the extension at activation. */
+  revealView: (() => void) | undefined;
+  private readonly statusItem: vscode.StatusBarItem;
+
+  constructor(readonly output: vscode.OutputChannel) {
+    this.statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
+    this.statusItem.command = 'agentLsp.openChat';
+    this.statusItem.show();
+    this.approvals = new ApprovalRegistry({
+      requested: (requestId, params) => {
+        void this.captureBefore(params.toolCallId, params.toolName, params.args);
+        if (this.state.sessionId !== undefined && params.sessionId !== this.state.sessionId) {
+          void this.askElsewhere(requestId, params);
+          return;
+        }
+        this.dispatch({ type: 'approvalRequest', requestId, params });
+        this.revealView?.();
+      },
+      settled: (requestId, outcome, reason) => this.dispatch({ type: 'approvalDone', requestId, outcome, reason }),
+    });
+    this.diagnostics = new DiagnosticsForwarder(() => this.client,
+      () => vscode.workspace.getConfiguration('agentLsp').get<boolean>('forwardDiagnostics') ?? true);
+  }
+
+  // ------------------------------------------------------------------ view plumbing
+
+  attachView(post: (m: HostToView) => void): void {
+    this.view = post;
+    this.snapshot();
+  }
+
+  detachView(): void { this.view = undefined; }
+
+  /** An approval for a session the chat is not showing (a background run): ask in a notification. */
+  private async askElsewhere(requestId: string, params: BeforeToolCallParams): Promise<void> {
+    const choice = await vscode.window.showWarningMessage(`Agent (session ${params.sessionId.slice(0, 8)}): ${params.title || params.toolName}`, 'Allow', 'Reject');
+    this.approvals.answer(requestId, { decision: choice === 'Allow' ? 'allow' : 'block', reason: choice ? undefined : 'No answer from the user' });
+  }
+
+  private updateStatusItem(): void {
+    const c = this.status.connection;
+    const text = c !== 'ready' ? c : this.state.running ? 'running' : 'idle';
+    this.statusItem.text = `${this.state.running ? '$(loading~spin)' : '$(comment-discussion)'} Agent: ${text}`;
+    this.statusItem.tooltip = this.status.message ?? 'Open the agent chat';
+  }
+
+  snapshot(): void {
+    this.view?.({ type: 'snapshot', state: this.state, contexts: this.contexts.map(contextLabel), status: this.status });
+  }
+
+  dispatch(action: ChatAction): void {
+    const wasRunning = this.state.running;
+    this.state = reduce(this.state, action);
+    this.view?.({ type: 'action', action });
+    if (wasRunning !== this.state.running) this.updateStatusItem();
+  }
+
+  private setStatus(status: ViewStatus): void {
+    this.status = status;
+    this.view?.({ type: 'status', status });
+    this.updateStatusItem();
+  }
+
+  private notice(level: 'info' | 'warning' | 'error', text: string): void {
+    this.dispatch({ type: 'notice', level, text });
+  }
+
+  get sessionId(): string | undefined { return this.state.sessionId; }
+  get running(): boolean { return this.state.running; }
+
+  // ------------------------------------------------------------------ daemon lifecycle
+
+  async start(): Promise<void> {
+    this.setStatus({ connection: 'starting' });
+    const config = readConfig();
+    let client: LanguageClient;
+    try {
+      client = createClient(config, {
+        onEvent: (p) => this.onEvent(p),
+        beforeToolCall: (p, token) => this.approvals.ask(p, token),
+        saveDocuments: (p) => saveDocuments(p),
+      }, this.output);
+    } catch (e) {
+      const missing = e instanceof BinaryMissingError;
+      const message = e instanceof Error ? e.message : String(e);
+      this.setStatus({ connection: missing ? 'missing' : 'error', message });
+      const choice = await vscode.window.showErrorMessage(message, missing ? 'Open Settings' : 'Show Log');
+      if (choice === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', 'agentLsp.serverPath');
+      else if (choice === 'Show Log') this.output.show();
+      return;
+    }
+    this.client = client;
+    client.onDidChangeState((e) => {
+      // 1 = Stopped, 2 = Running (vscode-languageclient's State enum).
+      if (e.newState === 1 && this.client === client) this.setStatus({ connection: 'stopped', message: 'The agent daemon stopped. See the "agent-lsp" output for its log.' });
+    });
+    try {
+      await client.start();
+      this.setStatus({ connection: 'ready' });
+    } catch (e) {
+      const message = `The agent daemon failed to start: ${e instanceof Error ? e.message : String(e)}`;
+      this.setStatus({ connection: 'error', message });
+      void vscode.window.showErrorMessage(message, 'Show Log').then((c) => { if (c) this.output.show(); });
+    }
+  }
+
+  async restart(): Promise<void> {
+    const old = this.client;
+    this.client = undefined;
+    if (old) await old.stop().catch(() => undefined);
+    this.state = initialState();
+    this.sessions.length = 0;
+    this.snapshot();
+    this.updateStatusItem();
+    await this.start();
+  }
+
+  private requireClient(): LanguageClient | undefined {
+    if (this.client?.isRunning()) return this.client;
+    const msg = this.status.message ?? 'The agent daemon is not running.';
+    void vscode.window.showErrorMessage(msg);
+    return undefined;
+  }
+
+  private rememberSession(id: string): void {
+    const i = this.sessions.indexOf(id);
+    if (i >= 0) this.sessions.splice(i, 1);
+    this.sessions.push(id);
+  }
+
+  // ------------------------------------------------------------------ events
+
+  private onEvent(p: AgentEventParams): void {
+    if (this.state.sessionId !== undefined && p.sessionId !== this.state.sessionId) return;
+    const ev = p.event;
+    if (ev.type === 'tool_execution_start') {
+      void this.captureBefore(ev.toolCallId, ev.toolName, ev.args);
+      const path = toolPath(ev.args ?? {});
+      if (path) this.diagnostics.touch(resolveToolUri(path, readConfig().cwd));
+    }
+    this.dispatch({ type: 'event', params: p });
+    if (ev.type === 'agent_settled') this.approvals.cancelSession(p.sessionId);
+  }
+
+  /** Keeps the text an edit tool starts from, for the "Open diff" button after the edit. */
+  private async captureBefore(toolCallId: string, toolName: string, args: Record<string, unknown>): Promise<void> {
+    const p = toolPath(args ?? {});
+    if (!p || !isEditTool(toolName) || this.before.has(toolCallId)) return;
+    const uri = resolveToolUri(p, readConfig().cwd);
+    this.before.set(toolCallId, { uri, left: uri });
+    const left = this.snapshots.put(`before-${toolCallId}`, uri, await currentText(uri));
+    this.before.set(toolCallId, { uri, left });
+  }
+
+  // ------------------------------------------------------------------ user actions
+
+  async send(mode: SendMode, text: string): Promise<void> {
+    const client = this.requireClient();
+    if (!client || text.trim() === '') return;
+    const message = buildMessage(text, this.contexts);
+    const sessionId = this.state.sessionId;
+    try {
+      let result: PromptResult | QueueResult;
+      if (mode === 'prompt' && !this.running) {
+        result = await client.sendRequest<PromptResult>(Methods.prompt, sessionId ? { sessionId, message } : { message });
+      } else if (sessionId) {
+        const method = mode === 'followUp' ? Methods.followUp : Methods.steer;
+        result = await client.sendRequest<QueueResult>(method, { sessionId, message });
+      } else {
+        const streamingBehavior = mode === 'followUp' ? 'followUp' : 'steer';
+        result = await client.sendRequest<PromptResult>(Methods.prompt, { message, streamingBehavior });
+      }
+      this.rememberSession(result.sessionId);
+      if (this.state.sessionId === undefined) this.state.sessionId = result.sessionId;
+      this.contexts = [];
+      this.view?.({ type: 'contexts', contexts: [] });
+    } catch (e) {
+      this.reportError(e);
+      this.view?.({ type: 'focusInput', text });
+    }
+  }
+
+  reportError(e: unknown): void {
+    const code = (e as { code?: number })?.code;
+    const message = e instanceof Error ? e.message : String(e);
+    if (code === ErrorCodes.noModel) {
+      this.notice('error', `No model is configured: ${message}`);
+      void vscode.window.showErrorMessage(`agent-lsp: ${message}`, 'Open Settings').then((c) => {
+        if (c) void vscode.commands.executeCommand('workbench.action.openSettings', 'agentLsp');
+      });
+    } else {
+      this.notice('error', message);
+    }
+  }
+
+  async abort(): Promise<void> {
+    const sessionId = this.state.sessionId;
+    const client = this.client;
+    if (!sessionId || !client?.isRunning()) return;
+    try {
+      await client.sendRequest(Methods.abort, { sessionId });
+    } catch (e) {
+      this.reportError(e);
+    }
+  }
+
+  answerApproval(requestId: string, decision: ApprovalDecision, reason?: string): void {
+    this.approvals.answer(requestId, reason ? { decision, reason } : { decision });
+  }
+
+  /** Removes one queued message: the protocol only clears whole queues, so re-queue the rest. */
+  async removeQueued(queue: 'steering' | 'followUp', index: number): Promise<void> {
+    const client = this.requireClient();
+    const sessionId = this.state.sessionId;
+    if (!client || !sessionId) return;
+    try {
+      const removed = await client.sendRequest<ClearQueueResult>(Methods.clearQueue, { sessionId });
+      const keep = (q: 'steering' | 'followUp') => removed[q].filter((_m, i) => !(q === queue && i === index));
+      for (const m of keep('steering')) await client.sendRequest(Methods.steer, { sessionId, message: m.text });
+      for (const m of keep('followUp')) await client.sendRequest(Methods.followUp, { sessionId, message: m.text });
+    } catch (e) {
+      this.reportError(e);
+    }
+  }
+
+  async newSession(): Promise<void> {
+    const client = this.requireClient();
+    if (!client) return;
+    try {
+      const r = await client.sendRequest<NewSessionResult>(Methods.newSession, { cwd: readConfig().cwd });
+      this.rememberSession(r.sessionId);
+      this.dispatch({ type: 'reset', sessionId: r.sessionId });
+    } catch (e) {
+      this.reportError(e);
+    }
+  }
+
+  /** Sessions the daemon stored for this workspace (empty when the listing fails). */
+  private async storedSessions(): Promise<StoredSession[]> {
+    const config = readConfig();
+    const command = resolveBinary(config.serverPath, process.env.PATH ?? '', config.cwd);
+    if (!command || !config.cwd) return [];
+    return new Promise((resolve) => {
+      execFile(command, ['sessions', 'list', '--json', '--cwd', config.cwd ?? ''], { env: { ...process.env, ...config.env }, timeout: 10000 },
+        (err, stdout) => resolve(err ? [] : parseSessionList(stdout)));
+    });
+  }
+
+  async switchSession(): Promise<void> {
+    const client = this.requireClient();
+    if (!client) return;
+    const choices = sessionChoices(this.sessions, await this.storedSessions(), this.state.sessionId);
+    if (choices.length === 0) { void vscode.window.showInformationMessage('No agent sessions yet for this workspace.'); return; }
+    const items = choices.map((c) => ({ label: `${c.current ? '$(check) ' : ''}${c.label}`, description: c.description, detail: c.label === c.id ? undefined : c.id, choice: c }));
+    const pick = await vscode.window.showQuickPick(items, { title: 'Switch agent session', placeHolder: 'Session (stored sessions are resumed)' });
+    if (!pick || pick.choice.current) return;
+    if (!pick.choice.open) {
+      try {
+        const r = await client.sendRequest<NewSessionResult>(Methods.newSession, { resume: pick.choice.id });
+        await this.loadSession(r.sessionId);
+      } catch (e) {
+        this.reportError(e);
+      }
+      return;
+    }
+    await this.loadSession(pick.choice.id);
+  }
+
+  async loadSession(sessionId: string): Promise<void> {
+    const client = this.requireClient();
+    if (!client) return;
+    try {
+      const [msgs, st] = await Promise.all([
+        client.sendRequest<GetMessagesResult>(Methods.getMessages, { sessionId }),
+        client.sendRequest<SessionState>(Methods.getState, { sessionId }),
+      ]);
+      this.rememberSession(sessionId);
+      this.dispatch({ type: 'hydrate', sessionId, messages: msgs.messages });
+      // Continue the event stream after what the messages already show.
+      this.state.lastSeq = st.lastSeq;
+      this.state.running = st.isStreaming;
+      if (st.model) this.dispatch({ type: 'model', model: st.model.id });
+      this.snapshot();
+      this.updateStatusItem();
+    } catch (e) {
+      this.reportError(e);
+    }
+  }
+
+  // ------------------------------------------------------------------ contexts
+
+  addContext(c: ContextItem): void {
+    this.contexts.push(c);
+    this.view?.({ type: 'contexts', contexts: this.contexts.map(contextLabel) });
+    this.revealView?.();
+    this.view?.({ type: 'focusInput' });
+  }
+
+  removeContext(index: number): void {
+    this.contexts.splice(index, 1);
+    this.view?.({ type: 'contexts', contexts: this.contexts.map(contextLabel) });
+  }
+
+  // ------------------------------------------------------------------ diffs
+
+  async openToolDiff(toolCallId: string): Promise<void> {
+    const b = this.before.get(toolCallId);
+    const tool = this.state.tools[toolCallId];
+    if (b && b.left.scheme !== 'file') {
+      await showDiff(b.left, b.uri, `${tool?.name ?? 'edit'}: ${vscode.workspace.asRelativePath(b.uri)} (before ↔ after)`);
+      return;
+    }
+    const p = tool && toolPath(tool.args);
+    if (p) await vscode.window.showTextDocument(resolveToolUri(p, readConfig().cwd), { preview: true });
+  }
+
+  async openApprovalDiff(requestId: string): Promise<void> {
+    const params: BeforeToolCallParams | undefined = this.approvals.get(requestId);
+    if (!params) return;
+    const p = toolPath(params.args ?? {}) ?? (params.preview?.type === 'diff' ? params.preview.path : undefined);
+    const diff = params.preview?.type === 'diff' ? params.preview.diff : undefined;
+    if (p) {
+      const uri = resolveToolUri(p, readConfig().cwd);
+      try {
+        const proposed = proposedContent(params.toolName, params.args ?? {}, await currentText(uri));
+        const right = this.snapshots.put(`proposed-${requestId}`, uri, proposed);
+        await showDiff(uri, right, `${params.title || params.toolName} (proposed)`);
+        return;
+      } catch (e) {
+        if (!(e instanceof EditPreviewError)) throw e;
+      }
+    }
+    if (diff) await showUnifiedDiff(diff);
+  }
+
+  dispose(): void {
+    this.statusItem.dispose();
+    this.diagnostics.dispose();
+    this.snapshots.dispose();
+    void this.client?.stop().catch(() => undefined);
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * Entry point: activates the chat view, the commands and the daemon connection.
+ */
+
+import * as vscode from 'vscode';
+import { CHAT_VIEW_ID, ChatViewProvider } from './chatView';
+import { Controller } from './controller';
+import { DIFF_SCHEME } from './diffs';
+import { type ContextItem, selectionLines } from './shared/context';
+
+let controller: Controller | undefined;
+
+function relative(uri: vscode.Uri): string {
+  return vscode.workspace.asRelativePath(uri, false);
+}
+
+async function ask(title: string, placeHolder: string): Promise<string | undefined> {
+  const text = await vscode.window.showInputBox({ title, placeHolder, ignoreFocusOut: true });
+  return text && text.trim() !== '' ? text : undefined;
+}
+
+function selectionContext(editor: vscode.TextEditor): ContextItem | undefined {
+  const sel = editor.selection;
+  const doc = editor.document;
+  if (sel.isEmpty) return undefined;
+  const lines = selectionLines(sel.start.line, sel.end.line, sel.end.character);
+  return { path: relative(doc.uri), ...lines, text: doc.getText(sel), languageId: doc.languageId };
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel('agent-lsp');
+  const c = new Controller(output);
+  controller = c;
+  const chat = new ChatViewProvider(context.extensionUri, c);
+  c.revealView = () => chat.reveal();
+  context.subscriptions.push(
+    output, c,
+    vscode.window.registerWebviewViewProvider(CHAT_VIEW_ID, chat, { webviewOptions: { retainContextWhenHidden: true } }),
+    vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, c.snapshots),
+    vscode.commands.registerCommand('agentLsp.openChat', () => chat.reveal(false)),
+    vscode.commands.registerCommand('agentLsp.prompt', async () => {
+      const text = await ask('Agent: Prompt', c.running ? 'The agent is running: this steers it' : 'What should the agent do?');
+      if (text) await c.send(c.running ? 'steer' : 'prompt', text);
+    }),
+    vscode.commands.registerCommand('agentLsp.steer', async () => {
+      const text = await ask('Agent: Steer', 'Delivered after the current tool call');
+      if (text) await c.send('steer', text);
+    }),
+    vscode.commands.registerCommand('agentLsp.followUp', async () => {
+      const text = await ask('Agent: Follow Up', 'Delivered when the agent would stop');
+      if (text) await c.send('followUp', text);
+    }),
+    vscode.commands.registerCommand('agentLsp.abort', () => c.abort()),
+    vscode.commands.registerCommand('agentLsp.newSession', () => c.newSession()),
+    vscode.commands.registerCommand('agentLsp.switchSession', () => c.switchSession()),
+    vscode.commands.registerCommand('agentLsp.switchModel', () => switchModel(c)),
+    vscode.commands.registerCommand('agentLsp.restart', () => c.restart()),
+    vscode.commands.registerCommand('agentLsp.addSelection', () => {
+      const editor = vscode.window.activeTextEditor;
+      const item = editor && selectionContext(editor);
+      if (!item) { void vscode.window.showInformationMessage('Select some text in an editor first.'); return; }
+      c.addContext(item);
+    }),
+    vscode.commands.registerCommand('agentLsp.addFile', async (uri?: vscode.Uri) => {
+      let target = uri instanceof vscode.Uri ? uri : vscode.window.activeTextEditor?.document.uri;
+      if (!target) {
+        const picked = await vscode.window.showOpenDialog({ canSelectMany: false, openLabel: 'Add to prompt' });
+        target = picked?.[0];
+      }
+      if (!target) return;
+      const doc = await vscode.workspace.openTextDocument(target);
+      c.addContext({ path: relative(target), text: doc.getText(), languageId: doc.languageId });
+    }),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (['serverPath', 'serverArgs', 'env', 'model', 'approval'].some((k) => e.affectsConfiguration(`agentLsp.${k}`))) void c.restart();
+    }),
+  );
+  await c.start();
+}
+
+/** The protocol has no model switch yet: the model is an initialization option, so restart. */
+async function switchModel(c: Controller): Promise<void> {
+  const config = vscode.workspace.getConfiguration('agentLsp');
+  const current = config.get<string>('model') ?? '';
+  const model = await vscode.window.showInputBox({
+    title: 'Agent: Switch Model', value: current, ignoreFocusOut: true,
+    prompt: 'Model as "provider/id" (e.g. openai/gpt-4.1-mini). Empty: use the daemon environment. The daemon restarts.',
+  });
+  if (model === undefined) return;
+  const target = vscode.workspace.workspaceFolders ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+  await config.update('model', model.trim() === '' ? null : model.trim(), target);
+  void c; // the configuration listener restarts the daemon with the new model
+}
+
+export async function deactivate(): Promise<void> {
+  const c = controller;
+  controller = undefined;
+  await c?.client?.stop().catch(() => undefined);
+}
+

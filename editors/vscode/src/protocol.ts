@@ -1,0 +1,232 @@
+/**
+ * The agent protocol between this extension and the `agent-lsp` daemon, version 1.
+ *
+ * MIRROR of `protocol.md` at the repository root (the source of truth, kept with the daemon's
+ * `src/server/protocol.rs`): every type here copies a method, event or field documented there.
+ * Change `protocol.md` first, then this file. Events are pi's `AgentEvent` shapes
+ * (`src/agent/event.rs`). `agent/diagnostics` is this client's proposal (see its comment).
+ *
+ * This module has no dependency on `vscode` so that the webview and unit tests can import it.
+ */
+
+// ---------------------------------------------------------------- pi's message model
+
+export interface TextContent { type: 'text'; text: string }
+export interface ThinkingContent { type: 'thinking'; thinking: string; redacted?: boolean }
+export interface ImageContent { type: 'image'; data: string; mimeType: string }
+export interface ToolCall {
+  type: 'toolCall';
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+  argumentsError?: string;
+}
+export type ContentBlock = TextContent | ThinkingContent | ImageContent | ToolCall;
+
+export interface Cost { input: number; output: number; cacheRead: number; cacheWrite: number; total: number }
+export interface Usage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  reasoning?: number;
+  totalTokens: number;
+  cost: Cost;
+}
+
+export type StopReason = 'pending' | 'stop' | 'length' | 'toolUse' | 'error' | 'aborted' | 'deferred';
+
+export interface UserMessage { role: 'user'; content: string | ContentBlock[]; timestamp: number }
+export interface SystemMessage { role: 'system'; content: string | ContentBlock[]; timestamp: number }
+export interface AssistantMessage {
+  role: 'assistant';
+  content: ContentBlock[];
+  api: string;
+  provider: string;
+  model: string;
+  usage: Usage;
+  stopReason: StopReason;
+  errorMessage?: string;
+  timestamp: number;
+}
+export interface ToolResultMessage {
+  role: 'toolResult';
+  toolCallId: string;
+  toolName: string;
+  content: ContentBlock[];
+  details?: unknown;
+  isError: boolean;
+  timestamp: number;
+}
+export type AgentMessage = UserMessage | SystemMessage | AssistantMessage | ToolResultMessage
+  | { role: string; [key: string]: unknown };
+
+export interface AgentToolResult {
+  content: ContentBlock[];
+  details?: unknown;
+  structuredContent?: unknown;
+  isError?: boolean;
+}
+
+// ---------------------------------------------------------------- events (pi's AgentEvent)
+
+export type AssistantMessageEvent =
+  | { type: 'start'; partial: AssistantMessage }
+  | { type: 'text_start'; contentIndex: number }
+  | { type: 'text_delta'; contentIndex: number; delta: string }
+  | { type: 'text_end'; contentIndex: number; content: string }
+  | { type: 'thinking_start'; contentIndex: number }
+  | { type: 'thinking_delta'; contentIndex: number; delta: string }
+  | { type: 'thinking_end'; contentIndex: number; content: string }
+  | { type: 'toolcall_start'; contentIndex: number; id: string; toolName: string }
+  | { type: 'toolcall_delta'; contentIndex: number; delta: string }
+  | { type: 'toolcall_end'; contentIndex: number; toolCall: ToolCall }
+  | { type: 'retry'; attempt: number; maxAttempts: number; delayMs: number; errorMessage: string }
+  | { type: 'done'; reason: StopReason; message: AssistantMessage }
+  | { type: 'error'; reason: StopReason; error: AssistantMessage };
+
+/** protocol.md §3: a queued message (`queue_update`, queue responses); text blocks joined. */
+export interface QueuedMessage { messageId: string; text: string }
+
+export type AgentEvent =
+  | { type: 'agent_start' }
+  | { type: 'agent_end'; messages: AgentMessage[] }
+  | { type: 'turn_start' }
+  | { type: 'turn_end'; message: AssistantMessage; toolResults: ToolResultMessage[] }
+  | { type: 'message_start'; message: AgentMessage }
+  | { type: 'message_update'; assistantMessageEvent: AssistantMessageEvent; usage?: Usage }
+  | { type: 'message_end'; message: AgentMessage }
+  | { type: 'message_discard'; message: AssistantMessage; reason: string }
+  | { type: 'tool_execution_start'; toolCallId: string; toolName: string; args: Record<string, unknown> }
+  | { type: 'tool_execution_update'; toolCallId: string; toolName: string; args: Record<string, unknown>; partialResult: AgentToolResult }
+  | { type: 'tool_execution_end'; toolCallId: string; toolName: string; result: AgentToolResult; isError: boolean; durationMs?: number }
+  | { type: 'provider_retry'; attempt: number; maxAttempts: number; delayMs: number; errorMessage: string }
+  | { type: 'queue_update'; steering: QueuedMessage[]; followUp: QueuedMessage[] }
+  | { type: 'agent_settled'; aborted: boolean };
+
+/** `$/agentEvent` notification params. */
+export interface AgentEventParams { sessionId: string; runId: string | null; seq: number; event: AgentEvent }
+
+// ---------------------------------------------------------------- client → server requests
+
+export type PromptMessage = string | ContentBlock[];
+
+export interface PromptParams {
+  sessionId?: string;
+  message: PromptMessage;
+  streamingBehavior?: 'steer' | 'followUp';
+}
+export interface PromptResult {
+  sessionId: string;
+  runId: string;
+  messageId: string;
+  disposition: 'started' | 'steered' | 'followUp';
+}
+
+/** `agent/steer`, `agent/followUp` (§3.2): when the session is idle the message starts a run. */
+export interface QueueParams { sessionId: string; message: PromptMessage }
+export interface QueueResult extends PromptResult { steering: QueuedMessage[]; followUp: QueuedMessage[] }
+
+/** `agent/clearQueue` (§3.4): the removed messages. */
+export interface ClearQueueResult { steering: QueuedMessage[]; followUp: QueuedMessage[] }
+
+export interface SessionParams { sessionId: string }
+export interface AbortResult { aborted: boolean }
+/** §3.5: `resume` continues a stored session (id, unique id prefix or file path). */
+export interface NewSessionParams { cwd?: string; resume?: string }
+export interface NewSessionResult { sessionId: string; cwd: string }
+
+/** `agent/getState` (§3.6). */
+export interface SessionState {
+  sessionId: string;
+  cwd: string;
+  model: { provider: string; id: string } | null;
+  isStreaming: boolean;
+  runId: string | null;
+  steering: QueuedMessage[];
+  followUp: QueuedMessage[];
+  messageCount: number;
+  lastSeq: number;
+  sessionFile?: string | null;
+}
+
+/** `agent/getDocument` (§3.8): the server's mirror of an open document. */
+export interface GetDocumentResult { uri: string; version: number; text: string }
+
+/** `agent/getMessages` (§3.7). */
+export interface GetMessagesResult { sessionId: string; messages: AgentMessage[] }
+
+/** JSON-RPC error codes of §3. */
+export const ErrorCodes = { parseError: -32700, invalidRequest: -32600, invalidParams: -32602, methodNotFound: -32601, agentBusy: -32001, notInitialized: -32002, noModel: -32003 } as const;
+
+/** `initializationOptions` (§1.1). */
+export interface InitializationOptions {
+  model?: string;
+  approval?: Record<string, 'allow' | 'ask' | 'block'>;
+  approvalTimeoutMs?: number;
+  editTimeoutMs?: number;
+  cwd?: string;
+}
+
+/**
+ * `agent/diagnostics` notification (client → server): the editor's diagnostics for one document
+ * the agent touched (issue 5 §1). Not yet in protocol.md v1: this is the shape this client sends;
+ * a daemon that does not know the method ignores it.
+ */
+export interface DiagnosticsParams {
+  uri: string;
+  diagnostics: LspDiagnostic[];
+}
+export interface LspDiagnostic {
+  range: { start: { line: number; character: number }; end: { line: number; character: number } };
+  severity?: 1 | 2 | 3 | 4;
+  code?: string | number;
+  source?: string;
+  message: string;
+}
+
+export const Methods = {
+  prompt: 'agent/prompt',
+  steer: 'agent/steer',
+  followUp: 'agent/followUp',
+  abort: 'agent/abort',
+  clearQueue: 'agent/clearQueue',
+  newSession: 'agent/newSession',
+  getState: 'agent/getState',
+  getMessages: 'agent/getMessages',
+  getDocument: 'agent/getDocument',
+  diagnostics: 'agent/diagnostics',
+  event: '$/agentEvent',
+  beforeToolCall: 'agent/beforeToolCall',
+  saveDocuments: 'agent/saveDocuments',
+} as const;
+
+// ---------------------------------------------------------------- server → client requests
+
+export type ToolKind = 'read' | 'edit' | 'delete' | 'move' | 'search' | 'execute' | 'other';
+
+/** §4.2: `{type:"diff", path, diff}` for edits, `{type:"command", command, cwd}` for bash. */
+export type ApprovalPreview =
+  | { type: 'diff'; path: string; diff: string }
+  | { type: 'command'; command: string; cwd: string };
+
+export interface BeforeToolCallParams {
+  sessionId: string;
+  runId: string;
+  toolCallId: string;
+  toolName: string;
+  args: Record<string, unknown>;
+  kind: ToolKind;
+  title: string;
+  preview?: ApprovalPreview;
+}
+
+export type ApprovalDecision = 'allow' | 'allowAlways' | 'block' | 'blockAlways';
+export interface BeforeToolCallResult { decision: ApprovalDecision; reason?: string; terminate?: boolean }
+
+export interface SaveDocumentsParams { uris: string[] }
+/** §4.4: URIs not in `saved` are written by the server itself. */
+export interface SaveDocumentsResult { saved: string[] }
+
+/** What the extension opts into (`capabilities.experimental.agent`). */
+export interface AgentClientCapabilities { events: boolean; approvals: boolean; saveDocuments: boolean }

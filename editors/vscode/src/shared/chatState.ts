@@ -1,0 +1,431 @@
+/**
+ * The chat view model and its reducer: `$/agentEvent` notifications, approvals and local notices
+ * in, a transcript the webview renders out.
+ *
+ * The same pure reducer runs in the extension host (which keeps the authoritative state and
+ * answers commands such as "is a run active?") and in the webview (which applies the forwarded
+ * actions incrementally), so a re-created webview gets a snapshot and then stays in step.
+ * No `vscode` or DOM dependency: unit-tested with Node's test runner.
+ */
+
+import type {
+  AgentEventParams, AgentMessage, AssistantMessage, BeforeToolCallParams, ContentBlock,
+  QueuedMessage, ToolResultMessage, Usage,
+} from '../protocol';
+
+export type ToolStatus = 'streaming' | 'approval' | 'running' | 'done' | 'error' | 'blocked' | 'aborted';
+
+export interface ToolItem {
+  id: string;
+  name: string;
+  args: Record<string, unknown>;
+  /** Raw argument JSON while the model is still streaming it. */
+  argsText: string;
+  status: ToolStatus;
+  /** Streamed partial output (tool_execution_update), replaced by the result at the end. */
+  output: string;
+  durationMs?: number;
+  approval?: PendingApproval;
+  /** Why the tool was blocked, when it was. */
+  blockedReason?: string;
+  /** Set when this tool changed a file: the view offers a diff button. */
+  editPath?: string;
+}
+
+export interface PendingApproval {
+  requestId: string;
+  kind: string;
+  title: string;
+  diff?: string;
+  command?: string;
+  cwd?: string;
+}
+
+export type AssistantBlock =
+  | { type: 'text'; text: string }
+  | { type: 'thinking'; text: string; done: boolean }
+  | { type: 'tool'; toolCallId: string };
+
+export type ChatItem =
+  | { kind: 'user'; key: string; text: string; contexts: string[] }
+  | { kind: 'assistant'; key: string; blocks: AssistantBlock[]; streaming: boolean; model?: string; error?: string; stopReason?: string }
+  | { kind: 'notice'; key: string; level: 'info' | 'warning' | 'error'; text: string };
+
+export interface QueueEntry { id?: string; text: string }
+
+export interface ChatState {
+  sessionId?: string;
+  running: boolean;
+  items: ChatItem[];
+  tools: Record<string, ToolItem>;
+  queue: { steering: QueueEntry[]; followUp: QueueEntry[] };
+  totals: { input: number; output: number; cacheRead: number; cacheWrite: number; cost: number };
+  /** Tokens in the context as of the last assistant response. */
+  contextTokens: number;
+  model?: string;
+  lastSeq: number;
+  /** Monotonic counter for item keys (stable across host and webview: both run the reducer). */
+  nextKey: number;
+}
+
+export type ChatAction =
+  | { type: 'event'; params: AgentEventParams }
+  | { type: 'approvalRequest'; requestId: string; params: BeforeToolCallParams }
+  | { type: 'approvalDone'; requestId: string; outcome: 'allowed' | 'blocked' | 'cancelled'; reason?: string }
+  | { type: 'reset'; sessionId?: string }
+  | { type: 'hydrate'; sessionId: string; messages: AgentMessage[] }
+  | { type: 'notice'; level: 'info' | 'warning' | 'error'; text: string }
+  | { type: 'model'; model: string };
+
+export function initialState(sessionId?: string): ChatState {
+  return {
+    sessionId, running: false, items: [], tools: {}, queue: { steering: [], followUp: [] },
+    totals: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 }, contextTokens: 0,
+    lastSeq: 0, nextKey: 1,
+  };
+}
+
+/** Applies one action in place and returns the same state (cheap for long transcripts). */
+export function reduce(state: ChatState, action: ChatAction): ChatState {
+  switch (action.type) {
+    case 'event': return applyEvent(state, action.params);
+    case 'approvalRequest': return applyApprovalRequest(state, action.requestId, action.params);
+    case 'approvalDone': return applyApprovalDone(state, action);
+    case 'reset': return initialStateKeepingModel(state, action.sessionId);
+    case 'hydrate': return hydrate(state, action.sessionId, action.messages);
+    case 'notice': pushNotice(state, action.level, action.text); return state;
+    case 'model': state.model = action.model; return state;
+  }
+}
+
+function initialStateKeepingModel(prev: ChatState, sessionId?: string): ChatState {
+  const next = initialState(sessionId);
+  next.model = prev.model;
+  return next;
+}
+
+function key(state: ChatState): string { return `k${state.nextKey++}`; }
+
+export function pushNotice(state: ChatState, level: 'info' | 'warning' | 'error', text: string): void {
+  state.items.push({ kind: 'notice', key: key(state), level, text });
+}
+
+/** The text of user content: strings as they are, text blocks joined; images noted. */
+export function contentText(content: string | ContentBlock[] | undefined): string {
+  if (content === undefined) return '';
+  if (typeof content === 'string') return content;
+  return content.map((b) => (b.type === 'text' ? b.text : b.type === 'image' ? '[image]' : '')).filter((t) => t !== '').join('\n');
+}
+
+/** Splits a user message into its typed text and the context blocks added from the editor. */
+export function splitUserContent(content: string | ContentBlock[] | undefined): { text: string; contexts: string[] } {
+  if (content === undefined || typeof content === 'string') return { text: content ?? '', contexts: [] };
+  const texts: string[] = [];
+  const contexts: string[] = [];
+  for (const b of content) {
+    if (b.type !== 'text') continue;
+    const m = /^<context path="([^"]*)"(?: lines="([^"]*)")?>/.exec(b.text);
+    if (!m) { texts.push(b.text); continue; }
+    const [start, end] = (m[2] ?? '').split('-');
+    contexts.push(!m[2] ? m[1] : start === end || !end ? `${m[1]}:${start}` : `${m[1]}:${start}-${end}`);
+  }
+  return { text: texts.join('\n'), contexts };
+}
+
+export function queueEntry(q: QueuedMessage): QueueEntry {
+  return { id: q.messageId, text: q.text ?? '' };
+}
+
+/** The assistant message being streamed: the last streaming one since the last user message. */
+function currentAssistant(state: ChatState): Extract<ChatItem, { kind: 'assistant' }> | undefined {
+  for (let i = state.items.length - 1; i >= 0; i--) {
+    const it = state.items[i];
+    if (it.kind === 'user') return undefined;
+    if (it.kind === 'assistant' && it.streaming) return it;
+  }
+  return undefined;
+}
+
+function ensureTool(state: ChatState, id: string, name: string): ToolItem {
+  let tool = state.tools[id];
+  if (!tool) {
+    tool = { id, name, args: {}, argsText: '', status: 'streaming', output: '' };
+    state.tools[id] = tool;
+  }
+  return tool;
+}
+
+/** The file a tool touches, when its arguments name one (pi's read/write/edit use `path`). */
+export function toolPath(args: Record<string, unknown>): string | undefined {
+  const p = args.path ?? args.file_path ?? args.filePath;
+  return typeof p === 'string' ? p : undefined;
+}
+
+export function isEditTool(name: string): boolean {
+  return name === 'edit' || name === 'write';
+}
+
+export function resultText(blocks: ContentBlock[] | undefined): string {
+  return (blocks ?? []).map((b) => (b.type === 'text' ? b.text : b.type === 'image' ? '[image]' : '')).join('\n');
+}
+
+function addUsage(state: ChatState, usage: Usage | undefined): void {
+  if (!usage) return;
+  state.totals.input += usage.input ?? 0;
+  state.totals.output += usage.output ?? 0;
+  state.totals.cacheRead += usage.cacheRead ?? 0;
+  state.totals.cacheWrite += usage.cacheWrite ?? 0;
+  state.totals.cost += usage.cost?.total ?? 0;
+  const ctx = usage.totalTokens || (usage.input + usage.output + usage.cacheRead + usage.cacheWrite);
+  if (ctx > 0) state.contextTokens = ctx;
+}
+
+/**
+ * An approval can reach the client before the events of the message that made the tool call
+ * (they travel on different paths in the daemon). The approval then shows the tool on its own;
+ * once the message places the tool, that stand-alone block is dropped so the card shows once.
+ */
+function adoptTool(state: ChatState, owner: ChatItem | undefined, toolCallId: string): void {
+  state.items = state.items.filter((it) => {
+    if (it === owner || it.kind !== 'assistant') return true;
+    const before = it.blocks.length;
+    it.blocks = it.blocks.filter((b) => !(b.type === 'tool' && b.toolCallId === toolCallId));
+    return it.blocks.length > 0 || before === 0;
+  });
+}
+
+function adoptBlocks(state: ChatState, item: Extract<ChatItem, { kind: 'assistant' }>): void {
+  for (const b of item.blocks) if (b?.type === 'tool') adoptTool(state, item, b.toolCallId);
+}
+
+function assistantBlocks(state: ChatState, msg: AssistantMessage): AssistantBlock[] {
+  const blocks: AssistantBlock[] = [];
+  for (const b of msg.content ?? []) {
+    if (b.type === 'text') blocks.push({ type: 'text', text: b.text });
+    else if (b.type === 'thinking') blocks.push({ type: 'thinking', text: b.thinking, done: true });
+    else if (b.type === 'toolCall') {
+      const tool = ensureTool(state, b.id, b.name);
+      tool.args = b.arguments ?? {};
+      if (tool.status === 'streaming') tool.status = 'running';
+      blocks.push({ type: 'tool', toolCallId: b.id });
+    }
+  }
+  return blocks;
+}
+
+function applyEvent(state: ChatState, p: AgentEventParams): ChatState {
+  if (state.sessionId === undefined) state.sessionId = p.sessionId;
+  if (p.sessionId !== state.sessionId) return state;
+  if (typeof p.seq === 'number') {
+    if (p.seq <= state.lastSeq) return state; // duplicate or replayed
+    state.lastSeq = p.seq;
+  }
+  const ev = p.event;
+  switch (ev.type) {
+    case 'agent_start':
+      state.running = true;
+      break;
+    case 'message_start':
+      onMessageStart(state, ev.message);
+      break;
+    case 'message_update':
+      onMessageUpdate(state, ev.assistantMessageEvent);
+      break;
+    case 'message_end':
+      onMessageEnd(state, ev.message);
+      break;
+    case 'message_discard': {
+      const cur = currentAssistant(state);
+      if (cur) state.items = state.items.filter((it) => it !== cur);
+      pushNotice(state, 'warning', `Response withdrawn (${ev.reason}); retrying.`);
+      break;
+    }
+    case 'tool_execution_start': {
+      const tool = ensureTool(state, ev.toolCallId, ev.toolName);
+      tool.args = ev.args ?? tool.args;
+      if (tool.status !== 'approval') tool.status = 'running';
+      break;
+    }
+    case 'tool_execution_update': {
+      const tool = ensureTool(state, ev.toolCallId, ev.toolName);
+      tool.output = resultText(ev.partialResult?.content);
+      if (tool.status === 'streaming') tool.status = 'running';
+      break;
+    }
+    case 'tool_execution_end': {
+      const tool = ensureTool(state, ev.toolCallId, ev.toolName);
+      tool.output = resultText(ev.result?.content);
+      tool.durationMs = ev.durationMs;
+      // A rejected or cancelled call keeps that status: its error result only echoes it. A call
+      // that ends while its approval is still open was cancelled (abort ends it before the
+      // server's $/cancelRequest reaches us).
+      if (tool.status === 'approval') tool.status = ev.isError ? 'aborted' : 'done';
+      else if (tool.status !== 'blocked' && tool.status !== 'aborted') tool.status = ev.isError ? 'error' : 'done';
+      tool.approval = undefined;
+      const path = toolPath(tool.args);
+      if (!ev.isError && isEditTool(tool.name) && path) tool.editPath = path;
+      break;
+    }
+    case 'provider_retry':
+      pushNotice(state, 'warning', `Provider error: ${ev.errorMessage}. Retrying (${ev.attempt}/${ev.maxAttempts}) in ${Math.round(ev.delayMs / 100) / 10}s.`);
+      break;
+    case 'queue_update':
+      state.queue = { steering: (ev.steering ?? []).map(queueEntry), followUp: (ev.followUp ?? []).map(queueEntry) };
+      break;
+    case 'agent_end':
+      break;
+    case 'agent_settled':
+      onSettled(state, ev.aborted);
+      break;
+    default:
+      break;
+  }
+  return state;
+}
+
+function onMessageStart(state: ChatState, message: AgentMessage): void {
+  if (message.role === 'user') {
+    const { text, contexts } = splitUserContent((message as { content?: string | ContentBlock[] }).content);
+    state.items.push({ kind: 'user', key: key(state), text, contexts });
+  } else if (message.role === 'assistant') {
+    const a = message as AssistantMessage;
+    const item: ChatItem = { kind: 'assistant', key: key(state), blocks: assistantBlocks(state, a), streaming: true, model: a.model };
+    state.items.push(item);
+    adoptBlocks(state, item);
+    if (a.model) state.model = a.model;
+  }
+}
+
+function onMessageUpdate(state: ChatState, e: import('../protocol').AssistantMessageEvent): void {
+  const cur = currentAssistant(state);
+  if (!cur) return;
+  const i = (e as { contentIndex?: number }).contentIndex ?? 0;
+  switch (e.type) {
+    case 'text_start': cur.blocks[i] = { type: 'text', text: '' }; break;
+    case 'text_delta': {
+      const b = cur.blocks[i];
+      if (b && b.type === 'text') b.text += e.delta; else cur.blocks[i] = { type: 'text', text: e.delta };
+      break;
+    }
+    case 'text_end': cur.blocks[i] = { type: 'text', text: e.content }; break;
+    case 'thinking_start': cur.blocks[i] = { type: 'thinking', text: '', done: false }; break;
+    case 'thinking_delta': {
+      const b = cur.blocks[i];
+      if (b && b.type === 'thinking') b.text += e.delta; else cur.blocks[i] = { type: 'thinking', text: e.delta, done: false };
+      break;
+    }
+    case 'thinking_end': cur.blocks[i] = { type: 'thinking', text: e.content, done: true }; break;
+    case 'toolcall_start': {
+      ensureTool(state, e.id, e.toolName);
+      cur.blocks[i] = { type: 'tool', toolCallId: e.id };
+      adoptTool(state, cur, e.id);
+      break;
+    }
+    case 'toolcall_delta': {
+      const b = cur.blocks[i];
+      if (b && b.type === 'tool') state.tools[b.toolCallId].argsText += e.delta;
+      break;
+    }
+    case 'toolcall_end': {
+      const tool = ensureTool(state, e.toolCall.id, e.toolCall.name);
+      tool.args = e.toolCall.arguments ?? {};
+      cur.blocks[i] = { type: 'tool', toolCallId: e.toolCall.id };
+      adoptTool(state, cur, e.toolCall.id);
+      break;
+    }
+    default: break;
+  }
+}
+
+function onMessageEnd(state: ChatState, message: AgentMessage): void {
+  if (message.role !== 'assistant') {
+    if (message.role === 'toolResult') applyToolResult(state, message as ToolResultMessage);
+    return;
+  }
+  const a = message as AssistantMessage;
+  const cur = currentAssistant(state);
+  const blocks = assistantBlocks(state, a);
+  const item = cur ?? { kind: 'assistant' as const, key: key(state), blocks, streaming: false };
+  if (!cur) state.items.push(item);
+  item.blocks = blocks;
+  adoptBlocks(state, item);
+  item.streaming = false;
+  item.stopReason = a.stopReason;
+  item.model = a.model;
+  // An aborted response needs no error box: the run's "aborted" notice follows.
+  if (a.stopReason === 'error') item.error = a.errorMessage ?? 'The model request failed.';
+  addUsage(state, a.usage);
+}
+
+function applyToolResult(state: ChatState, r: ToolResultMessage): void {
+  const tool = state.tools[r.toolCallId];
+  // Only fills in tools whose end was not seen (hydrated sessions): a final status stays.
+  if (!tool || !['streaming', 'running', 'approval'].includes(tool.status)) return;
+  tool.output = resultText(r.content);
+  tool.status = tool.status === 'approval' && r.isError ? 'aborted' : r.isError ? 'error' : 'done';
+}
+
+function onSettled(state: ChatState, aborted: boolean): void {
+  state.running = false;
+  for (const it of state.items) if (it.kind === 'assistant') it.streaming = false;
+  for (const tool of Object.values(state.tools)) {
+    if (tool.status === 'running' || tool.status === 'streaming' || tool.status === 'approval') {
+      tool.status = aborted ? 'aborted' : 'error';
+      tool.approval = undefined;
+    }
+  }
+  if (aborted) pushNotice(state, 'info', 'Run aborted.');
+}
+
+function applyApprovalRequest(state: ChatState, requestId: string, p: BeforeToolCallParams): ChatState {
+  if (state.sessionId !== undefined && p.sessionId !== state.sessionId) return state;
+  const tool = ensureTool(state, p.toolCallId, p.toolName);
+  if (p.args) tool.args = p.args;
+  tool.status = 'approval';
+  const preview = p.preview;
+  tool.approval = {
+    requestId, kind: p.kind, title: p.title,
+    diff: preview?.type === 'diff' ? preview.diff : undefined,
+    command: preview?.type === 'command' ? preview.command : undefined,
+    cwd: preview?.type === 'command' ? preview.cwd : undefined,
+  };
+  const shown = state.items.some((it) => it.kind === 'assistant' && it.blocks.some((b) => b.type === 'tool' && b.toolCallId === p.toolCallId));
+  if (!shown) {
+    // The approval came before the message that made the call: show the tool on its own until
+    // that message places it (adoptTool).
+    state.items.push({ kind: 'assistant', key: key(state), blocks: [{ type: 'tool', toolCallId: p.toolCallId }], streaming: false });
+  }
+  return state;
+}
+
+function applyApprovalDone(state: ChatState, a: Extract<ChatAction, { type: 'approvalDone' }>): ChatState {
+  for (const tool of Object.values(state.tools)) {
+    if (tool.approval?.requestId !== a.requestId) continue;
+    tool.approval = undefined;
+    if (a.outcome === 'allowed') tool.status = 'running';
+    else if (a.outcome === 'blocked') { tool.status = 'blocked'; tool.blockedReason = a.reason; }
+    else tool.status = 'aborted';
+  }
+  return state;
+}
+
+function hydrate(prev: ChatState, sessionId: string, messages: AgentMessage[]): ChatState {
+  const state = initialStateKeepingModel(prev, sessionId);
+  for (const m of messages) {
+    if (m.role === 'user') onMessageStart(state, m);
+    else if (m.role === 'assistant') {
+      onMessageStart(state, m);
+      onMessageEnd(state, m);
+    } else if (m.role === 'toolResult') applyToolResult(state, m as ToolResultMessage);
+  }
+  for (const tool of Object.values(state.tools)) {
+    if (tool.status === 'done' && isEditTool(tool.name)) tool.editPath = toolPath(tool.args);
+    if (tool.status === 'running') tool.status = 'aborted';
+  }
+  return state;
+}
+
+/** True when some approval in the state is waiting for the user. */
+export function pendingApprovals(state: ChatState): PendingApproval[] {
+  return Object.values(state.tools).flatMap((t) => (t.approval ? [t.approval] : []));
+}

@@ -1,0 +1,28 @@
+/**
+ * Messages between the extension host and the chat webview (`postMessage` both ways).
+ */
+
+import type { ApprovalDecision } from '../protocol';
+import type { ChatAction, ChatState } from './chatState';
+
+export type ConnectionStatus = 'starting' | 'ready' | 'missing' | 'error' | 'stopped';
+
+export interface ViewStatus { connection: ConnectionStatus; message?: string }
+
+export type HostToView =
+  | { type: 'snapshot'; state: ChatState; contexts: string[]; status: ViewStatus }
+  | { type: 'action'; action: ChatAction }
+  | { type: 'contexts'; contexts: string[] }
+  | { type: 'status'; status: ViewStatus }
+  | { type: 'focusInput'; text?: string };
+
+export type ViewToHost =
+  | { type: 'ready' }
+  | { type: 'send'; mode: 'prompt' | 'steer' | 'followUp'; text: string }
+  | { type: 'abort' }
+  | { type: 'approve'; requestId: string; decision: ApprovalDecision; reason?: string }
+  | { type: 'openDiff'; toolCallId: string }
+  | { type: 'approvalDiff'; requestId: string }
+  | { type: 'removeQueued'; queue: 'steering' | 'followUp'; index: number }
+  | { type: 'removeContext'; index: number }
+  | { type: 'command'; command: 'newSession' | 'switchSession' | 'switchModel' | 'addFile' | 'restart' | 'openSettings' };

@@ -1,0 +1,90 @@
+/**
+ * HTML for each chat item, as strings: the webview diffs them per item key and replaces only the
+ * items whose HTML changed. Pure (no DOM) so rendering is unit-testable; all model text goes
+ * through `escapeHtml` or the safe Markdown renderer.
+ */
+
+import type { AssistantBlock, ChatItem, ChatState, PendingApproval, ToolItem } from './chatState';
+import { toolPath } from './chatState';
+import { diffLines } from './edits';
+import { duration } from './format';
+import { escapeHtml, renderMarkdown } from './markdown';
+
+const STATUS_LABEL: Record<ToolItem['status'], string> = {
+  streaming: 'preparing', approval: 'needs approval', running: 'running', done: 'done',
+  error: 'failed', blocked: 'blocked', aborted: 'aborted',
+};
+
+/** What the tool acts on, for the card header: a path, a command or a pattern. */
+export function toolTarget(tool: ToolItem): string {
+  const a = tool.args ?? {};
+  const path = toolPath(a);
+  if (path) return path;
+  for (const k of ['command', 'pattern', 'query', 'url']) if (typeof a[k] === 'string') return a[k] as string;
+  return '';
+}
+
+function renderDiff(diff: string): string {
+  return `<pre class="diff">${diffLines(diff).map((l) => `<span class="${l.cls}">${escapeHtml(l.text) || ' '}</span>`).join('')}</pre>`;
+}
+
+function renderApproval(tool: ToolItem, a: PendingApproval): string {
+  const rid = escapeHtml(a.requestId);
+  const preview = a.diff ? renderDiff(a.diff)
+    : a.command ? `<pre class="command"><span class="prompt">$</span> ${escapeHtml(a.command)}${a.cwd ? `\n<span class="cwd">in ${escapeHtml(a.cwd)}</span>` : ''}</pre>`
+      : `<pre class="args">${escapeHtml(JSON.stringify(tool.args, null, 2))}</pre>`;
+  const diffBtn = a.diff || tool.name === 'edit' || tool.name === 'write'
+    ? `<button class="link" data-action="approvalDiff" data-request="${rid}">Open diff</button>` : '';
+  return `<div class="approval" data-request="${rid}">
+<div class="approval-title"><span class="codicon-warn">⚠</span> ${escapeHtml(a.title || `Allow ${tool.name}?`)} ${diffBtn}</div>
+${preview}
+<div class="approval-actions">
+<button class="primary" data-action="approve" data-decision="allow" data-request="${rid}">Allow</button>
+<button data-action="approve" data-decision="allowAlways" data-request="${rid}">Always allow</button>
+<button data-action="approve" data-decision="block" data-request="${rid}">Reject</button>
+<button data-action="rejectReason" data-request="${rid}">Reject with reason…</button>
+</div>
+<div class="reason-row" hidden><input class="reason" type="text" placeholder="Tell the agent why (it sees this)"><button data-action="rejectWithReason" data-request="${rid}">Reject</button></div>
+</div>`;
+}
+
+export function renderTool(tool: ToolItem | undefined, open: boolean): string {
+  if (!tool) return '';
+  const id = escapeHtml(tool.id);
+  const target = toolTarget(tool);
+  const out = tool.output || (tool.status === 'streaming' ? tool.argsText : '');
+  const body = out ? `<pre class="output">${escapeHtml(out.length > 20000 ? `${out.slice(0, 20000)}\n…` : out)}</pre>` : '';
+  const blocked = tool.status === 'blocked' && tool.blockedReason ? `<div class="blocked-reason">Rejected: ${escapeHtml(tool.blockedReason)}</div>` : '';
+  const diffBtn = tool.editPath ? `<button class="mini" title="Open the change in VS Code's diff view" data-action="openDiff" data-tool="${id}">Diff</button>` : '';
+  const approval = tool.approval ? renderApproval(tool, tool.approval) : '';
+  const isOpen = open || tool.status === 'running' || tool.status === 'error' ? ' open' : '';
+  return `<div class="tool status-${tool.status}" data-tool="${id}">
+<details${isOpen} data-fold="${id}"><summary><span class="dot"></span><span class="tool-name">${escapeHtml(tool.name)}</span> <span class="tool-target">${escapeHtml(target)}</span><span class="spacer"></span>${diffBtn}<span class="badge">${STATUS_LABEL[tool.status]}</span><span class="dur">${duration(tool.durationMs)}</span></summary>${body}</details>${blocked}${approval}</div>`;
+}
+
+function renderBlock(state: ChatState, b: AssistantBlock | undefined, key: string, i: number, open: Set<string>): string {
+  if (!b) return '';
+  if (b.type === 'text') return `<div class="md">${renderMarkdown(b.text)}</div>`;
+  if (b.type === 'thinking') {
+    const fold = `${key}-t${i}`;
+    const o = open.has(fold) || !b.done ? ' open' : '';
+    return `<details class="thinking"${o} data-fold="${fold}"><summary>${b.done ? 'Thought' : 'Thinking…'}</summary><div class="thinking-body">${escapeHtml(b.text)}</div></details>`;
+  }
+  return renderTool(state.tools[b.toolCallId], open.has(b.toolCallId));
+}
+
+export function renderItem(state: ChatState, item: ChatItem, open: Set<string>): string {
+  switch (item.kind) {
+    case 'user': {
+      const chips = item.contexts.map((c) => `<span class="chip">${escapeHtml(c)}</span>`).join('');
+      return `<div class="msg user"><div class="bubble">${escapeHtml(item.text)}</div>${chips ? `<div class="chips">${chips}</div>` : ''}</div>`;
+    }
+    case 'assistant': {
+      const blocks = item.blocks.map((b, i) => renderBlock(state, b, item.key, i, open)).join('');
+      const err = item.error ? `<div class="error">${escapeHtml(item.error)}</div>` : '';
+      return `<div class="msg assistant${item.streaming ? ' streaming' : ''}">${blocks}${err}</div>`;
+    }
+    case 'notice':
+      return `<div class="notice ${item.level}">${escapeHtml(item.text)}</div>`;
+  }
+}

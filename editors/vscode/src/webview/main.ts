@@ -1,0 +1,201 @@
+/**
+ * The chat webview: renders the chat state (kept in step with the host by running the same
+ * reducer on forwarded actions), and turns input into messages for the host.
+ */
+
+import { type ChatState, initialState, reduce } from '../shared/chatState';
+import { cost, tokens } from '../shared/format';
+import { actionForKey, primaryLabel } from '../shared/input';
+import { escapeHtml } from '../shared/markdown';
+import type { HostToView, ViewStatus, ViewToHost } from '../shared/messages';
+import { renderItem } from '../shared/render';
+
+declare function acquireVsCodeApi(): { postMessage(msg: ViewToHost): void };
+const vscode = acquireVsCodeApi();
+const post = (m: ViewToHost) => vscode.postMessage(m);
+
+let state: ChatState = initialState();
+let contexts: string[] = [];
+let status: ViewStatus = { connection: 'starting' };
+/** Folds the user opened (tool cards, thinking): kept across re-renders of an item. */
+const open = new Set<string>();
+const rendered = new Map<string, string>();
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const transcript = $<HTMLDivElement>('transcript');
+const input = $<HTMLTextAreaElement>('input');
+const sendBtn = $<HTMLButtonElement>('send');
+const followBtn = $<HTMLButtonElement>('followup');
+const stopBtn = $<HTMLButtonElement>('stop');
+
+let scheduled = false;
+function schedule(): void {
+  if (scheduled) return;
+  scheduled = true;
+  requestAnimationFrame(() => { scheduled = false; render(); });
+}
+
+function nearBottom(): boolean {
+  return transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 60;
+}
+
+function renderTranscript(): void {
+  const stick = nearBottom();
+  const seen = new Set<string>();
+  let prev: Element | null = null;
+  for (const item of state.items) {
+    seen.add(item.key);
+    const html = renderItem(state, item, open);
+    let el = transcript.querySelector<HTMLElement>(`:scope > [data-key="${item.key}"]`);
+    if (!el) {
+      el = document.createElement('div');
+      el.dataset.key = item.key;
+      el.className = 'item';
+      if (prev) prev.after(el); else transcript.prepend(el);
+    }
+    if (rendered.get(item.key) !== html) {
+      const reasonOpen = el.querySelector<HTMLElement>('.reason-row:not([hidden])');
+      const reasonText = reasonOpen?.querySelector<HTMLInputElement>('input')?.value;
+      el.innerHTML = html;
+      rendered.set(item.key, html);
+      if (reasonOpen) {
+        const row = el.querySelector<HTMLElement>('.reason-row');
+        if (row) { row.hidden = false; const i = row.querySelector<HTMLInputElement>('input'); if (i) i.value = reasonText ?? ''; }
+      }
+    }
+    prev = el;
+  }
+  for (const el of Array.from(transcript.querySelectorAll<HTMLElement>(':scope > [data-key]'))) {
+    if (!seen.has(el.dataset.key ?? '')) { rendered.delete(el.dataset.key ?? ''); el.remove(); }
+  }
+  $('empty').hidden = state.items.length > 0;
+  if (stick) transcript.scrollTop = transcript.scrollHeight;
+}
+
+function renderQueue(): void {
+  const rows: string[] = [];
+  for (const [queue, label] of [['steering', 'Steer'], ['followUp', 'Follow-up']] as const) {
+    state.queue[queue].forEach((q, i) => rows.push(`<li><span class="qkind">${label}</span><span class="qtext">${escapeHtml(q.text)}</span><button class="icon" title="Remove" data-action="removeQueued" data-queue="${queue}" data-index="${i}">×</button></li>`));
+  }
+  const el = $('queue');
+  el.hidden = rows.length === 0;
+  el.innerHTML = rows.length ? `<div class="queue-title">Queued</div><ul>${rows.join('')}</ul>` : '';
+}
+
+function renderChrome(): void {
+  const conn = status.connection;
+  document.body.dataset.running = String(state.running);
+  document.body.dataset.connection = conn;
+  sendBtn.textContent = primaryLabel(state.running);
+  sendBtn.title = state.running ? 'Steer the running agent (Enter)' : 'Send (Enter)';
+  followBtn.hidden = !state.running;
+  stopBtn.hidden = !state.running;
+  const t = state.totals;
+  $('usage').innerHTML = `<span class="model" title="Model">${escapeHtml(state.model ?? '')}</span><span title="Input tokens (incl. cache)">↑${tokens(t.input + t.cacheRead + t.cacheWrite)}</span> <span title="Output tokens">↓${tokens(t.output)}</span> <span title="Cost">${cost(t.cost)}</span> <span title="Context size of the last request">ctx ${tokens(state.contextTokens)}</span>`;
+  const banner = $('banner');
+  const msg = conn === 'missing' || conn === 'error' || conn === 'stopped' ? status.message ?? 'The agent daemon is not running.' : '';
+  banner.hidden = msg === '';
+  banner.innerHTML = msg ? `${escapeHtml(msg)} <button class="link" data-action="command" data-command="${conn === 'missing' ? 'openSettings' : 'restart'}">${conn === 'missing' ? 'Open settings' : 'Restart'}</button>` : '';
+  $('state').textContent = state.running ? 'running' : conn === 'ready' ? 'idle' : conn;
+  $('contexts').innerHTML = contexts.map((c, i) => `<span class="chip">${escapeHtml(c)}<button class="icon" title="Remove" data-action="removeContext" data-index="${i}">×</button></span>`).join('');
+}
+
+function render(): void {
+  renderTranscript();
+  renderQueue();
+  renderChrome();
+}
+
+function send(mode: 'prompt' | 'steer' | 'followUp'): void {
+  const text = input.value.trim();
+  if (text === '') return;
+  post({ type: 'send', mode, text });
+  input.value = '';
+  autosize();
+}
+
+function autosize(): void {
+  input.style.height = 'auto';
+  input.style.height = `${Math.min(input.scrollHeight, 200)}px`;
+}
+
+input.addEventListener('input', autosize);
+input.addEventListener('keydown', (e) => {
+  const a = actionForKey(e, state.running, input.value);
+  if (a === 'none' || a === 'newline') return;
+  e.preventDefault();
+  if (a === 'abort') post({ type: 'abort' }); else send(a);
+});
+document.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape' && state.running && e.target !== input) { e.preventDefault(); post({ type: 'abort' }); }
+});
+sendBtn.addEventListener('click', () => send(state.running ? 'steer' : 'prompt'));
+followBtn.addEventListener('click', () => send('followUp'));
+stopBtn.addEventListener('click', () => post({ type: 'abort' }));
+
+// Remember folds the user toggles (not the ones a render opens), so re-renders keep them.
+document.addEventListener('click', (e) => {
+  const t = e.target as HTMLElement;
+  if (t.closest('button')) return;
+  const d = t.closest('summary')?.parentElement as HTMLDetailsElement | null | undefined;
+  const fold = d?.dataset.fold;
+  if (!d || !fold) return;
+  if (d.open) open.delete(fold); else open.add(fold);
+}, true);
+
+document.addEventListener('click', (e) => {
+  const btn = (e.target as HTMLElement).closest<HTMLElement>('[data-action]');
+  if (!btn) return;
+  // Buttons sit inside <summary>: do not toggle the card.
+  e.preventDefault();
+  const d = btn.dataset;
+  switch (d.action) {
+    case 'approve':
+      post({ type: 'approve', requestId: d.request ?? '', decision: d.decision as 'allow' | 'allowAlways' | 'block' });
+      break;
+    case 'rejectReason': {
+      const row = btn.closest('.approval')?.querySelector<HTMLElement>('.reason-row');
+      if (row) { row.hidden = false; row.querySelector<HTMLInputElement>('input')?.focus(); }
+      break;
+    }
+    case 'rejectWithReason': {
+      const reason = btn.closest('.reason-row')?.querySelector<HTMLInputElement>('input')?.value.trim();
+      post({ type: 'approve', requestId: d.request ?? '', decision: 'block', reason: reason || undefined });
+      break;
+    }
+    case 'openDiff': post({ type: 'openDiff', toolCallId: d.tool ?? '' }); break;
+    case 'approvalDiff': post({ type: 'approvalDiff', requestId: d.request ?? '' }); break;
+    case 'removeQueued': post({ type: 'removeQueued', queue: d.queue as 'steering' | 'followUp', index: Number(d.index) }); break;
+    case 'removeContext': post({ type: 'removeContext', index: Number(d.index) }); break;
+    case 'command': post({ type: 'command', command: d.command as 'restart' }); break;
+    default: break;
+  }
+});
+document.addEventListener('keydown', (e) => {
+  const t = e.target as HTMLElement;
+  if (e.key === 'Enter' && t.classList.contains('reason')) {
+    e.preventDefault();
+    t.closest('.reason-row')?.querySelector<HTMLButtonElement>('button')?.click();
+  }
+});
+
+window.addEventListener('message', (e: MessageEvent<HostToView>) => {
+  const m = e.data;
+  switch (m.type) {
+    case 'snapshot':
+      state = m.state; contexts = m.contexts; status = m.status;
+      rendered.clear(); transcript.querySelectorAll(':scope > [data-key]').forEach((el) => el.remove());
+      break;
+    case 'action': state = reduce(state, m.action); break;
+    case 'contexts': contexts = m.contexts; break;
+    case 'status': status = m.status; break;
+    case 'focusInput':
+      if (m.text !== undefined) { input.value = m.text; autosize(); }
+      input.focus();
+      break;
+  }
+  schedule();
+});
+
+post({ type: 'ready' });
+render();

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+#! End-to-end test of the VS Code extension, called by the project's test command.
+#!
+#! Installs what it needs idempotently (setup.sh: apt, code-server 4.100.3, playwright-core,
+#! vsce; cached under /var/tmp/agent-lsp-e2e, never $HOME), builds the extension and its .vsix,
+#! builds the Rust binaries (the daemon `agent-lsp` and the loopback mock model `agent-lsp-mock`),
+#! runs the extension's unit tests (Node's test runner), then installs the .vsix in a fresh
+#! code-server profile and drives it in headless Chromium with Playwright (test/e2e/driver.js)
+#! against the real daemon and the mock. Screenshots go to test-artifacts/vscode/. The last line
+#! is `N passed, M failed`; the exit status is non-zero on any failure.
+#!
+#! Env: E2E_CACHE (install cache), AGENT_LSP_BIN / AGENT_LSP_MOCK_BIN (prebuilt binaries instead
+#! of `cargo build --bins`), E2E_KEEP=1 (keep the run directory).
+set -uo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+EXT="$(dirname "$HERE")"
+ROOT="$(cd "$EXT/../.." && pwd)"
+export E2E_CACHE=${E2E_CACHE:-/var/tmp/agent-lsp-e2e}
+export npm_config_cache="$E2E_CACHE/npm-cache" npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false
+ARTIFACTS="$ROOT/test-artifacts/vscode"
+PASSED=0
+FAILED=0
+log() { echo "[vscode-e2e] $*"; }
+fail_all() { log "FAILED: $*"; echo "$PASSED passed, $((FAILED + 1)) failed"; exit 1; }
+
+# ---- 1. install
+bash "$HERE/setup.sh" || { echo "0 passed, 1 failed"; exit 1; }
+CS="$E2E_CACHE/cs-4.100.3/node_modules/.bin/code-server"
+TOOLS="$E2E_CACHE/tools"
+
+# ---- 2. extension: dependencies, type check, bundle, unit tests, .vsix
+cd "$EXT" || exit 1
+if [ ! -d node_modules/vscode-languageclient ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund >"$E2E_CACHE/ext-npm.log" 2>&1 || { tail -20 "$E2E_CACHE/ext-npm.log"; fail_all "npm ci"; }
+fi
+node_modules/.bin/tsc -p . || fail_all "type check"
+node build.mjs --tests || fail_all "bundle"
+UNIT_LOG="$(mktemp)"
+node --test out/test/unit/ >"$UNIT_LOG" 2>&1
+unit_rc=$?
+grep -E '^(not ok|# (tests|pass|fail))' "$UNIT_LOG" | sed 's/^/[unit] /'
+up=$(awk '/^# pass /{print $3}' "$UNIT_LOG"); uf=$(awk '/^# fail /{print $3}' "$UNIT_LOG")
+if [ -z "$up" ] || [ -z "$uf" ]; then cat "$UNIT_LOG"; rm -f "$UNIT_LOG"; fail_all "unit tests did not report"; fi
+if [ "$unit_rc" != 0 ] && [ "$uf" = 0 ]; then uf=1; fi
+PASSED=$((PASSED + up)); FAILED=$((FAILED + uf))
+[ "$uf" = 0 ] || cat "$UNIT_LOG"
+rm -f "$UNIT_LOG"
+log "unit tests: $up passed, $uf failed"
+
+RUN="$(mktemp -d /tmp/agent-lsp-vscode-e2e.XXXXXX)"
+VSIX="$RUN/agent-lsp.vsix"
+"$TOOLS/node_modules/.bin/vsce" package --no-dependencies --allow-missing-repository --skip-license -o "$VSIX" >"$RUN/vsce.log" 2>&1 \
+  || { cat "$RUN/vsce.log"; fail_all "vsce package"; }
+log "packaged $(basename "$VSIX") ($(du -k "$VSIX" | cut -f1) KiB)"
+
+# ---- 3. Rust binaries
+if [ -z "${AGENT_LSP_BIN:-}" ] || [ -z "${AGENT_LSP_MOCK_BIN:-}" ]; then
+  ( cd "$ROOT" && cargo build --locked --bins --quiet ) || fail_all "cargo build --bins"
+  TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+  case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
+fi
+DAEMON="${AGENT_LSP_BIN:-$TARGET/debug/agent-lsp}"
+MOCK="${AGENT_LSP_MOCK_BIN:-$TARGET/debug/agent-lsp-mock}"
+[ -x "$DAEMON" ] || fail_all "no daemon binary at $DAEMON"
+[ -x "$MOCK" ] || fail_all "no mock binary at $MOCK"
+
+# ---- 4. a fresh profile, workspace and home (nothing under the real $HOME)
+mkdir -p "$RUN/home" "$RUN/cfg" "$RUN/data" "$RUN/state" "$RUN/ud/User" "$RUN/ext" "$RUN/ws"
+printf 'alpha\nbeta\n' >"$RUN/ws/notes.txt"
+printf '{"name": "demo" "version": 1}\n' >"$RUN/ws/data.json"
+export HOME="$RUN/home" XDG_CONFIG_HOME="$RUN/cfg" XDG_DATA_HOME="$RUN/data" XDG_STATE_HOME="$RUN/state" XDG_CACHE_HOME="$RUN/cache"
+export TMPDIR="$E2E_CACHE/tmp"
+
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  done
+  sleep 0.5
+  for pid in "${PIDS[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+  [ -n "${E2E_KEEP:-}" ] && log "kept $RUN" || rm -rf "$RUN"
+}
+trap cleanup EXIT INT TERM
+
+# The mock serves until its stdin closes: hold it open with a FIFO we own.
+mkfifo "$RUN/mock.stdin"
+setsid "$MOCK" --script "$HERE/e2e/scenario.json" --log "$RUN/mock-requests.jsonl" <"$RUN/mock.stdin" >"$RUN/mock.out" 2>"$RUN/mock.err" &
+PIDS+=($!)
+exec 9>"$RUN/mock.stdin"
+for _ in $(seq 1 100); do [ -s "$RUN/mock.out" ] && break; sleep 0.1; done
+BASE_URL=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["openaiBaseUrl"])' "$RUN/mock.out" 2>/dev/null) \
+  || { cat "$RUN/mock.err"; fail_all "mock provider did not start"; }
+log "mock model at $BASE_URL"
+
+python3 - "$RUN/ud/User/settings.json" "$DAEMON" "$BASE_URL" <<'PY'
+import json, sys
+path, daemon, base = sys.argv[1:]
+json.dump({
+  "workbench.startupEditor": "none", "workbench.tips.enabled": False, "workbench.enableExperiments": False,
+  "telemetry.telemetryLevel": "off", "extensions.autoCheckUpdates": False, "extensions.autoUpdate": False,
+  "extensions.ignoreRecommendations": True, "update.mode": "none", "security.workspace.trust.enabled": False,
+  "chat.commandCenter.enabled": False, "workbench.colorTheme": "Default Dark Modern", "window.commandCenter": False,
+  "agentLsp.serverPath": daemon,
+  "agentLsp.env": {"OPENAI_BASE_URL": base, "OPENAI_API_KEY": "test", "AGENT_LSP_MODEL": "openai/mock-model", "AGENT_LSP_LOG": "info"},
+  "agentLsp.trace.server": "verbose",
+}, open(path, "w"), indent=2)
+PY
+
+CS_ARGS=(--user-data-dir "$RUN/ud" --extensions-dir "$RUN/ext")
+"$CS" "${CS_ARGS[@]}" --install-extension "$VSIX" >"$RUN/install.log" 2>&1 || { cat "$RUN/install.log"; fail_all "installing the .vsix"; }
+grep -q "agent-lsp" <(ls "$RUN/ext") || { cat "$RUN/install.log"; fail_all "the .vsix did not install"; }
+
+PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
+setsid "$CS" "${CS_ARGS[@]}" --bind-addr "127.0.0.1:$PORT" --auth none --disable-telemetry --disable-update-check \
+  --disable-workspace-trust --disable-getting-started-override --disable-proxy --ignore-last-opened \
+  "$RUN/ws" >"$RUN/code-server.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
+curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null || { cat "$RUN/code-server.log"; fail_all "code-server did not start"; }
+log "code-server 4.100.3 on 127.0.0.1:$PORT"
+
+# ---- 5. drive it
+rm -rf "$ARTIFACTS"; mkdir -p "$ARTIFACTS"
+E2E_LOG="$RUN/driver.log"
+VSCODE_SETTINGS="$RUN/ud/User/settings.json" MOCK_LOG="$RUN/mock-requests.jsonl" VSCODE_LOGS="$RUN/ud/logs" PLAYWRIGHT="$TOOLS/node_modules/playwright-core" timeout 600 node "$HERE/e2e/driver.js" \
+  "http://127.0.0.1:$PORT/?folder=$RUN/ws" "$RUN/ws" "$ARTIFACTS" "$RUN/browser" 2>&1 | tee "$E2E_LOG"
+result=$(sed -n 's/^E2E-RESULT //p' "$E2E_LOG" | tail -1)
+if [ -z "$result" ]; then
+  FAILED=$((FAILED + 1)); log "the driver did not report"
+else
+  PASSED=$((PASSED + $(python3 -c 'import json,sys;print(json.loads(sys.argv[1])["passed"])' "$result")))
+  FAILED=$((FAILED + $(python3 -c 'import json,sys;print(json.loads(sys.argv[1])["failed"])' "$result")))
+fi
+# Keep the logs that explain a failure next to the screenshots.
+cp "$E2E_LOG" "$ARTIFACTS/driver.log" 2>/dev/null
+find "$RUN/ud/logs" -name '*agent-lsp*' -exec cp {} "$ARTIFACTS/" \; 2>/dev/null
+cp "$RUN/mock-requests.jsonl" "$ARTIFACTS/" 2>/dev/null
+log "artifacts in $ARTIFACTS: $(ls "$ARTIFACTS" | tr '\n' ' ')"
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]

@@ -1,0 +1,27 @@
+//! Item rendering: model text is escaped, tool cards carry status, approvals carry their buttons.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { initialState, reduce } from '../../src/shared/chatState';
+import { renderItem, toolTarget } from '../../src/shared/render';
+
+test('approval cards show the diff and the four decisions; model text is escaped', () => {
+  let s = initialState('s1');
+  s = reduce(s, { type: 'approvalRequest', requestId: 'approval-1', params: {
+    sessionId: 's1', runId: 'r', toolCallId: 'c1', toolName: 'edit', kind: 'edit', title: 'Edit <a.txt>',
+    args: { path: 'a.txt', edits: [] }, preview: { type: 'diff', path: '/w/a.txt', diff: '@@ -1 +1 @@\n-<old>\n+new\n' } } });
+  const html = renderItem(s, s.items[0], new Set());
+  for (const d of ['allow', 'allowAlways', 'block']) assert.ok(html.includes(`data-decision="${d}"`), d);
+  assert.ok(html.includes('Reject with reason'));
+  assert.ok(html.includes('<span class="del">-&lt;old&gt;</span>'));
+  assert.ok(html.includes('Edit &lt;a.txt&gt;'));
+  assert.ok(!html.includes('<old>'));
+  assert.ok(html.includes('status-approval'));
+});
+
+test('tool targets name the path, command or pattern', () => {
+  const t = (args: Record<string, unknown>) => toolTarget({ id: 'x', name: 'n', args, argsText: '', status: 'done', output: '' });
+  assert.equal(t({ path: 'a.rs' }), 'a.rs');
+  assert.equal(t({ command: 'cargo test' }), 'cargo test');
+  assert.equal(t({ pattern: 'TODO' }), 'TODO');
+  assert.equal(t({}), '');
+});
