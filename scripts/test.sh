@@ -23,3 +23,13 @@ if [ -n "${SKIP_EDITORS:-}" ]; then
   echo "SKIP_EDITORS is set: the editors' end-to-end tests were NOT run."
   exit 0
 fi
+
+# The editors' end-to-end tests drive the real editors against the real daemon. Each script
+# installs what it needs (cached under /var/tmp/agent-lsp-e2e), ends with `N passed, M failed`
+# and exits non-zero on any failure; every one runs even when an earlier one failed.
+status=0
+for suite in editors/vscode/test/e2e.sh; do
+  section "$suite"
+  bash "$suite" || status=1
+done
+exit "$status"
