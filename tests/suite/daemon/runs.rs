@@ -338,18 +338,22 @@ async fn pipelined_follow_ups_are_announced_before_their_events() {
     }
 }
 
+/// The run is held at a pending approval (event-driven, not a race against a slow stream) while
+/// messages are queued and cleared; after the approval the loop polls both queues and must find
+/// them empty.
 #[tokio::test]
 async fn clear_queue_drops_queued_messages_before_delivery() {
-    let mut slow = MockResponse::text("word ".repeat(60));
-    slow.chunk_size = Some(3);
-    slow.delay_ms = Some(10);
     let (mock, client) = agent_setup(
-        vec![slow, MockResponse::text("unused")],
+        vec![bash_call("c1", "echo held"), MockResponse::text("done")],
         LspClient::agent_caps(false),
         json!({}),
     )
     .await;
+    client.set_approvals(Box::new(|_| None));
     let (session, run, _) = prompt(&client, json!({"message": "first"})).await;
+    let asked = client
+        .wait_for("approval", |m| m["method"] == "agent/beforeToolCall")
+        .await;
     let a = client
         .request(
             "agent/followUp",
@@ -364,7 +368,17 @@ async fn clear_queue_drops_queued_messages_before_delivery() {
         .await;
     assert_eq!(removed["followUp"][0]["messageId"], a["messageId"]);
     assert_eq!(removed["steering"][0]["messageId"], b["messageId"]);
+    client
+        .reply(&asked["id"], json!({"decision": "allow"}))
+        .await;
     let events = client.wait_settled(&session, &run).await;
+    let user_messages = events
+        .iter()
+        .filter(|e| {
+            e["event"]["type"] == "message_start" && e["event"]["message"]["role"] == "user"
+        })
+        .count();
+    assert_eq!(user_messages, 1, "only the prompt entered the transcript");
     let last_update = events
         .iter()
         .rev()
@@ -372,7 +386,11 @@ async fn clear_queue_drops_queued_messages_before_delivery() {
         .unwrap();
     assert_eq!(last_update["event"]["steering"], json!([]));
     assert_eq!(last_update["event"]["followUp"], json!([]));
-    assert_eq!(mock.requests().len(), 1, "nothing queued was delivered");
+    assert_eq!(
+        mock.requests().len(),
+        2,
+        "the tool result's request only: nothing queued was delivered"
+    );
     let state = client
         .request("agent/getState", json!({"sessionId": session}))
         .await;
