@@ -145,7 +145,7 @@ async fn get_document_of_a_closed_file_is_invalid_params() {
 
 #[tokio::test]
 async fn shutdown_during_a_run_aborts_it_and_exits_cleanly() {
-    let mut slow = MockResponse::text("word ".repeat(400));
+    let mut slow = MockResponse::text("word ".repeat(2000));
     slow.chunk_size = Some(5);
     slow.delay_ms = Some(20);
     let (_mock, client) = agent_setup(vec![slow], LspClient::agent_caps(false), json!({})).await;

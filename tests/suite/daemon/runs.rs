@@ -68,16 +68,23 @@ async fn prompt_streams_text_and_reads_the_unsaved_buffer() {
 
 #[tokio::test]
 async fn busy_prompt_fails_with_pis_text_and_streaming_behavior_queues() {
-    let mut slow = MockResponse::text("a slow answer that takes a while");
-    slow.chunk_size = Some(2);
-    slow.delay_ms = Some(40);
+    // The run is held at a pending approval while the busy prompt and the follow-up arrive
+    // (event-driven: no race against a slow stream on a loaded machine).
     let (mock, client) = agent_setup(
-        vec![slow, MockResponse::text("follow-up answer")],
+        vec![
+            bash_call("c1", "echo held"),
+            MockResponse::text("after the tool"),
+            MockResponse::text("follow-up answer"),
+        ],
         LspClient::agent_caps(false),
         json!({}),
     )
     .await;
+    client.set_approvals(Box::new(|_| None));
     let (session, run, _) = prompt(&client, json!({"message": "first"})).await;
+    let asked = client
+        .wait_for("approval", |m| m["method"] == "agent/beforeToolCall")
+        .await;
     let busy = client
         .request_raw(
             "agent/prompt",
@@ -98,6 +105,9 @@ async fn busy_prompt_fails_with_pis_text_and_streaming_behavior_queues() {
         .await;
     assert_eq!(queued["disposition"], "followUp");
     assert_eq!(queued["runId"], run.as_str());
+    client
+        .reply(&asked["id"], json!({"decision": "allow"}))
+        .await;
     let events = client.wait_settled(&session, &run).await;
     // The response announcing the messageId is written before the event carrying it.
     let log = client.log();
@@ -137,10 +147,10 @@ async fn busy_prompt_fails_with_pis_text_and_streaming_behavior_queues() {
     assert_eq!(k.iter().filter(|t| *t == "agent_end").count(), 1);
     assert_eq!(
         mock.requests().len(),
-        2,
+        3,
         "the follow-up was answered in the same run"
     );
-    let texts = serde_json::to_string(&mock.requests()[1].body).unwrap();
+    let texts = serde_json::to_string(&mock.requests()[2].body).unwrap();
     assert!(texts.contains("later"));
 }
 
