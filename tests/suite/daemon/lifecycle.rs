@@ -239,3 +239,62 @@ async fn no_model_is_a_clear_error() {
         "{r}"
     );
 }
+
+/// A prompt given as content blocks reaches the model with its image; blocks a user message
+/// cannot carry (thinking, toolCall) are invalid params, for prompts and queued messages alike,
+/// and create nothing.
+#[tokio::test]
+async fn prompt_blocks_reach_the_model_and_non_user_blocks_are_invalid_params() {
+    let (mock, client) = agent_setup(
+        vec![MockResponse::text("seen")],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    let tool_call = json!([{"type": "text", "text": "hi"},
+        {"type": "toolCall", "id": "x", "name": "bash", "arguments": {"command": "ls"}}]);
+    let bad = client
+        .request_raw("agent/prompt", json!({"message": tool_call}))
+        .await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert_eq!(
+        bad["error"]["message"],
+        "message[1] is a toolCall block; a prompt may only contain text and image blocks"
+    );
+    let image = json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"});
+    let (session, run, _) = prompt(
+        &client,
+        json!({"message": [{"type": "text", "text": "look"}, image]}),
+    )
+    .await;
+    client.wait_settled(&session, &run).await;
+    let thinking = json!([{"type": "thinking", "thinking": "secret"}]);
+    let bad = client
+        .request_raw(
+            "agent/followUp",
+            json!({"sessionId": session, "message": thinking}),
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1, "only the valid prompt was sent");
+    let body = serde_json::to_string(&requests[0].body).unwrap();
+    assert!(
+        body.contains("look") && body.contains("iVBORw0KGgo="),
+        "{body}"
+    );
+    let messages = client
+        .request("agent/getMessages", json!({"sessionId": session}))
+        .await;
+    let roles: Vec<&Value> = messages["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["role"])
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant"],
+        "nothing from the refused messages"
+    );
+}
