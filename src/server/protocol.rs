@@ -343,6 +343,8 @@ pub struct InitOptions {
     pub approval_timeout_ms: Option<u64>,
     pub edit_timeout_ms: Option<u64>,
     pub cwd: Option<String>,
+    /// Directories outside a session's cwd the tools may touch (absolute paths).
+    pub extra_roots: Vec<String>,
 }
 
 #[cfg(test)]
@@ -472,6 +474,7 @@ mod tests {
             "approval",
             "approvalTimeoutMs",
             "editTimeoutMs",
+            "extraRoots",
             "protocolVersion",
             "events",
             "approvals",

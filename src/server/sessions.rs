@@ -138,10 +138,14 @@ impl Sessions {
             Some(record) => PathBuf::from(record.cwd()),
             None => cwd.unwrap_or_else(|| self.ctx.config.cwd.clone()),
         };
-        let disk = DiskWorkspace::new(&cwd, Vec::new()).map_err(|e| {
+        let extra_roots: Vec<PathBuf> = (self.ctx.config.options.extra_roots.iter())
+            .map(PathBuf::from)
+            .collect();
+        let disk = DiskWorkspace::new(&cwd, extra_roots).map_err(|e| {
             invalid_params(format!(
-                "cannot use {} as the session's cwd: {e}",
-                cwd.display()
+                "cannot use {} as the session's cwd (with initializationOptions.extraRoots {:?}): {e}",
+                cwd.display(),
+                self.ctx.config.options.extra_roots
             ))
         })?;
         let cwd = disk.root().to_path_buf();
