@@ -78,7 +78,9 @@ async fn approval_timeout_blocks_and_policy_config_is_honoured() {
     let (_mock, client) = agent_setup(
         responses,
         LspClient::agent_caps(false),
-        json!({"approvalTimeoutMs": 300, "approval": {"edit": "allow"}}),
+        // The timeout runs from the call, before the request is written: under load a short one
+        // can expire before the client ever sees the request, which this test counts.
+        json!({"approvalTimeoutMs": 2000, "approval": {"edit": "allow"}}),
     )
     .await;
     client.set_approvals(Box::new(|_| None));

@@ -86,7 +86,9 @@ async fn refused_and_lying_apply_edit_are_retried_once_then_reported() {
         let (_mock, client) = agent_setup(
             vec![edit, MockResponse::text("ok")],
             LspClient::agent_caps(false),
-            json!({"editTimeoutMs": 300}),
+            // Long enough that a loaded machine still writes each request before it expires.
+            // Long enough that a loaded machine still writes each request before it expires.
+            json!({"editTimeoutMs": 2000}),
         )
         .await;
         client.set_apply_mode(mode);
@@ -196,7 +198,7 @@ async fn an_unanswered_save_documents_falls_back_to_writing_the_disk() {
     let (_mock, client) = agent_setup(
         vec![write, MockResponse::text("ok")],
         LspClient::agent_caps(false),
-        json!({"editTimeoutMs": 300}),
+        json!({"editTimeoutMs": 2000}),
     )
     .await;
     client.set_save_documents(false);
