@@ -191,7 +191,12 @@ async fn follow_up_and_steer_when_idle_start_a_run() {
 #[tokio::test]
 async fn steering_during_a_tool_batch_is_delivered_after_the_tool() {
     let responses = vec![
-        bash_call("c1", "sleep 1; echo slept"),
+        // Holds the tool until the test has steered (a file as the signal, bounded at 30 s),
+        // so a loaded machine cannot finish the tool before the steer arrives.
+        bash_call(
+            "c1",
+            "for i in $(seq 600); do [ -f go ] && break; sleep 0.05; done; echo slept",
+        ),
         MockResponse::text("steered answer"),
     ];
     let (mock, client) = agent_setup(
@@ -214,6 +219,7 @@ async fn steering_during_a_tool_batch_is_delivered_after_the_tool() {
         .await;
     assert_eq!(steer["disposition"], "steered");
     assert_eq!(steer["steering"][0]["text"], "focus on tests");
+    std::fs::write(client.workspace.path().join("go"), "").unwrap();
     let events = client.wait_settled(&session, &run).await;
     let k = kinds(&events);
     let tool_end = k.iter().position(|t| t == "tool_execution_end").unwrap();

@@ -98,26 +98,49 @@ async fn processes_ignoring_sigterm_get_sigkill() {
     );
 }
 
+/// Each line is printed only after the test has seen the previous one as an update (files as
+/// signals, each wait bounded at 30 s), so the streaming is proven without timing assumptions.
 #[tokio::test]
 async fn streams_throttled_updates_while_running() {
     let h = Harness::new();
     let (updater, mut rx) = ToolUpdater::channel();
+    let wait = |f: &str| format!("for i in $(seq 600); do [ -f {f} ] && break; sleep 0.05; done");
+    let command = format!(
+        "echo line1; {}; echo line2; {}; echo line3",
+        wait("go2"),
+        wait("go3")
+    );
+    let watcher = {
+        let (go2, go3) = (h.path("go2"), h.path("go3"));
+        tokio::spawn(async move {
+            let mut seen = Vec::new();
+            while let Some(u) = rx.recv().await {
+                let t = text(&u);
+                if t == "line1" {
+                    std::fs::write(&go2, "").unwrap();
+                }
+                if t.ends_with("line2") {
+                    std::fs::write(&go3, "").unwrap();
+                }
+                seen.push(t);
+            }
+            seen
+        })
+    };
     let out = h
         .call_with(
             "bash",
-            json!({"command": "for i in 1 2 3; do echo line$i; sleep 0.3; done"}),
+            json!({"command": command}),
             CancellationToken::new(),
             updater,
         )
         .await
         .unwrap();
     assert_eq!(text(&out), "line1\nline2\nline3");
-    let mut seen = Vec::new();
-    while let Ok(u) = rx.try_recv() {
-        seen.push(text(&u));
-    }
+    let seen = watcher.await.unwrap();
     assert!(seen.len() >= 2, "expected streamed updates, got {seen:?}");
     assert_eq!(seen[0], "line1");
+    assert_eq!(seen[1], "line1\nline2", "{seen:?}");
     assert!(seen.iter().all(|s| s.starts_with("line1")));
 }
 
