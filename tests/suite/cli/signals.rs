@@ -18,7 +18,7 @@ async fn read_until(
     pred: impl Fn(&Value) -> bool,
 ) -> Vec<Value> {
     let mut seen = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
     loop {
         let line = tokio::time::timeout_at(deadline, lines.next_line())
             .await
@@ -51,7 +51,7 @@ async fn signal_aborts_cleanly(signal: Signal, code: i32) {
     while let Some(line) = lines.next_line().await.unwrap() {
         events.push(serde_json::from_str(&line).unwrap());
     }
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
         .await
         .unwrap()
         .unwrap();

@@ -87,7 +87,7 @@ async fn abort_during_a_bash_command_kills_it() {
         .await;
     let events = client.wait_settled(&session, &run).await;
     assert!(
-        started.elapsed() < Duration::from_secs(10),
+        started.elapsed() < Duration::from_secs(20),
         "the command was not left running"
     );
     assert!(settled_aborted(&events, &run));
@@ -114,7 +114,7 @@ async fn client_disconnect_mid_run_ends_the_daemon() {
         .await;
     let file = state["sessionFile"].as_str().unwrap().to_owned();
     client.close_stdin().await;
-    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(30), client.child.wait())
         .await
         .expect("the daemon exits after a disconnect")
         .unwrap();

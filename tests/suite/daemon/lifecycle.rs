@@ -112,7 +112,7 @@ async fn exits_when_stdin_closes_and_on_exit_without_shutdown() {
         .initialize(LspClient::agent_caps(false), json!({}))
         .await;
     client.close_stdin().await;
-    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(30), client.child.wait())
         .await
         .unwrap()
         .unwrap();
@@ -123,7 +123,7 @@ async fn exits_when_stdin_closes_and_on_exit_without_shutdown() {
         .initialize(LspClient::agent_caps(false), json!({}))
         .await;
     client.notify("exit", Value::Null).await;
-    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(30), client.child.wait())
         .await
         .unwrap()
         .unwrap();
@@ -160,7 +160,7 @@ async fn shutdown_during_a_run_aborts_it_and_exits_cleanly() {
     assert!(settled_aborted(&events, &run));
     let mut client = client;
     client.notify("exit", Value::Null).await;
-    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(30), client.child.wait())
         .await
         .unwrap()
         .unwrap();
@@ -184,7 +184,7 @@ async fn exits_when_the_editor_process_dies() {
         .await;
     client.notify("initialized", json!({})).await;
     editor.wait().await.unwrap(); // reaped: the pid no longer exists
-    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(30), client.child.wait())
         .await
         .expect("the daemon notices the editor is gone")
         .unwrap();
