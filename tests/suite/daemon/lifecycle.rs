@@ -298,3 +298,37 @@ async fn prompt_blocks_reach_the_model_and_non_user_blocks_are_invalid_params() 
         "nothing from the refused messages"
     );
 }
+
+/// `agent/newSession {cwd}` roots that session's tools in `cwd`, not in the workspace.
+#[tokio::test]
+async fn a_new_session_with_a_cwd_runs_its_tools_there() {
+    let other = tempfile::tempdir().unwrap();
+    let other_dir = std::fs::canonicalize(other.path()).unwrap();
+    std::fs::write(other_dir.join("here.txt"), "in the other dir\n").unwrap();
+    let (_mock, client) = agent_setup(
+        vec![
+            MockResponse::tool_call("c1", "read", json!({"path": "here.txt"})),
+            bash_call("c2", "pwd"),
+            MockResponse::text("done"),
+        ],
+        LspClient::agent_caps(false),
+        json!({"approval": {"bash": "allow"}}),
+    )
+    .await;
+    let created = client
+        .request(
+            "agent/newSession",
+            json!({"cwd": other_dir.display().to_string()}),
+        )
+        .await;
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    let state = client
+        .request("agent/getState", json!({"sessionId": session}))
+        .await;
+    assert_eq!(state["cwd"], other_dir.display().to_string(), "{state}");
+    let (_, run, _) = prompt(&client, json!({"sessionId": session, "message": "go"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let results = tool_results(&events);
+    assert_eq!(results[0], ("in the other dir\n".to_owned(), false));
+    assert_eq!(results[1], (other_dir.display().to_string(), false));
+}
