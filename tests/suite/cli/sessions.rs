@@ -177,7 +177,7 @@ async fn a_pi_session_file_continues_through_the_binary() {
 /// One writer per session: a second run on a session in use is refused with a clear error.
 #[tokio::test]
 async fn a_session_in_use_is_refused_to_a_second_run() {
-    let mock = mock(vec![super::slow_text(&"busy ".repeat(60))]).await;
+    let mock = mock(vec![super::slow_text(&"busy ".repeat(600))]).await;
     let env = CliEnv::with_mock(&mock);
     let mut first = env.spawn(&["run", "--model", MODEL, "long"]);
     let mut stdout_pipe = first.stdout.take().unwrap();

@@ -40,7 +40,7 @@ fn is_text_delta(e: &Value) -> bool {
 
 async fn signal_aborts_cleanly(signal: Signal, code: i32) {
     let mock = mock(vec![slow_text(
-        &"a long answer that keeps streaming ".repeat(20),
+        &"a long answer that keeps streaming ".repeat(60),
     )])
     .await;
     let env = CliEnv::with_mock(&mock);
@@ -90,7 +90,7 @@ async fn sigterm_aborts_cleanly_with_exit_143() {
 async fn a_killed_run_resumes_with_continue() {
     let mock = mock(vec![
         MockResponse::tool_call("c1", "ls", json!({})),
-        slow_text(&"never finished ".repeat(40)),
+        slow_text(&"never finished ".repeat(150)),
         MockResponse::text("Resumed."),
     ])
     .await;
