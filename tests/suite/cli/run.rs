@@ -369,3 +369,44 @@ async fn add_dir_allows_a_directory_outside_the_project_and_nothing_else() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("--add-dir"), "{}", stderr(&out));
 }
+
+/// A retried 429 is visible to the user: a `provider_retry` event in `--json`, a line on
+/// stderr in human mode; the run then succeeds.
+#[tokio::test]
+async fn a_retried_rate_limit_is_shown_as_a_provider_retry() {
+    let rate_limited = || {
+        let mut r = MockResponse::status(429, "slow down");
+        r.retry_after = Some(agent_lsp::testing::RetryAfter::Seconds(0));
+        r
+    };
+    let mock = mock(vec![
+        rate_limited(),
+        MockResponse::text("finally"),
+        rate_limited(),
+        MockResponse::text("again"),
+    ])
+    .await;
+    let env = CliEnv::with_mock(&mock);
+    let out = env
+        .run(&["run", "--json", "--no-session", "--model", MODEL, "x"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let events = json_lines(&out);
+    let retry = events
+        .iter()
+        .find(|e| e["type"] == "provider_retry")
+        .unwrap_or_else(|| panic!("no provider_retry in {:?}", types(&events)));
+    assert_eq!(retry["attempt"], 1, "{retry}");
+    assert!(
+        retry["errorMessage"].as_str().unwrap().contains("429"),
+        "{retry}"
+    );
+    let out = env
+        .run(&["run", "--no-session", "--model", MODEL, "x"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(stdout(&out).starts_with("again"), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("retrying (1/") && err.contains("429"), "{err}");
+    assert_eq!(mock.requests().len(), 4);
+}
