@@ -62,6 +62,7 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
         },
         thinking: Default::default(),
         cwd: dir.clone(),
+        extra_roots: Vec::new(),
         approval: Approval::All,
         json: args.json,
         stream_fn: Arc::new(demo_model()),

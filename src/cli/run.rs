@@ -57,6 +57,10 @@ pub struct RunArgs {
     /// Reasoning effort: off, minimal, low, medium, high, xhigh (clamped to what the model takes).
     #[arg(long)]
     pub thinking: Option<String>,
+    /// A further directory the tools may read and change besides --cwd (repeatable); paths
+    /// outside the project and these directories are refused.
+    #[arg(long = "add-dir", value_name = "DIR")]
+    pub add_dir: Vec<PathBuf>,
     /// The prompt (several words are joined with spaces); `-` reads it from stdin.
     #[arg(required = true)]
     pub prompt: Vec<String>,
@@ -68,6 +72,8 @@ pub struct RunPlan {
     pub resolved: ResolvedModel,
     pub thinking: ThinkingLevel,
     pub cwd: PathBuf,
+    /// Directories outside `cwd` the tools may touch (`--add-dir`).
+    pub extra_roots: Vec<PathBuf>,
     pub approval: Approval,
     pub json: bool,
     pub stream_fn: Arc<dyn StreamFn>,
@@ -119,6 +125,7 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
         resolved,
         thinking,
         cwd,
+        extra_roots: args.add_dir,
         approval: args.approve,
         json: args.json,
         stream_fn: crate::provider::default_stream_fn(),
@@ -316,8 +323,12 @@ impl Signals {
 
 fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<(Agent, Recorder)> {
     let workspace: Arc<dyn Workspace> = Arc::new(
-        DiskWorkspace::new(&plan.cwd, Vec::new())
-            .with_context(|| format!("cannot open the workspace {}", plan.cwd.display()))?,
+        DiskWorkspace::new(&plan.cwd, plan.extra_roots.clone()).with_context(|| {
+            format!(
+                "cannot open the workspace {} (or a directory given with --add-dir)",
+                plan.cwd.display()
+            )
+        })?,
     );
     let session_id = plan.session.id().to_string();
     let tools = coding_tools(

@@ -79,6 +79,24 @@ impl PromptMessage {
         }
     }
 
+    /// The prompt's content blocks, refusing the kinds a user message cannot carry
+    /// (`thinking`, `toolCall`): providers would reject or misread such a request later, so
+    /// the client hears about it now, as invalid params.
+    pub fn into_user_blocks(self) -> Result<Vec<ContentBlock>, String> {
+        let blocks = self.into_blocks();
+        for (i, block) in blocks.iter().enumerate() {
+            let kind = match block {
+                ContentBlock::Text(_) | ContentBlock::Image(_) => continue,
+                ContentBlock::Thinking(_) => "thinking",
+                ContentBlock::ToolCall(_) => "toolCall",
+            };
+            return Err(format!(
+                "message[{i}] is a {kind} block; a prompt may only contain text and image blocks"
+            ));
+        }
+        Ok(blocks)
+    }
+
     /// The text blocks joined by newlines (what queues show).
     pub fn text(&self) -> String {
         match self {
@@ -325,6 +343,8 @@ pub struct InitOptions {
     pub approval_timeout_ms: Option<u64>,
     pub edit_timeout_ms: Option<u64>,
     pub cwd: Option<String>,
+    /// Directories outside a session's cwd the tools may touch (absolute paths).
+    pub extra_roots: Vec<String>,
 }
 
 #[cfg(test)]
@@ -454,6 +474,7 @@ mod tests {
             "approval",
             "approvalTimeoutMs",
             "editTimeoutMs",
+            "extraRoots",
             "protocolVersion",
             "events",
             "approvals",

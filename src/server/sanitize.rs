@@ -113,7 +113,11 @@ impl<R> SanitizedReader<R> {
     /// Moves every complete frame from `input` to `output`, repairing bad ones.
     fn process(&mut self) {
         while let Some(header_end) = find(&self.input, b"\r\n\r\n") {
-            let Some(len) = content_length(&self.input[..header_end]) else {
+            let start = header_end + 4;
+            // An absurd length (one that overflows) is as unusable as a missing one.
+            let frame_end =
+                content_length(&self.input[..header_end]).and_then(|len| start.checked_add(len));
+            let Some(end) = frame_end else {
                 // No usable header: report it and resynchronise at the next header.
                 let skip_from = header_end + 4;
                 let next = find(&self.input[skip_from..], b"Content-Length")
@@ -124,11 +128,10 @@ impl<R> SanitizedReader<R> {
                 push_frame(&mut self.output, reply.to_string().as_bytes());
                 continue;
             };
-            let start = header_end + 4;
-            if self.input.len() < start + len {
+            if self.input.len() < end {
                 return;
             }
-            let body = &self.input[start..start + len];
+            let body = &self.input[start..end];
             match check_body(body) {
                 None => push_frame(&mut self.output, body),
                 Some(replacement) => {
@@ -136,7 +139,7 @@ impl<R> SanitizedReader<R> {
                     push_frame(&mut self.output, &replacement);
                 }
             }
-            self.input.drain(..start + len);
+            self.input.drain(..end);
         }
     }
 }
@@ -204,6 +207,23 @@ mod tests {
         assert!(
             out.contains(MALFORMED_METHOD) && out.contains("-32700"),
             "{out}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_overflowing_content_length_is_malformed_not_a_panic() {
+        let good = r#"{"jsonrpc":"2.0","method":"x"}"#;
+        let input = format!(
+            "Content-Length: {}\r\n\r\n{{}}Content-Length: {}\r\n\r\n{good}",
+            usize::MAX,
+            good.len()
+        );
+        let out = filter(input.as_bytes()).await;
+        assert!(out.contains("-32700"), "{out}");
+        assert_eq!(
+            out.matches(good).count(),
+            1,
+            "the next frame is kept: {out}"
         );
     }
 

@@ -138,10 +138,14 @@ impl Sessions {
             Some(record) => PathBuf::from(record.cwd()),
             None => cwd.unwrap_or_else(|| self.ctx.config.cwd.clone()),
         };
-        let disk = DiskWorkspace::new(&cwd, Vec::new()).map_err(|e| {
+        let extra_roots: Vec<PathBuf> = (self.ctx.config.options.extra_roots.iter())
+            .map(PathBuf::from)
+            .collect();
+        let disk = DiskWorkspace::new(&cwd, extra_roots).map_err(|e| {
             invalid_params(format!(
-                "cannot use {} as the session's cwd: {e}",
-                cwd.display()
+                "cannot use {} as the session's cwd (with initializationOptions.extraRoots {:?}): {e}",
+                cwd.display(),
+                self.ctx.config.options.extra_roots
             ))
         })?;
         let cwd = disk.root().to_path_buf();
@@ -194,8 +198,8 @@ impl Sessions {
     }
 
     pub fn prompt(&self, p: PromptParams) -> Result<PromptResult> {
+        let blocks = p.message.into_user_blocks().map_err(invalid_params)?;
         let session = self.session_or_default(p.session_id.as_deref())?;
-        let blocks = p.message.into_blocks();
         let gate = current_gate();
         let result = match (session.active_run(), p.streaming_behavior) {
             (Some(_), Some(behavior)) => {
@@ -227,9 +231,10 @@ impl Sessions {
         message: PromptMessage,
         kind: QueueKind,
     ) -> Result<QueueResult> {
+        let blocks = message.into_user_blocks().map_err(invalid_params)?;
         let session = self.get(session_id)?;
         let (run_id, message_id, started) = session
-            .enqueue(kind, message.into_blocks(), current_gate())
+            .enqueue(kind, blocks, current_gate())
             .map_err(busy_or_agent)?;
         Ok(QueueResult {
             session_id: session.id.clone(),

@@ -101,6 +101,10 @@ impl Session {
             return Err(SessionError::NotFound(path.display().to_string()));
         }
         let mut writer = Writer::open(path)?;
+        // Check that this is a session before repairing anything: a file that is not one (a
+        // mistyped path, another JSONL file, a binary) is refused untouched, never "repaired"
+        // into an empty file (pi refuses to overwrite a non-empty invalid file, #6002).
+        split_header(path, load_lines(path, false)?)?;
         let loaded = load_lines(path, true)?;
         // A repair replaced the file by rename; append to the new one.
         writer.reopen()?;

@@ -10,7 +10,8 @@ use futures_util::future::BoxFuture;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
 use tokio_util::sync::CancellationToken;
 
 use super::bash_output::OutputBuffer;
@@ -146,8 +147,11 @@ pub async fn run_command(
     let pgid = child.id().map(|id| Pid::from_raw(id as i32));
     // If this future is dropped mid-run (the caller gave up on it), the group must not leak.
     let mut guard = GroupGuard { pgid, armed: true };
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
-    std::thread::spawn(move || pump(reader, tx));
+    // Read the merged pipe on this task (not a helper thread), so that once the shell has
+    // exited everything it wrote is read from the kernel at once, however loaded the machine.
+    let mut rx = pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(reader))
+        .map_err(|e| ToolError::new(format!("Failed to read the shell's output: {e}")))?;
+    let mut buf = vec![0u8; 64 * 1024];
 
     let spill_dir = settings
         .spill_dir
@@ -163,16 +167,16 @@ pub async fn run_command(
     let end = loop {
         let flush_at = last_update.map(|t| t + UPDATE_INTERVAL);
         tokio::select! {
-            chunk = rx.recv(), if open => match chunk {
-                Some(bytes) => {
-                    out.push(&bytes);
+            read = rx.read(&mut buf), if open => match read {
+                Ok(n) if n > 0 => {
+                    out.push(&buf[..n]);
                     dirty = true;
                     if flush_at.is_none_or(|t| tokio::time::Instant::now() >= t) {
                         send_update(&on_update, &mut out);
                         (last_update, dirty) = (Some(tokio::time::Instant::now()), false);
                     }
                 }
-                None => open = false,
+                Ok(_) | Err(_) => open = false,
             },
             _ = sleep_until(flush_at), if dirty => {
                 send_update(&on_update, &mut out);
@@ -192,7 +196,7 @@ pub async fn run_command(
         kill_group(pgid, &mut child).await;
     }
     guard.armed = false;
-    drain(&mut rx, &mut out, open).await;
+    drain(&mut rx, &mut buf, &mut out, open).await;
     finish(end, &mut out)
 }
 
@@ -227,32 +231,27 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-/// Reads the merged pipe on a thread (the pipe is a blocking std handle).
-fn pump(mut reader: std::io::PipeReader, tx: mpsc::Sender<Vec<u8>>) {
-    use std::io::Read;
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match reader.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if tx.blocking_send(buf[..n].to_vec()).is_err() {
-                    break;
-                }
-            }
-        }
-    }
-}
-
-/// Collects what is left in the pipe. Background processes may keep it open after the shell
-/// exits, so stop after a short quiet period (or a bounded total) instead of waiting for EOF.
-async fn drain(rx: &mut mpsc::Receiver<Vec<u8>>, out: &mut OutputBuffer, open: bool) {
+/// Collects what is left in the pipe. The shell has exited, so its output is complete in the
+/// kernel buffer: that is read without waiting. Background processes may keep the pipe open and
+/// keep writing, so after that, reading stops at a short quiet period or a bounded total
+/// instead of waiting for EOF.
+async fn drain(rx: &mut pipe::Receiver, buf: &mut [u8], out: &mut OutputBuffer, open: bool) {
     if !open {
         return;
     }
     let until = Instant::now() + Duration::from_secs(2);
     while Instant::now() < until {
-        match tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
-            Ok(Some(bytes)) => out.push(&bytes),
+        match rx.try_read(buf) {
+            Ok(0) => return,
+            Ok(n) => out.push(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
+    while Instant::now() < until {
+        match tokio::time::timeout(Duration::from_millis(200), rx.read(buf)).await {
+            Ok(Ok(n)) if n > 0 => out.push(&buf[..n]),
             _ => break,
         }
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use agent_lsp::testing::{MockProvider, MockResponse, MockScript};
 use serde_json::{Value, json};
 
-use crate::suite::support::lsp_client::{ApplyMode, LspClient, Spawn, frame, path_uri};
+use crate::suite::support::lsp_client::{ApplyMode, HANG_BOUND, LspClient, Spawn, frame, path_uri};
 
 async fn spawn_plain() -> LspClient {
     LspClient::spawn(Spawn {
@@ -93,10 +93,7 @@ fn requests_of(client: &LspClient, method: &str) -> Vec<Value> {
 
 async fn prompt(client: &LspClient, params: Value) -> (String, String, i64) {
     let (id, rx) = client.request_start("agent/prompt", params).await;
-    let resp = tokio::time::timeout(Duration::from_secs(20), rx)
-        .await
-        .unwrap()
-        .unwrap();
+    let resp = tokio::time::timeout(HANG_BOUND, rx).await.unwrap().unwrap();
     let r = &resp["result"];
     assert!(r.is_object(), "{resp}");
     (

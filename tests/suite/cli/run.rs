@@ -298,3 +298,115 @@ async fn a_dash_reads_the_prompt_from_stdin() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("the prompt is empty"));
 }
+
+/// Paths outside --cwd are refused unless the user allowed their directory with --add-dir.
+#[tokio::test]
+async fn add_dir_allows_a_directory_outside_the_project_and_nothing_else() {
+    let env_dirs = tempfile::tempdir().unwrap();
+    let shared = std::fs::canonicalize(env_dirs.path())
+        .unwrap()
+        .join("shared");
+    let private = shared.with_file_name("private");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::create_dir_all(&private).unwrap();
+    std::fs::write(shared.join("lib.txt"), "from shared\n").unwrap();
+    std::fs::write(private.join("secret.txt"), "private data\n").unwrap();
+    let shared_file = shared.join("lib.txt").display().to_string();
+    let private_file = private.join("secret.txt").display().to_string();
+    let mock = mock(vec![
+        MockResponse::tool_call("c1", "read", json!({"path": shared_file})),
+        MockResponse::tool_call("c2", "read", json!({"path": private_file})),
+        MockResponse::text("done"),
+    ])
+    .await;
+    let env = CliEnv::with_mock(&mock);
+    let shared_arg = shared.display().to_string();
+    let out = env
+        .run(&[
+            "run",
+            "--json",
+            "--no-session",
+            "--add-dir",
+            &shared_arg,
+            "--model",
+            MODEL,
+            "read",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let ends: Vec<(bool, String)> = json_lines(&out)
+        .iter()
+        .filter(|e| e["type"] == "tool_execution_end")
+        .map(|e| {
+            let text = e["result"]["content"][0]["text"].as_str().unwrap_or("");
+            (e["isError"].as_bool().unwrap(), text.to_owned())
+        })
+        .collect();
+    assert_eq!(ends.len(), 2, "{ends:?}");
+    assert_eq!(ends[0], (false, "from shared\n".to_owned()));
+    assert!(ends[1].0, "{ends:?}");
+    assert!(
+        ends[1]
+            .1
+            .contains(&format!("and the extra roots ({shared_arg})")),
+        "the refusal names what is allowed: {ends:?}"
+    );
+    let last = request_texts(&mock.requests()[2].body);
+    assert!(!last.iter().any(|(_, t)| t.contains("private data")));
+
+    let missing = shared.with_file_name("missing").display().to_string();
+    let out = env
+        .run(&[
+            "run",
+            "--no-session",
+            "--add-dir",
+            &missing,
+            "--model",
+            MODEL,
+            "x",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--add-dir"), "{}", stderr(&out));
+}
+
+/// A retried 429 is visible to the user: a `provider_retry` event in `--json`, a line on
+/// stderr in human mode; the run then succeeds.
+#[tokio::test]
+async fn a_retried_rate_limit_is_shown_as_a_provider_retry() {
+    let rate_limited = || {
+        let mut r = MockResponse::status(429, "slow down");
+        r.retry_after = Some(agent_lsp::testing::RetryAfter::Seconds(0));
+        r
+    };
+    let mock = mock(vec![
+        rate_limited(),
+        MockResponse::text("finally"),
+        rate_limited(),
+        MockResponse::text("again"),
+    ])
+    .await;
+    let env = CliEnv::with_mock(&mock);
+    let out = env
+        .run(&["run", "--json", "--no-session", "--model", MODEL, "x"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let events = json_lines(&out);
+    let retry = events
+        .iter()
+        .find(|e| e["type"] == "provider_retry")
+        .unwrap_or_else(|| panic!("no provider_retry in {:?}", types(&events)));
+    assert_eq!(retry["attempt"], 1, "{retry}");
+    assert!(
+        retry["errorMessage"].as_str().unwrap().contains("429"),
+        "{retry}"
+    );
+    let out = env
+        .run(&["run", "--no-session", "--model", MODEL, "x"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(stdout(&out).starts_with("again"), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("retrying (1/") && err.contains("429"), "{err}");
+    assert_eq!(mock.requests().len(), 4);
+}

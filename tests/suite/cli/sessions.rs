@@ -177,7 +177,7 @@ async fn a_pi_session_file_continues_through_the_binary() {
 /// One writer per session: a second run on a session in use is refused with a clear error.
 #[tokio::test]
 async fn a_session_in_use_is_refused_to_a_second_run() {
-    let mock = mock(vec![super::slow_text(&"busy ".repeat(60))]).await;
+    let mock = mock(vec![super::slow_text(&"busy ".repeat(600))]).await;
     let env = CliEnv::with_mock(&mock);
     let mut first = env.spawn(&["run", "--model", MODEL, "long"]);
     let mut stdout_pipe = first.stdout.take().unwrap();
@@ -226,4 +226,42 @@ async fn session_with_a_new_path_creates_it() {
         "{}",
         stderr(&out)
     );
+}
+
+/// `--session PATH` naming a file that is not a session is refused and left byte for byte as it
+/// was: torn-tail repair only ever touches real session files.
+#[tokio::test]
+async fn a_file_that_is_not_a_session_is_refused_untouched() {
+    let mock = mock(vec![MockResponse::text("never")]).await;
+    let env = CliEnv::with_mock(&mock);
+    let cases: [(&str, &[u8]); 3] = [
+        (
+            "notes.jsonl",
+            b"{\"todo\": \"buy milk\"}\nnot json either\n",
+        ),
+        ("one-line.jsonl", b"garbage{\n"),
+        ("binary.jsonl", b"\x00\xff\xfe"),
+    ];
+    for (name, bytes) in cases {
+        let file = env.home.path().join(name);
+        std::fs::write(&file, bytes).unwrap();
+        let out = env
+            .run(&[
+                "run",
+                "--session",
+                file.to_str().unwrap(),
+                "--model",
+                MODEL,
+                "q",
+            ])
+            .await;
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert!(
+            stderr(&out).contains("is not a valid session file"),
+            "{name}: {}",
+            stderr(&out)
+        );
+        assert_eq!(std::fs::read(&file).unwrap(), bytes, "{name} was modified");
+    }
+    assert!(mock.requests().is_empty());
 }

@@ -18,7 +18,7 @@ async fn read_until(
     pred: impl Fn(&Value) -> bool,
 ) -> Vec<Value> {
     let mut seen = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
     loop {
         let line = tokio::time::timeout_at(deadline, lines.next_line())
             .await
@@ -40,7 +40,7 @@ fn is_text_delta(e: &Value) -> bool {
 
 async fn signal_aborts_cleanly(signal: Signal, code: i32) {
     let mock = mock(vec![slow_text(
-        &"a long answer that keeps streaming ".repeat(20),
+        &"a long answer that keeps streaming ".repeat(60),
     )])
     .await;
     let env = CliEnv::with_mock(&mock);
@@ -51,7 +51,7 @@ async fn signal_aborts_cleanly(signal: Signal, code: i32) {
     while let Some(line) = lines.next_line().await.unwrap() {
         events.push(serde_json::from_str(&line).unwrap());
     }
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
         .await
         .unwrap()
         .unwrap();
@@ -90,7 +90,7 @@ async fn sigterm_aborts_cleanly_with_exit_143() {
 async fn a_killed_run_resumes_with_continue() {
     let mock = mock(vec![
         MockResponse::tool_call("c1", "ls", json!({})),
-        slow_text(&"never finished ".repeat(40)),
+        slow_text(&"never finished ".repeat(150)),
         MockResponse::text("Resumed."),
     ])
     .await;

@@ -78,7 +78,9 @@ async fn approval_timeout_blocks_and_policy_config_is_honoured() {
     let (_mock, client) = agent_setup(
         responses,
         LspClient::agent_caps(false),
-        json!({"approvalTimeoutMs": 300, "approval": {"edit": "allow"}}),
+        // The timeout runs from the call, before the request is written: under load a short one
+        // can expire before the client ever sees the request, which this test counts.
+        json!({"approvalTimeoutMs": 2000, "approval": {"edit": "allow"}}),
     )
     .await;
     client.set_approvals(Box::new(|_| None));
@@ -178,4 +180,46 @@ async fn block_with_terminate_ends_the_run_after_the_batch() {
         1,
         "terminate: no further model request"
     );
+}
+
+/// "Always" is remembered per session: another session on the same connection asks again.
+#[tokio::test]
+async fn always_decisions_are_remembered_per_session_only() {
+    let (_mock, client) = agent_setup(
+        vec![
+            bash_call("a1", "ls -a"),
+            bash_call("a2", "ls -l"),
+            MockResponse::text("a done"),
+            bash_call("b1", "ls -a"),
+            MockResponse::text("b done"),
+        ],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    let answers = std::sync::Arc::new(std::sync::Mutex::new(vec![
+        json!({"decision": "allowAlways"}),
+        json!({"decision": "block", "reason": "not in this session"}),
+    ]));
+    let queue = answers.clone();
+    client.set_approvals(Box::new(move |_| Some(queue.lock().unwrap().remove(0))));
+    let (first, run, _) = prompt(&client, json!({"message": "a"})).await;
+    let events = client.wait_settled(&first, &run).await;
+    let results = tool_results(&events);
+    assert!(!results[0].1 && !results[1].1, "{results:?}");
+    assert_eq!(requests_of(&client, "agent/beforeToolCall").len(), 1);
+
+    let second = client.request("agent/newSession", json!({})).await;
+    let second = second["sessionId"].as_str().unwrap().to_owned();
+    assert_ne!(second, first);
+    let (_, run, _) = prompt(&client, json!({"sessionId": second, "message": "b"})).await;
+    let events = client.wait_settled(&second, &run).await;
+    assert_eq!(
+        tool_results(&events)[0],
+        ("not in this session".to_owned(), true)
+    );
+    let asked = requests_of(&client, "agent/beforeToolCall");
+    assert_eq!(asked.len(), 2, "the second session asked again");
+    assert_eq!(asked[1]["params"]["sessionId"], second.as_str());
+    assert!(answers.lock().unwrap().is_empty());
 }

@@ -86,7 +86,9 @@ async fn refused_and_lying_apply_edit_are_retried_once_then_reported() {
         let (_mock, client) = agent_setup(
             vec![edit, MockResponse::text("ok")],
             LspClient::agent_caps(false),
-            json!({"editTimeoutMs": 300}),
+            // Long enough that a loaded machine still writes each request before it expires.
+            // Long enough that a loaded machine still writes each request before it expires.
+            json!({"editTimeoutMs": 2000}),
         )
         .await;
         client.set_apply_mode(mode);
@@ -196,7 +198,7 @@ async fn an_unanswered_save_documents_falls_back_to_writing_the_disk() {
     let (_mock, client) = agent_setup(
         vec![write, MockResponse::text("ok")],
         LspClient::agent_caps(false),
-        json!({"editTimeoutMs": 300}),
+        json!({"editTimeoutMs": 2000}),
     )
     .await;
     client.set_save_documents(false);
@@ -212,4 +214,60 @@ async fn an_unanswered_save_documents_falls_back_to_writing_the_disk() {
         "the client was asked"
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "saved by server\n");
+}
+
+/// `initializationOptions.extraRoots` lets tools reach a directory outside the session's cwd;
+/// any other outside path is still refused, and a missing root is a clear error.
+#[tokio::test]
+async fn extra_roots_from_initialization_options_are_reachable_and_nothing_else() {
+    let dirs = tempfile::tempdir().unwrap();
+    let shared = std::fs::canonicalize(dirs.path()).unwrap().join("shared");
+    let private = shared.with_file_name("private");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::create_dir_all(&private).unwrap();
+    std::fs::write(shared.join("lib.txt"), "from shared\n").unwrap();
+    std::fs::write(private.join("secret.txt"), "private data\n").unwrap();
+    let read = |id: &str, path: std::path::PathBuf| {
+        MockResponse::tool_call(id, "read", json!({"path": path.display().to_string()}))
+    };
+    let (mock, client) = agent_setup(
+        vec![
+            read("c1", shared.join("lib.txt")),
+            read("c2", private.join("secret.txt")),
+            MockResponse::text("done"),
+        ],
+        LspClient::agent_caps(false),
+        json!({"extraRoots": [shared.display().to_string()]}),
+    )
+    .await;
+    let (session, run, _) = prompt(&client, json!({"message": "read"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let results = tool_results(&events);
+    assert_eq!(results[0], ("from shared\n".to_owned(), false));
+    assert!(
+        results[1].1
+            && results[1]
+                .0
+                .contains(&format!("and the extra roots ({})", shared.display())),
+        "{results:?}"
+    );
+    assert_eq!(mock.requests().len(), 3);
+
+    let (_mock, client) = agent_setup(
+        vec![MockResponse::text("never")],
+        LspClient::agent_caps(false),
+        json!({"extraRoots": [private.with_file_name("missing").display().to_string()]}),
+    )
+    .await;
+    let refused = client
+        .request_raw("agent/prompt", json!({"message": "x"}))
+        .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("extraRoots"),
+        "{refused}"
+    );
 }

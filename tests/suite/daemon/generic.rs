@@ -160,7 +160,7 @@ async fn generic_client_approves_through_a_diagnostic_code_action() {
 
 #[tokio::test]
 async fn generic_commands_cover_sessions_queues_and_abort() {
-    let mut slow = MockResponse::text("word ".repeat(100));
+    let mut slow = MockResponse::text("word ".repeat(2000));
     slow.chunk_size = Some(5);
     slow.delay_ms = Some(20);
     let (_mock, client) = agent_setup(
@@ -239,7 +239,7 @@ async fn generic_commands_cover_sessions_queues_and_abort() {
 
 #[tokio::test]
 async fn cancelling_the_progress_aborts_the_run() {
-    let mut slow = MockResponse::text("word ".repeat(200));
+    let mut slow = MockResponse::text("word ".repeat(2000));
     slow.chunk_size = Some(5);
     slow.delay_ms = Some(20);
     let (_mock, client) = agent_setup(vec![slow], generic_caps(true), json!({})).await;

@@ -112,7 +112,7 @@ async fn exits_when_stdin_closes_and_on_exit_without_shutdown() {
         .initialize(LspClient::agent_caps(false), json!({}))
         .await;
     client.close_stdin().await;
-    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(30), client.child.wait())
         .await
         .unwrap()
         .unwrap();
@@ -123,7 +123,7 @@ async fn exits_when_stdin_closes_and_on_exit_without_shutdown() {
         .initialize(LspClient::agent_caps(false), json!({}))
         .await;
     client.notify("exit", Value::Null).await;
-    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(30), client.child.wait())
         .await
         .unwrap()
         .unwrap();
@@ -145,7 +145,7 @@ async fn get_document_of_a_closed_file_is_invalid_params() {
 
 #[tokio::test]
 async fn shutdown_during_a_run_aborts_it_and_exits_cleanly() {
-    let mut slow = MockResponse::text("word ".repeat(400));
+    let mut slow = MockResponse::text("word ".repeat(2000));
     slow.chunk_size = Some(5);
     slow.delay_ms = Some(20);
     let (_mock, client) = agent_setup(vec![slow], LspClient::agent_caps(false), json!({})).await;
@@ -160,7 +160,7 @@ async fn shutdown_during_a_run_aborts_it_and_exits_cleanly() {
     assert!(settled_aborted(&events, &run));
     let mut client = client;
     client.notify("exit", Value::Null).await;
-    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(30), client.child.wait())
         .await
         .unwrap()
         .unwrap();
@@ -184,7 +184,7 @@ async fn exits_when_the_editor_process_dies() {
         .await;
     client.notify("initialized", json!({})).await;
     editor.wait().await.unwrap(); // reaped: the pid no longer exists
-    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(30), client.child.wait())
         .await
         .expect("the daemon notices the editor is gone")
         .unwrap();
@@ -238,4 +238,97 @@ async fn no_model_is_a_clear_error() {
         r["error"]["message"].as_str().unwrap().contains("model"),
         "{r}"
     );
+}
+
+/// A prompt given as content blocks reaches the model with its image; blocks a user message
+/// cannot carry (thinking, toolCall) are invalid params, for prompts and queued messages alike,
+/// and create nothing.
+#[tokio::test]
+async fn prompt_blocks_reach_the_model_and_non_user_blocks_are_invalid_params() {
+    let (mock, client) = agent_setup(
+        vec![MockResponse::text("seen")],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    let tool_call = json!([{"type": "text", "text": "hi"},
+        {"type": "toolCall", "id": "x", "name": "bash", "arguments": {"command": "ls"}}]);
+    let bad = client
+        .request_raw("agent/prompt", json!({"message": tool_call}))
+        .await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    assert_eq!(
+        bad["error"]["message"],
+        "message[1] is a toolCall block; a prompt may only contain text and image blocks"
+    );
+    let image = json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"});
+    let (session, run, _) = prompt(
+        &client,
+        json!({"message": [{"type": "text", "text": "look"}, image]}),
+    )
+    .await;
+    client.wait_settled(&session, &run).await;
+    let thinking = json!([{"type": "thinking", "thinking": "secret"}]);
+    let bad = client
+        .request_raw(
+            "agent/followUp",
+            json!({"sessionId": session, "message": thinking}),
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1, "only the valid prompt was sent");
+    let body = serde_json::to_string(&requests[0].body).unwrap();
+    assert!(
+        body.contains("look") && body.contains("iVBORw0KGgo="),
+        "{body}"
+    );
+    let messages = client
+        .request("agent/getMessages", json!({"sessionId": session}))
+        .await;
+    let roles: Vec<&Value> = messages["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["role"])
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant"],
+        "nothing from the refused messages"
+    );
+}
+
+/// `agent/newSession {cwd}` roots that session's tools in `cwd`, not in the workspace.
+#[tokio::test]
+async fn a_new_session_with_a_cwd_runs_its_tools_there() {
+    let other = tempfile::tempdir().unwrap();
+    let other_dir = std::fs::canonicalize(other.path()).unwrap();
+    std::fs::write(other_dir.join("here.txt"), "in the other dir\n").unwrap();
+    let (_mock, client) = agent_setup(
+        vec![
+            MockResponse::tool_call("c1", "read", json!({"path": "here.txt"})),
+            bash_call("c2", "pwd"),
+            MockResponse::text("done"),
+        ],
+        LspClient::agent_caps(false),
+        json!({"approval": {"bash": "allow"}}),
+    )
+    .await;
+    let created = client
+        .request(
+            "agent/newSession",
+            json!({"cwd": other_dir.display().to_string()}),
+        )
+        .await;
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    let state = client
+        .request("agent/getState", json!({"sessionId": session}))
+        .await;
+    assert_eq!(state["cwd"], other_dir.display().to_string(), "{state}");
+    let (_, run, _) = prompt(&client, json!({"sessionId": session, "message": "go"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let results = tool_results(&events);
+    assert_eq!(results[0], ("in the other dir\n".to_owned(), false));
+    assert_eq!(results[1], (other_dir.display().to_string(), false));
 }

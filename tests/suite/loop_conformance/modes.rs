@@ -16,8 +16,11 @@ use crate::suite::support::mock_stream::*;
 
 /// Upstream's first/second fixture: "first" waits until released (by "second", or after a
 /// fallback so a sequential batch cannot deadlock); "second" records whether "first" was
-/// still running. The observation never depends on the fallback's length.
+/// still running. A sequential batch never observes overlap whatever the fallback; a parallel
+/// one needs "second" to start before the fallback fires, so tests that expect parallelism use
+/// a fallback long enough to only bound a hang on a loaded machine.
 struct FirstSecond {
+    fallback: Duration,
     release: Arc<Notify>,
     first_resolved: Arc<AtomicBool>,
     parallel_observed: Arc<AtomicBool>,
@@ -25,8 +28,19 @@ struct FirstSecond {
 }
 
 impl FirstSecond {
-    fn new() -> Self {
+    /// For tests that expect a sequential batch: "first" always waits the whole fallback.
+    fn expecting_sequential() -> Self {
+        Self::with_fallback(Duration::from_millis(300))
+    }
+
+    /// For tests that expect a parallel batch: "second" releases "first" long before this.
+    fn expecting_parallel() -> Self {
+        Self::with_fallback(Duration::from_secs(30))
+    }
+
+    fn with_fallback(fallback: Duration) -> Self {
         FirstSecond {
+            fallback,
             release: Arc::new(Notify::new()),
             first_resolved: Arc::default(),
             parallel_observed: Arc::default(),
@@ -40,6 +54,7 @@ impl FirstSecond {
         let observed = self.parallel_observed.clone();
         let order = self.order.clone();
         let tool_name = name.to_string();
+        let fallback = self.fallback;
         let mut tool = FnTool::new(name, value_schema(), move |_, args, _, _| {
             let (release, resolved, observed, order) = (
                 release.clone(),
@@ -52,8 +67,7 @@ impl FirstSecond {
                 let value = args["value"].as_str().unwrap().to_string();
                 order.lock().unwrap().push(format!("{name}:{value}"));
                 if value == "first" || value == "a" {
-                    let _ =
-                        tokio::time::timeout(Duration::from_millis(300), release.notified()).await;
+                    let _ = tokio::time::timeout(fallback, release.notified()).await;
                     resolved.store(true, Ordering::SeqCst);
                 } else {
                     if !resolved.load(Ordering::SeqCst) {
@@ -81,7 +95,7 @@ pub(super) fn two_calls(name1: &str, v1: &str, name2: &str, v2: &str) -> Arc<Moc
 
 #[tokio::test]
 async fn l10_tool_execution_end_in_completion_order_results_in_source_order() {
-    let fx = FirstSecond::new();
+    let fx = FirstSecond::expecting_parallel();
     let mut cfg = config();
     cfg.tool_execution = ExecutionMode::Parallel;
     let (_, rec) = run(
@@ -186,7 +200,7 @@ async fn l11_should_inject_queued_messages_after_all_tool_calls_complete() {
 
 #[tokio::test]
 async fn l12_should_force_sequential_execution_when_a_tool_has_execution_mode_sequential() {
-    let fx = FirstSecond::new();
+    let fx = FirstSecond::expecting_sequential();
     let (_, rec) = run(
         vec![user("Hi")],
         context(
@@ -203,7 +217,7 @@ async fn l12_should_force_sequential_execution_when_a_tool_has_execution_mode_se
 
 #[tokio::test]
 async fn l13_should_force_sequential_execution_when_one_of_multiple_tools_is_sequential() {
-    let fx = FirstSecond::new();
+    let fx = FirstSecond::expecting_sequential();
     let tools = vec![
         fx.tool("slow", Some(ExecutionMode::Sequential)),
         fx.tool("fast", None),
@@ -223,7 +237,7 @@ async fn l13_should_force_sequential_execution_when_one_of_multiple_tools_is_seq
 
 #[tokio::test]
 async fn l14_should_allow_parallel_execution_when_all_tools_have_execution_mode_parallel() {
-    let fx = FirstSecond::new();
+    let fx = FirstSecond::expecting_parallel();
     run(
         vec![user("Hi")],
         context(vec![], vec![fx.tool("echo", Some(ExecutionMode::Parallel))]),
