@@ -34,7 +34,10 @@ pub fn server_delay(headers: &HeaderMap) -> Option<Duration> {
 /// `Retry-After`: delta seconds (integer or decimal) or an IMF-fixdate HTTP date.
 pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite()).then(|| Duration::from_secs_f64(seconds.max(0.0)));
+        // An absurd value (1e300) saturates instead of overflowing; the caller caps the delay.
+        return Duration::try_from_secs_f64(seconds.max(0.0))
+            .ok()
+            .or_else(|| seconds.is_finite().then_some(Duration::MAX));
     }
     let at = parse_http_date(value)?;
     let now = now.duration_since(UNIX_EPOCH).ok()?.as_secs();
@@ -96,6 +99,19 @@ pub fn retry_delay(retry: u32, server: Option<Duration>, cap_ms: u64) -> Result<
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_overflowing_retry_after_saturates_instead_of_panicking() {
+        let now = SystemTime::UNIX_EPOCH;
+        assert_eq!(parse_retry_after("1e300", now), Some(Duration::MAX));
+        assert_eq!(parse_retry_after("inf", now), None);
+        assert_eq!(parse_retry_after("-5", now), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after("1.5", now),
+            Some(Duration::from_millis(1500))
+        );
+    }
+
     use super::*;
 
     #[test]
