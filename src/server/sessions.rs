@@ -80,13 +80,15 @@ impl Sessions {
         config: ConnConfig,
         mut warnings: Vec<String>,
     ) -> Self {
-        let out = Outgoing::new(client);
+        let raw = Outgoing::new(client);
+        let hub = EventHub::start(raw.clone(), config.events());
+        let out = raw.after_events(hub.clone());
         let model = resolve_model(&config);
         if let Err(e) = &model {
             warnings.push(format!("agent-lsp: {e}"));
         }
         let ctx = ConnCtx {
-            hub: EventHub::start(out.clone(), config.events()),
+            hub,
             out,
             docs,
             config,

@@ -6,6 +6,7 @@ mod approvals;
 mod edits;
 mod generic;
 mod lifecycle;
+mod ordering;
 mod runs;
 
 use std::time::Duration;
