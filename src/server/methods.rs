@@ -7,7 +7,8 @@ use tower_lsp_server::jsonrpc::Result;
 use crate::server::backend::Backend;
 use crate::server::protocol::{
     AbortResult, MessagesResult, NewSessionParams, NewSessionResult, PromptParams, PromptResult,
-    QueueParams, QueueResult, Queues, SessionParams, StateResult,
+    QueueParams, QueueResult, Queues, RemoveQueuedParams, RemoveQueuedResult, SessionParams,
+    StateResult,
 };
 use crate::server::session::QueueKind;
 
@@ -32,6 +33,10 @@ impl Backend {
 
     pub async fn clear_queue(&self, p: SessionParams) -> Result<Queues> {
         self.sessions()?.clear_queue(&p.session_id)
+    }
+
+    pub async fn remove_queued(&self, p: RemoveQueuedParams) -> Result<RemoveQueuedResult> {
+        self.sessions()?.remove_queued(&p.session_id, &p.message_id)
     }
 
     pub async fn new_session(&self, p: NewSessionParams) -> Result<NewSessionResult> {

@@ -86,6 +86,7 @@ fn register_methods(
         .custom_method(method::FOLLOW_UP, Backend::follow_up)
         .custom_method(method::ABORT, Backend::abort)
         .custom_method(method::CLEAR_QUEUE, Backend::clear_queue)
+        .custom_method(method::REMOVE_QUEUED, Backend::remove_queued)
         .custom_method(method::NEW_SESSION, Backend::new_session)
         .custom_method(method::GET_STATE, Backend::get_state)
         .custom_method(method::GET_MESSAGES, Backend::get_messages)

@@ -37,6 +37,7 @@ fn creates_ids(method_name: &str) -> bool {
         method::FOLLOW_UP,
         method::NEW_SESSION,
         method::CLEAR_QUEUE,
+        method::REMOVE_QUEUED,
         "workspace/executeCommand",
     ]
     .contains(&method_name)

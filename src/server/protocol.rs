@@ -18,6 +18,7 @@ pub mod method {
     pub const FOLLOW_UP: &str = "agent/followUp";
     pub const ABORT: &str = "agent/abort";
     pub const CLEAR_QUEUE: &str = "agent/clearQueue";
+    pub const REMOVE_QUEUED: &str = "agent/removeQueued";
     pub const NEW_SESSION: &str = "agent/newSession";
     pub const GET_STATE: &str = "agent/getState";
     pub const GET_MESSAGES: &str = "agent/getMessages";
@@ -157,6 +158,22 @@ pub struct QueueResult {
     pub run_id: String,
     pub message_id: String,
     pub disposition: Disposition,
+    #[serde(flatten)]
+    pub queues: Queues,
+}
+
+/// Params of `agent/removeQueued`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoveQueuedParams {
+    pub session_id: String,
+    pub message_id: String,
+}
+
+/// Result of `agent/removeQueued`: whether the message was still queued, and both queues after.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RemoveQueuedResult {
+    pub removed: bool,
     #[serde(flatten)]
     pub queues: Queues,
 }
@@ -398,6 +415,7 @@ mod tests {
             method::FOLLOW_UP,
             method::ABORT,
             method::CLEAR_QUEUE,
+            method::REMOVE_QUEUED,
             method::NEW_SESSION,
             method::GET_STATE,
             method::GET_MESSAGES,
@@ -462,6 +480,7 @@ mod tests {
             "blockAlways",
             "started",
             "steered",
+            "removed",
         ];
         let all = methods
             .iter()

@@ -24,7 +24,8 @@ use crate::server::ordered::current_gate;
 use crate::server::outgoing::Outgoing;
 use crate::server::protocol::{
     AbortResult, Decision, Disposition, MessagesResult, ModelRef, NewSessionResult, PromptMessage,
-    PromptParams, PromptResult, QueueResult, Queues, StateResult, StreamingBehavior, code, command,
+    PromptParams, PromptResult, QueueResult, Queues, RemoveQueuedResult, StateResult,
+    StreamingBehavior, code, command,
 };
 use crate::server::session::{QueueKind, Session, SessionError};
 use crate::session::time::iso_now;
@@ -250,6 +251,13 @@ impl Sessions {
 
     pub fn clear_queue(&self, session_id: &str) -> Result<Queues> {
         Ok(self.get(session_id)?.clear_queues(current_gate()))
+    }
+
+    pub fn remove_queued(&self, session_id: &str, message_id: &str) -> Result<RemoveQueuedResult> {
+        let (removed, queues) = self
+            .get(session_id)?
+            .remove_queued(message_id, current_gate());
+        Ok(RemoveQueuedResult { removed, queues })
     }
 
     pub fn new_session(

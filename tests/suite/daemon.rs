@@ -7,6 +7,7 @@ mod edits;
 mod generic;
 mod lifecycle;
 mod ordering;
+mod queue;
 mod runs;
 
 use std::time::Duration;
