@@ -47,6 +47,10 @@ impl Backend {
         self.sessions()?.state(&p.session_id)
     }
 
+    /// `agent/diagnostics` (a notification): already stored by the shim, in wire order
+    /// (`ordered.rs`); registered so the framework does not report an unknown method.
+    pub async fn diagnostics_noted(&self, _params: serde_json::Value) {}
+
     /// `window/workDoneProgress/cancel` (a notification): the user cancelled a run's progress.
     pub async fn progress_cancel(&self, params: serde_json::Value) {
         let token = params.get("token").and_then(serde_json::Value::as_str);

@@ -60,6 +60,7 @@ impl<S> OrderedSync<S> {
             "textDocument/didOpen" => parse(params).map(|p| self.docs.open(p)),
             "textDocument/didChange" => parse(params).map(|p| self.docs.change(p)),
             "textDocument/didClose" => parse(params).map(|p| self.docs.close(p)),
+            method::DIAGNOSTICS => parse(params).map(|p| self.docs.diagnostics().set(p)),
             _ => Ok(()),
         };
         if let Err(err) = result {

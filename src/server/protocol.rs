@@ -26,6 +26,8 @@ pub mod method {
     pub const EVENT: &str = "$/agentEvent";
     pub const BEFORE_TOOL_CALL: &str = "agent/beforeToolCall";
     pub const SAVE_DOCUMENTS: &str = "agent/saveDocuments";
+    /// Client → server notification: the editor's diagnostics for one document.
+    pub const DIAGNOSTICS: &str = "agent/diagnostics";
 }
 
 /// `workspace/executeCommand` commands for generic clients.
@@ -61,6 +63,8 @@ pub struct ClientAgentCapabilities {
     pub events: bool,
     pub approvals: bool,
     pub save_documents: bool,
+    /// The client forwards the editor's diagnostics (`agent/diagnostics`).
+    pub diagnostics: bool,
 }
 
 /// A prompt: plain text or pi content blocks (text, image).
@@ -160,6 +164,15 @@ pub struct QueueResult {
     pub disposition: Disposition,
     #[serde(flatten)]
     pub queues: Queues,
+}
+
+/// Params of the `agent/diagnostics` notification: the latest diagnostics of one document
+/// (positions in the negotiated encoding); an empty list clears them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiagnosticsParams {
+    pub uri: String,
+    #[serde(default)]
+    pub diagnostics: Vec<tower_lsp_server::ls_types::Diagnostic>,
 }
 
 /// Params of `agent/removeQueued`.
@@ -422,6 +435,7 @@ mod tests {
             method::EVENT,
             method::BEFORE_TOOL_CALL,
             method::SAVE_DOCUMENTS,
+            method::DIAGNOSTICS,
             "agent/getDocument",
         ];
         let events = [
@@ -481,6 +495,8 @@ mod tests {
             "started",
             "steered",
             "removed",
+            "diagnostics",
+            "uri",
         ];
         let all = methods
             .iter()

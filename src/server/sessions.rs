@@ -18,6 +18,7 @@ use crate::server::backend::{invalid_params, rpc_error};
 use crate::server::buffer_ws::BufferWorkspace;
 use crate::server::config::ConnConfig;
 use crate::server::conn::{ConnCtx, resolve_model};
+use crate::server::diagnostics::DiagnosticsTool;
 use crate::server::documents::DocStore;
 use crate::server::events::EventHub;
 use crate::server::ordered::current_gate;
@@ -170,6 +171,10 @@ impl Sessions {
             ..ToolOptions::default()
         };
         options.tools = coding_tools(ws.clone(), tool_options);
+        if self.ctx.config.diagnostics() {
+            let tool = DiagnosticsTool::new(ws.clone(), self.ctx.docs.clone());
+            options.tools.push(Arc::new(tool));
+        }
         options.stream_options = StreamOptions {
             api_key,
             session_id: Some(id.clone()),
