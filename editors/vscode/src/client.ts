@@ -46,7 +46,7 @@ export interface DaemonConfig {
   env: Record<string, string>;
   initializationOptions: InitializationOptions;
   cwd?: string;
-  /** Whether diagnostics are forwarded (read at start: the capability is sent in `initialize`). */
+  /** Whether diagnostics are forwarded (sent in `initialize`: changing it restarts the daemon). */
   forwardDiagnostics: boolean;
 }
 
