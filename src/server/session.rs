@@ -277,7 +277,10 @@ impl Session {
         self.sync_queues(&mut st, run.as_deref(), &mut Some(gate.clone()));
         let removed = self.remove_from(&mut st, message_id, QueueKind::Steer)
             || self.remove_from(&mut st, message_id, QueueKind::FollowUp);
-        if removed {
+        if !removed {
+            // The loop may have taken it between the trim and the removal: report fresh queues.
+            self.sync_queues(&mut st, run.as_deref(), &mut Some(gate.clone()));
+        } else {
             self.emitter
                 .emit(run.as_deref(), queue_event(&queues_of(&st)), Some(gate));
         }
@@ -297,8 +300,7 @@ impl Session {
             QueueKind::Steer => self.agent.remove_steering_from_end(distance),
             QueueKind::FollowUp => self.agent.remove_follow_up_from_end(distance),
         };
-        // Not in the agent's queue any more: the loop took it since the trim; the next trim
-        // drops it from the mirror.
+        // Not in the agent's queue any more: the loop took it since the trim.
         if taken.is_some() {
             mirror.remove(index);
         }
