@@ -328,6 +328,17 @@ impl Agent {
         lock(&self.shared.steering).has_items() || lock(&self.shared.follow_up).has_items()
     }
 
+    /// Removes one steering message, `distance` places from the tail (0 = the newest); `None`
+    /// when it was already delivered. (agent-lsp addition: editors remove single queued items.)
+    pub fn remove_steering_from_end(&self, distance: usize) -> Option<AgentMessage> {
+        lock(&self.shared.steering).remove_from_end(distance)
+    }
+
+    /// As [`Agent::remove_steering_from_end`], for the follow-up queue.
+    pub fn remove_follow_up_from_end(&self, distance: usize) -> Option<AgentMessage> {
+        lock(&self.shared.follow_up).remove_from_end(distance)
+    }
+
     pub fn clear_steering_queue(&self) {
         lock(&self.shared.steering).clear();
     }

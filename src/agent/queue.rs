@@ -53,6 +53,14 @@ impl PendingQueue {
         self.items.clone()
     }
 
+    /// Removes the message `distance` places from the tail (0 = the last queued), if it is still
+    /// queued. Counted from the tail because polls drain from the front: a caller's mirror of
+    /// the queue stays aligned with it at the tail.
+    pub fn remove_from_end(&mut self, distance: usize) -> Option<AgentMessage> {
+        let index = self.items.len().checked_sub(distance + 1)?;
+        Some(self.items.remove(index))
+    }
+
     pub fn clear(&mut self) {
         self.items.clear();
     }
@@ -86,5 +94,17 @@ mod tests {
         q.enqueue(user("c"));
         assert_eq!(q.drain().len(), 2);
         assert!(!q.has_items());
+    }
+
+    #[test]
+    fn remove_from_end_counts_from_the_tail() {
+        let mut q = PendingQueue::new(QueueMode::OneAtATime);
+        for t in ["a", "b", "c"] {
+            q.enqueue(user(t));
+        }
+        assert_eq!(q.remove_from_end(1), Some(user("b")));
+        assert_eq!(q.remove_from_end(2), None, "only two left");
+        assert_eq!(q.all(), vec![user("a"), user("c")]);
+        assert_eq!(q.remove_from_end(0), Some(user("c")));
     }
 }

@@ -7,11 +7,15 @@
 
 use std::collections::HashMap;
 
+use crate::server::diagnostics;
 use crate::server::protocol::{ApprovalPolicy, Decision, ToolKind};
 use crate::tools;
 
 /// The protocol's kind of a tool.
 pub fn kind_of(tool: &str) -> ToolKind {
+    if tool == diagnostics::TOOL_NAME {
+        return ToolKind::Read;
+    }
     match tools::tool_kind(tool) {
         tools::ToolKind::Read => ToolKind::Read,
         tools::ToolKind::Edit => ToolKind::Edit,
@@ -30,11 +34,13 @@ pub fn policy_for(config: &HashMap<String, ApprovalPolicy>, tool: &str) -> Appro
         .or_else(|| config.get(kind_of(tool).as_str()))
         .or_else(|| config.get("default"))
         .copied()
-        .unwrap_or(if tools::is_read_only(tool) {
-            ApprovalPolicy::Allow
-        } else {
-            ApprovalPolicy::Ask
-        })
+        .unwrap_or(
+            if tools::is_read_only(tool) || tool == diagnostics::TOOL_NAME {
+                ApprovalPolicy::Allow
+            } else {
+                ApprovalPolicy::Ask
+            },
+        )
 }
 
 /// The program plus its first argument unless that is an option: `cargo test`, `ls`.

@@ -73,6 +73,11 @@ impl ConnConfig {
         self.agent.as_ref().is_some_and(|a| a.events)
     }
 
+    /// The client forwards diagnostics, so sessions offer the `diagnostics` tool.
+    pub fn diagnostics(&self) -> bool {
+        self.agent.as_ref().is_some_and(|a| a.diagnostics)
+    }
+
     pub fn approvals(&self) -> bool {
         self.agent.as_ref().is_some_and(|a| a.approvals)
     }

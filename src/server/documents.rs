@@ -15,6 +15,7 @@ use tower_lsp_server::ls_types::{
     DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams, Uri,
 };
 
+use crate::server::diagnostics::DiagnosticStore;
 use crate::server::position::{self, Encoding};
 
 /// One open document as the editor holds it (unsaved text included).
@@ -37,6 +38,7 @@ struct Inner {
 pub struct DocStore {
     inner: Arc<Mutex<Inner>>,
     changed: Arc<watch::Sender<u64>>,
+    diagnostics: DiagnosticStore,
 }
 
 impl Default for DocStore {
@@ -44,6 +46,7 @@ impl Default for DocStore {
         DocStore {
             inner: Arc::default(),
             changed: Arc::new(watch::channel(0).0),
+            diagnostics: DiagnosticStore::default(),
         }
     }
 }
@@ -75,6 +78,11 @@ impl DocStore {
 
     fn bump(&self) {
         self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// The editor's diagnostics, forwarded with `agent/diagnostics`.
+    pub fn diagnostics(&self) -> &DiagnosticStore {
+        &self.diagnostics
     }
 
     pub fn set_encoding(&self, enc: Encoding) {
@@ -136,6 +144,8 @@ impl DocStore {
         inner.docs.remove(uri);
         inner.by_path.retain(|_, u| u != uri);
         drop(inner);
+        // A closed document's diagnostics are stale: the editor stops updating them.
+        self.diagnostics.clear(uri);
         self.bump();
     }
 

@@ -5,19 +5,28 @@
 //! while queueing, so `seq` order and wire order agree and `seq` has no gaps. An event may carry
 //! a response [`Gate`]: the writer holds it (and everything after it) until the response that
 //! created the ids it carries has been written.
+//!
+//! Server → client requests go out through the same framework channel as these notifications,
+//! but from the run's task. A request therefore first passes a [`EventHub::flushed`] barrier
+//! through this writer: once the writer reaches it, every event queued before it was handed to
+//! the framework (whose client channel is FIFO), so the request cannot overtake them.
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::server::outgoing::Outgoing;
 use crate::server::protocol::{AgentEventParams, method};
 use crate::server::wire::Gate;
 
-struct Item {
-    gate: Option<Gate>,
-    params: AgentEventParams,
+enum Item {
+    Event {
+        gate: Option<Gate>,
+        params: AgentEventParams,
+    },
+    /// Answered when every item before it was written.
+    Barrier(oneshot::Sender<()>),
 }
 
 /// The connection's event channel.
@@ -33,15 +42,31 @@ impl EventHub {
         let (tx, mut rx) = mpsc::unbounded_channel::<Item>();
         tokio::spawn(async move {
             while let Some(item) = rx.recv().await {
-                if let Some(gate) = item.gate {
-                    gate.wait().await;
-                }
-                if deliver {
-                    out.notify(method::EVENT, item.params).await;
+                match item {
+                    Item::Event { gate, params } => {
+                        if let Some(gate) = gate {
+                            gate.wait().await;
+                        }
+                        if deliver {
+                            out.notify(method::EVENT, params).await;
+                        }
+                    }
+                    Item::Barrier(done) => {
+                        let _ = done.send(());
+                    }
                 }
             }
         });
         EventHub { tx }
+    }
+
+    /// Resolves once every event queued so far was handed to the framework (at once when the
+    /// writer is gone). Callers send their request after it, so it follows those events.
+    pub async fn flushed(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Item::Barrier(tx)).is_ok() {
+            let _ = rx.await;
+        }
     }
 
     /// A numbering emitter for one session.
@@ -75,7 +100,7 @@ impl Emitter {
         };
         // Sent under the lock: queue order equals seq order. A closed channel means the
         // connection is gone, and then there is nobody to tell.
-        if self.hub.tx.send(Item { gate, params }).is_err() {
+        if self.hub.tx.send(Item::Event { gate, params }).is_err() {
             tracing::debug!("event dropped: the connection is closing");
         }
     }

@@ -7,7 +7,8 @@ use tower_lsp_server::jsonrpc::Result;
 use crate::server::backend::Backend;
 use crate::server::protocol::{
     AbortResult, MessagesResult, NewSessionParams, NewSessionResult, PromptParams, PromptResult,
-    QueueParams, QueueResult, Queues, SessionParams, StateResult,
+    QueueParams, QueueResult, Queues, RemoveQueuedParams, RemoveQueuedResult, SessionParams,
+    StateResult,
 };
 use crate::server::session::QueueKind;
 
@@ -34,6 +35,10 @@ impl Backend {
         self.sessions()?.clear_queue(&p.session_id)
     }
 
+    pub async fn remove_queued(&self, p: RemoveQueuedParams) -> Result<RemoveQueuedResult> {
+        self.sessions()?.remove_queued(&p.session_id, &p.message_id)
+    }
+
     pub async fn new_session(&self, p: NewSessionParams) -> Result<NewSessionResult> {
         self.sessions()?.new_session(p.cwd, p.resume)
     }
@@ -41,6 +46,10 @@ impl Backend {
     pub async fn get_state(&self, p: SessionParams) -> Result<StateResult> {
         self.sessions()?.state(&p.session_id)
     }
+
+    /// `agent/diagnostics` (a notification): already stored by the shim, in wire order
+    /// (`ordered.rs`); registered so the framework does not report an unknown method.
+    pub async fn diagnostics_noted(&self, _params: serde_json::Value) {}
 
     /// `window/workDoneProgress/cancel` (a notification): the user cancelled a run's progress.
     pub async fn progress_cancel(&self, params: serde_json::Value) {

@@ -11,6 +11,7 @@
 //! - `sessions` (the connection's sessions and the agent methods), `session` (one session: its
 //!   agent, runs, queues with ids, persistence), `events` (the ordered `$/agentEvent` writer),
 //!   `conn` (what sessions share);
+//! - `diagnostics`: the editor's forwarded diagnostics and the `diagnostics` tool;
 //! - `approval` (policy and "always" memory), `ask` (the `beforeToolCall` hook);
 //! - `buffer_ws`: the tools' `Workspace` over editor buffers (applyEdit, confirm, save);
 //! - `generic`: the LSP-standard surface for clients without the agent protocol.
@@ -24,6 +25,7 @@ pub mod backend;
 pub mod buffer_ws;
 pub mod config;
 pub mod conn;
+pub mod diagnostics;
 pub mod documents;
 pub mod events;
 pub mod generic;
@@ -86,6 +88,8 @@ fn register_methods(
         .custom_method(method::FOLLOW_UP, Backend::follow_up)
         .custom_method(method::ABORT, Backend::abort)
         .custom_method(method::CLEAR_QUEUE, Backend::clear_queue)
+        .custom_method(method::REMOVE_QUEUED, Backend::remove_queued)
+        .custom_method(method::DIAGNOSTICS, Backend::diagnostics_noted)
         .custom_method(method::NEW_SESSION, Backend::new_session)
         .custom_method(method::GET_STATE, Backend::get_state)
         .custom_method(method::GET_MESSAGES, Backend::get_messages)

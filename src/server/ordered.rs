@@ -37,6 +37,7 @@ fn creates_ids(method_name: &str) -> bool {
         method::FOLLOW_UP,
         method::NEW_SESSION,
         method::CLEAR_QUEUE,
+        method::REMOVE_QUEUED,
         "workspace/executeCommand",
     ]
     .contains(&method_name)
@@ -59,6 +60,7 @@ impl<S> OrderedSync<S> {
             "textDocument/didOpen" => parse(params).map(|p| self.docs.open(p)),
             "textDocument/didChange" => parse(params).map(|p| self.docs.change(p)),
             "textDocument/didClose" => parse(params).map(|p| self.docs.close(p)),
+            method::DIAGNOSTICS => parse(params).map(|p| self.docs.diagnostics().set(p)),
             _ => Ok(()),
         };
         if let Err(err) = result {

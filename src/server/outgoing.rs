@@ -4,6 +4,12 @@
 //! framework *before* the message is sent. The caller awaits the reply with a timeout and a
 //! cancellation token; a timeout, a cancellation (which sends `$/cancelRequest`), an error reply
 //! or a closed connection all come back as [`RequestError`]: never a hang.
+//!
+//! Ordering: a request is sent only after the event writer flushed every `$/agentEvent` queued
+//! before it (see [`EventHub::flushed`]), so a client never sees an approval or an edit before the
+//! events of the assistant message that asked for it.
+//!
+//! [`EventHub::flushed`]: crate::server::events::EventHub::flushed
 
 use std::time::Duration;
 
@@ -14,6 +20,8 @@ use tokio_util::sync::CancellationToken;
 use tower_lsp_server::Client;
 use tower_lsp_server::jsonrpc::{Id, Request};
 use tower_service::Service;
+
+use crate::server::events::EventHub;
 
 /// Why a server → client request produced no usable answer.
 #[derive(Debug, thiserror::Error)]
@@ -34,11 +42,24 @@ pub enum RequestError {
 #[derive(Clone)]
 pub struct Outgoing {
     client: Client,
+    /// The event writer requests wait for; `None` for the writer's own handle.
+    events: Option<EventHub>,
 }
 
 impl Outgoing {
     pub fn new(client: Client) -> Self {
-        Outgoing { client }
+        Outgoing {
+            client,
+            events: None,
+        }
+    }
+
+    /// The same client, with requests ordered after the events queued on `hub`.
+    pub fn after_events(&self, hub: EventHub) -> Self {
+        Outgoing {
+            client: self.client.clone(),
+            events: Some(hub),
+        }
     }
 
     pub fn client(&self) -> &Client {
@@ -71,8 +92,15 @@ impl Outgoing {
             .id(id.clone())
             .params(params)
             .finish();
-        // `call` registers the reply slot before queueing the message.
-        let reply = self.client.clone().call(request);
+        let client = self.client.clone();
+        let events = self.events.clone();
+        let reply = async move {
+            if let Some(events) = events {
+                events.flushed().await;
+            }
+            // `call` registers the reply slot before queueing the message.
+            client.clone().call(request).await
+        };
         let outcome = tokio::select! {
             reply = reply => reply,
             () = cancel.cancelled() => {

@@ -18,6 +18,7 @@ pub mod method {
     pub const FOLLOW_UP: &str = "agent/followUp";
     pub const ABORT: &str = "agent/abort";
     pub const CLEAR_QUEUE: &str = "agent/clearQueue";
+    pub const REMOVE_QUEUED: &str = "agent/removeQueued";
     pub const NEW_SESSION: &str = "agent/newSession";
     pub const GET_STATE: &str = "agent/getState";
     pub const GET_MESSAGES: &str = "agent/getMessages";
@@ -25,6 +26,8 @@ pub mod method {
     pub const EVENT: &str = "$/agentEvent";
     pub const BEFORE_TOOL_CALL: &str = "agent/beforeToolCall";
     pub const SAVE_DOCUMENTS: &str = "agent/saveDocuments";
+    /// Client → server notification: the editor's diagnostics for one document.
+    pub const DIAGNOSTICS: &str = "agent/diagnostics";
 }
 
 /// `workspace/executeCommand` commands for generic clients.
@@ -60,6 +63,8 @@ pub struct ClientAgentCapabilities {
     pub events: bool,
     pub approvals: bool,
     pub save_documents: bool,
+    /// The client forwards the editor's diagnostics (`agent/diagnostics`).
+    pub diagnostics: bool,
 }
 
 /// A prompt: plain text or pi content blocks (text, image).
@@ -175,6 +180,31 @@ pub struct QueueResult {
     pub run_id: String,
     pub message_id: String,
     pub disposition: Disposition,
+    #[serde(flatten)]
+    pub queues: Queues,
+}
+
+/// Params of the `agent/diagnostics` notification: the latest diagnostics of one document
+/// (positions in the negotiated encoding); an empty list clears them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DiagnosticsParams {
+    pub uri: String,
+    #[serde(default)]
+    pub diagnostics: Vec<tower_lsp_server::ls_types::Diagnostic>,
+}
+
+/// Params of `agent/removeQueued`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoveQueuedParams {
+    pub session_id: String,
+    pub message_id: String,
+}
+
+/// Result of `agent/removeQueued`: whether the message was still queued, and both queues after.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RemoveQueuedResult {
+    pub removed: bool,
     #[serde(flatten)]
     pub queues: Queues,
 }
@@ -418,12 +448,14 @@ mod tests {
             method::FOLLOW_UP,
             method::ABORT,
             method::CLEAR_QUEUE,
+            method::REMOVE_QUEUED,
             method::NEW_SESSION,
             method::GET_STATE,
             method::GET_MESSAGES,
             method::EVENT,
             method::BEFORE_TOOL_CALL,
             method::SAVE_DOCUMENTS,
+            method::DIAGNOSTICS,
             "agent/getDocument",
         ];
         let events = [
@@ -483,6 +515,9 @@ mod tests {
             "blockAlways",
             "started",
             "steered",
+            "removed",
+            "diagnostics",
+            "uri",
         ];
         let all = methods
             .iter()

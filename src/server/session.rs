@@ -264,6 +264,49 @@ impl Session {
         removed
     }
 
+    /// Removes one queued message by id, from the agent's queue and the id mirror; returns
+    /// whether it was still queued (a message already delivered to the run is not removed).
+    pub fn remove_queued(&self, message_id: &str, gate: Gate) -> (bool, Queues) {
+        let mut st = self.lock();
+        let run = st
+            .active
+            .as_ref()
+            .map(|a| a.run_id.clone())
+            .or(st.last_run.clone());
+        // Trim first: the mirror then equals the agent's queues, so positions agree.
+        self.sync_queues(&mut st, run.as_deref(), &mut Some(gate.clone()));
+        let removed = self.remove_from(&mut st, message_id, QueueKind::Steer)
+            || self.remove_from(&mut st, message_id, QueueKind::FollowUp);
+        if !removed {
+            // The loop may have taken it between the trim and the removal: report fresh queues.
+            self.sync_queues(&mut st, run.as_deref(), &mut Some(gate.clone()));
+        } else {
+            self.emitter
+                .emit(run.as_deref(), queue_event(&queues_of(&st)), Some(gate));
+        }
+        (removed, queues_of(&st))
+    }
+
+    fn remove_from(&self, st: &mut RunState, message_id: &str, kind: QueueKind) -> bool {
+        let mirror = match kind {
+            QueueKind::Steer => &mut st.steering,
+            QueueKind::FollowUp => &mut st.follow_up,
+        };
+        let Some(index) = mirror.iter().position(|m| m.message_id == message_id) else {
+            return false;
+        };
+        let distance = mirror.len() - 1 - index;
+        let taken = match kind {
+            QueueKind::Steer => self.agent.remove_steering_from_end(distance),
+            QueueKind::FollowUp => self.agent.remove_follow_up_from_end(distance),
+        };
+        // Not in the agent's queue any more: the loop took it since the trim.
+        if taken.is_some() {
+            mirror.remove(index);
+        }
+        taken.is_some()
+    }
+
     /// Aborts the active run (its pending approvals are cancelled through the run's token).
     pub fn abort(&self) -> bool {
         let active = self.lock().active.is_some();

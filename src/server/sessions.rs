@@ -18,13 +18,15 @@ use crate::server::backend::{invalid_params, rpc_error};
 use crate::server::buffer_ws::BufferWorkspace;
 use crate::server::config::ConnConfig;
 use crate::server::conn::{ConnCtx, resolve_model};
+use crate::server::diagnostics::DiagnosticsTool;
 use crate::server::documents::DocStore;
 use crate::server::events::EventHub;
 use crate::server::ordered::current_gate;
 use crate::server::outgoing::Outgoing;
 use crate::server::protocol::{
     AbortResult, Decision, Disposition, MessagesResult, ModelRef, NewSessionResult, PromptMessage,
-    PromptParams, PromptResult, QueueResult, Queues, StateResult, StreamingBehavior, code, command,
+    PromptParams, PromptResult, QueueResult, Queues, RemoveQueuedResult, StateResult,
+    StreamingBehavior, code, command,
 };
 use crate::server::session::{QueueKind, Session, SessionError};
 use crate::session::time::iso_now;
@@ -80,13 +82,15 @@ impl Sessions {
         config: ConnConfig,
         mut warnings: Vec<String>,
     ) -> Self {
-        let out = Outgoing::new(client);
+        let raw = Outgoing::new(client);
+        let hub = EventHub::start(raw.clone(), config.events());
+        let out = raw.after_events(hub.clone());
         let model = resolve_model(&config);
         if let Err(e) = &model {
             warnings.push(format!("agent-lsp: {e}"));
         }
         let ctx = ConnCtx {
-            hub: EventHub::start(out.clone(), config.events()),
+            hub,
             out,
             docs,
             config,
@@ -171,6 +175,10 @@ impl Sessions {
             ..ToolOptions::default()
         };
         options.tools = coding_tools(ws.clone(), tool_options);
+        if self.ctx.config.diagnostics() {
+            let tool = DiagnosticsTool::new(ws.clone(), self.ctx.docs.clone());
+            options.tools.push(Arc::new(tool));
+        }
         options.stream_options = StreamOptions {
             api_key,
             session_id: Some(id.clone()),
@@ -253,6 +261,13 @@ impl Sessions {
 
     pub fn clear_queue(&self, session_id: &str) -> Result<Queues> {
         Ok(self.get(session_id)?.clear_queues(current_gate()))
+    }
+
+    pub fn remove_queued(&self, session_id: &str, message_id: &str) -> Result<RemoveQueuedResult> {
+        let (removed, queues) = self
+            .get(session_id)?
+            .remove_queued(message_id, current_gate());
+        Ok(RemoveQueuedResult { removed, queues })
     }
 
     pub fn new_session(

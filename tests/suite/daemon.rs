@@ -3,9 +3,12 @@
 
 mod abort;
 mod approvals;
+mod diagnostics;
 mod edits;
 mod generic;
 mod lifecycle;
+mod ordering;
+mod queue;
 mod runs;
 
 use std::time::Duration;

@@ -1,6 +1,7 @@
 /**
  * Starts the `agent-lsp` daemon with vscode-languageclient and opts into the agent protocol
- * (`capabilities.experimental.agent = {events, approvals, saveDocuments}`). Handlers for the
+ * (`capabilities.experimental.agent = {events, approvals, saveDocuments, diagnostics}`; `diagnostics`
+ * follows the `agentLsp.forwardDiagnostics` setting). Handlers for the
  * server's custom messages are registered before `start()` so they survive restarts.
  */
 
@@ -21,13 +22,16 @@ export interface AgentHandlers {
   saveDocuments(params: SaveDocumentsParams): Promise<SaveDocumentsResult>;
 }
 
-export const AGENT_CAPABILITIES: AgentClientCapabilities = { events: true, approvals: true, saveDocuments: true };
+export function agentCapabilities(forwardDiagnostics: boolean): AgentClientCapabilities {
+  return { events: true, approvals: true, saveDocuments: true, diagnostics: forwardDiagnostics };
+}
 
 /** Adds `experimental.agent` to the client capabilities sent in `initialize`. */
 class AgentCapabilityFeature implements StaticFeature {
+  constructor(private readonly agent: AgentClientCapabilities) {}
   fillClientCapabilities(capabilities: { experimental?: unknown }): void {
     const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
-    capabilities.experimental = { ...experimental, agent: { ...AGENT_CAPABILITIES } };
+    capabilities.experimental = { ...experimental, agent: { ...this.agent } };
   }
   initialize(): void { /* nothing to do: the capability is static */ }
   getState(): { kind: 'static' } { return { kind: 'static' }; }
@@ -42,6 +46,8 @@ export interface DaemonConfig {
   env: Record<string, string>;
   initializationOptions: InitializationOptions;
   cwd?: string;
+  /** Whether diagnostics are forwarded (sent in `initialize`: changing it restarts the daemon). */
+  forwardDiagnostics: boolean;
 }
 
 export function readConfig(): DaemonConfig {
@@ -59,6 +65,7 @@ export function readConfig(): DaemonConfig {
     env: c.get<Record<string, string>>('env') ?? {},
     initializationOptions: init,
     cwd: folder,
+    forwardDiagnostics: c.get<boolean>('forwardDiagnostics') ?? true,
   };
 }
 
@@ -81,7 +88,7 @@ export function createClient(config: DaemonConfig, handlers: AgentHandlers, outp
     revealOutputChannelOn: RevealOutputChannelOn.Never,
   };
   const client = new LanguageClient('agentLsp', 'agent-lsp', serverOptions, clientOptions);
-  client.registerFeature(new AgentCapabilityFeature());
+  client.registerFeature(new AgentCapabilityFeature(agentCapabilities(config.forwardDiagnostics)));
   client.onNotification(Methods.event, (p: AgentEventParams) => handlers.onEvent(p));
   client.onRequest(Methods.beforeToolCall, (p: BeforeToolCallParams, token: CancellationToken) => handlers.beforeToolCall(p, token));
   client.onRequest(Methods.saveDocuments, (p: SaveDocumentsParams) => handlers.saveDocuments(p));

@@ -12,8 +12,9 @@ import { BinaryMissingError, createClient, readConfig } from './client';
 import { currentText, resolveToolUri, showDiff, showUnifiedDiff, SnapshotStore } from './diffs';
 import { DiagnosticsForwarder, saveDocuments } from './documents';
 import {
-  type AgentEventParams, type ApprovalDecision, type BeforeToolCallParams, type ClearQueueResult, ErrorCodes,
-  type GetMessagesResult, Methods, type NewSessionResult, type PromptResult, type QueueResult, type SessionState,
+  type AgentEventParams, type ApprovalDecision, type BeforeToolCallParams, ErrorCodes,
+  type GetMessagesResult, Methods, type NewSessionResult, type PromptResult, type QueueResult,
+  type RemoveQueuedParams, type RemoveQueuedResult, type SessionState,
 } from './protocol';
 import { type ChatAction, type ChatState, initialState, isEditTool, reduce, toolPath } from './shared/chatState';
 import { buildMessage, type ContextItem, contextLabel } from './shared/context';
@@ -246,16 +247,18 @@ export class Controller implements vscode.Disposable {
     this.approvals.answer(requestId, reason ? { decision, reason } : { decision });
   }
 
-  /** Removes one queued message: the protocol only clears whole queues, so re-queue the rest. */
+  /**
+   * Removes one queued message by id (`agent/removeQueued`). A message the run took meanwhile is
+   * not removed (`removed: false`); the `queue_update` that follows refreshes the view either way.
+   */
   async removeQueued(queue: 'steering' | 'followUp', index: number): Promise<void> {
     const client = this.requireClient();
     const sessionId = this.state.sessionId;
-    if (!client || !sessionId) return;
+    const messageId = this.state.queue[queue][index]?.id;
+    if (!client || !sessionId || !messageId) return;
     try {
-      const removed = await client.sendRequest<ClearQueueResult>(Methods.clearQueue, { sessionId });
-      const keep = (q: 'steering' | 'followUp') => removed[q].filter((_m, i) => !(q === queue && i === index));
-      for (const m of keep('steering')) await client.sendRequest(Methods.steer, { sessionId, message: m.text });
-      for (const m of keep('followUp')) await client.sendRequest(Methods.followUp, { sessionId, message: m.text });
+      const params: RemoveQueuedParams = { sessionId, messageId };
+      await client.sendRequest<RemoveQueuedResult>(Methods.removeQueued, params);
     } catch (e) {
       this.reportError(e);
     }

@@ -130,6 +130,11 @@ export interface QueueResult extends PromptResult { steering: QueuedMessage[]; f
 /** `agent/clearQueue` (§3.4): the removed messages. */
 export interface ClearQueueResult { steering: QueuedMessage[]; followUp: QueuedMessage[] }
 
+/** `agent/removeQueued` (§3.4.1): removes one queued message by id. */
+export interface RemoveQueuedParams { sessionId: string; messageId: string }
+/** Whether it was still queued (not yet delivered), and both queues after the call. */
+export interface RemoveQueuedResult { removed: boolean; steering: QueuedMessage[]; followUp: QueuedMessage[] }
+
 export interface SessionParams { sessionId: string }
 export interface AbortResult { aborted: boolean }
 /** §3.5: `resume` continues a stored session (id, unique id prefix or file path). */
@@ -169,9 +174,9 @@ export interface InitializationOptions {
 }
 
 /**
- * `agent/diagnostics` notification (client → server): the editor's diagnostics for one document
- * the agent touched (issue 5 §1). Not yet in protocol.md v1: this is the shape this client sends;
- * a daemon that does not know the method ignores it.
+ * `agent/diagnostics` notification (client → server, §2.1): the editor's latest diagnostics for
+ * one document the agent touched; an empty list clears them. Sent only when the client advertised
+ * `experimental.agent.diagnostics`, which makes the daemon offer the model its `diagnostics` tool.
  */
 export interface DiagnosticsParams {
   uri: string;
@@ -191,6 +196,7 @@ export const Methods = {
   followUp: 'agent/followUp',
   abort: 'agent/abort',
   clearQueue: 'agent/clearQueue',
+  removeQueued: 'agent/removeQueued',
   newSession: 'agent/newSession',
   getState: 'agent/getState',
   getMessages: 'agent/getMessages',
@@ -229,4 +235,4 @@ export interface SaveDocumentsParams { uris: string[] }
 export interface SaveDocumentsResult { saved: string[] }
 
 /** What the extension opts into (`capabilities.experimental.agent`). */
-export interface AgentClientCapabilities { events: boolean; approvals: boolean; saveDocuments: boolean }
+export interface AgentClientCapabilities { events: boolean; approvals: boolean; saveDocuments: boolean; diagnostics: boolean }

@@ -106,8 +106,8 @@ testCase('chat view opens and the daemon is ready', async ({ page, ctx }) => {
   await until('state "idle"', async () => (await text(ctx.frame, '#state')) === 'idle', 30000);
   // The client opted into the agent protocol (the language client's verbose trace of initialize).
   const init = readTraces().split("Sending request 'initialize")[1] ?? '';
-  const agent = /"agent": \{\s*"events": true,\s*"approvals": true,\s*"saveDocuments": true\s*\}/;
-  if (!agent.test(init.split('[Trace')[0])) throw new Error('initialize does not carry experimental.agent = {events, approvals, saveDocuments}');
+  const agent = /"agent": \{\s*"events": true,\s*"approvals": true,\s*"saveDocuments": true,\s*"diagnostics": true\s*\}/;
+  if (!agent.test(init.split('[Trace')[0])) throw new Error('initialize does not carry experimental.agent = {events, approvals, saveDocuments, diagnostics}');
   if (!/"protocolVersion": 1/.test(readTraces())) throw new Error('the server did not answer with experimental.agent.protocolVersion 1');
 });
 
@@ -206,6 +206,10 @@ testCase('Add Selection to Prompt sends a context block; diagnostics of touched 
       .map((c) => c.split('[Trace')[0]).find((c) => c.includes('data.json') && c.includes('"message"'));
   }, 15000, 500);
   log('forwarded diagnostics:', trace.replace(/\s+/g, ' ').slice(0, 200));
+  // The model called the daemon's diagnostics tool (offered because the client advertised
+  // experimental.agent.diagnostics) and got VS Code's JSON error as `path:line:col: error: …`.
+  const toolResult = requests.split('\n').find((r) => r.includes('call_diag') && r.includes('"role":"tool"'));
+  if (!toolResult || !/data\.json:1:\d+: error: /.test(toolResult)) throw new Error(`the diagnostics tool did not report the JSON error: ${(toolResult ?? '').slice(-400)}`);
 });
 
 testCase('Add File to Prompt adds a context chip that can be removed', async ({ page, ctx }) => {
