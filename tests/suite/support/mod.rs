@@ -1,1 +1,3 @@
 //! Shared test support: one file per helper area.
+
+pub mod pi_session;
