@@ -111,10 +111,18 @@ pub fn resolve_model(spec: Option<&str>, env: &EnvSource) -> Result<ResolvedMode
     let spec = spec
         .map(str::to_string)
         .or_else(|| env.get_nonempty("AGENT_LSP_MODEL").map(str::to_string));
-    let model = match spec {
+    let mut model = match spec {
         Some(spec) => registry.find(&spec)?,
         None => registry.default_model(env)?,
     };
+    // Header values resolve like keys (`$VAR`, `!command`), as pi resolves them.
+    if let Some(headers) = &mut model.headers {
+        for value in headers.values_mut() {
+            if let serde_json::Value::String(raw) = value {
+                *raw = config::resolve_value(raw, env)?;
+            }
+        }
+    }
     let api_key = registry.api_key(&model, env)?;
     Ok(ResolvedModel { model, api_key })
 }
@@ -140,7 +148,8 @@ pub fn apply_cost(model: &Model, usage: &mut Usage) {
 }
 
 /// The thinking levels a model accepts: only `off` without reasoning; OpenAI reasoning models
-/// take `minimal`..`high`; Anthropic takes budgets up to `xhigh`; others `low`..`high`.
+/// take `minimal`..`high`; Anthropic takes budgets up to `xhigh`; others `low`..`high`. The wire
+/// form of a level (effort string, token budget) is the provider's business (`provider/`).
 pub fn thinking_levels(model: &Model) -> Vec<ThinkingLevel> {
     use ThinkingLevel::*;
     if !model.reasoning {
@@ -163,29 +172,6 @@ pub fn clamp_thinking(model: &Model, requested: ThinkingLevel) -> ThinkingLevel 
         .filter(|l| (*l as u8) <= (requested as u8))
         .max_by_key(|l| *l as u8)
         .unwrap_or(ThinkingLevel::Off)
-}
-
-/// Anthropic's extended-thinking budget for a level (tokens); `None` for off.
-pub fn anthropic_thinking_budget(level: ThinkingLevel) -> Option<u64> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some(1024),
-        ThinkingLevel::Low => Some(4096),
-        ThinkingLevel::Medium => Some(10_240),
-        ThinkingLevel::High => Some(20_480),
-        ThinkingLevel::Xhigh | ThinkingLevel::Max => Some(32_000),
-    }
-}
-
-/// The OpenAI `reasoning_effort` for a level; `None` for off.
-pub fn openai_reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some("minimal"),
-        ThinkingLevel::Low => Some("low"),
-        ThinkingLevel::Medium => Some("medium"),
-        ThinkingLevel::High | ThinkingLevel::Xhigh | ThinkingLevel::Max => Some("high"),
-    }
 }
 
 /// Built-ins plus models.json, with the provider configs that carry keys and base URLs.

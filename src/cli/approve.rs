@@ -29,13 +29,13 @@ impl Approval {
             Approval::ReadOnly if is_read_only(tool) => None,
             Approval::ReadOnly => Some(format!(
                 "Tool `{tool}` was not run: this agent-lsp run only allows read-only tools \
-                 (read, grep, find, ls). The user can allow edits, writes and bash by running \
-                 again with --approve all."
+                 (read, grep, find, ls). To allow edits, writes and bash, the user can run again \
+                 with --approve all."
             )),
             Approval::None => Some(format!(
                 "Tool `{tool}` was not run: tools are disabled for this run (--approve none). \
-                 The user can allow read-only tools with --approve read-only, or all tools with \
-                 --approve all."
+                 To allow tools, the user can run again with --approve read-only (reads only) \
+                 or --approve all."
             )),
         }
     }
@@ -69,7 +69,12 @@ mod tests {
         let bash = Approval::ReadOnly.refusal("bash").unwrap();
         assert!(bash.contains("--approve all"), "{bash}");
         assert!(Approval::ReadOnly.refusal("edit").is_some());
-        assert!(Approval::None.refusal("read").unwrap().contains("--approve read-only"));
+        assert!(
+            Approval::None
+                .refusal("read")
+                .unwrap()
+                .contains("--approve read-only")
+        );
         assert_eq!(Approval::All.refusal("bash"), None);
     }
 }

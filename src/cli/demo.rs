@@ -5,18 +5,18 @@
 //! temporary project (removed afterwards unless `--keep`).
 
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 use serde_json::{Value, json};
 
-use crate::agent::message::{AssistantMessage, ContentBlock, StopReason, ToolCall, Usage, now_ms};
+use crate::agent::message::{ContentBlock, StopReason, ToolCall};
 use crate::cli::approve::Approval;
 use crate::cli::run::{RunPlan, execute};
 use crate::models::ResolvedModel;
-use crate::provider::{
-    AssistantEventStream, AssistantMessageEvent, LlmContext, Model, StreamFn, StreamOptions,
-};
+use crate::provider::Model;
+use crate::provider::scripted::{ScriptedProvider, scripted_message};
 use crate::session::Session;
 
 #[derive(Debug, Args)]
@@ -50,7 +50,7 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
     let model = Model {
         id: "demo".into(),
         name: "Scripted demo model".into(),
-        api: "scripted".into(),
+        api: crate::provider::scripted::API.into(),
         provider: "agent-lsp".into(),
         ..Model::default()
     };
@@ -64,7 +64,7 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
         cwd: dir.clone(),
         approval: Approval::All,
         json: args.json,
-        stream_fn: Arc::new(DemoModel::new()),
+        stream_fn: Arc::new(demo_model()),
         prompt: PROMPT.into(),
     };
     let code = execute(plan).await;
@@ -85,21 +85,9 @@ fn tempfile_dir() -> std::io::Result<std::path::PathBuf> {
     std::fs::canonicalize(&dir)
 }
 
-/// The demo's model: four scripted responses, streamed as a provider would stream them.
-struct DemoModel {
-    step: Mutex<usize>,
-}
-
-impl DemoModel {
-    fn new() -> DemoModel {
-        DemoModel {
-            step: Mutex::new(0),
-        }
-    }
-}
-
-fn steps() -> Vec<(&'static str, Option<(&'static str, Value)>)> {
-    vec![
+/// The demo's model: four scripted responses (text, then a tool call), streamed in small deltas.
+fn demo_model() -> ScriptedProvider {
+    let steps: Vec<(&str, Option<(&str, Value)>)> = vec![
         (
             "Let me look at the script first.",
             Some(("read", json!({"path": "hello.sh"}))),
@@ -116,96 +104,31 @@ fn steps() -> Vec<(&'static str, Option<(&'static str, Value)>)> {
             Some(("bash", json!({"command": "sh hello.sh"}))),
         ),
         (
-            "Fixed: hello.sh now prints \"Hello, world\" (it printed \"Helo, world\"), and running \
-             it confirms the output.",
+            "Fixed: hello.sh now prints \"Hello, world\" (it printed \"Helo, world\"), and \
+             running it confirms the output.",
             None,
         ),
-    ]
-}
-
-impl StreamFn for DemoModel {
-    fn stream(
-        &self,
-        model: &Model,
-        _context: LlmContext,
-        _options: StreamOptions,
-    ) -> AssistantEventStream {
-        let step = {
-            let mut step = self.step.lock().unwrap_or_else(|e| e.into_inner());
-            *step += 1;
-            *step - 1
-        };
-        let mut message = AssistantMessage {
-            api: model.api.clone(),
-            provider: model.provider.clone(),
-            model: model.id.clone(),
-            timestamp: now_ms(),
-            ..Default::default()
-        };
-        let Some((text, call)) = steps().into_iter().nth(step) else {
-            message.stop_reason = StopReason::Error;
-            message.error_message = Some("the demo script has no more responses".into());
-            return AssistantEventStream::from_events(vec![AssistantMessageEvent::Error {
-                reason: StopReason::Error,
-                error: message,
-            }]);
-        };
-        let mut events = vec![AssistantMessageEvent::Start {
-            partial: message.clone(),
-        }];
-        events.push(AssistantMessageEvent::TextStart { content_index: 0 });
-        for word in text.split_inclusive(' ') {
-            events.push(AssistantMessageEvent::TextDelta {
-                content_index: 0,
-                delta: word.into(),
-            });
-        }
-        events.push(AssistantMessageEvent::TextEnd {
-            content_index: 0,
-            content: text.into(),
-        });
-        message.content.push(ContentBlock::text(text));
-        message.stop_reason = StopReason::Stop;
-        if let Some((name, arguments)) = call {
-            let call = ToolCall {
-                id: format!("demo_call_{step}"),
-                name: name.into(),
-                arguments: arguments.clone(),
-                ..Default::default()
+    ];
+    let responses = steps
+        .into_iter()
+        .enumerate()
+        .map(|(i, (text, call))| {
+            let mut content = vec![ContentBlock::text(text)];
+            let stop = match call {
+                Some((name, arguments)) => {
+                    content.push(ContentBlock::ToolCall(ToolCall {
+                        id: format!("demo_call_{i}"),
+                        name: name.into(),
+                        arguments,
+                        ..Default::default()
+                    }));
+                    StopReason::ToolUse
+                }
+                None => StopReason::Stop,
             };
-            events.push(AssistantMessageEvent::ToolCallStart {
-                content_index: 1,
-                id: call.id.clone(),
-                tool_name: name.into(),
-            });
-            events.push(AssistantMessageEvent::ToolCallDelta {
-                content_index: 1,
-                delta: arguments.to_string(),
-            });
-            events.push(AssistantMessageEvent::ToolCallEnd {
-                content_index: 1,
-                tool_call: call.clone(),
-            });
-            message.content.push(ContentBlock::ToolCall(call));
-            message.stop_reason = StopReason::ToolUse;
-        }
-        message.usage = demo_usage(step, text);
-        events.push(AssistantMessageEvent::Done {
-            reason: message.stop_reason,
-            message,
-        });
-        AssistantEventStream::from_events(events)
-    }
-}
-
-/// Plausible token counts (chars / 4), so the usage line has something to show.
-fn demo_usage(step: usize, text: &str) -> Usage {
-    let input = 900 + 150 * step as u64;
-    let output = (text.len() as u64).div_ceil(4) + 20;
-    Usage {
-        input,
-        output,
-        total_tokens: input + output,
-        ..Default::default()
-    }
+            scripted_message(content, stop)
+        })
+        .collect();
+    // Paced like a fast model, so the text visibly streams.
+    ScriptedProvider::new(responses).with_delay(Duration::from_millis(15))
 }

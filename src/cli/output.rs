@@ -4,8 +4,8 @@
 //! stderr, and a usage/cost line at the end. JSON (`--json`): every [`AgentEvent`] exactly as the
 //! daemon sends it (`message_update` carries only the delta), then one `agent_settled` line.
 
-use std::io::Write;
 use std::collections::HashMap;
+use std::io::Write;
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
@@ -182,8 +182,9 @@ fn first_text(content: &[ContentBlock]) -> String {
 
 /// The part of a refusal that tells the user what to do.
 fn hint(text: &str) -> String {
-    match text.find("--approve") {
-        Some(at) => format!("run again with {}", text[at..].trim_end_matches('.')),
+    const FIX: &str = "run again with ";
+    match text.find(FIX) {
+        Some(at) => text[at..].trim_end_matches('.').to_string(),
         None => clip(text, 160),
     }
 }
@@ -220,7 +221,9 @@ mod tests {
 
     #[test]
     fn refusals_show_the_fix() {
-        let text = crate::cli::approve::Approval::ReadOnly.refusal("bash").unwrap();
+        let text = crate::cli::approve::Approval::ReadOnly
+            .refusal("bash")
+            .unwrap();
         assert_eq!(hint(&text), "run again with --approve all");
     }
 }

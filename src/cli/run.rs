@@ -2,26 +2,28 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::agent::event::AgentEvent;
 use crate::agent::hooks::AgentHooks;
-use crate::agent::message::{AgentMessage, ThinkingLevel, Usage};
-use crate::agent::{Agent, AgentListener, AgentOptions, RunOutcome};
+use crate::agent::message::{AgentMessage, ThinkingLevel};
+use crate::agent::{Agent, AgentOptions, RunHandle, RunOutcome};
 use crate::cli::approve::Approval;
 use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
 use crate::cli::prompt::default_system_prompt;
-use crate::models::{EnvSource, ResolvedModel, apply_cost, clamp_thinking, resolve_model};
+use crate::cli::recorder::Recorder;
+use crate::models::{EnvSource, ResolvedModel, clamp_thinking, resolve_model};
 use crate::provider::{StreamFn, StreamOptions};
 use crate::session::{ForkPoint, Session, SessionContext, SessionStore, time::iso_now};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
 pub const EXIT_INTERRUPTED: u8 = 130;
+/// Exit status after SIGTERM (128 + 15).
+pub const EXIT_TERMINATED: u8 = 143;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -55,7 +57,7 @@ pub struct RunArgs {
     /// Reasoning effort: off, minimal, low, medium, high, xhigh (clamped to what the model takes).
     #[arg(long)]
     pub thinking: Option<String>,
-    /// The prompt (several words are joined with spaces).
+    /// The prompt (several words are joined with spaces); `-` reads it from stdin.
     #[arg(required = true)]
     pub prompt: Vec<String>,
 }
@@ -85,7 +87,7 @@ pub async fn run(args: RunArgs, env: EnvSource) -> ExitCode {
 }
 
 fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
-    check_prompt(&args.prompt.join(" "))?;
+    let prompt = prompt_text(&args.prompt)?;
     let explicit_cwd = args.cwd.is_some();
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
@@ -96,9 +98,41 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
     // Nothing is created before the model resolves, so a failed start leaves no empty session.
     let origin = find_session(&args, env, &cwd)?;
     let context = match &origin {
-        Origin::New(_) => SessionContext::default(),
+        Origin::New(_) | Origin::NewAt(_) => SessionContext::default(),
         Origin::Existing(s) | Origin::ForkOf(_, s) => s.context(),
     };
+    let (resolved, thinking) = choose_model(&args, &context, env)?;
+    let mut session = match origin {
+        Origin::New(None) => Session::in_memory(&cwd),
+        Origin::New(Some(store)) => store.create(&cwd, None)?,
+        Origin::NewAt(path) => Session::create_at(&path, &cwd)?,
+        Origin::Existing(session) => session,
+        Origin::ForkOf(store, source) => store.fork(&source, ForkPoint::Leaf)?.0,
+    };
+    let cwd = match Path::new(session.cwd()) {
+        stored if !explicit_cwd && stored.is_dir() => stored.to_path_buf(),
+        _ => cwd,
+    };
+    record_settings(&mut session, &context, &resolved, thinking)?;
+    Ok(RunPlan {
+        session,
+        resolved,
+        thinking,
+        cwd,
+        approval: args.approve,
+        json: args.json,
+        stream_fn: crate::provider::default_stream_fn(),
+        prompt,
+    })
+}
+
+/// The model (`--model`, else the session's, else the default) and the thinking level
+/// (`--thinking`, else the session's), clamped to what the model accepts.
+fn choose_model(
+    args: &RunArgs,
+    context: &SessionContext,
+    env: &EnvSource,
+) -> anyhow::Result<(ResolvedModel, ThinkingLevel)> {
     let spec = args.model.clone().or_else(|| {
         context
             .model
@@ -108,49 +142,51 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
     let resolved = resolve_model(spec.as_deref(), env)?;
     let requested = match &args.thinking {
         Some(level) => ThinkingLevel::parse(level).with_context(|| {
-            format!("unknown thinking level {level:?}; use off, minimal, low, medium, high or xhigh")
+            format!(
+                "unknown thinking level {level:?}; use off, minimal, low, medium, high or xhigh"
+            )
         })?,
         None => context.thinking_level,
     };
     let thinking = clamp_thinking(&resolved.model, requested);
-    let mut session = match origin {
-        Origin::New(None) => Session::in_memory(&cwd),
-        Origin::New(Some(store)) => store.create(&cwd, None)?,
-        Origin::Existing(session) => session,
-        Origin::ForkOf(store, source) => store.fork(&source, ForkPoint::Leaf)?.0,
-    };
-    let cwd = match Path::new(session.cwd()) {
-        stored if !explicit_cwd && stored.is_dir() => stored.to_path_buf(),
-        _ => cwd,
-    };
+    Ok((resolved, thinking))
+}
+
+/// Records a model or thinking level that differs from the session's, as pi does on a switch.
+fn record_settings(
+    session: &mut Session,
+    context: &SessionContext,
+    resolved: &ResolvedModel,
+    thinking: ThinkingLevel,
+) -> anyhow::Result<()> {
     let model = &resolved.model;
-    if context.model.as_ref().map(|m| (m.provider.as_str(), m.model_id.as_str()))
-        != Some((model.provider.as_str(), model.id.as_str()))
-    {
+    let current = context
+        .model
+        .as_ref()
+        .map(|m| (m.provider.as_str(), m.model_id.as_str()));
+    if current != Some((model.provider.as_str(), model.id.as_str())) {
         session.append_model_change(&model.provider, &model.id)?;
     }
     if thinking != context.thinking_level {
         session.append_thinking_level(thinking)?;
     }
-    Ok(RunPlan {
-        session,
-        resolved,
-        thinking,
-        cwd,
-        approval: args.approve,
-        json: args.json,
-        stream_fn: provider_stream_fn(),
-        prompt: args.prompt.join(" "),
-    })
+    Ok(())
 }
 
 /// Where the run's session comes from.
 enum Origin {
     /// A new session, stored (`Some`) or in memory (`None`, `--no-session`).
     New(Option<SessionStore>),
+    /// A new session at this file (`--session PATH` for a file that does not exist yet).
+    NewAt(PathBuf),
     Existing(Session),
     /// `--fork`: a copy of this session, made once the model is known.
     ForkOf(SessionStore, Session),
+}
+
+/// `a/b.jsonl`, `./x`: an argument meant as a file rather than a session id.
+fn looks_like_path(arg: &str) -> bool {
+    arg.contains(std::path::MAIN_SEPARATOR) || arg.ends_with(".jsonl")
 }
 
 fn find_session(args: &RunArgs, env: &EnvSource, cwd: &Path) -> anyhow::Result<Origin> {
@@ -165,6 +201,10 @@ fn find_session(args: &RunArgs, env: &EnvSource, cwd: &Path) -> anyhow::Result<O
     };
     let store = SessionStore::new(dir);
     if let Some(id) = &args.session {
+        // pi's `--session <path>`: a path that does not exist yet starts a new session there.
+        if looks_like_path(id) && !Path::new(id).exists() {
+            return Ok(Origin::NewAt(PathBuf::from(id)));
+        }
         return Ok(Origin::Existing(store.open(id)?));
     }
     if let Some(id) = &args.fork {
@@ -179,9 +219,10 @@ fn find_session(args: &RunArgs, env: &EnvSource, cwd: &Path) -> anyhow::Result<O
     Ok(Origin::New(Some(store)))
 }
 
-/// Runs the plan's prompt to settlement; Ctrl-C aborts the run (a second one exits at once).
+/// Runs the plan's prompt to settlement. Ctrl-C (SIGINT) or SIGTERM aborts the run cleanly (the
+/// run still ends with one `agent_end` and is recorded); a second signal exits at once.
 pub async fn execute(plan: RunPlan) -> ExitCode {
-    let mut interrupts = match signal(SignalKind::interrupt()) {
+    let mut signals = match Signals::watch() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("agent-lsp: cannot watch for Ctrl-C: {e}");
@@ -194,35 +235,23 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
         Arc::new(HumanRenderer::default())
     };
     let prompt = plan.prompt.clone();
-    let (agent, recorder) = match build_agent(plan, renderer.clone()) {
-        Ok(built) => built,
+    let started = build_agent(plan, renderer.clone()).and_then(|(agent, recorder)| {
+        let handle = agent.prompt(vec![AgentMessage::user_text(prompt)])?;
+        Ok((agent, recorder, handle))
+    });
+    let (agent, recorder, handle) = match started {
+        Ok(started) => started,
         Err(e) => {
             eprintln!("agent-lsp: {e:#}");
             return ExitCode::FAILURE;
         }
     };
-    let handle = match agent.prompt(vec![AgentMessage::user_text(prompt)]) {
-        Ok(handle) => handle,
-        Err(e) => {
-            eprintln!("agent-lsp: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let mut wait = Box::pin(handle.wait());
-    let mut interrupted = false;
-    let outcome: RunOutcome = tokio::select! {
-        outcome = &mut wait => outcome,
-        _ = interrupts.recv() => {
-            interrupted = true;
-            agent.abort();
-            tokio::select! {
-                outcome = &mut wait => outcome,
-                _ = interrupts.recv() => return ExitCode::from(EXIT_INTERRUPTED),
-            }
-        }
+    let (outcome, stopped_by) = match signals.wait_or_abort(&agent, handle).await {
+        Settled::Run(outcome, stopped_by) => (outcome, stopped_by),
+        Settled::ExitNow(code) => return ExitCode::from(code),
     };
     let (run_usage, session_usage) = recorder.totals();
-    let aborted = interrupted || outcome.aborted;
+    let aborted = stopped_by.is_some() || outcome.aborted;
     let error = outcome.error.clone().filter(|_| !aborted);
     renderer.settled(aborted, error.as_deref(), &run_usage, &session_usage);
     if let Some(e) = recorder.failure() {
@@ -230,7 +259,7 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
         return ExitCode::FAILURE;
     }
     if aborted {
-        return ExitCode::from(EXIT_INTERRUPTED);
+        return ExitCode::from(stopped_by.unwrap_or(EXIT_INTERRUPTED));
     }
     match error {
         Some(e) => {
@@ -238,6 +267,50 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
             ExitCode::FAILURE
         }
         None => ExitCode::SUCCESS,
+    }
+}
+
+/// SIGINT and SIGTERM, watched from before the run starts (so neither kills the process).
+struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+/// How waiting for a run ended.
+enum Settled {
+    /// The run settled; with the exit status of the signal that aborted it, if any.
+    Run(RunOutcome, Option<u8>),
+    /// A second signal arrived while the abort was settling: exit without waiting.
+    ExitNow(u8),
+}
+
+impl Signals {
+    fn watch() -> std::io::Result<Signals> {
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// The exit status of the next signal.
+    async fn next(&mut self) -> u8 {
+        tokio::select! {
+            _ = self.interrupt.recv() => EXIT_INTERRUPTED,
+            _ = self.terminate.recv() => EXIT_TERMINATED,
+        }
+    }
+
+    async fn wait_or_abort(&mut self, agent: &Agent, handle: RunHandle) -> Settled {
+        let mut wait = Box::pin(handle.wait());
+        let code = tokio::select! {
+            outcome = &mut wait => return Settled::Run(outcome, None),
+            code = self.next() => code,
+        };
+        agent.abort();
+        tokio::select! {
+            outcome = &mut wait => Settled::Run(outcome, Some(code)),
+            code = self.next() => Settled::ExitNow(code),
+        }
     }
 }
 
@@ -276,108 +349,15 @@ fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<(Ag
     Ok((agent, recorder))
 }
 
-/// Records every finished message in the session (with its cost) before it is shown, and sums
-/// the run's usage.
-#[derive(Clone, Default)]
-struct Recorder {
-    inner: Arc<Mutex<RecorderState>>,
-}
-
-#[derive(Default)]
-struct RecorderState {
-    session: Option<Session>,
-    run_usage: Usage,
-    failure: Option<String>,
-}
-
-impl Recorder {
-    fn new(session: Session) -> Recorder {
-        Recorder {
-            inner: Arc::new(Mutex::new(RecorderState {
-                session: Some(session),
-                ..Default::default()
-            })),
-        }
-    }
-
-    fn listener(&self, resolved: &ResolvedModel, renderer: Arc<dyn Renderer>) -> AgentListener {
-        let inner = self.inner.clone();
-        let model = resolved.model.clone();
-        Arc::new(move |event: Arc<AgentEvent>, _cancel| {
-            let inner = inner.clone();
-            let model = model.clone();
-            let renderer = renderer.clone();
-            Box::pin(async move {
-                if let AgentEvent::MessageEnd { message } = &*event {
-                    let mut message = message.clone();
-                    let mut state = inner.lock().map_err(|_| "recorder lock poisoned")?;
-                    if let AgentMessage::Assistant(a) = &mut message {
-                        apply_cost(&model, &mut a.usage);
-                        state.run_usage.accumulate(&a.usage);
-                    }
-                    if let Some(session) = &mut state.session
-                        && let Err(e) = session.append_message(&message)
-                    {
-                        let text = format!("cannot record the session: {e}");
-                        state.failure = Some(text.clone());
-                        return Err(text);
-                    }
-                }
-                renderer.event(&event);
-                Ok(())
-            })
-        })
-    }
-
-    /// (this run's usage, the whole session's usage).
-    fn totals(&self) -> (Usage, Usage) {
-        match self.inner.lock() {
-            Ok(state) => {
-                let session = state.session.as_ref().map(Session::usage);
-                (state.run_usage.clone(), session.unwrap_or_else(|| state.run_usage.clone()))
-            }
-            Err(_) => (Usage::default(), Usage::default()),
-        }
-    }
-
-    fn failure(&self) -> Option<String> {
-        self.inner.lock().ok().and_then(|s| s.failure.clone())
-    }
-}
-
-/// Refuses prompts that are only whitespace before any work starts.
-fn check_prompt(prompt: &str) -> anyhow::Result<()> {
+/// The prompt words joined, or stdin for `-`; refuses an empty prompt before any work starts.
+fn prompt_text(words: &[String]) -> anyhow::Result<String> {
+    let prompt = if words == ["-"] {
+        std::io::read_to_string(std::io::stdin()).context("cannot read the prompt from stdin")?
+    } else {
+        words.join(" ")
+    };
     if prompt.trim().is_empty() {
         bail!("the prompt is empty");
     }
-    Ok(())
-}
-
-// TEMP until the providers branch lands: replaced by `crate::provider::default_stream_fn()`.
-fn provider_stream_fn() -> Arc<dyn StreamFn> {
-    struct Missing;
-    impl StreamFn for Missing {
-        fn stream(
-            &self,
-            model: &crate::provider::Model,
-            _context: crate::provider::LlmContext,
-            _options: StreamOptions,
-        ) -> crate::provider::AssistantEventStream {
-            let error = crate::agent::message::AssistantMessage {
-                api: model.api.clone(),
-                provider: model.provider.clone(),
-                model: model.id.clone(),
-                stop_reason: crate::agent::message::StopReason::Error,
-                error_message: Some("providers are not built yet".into()),
-                ..Default::default()
-            };
-            crate::provider::AssistantEventStream::from_events(vec![
-                crate::provider::AssistantMessageEvent::Error {
-                    reason: crate::agent::message::StopReason::Error,
-                    error,
-                },
-            ])
-        }
-    }
-    Arc::new(Missing)
+    Ok(prompt)
 }

@@ -25,7 +25,11 @@ pub fn list(store: &SessionStore, cwd: Option<&Path>, json: bool) -> anyhow::Res
         writeln!(out, "no sessions in {}", store.root().display())?;
         return Ok(());
     }
-    writeln!(out, "{:<36}  {:<24}  {:>4}  {:<24}  CWD", "ID", "UPDATED", "MSGS", "NAME")?;
+    writeln!(
+        out,
+        "{:<36}  {:<24}  {:>4}  {:<24}  CWD",
+        "ID", "UPDATED", "MSGS", "NAME"
+    )?;
     for s in &sessions {
         writeln!(
             out,

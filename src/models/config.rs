@@ -3,6 +3,23 @@
 //!
 //! A provider entry with only `baseUrl` re-points a built-in provider and keeps its models;
 //! custom `models` upsert by id; provider-level `compat` is merged under model-level `compat`.
+//!
+//! Example (`$XDG_CONFIG_HOME/agent-lsp/models.json`; the models are then `ollama/qwen3:8b`,
+//! `vllm/Qwen/Qwen2.5-Coder-32B-Instruct` and `llamacpp/local`; `ollama/<any installed model>`
+//! also works without this file):
+//!
+//! ```json
+//! {"providers": {
+//!   "ollama": {"baseUrl": "http://127.0.0.1:11434/v1", "api": "openai-completions",
+//!              "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+//!              "models": [{"id": "qwen3:8b", "contextWindow": 32768, "maxTokens": 8192}]},
+//!   "vllm": {"baseUrl": "http://gpu-box:8000/v1", "apiKey": "VLLM_API_KEY",
+//!            "models": [{"id": "Qwen/Qwen2.5-Coder-32B-Instruct", "contextWindow": 32768}]},
+//!   "llamacpp": {"baseUrl": "http://127.0.0.1:8080/v1",
+//!                "models": [{"id": "local", "reasoning": true,
+//!                            "compat": {"thinkingTokenBudgetField": "thinking_budget_tokens"}}]}
+//! }}
+//! ```
 
 use std::path::{Path, PathBuf};
 
@@ -236,10 +253,12 @@ pub fn resolve_value(raw: &str, env: &EnvSource) -> Result<String, ModelError> {
             .arg(command)
             .stdin(std::process::Stdio::null())
             .output()
-            .map_err(|e| ModelError::NotConfigured(format!("apiKey command {command:?}: {e}")))?;
+            .map_err(|e| {
+                ModelError::NotConfigured(format!("models.json command {command:?}: {e}"))
+            })?;
         if !output.status.success() {
             return Err(ModelError::NotConfigured(format!(
-                "apiKey command {command:?} failed ({})",
+                "models.json command {command:?} failed ({})",
                 output.status
             )));
         }
@@ -251,7 +270,7 @@ pub fn resolve_value(raw: &str, env: &EnvSource) -> Result<String, ModelError> {
         .or_else(|| raw.strip_prefix('$'));
     if let Some(name) = braced {
         return env.get(name).map(str::to_string).ok_or_else(|| {
-            ModelError::NotConfigured(format!("apiKey refers to ${name}, which is not set"))
+            ModelError::NotConfigured(format!("models.json refers to ${name}, which is not set"))
         });
     }
     Ok(env.get(raw).unwrap_or(raw).to_string())

@@ -134,6 +134,7 @@ fn models_json_adds_openai_compatible_endpoints() {
         dir.join("models.json"),
         r#"{"providers": {
             "vllm": {"baseUrl": "http://127.0.0.1:8000/v1/", "api": "openai-completions", "apiKey": "$VLLM_KEY",
+                     "headers": {"x-team": "${TEAM}", "x-fixed": "literal"},
                      "compat": {"supportsDeveloperRole": false, "maxTokensField": "max_tokens"},
                      "models": [{"id": "qwen-coder", "contextWindow": 32768, "compat": {"maxTokensField": "max_completion_tokens"}}]},
             "openai": {"baseUrl": "http://127.0.0.1:7000/v1", "modelOverrides": {"gpt-4o": {"contextWindow": 64000}}}
@@ -143,12 +144,18 @@ fn models_json_adds_openai_compatible_endpoints() {
     let e = env(&[
         ("XDG_CONFIG_HOME", config.path().to_str().unwrap()),
         ("VLLM_KEY", "secret"),
+        ("TEAM", "blue"),
     ]);
     let resolved = resolve_model(Some("vllm/qwen-coder"), &e).unwrap();
     assert_eq!(resolved.model.base_url, "http://127.0.0.1:8000/v1");
     assert_eq!(resolved.model.context_window, 32768);
     assert_eq!(resolved.model.max_tokens, 16_384);
     assert_eq!(resolved.api_key.as_deref(), Some("secret"));
+    let headers = resolved.model.headers.clone().unwrap();
+    assert_eq!(
+        (headers["x-team"].as_str(), headers["x-fixed"].as_str()),
+        (Some("blue"), Some("literal"))
+    );
     let compat = resolved.model.compat.unwrap();
     assert_eq!(compat["supportsDeveloperRole"], false);
     assert_eq!(compat["maxTokensField"], "max_completion_tokens");
@@ -229,9 +236,65 @@ fn thinking_levels_are_clamped_per_provider() {
         clamp_thinking(&sonnet, ThinkingLevel::Max),
         ThinkingLevel::Xhigh
     );
-    assert_eq!(openai_reasoning_effort(ThinkingLevel::Xhigh), Some("high"));
+}
+
+#[test]
+fn config_values_resolve_like_pi() {
+    let e = env(&[("MY_KEY", "from-env")]);
+    let resolve = |raw: &str| config::resolve_value(raw, &e);
+    assert_eq!(resolve("MY_KEY").unwrap(), "from-env");
+    assert_eq!(resolve("$MY_KEY").unwrap(), "from-env");
+    assert_eq!(resolve("${MY_KEY}").unwrap(), "from-env");
+    assert_eq!(resolve("sk-literal").unwrap(), "sk-literal");
+    assert_eq!(resolve("!printf ' from-cmd\\n'").unwrap(), "from-cmd");
+    assert!(
+        resolve("$UNSET")
+            .unwrap_err()
+            .to_string()
+            .contains("$UNSET")
+    );
+    assert!(
+        resolve("!exit 3")
+            .unwrap_err()
+            .to_string()
+            .contains("failed")
+    );
+}
+
+/// The example in `config.rs`'s module doc resolves as documented.
+#[test]
+fn the_documented_example_resolves() {
+    let config = tempfile::tempdir().unwrap();
+    let dir = config.path().join("agent-lsp");
+    std::fs::create_dir_all(&dir).unwrap();
+    let doc = include_str!("config.rs");
+    let example: String = doc
+        .lines()
+        .skip_while(|l| *l != "//! ```json")
+        .skip(1)
+        .take_while(|l| *l != "//! ```")
+        .map(|l| l.trim_start_matches("//!"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(dir.join("models.json"), example).unwrap();
+    let e = env(&[
+        ("XDG_CONFIG_HOME", config.path().to_str().unwrap()),
+        ("VLLM_API_KEY", "v"),
+    ]);
+    let ollama = resolve_model(Some("ollama/qwen3:8b"), &e).unwrap();
     assert_eq!(
-        anthropic_thinking_budget(ThinkingLevel::Medium),
-        Some(10_240)
+        (ollama.model.context_window, ollama.model.max_tokens),
+        (32768, 8192)
+    );
+    assert_eq!(ollama.api_key, None);
+    let vllm = resolve_model(Some("vllm/Qwen/Qwen2.5-Coder-32B-Instruct"), &e).unwrap();
+    assert_eq!(vllm.model.base_url, "http://gpu-box:8000/v1");
+    assert_eq!(vllm.api_key.as_deref(), Some("v"));
+    let llama = resolve_model(Some("llamacpp/local"), &e).unwrap();
+    assert!(llama.model.reasoning);
+    assert_eq!(llama.model.api, "openai-completions");
+    assert_eq!(
+        clamp_thinking(&llama.model, ThinkingLevel::High),
+        ThinkingLevel::High
     );
 }

@@ -39,6 +39,32 @@ pub fn endpoint(model: &Model) -> String {
     format!("{}/chat/completions", base.trim_end_matches('/'))
 }
 
+/// Session-affinity headers (compat `sendSessionAffinityHeaders`, `sessionAffinityFormat`):
+/// keep a session's requests on one backend so its prompt cache is reused.
+fn session_headers(model: &Model, options: &StreamOptions) -> Vec<(String, String)> {
+    let compat = model.compat.as_ref();
+    let enabled = compat
+        .and_then(|c| c.get("sendSessionAffinityHeaders"))
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let (Some(session), true) = (&options.session_id, enabled) else {
+        return Vec::new();
+    };
+    let format = compat
+        .and_then(|c| c.get("sessionAffinityFormat"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("openai");
+    let names: &[&str] = match format {
+        "openrouter" => &["x-session-id"],
+        "openai-nosession" => &["x-client-request-id", "x-session-affinity"],
+        _ => &["session_id", "x-client-request-id", "x-session-affinity"],
+    };
+    names
+        .iter()
+        .map(|name| (name.to_string(), session.clone()))
+        .collect()
+}
+
 impl StreamFn for OpenAiCompletions {
     fn stream(
         &self,
@@ -65,7 +91,8 @@ impl StreamFn for OpenAiCompletions {
             if let Some(key) = key {
                 headers.push(("authorization".to_string(), format!("Bearer {key}")));
             }
-            apply_model_headers(&mut headers, &model);
+            headers.extend(session_headers(&model, &options));
+            apply_model_headers(&mut headers, &model, &options);
             let target = HttpTarget {
                 url: endpoint(&model),
                 headers,

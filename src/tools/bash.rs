@@ -144,6 +144,8 @@ pub async fn run_command(
     // Our copies of the pipe's write end must go, or the reader never sees EOF.
     drop(cmd);
     let pgid = child.id().map(|id| Pid::from_raw(id as i32));
+    // If this future is dropped mid-run (the caller gave up on it), the group must not leak.
+    let mut guard = GroupGuard { pgid, armed: true };
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
     std::thread::spawn(move || pump(reader, tx));
 
@@ -153,20 +155,28 @@ pub async fn run_command(
         .unwrap_or_else(std::env::temp_dir);
     let mut out = OutputBuffer::new(spill_dir);
     let deadline = timeout.map(|s| tokio::time::Instant::now() + Duration::from_secs_f64(s));
-    let mut last_update: Option<Instant> = None;
+    // Updates go out at most every UPDATE_INTERVAL; output that arrived inside a window is sent
+    // when the window closes, so a burst followed by silence is still shown.
+    let mut last_update: Option<tokio::time::Instant> = None;
+    let mut dirty = false;
     let mut open = true;
     let end = loop {
+        let flush_at = last_update.map(|t| t + UPDATE_INTERVAL);
         tokio::select! {
             chunk = rx.recv(), if open => match chunk {
                 Some(bytes) => {
                     out.push(&bytes);
-                    if last_update.is_none_or(|t| t.elapsed() >= UPDATE_INTERVAL) {
-                        last_update = Some(Instant::now());
-                        let (text, details) = out.render();
-                        on_update.update(AgentToolResult { details: Some(details), ..AgentToolResult::text(text) });
+                    dirty = true;
+                    if flush_at.is_none_or(|t| tokio::time::Instant::now() >= t) {
+                        send_update(&on_update, &mut out);
+                        (last_update, dirty) = (Some(tokio::time::Instant::now()), false);
                     }
                 }
                 None => open = false,
+            },
+            _ = sleep_until(flush_at), if dirty => {
+                send_update(&on_update, &mut out);
+                (last_update, dirty) = (Some(tokio::time::Instant::now()), false);
             },
             status = child.wait() => break match status {
                 Ok(s) => End::Exited(s),
@@ -181,8 +191,33 @@ pub async fn run_command(
     {
         kill_group(pgid, &mut child).await;
     }
+    guard.armed = false;
     drain(&mut rx, &mut out, open).await;
     finish(end, &mut out)
+}
+
+/// Kills the process group when dropped while armed.
+struct GroupGuard {
+    pgid: Option<Pid>,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed
+            && let Some(pgid) = self.pgid
+        {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+fn send_update(on_update: &ToolUpdater, out: &mut OutputBuffer) {
+    let (text, details) = out.render();
+    on_update.update(AgentToolResult {
+        details: Some(details),
+        ..AgentToolResult::text(text)
+    });
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {
@@ -209,13 +244,17 @@ fn pump(mut reader: std::io::PipeReader, tx: mpsc::Sender<Vec<u8>>) {
 }
 
 /// Collects what is left in the pipe. Background processes may keep it open after the shell
-/// exits, so stop after a short quiet period instead of waiting for EOF.
+/// exits, so stop after a short quiet period (or a bounded total) instead of waiting for EOF.
 async fn drain(rx: &mut mpsc::Receiver<Vec<u8>>, out: &mut OutputBuffer, open: bool) {
     if !open {
         return;
     }
-    while let Ok(Some(bytes)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
-        out.push(&bytes);
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        match tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+            Ok(Some(bytes)) => out.push(&bytes),
+            _ => break,
+        }
     }
 }
 

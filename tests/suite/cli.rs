@@ -1,1 +1,26 @@
-//! Integration tests: cli.
+//! Integration tests: the real `agent-lsp` binary against the loopback mock provider, in a sealed
+//! environment (temp HOME and XDG dirs, no inherited variables; see `support::cli_run`).
+
+mod demo_help;
+mod models;
+mod run;
+mod sessions;
+mod signals;
+
+use agent_lsp::testing::{MockProvider, MockResponse, MockScript};
+
+const MODEL: &str = "openai/mock-model";
+
+async fn mock(responses: Vec<MockResponse>) -> MockProvider {
+    MockProvider::start(MockScript { responses }).await.unwrap()
+}
+
+/// A response that streams `text` slowly: 4-byte deltas, 80 ms apart.
+fn slow_text(text: &str) -> MockResponse {
+    MockResponse {
+        text: Some(text.into()),
+        chunk_size: Some(4),
+        delay_ms: Some(80),
+        ..Default::default()
+    }
+}

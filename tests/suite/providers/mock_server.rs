@@ -219,3 +219,64 @@ async fn the_binary_announces_its_urls_serves_and_logs() {
     assert_eq!(entry["path"], "/v1/chat/completions");
     assert_eq!(entry["body"]["messages"][0]["content"], "logged");
 }
+
+#[tokio::test]
+async fn the_shared_process_helper_serves_both_apis() {
+    use crate::suite::support::mock_provider::MockProcess;
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockProcess::start(
+        dir.path(),
+        &json!({"responses": [{"text": "one"}, {"text": "two"}]}),
+    );
+    assert!(
+        mock.openai_base_url
+            .ends_with(&format!(":{}/v1", mock.port))
+    );
+    let (_, body) = post(
+        &format!("{}/chat/completions", mock.openai_base_url),
+        &user("a"),
+    )
+    .await;
+    assert!(body.contains(r#""content":"one""#));
+    let (_, body) = post(
+        &format!("{}/v1/messages", mock.anthropic_base_url),
+        &user("b"),
+    )
+    .await;
+    assert!(body.contains(r#""text":"two""#));
+    let paths: Vec<Value> = mock.requests().iter().map(|r| r["path"].clone()).collect();
+    assert_eq!(
+        paths,
+        [json!("/v1/chat/completions"), json!("/v1/messages")]
+    );
+}
+
+#[tokio::test]
+async fn the_binary_keeps_serving_with_stdin_at_dev_null() {
+    let dir = tempfile::tempdir().unwrap();
+    let script_path = dir.path().join("script.json");
+    std::fs::write(&script_path, r#"{"responses": [{"text": "still here"}]}"#).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-lsp-mock"))
+        .arg("--script")
+        .arg(&script_path)
+        .env("HOME", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let announced: Value = serde_json::from_str(&line).unwrap();
+    let url = format!(
+        "{}/chat/completions",
+        announced["openaiBaseUrl"].as_str().unwrap()
+    );
+    let (status, body) = post(&url, &user("x")).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("still here"));
+    assert!(child.try_wait().unwrap().is_none(), "still running");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

@@ -376,3 +376,132 @@ async fn user_images_and_blocks_convert() {
     let (body, _) = recorded_body("anthropic-messages", context, StreamOptions::default()).await;
     assert_eq!(body["messages"][0]["content"][1]["source"]["data"], "cGl4");
 }
+
+#[tokio::test]
+async fn model_and_request_headers_apply_and_null_removes_a_default() {
+    for api in APIS {
+        let mock = mock(r#"{"responses": [{"text": "ok"}]}"#).await;
+        let mut model = model_for(api, &mock);
+        model.headers = json!({"x-custom": "model", "x-model-only": "m", "accept": null})
+            .as_object()
+            .cloned();
+        let mut options = StreamOptions {
+            api_key: Some("k".into()),
+            ..StreamOptions::default()
+        };
+        options
+            .extra
+            .insert("headers".into(), json!({"x-custom": "request"}));
+        done(&run(&model, user_context("x"), options).await);
+        let request = mock.requests().remove(0);
+        assert_eq!(request.header("x-custom"), Some("request"), "{api}");
+        assert_eq!(request.header("x-model-only"), Some("m"));
+        assert_ne!(
+            request.header("accept"),
+            Some("text/event-stream"),
+            "{api}: null removed it"
+        );
+    }
+}
+
+#[tokio::test]
+async fn hosted_apis_without_a_key_fail_before_any_request() {
+    for (api, base_url) in [
+        ("openai-completions", "https://api.openai.com/v1"),
+        ("anthropic-messages", "https://api.anthropic.com"),
+    ] {
+        // A provider id with no environment variable, so the test never depends on the host's env.
+        let model = agent_lsp::provider::Model {
+            id: "m".into(),
+            api: api.into(),
+            provider: "keyless-test".into(),
+            base_url: base_url.into(),
+            ..agent_lsp::provider::Model::default()
+        };
+        let events = run(&model, user_context("x"), StreamOptions::default()).await;
+        assert_eq!(error_text(&events), "No API key for provider: keyless-test");
+    }
+}
+
+#[tokio::test]
+async fn anthropic_adaptive_thinking_and_long_cache_retention() {
+    let mock = mock(r#"{"responses": [{"text": "ok"}, {"text": "ok"}]}"#).await;
+    let mut model = model_for("anthropic-messages", &mock);
+    model.compat = json!({"forceAdaptiveThinking": true}).as_object().cloned();
+    let mut options = StreamOptions {
+        reasoning: Some(ThinkingLevel::Minimal),
+        temperature: Some(0.2),
+        ..StreamOptions::default()
+    };
+    options.extra.insert("cacheRetention".into(), json!("long"));
+    done(&run(&model, conversation("anthropic-messages"), options).await);
+    let request = mock.requests().remove(0);
+    assert_eq!(request.body["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(request.body["output_config"], json!({"effort": "low"}));
+    assert!(
+        request.body.get("temperature").is_none(),
+        "no temperature while thinking"
+    );
+    assert!(
+        !request
+            .header("anthropic-beta")
+            .unwrap_or_default()
+            .contains("interleaved")
+    );
+    assert_eq!(
+        request.body["system"][0]["cache_control"],
+        json!({"type": "ephemeral", "ttl": "1h"})
+    );
+    // Thinking off on a reasoning model: explicitly disabled, temperature allowed.
+    let options = StreamOptions {
+        temperature: Some(0.2),
+        ..StreamOptions::default()
+    };
+    done(&run(&model, user_context("x"), options).await);
+    let body = mock.requests().remove(1).body;
+    assert_eq!(body["thinking"], json!({"type": "disabled"}));
+    assert_eq!(body["temperature"], 0.2);
+    assert_eq!(
+        body["messages"][0]["content"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+}
+
+#[tokio::test]
+async fn eager_tool_streaming_and_session_affinity_follow_compat() {
+    let mock = mock(r#"{"responses": [{"text": "ok"}, {"text": "ok"}]}"#).await;
+    let mut model = model_for("anthropic-messages", &mock);
+    model.compat = json!({"supportsEagerToolInputStreaming": true})
+        .as_object()
+        .cloned();
+    done(
+        &run(
+            &model,
+            conversation("anthropic-messages"),
+            StreamOptions::default(),
+        )
+        .await,
+    );
+    let request = mock.requests().remove(0);
+    assert_eq!(request.body["tools"][0]["eager_input_streaming"], true);
+    assert!(
+        !request
+            .header("anthropic-beta")
+            .unwrap_or_default()
+            .contains("fine-grained")
+    );
+
+    let mut model = model_for("openai-completions", &mock);
+    model.compat =
+        json!({"sendSessionAffinityHeaders": true, "sessionAffinityFormat": "openrouter"})
+            .as_object()
+            .cloned();
+    let options = StreamOptions {
+        session_id: Some("sess-42".into()),
+        ..StreamOptions::default()
+    };
+    done(&run(&model, user_context("x"), options).await);
+    let request = mock.requests().remove(1);
+    assert_eq!(request.header("x-session-id"), Some("sess-42"));
+    assert_eq!(request.header("session_id"), None);
+}
