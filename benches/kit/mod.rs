@@ -11,6 +11,7 @@
 pub mod floor;
 pub mod lsp;
 pub mod measure;
+pub mod proxy;
 pub mod report;
 pub mod s1_cold;
 pub mod s2_stream;
@@ -178,6 +179,11 @@ impl Sandbox {
     }
 
     pub fn env(&self, host: &MockHost) -> Vec<(String, String)> {
+        self.env_for(&host.mock.openai_base_url())
+    }
+
+    /// The environment with the OpenAI provider at `openai_base_url`.
+    pub fn env_for(&self, openai_base_url: &str) -> Vec<(String, String)> {
         let home = self.home.path();
         vec![
             ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
@@ -194,7 +200,7 @@ impl Sandbox {
                 "OLLAMA_HOST".into(),
                 format!("127.0.0.1:{}", self.closed_port),
             ),
-            ("OPENAI_BASE_URL".into(), host.mock.openai_base_url()),
+            ("OPENAI_BASE_URL".into(), openai_base_url.to_string()),
             ("OPENAI_API_KEY".into(), "bench-key".into()),
         ]
     }

@@ -2,8 +2,9 @@
 //! calls (1,000), each applied through `workspace/applyEdit` and echoed by the client's
 //! `didChange`. Bars: p50 ≤ 1 ms and p99 ≤ 5 ms server time per edit; memory flat.
 //!
-//! Server time of one edit, from the client's clock: from the assistant's `message_end` event
-//! (the model is done; everything after is the daemon's) to the arrival of `applyEdit`, plus
+//! Server time of one edit, from the client's clock: from the moment the model's response
+//! passed the relay ([`super::proxy`]; everything after is the daemon's) to the arrival of
+//! `applyEdit`, plus
 //! from the client's `didChange` to the `tool_execution_end` event. The client's own time
 //! (applying the edit, answering `agent/saveDocuments`) and the model's time are excluded;
 //! the pipe transit is included.
@@ -11,12 +12,13 @@
 use std::time::{Duration, Instant};
 
 use agent_lsp::testing::MockResponse;
-use anyhow::{Context, bail, ensure};
+use anyhow::{Context, ensure};
 use ropey::Rope;
 use serde_json::{Value, json};
 
 use super::lsp::{Daemon, uri};
 use super::measure::{ms, percentile};
+use super::proxy::Relay;
 use super::report::{Bar, Report};
 use super::{Ctx, MockHost, Sandbox};
 
@@ -58,16 +60,17 @@ fn edit_call(i: usize) -> MockResponse {
     )
 }
 
-/// Timestamps of the edit in flight.
+/// Client-side instants of each edit, in order.
 #[derive(Default)]
-struct Pending {
-    model_done: Option<Instant>,
-    to_client: Option<Duration>,
-    echoed: Option<Instant>,
+struct Clock {
+    apply_edit: Vec<Instant>,
+    did_change: Vec<Instant>,
+    tool_end: Vec<Instant>,
 }
 
 pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
     let host = MockHost::start()?;
+    let relay = Relay::start(host.addr())?;
     let sandbox = Sandbox::new()?;
     let path = sandbox.project().join("big.txt");
     let text = document(size);
@@ -75,7 +78,8 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
     (0..size.edits).for_each(|i| host.push(edit_call(i)));
     host.push(MockResponse::text("All edits made."));
 
-    let mut daemon = Daemon::spawn(&ctx.agent_bin, &sandbox.env(&host), &sandbox.project())?;
+    let env = sandbox.env_for(&relay.openai_base_url());
+    let mut daemon = Daemon::spawn(&ctx.agent_bin, &env, &sandbox.project())?;
     daemon.initialize(&sandbox.project(), true)?;
     let doc_uri = uri(&path);
     daemon.notify(
@@ -86,8 +90,7 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
     drop(text);
     let mut version = 1;
     let prompt = daemon.request_start("agent/prompt", json!({"message": "Make the edits"}))?;
-    let (mut times, mut rss, mut errors) = (Vec::new(), Vec::new(), 0);
-    let mut pending = Pending::default();
+    let (mut clock, mut rss, mut errors) = (Clock::default(), Vec::new(), 0);
     loop {
         let message = daemon.next()?;
         let value = message.parse()?;
@@ -99,20 +102,10 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
             Some("$/agentEvent") => {
                 let event = &value["params"]["event"];
                 match event["type"].as_str() {
-                    Some("message_end") if event["message"]["role"] == "assistant" => {
-                        pending = Pending {
-                            model_done: Some(message.at),
-                            ..Pending::default()
-                        }
-                    }
                     Some("tool_execution_end") => {
                         errors += usize::from(event["isError"] != json!(false));
-                        let (Some(to_client), Some(echoed)) = (pending.to_client, pending.echoed)
-                        else {
-                            bail!("an edit ended without an applyEdit round trip: {event}");
-                        };
-                        times.push(to_client + message.at.saturating_duration_since(echoed));
-                        if times.len() % (size.edits / 10).max(1) == 0 {
+                        clock.tool_end.push(message.at);
+                        if clock.tool_end.len() % (size.edits / 10).max(1) == 0 {
                             rss.push(daemon.memory_kib().1);
                         }
                     }
@@ -121,10 +114,7 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
                 }
             }
             Some("workspace/applyEdit") => {
-                let done = pending
-                    .model_done
-                    .context("applyEdit before the model finished")?;
-                pending.to_client = Some(message.at.saturating_duration_since(done));
+                clock.apply_edit.push(message.at);
                 let changes = apply(&mut buffer, &value["params"]["edit"], &doc_uri)?;
                 version += 1;
                 daemon.reply(&value["id"], json!({"applied": true}))?;
@@ -132,7 +122,7 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
                     "textDocument/didChange",
                     json!({"textDocument": {"uri": doc_uri, "version": version}, "contentChanges": changes}),
                 )?;
-                pending.echoed = Some(Instant::now());
+                clock.did_change.push(Instant::now());
             }
             Some("agent/saveDocuments") => {
                 daemon.reply(&value["id"], json!({"saved": value["params"]["uris"]}))?;
@@ -148,12 +138,10 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
         "the daemon's mirror differs from the client's buffer after the edits"
     );
     daemon.shutdown()?;
-    ensure!(errors == 0, "{errors} of {} edits failed", times.len());
     ensure!(
-        times.len() == size.edits,
-        "{} edits for {}",
-        times.len(),
-        size.edits
+        errors == 0,
+        "{errors} of {} edits failed",
+        clock.tool_end.len()
     );
     let final_text = buffer.to_string();
     for i in 0..size.edits {
@@ -162,7 +150,34 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
             "edit {i} is missing"
         );
     }
+    let times = server_times(&clock, &relay.ends(), size.edits)?;
     report(size, &times, &rss, peak)
+}
+
+/// Per edit: (applyEdit arrival − the model's last bytes) + (tool end − didChange sent).
+fn server_times(
+    clock: &Clock,
+    model_done: &[Instant],
+    edits: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    for (what, n) in [
+        ("applyEdit requests", clock.apply_edit.len()),
+        ("didChange echoes", clock.did_change.len()),
+        ("tool ends", clock.tool_end.len()),
+    ] {
+        ensure!(n == edits, "{n} {what} for {edits} edits");
+    }
+    ensure!(
+        model_done.len() > edits,
+        "{} model responses for {edits} edits",
+        model_done.len()
+    );
+    Ok((0..edits)
+        .map(|k| {
+            clock.apply_edit[k].saturating_duration_since(model_done[k])
+                + clock.tool_end[k].saturating_duration_since(clock.did_change[k])
+        })
+        .collect())
 }
 
 /// Applies the `applyEdit` edits to the client's buffer; returns them as `didChange` events
