@@ -189,10 +189,16 @@ impl<'de> Deserialize<'de> for SessionEntry {
             Some(Value::String(t)) => t.clone(),
             _ => return Err(D::Error::custom("entry without a string `type`")),
         };
+        // Deserialize from a borrow: cloning every entry's map doubled the cost of a resume.
+        let value = Value::Object(map);
         let parsed = if KNOWN_TYPES.contains(&kind_name.as_str()) {
-            serde_json::from_value(Value::Object(map.clone())).map_err(|e| e.to_string())
+            EntryKind::deserialize(&value).map_err(|e| e.to_string())
         } else {
             Err(String::new())
+        };
+        let mut map = match value {
+            Value::Object(map) => map,
+            _ => Map::new(),
         };
         let kind = match parsed {
             Ok(kind) => kind,
