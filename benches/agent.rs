@@ -1,7 +1,7 @@
 //! The scenario benchmarks of issue 6 (see BENCH.md): agent-lsp's own cost measured against
 //! the floor of just serving the model's stream, as ratios taken in the same run.
 //!
-//! `cargo bench --bench agent [-- [SCENARIO…] [--reps N] [--quick] [--markdown FILE]]`
+//! `cargo bench --bench agent [-- [SCENARIO…] [--reps N] [--quick] [--edits N] [--markdown FILE]]`
 //! (SCENARIO: 1 cold, 2 stream, 3 write, 4 turns, 5 daemon edits, 6 daemon sessions,
 //! 7 resume; default all). `--quick` uses the
 //! smoke sizes. Exits 1 when a bar is missed. The binary also serves as its own measuring
@@ -24,6 +24,8 @@ struct Options {
     reps: usize,
     quick: bool,
     markdown: Option<PathBuf>,
+    /// Scenario 5's number of edits instead of the full 1,000.
+    edits: Option<usize>,
 }
 
 fn main() -> ExitCode {
@@ -49,6 +51,7 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
         reps: 7,
         quick: false,
         markdown: None,
+        edits: None,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -62,6 +65,14 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
                     .context("--reps needs a number")?
                     .parse()
                     .context("--reps needs a number")?
+            }
+            "--edits" => {
+                options.edits = Some(
+                    it.next()
+                        .context("--edits needs a number")?
+                        .parse()
+                        .context("--edits needs a number")?,
+                )
             }
             "--markdown" => options.markdown = Some(it.next().context("--markdown FILE")?.into()),
             s if SCENARIOS.contains(&s) => options.scenarios.push(s.into()),
@@ -89,7 +100,7 @@ fn run(options: &Options) -> anyhow::Result<bool> {
     println!("{markdown}");
     let mut all_met = true;
     for scenario in &options.scenarios {
-        let report = scenario_report(&ctx, scenario, options.quick)
+        let report = scenario_report(&ctx, scenario, options)
             .with_context(|| format!("scenario {scenario}"))?;
         all_met &= report.all_met();
         let text = report.markdown();
@@ -111,8 +122,8 @@ fn run(options: &Options) -> anyhow::Result<bool> {
     Ok(all_met)
 }
 
-fn scenario_report(ctx: &Ctx, scenario: &str, quick: bool) -> anyhow::Result<Report> {
-    let pick = |full: usize, small: usize| if quick { small } else { full };
+fn scenario_report(ctx: &Ctx, scenario: &str, options: &Options) -> anyhow::Result<Report> {
+    let pick = |full: usize, small: usize| if options.quick { small } else { full };
     match scenario {
         "1" => kit::s1_cold::run(ctx),
         "2" => {
@@ -127,7 +138,7 @@ fn scenario_report(ctx: &Ctx, scenario: &str, quick: bool) -> anyhow::Result<Rep
         "5" => {
             let size = kit::s5_edits::Size {
                 doc_bytes: pick(kit::s5_edits::FULL.doc_bytes, 200_000),
-                edits: pick(kit::s5_edits::FULL.edits, 20),
+                edits: options.edits.unwrap_or(pick(kit::s5_edits::FULL.edits, 20)),
             };
             kit::s5_edits::run(ctx, size)
         }

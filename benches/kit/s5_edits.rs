@@ -39,15 +39,17 @@ fn marker(i: usize) -> String {
 
 /// A document of ~`doc_bytes` with one unique marker per edit, spread over the whole text.
 pub fn document(size: Size) -> String {
-    let lines = size.doc_bytes / 64;
-    let every = (lines / size.edits.max(1)).max(1);
+    // Ordinary lines are 51 bytes: estimate the line count to spread the markers evenly.
+    let every = (size.doc_bytes / 51 / size.edits.max(1)).max(1);
     let mut text = String::with_capacity(size.doc_bytes + 64);
-    for line in 0..lines {
+    let mut line = 0;
+    while text.len() < size.doc_bytes || line / every < size.edits {
         if line % every == 0 && line / every < size.edits {
             text.push_str(&format!("{:<48}{:>15}\n", marker(line / every), line));
         } else {
             text.push_str(&format!("fn line_{line:08}() -> u32 {{ {line:>20} }}\n"));
         }
+        line += 1;
     }
     text
 }

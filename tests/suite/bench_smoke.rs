@@ -99,7 +99,7 @@ fn scenario_6_daemon_concurrent_sessions() {
 fn scenario_7_long_session() {
     let report = kit::s7_resume::run(1, 120).unwrap();
     assert_measured(&report);
-    bar(&report, "resume");
+    bar(&report, "resume (best run)");
     bar(&report, "replay cost, long / short history");
 }
 
