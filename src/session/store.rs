@@ -274,7 +274,7 @@ fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
         .map_err(|e| SessionError::invalid(path, e.to_string()))?;
     let entries: Vec<SessionEntry> = raw
         .into_iter()
-        .filter_map(|v| serde_json::from_value(v).ok())
+        .filter_map(|v| SessionEntry::from_value(v).ok())
         .collect();
     let name = entries
         .iter()
