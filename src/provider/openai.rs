@@ -1,10 +1,21 @@
 //! The `openai-completions` API: OpenAI Chat Completions streaming, which also serves Ollama,
 //! vLLM, llama.cpp, LM Studio and proxies by base URL.
+//!
+//! `model.compat` flags (pi's names; defaults in brackets): `supportsDeveloperRole` [official
+//! OpenAI], `maxTokensField` [`max_completion_tokens`], `supportsUsageInStreaming` [true],
+//! `supportsStore` [official OpenAI], `supportsStrictMode` [true], `supportsReasoningEffort`
+//! [true], `thinkingFormat` [`openai`; also `openrouter`, `deepseek`, `zai`, `together`, `qwen`,
+//! `qwen-chat-template`, `string-thinking`], `thinkingTokenBudgetField`,
+//! `requiresToolResultName`, `requiresAssistantAfterToolResult`, `requiresThinkingAsText`,
+//! `requiresReasoningContentOnAssistantMessages`, `supportsFinishReason` [true],
+//! `supportsMidConvoSystemMessages` + `supportsMidConvoToolAdditions` (tool strategy
+//! "additions"), `sendSessionAffinityHeaders` + `sessionAffinityFormat`.
+//! `StreamOptions::extra` keys: `toolChoice`, `headers` (null removes a default), `timeoutMs`.
 
 use super::assembler::{Assembler, spawn_provider};
 use super::openai_request::{OpenAiCompat, build_body};
 use super::openai_stream::OpenAiParser;
-use super::transport::{HttpTarget, apply_model_headers, drive, streaming_client};
+use super::transport::{HttpClients, HttpTarget, apply_model_headers, drive, streaming_client};
 use super::{AssistantEventStream, LlmContext, Model, StreamFn, StreamOptions, api_key};
 use crate::agent::message::StopReason;
 
@@ -12,7 +23,7 @@ pub const API: &str = "openai-completions";
 
 /// Streams from `<baseUrl>/chat/completions`.
 pub struct OpenAiCompletions {
-    client: Result<reqwest::Client, String>,
+    client: Result<HttpClients, String>,
 }
 
 impl Default for OpenAiCompletions {
@@ -76,8 +87,8 @@ impl StreamFn for OpenAiCompletions {
         let model = model.clone();
         spawn_provider(&model.clone(), move |sink| async move {
             let asm = Assembler::new(sink, &model);
-            let client = match client {
-                Ok(client) => client,
+            let clients = match client {
+                Ok(clients) => clients,
                 Err(e) => return asm.fail(StopReason::Error, e).await,
             };
             let key = api_key::resolve(&model, &options);
@@ -99,6 +110,7 @@ impl StreamFn for OpenAiCompletions {
                 body: build_body(&model, &context, &options),
             };
             let supports_finish = OpenAiCompat::for_model(&model).finish_reason;
+            let client = clients.for_url(&target.url).clone();
             drive(&client, target, &options, asm, || {
                 OpenAiParser::new(model.clone(), supports_finish)
             })

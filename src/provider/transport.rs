@@ -179,13 +179,15 @@ async fn attempt<P: WireParser>(
     for (name, value) in &target.headers {
         request = request.header(name, value);
     }
+    let idle = idle_timeout(options);
     let response = tokio::select! {
         _ = signal.cancelled() => return Attempt::Aborted,
-        response = request.send() => response,
+        response = tokio::time::timeout(idle, request.send()) => response,
     };
     let response = match response {
-        Ok(response) => response,
-        Err(e) => return Attempt::Failed(format!("Connection error: {}", error_chain(&e))),
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => return Attempt::Failed(format!("Connection error: {}", error_chain(&e))),
+        Err(_) => return Attempt::Failed(timed_out(idle, "no response")),
     };
     let status = response.status();
     if !status.is_success() {
@@ -228,11 +230,15 @@ async fn stream_body<P: WireParser>(
     mut parser: P,
 ) -> Attempt {
     let mut events = response.bytes_stream().eventsource();
+    let idle = idle_timeout(options);
     loop {
         let next = tokio::select! {
             biased;
             _ = options.signal.cancelled() => return Attempt::Aborted,
-            next = events.next() => next,
+            next = tokio::time::timeout(idle, events.next()) => next,
+        };
+        let Ok(next) = next else {
+            return Attempt::Failed(timed_out(idle, "no event"));
         };
         let event = match next {
             None => break,
@@ -257,6 +263,20 @@ async fn stream_body<P: WireParser>(
     }
 }
 
+/// Inactivity limit: `timeoutMs` in the options, else 10 minutes (the OpenAI and Anthropic
+/// SDKs' default). It restarts with every event, so long streams are fine; a server that goes
+/// silent (a hung local model, a dead proxy) ends the request.
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
+
+fn idle_timeout(options: &StreamOptions) -> Duration {
+    let ms = options.extra.get("timeoutMs").and_then(Value::as_u64);
+    Duration::from_millis(ms.filter(|ms| *ms > 0).unwrap_or(DEFAULT_IDLE_TIMEOUT_MS))
+}
+
+fn timed_out(idle: Duration, what: &str) -> String {
+    format!("Request timed out: {what} for {} ms", idle.as_millis())
+}
+
 fn failed(failure: Failure, options: &StreamOptions) -> Attempt {
     match failure {
         Failure::Gone => Attempt::Gone,
@@ -269,14 +289,48 @@ fn failed(failure: Failure, options: &StreamOptions) -> Attempt {
     }
 }
 
-/// A reqwest client for streaming: connect timeout, idle read timeout, no overall timeout.
-/// `Err` (TLS setup failed) is reported on each request rather than at construction.
-pub fn streaming_client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(30))
-        .read_timeout(Duration::from_secs(300))
-        .build()
-        .map_err(|e| format!("cannot create the HTTP client: {}", error_chain(&e)))
+/// Streaming HTTP clients: one honouring the system proxy settings, one direct for loopback
+/// servers (Ollama, llama.cpp, LM Studio, the test mock), which a proxy must never intercept.
+#[derive(Clone)]
+pub struct HttpClients {
+    proxied: reqwest::Client,
+    direct: reqwest::Client,
+}
+
+impl HttpClients {
+    /// The client for a request URL.
+    pub fn for_url(&self, url: &str) -> &reqwest::Client {
+        if is_loopback(url) {
+            &self.direct
+        } else {
+            &self.proxied
+        }
+    }
+}
+
+/// Whether a URL points at this machine.
+pub fn is_loopback(url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let host = url.host_str().unwrap_or("");
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Clients for streaming: a connect timeout, no overall timeout (idle time is limited per
+/// request, see [`DEFAULT_IDLE_TIMEOUT_MS`]). `Err` (TLS
+/// setup failed) is reported on each request rather than at construction.
+pub fn streaming_client() -> Result<HttpClients, String> {
+    let builder = || reqwest::Client::builder().connect_timeout(Duration::from_secs(30));
+    let error = |e: reqwest::Error| format!("cannot create the HTTP client: {}", error_chain(&e));
+    Ok(HttpClients {
+        proxied: builder().build().map_err(error)?,
+        direct: builder().no_proxy().build().map_err(error)?,
+    })
 }
 
 /// Adds the model's configured headers, then the request's (`options.extra.headers`); a `null`
@@ -299,5 +353,19 @@ pub fn apply_model_headers(
             Value::String(s) => headers.push((name.clone(), s.clone())),
             other => headers.push((name.clone(), other.to_string())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_urls_bypass_proxies() {
+        assert!(is_loopback("http://127.0.0.1:8080/v1"));
+        assert!(is_loopback("http://localhost:11434/v1"));
+        assert!(is_loopback("http://[::1]:1234"));
+        assert!(!is_loopback("https://api.openai.com/v1"));
+        assert!(!is_loopback("not a url"));
     }
 }

@@ -85,9 +85,22 @@ fn openai_chunks<'a>(
     std::iter::once(json!({"role": "assistant"}))
         .chain(thinking)
         .chain(text)
+        .chain(reasoning_details(r))
         .chain(tools)
         .map(move |delta| chunk(delta, Value::Null))
         .chain(openai_tail(r, id, model))
+}
+
+/// Encrypted reasoning for the tool calls (`encryptedReasoning`), before their deltas.
+fn reasoning_details(r: &MockResponse) -> Option<Value> {
+    (r.encrypted_reasoning && !r.tool_calls.is_empty()).then(|| {
+        let details: Vec<Value> = r
+            .tool_calls
+            .iter()
+            .map(|c| json!({"type": "reasoning.encrypted", "id": c.id, "data": format!("enc-{}", c.id)}))
+            .collect();
+        json!({"reasoning_details": details})
+    })
 }
 
 /// The finish chunk, the usage chunk and `[DONE]`, as scripted.
@@ -171,7 +184,10 @@ fn anthropic_error(message: &str) -> Vec<u8> {
 }
 
 fn anthropic_chunks(r: &MockResponse, id: &str, model: &str) -> Vec<Vec<u8>> {
-    let empty = r.text.is_none() && r.thinking.is_none() && r.tool_calls.is_empty();
+    let empty = r.text.is_none()
+        && r.thinking.is_none()
+        && r.redacted_thinking.is_none()
+        && r.tool_calls.is_empty();
     if let (Some(message), true) = (&r.stream_error, empty) {
         // As the API does when overloaded: the error is the first and only event.
         return vec![anthropic_error(message)];
@@ -201,6 +217,11 @@ fn anthropic_chunks(r: &MockResponse, id: &str, model: &str) -> Vec<Vec<u8>> {
             ));
         let start = json!({"type": "thinking", "thinking": "", "signature": ""});
         anthropic_block(&mut out, index, start, deltas);
+        index += 1;
+    }
+    if let Some(data) = &r.redacted_thinking {
+        let start = json!({"type": "redacted_thinking", "data": data});
+        anthropic_block(&mut out, index, start, std::iter::empty());
         index += 1;
     }
     if let Some(text) = &r.text {

@@ -7,6 +7,11 @@ use std::process::{Command, Stdio};
 use agent_lsp::testing::{MockProvider, MockResponse, MockScript};
 use serde_json::{Value, json};
 
+/// A plain client that never goes through a proxy (the mock is on loopback).
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
 fn request(client: &reqwest::Client, url: &str, body: &Value) -> reqwest::RequestBuilder {
     client
         .post(url)
@@ -15,10 +20,7 @@ fn request(client: &reqwest::Client, url: &str, body: &Value) -> reqwest::Reques
 }
 
 async fn post(url: &str, body: &Value) -> (u16, String) {
-    let response = request(&reqwest::Client::new(), url, body)
-        .send()
-        .await
-        .unwrap();
+    let response = request(&client(), url, body).send().await.unwrap();
     let status = response.status().as_u16();
     (status, response.text().await.unwrap())
 }
@@ -75,10 +77,7 @@ async fn exhausted_script_and_status_faults_answer_with_http_errors() {
     .await
     .unwrap();
     let url = format!("{}/chat/completions", mock.openai_base_url());
-    let response = request(&reqwest::Client::new(), &url, &user("x"))
-        .send()
-        .await
-        .unwrap();
+    let response = request(&client(), &url, &user("x")).send().await.unwrap();
     assert_eq!(response.status().as_u16(), 429);
     assert_eq!(response.headers()["retry-after"], "7");
     assert_eq!(response.text().await.unwrap(), "slow down");
@@ -126,7 +125,7 @@ async fn refused_and_cut_connections_are_transport_errors() {
     .await
     .unwrap();
     let url = format!("{}/chat/completions", mock.openai_base_url());
-    let client = reqwest::Client::new();
+    let client = client();
     assert!(request(&client, &url, &user("x")).send().await.is_err());
     let response = request(&client, &url, &user("x")).send().await.unwrap();
     assert_eq!(response.status().as_u16(), 200);

@@ -505,3 +505,75 @@ async fn eager_tool_streaming_and_session_affinity_follow_compat() {
     assert_eq!(request.header("x-session-id"), Some("sess-42"));
     assert_eq!(request.header("session_id"), None);
 }
+
+#[tokio::test]
+async fn openrouter_encrypted_reasoning_is_kept_and_replayed() {
+    let mock = mock(
+        r#"{"responses": [{"encryptedReasoning": true, "toolCalls": [
+            {"id": "call_a", "name": "read", "arguments": {"path": "a"}},
+            {"id": "call_b", "name": "read", "arguments": {"path": "b"}}]}, {"text": "done"}]}"#,
+    )
+    .await;
+    let model = model_for("openai-completions", &mock);
+    let events = run(&model, user_context("go"), StreamOptions::default()).await;
+    let (_, message) = done(&events);
+    let signatures: Vec<Value> = message
+        .tool_calls()
+        .map(|c| serde_json::from_str(c.thought_signature.as_deref().unwrap()).unwrap())
+        .collect();
+    assert_eq!(
+        signatures[0],
+        json!({"type": "reasoning.encrypted", "id": "call_a", "data": "enc-call_a"})
+    );
+    assert_eq!(signatures[1]["data"], "enc-call_b");
+    let results = message.tool_calls().map(|c| {
+        AgentMessage::ToolResult(ToolResultMessage {
+            tool_call_id: c.id.clone(),
+            tool_name: c.name.clone(),
+            content: vec![ContentBlock::text("ok")],
+            ..ToolResultMessage::default()
+        })
+    });
+    let mut messages = vec![
+        AgentMessage::user_text("go"),
+        AgentMessage::Assistant(message.clone()),
+    ];
+    messages.extend(results);
+    done(&run(&model, LlmContext { messages }, StreamOptions::default()).await);
+    let body = mock.requests().remove(1).body;
+    let replayed = &body["messages"][1]["reasoning_details"];
+    assert_eq!(replayed.as_array().map(Vec::len), Some(2));
+    assert_eq!(replayed[1]["id"], "call_b");
+}
+
+#[tokio::test]
+async fn anthropic_redacted_thinking_is_kept_and_replayed_to_the_same_model() {
+    let mock = mock(r#"{"responses": [{"thinking": "visible", "redactedThinking": "opaque-blob", "text": "hi"}, {"text": "again"}]}"#).await;
+    let model = model_for("anthropic-messages", &mock);
+    let (_, message) = done(&run(&model, user_context("q"), StreamOptions::default()).await);
+    let ContentBlock::Thinking(redacted) = &message.content[1] else {
+        panic!("{message:?}")
+    };
+    assert_eq!(redacted.thinking, "[Reasoning redacted]");
+    assert_eq!(
+        (redacted.redacted, redacted.thinking_signature.as_deref()),
+        (Some(true), Some("opaque-blob"))
+    );
+    let messages = vec![
+        AgentMessage::user_text("q"),
+        message.into(),
+        AgentMessage::user_text("more"),
+    ];
+    done(&run(&model, LlmContext { messages }, StreamOptions::default()).await);
+    let body = mock.requests().remove(1).body;
+    let replayed = &body["messages"][1]["content"];
+    assert_eq!(
+        replayed[0],
+        json!({"type": "thinking", "thinking": "visible", "signature": "sig-mock"})
+    );
+    assert_eq!(
+        replayed[1],
+        json!({"type": "redacted_thinking", "data": "opaque-blob"})
+    );
+    assert_eq!(replayed[2]["text"], "hi");
+}
