@@ -177,6 +177,9 @@ pub struct AbortResult {
 pub struct NewSessionParams {
     #[serde(default)]
     pub cwd: Option<String>,
+    /// A stored session to continue (id, unique id prefix or file path).
+    #[serde(default)]
+    pub resume: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
