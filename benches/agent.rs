@@ -3,9 +3,10 @@
 //!
 //! `cargo bench --bench agent [-- [SCENARIO…] [--reps N] [--quick] [--edits N] [--markdown FILE]]`
 //! (SCENARIO: 1 cold, 2 stream, 3 write, 4 turns, 5 daemon edits, 6 daemon sessions,
-//! 7 resume; default all). `--quick` uses the
-//! smoke sizes. Exits 1 when a bar is missed. The binary also serves as its own measuring
-//! wrapper (`__measure`) and floor client (`__floor`); see `kit/measure.rs`.
+//! 7 resume; default all). `--quick` uses the smoke sizes. Exits 1 when a bar is missed.
+//! Without `--bench` (as `cargo test --all-targets` runs it) it only says how to run it. The
+//! binary also serves as its own measuring wrapper (`__measure`) and floor client (`__floor`);
+//! see `kit/measure.rs`.
 
 mod kit;
 
@@ -33,6 +34,15 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("__measure") => measure::measure_main(&args[1..]).map(|()| true),
         Some("__floor") => floor::floor_main(&args[1..]).map(|()| true),
+        // `cargo bench` passes --bench; `cargo test --all-targets` runs this binary too (debug
+        // build, libtest arguments), where the smoke tests stand in for it.
+        _ if !args.iter().any(|a| a == "--bench") => {
+            println!(
+                "agent benchmarks: run with `cargo bench --bench agent` (or pass --bench); \
+                 their smoke versions are tests/suite/bench_smoke.rs"
+            );
+            Ok(true)
+        }
         _ => parse(&args).and_then(|o| run(&o)),
     };
     match result {
