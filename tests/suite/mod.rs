@@ -4,6 +4,7 @@ mod agent_core;
 mod cli;
 mod daemon;
 mod loop_conformance;
+mod pi_interop;
 mod providers;
 mod sessions;
 mod support;
