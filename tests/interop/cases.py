@@ -28,8 +28,6 @@ ANSWER = "The file says hello world."
 # (event type, scope: "" for the event itself or the nested object's key, key, side).
 DOCUMENTED = {
     ("message_update", "", "usage", "pi"),
-    ("message_end", "message", "durationMs", "pi"),
-    ("turn_end", "message", "durationMs", "pi"),
     ("agent_end", "", "willRetry", "pi"),
     ("tool_execution_end", "result", "structuredContent", "pi"),
     ("tool_execution_end", "result", "details", "agent-lsp"),

@@ -93,3 +93,55 @@ fn a_genuine_pi_1_6_0_session_continues_as_valid_v3() {
     );
     assert_valid_pi_v3(&path);
 }
+
+/// Two shape fixes found by comparing against `pi --mode json` (tests/interop/pi.sh, case 3):
+/// `turn_end` messages carry their `role`, and final assistant messages carry the request's
+/// `durationMs`, as pi 1.6.0's do.
+#[tokio::test]
+async fn run_json_events_carry_pi_1_6_0_roles_and_durations() {
+    use agent_lsp::testing::{MockProvider, MockResponse, MockScript};
+    use serde_json::json;
+
+    use super::support::cli_run::{CliEnv, json_lines, stderr};
+
+    let mock = MockProvider::start(MockScript {
+        responses: vec![
+            MockResponse::tool_call("call_1", "read", json!({"path": "a.txt"})),
+            MockResponse {
+                text: Some("Done.".into()),
+                delay_ms: Some(20),
+                ..Default::default()
+            },
+        ],
+    })
+    .await
+    .unwrap();
+    let env = CliEnv::with_mock(&mock);
+    std::fs::write(env.project().join("a.txt"), "hello\n").unwrap();
+    let out = env
+        .run(&[
+            "run",
+            "--json",
+            "--no-session",
+            "--model",
+            "openai/mock-model",
+            "read a.txt",
+        ])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let events = json_lines(&out);
+    let turn_ends: Vec<_> = events.iter().filter(|e| e["type"] == "turn_end").collect();
+    assert_eq!(turn_ends.len(), 2);
+    assert_eq!(turn_ends[0]["message"]["role"], "assistant");
+    assert_eq!(turn_ends[0]["toolResults"][0]["role"], "toolResult");
+    let assistant_ends: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "message_end" && e["message"]["role"] == "assistant")
+        .collect();
+    assert_eq!(assistant_ends.len(), 2);
+    for end in &assistant_ends {
+        assert!(end["message"]["durationMs"].is_u64(), "{end}");
+    }
+    // The second response waits 20 ms before each chunk, so its request took at least that.
+    assert!(assistant_ends[1]["message"]["durationMs"].as_u64().unwrap() >= 20);
+}
