@@ -68,7 +68,7 @@ build_binaries() {
     fi
 }
 
-mkdir -p "$CACHE"
+mkdir -p "$CACHE" || fail_install "cannot create the cache dir $CACHE"
 install_node
 install_pi
 build_binaries
