@@ -22,7 +22,10 @@ pub enum AgentEvent {
     TurnStart,
     #[serde(rename_all = "camelCase")]
     TurnEnd {
+        /// Serialised with its `role`, as pi does (the struct alone has no role field).
+        #[serde(serialize_with = "with_role::assistant")]
         message: AssistantMessage,
+        #[serde(serialize_with = "with_role::tool_results")]
         tool_results: Vec<ToolResultMessage>,
     },
     MessageStart {
@@ -91,5 +94,57 @@ impl AgentEvent {
             AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
             AgentEvent::ProviderRetry { .. } => "provider_retry",
         }
+    }
+}
+
+/// Serialises bare message structs with pi's leading `role` field, so `turn_end` carries the same
+/// message shape as `message_end` (found by the pi 1.6.0 interop test, tests/interop/). Reading
+/// ignores the extra field.
+mod with_role {
+    use serde::{Serialize, Serializer};
+
+    use crate::agent::message::{AssistantMessage, ToolResultMessage};
+
+    #[derive(Serialize)]
+    struct Tagged<'a, T> {
+        role: &'static str,
+        #[serde(flatten)]
+        inner: &'a T,
+    }
+
+    pub fn assistant<S: Serializer>(message: &AssistantMessage, s: S) -> Result<S::Ok, S::Error> {
+        Tagged {
+            role: "assistant",
+            inner: message,
+        }
+        .serialize(s)
+    }
+
+    pub fn tool_results<S: Serializer>(
+        results: &[ToolResultMessage],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(results.iter().map(|inner| Tagged {
+            role: "toolResult",
+            inner,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn turn_end_messages_carry_pi_roles_and_read_back() {
+        let event = AgentEvent::TurnEnd {
+            message: AssistantMessage::default(),
+            tool_results: vec![ToolResultMessage::default()],
+        };
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(json["message"]["role"], "assistant");
+        assert_eq!(json["toolResults"][0]["role"], "toolResult");
+        let back: AgentEvent = serde_json::from_value(json).unwrap();
+        assert_eq!(back, event);
     }
 }

@@ -137,6 +137,8 @@ impl Attempt {
             });
         }
         let model = &req.config.model;
+        // pi 1.6.0 times each provider stream (`durationMs` on the final message).
+        let started_at = std::time::Instant::now();
         // A stream function must encode failures in its stream; one that panics instead
         // ("provider exploded") fails the run like pi's throwing stream function.
         let call = std::panic::AssertUnwindSafe(|| {
@@ -144,30 +146,35 @@ impl Attempt {
                 .stream(model, LlmContext { messages }, options)
         });
         let mut stream = std::panic::catch_unwind(call).map_err(|p| panic_text(p.as_ref()))?;
-        loop {
+        let mut attempt = loop {
             let event = tokio::select! {
                 biased;
                 event = stream.next() => event,
                 () = req.cancel.cancelled() => {
-                    return Ok(Attempt {
+                    break Attempt {
                         message: partial.finish(StopReason::Aborted, OPERATION_ABORTED),
                         started: partial.started,
-                    });
+                    };
                 }
             };
             let Some(event) = event else {
-                return Ok(Attempt {
+                break Attempt {
                     message: partial.finish(StopReason::Error, STREAM_ENDED_TEXT),
                     started: partial.started,
-                });
+                };
             };
             if let Some(message) = partial.accept(event, req.emit).await? {
-                return Ok(Attempt {
+                break Attempt {
                     message,
                     started: partial.started,
-                });
+                };
             }
+        };
+        if attempt.message.duration_ms.is_none() {
+            let ms = u64::try_from(started_at.elapsed().as_millis()).unwrap_or(u64::MAX);
+            attempt.message.duration_ms = Some(ms);
         }
+        Ok(attempt)
     }
 }
 

@@ -1,0 +1,204 @@
+"""The pi interop cases (see tests/interop/README.md); run through tests/interop/pi.sh.
+
+1. agent-lsp writes a session with a tool call; pi 1.6.0 continues it (`pi --session FILE -p`).
+2. pi writes a session with a tool call; `agent-lsp run --session FILE` continues it.
+3. The same scripted read-and-answer run through `pi --mode json` and `agent-lsp run --json`:
+   same event types in the same order, same key sets, apart from the documented differences.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+from harness import (Mock, Sandbox, CaseError, check, check_read_history, check_tree, expect_ok,
+                     read_entries, wire_messages, PI_CLI, PI_NODE)
+
+READ_THEN_ANSWER = [
+    {"toolCalls": [{"id": "call_1", "name": "read", "arguments": {"path": "a.txt"}}]},
+    {"text": "The file says hello world."},
+]
+ANSWER = "The file says hello world."
+
+# Event-shape differences that are deliberate or known and documented in tests/interop/README.md:
+# (event type, scope: "" for the event itself or the nested object's key, key, side).
+DOCUMENTED = {
+    ("message_update", "", "usage", "pi"),
+    ("agent_end", "", "willRetry", "pi"),
+    ("tool_execution_end", "result", "structuredContent", "pi"),
+    ("tool_execution_end", "result", "details", "agent-lsp"),
+    ("message_start", "message", "details", "agent-lsp"),
+    ("message_end", "message", "details", "agent-lsp"),
+}
+IGNORED_KEYS = {"partial"}
+NESTED = ("message", "assistantMessageEvent", "result", "args", "usage")
+
+
+def case_agent_lsp_session_continues_in_pi(box: Sandbox):
+    mock = Mock(box.root, "agent-lsp", READ_THEN_ANSWER)
+    try:
+        sessions = box.root / "sessions"
+        expect_ok(box.agent_lsp(mock, ["--session-dir", str(sessions), "read a.txt"]), "agent-lsp run")
+    finally:
+        mock.close()
+    files = sorted(sessions.rglob("*.jsonl"))
+    check(len(files) == 1, f"agent-lsp wrote {len(files)} session files")
+    before = read_entries(files[0])
+
+    mock = Mock(box.root, "pi", [{"text": "pi continues."}])
+    try:
+        proc = box.pi(mock, ["--session", str(files[0]), "-p", "what next?"])
+        expect_ok(proc, "pi --session")
+        check(proc.stdout.strip() == "pi continues.", f"pi printed {proc.stdout!r}")
+        requests = mock.requests()
+    finally:
+        mock.close()
+    after = read_entries(files[0])
+    check(after[: len(before)] == before, "pi rewrote entries agent-lsp had written")
+    check(len(after) > len(before), "pi appended nothing to the session file")
+    check_tree(after, "the continued session")
+    new_messages = [e["message"] for e in after[len(before):] if e["type"] == "message"]
+    roles = [m["role"] for m in new_messages if m["role"] != "system"]
+    check(roles == ["user", "assistant"], f"pi appended messages with roles {roles}")
+    check(new_messages[-1]["content"][0]["text"] == "pi continues.", f"pi's answer {new_messages[-1]}")
+    check(len(requests) == 1, f"pi made {len(requests)} requests")
+    messages = wire_messages(requests[0])
+    check_read_history(messages, "pi's request", ANSWER)
+    check([m["role"] for m in messages[4:]] == ["user"] and messages[4]["content"] in (
+        "what next?", [{"type": "text", "text": "what next?"}]), f"pi's new prompt {messages[4:]}")
+
+
+def case_pi_session_continues_in_agent_lsp(box: Sandbox, fixtures_out):
+    mock = Mock(box.root, "pi", READ_THEN_ANSWER)
+    try:
+        proc = box.pi(mock, ["-p", "read a.txt"])
+        expect_ok(proc, "pi -p")
+        check(proc.stdout.strip() == ANSWER, f"pi printed {proc.stdout!r}")
+    finally:
+        mock.close()
+    files = box.pi_session_files()
+    check(len(files) == 1, f"pi wrote {len(files)} session files")
+    if fixtures_out:
+        shutil.copyfile(files[0], Path(fixtures_out) / "pi-1.6.0-read.jsonl")
+    before = read_entries(files[0])
+
+    mock = Mock(box.root, "agent-lsp", [{"text": "agent-lsp continues."}])
+    try:
+        proc = box.agent_lsp(mock, ["--session", str(files[0]), "what next?"])
+        expect_ok(proc, "agent-lsp run --session")
+        check(proc.stdout.startswith("agent-lsp continues."), f"agent-lsp printed {proc.stdout!r}")
+        requests = mock.requests()
+    finally:
+        mock.close()
+    after = read_entries(files[0])
+    check(after[: len(before)] == before, "agent-lsp rewrote entries pi had written")
+    check(len(after) > len(before), "agent-lsp appended nothing to the session file")
+    check_tree(after, "the continued session")
+    check(len(requests) == 1, f"agent-lsp made {len(requests)} requests")
+    messages = wire_messages(requests[0])
+    check_read_history(messages, "agent-lsp's request", ANSWER)
+    check(len(messages) == 5 and messages[4]["role"] == "user", f"agent-lsp's new prompt {messages[4:]}")
+
+
+def shape(event):
+    """(type, {scope: key set}) of one event, ignoring values."""
+    keys = {"": set(event) - IGNORED_KEYS}
+    for scope in NESTED:
+        if isinstance(event.get(scope), dict):
+            keys[scope] = set(event[scope]) - IGNORED_KEYS
+    return event["type"], keys
+
+
+def comparable(events):
+    """Drops pi's session header line and pi 1.6.0's system-prompt message (README: deliberate)."""
+    out = []
+    for e in events:
+        if e.get("type") == "session":
+            continue
+        if e.get("type") in ("message_start", "message_end") and e.get("message", {}).get("role") == "system":
+            continue
+        out.append(e)
+    return out
+
+
+def shape_differences(pi_events, our_events):
+    pi_shapes = [shape(e) for e in comparable(pi_events)]
+    our_shapes = [shape(e) for e in comparable(our_events)]
+    pi_types = [t for t, _ in pi_shapes]
+    our_types = [t for t, _ in our_shapes]
+    if pi_types != our_types:
+        return [f"event types differ:\n  pi:        {pi_types}\n  agent-lsp: {our_types}"], []
+    undocumented, documented = [], []
+    for i, ((kind, pk), (_, ok)) in enumerate(zip(pi_shapes, our_shapes)):
+        # A nested object present on one side only is reported once, as its key on the event.
+        for scope in sorted(set(pk) & set(ok)):
+            for side, keys in (("pi", pk.get(scope, set()) - ok.get(scope, set())),
+                               ("agent-lsp", ok.get(scope, set()) - pk.get(scope, set()))):
+                for key in sorted(keys):
+                    line = f"#{i} {kind} {scope or '<event>'}.{key}: only in {side}"
+                    (documented if (kind, scope, key, side) in DOCUMENTED else undocumented).append(line)
+    return undocumented, documented
+
+
+def case_event_shapes_match(box: Sandbox):
+    mock = Mock(box.root, "pi", READ_THEN_ANSWER)
+    try:
+        proc = box.pi(mock, ["--mode", "json", "--no-session", "read a.txt"])
+        expect_ok(proc, "pi --mode json")
+    finally:
+        mock.close()
+    pi_events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    mock = Mock(box.root, "agent-lsp", READ_THEN_ANSWER)
+    try:
+        proc = box.agent_lsp(mock, ["--json", "--no-session", "read a.txt"])
+        expect_ok(proc, "agent-lsp run --json")
+    finally:
+        mock.close()
+    our_events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    undocumented, documented = shape_differences(pi_events, our_events)
+    for line in documented:
+        print(f"    documented difference: {line}")
+    check(not undocumented, "undocumented event-shape differences:\n    " + "\n    ".join(undocumented))
+
+
+def pi_version_is_pinned():
+    out = subprocess.run([PI_NODE, PI_CLI, "--version"], capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir()})
+    version = (out.stdout + out.stderr).strip()
+    check(version.endswith(os.environ["PI_EXPECTED_VERSION"]), f"pi --version printed {version!r}")
+
+
+def main():
+    fixtures_out = None
+    if "--update-fixtures" in sys.argv[1:]:
+        fixtures_out = Path(os.environ["INTEROP_ROOT"]) / "tests/fixtures/sessions"
+    cases = [
+        ("pi is the pinned version", lambda box: pi_version_is_pinned()),
+        ("agent-lsp session continues in pi", case_agent_lsp_session_continues_in_pi),
+        ("pi session continues in agent-lsp",
+         lambda box: case_pi_session_continues_in_agent_lsp(box, fixtures_out)),
+        ("event shapes: pi --mode json vs agent-lsp run --json", case_event_shapes_match),
+    ]
+    passed = failed = 0
+    for name, run in cases:
+        with tempfile.TemporaryDirectory(prefix="agent-lsp-pi-interop-") as tmp:
+            try:
+                run(Sandbox(Path(tmp)))
+                passed += 1
+                print(f"ok   {name}")
+            except CaseError as e:
+                failed += 1
+                print(f"FAIL {name}: {e}")
+            except Exception:  # a crash in a case is a failure of that case, reported in full
+                failed += 1
+                print(f"FAIL {name}:\n{traceback.format_exc()}")
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
