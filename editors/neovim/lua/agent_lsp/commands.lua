@@ -1,0 +1,281 @@
+--- agent_lsp.commands: what `:AgentPrompt`, `:AgentSteer`, … do, as a Lua API.
+
+local chat = require("agent_lsp.chat")
+local config = require("agent_lsp.config")
+local protocol = require("agent_lsp.protocol")
+local state = require("agent_lsp.state")
+
+local M = {}
+
+local function lsp()
+  return require("agent_lsp")
+end
+
+--- Opens the chat buffer with the configured layout.
+---@return integer win
+function M.open_chat()
+  return chat.open(config.options.chat)
+end
+
+--- The message sent to the daemon: plain text, or content blocks when context is attached.
+---@param text string
+---@param context string[]? extra text blocks (e.g. a selection with its file and range)
+---@return string|table[]
+local function message(text, context)
+  if not context or #context == 0 then
+    return text
+  end
+  local blocks = {}
+  for _, c in ipairs(context) do
+    blocks[#blocks + 1] = { type = "text", text = c }
+  end
+  blocks[#blocks + 1] = { type = "text", text = text }
+  return blocks
+end
+
+--- A context block for lines `l1..l2` (1-based) of a buffer.
+---@param bufnr integer
+---@param l1 integer
+---@param l2 integer
+---@return string
+function M.selection_context(bufnr, l1, l2)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local path = name ~= "" and vim.fn.fnamemodify(name, ":.") or "[No Name]"
+  local lines = vim.api.nvim_buf_get_lines(bufnr, l1 - 1, l2, false)
+  local ft = vim.bo[bufnr].filetype
+  return string.format(
+    "%s lines %d-%d:\n```%s\n%s\n```",
+    path,
+    l1,
+    l2,
+    ft,
+    table.concat(lines, "\n")
+  )
+end
+
+local function adopt(result)
+  if type(result) == "table" and result.sessionId then
+    if state.current ~= result.sessionId then
+      state.current = result.sessionId
+    end
+    local s = state.session(result.sessionId)
+    if result.runId then
+      s.run_id = result.runId
+    end
+  end
+end
+
+--- Sends a prompt. While a run is active the daemon refuses it unless `opts.streaming_behavior`
+--- is given ("steer" or "followUp"): use `steer`/`follow_up` then.
+---@param text string
+---@param opts {context: string[]?, streaming_behavior: string?, on_result: fun(r: table)?}?
+function M.prompt(text, opts)
+  opts = opts or {}
+  if config.options.chat.auto_open then
+    M.open_chat()
+  end
+  local params = {
+    sessionId = state.current,
+    message = message(text, opts.context),
+    streamingBehavior = opts.streaming_behavior,
+  }
+  lsp().request(protocol.methods.prompt, params, function(result)
+    adopt(result)
+    if opts.on_result then
+      opts.on_result(result)
+    end
+  end)
+end
+
+--- Queues a message for the running session (`agent/steer` or `agent/followUp`); with no
+--- session yet it sends a prompt with the matching streaming behaviour.
+local function queue(method, behavior, text, on_result)
+  if not state.current then
+    return M.prompt(text, { streaming_behavior = behavior, on_result = on_result })
+  end
+  lsp().request(method, { sessionId = state.current, message = text }, function(result)
+    if on_result then
+      on_result(result)
+    end
+  end)
+end
+
+--- Steers the running agent: delivered after the current tool batch.
+---@param text string
+---@param on_result fun(r: table)?
+function M.steer(text, on_result)
+  queue(protocol.methods.steer, protocol.streaming_behavior.steer, text, on_result)
+end
+
+--- Queues a follow-up: delivered when the agent would otherwise stop.
+---@param text string
+---@param on_result fun(r: table)?
+function M.follow_up(text, on_result)
+  queue(protocol.methods.follow_up, protocol.streaming_behavior.follow_up, text, on_result)
+end
+
+--- Aborts the current session's run (safe when idle).
+---@param on_result fun(r: table)?
+function M.abort(on_result)
+  if not state.current then
+    vim.notify("agent-lsp: no session to abort", vim.log.levels.INFO)
+    return
+  end
+  lsp().request(protocol.methods.abort, { sessionId = state.current }, function(result)
+    if type(result) == "table" and result.aborted == false then
+      vim.notify("agent-lsp: nothing was running", vim.log.levels.INFO)
+    end
+    if on_result then
+      on_result(result)
+    end
+  end)
+end
+
+--- Renders a session's stored messages into the (cleared) chat buffer.
+---@param messages table[]
+local function render_history(messages)
+  chat.clear()
+  for _, msg in ipairs(messages or {}) do
+    if msg.role == "user" then
+      chat.heading("You")
+      chat.append(chat.content_text(msg.content))
+    elseif msg.role == "assistant" then
+      chat.heading("Agent")
+      chat.append(chat.content_text(msg.content))
+      for _, b in ipairs(type(msg.content) == "table" and msg.content or {}) do
+        if b.type == "toolCall" then
+          chat.paragraph(string.format("- tool `%s`", b.name or "?"))
+        end
+      end
+    end
+  end
+end
+
+--- Makes `id` the current session and shows its history.
+---@param id string
+---@param on_done fun()?
+function M.switch(id, on_done)
+  state.current = id
+  state.session(id)
+  chat.clear()
+  lsp().request(protocol.methods.get_messages, { sessionId = id }, function(result)
+    render_history(type(result) == "table" and (result.messages or result) or {})
+    if on_done then
+      on_done()
+    end
+  end)
+end
+
+--- Starts a new session (optionally in another directory) and makes it current.
+---@param cwd string?
+---@param on_result fun(r: table)?
+function M.new_session(cwd, on_result)
+  lsp().request(protocol.methods.new_session, { cwd = cwd }, function(result)
+    adopt(result)
+    chat.clear()
+    if on_result then
+      on_result(result)
+    end
+  end)
+end
+
+--- Picks one of this connection's sessions (or a new one) with `vim.ui.select`.
+--- The protocol has no listing of stored sessions, so the list is the sessions this Neovim
+--- created or saw events for.
+---@param on_done fun(id: string?)?
+function M.sessions(on_done)
+  local items = {}
+  for id, s in pairs(state.sessions) do
+    items[#items + 1] = { id = id, session = s }
+  end
+  table.sort(items, function(a, b)
+    return a.id < b.id
+  end)
+  items[#items + 1] = { id = nil }
+  vim.ui.select(items, {
+    prompt = "agent-lsp sessions",
+    kind = "agent_lsp.sessions",
+    format_item = function(item)
+      if not item.id then
+        return "+ new session"
+      end
+      local s = item.session
+      return string.format(
+        "%s%s  %s, %d tok",
+        item.id == state.current and "* " or "  ",
+        item.id,
+        s.status,
+        s.tokens
+      )
+    end,
+  }, function(item)
+    if not item then
+      return
+    end
+    if item.id then
+      M.switch(item.id, function()
+        if on_done then
+          on_done(item.id)
+        end
+      end)
+    else
+      M.new_session(nil, function(r)
+        if on_done then
+          on_done(r and r.sessionId)
+        end
+      end)
+    end
+  end)
+end
+
+--- Restarts the daemon so that new `initializationOptions` take effect.
+local function restart()
+  local name = config.options.name
+  vim.lsp.enable(name, false)
+  local clients = vim.lsp.get_clients({ name = name })
+  local function again()
+    for _, c in ipairs(clients) do
+      if not c:is_stopped() then
+        return vim.defer_fn(again, 50)
+      end
+    end
+    vim.lsp.config(name, { init_options = config.init_options(config.options) })
+    vim.lsp.enable(name)
+  end
+  again()
+end
+
+--- Shows the current session's model, or switches to `spec` ("provider/id").
+--- The protocol sets the model per daemon (`initializationOptions.model`), so switching
+--- restarts the daemon; the next prompt starts a new session with the new model.
+---@param spec string?
+---@param on_result fun(model: string?)?
+function M.model(spec, on_result)
+  if spec then
+    config.options.model = spec
+    chat.paragraph("_model: " .. spec .. " (daemon restarted; new session)_")
+    restart()
+    if on_result then
+      on_result(spec)
+    end
+    return
+  end
+  if not state.current then
+    local m = config.options.model or "from the environment (see :checkhealth agent_lsp)"
+    vim.notify("agent-lsp model: " .. m, vim.log.levels.INFO)
+    if on_result then
+      on_result(config.options.model)
+    end
+    return
+  end
+  lsp().request(protocol.methods.get_state, { sessionId = state.current }, function(result)
+    local m = type(result) == "table" and type(result.model) == "table" and result.model or {}
+    local text = m.provider and (m.provider .. "/" .. tostring(m.id)) or "unknown"
+    vim.notify("agent-lsp model: " .. text, vim.log.levels.INFO)
+    if on_result then
+      on_result(text)
+    end
+  end)
+end
+
+return M
