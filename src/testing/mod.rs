@@ -1,1 +1,63 @@
 //! Test doubles that run for real: a scripted model provider served over loopback HTTP.
+//!
+//! [`MockProvider`] is a hand-written HTTP/1.1 server on `127.0.0.1:<port>` (no web framework)
+//! serving both `POST /v1/chat/completions` (OpenAI Chat Completions streaming: `data:` chunks,
+//! then `data: [DONE]`) and `POST /v1/messages` (Anthropic Messages streaming: named events
+//! `message_start` … `message_stop`). Each request pops the next scripted response, whatever the
+//! API; every request is recorded ([`RecordedRequest`]: method, path, lowercased headers, JSON
+//! body, arrival time in ms since start) and, with a log file, appended to it as a JSON line.
+//! Every request's history is checked: each tool result must answer an earlier unanswered tool
+//! call, and no call may be left unanswered; a violation is answered with HTTP 400
+//! "mock provider: history invariant violated: …" (and does not consume a response). When the
+//! script runs out the answer is HTTP 500 "no more scripted responses". SSE bodies use chunked
+//! transfer encoding, so a cut connection is visible to the client as a truncated body.
+//!
+//! # Script format (JSON)
+//!
+//! ```json
+//! {"responses": [
+//!   {"text": "Hello"},
+//!   {"thinking": "hmm", "text": "Answer", "usage": {"input": 10, "output": 5, "cacheRead": 3}},
+//!   {"toolCalls": [{"id": "call_1", "name": "read", "arguments": {"path": "a.txt"}}]},
+//!   {"text": "slow", "chunkSize": 4, "delayMs": 50},
+//!   {"status": 429, "retryAfter": 1},
+//!   {"disconnectAfterChunks": 3, "text": "partial"} ]}
+//! ```
+//!
+//! Keys of a response (all optional; unknown keys are an error):
+//! - content, streamed in this order: `thinking` (OpenAI: `reasoning_content` delta, or the field
+//!   named by `reasoningField`; Anthropic: a `thinking` block closed by a `signature_delta` with
+//!   `signature`, default `sig-mock`), `text`, `toolCalls` (`[{id, name, arguments}]`, or
+//!   `rawArguments` to stream verbatim text such as truncated JSON). `interleave: true` streams
+//!   several OpenAI tool calls' argument deltas round-robin.
+//! - `usage`: `{input, output, cacheRead, cacheWrite, reasoning}` in pi's sense (`input` is
+//!   non-cached). OpenAI: a final `choices: []` chunk with `prompt_tokens` = input + cacheRead +
+//!   cacheWrite, `prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`.
+//!   Anthropic: `message_start` usage (input, cache read/creation) and `message_delta` output.
+//! - `stopReason`: the raw wire stop reason (`finish_reason` / `stop_reason`), e.g. `length` or an
+//!   unknown value; default `stop`/`tool_calls` (OpenAI), `end_turn`/`tool_use` (Anthropic).
+//! - delivery: `chunkSize` (split text/thinking/arguments into deltas of at most n bytes, never
+//!   splitting a character), `writeBytes` (write the SSE byte stream in n-byte HTTP chunks,
+//!   deliberately splitting UTF-8 characters across chunk boundaries), `delayMs` (before each SSE
+//!   chunk, or each write with `writeBytes`).
+//! - faults: `status` + `body` (+ `retryAfter`: seconds or a raw header value such as an HTTP
+//!   date) answers with that status instead of a stream; `refuse: true` closes the connection
+//!   without reading it; `disconnectAfterChunks: n` cuts the connection after n SSE chunks;
+//!   `malformedAfterChunks: n` inserts a non-JSON `data:` line after n chunks; `omitDone` drops
+//!   `data: [DONE]` / `message_stop`; `omitStopReason` drops the `finish_reason` / the
+//!   `message_delta`; `streamError` (Anthropic) ends the stream with `event: error`.
+//! - `id` (default `mock-<n>`), `model` (default: the requested model).
+//!
+//! The binary `agent-lsp-mock --script FILE [--port N] [--log FILE.jsonl]` serves a script file
+//! and prints [`MockProvider::announcement`] as one JSON line.
+
+mod http;
+mod invariants;
+mod mock_provider;
+mod script;
+mod wire;
+
+pub use invariants::check_history;
+pub use mock_provider::{MockProvider, RecordedRequest};
+pub use script::{MockResponse, MockScript, MockToolCall, MockUsage, RetryAfter, ScriptError};
+pub use wire::WireApi;
