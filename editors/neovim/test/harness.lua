@@ -13,8 +13,6 @@ local plugin_dir = vim.fs.dirname(here)
 vim.opt.rtp:prepend(plugin_dir)
 vim.cmd("filetype on")
 vim.cmd.runtime("plugin/agent_lsp.lua")
-vim.o.columns = 160
-vim.o.lines = 50
 
 local H = {}
 
@@ -243,11 +241,22 @@ end
 
 local ui_select, ui_input = vim.ui.select, vim.ui.input
 local tests = dofile(case_file)
+-- Results go to their own file: Neovim's messages share stdout/stderr without newlines.
+vim.fn.mkdir(H.artifacts, "p")
+local results = assert(io.open(H.artifacts .. "/" .. H.case .. ".results", "w"))
+results:write("TESTS " .. #tests .. "\n")
+results:flush()
+local function report(line)
+  results:write(line, "\n")
+  results:flush()
+  io.stdout:write("\n", line, "\n")
+end
+
 local failed = 0
 for _, t in ipairs(tests) do
   H.events = {}
   local ok, err = xpcall(t.run, debug.traceback, H)
-  pcall(H.capture, t.name:gsub("%W+", "_"))
+  pcall(H.capture, (t.name:gsub("%W+", "_")))
   stop_clients()
   for i = #cleanups, 1, -1 do
     pcall(cleanups[i])
@@ -256,11 +265,12 @@ for _, t in ipairs(tests) do
   vim.ui.select, vim.ui.input = ui_select, ui_input
   vim.cmd("silent! %bwipeout!")
   if ok then
-    io.stdout:write("PASS " .. H.case .. ": " .. t.name .. "\n")
+    report("PASS " .. H.case .. ": " .. t.name)
   else
     failed = failed + 1
-    io.stdout:write("FAIL " .. H.case .. ": " .. t.name .. ": " .. tostring(err) .. "\n")
+    report("FAIL " .. H.case .. ": " .. t.name .. ": " .. tostring(err):gsub("\n", "\n    "))
   end
 end
+results:close()
 io.stdout:flush()
-os.exit(failed == 0 and 0 or 1)
+vim.cmd(failed == 0 and "qall!" or "cquit 1")

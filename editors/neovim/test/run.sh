@@ -72,7 +72,13 @@ mkdir -p "$HOME"
 passed=0
 failed=0
 shopt -s nullglob
-cases=("$HERE"/cases/*.lua)
+if [ -n "${AGENT_LSP_NVIM_CASES:-}" ]; then
+  # Developer filter: run only the named cases (e.g. "stream abort").
+  cases=()
+  for c in $AGENT_LSP_NVIM_CASES; do cases+=("$HERE/cases/$c.lua"); done
+else
+  cases=("$HERE"/cases/*.lua)
+fi
 if [ "${#cases[@]}" -eq 0 ]; then
   echo "no test cases found in $HERE/cases" >&2
   exit 1
@@ -80,17 +86,24 @@ fi
 for case in "${cases[@]}"; do
   name="$(basename "$case" .lua)"
   out="$ARTIFACTS/$name.log"
+  res="$ARTIFACTS/$name.results"
+  rm -f "$res"
   set +e
   (cd "$SANDBOX" && timeout "$CASE_TIMEOUT" "$NVIM" --clean --headless -l "$HERE/harness.lua" "$case") >"$out" 2>&1
   rc=$?
   set -e
-  p=$(grep -c '^PASS ' "$out" || true)
-  f=$(grep -c '^FAIL ' "$out" || true)
-  grep -E '^(PASS|FAIL) ' "$out" || true
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-    # The case crashed or timed out before reporting: count it as one failure, never a skip.
-    echo "FAIL $name: exited with status $rc before reporting (see $out)"
-    f=1
+  total=$(sed -n 's/^TESTS //p' "$res" 2>/dev/null || true)
+  p=$(grep -c '^PASS ' "$res" 2>/dev/null || true)
+  f=$(grep -c '^FAIL ' "$res" 2>/dev/null || true)
+  grep -E '^(PASS|FAIL) ' "$res" 2>/dev/null || true
+  total=${total:-0}; p=${p:-0}; f=${f:-0}
+  missing=$((total - p - f))
+  if [ "$total" -eq 0 ] || [ "$missing" -gt 0 ] || { [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; }; then
+    # The case crashed or timed out before reporting every test: those count as failures,
+    # never as skips.
+    [ "$missing" -gt 0 ] || missing=1
+    echo "FAIL $name: exited with status $rc with $missing test(s) unreported (see $out)"
+    f=$((f + missing))
   fi
   if [ "$f" -gt 0 ]; then
     sed 's/^/    /' "$out" | tail -n 40
