@@ -50,6 +50,55 @@ impl ToolSet {
     }
 }
 
+/// Improvement 3: an incremental transcript replay. The loop only appends to its context, so
+/// the tool set of the committed prefix is cached and each request replays just the new
+/// messages (O(new) instead of O(transcript)). Call [`IncrementalTools::reset`] when the context
+/// is replaced wholesale (a hook returned a new one); [`IncrementalTools::tools_at`] also resets
+/// by itself when the transcript got shorter than the cached prefix.
+#[derive(Clone, Debug, Default)]
+pub struct IncrementalTools {
+    replayed: usize,
+    set: ToolSet,
+}
+
+impl IncrementalTools {
+    /// Forgets the cached prefix.
+    pub fn reset(&mut self) {
+        *self = IncrementalTools::default();
+    }
+
+    /// The tool set after replaying `messages`, which must extend the previously seen prefix.
+    pub fn tools_at(&mut self, messages: &[AgentMessage]) -> &[ToolDeclaration] {
+        if messages.len() < self.replayed {
+            self.reset();
+        }
+        for message in &messages[self.replayed..] {
+            if let AgentMessage::System(system) = message {
+                self.set.apply(system);
+            }
+        }
+        self.replayed = messages.len();
+        self.set.as_slice()
+    }
+
+    /// The cached set extended by `extra` messages, without committing them to the cache.
+    pub fn tools_with(
+        &mut self,
+        messages: &[AgentMessage],
+        extra: &[AgentMessage],
+    ) -> Vec<ToolDeclaration> {
+        let mut set = ToolSet {
+            tools: self.tools_at(messages).to_vec(),
+        };
+        for message in extra {
+            if let AgentMessage::System(system) = message {
+                set.apply(system);
+            }
+        }
+        set.into_vec()
+    }
+}
+
 /// What changed between two tool sets (pi's `getToolStateChanges`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolChanges {
@@ -183,7 +232,54 @@ pub fn current_system_prompt<'a>(messages: impl IntoIterator<Item = &'a AgentMes
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
+
+    fn arb_message() -> impl Strategy<Value = AgentMessage> {
+        let names = prop::sample::select(vec!["a", "b", "c", "d"]);
+        let tools = prop::collection::vec((names.clone(), 0u8..3), 0..3);
+        let removed = prop::collection::vec(names, 0..2);
+        prop_oneof![
+            (tools, removed).prop_map(|(added, removed)| AgentMessage::System(SystemMessage {
+                tools_added: Some(
+                    added
+                        .into_iter()
+                        .map(|(n, d)| tool(n, &d.to_string()))
+                        .collect()
+                ),
+                tools_removed: Some(
+                    removed
+                        .into_iter()
+                        .map(|n| ToolReference { name: n.into() })
+                        .collect()
+                ),
+                ..Default::default()
+            })),
+            Just(AgentMessage::user_text("x")),
+        ]
+    }
+
+    proptest! {
+        /// Improvement 3: the incremental replay equals the full replay at every cut.
+        #[test]
+        fn incremental_replay_equals_full_replay_at_every_cut(
+            messages in prop::collection::vec(arb_message(), 0..24),
+            cuts in prop::collection::vec(0usize..25, 1..8),
+        ) {
+            let mut cache = IncrementalTools::default();
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            for cut in cuts {
+                let cut = cut.min(messages.len());
+                let prefix = &messages[..cut];
+                prop_assert_eq!(cache.tools_at(prefix).to_vec(), current_tools(prefix));
+                let rest = &messages[cut..];
+                let mut all = prefix.to_vec();
+                all.extend_from_slice(rest);
+                prop_assert_eq!(cache.tools_with(prefix, rest), current_tools(&all));
+            }
+        }
+    }
 
     fn tool(name: &str, description: &str) -> ToolDeclaration {
         ToolDeclaration {

@@ -9,6 +9,24 @@
 //! Events carry deltas, not pi's live `partial` object: consumers that want the growing message
 //! fold the events themselves ([`crate::provider::AssistantEventStream`] documents the order).
 
+pub mod anthropic;
+pub mod anthropic_request;
+pub mod anthropic_stream;
+pub mod api_key;
+pub mod assembler;
+pub mod openai;
+pub mod openai_request;
+pub mod openai_stream;
+pub mod partial_json;
+pub mod retry;
+pub mod router;
+pub mod scripted;
+pub mod tool_fold;
+pub mod transform;
+pub mod transport;
+
+pub use router::{ProviderRouter, default_stream_fn};
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;

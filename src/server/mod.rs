@@ -1,6 +1,97 @@
-//! The daemon: an LSP server over stdio with the agent extension methods (see protocol.md).
+//! The daemon: an LSP server over stdio with the agent extension methods (see `protocol.md`).
+//!
+//! Code map: `protocol` (every wire type), `position` + `documents` (ropey mirrors), `ordered`
+//! (the wire-order document-sync shim), `wire` (the stdout writer that knows when a response is
+//! written), `outgoing` (the registry of server → client requests), `config` (what `initialize`
+//! settles), `backend` (LSP lifecycle), `sessions` (sessions, runs, events).
 
-/// Serves LSP over stdin/stdout until the client exits or stdin closes.
+pub mod backend;
+pub mod config;
+pub mod documents;
+pub mod methods;
+pub mod ordered;
+pub mod outgoing;
+pub mod position;
+pub mod protocol;
+pub mod sanitize;
+pub mod sessions;
+pub mod wire;
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tower_lsp_server::{LspService, Server};
+
+use crate::server::backend::{Backend, Shared};
+use crate::server::ordered::OrderedSync;
+use crate::server::sanitize::SanitizedReader;
+use crate::server::wire::{ResponseWatch, WatchedWriter};
+
+/// Serves LSP over stdin/stdout until the client exits, stdin closes or the editor dies.
+///
+/// The process exits from here (code 0 after `shutdown` + `exit`, 1 otherwise) instead of
+/// returning: the tokio runtime would otherwise wait on the blocking stdin reader, which never
+/// returns while an editor keeps our stdin open after `exit`.
 pub async fn serve_stdio() -> anyhow::Result<()> {
-    anyhow::bail!("the LSP daemon is not built yet")
+    let shared = Shared::default();
+    let watch = ResponseWatch::default();
+    let (service, socket) = register_methods(LspService::build({
+        let shared = shared.clone();
+        move |client| Backend::new(client, shared)
+    }))
+    .finish();
+    let service = OrderedSync::new(service, shared.docs.clone(), watch.clone());
+    let stdout = WatchedWriter::new(tokio::io::stdout(), watch);
+    let parent_gone = watch_parent(shared.clone());
+    tokio::select! {
+        () = Server::new(SanitizedReader::new(tokio::io::stdin()), stdout, socket).serve(service) => {}
+        () = parent_gone => tracing::warn!("the editor process is gone; exiting"),
+    }
+    let clean = shared.shutdown_requested.load(Ordering::SeqCst);
+    finish_runs(&shared).await;
+    let _ = tokio::io::stdout().flush().await;
+    std::process::exit(if clean { 0 } else { 1 });
+}
+
+fn register_methods(
+    builder: tower_lsp_server::LspServiceBuilder<Backend>,
+) -> tower_lsp_server::LspServiceBuilder<Backend> {
+    use crate::server::protocol::method;
+    builder
+        .custom_method("agent/getDocument", Backend::get_document)
+        .custom_method(sanitize::MALFORMED_METHOD, Backend::malformed)
+        .custom_method(method::PROMPT, Backend::prompt)
+        .custom_method(method::STEER, Backend::steer)
+        .custom_method(method::FOLLOW_UP, Backend::follow_up)
+        .custom_method(method::ABORT, Backend::abort)
+        .custom_method(method::CLEAR_QUEUE, Backend::clear_queue)
+        .custom_method(method::NEW_SESSION, Backend::new_session)
+        .custom_method(method::GET_STATE, Backend::get_state)
+        .custom_method(method::GET_MESSAGES, Backend::get_messages)
+}
+
+/// Aborts every run and gives them a moment to end (sessions are stored on the way out).
+async fn finish_runs(shared: &Shared) {
+    if let Some(sessions) = shared.sessions.get() {
+        sessions.abort_all();
+        let _ = tokio::time::timeout(Duration::from_secs(3), sessions.wait_all_idle()).await;
+    }
+}
+
+/// Resolves when the editor process named in `initialize` no longer exists.
+async fn watch_parent(shared: Shared) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let Some(pid) = shared.config.get().and_then(|c| c.process_id) else {
+            continue;
+        };
+        let Ok(pid) = i32::try_from(pid) else {
+            continue;
+        };
+        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None);
+        if matches!(alive, Err(nix::errno::Errno::ESRCH)) {
+            return;
+        }
+    }
 }

@@ -103,6 +103,8 @@ fn check_anthropic(messages: &[Value]) -> Result<(), String> {
                 // Anthropic wants every call answered in the very next user message.
                 orphans(&pending, at + 1)?;
             }
+            // Mid-conversation system messages (tool changes) may not split a call from its result.
+            Some("system") => orphans(&pending, at)?,
             Some(other) => return Err(format!("message {at} has unsupported role {other:?}")),
             None => return Err(format!("message {at} has no role")),
         }

@@ -1,1 +1,127 @@
-//! The coding tools (`read`, `write`, `edit`, `bash`, `grep`, `find`, `ls`) over a `Workspace`.
+//! The coding tools (`read`, `write`, `edit`, `bash`, `grep`, `find`, `ls`) over a [`Workspace`].
+//!
+//! Names, parameter schemas, limits, notices and error texts follow pi's coding agent (models
+//! are tuned on them). Every file access goes through a [`Workspace`] so the daemon can serve
+//! reads from editor buffers and land writes as `workspace/applyEdit`; the disk implementation
+//! is [`DiskWorkspace`]. Writes are atomic, keep line endings and permissions, refuse to clobber
+//! a file changed since the agent read it ([`ReadTracker`]) and are serialised per file
+//! ([`FileMutationQueue`]).
+
+mod bash;
+mod bash_output;
+mod common;
+mod diff;
+mod edit;
+mod edit_match;
+mod find;
+mod grep;
+mod image;
+mod ls;
+pub mod paths;
+mod preview;
+mod read;
+mod tracker;
+pub mod truncate;
+pub mod workspace;
+mod write;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent::tool::ToolRef;
+
+pub use bash::BashTool;
+pub use common::ToolContext;
+pub use edit::EditTool;
+pub use find::FindTool;
+pub use grep::GrepTool;
+pub use ls::LsTool;
+pub use preview::{ToolPreview, preview};
+pub use read::ReadTool;
+pub use tracker::{FileMutationQueue, ReadTracker};
+pub use workspace::{
+    DiskWorkspace, FileSnapshot, Fingerprint, Workspace, WorkspaceError, WriteOutcome,
+};
+pub use write::WriteTool;
+
+/// The seven tool names, in pi's order.
+pub const ALL_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
+
+/// pi's default active set.
+pub const DEFAULT_TOOLS: [&str; 4] = ["read", "bash", "edit", "write"];
+
+/// How [`coding_tools`] builds the tools.
+#[derive(Clone, Debug, Default)]
+pub struct ToolOptions {
+    /// Tool names to build; `None` builds all seven. Unknown names are ignored.
+    pub only: Option<Vec<String>>,
+    /// The shell for `bash` (`None`: `$SHELL` if it is bash, else `/bin/bash`, else `/bin/sh`).
+    pub shell: Option<PathBuf>,
+    /// Lines prepended to every `bash` command (pi's `commandPrefix`).
+    pub command_prefix: Option<String>,
+    /// Extra environment for `bash` (pi adds `PI_SESSION_ID` and friends).
+    pub env: Vec<(String, String)>,
+    /// Where `bash` spills full output; `None`: the system temp dir.
+    pub spill_dir: Option<PathBuf>,
+    /// Shared read tracker; `None`: a fresh one for these tools.
+    pub read_tracker: Option<Arc<ReadTracker>>,
+}
+
+/// Builds the coding tools over `ws` (all seven unless `opts.only` selects a subset). The tools
+/// share one [`ReadTracker`] and the process-wide [`FileMutationQueue`].
+pub fn coding_tools(ws: Arc<dyn Workspace>, opts: ToolOptions) -> Vec<ToolRef> {
+    let ctx = ToolContext::new(ws, &opts);
+    let wanted = |name: &str| {
+        opts.only
+            .as_ref()
+            .is_none_or(|only| only.iter().any(|n| n == name))
+    };
+    let mut tools: Vec<ToolRef> = Vec::new();
+    for name in ALL_TOOLS {
+        if !wanted(name) {
+            continue;
+        }
+        let tool: ToolRef = match name {
+            "read" => Arc::new(ReadTool::new(ctx.clone())),
+            "bash" => Arc::new(BashTool::new(ctx.clone())),
+            "edit" => Arc::new(EditTool::new(ctx.clone())),
+            "write" => Arc::new(WriteTool::new(ctx.clone())),
+            "grep" => Arc::new(GrepTool::new(ctx.clone())),
+            "find" => Arc::new(FindTool::new(ctx.clone())),
+            _ => Arc::new(LsTool::new(ctx.clone())),
+        };
+        tools.push(tool);
+    }
+    tools
+}
+
+/// What a tool does, for user interfaces (ACP's tool kinds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolKind {
+    Read,
+    Edit,
+    Delete,
+    Move,
+    Search,
+    Execute,
+    Other,
+}
+
+/// The kind of a tool by name (`Other` for unknown tools).
+pub fn tool_kind(name: &str) -> ToolKind {
+    match name {
+        "read" | "ls" => ToolKind::Read,
+        "write" | "edit" => ToolKind::Edit,
+        "grep" | "find" => ToolKind::Search,
+        "bash" => ToolKind::Execute,
+        _ => ToolKind::Other,
+    }
+}
+
+/// True for tools that never change anything (safe to run without approval).
+pub fn is_read_only(name: &str) -> bool {
+    matches!(name, "read" | "grep" | "find" | "ls")
+}

@@ -1,0 +1,196 @@
+//! The loop's hook contracts (pi's `types.ts`): what each hook receives and may return.
+//!
+//! Every hook is an async closure returning a `BoxFuture<'static, …>`, so it receives owned
+//! (cheaply cloned) context plus the run's `CancellationToken`. A hook failure is `Err(String)`:
+//! in the tool pipeline it becomes an error tool result (as pi's `catch`), anywhere else it fails
+//! the run, and the core then closes the event sequence itself (see `loop_` docs).
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::message::{
+    AgentMessage, AssistantMessage, ContentBlock, ThinkingLevel, ToolCall, ToolResultMessage, Usage,
+};
+use crate::agent::tool::{AgentToolResult, ToolRef};
+use crate::provider::Model;
+
+/// The result of an async hook: `Err` carries the failure's message.
+pub type HookFuture<T> = BoxFuture<'static, Result<T, String>>;
+
+/// pi's `AgentContext`: the transcript and the executable tools (no system prompt field).
+#[derive(Clone, Default)]
+pub struct AgentContext {
+    pub messages: Vec<AgentMessage>,
+    pub tools: Vec<ToolRef>,
+}
+
+impl AgentContext {
+    /// The tool with exactly this name, if any.
+    pub fn tool(&self, name: &str) -> Option<&ToolRef> {
+        self.tools.iter().find(|t| t.name() == name)
+    }
+}
+
+impl std::fmt::Debug for AgentContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tools: Vec<&str> = self.tools.iter().map(|t| t.name()).collect();
+        f.debug_struct("AgentContext")
+            .field("messages", &self.messages)
+            .field("tools", &tools)
+            .finish()
+    }
+}
+
+/// What `beforeToolCall` sees: the raw call block, the validated arguments, the live context.
+#[derive(Clone, Debug)]
+pub struct BeforeToolCallContext {
+    pub assistant_message: AssistantMessage,
+    pub tool_call: ToolCall,
+    pub args: Value,
+    pub context: AgentContext,
+}
+
+/// `beforeToolCall`'s answer. `args` replaces the arguments passed to `execute` *without*
+/// revalidation: the Rust form of pi's "mutate `args` in place" (L8).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BeforeToolCallResult {
+    pub block: bool,
+    pub reason: Option<String>,
+    pub terminate: bool,
+    pub args: Option<Value>,
+}
+
+/// What `afterToolCall` sees: the result before any override.
+#[derive(Clone, Debug)]
+pub struct AfterToolCallContext {
+    pub assistant_message: AssistantMessage,
+    pub tool_call: ToolCall,
+    pub args: Value,
+    pub result: AgentToolResult,
+    pub is_error: bool,
+    pub context: AgentContext,
+}
+
+/// `afterToolCall`'s overrides; `None` keeps the executed value (no deep merge).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AfterToolCallResult {
+    pub content: Option<Vec<ContentBlock>>,
+    pub details: Option<Value>,
+    pub structured_content: Option<Value>,
+    pub is_error: Option<bool>,
+    pub usage: Option<Usage>,
+    pub terminate: Option<bool>,
+}
+
+/// pi's `AgentTurnContext`: a finished turn, as `finishTurn` and `prepareNextTurn` see it.
+#[derive(Clone, Debug)]
+pub struct AgentTurnContext {
+    pub message: AssistantMessage,
+    pub tool_results: Vec<ToolResultMessage>,
+    pub context: AgentContext,
+    pub new_messages: Vec<AgentMessage>,
+}
+
+/// `finishTurn`'s decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TurnDecision {
+    Continue,
+    End,
+}
+
+/// `prepareNextTurn`'s update (pi's `AgentLoopTurnUpdate`).
+#[derive(Clone, Debug, Default)]
+pub struct AgentLoopTurnUpdate {
+    pub context: Option<AgentContext>,
+    /// Messages appended (and declared) before the next request.
+    pub messages: Option<Vec<AgentMessage>>,
+    pub model: Option<Model>,
+    pub thinking_level: Option<ThinkingLevel>,
+}
+
+/// What `prepareRequest` sees before every request.
+#[derive(Clone, Debug)]
+pub struct PrepareRequestContext {
+    pub context: AgentContext,
+    pub model: Model,
+    /// `config.reasoning ?? "off"`.
+    pub thinking_level: ThinkingLevel,
+}
+
+/// `prepareRequest`'s update: like a turn update, but it cannot add messages.
+#[derive(Clone, Debug, Default)]
+pub struct AgentRequestUpdate {
+    pub context: Option<AgentContext>,
+    pub model: Option<Model>,
+    pub thinking_level: Option<ThinkingLevel>,
+}
+
+pub type BeforeToolCallHook = Arc<
+    dyn Fn(BeforeToolCallContext, CancellationToken) -> HookFuture<Option<BeforeToolCallResult>>
+        + Send
+        + Sync,
+>;
+pub type AfterToolCallHook = Arc<
+    dyn Fn(AfterToolCallContext, CancellationToken) -> HookFuture<Option<AfterToolCallResult>>
+        + Send
+        + Sync,
+>;
+/// A view of the messages for one request; the result is discarded after the request.
+pub type TransformContextHook = Arc<
+    dyn Fn(Vec<AgentMessage>, CancellationToken) -> HookFuture<Vec<AgentMessage>> + Send + Sync,
+>;
+/// Decides what reaches the provider; the default is [`crate::agent::convert::default_convert_to_llm`].
+pub type ConvertToLlmHook = Arc<
+    dyn Fn(Vec<AgentMessage>, CancellationToken) -> HookFuture<Vec<AgentMessage>> + Send + Sync,
+>;
+pub type PrepareRequestHook = Arc<
+    dyn Fn(PrepareRequestContext, CancellationToken) -> HookFuture<Option<AgentRequestUpdate>>
+        + Send
+        + Sync,
+>;
+pub type PrepareNextTurnHook = Arc<
+    dyn Fn(AgentTurnContext, CancellationToken) -> HookFuture<Option<AgentLoopTurnUpdate>>
+        + Send
+        + Sync,
+>;
+/// `None` is pi's "void": no explicit decision.
+pub type FinishTurnHook = Arc<
+    dyn Fn(AgentTurnContext, CancellationToken) -> HookFuture<Option<TurnDecision>> + Send + Sync,
+>;
+/// Receives the provider name; `None` or `""` falls back to the configured API key.
+pub type GetApiKeyHook =
+    Arc<dyn Fn(String, CancellationToken) -> HookFuture<Option<String>> + Send + Sync>;
+/// A queue poll (pi's `getSteeringMessages`/`getFollowUpMessages`).
+pub type QueuePollHook = Arc<dyn Fn() -> HookFuture<Vec<AgentMessage>> + Send + Sync>;
+
+/// Every optional hook of a run. Clone is cheap (all `Arc`s).
+#[derive(Clone, Default)]
+pub struct AgentHooks {
+    pub before_tool_call: Option<BeforeToolCallHook>,
+    pub after_tool_call: Option<AfterToolCallHook>,
+    pub transform_context: Option<TransformContextHook>,
+    pub convert_to_llm: Option<ConvertToLlmHook>,
+    pub prepare_request: Option<PrepareRequestHook>,
+    pub prepare_next_turn: Option<PrepareNextTurnHook>,
+    pub finish_turn: Option<FinishTurnHook>,
+    pub get_api_key: Option<GetApiKeyHook>,
+}
+
+/// Improvement 6: a turn limit as a ready-made `finishTurn` policy, not a loop condition.
+///
+/// Ends the run once it has produced `n` assistant responses (counted in the turn's
+/// `new_messages`, so the policy is stateless and reusable across runs); otherwise it makes no
+/// decision. It composes like any other `finishTurn`: tool results of the last turn are kept.
+pub fn max_turns(n: usize) -> FinishTurnHook {
+    Arc::new(move |turn: AgentTurnContext, _cancel| {
+        let turns = turn
+            .new_messages
+            .iter()
+            .filter(|m| matches!(m, AgentMessage::Assistant(_)))
+            .count();
+        Box::pin(async move { Ok((turns >= n).then_some(TurnDecision::End)) })
+    })
+}

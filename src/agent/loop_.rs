@@ -1,0 +1,431 @@
+//! The agent loop (pi's `runAgentLoop`/`runAgentLoopContinue`/`runLoop`, spec §3.1–§3.8).
+//!
+//! Turns, steering and follow-up polls, `prepareNextTurn`, `prepareRequest`, `finishTurn` and
+//! the tool batch follow pi 1.6.0 step by step. Every `emit` is awaited (barrier semantics).
+//! Unlike pi's raw loop, a failing hook, listener or stream never leaves the event sequence
+//! open: the core itself closes it with a synthetic failure turn (improvement 1), so every run
+//! emits exactly one `agent_end`.
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::batch::{execute_tool_calls, fail_truncated_calls};
+use crate::agent::config::{AgentLoopConfig, Emit, LoopError, LoopOutcome};
+use crate::agent::declare::declare_tool_changes;
+use crate::agent::event::AgentEvent;
+use crate::agent::hooks::{
+    AgentContext, AgentTurnContext, PrepareRequestContext, QueuePollHook, TurnDecision,
+};
+use crate::agent::message::{
+    AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolResultMessage, Usage, now_ms,
+};
+use crate::agent::stream::{Request, stream_assistant_response};
+use crate::agent::transcript::IncrementalTools;
+use crate::provider::StreamFn;
+
+/// Runs a prompt: the prompts are declared, appended and emitted, then the loop runs.
+/// The caller's context is not mutated (the run works on its own copy).
+pub async fn run_agent_loop(
+    prompts: Vec<AgentMessage>,
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: Emit,
+    cancel: CancellationToken,
+    stream_fn: Arc<dyn StreamFn>,
+) -> LoopOutcome {
+    let mut run = Run::new(context, config, emit, cancel, stream_fn);
+    match run.start(prompts).await {
+        Ok(outcome) => outcome,
+        Err(error) => run.fail(error).await,
+    }
+}
+
+/// Continues from the context's last message (no new input). Refuses, before any event, an
+/// empty context or one ending with an assistant message.
+pub async fn run_agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: Emit,
+    cancel: CancellationToken,
+    stream_fn: Arc<dyn StreamFn>,
+) -> Result<LoopOutcome, LoopError> {
+    check_continue(&context.messages)?;
+    let mut run = Run::new(context, config, emit, cancel, stream_fn);
+    Ok(match run.resume().await {
+        Ok(outcome) => outcome,
+        Err(error) => run.fail(error).await,
+    })
+}
+
+/// pi's synchronous `agentLoopContinue` checks.
+pub fn check_continue(messages: &[AgentMessage]) -> Result<(), LoopError> {
+    match messages.last() {
+        None => Err(LoopError::NoMessages),
+        Some(AgentMessage::Assistant(_)) => Err(LoopError::ContinueFromAssistant),
+        Some(_) => Ok(()),
+    }
+}
+
+/// pi's synthetic failure message (`handleRunFailure`).
+pub fn failure_message(config: &AgentLoopConfig, error: &str, aborted: bool) -> AssistantMessage {
+    AssistantMessage {
+        content: vec![ContentBlock::text("")],
+        api: config.model.api.clone(),
+        provider: config.model.provider.clone(),
+        model: config.model.id.clone(),
+        usage: Usage::default(),
+        stop_reason: if aborted {
+            StopReason::Aborted
+        } else {
+            StopReason::Error
+        },
+        error_message: Some(error.to_string()),
+        timestamp: now_ms(),
+        ..Default::default()
+    }
+}
+
+struct Run {
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: Emit,
+    cancel: CancellationToken,
+    stream_fn: Arc<dyn StreamFn>,
+    new_messages: Vec<AgentMessage>,
+    tools: IncrementalTools,
+    agent_end_sent: bool,
+}
+
+impl Run {
+    fn new(
+        context: AgentContext,
+        config: AgentLoopConfig,
+        emit: Emit,
+        cancel: CancellationToken,
+        stream_fn: Arc<dyn StreamFn>,
+    ) -> Self {
+        Run {
+            context,
+            config,
+            emit,
+            cancel,
+            stream_fn,
+            new_messages: Vec::new(),
+            tools: IncrementalTools::default(),
+            agent_end_sent: false,
+        }
+    }
+
+    async fn emit(&mut self, event: AgentEvent) -> Result<(), String> {
+        if matches!(event, AgentEvent::AgentEnd { .. }) {
+            self.agent_end_sent = true;
+        }
+        (self.emit)(event).await
+    }
+
+    async fn start(&mut self, prompts: Vec<AgentMessage>) -> Result<LoopOutcome, String> {
+        let initial = declare_tool_changes(
+            &self.context.messages,
+            &self.context.tools,
+            prompts,
+            &mut self.tools,
+        );
+        self.context.messages.extend(initial.iter().cloned());
+        self.new_messages = initial.clone();
+        self.emit(AgentEvent::AgentStart).await?;
+        self.emit(AgentEvent::TurnStart).await?;
+        for message in initial {
+            self.emit(AgentEvent::MessageStart {
+                message: message.clone(),
+            })
+            .await?;
+            self.emit(AgentEvent::MessageEnd { message }).await?;
+        }
+        self.run_loop().await
+    }
+
+    async fn resume(&mut self) -> Result<LoopOutcome, String> {
+        self.emit(AgentEvent::AgentStart).await?;
+        self.emit(AgentEvent::TurnStart).await?;
+        self.run_loop().await
+    }
+
+    async fn poll(&self, hook: Option<QueuePollHook>) -> Result<Vec<AgentMessage>, String> {
+        match hook {
+            Some(poll) => poll().await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn poll_steering(&self) -> Result<Vec<AgentMessage>, String> {
+        self.poll(self.config.get_steering_messages.clone()).await
+    }
+
+    fn turn(&self, message: &AssistantMessage, results: &[ToolResultMessage]) -> AgentTurnContext {
+        AgentTurnContext {
+            message: message.clone(),
+            tool_results: results.to_vec(),
+            context: self.context.clone(),
+            new_messages: self.new_messages.clone(),
+        }
+    }
+
+    fn replace_context(&mut self, context: AgentContext) {
+        self.context = context;
+        self.tools.reset();
+    }
+
+    /// pi's `runLoop` (spec §3.2).
+    async fn run_loop(&mut self) -> Result<LoopOutcome, String> {
+        let mut last_turn: Option<AgentTurnContext> = None;
+        let mut explicit_continuation = false;
+        let mut pending = self.poll_steering().await?;
+        loop {
+            let mut has_more_tool_calls = true;
+            while has_more_tool_calls || !pending.is_empty() {
+                let mut incoming = Vec::new();
+                if let Some(turn) = last_turn.take() {
+                    incoming = self.prepare_next_turn(turn).await?;
+                    if pending.is_empty() {
+                        pending = self.poll_steering().await?;
+                    }
+                    self.emit(AgentEvent::TurnStart).await?;
+                }
+                incoming.append(&mut pending);
+                self.append_input(incoming).await?;
+                self.prepare_request().await?;
+                let message = self.request().await?;
+                if message.stop_reason.is_hard_exit() {
+                    return self.hard_exit(message).await;
+                }
+                let (results, more) = self.run_tools(&message).await?;
+                has_more_tool_calls = more;
+                let turn = self.turn(&message, &results);
+                let decision = match self.config.hooks.finish_turn.clone() {
+                    Some(finish) => finish(turn.clone(), self.cancel.clone()).await?,
+                    None => None,
+                };
+                self.emit(AgentEvent::TurnEnd {
+                    message,
+                    tool_results: results,
+                })
+                .await?;
+                if decision == Some(TurnDecision::End) {
+                    return self.end().await;
+                }
+                explicit_continuation = decision == Some(TurnDecision::Continue);
+                pending = self.poll_steering().await?;
+                if has_more_tool_calls || !pending.is_empty() {
+                    explicit_continuation = false;
+                }
+                last_turn = Some(turn);
+            }
+            let follow_ups = self
+                .poll(self.config.get_follow_up_messages.clone())
+                .await?;
+            if !follow_ups.is_empty() {
+                explicit_continuation = false;
+                pending = follow_ups;
+                continue;
+            }
+            if explicit_continuation {
+                // The context-only request rule: one more request with no new input.
+                explicit_continuation = false;
+                continue;
+            }
+            break;
+        }
+        self.end().await
+    }
+
+    /// `prepareNextTurn`: may replace context, model and level, and returns messages to add.
+    async fn prepare_next_turn(
+        &mut self,
+        turn: AgentTurnContext,
+    ) -> Result<Vec<AgentMessage>, String> {
+        let Some(hook) = self.config.hooks.prepare_next_turn.clone() else {
+            return Ok(Vec::new());
+        };
+        let Some(update) = hook(turn, self.cancel.clone()).await? else {
+            return Ok(Vec::new());
+        };
+        if let Some(context) = update.context {
+            self.replace_context(context);
+        }
+        if let Some(model) = update.model {
+            self.config.model = model;
+        }
+        if let Some(level) = update.thinking_level {
+            self.config.set_thinking_level(level);
+        }
+        Ok(update.messages.unwrap_or_default())
+    }
+
+    /// Declares tool changes for, emits and appends the turn's input messages.
+    async fn append_input(&mut self, incoming: Vec<AgentMessage>) -> Result<(), String> {
+        let declared = declare_tool_changes(
+            &self.context.messages,
+            &self.context.tools,
+            incoming,
+            &mut self.tools,
+        );
+        for message in declared {
+            self.emit(AgentEvent::MessageStart {
+                message: message.clone(),
+            })
+            .await?;
+            self.emit(AgentEvent::MessageEnd {
+                message: message.clone(),
+            })
+            .await?;
+            self.context.messages.push(message.clone());
+            self.new_messages.push(message);
+        }
+        Ok(())
+    }
+
+    /// `prepareRequest`: may replace context, model and level, but not add messages.
+    async fn prepare_request(&mut self) -> Result<(), String> {
+        let Some(hook) = self.config.hooks.prepare_request.clone() else {
+            return Ok(());
+        };
+        let ctx = PrepareRequestContext {
+            context: self.context.clone(),
+            model: self.config.model.clone(),
+            thinking_level: self.config.thinking_level(),
+        };
+        let Some(update) = hook(ctx, self.cancel.clone()).await? else {
+            return Ok(());
+        };
+        if let Some(context) = update.context {
+            self.replace_context(context);
+        }
+        if let Some(model) = update.model {
+            self.config.model = model;
+        }
+        if let Some(level) = update.thinking_level {
+            self.config.set_thinking_level(level);
+        }
+        Ok(())
+    }
+
+    async fn request(&mut self) -> Result<AssistantMessage, String> {
+        let req = Request {
+            config: &self.config,
+            emit: &self.emit,
+            cancel: &self.cancel,
+            stream_fn: &self.stream_fn,
+        };
+        let message = stream_assistant_response(&mut self.context, &req).await?;
+        self.new_messages
+            .push(AgentMessage::Assistant(message.clone()));
+        Ok(message)
+    }
+
+    /// Runs (or fails, for `length`) the response's tool calls; returns the results and
+    /// whether the loop has a tool continuation.
+    async fn run_tools(
+        &mut self,
+        message: &AssistantMessage,
+    ) -> Result<(Vec<ToolResultMessage>, bool), String> {
+        if message.tool_calls().next().is_none() {
+            return Ok((Vec::new(), false));
+        }
+        let batch = if message.stop_reason == StopReason::Length {
+            fail_truncated_calls(message, &self.emit).await?
+        } else {
+            execute_tool_calls(
+                &self.context,
+                message,
+                &self.config,
+                &self.emit,
+                &self.cancel,
+            )
+            .await?
+        };
+        for result in &batch.messages {
+            let message = AgentMessage::ToolResult(result.clone());
+            self.context.messages.push(message.clone());
+            self.new_messages.push(message);
+        }
+        Ok((batch.messages, !batch.terminate))
+    }
+
+    /// `error`/`aborted`: `finishTurn` runs (its decision ignored), then the run ends.
+    async fn hard_exit(&mut self, message: AssistantMessage) -> Result<LoopOutcome, String> {
+        if let Some(finish) = self.config.hooks.finish_turn.clone() {
+            finish(self.turn(&message, &[]), self.cancel.clone()).await?;
+        }
+        self.emit(AgentEvent::TurnEnd {
+            message,
+            tool_results: Vec::new(),
+        })
+        .await?;
+        self.end().await
+    }
+
+    async fn end(&mut self) -> Result<LoopOutcome, String> {
+        let messages = self.new_messages.clone();
+        self.emit(AgentEvent::AgentEnd { messages }).await?;
+        Ok(self.outcome())
+    }
+
+    fn outcome(&self) -> LoopOutcome {
+        let last = self
+            .new_messages
+            .iter()
+            .rev()
+            .find_map(AgentMessage::as_assistant);
+        let aborted = last.is_some_and(|m| m.stop_reason == StopReason::Aborted);
+        let error = last
+            .filter(|m| m.stop_reason == StopReason::Error)
+            .and_then(|m| m.error_message.clone());
+        LoopOutcome {
+            new_messages: self.new_messages.clone(),
+            aborted,
+            error,
+        }
+    }
+
+    /// Improvement 1: closes the event sequence after a failure, like pi's Agent does, but
+    /// inside the core and without giving up when a listener fails again.
+    async fn fail(&mut self, error: String) -> LoopOutcome {
+        let aborted = self.cancel.is_cancelled();
+        if self.agent_end_sent {
+            return LoopOutcome {
+                new_messages: self.new_messages.clone(),
+                aborted,
+                error: Some(error),
+            };
+        }
+        let failure = failure_message(&self.config, &error, aborted);
+        let as_agent = AgentMessage::Assistant(failure.clone());
+        let events = [
+            AgentEvent::MessageStart {
+                message: as_agent.clone(),
+            },
+            AgentEvent::MessageEnd {
+                message: as_agent.clone(),
+            },
+            AgentEvent::TurnEnd {
+                message: failure,
+                tool_results: Vec::new(),
+            },
+            AgentEvent::AgentEnd {
+                messages: vec![as_agent.clone()],
+            },
+        ];
+        for event in events {
+            // A second failure is not allowed to drop `agent_end`.
+            if let Err(again) = self.emit(event).await {
+                tracing::warn!("listener failed while closing a failed run: {again}");
+            }
+        }
+        LoopOutcome {
+            new_messages: vec![as_agent],
+            aborted,
+            error: Some(error),
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! Anthropic Messages request building (§A4, §A13): system block, messages with merged tool
+//! results, thinking replay, tools with cache breakpoints, thinking budgets and betas.
+
+use serde_json::{Map, Value, json};
+
+use super::openai_request::thinking_budget;
+use super::tool_fold::{self, ToolStrategy, compat_flag};
+use super::transform::{sanitize_id, transform_messages};
+use super::{LlmContext, Model, StreamOptions};
+use crate::agent::message::{
+    AgentMessage, AssistantMessage, ContentBlock, MessageContent, SystemMessage, ThinkingLevel,
+    ToolDeclaration,
+};
+use crate::agent::transcript::{ToolSet, current_system_prompt, system_message_text};
+
+pub const VERSION: &str = "2023-06-01";
+const BETA_FINE_GRAINED: &str = "fine-grained-tool-streaming-2025-05-14";
+const BETA_INTERLEAVED: &str = "interleaved-thinking-2025-05-14";
+const BETA_INLINE_TOOLS: &str = "inline-tools-2026-09-15";
+
+/// A built request: body plus the betas it needs.
+pub struct AnthropicRequest {
+    pub body: Value,
+    pub betas: Vec<&'static str>,
+}
+
+pub fn normalize_id(id: &str) -> String {
+    sanitize_id(id, 64)
+}
+
+/// The tool strategy: "changes" when the model can take mid-conversation tool changes.
+fn wanted_strategy(model: &Model) -> ToolStrategy {
+    let flag = |name| compat_flag(model, name).unwrap_or(false);
+    if flag("supportsMidConvoSystemMessages") && flag("supportsMidConvoToolChanges") {
+        ToolStrategy::Changes
+    } else {
+        ToolStrategy::None
+    }
+}
+
+pub fn build_request(
+    model: &Model,
+    context: &LlmContext,
+    options: &StreamOptions,
+) -> AnthropicRequest {
+    let history = transform_messages(&context.messages, model, normalize_id);
+    let strategy = tool_fold::effective_strategy(wanted_strategy(model), &history);
+    let tools = tool_fold::request_tools(strategy, &history);
+    let mut body = Map::new();
+    let mut betas = Vec::new();
+    body.insert("model".into(), json!(model.id));
+    let level = options
+        .reasoning
+        .filter(|_| model.reasoning)
+        .unwrap_or_default();
+    let (max_tokens, budget) = token_limits(model, options, level);
+    body.insert("max_tokens".into(), json!(max_tokens));
+    body.insert("stream".into(), json!(true));
+    let system_text = match strategy {
+        ToolStrategy::None => current_system_prompt(&history),
+        _ => history
+            .iter()
+            .find_map(AgentMessage::as_system)
+            .map(system_message_text)
+            .unwrap_or_default(),
+    };
+    if !system_text.is_empty() {
+        body.insert(
+            "system".into(),
+            json!([{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}]),
+        );
+    }
+    let messages = convert_messages(&history, strategy);
+    body.insert("messages".into(), Value::Array(messages));
+    if !tools.is_empty() {
+        let mut decls: Vec<Value> = tools.iter().map(tool_json).collect();
+        if let Some(last) = decls.last_mut() {
+            last["cache_control"] = json!({"type": "ephemeral"});
+        }
+        body.insert("tools".into(), Value::Array(decls));
+        betas.push(BETA_FINE_GRAINED);
+    }
+    if strategy == ToolStrategy::Changes {
+        betas.push(BETA_INLINE_TOOLS);
+    }
+    match budget {
+        Some(budget) => {
+            body.insert(
+                "thinking".into(),
+                json!({"type": "enabled", "budget_tokens": budget}),
+            );
+            betas.push(BETA_INTERLEAVED);
+        }
+        None => {
+            if let Some(t) = options.temperature {
+                body.insert("temperature".into(), json!(t));
+            }
+        }
+    }
+    AnthropicRequest {
+        body: Value::Object(body),
+        betas,
+    }
+}
+
+/// `(max_tokens, thinking budget)` per pi's simple options: the budget is added to the base
+/// and capped by the model; a budget that does not fit shrinks to leave 1024 output tokens.
+pub fn token_limits(
+    model: &Model,
+    options: &StreamOptions,
+    level: ThinkingLevel,
+) -> (u64, Option<u64>) {
+    let model_max = if model.max_tokens > 0 {
+        model.max_tokens
+    } else {
+        32_000
+    };
+    let base = options
+        .max_tokens
+        .filter(|m| *m > 0)
+        .unwrap_or(model_max.min(32_000));
+    if level == ThinkingLevel::Off {
+        return (base, None);
+    }
+    let mut budget = thinking_budget(level);
+    let max_tokens = (base + budget).min(model_max);
+    if max_tokens <= budget {
+        budget = max_tokens.saturating_sub(1024);
+    }
+    (max_tokens, (budget > 0).then_some(budget))
+}
+
+/// Only `properties` and `required` of the schema are sent, as pi does.
+pub fn tool_json(tool: &ToolDeclaration) -> Value {
+    let mut schema = json!({"type": "object", "properties": tool.parameters.get("properties").cloned().unwrap_or(json!({}))});
+    if let Some(required) = tool.parameters.get("required") {
+        schema["required"] = required.clone();
+    }
+    json!({"name": tool.name, "description": tool.description, "input_schema": schema})
+}
+
+fn convert_messages(history: &[AgentMessage], strategy: ToolStrategy) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(history.len());
+    let mut tools = ToolSet::default();
+    let mut first_system = true;
+    for message in history {
+        match message {
+            AgentMessage::System(system) => {
+                if !first_system && strategy == ToolStrategy::Changes {
+                    out.push(system_change(system, tools.as_slice()));
+                }
+                first_system = false;
+                tools.apply(system);
+            }
+            AgentMessage::User(user) => {
+                let blocks = user_blocks(&user.content);
+                if !blocks.is_empty() {
+                    out.push(json!({"role": "user", "content": blocks}));
+                }
+            }
+            AgentMessage::Assistant(a) => {
+                let blocks = assistant_blocks(a);
+                if !blocks.is_empty() {
+                    out.push(json!({"role": "assistant", "content": blocks}));
+                }
+            }
+            AgentMessage::ToolResult(r) => {
+                let content: Vec<Value> = r.content.iter().filter_map(content_block).collect();
+                let content = if content.is_empty() {
+                    json!("(no tool output)")
+                } else {
+                    Value::Array(content)
+                };
+                let block = json!({"type": "tool_result", "tool_use_id": r.tool_call_id,
+                                   "content": content, "is_error": r.is_error});
+                append_tool_result(&mut out, block);
+            }
+            AgentMessage::Custom(_) => {}
+        }
+    }
+    mark_last_user_block(&mut out);
+    out
+}
+
+/// A mid-conversation system message rendering tool changes in place (strategy "changes").
+fn system_change(system: &SystemMessage, before: &[ToolDeclaration]) -> Value {
+    let mut content = Vec::new();
+    let text = system_message_text(system);
+    if !text.is_empty() {
+        content.push(json!({"type": "text", "text": text}));
+    }
+    let added = system.tools_added.iter().flatten();
+    for removed in system.tools_removed.iter().flatten() {
+        // A re-declaration replaces in place: no removal block for it.
+        if !added.clone().any(|t| t.name == removed.name)
+            && before.iter().any(|t| t.name == removed.name)
+        {
+            content.push(json!({"type": "tool_removal", "tool": {"type": "tool_reference", "name": removed.name}}));
+        }
+    }
+    for tool in added {
+        content.push(json!({"type": "tool_addition", "tool": {"type": "tool_definition", "definition": tool_json(tool)}}));
+    }
+    json!({"role": "system", "content": content})
+}
+
+/// Consecutive tool results share one user message.
+fn append_tool_result(out: &mut Vec<Value>, block: Value) {
+    if let Some(last) = out.last_mut()
+        && last["role"] == "user"
+        && last["content"]
+            .as_array()
+            .is_some_and(|c| c.iter().all(|b| b["type"] == "tool_result"))
+        && let Some(content) = last["content"].as_array_mut()
+    {
+        content.push(block);
+        return;
+    }
+    out.push(json!({"role": "user", "content": [block]}));
+}
+
+/// Cache breakpoint on the last block of the last user message.
+fn mark_last_user_block(out: &mut [Value]) {
+    let last_user = out.iter_mut().rev().find(|m| m["role"] == "user");
+    if let Some(block) = last_user
+        .and_then(|m| m["content"].as_array_mut())
+        .and_then(|c| c.last_mut())
+    {
+        block["cache_control"] = json!({"type": "ephemeral"});
+    }
+}
+
+fn content_block(block: &ContentBlock) -> Option<Value> {
+    match block {
+        ContentBlock::Text(t) if !t.text.trim().is_empty() => {
+            Some(json!({"type": "text", "text": t.text}))
+        }
+        ContentBlock::Image(i) => Some(json!({"type": "image", "source":
+            {"type": "base64", "media_type": i.mime_type, "data": i.data}})),
+        _ => None,
+    }
+}
+
+fn user_blocks(content: &MessageContent) -> Vec<Value> {
+    match content {
+        MessageContent::Text(text) if text.trim().is_empty() => Vec::new(),
+        MessageContent::Text(text) => vec![json!({"type": "text", "text": text})],
+        MessageContent::Blocks(blocks) => blocks.iter().filter_map(content_block).collect(),
+    }
+}
+
+fn assistant_blocks(message: &AssistantMessage) -> Vec<Value> {
+    let mut out = Vec::new();
+    for block in &message.content {
+        match block {
+            ContentBlock::Text(t) if !t.text.trim().is_empty() => {
+                out.push(json!({"type": "text", "text": t.text}))
+            }
+            ContentBlock::Thinking(t) if t.redacted == Some(true) => {
+                if let Some(data) = &t.thinking_signature {
+                    out.push(json!({"type": "redacted_thinking", "data": data}));
+                }
+            }
+            ContentBlock::Thinking(t) => {
+                match t.thinking_signature.as_deref().filter(|s| !s.is_empty()) {
+                    Some(signature) => out.push(
+                        json!({"type": "thinking", "thinking": t.thinking, "signature": signature}),
+                    ),
+                    None if !t.thinking.trim().is_empty() => {
+                        out.push(json!({"type": "text", "text": t.thinking}))
+                    }
+                    None => {}
+                }
+            }
+            ContentBlock::ToolCall(call) => {
+                let input = if call.arguments.is_object() {
+                    call.arguments.clone()
+                } else {
+                    json!({})
+                };
+                out.push(
+                    json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}),
+                );
+            }
+            _ => {}
+        }
+    }
+    out
+}

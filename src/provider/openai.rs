@@ -1,0 +1,81 @@
+//! The `openai-completions` API: OpenAI Chat Completions streaming, which also serves Ollama,
+//! vLLM, llama.cpp, LM Studio and proxies by base URL.
+
+use super::assembler::{Assembler, spawn_provider};
+use super::openai_request::{OpenAiCompat, build_body};
+use super::openai_stream::OpenAiParser;
+use super::transport::{HttpTarget, apply_model_headers, drive, streaming_client};
+use super::{AssistantEventStream, LlmContext, Model, StreamFn, StreamOptions, api_key};
+use crate::agent::message::StopReason;
+
+pub const API: &str = "openai-completions";
+
+/// Streams from `<baseUrl>/chat/completions`.
+pub struct OpenAiCompletions {
+    client: Result<reqwest::Client, String>,
+}
+
+impl Default for OpenAiCompletions {
+    fn default() -> Self {
+        OpenAiCompletions::new()
+    }
+}
+
+impl OpenAiCompletions {
+    pub fn new() -> Self {
+        OpenAiCompletions {
+            client: streaming_client(),
+        }
+    }
+}
+
+/// `<baseUrl>/chat/completions` (default base `https://api.openai.com/v1`).
+pub fn endpoint(model: &Model) -> String {
+    let base = if model.base_url.is_empty() {
+        "https://api.openai.com/v1"
+    } else {
+        &model.base_url
+    };
+    format!("{}/chat/completions", base.trim_end_matches('/'))
+}
+
+impl StreamFn for OpenAiCompletions {
+    fn stream(
+        &self,
+        model: &Model,
+        context: LlmContext,
+        options: StreamOptions,
+    ) -> AssistantEventStream {
+        let client = self.client.clone();
+        let model = model.clone();
+        spawn_provider(&model.clone(), move |sink| async move {
+            let asm = Assembler::new(sink, &model);
+            let client = match client {
+                Ok(client) => client,
+                Err(e) => return asm.fail(StopReason::Error, e).await,
+            };
+            let key = api_key::resolve(&model, &options);
+            if let Some(message) = api_key::missing_key_error(&model, key.as_deref()) {
+                return asm.fail(StopReason::Error, message).await;
+            }
+            let mut headers = vec![
+                ("content-type".to_string(), "application/json".to_string()),
+                ("accept".to_string(), "text/event-stream".to_string()),
+            ];
+            if let Some(key) = key {
+                headers.push(("authorization".to_string(), format!("Bearer {key}")));
+            }
+            apply_model_headers(&mut headers, &model);
+            let target = HttpTarget {
+                url: endpoint(&model),
+                headers,
+                body: build_body(&model, &context, &options),
+            };
+            let supports_finish = OpenAiCompat::for_model(&model).finish_reason;
+            drive(&client, target, &options, asm, || {
+                OpenAiParser::new(model.clone(), supports_finish)
+            })
+            .await;
+        })
+    }
+}

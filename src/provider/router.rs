@@ -1,0 +1,74 @@
+//! [`ProviderRouter`]: one [`StreamFn`] that dispatches on `model.api`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::anthropic::{self, AnthropicMessages};
+use super::assembler::error_message;
+use super::openai::{self, OpenAiCompletions};
+use super::scripted::{self, ScriptedProvider};
+use super::{
+    AssistantEventStream, AssistantMessageEvent, LlmContext, Model, StreamFn, StreamOptions,
+};
+use crate::agent::message::StopReason;
+
+/// Dispatches each request to the provider registered for its model's `api`.
+#[derive(Clone, Default)]
+pub struct ProviderRouter {
+    providers: HashMap<String, Arc<dyn StreamFn>>,
+}
+
+impl ProviderRouter {
+    /// A router with no providers.
+    pub fn new() -> Self {
+        ProviderRouter::default()
+    }
+
+    /// The built-in APIs: `openai-completions`, `anthropic-messages`, and `scripted` (empty queue).
+    pub fn with_defaults() -> Self {
+        let mut router = ProviderRouter::new();
+        router.register(openai::API, Arc::new(OpenAiCompletions::new()));
+        router.register(anthropic::API, Arc::new(AnthropicMessages::new()));
+        router.register(scripted::API, Arc::new(ScriptedProvider::new(Vec::new())));
+        router
+    }
+
+    /// Registers (or replaces) the provider of an api.
+    pub fn register(&mut self, api: &str, provider: Arc<dyn StreamFn>) -> &mut Self {
+        self.providers.insert(api.to_string(), provider);
+        self
+    }
+
+    pub fn apis(&self) -> Vec<String> {
+        let mut apis: Vec<String> = self.providers.keys().cloned().collect();
+        apis.sort();
+        apis
+    }
+}
+
+impl StreamFn for ProviderRouter {
+    fn stream(
+        &self,
+        model: &Model,
+        context: LlmContext,
+        options: StreamOptions,
+    ) -> AssistantEventStream {
+        match self.providers.get(&model.api) {
+            Some(provider) => provider.stream(model, context, options),
+            None => {
+                let reason = StopReason::Error;
+                let message = format!("No provider registered for api: {}", model.api);
+                let error = error_message(model, reason, message);
+                AssistantEventStream::from_events(vec![AssistantMessageEvent::Error {
+                    reason,
+                    error,
+                }])
+            }
+        }
+    }
+}
+
+/// The stream function the CLI and daemon use: every built-in API behind one router.
+pub fn default_stream_fn() -> Arc<dyn StreamFn> {
+    Arc::new(ProviderRouter::with_defaults())
+}

@@ -1,0 +1,190 @@
+//! Cross-provider history cleanup before conversion (pi's `transform-messages.ts`, §A14).
+//!
+//! Errored/aborted assistant turns are dropped; thinking from another model becomes text;
+//! tool-call ids are normalized for the target API (results follow the mapping); orphaned tool
+//! calls get a synthetic "No result provided" error result; results answering no pending call
+//! are dropped. Custom roles never reach a provider.
+
+use std::collections::HashMap;
+
+use crate::agent::message::{
+    AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolResultMessage,
+};
+
+use super::Model;
+
+/// Whether `message` came from exactly this model (provider, api and id).
+pub fn same_model(message: &AssistantMessage, model: &Model) -> bool {
+    message.provider == model.provider && message.api == model.api && message.model == model.id
+}
+
+/// Keeps `[a-zA-Z0-9_-]`, replaces the rest with `_`, and cuts to `max` characters.
+pub fn sanitize_id(id: &str, max: usize) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(max)
+        .collect()
+}
+
+/// The cleaned history (system messages kept in place for the tool-folding step).
+pub fn transform_messages(
+    messages: &[AgentMessage],
+    model: &Model,
+    normalize_id: impl Fn(&str) -> String,
+) -> Vec<AgentMessage> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut ids: HashMap<String, String> = HashMap::new();
+    let mut pending: Vec<(String, String)> = Vec::new();
+    for message in messages {
+        match message {
+            AgentMessage::Custom(_) => {}
+            AgentMessage::System(_) => out.push(message.clone()),
+            AgentMessage::Assistant(a) if a.stop_reason.is_hard_exit() => {}
+            AgentMessage::Assistant(a) => {
+                close_orphans(&mut out, &mut pending);
+                let converted = convert_assistant(a, model, &normalize_id, &mut ids);
+                pending = converted
+                    .tool_calls()
+                    .map(|c| (c.id.clone(), c.name.clone()))
+                    .collect();
+                out.push(AgentMessage::Assistant(converted));
+            }
+            AgentMessage::ToolResult(r) => {
+                let id = ids
+                    .get(&r.tool_call_id)
+                    .cloned()
+                    .unwrap_or_else(|| r.tool_call_id.clone());
+                if let Some(pos) = pending.iter().position(|(p, _)| *p == id) {
+                    pending.remove(pos);
+                    let mut result = r.clone();
+                    result.tool_call_id = id;
+                    out.push(AgentMessage::ToolResult(result));
+                }
+            }
+            AgentMessage::User(_) => {
+                close_orphans(&mut out, &mut pending);
+                out.push(message.clone());
+            }
+        }
+    }
+    close_orphans(&mut out, &mut pending);
+    out
+}
+
+fn close_orphans(out: &mut Vec<AgentMessage>, pending: &mut Vec<(String, String)>) {
+    for (id, name) in pending.drain(..) {
+        out.push(AgentMessage::ToolResult(ToolResultMessage {
+            tool_call_id: id,
+            tool_name: name,
+            content: vec![ContentBlock::text("No result provided")],
+            is_error: true,
+            ..ToolResultMessage::default()
+        }));
+    }
+}
+
+fn convert_assistant(
+    message: &AssistantMessage,
+    model: &Model,
+    normalize_id: &impl Fn(&str) -> String,
+    ids: &mut HashMap<String, String>,
+) -> AssistantMessage {
+    let same = same_model(message, model);
+    let mut converted = message.clone();
+    converted.content = Vec::with_capacity(message.content.len());
+    for block in &message.content {
+        match block {
+            ContentBlock::Thinking(t) if !same => {
+                if t.redacted != Some(true) && !t.thinking.trim().is_empty() {
+                    converted
+                        .content
+                        .push(ContentBlock::text(t.thinking.clone()));
+                }
+            }
+            ContentBlock::ToolCall(call) => {
+                let mut call = call.clone();
+                let id = normalize_id(&call.id);
+                ids.insert(call.id.clone(), id.clone());
+                call.id = id;
+                if !same {
+                    call.thought_signature = None;
+                }
+                converted.content.push(ContentBlock::ToolCall(call));
+            }
+            other => converted.content.push(other.clone()),
+        }
+    }
+    if converted.stop_reason == StopReason::Pending {
+        converted.stop_reason = StopReason::Stop;
+    }
+    converted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::message::{ThinkingContent, ToolCall};
+    use serde_json::json;
+
+    fn assistant(content: Vec<ContentBlock>, stop: StopReason) -> AgentMessage {
+        AgentMessage::Assistant(AssistantMessage {
+            content,
+            api: "openai-completions".into(),
+            provider: "other".into(),
+            model: "x".into(),
+            stop_reason: stop,
+            ..AssistantMessage::default()
+        })
+    }
+
+    fn call(id: &str) -> ContentBlock {
+        ContentBlock::ToolCall(ToolCall {
+            id: id.into(),
+            name: "read".into(),
+            arguments: json!({}),
+            ..ToolCall::default()
+        })
+    }
+
+    #[test]
+    fn drops_errors_fills_orphans_and_maps_ids() {
+        let messages = vec![
+            AgentMessage::user_text("hi"),
+            assistant(vec![call("bad|id")], StopReason::Error),
+            assistant(
+                vec![
+                    ContentBlock::Thinking(ThinkingContent {
+                        thinking: "thought".into(),
+                        ..ThinkingContent::default()
+                    }),
+                    call("a|1"),
+                    call("b"),
+                ],
+                StopReason::ToolUse,
+            ),
+            AgentMessage::ToolResult(ToolResultMessage {
+                tool_call_id: "a|1".into(),
+                tool_name: "read".into(),
+                ..ToolResultMessage::default()
+            }),
+            AgentMessage::user_text("next"),
+        ];
+        let out = transform_messages(&messages, &Model::default(), |id| sanitize_id(id, 40));
+        let roles: Vec<&str> = out.iter().map(AgentMessage::role).collect();
+        assert_eq!(
+            roles,
+            ["user", "assistant", "toolResult", "toolResult", "user"]
+        );
+        let a = out[1].as_assistant().unwrap();
+        assert_eq!(a.content[0].as_text(), Some("thought"));
+        assert_eq!(out[2].as_tool_result().unwrap().tool_call_id, "a_1");
+        let orphan = out[3].as_tool_result().unwrap();
+        assert_eq!((orphan.tool_call_id.as_str(), orphan.is_error), ("b", true));
+    }
+}

@@ -1,0 +1,275 @@
+//! The HTTP side shared by the wire APIs: send the request (retrying before the first token),
+//! decode the SSE body with `eventsource-stream`, and turn every failure into a terminal event.
+
+use std::time::Duration;
+
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use super::assembler::{Assembler, ConsumerGone};
+use super::retry;
+use super::{AssistantMessageEvent, StreamOptions};
+use crate::agent::message::StopReason;
+
+/// What to send.
+pub struct HttpTarget {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+/// Why a response could not complete.
+pub enum Failure {
+    Gone,
+    Error { message: String, retryable: bool },
+}
+
+impl Failure {
+    pub fn error(message: impl Into<String>) -> Failure {
+        Failure::Error {
+            message: message.into(),
+            retryable: false,
+        }
+    }
+}
+
+impl From<ConsumerGone> for Failure {
+    fn from(_: ConsumerGone) -> Self {
+        Failure::Gone
+    }
+}
+
+/// Whether the parser wants more events.
+pub enum Flow {
+    Continue,
+    Stop,
+}
+
+/// One wire API's SSE event handling.
+pub(crate) trait WireParser {
+    async fn on_event(&mut self, asm: &mut Assembler, event: Event) -> Result<Flow, Failure>;
+    /// The stream ended (cleanly or at `Flow::Stop`): the stop reason, or why it is an error.
+    async fn finish(self, asm: &mut Assembler) -> Result<StopReason, Failure>;
+}
+
+pub const ABORTED: &str = "Request was aborted";
+
+/// The error text with its sources, without repeating the same text.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// A readable message from an error response body (the API's `error.message` when present).
+fn status_message(status: reqwest::StatusCode, body: &str) -> String {
+    let detail = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            let error = v.get("error")?;
+            error
+                .get("message")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .or_else(|| error.as_str().map(str::to_string))
+        })
+        .unwrap_or_else(|| body.trim().chars().take(2000).collect());
+    let detail = if detail.is_empty() {
+        "(no body)".to_string()
+    } else {
+        detail
+    };
+    format!(
+        "{} {}: {detail}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("error")
+    )
+}
+
+/// Sends `target` and streams the answer through a fresh parser per attempt; always ends the
+/// assembler with exactly one terminal event.
+pub(crate) async fn drive<P: WireParser>(
+    client: &reqwest::Client,
+    target: HttpTarget,
+    options: &StreamOptions,
+    mut asm: Assembler,
+    make_parser: impl Fn() -> P,
+) {
+    let max_retries = options.max_retries.unwrap_or(retry::DEFAULT_MAX_RETRIES);
+    let cap_ms = options
+        .max_retry_delay_ms
+        .unwrap_or(retry::DEFAULT_MAX_RETRY_DELAY_MS);
+    let mut retries = 0;
+    loop {
+        let outcome = attempt(client, &target, options, &mut asm, make_parser()).await;
+        let (message, server_delay) = match outcome {
+            Attempt::Done(reason) => {
+                let _ = asm.done(reason).await;
+                return;
+            }
+            Attempt::Gone => return,
+            Attempt::Aborted => return asm.fail(StopReason::Aborted, ABORTED.into()).await,
+            Attempt::Failed(message) => return asm.fail(StopReason::Error, message).await,
+            Attempt::Retryable(message, delay) => (message, delay),
+        };
+        if retries >= max_retries || asm.started() {
+            return asm.fail(StopReason::Error, message).await;
+        }
+        retries += 1;
+        let delay = match retry::retry_delay(retries, server_delay, cap_ms) {
+            Ok(delay) => delay,
+            Err(why) => {
+                return asm
+                    .fail(StopReason::Error, format!("{message} ({why})"))
+                    .await;
+            }
+        };
+        let notice = AssistantMessageEvent::Retry {
+            attempt: retries,
+            max_attempts: max_retries,
+            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            error_message: message,
+        };
+        if asm.retry(notice).await.is_err() {
+            return;
+        }
+        if !sleep_or_abort(delay, options).await {
+            return asm.fail(StopReason::Aborted, ABORTED.into()).await;
+        }
+    }
+}
+
+/// `false` when aborted during the wait.
+async fn sleep_or_abort(delay: Duration, options: &StreamOptions) -> bool {
+    tokio::select! {
+        _ = options.signal.cancelled() => false,
+        _ = tokio::time::sleep(delay) => true,
+    }
+}
+
+enum Attempt {
+    Done(StopReason),
+    Gone,
+    Aborted,
+    Failed(String),
+    Retryable(String, Option<Duration>),
+}
+
+async fn attempt<P: WireParser>(
+    client: &reqwest::Client,
+    target: &HttpTarget,
+    options: &StreamOptions,
+    asm: &mut Assembler,
+    parser: P,
+) -> Attempt {
+    let signal = &options.signal;
+    if signal.is_cancelled() {
+        return Attempt::Aborted;
+    }
+    let mut request = client.post(&target.url).body(target.body.to_string());
+    for (name, value) in &target.headers {
+        request = request.header(name, value);
+    }
+    let response = tokio::select! {
+        _ = signal.cancelled() => return Attempt::Aborted,
+        response = request.send() => response,
+    };
+    let response = match response {
+        Ok(response) => response,
+        Err(e) => return Attempt::Failed(format!("Connection error: {}", error_chain(&e))),
+    };
+    let status = response.status();
+    if !status.is_success() {
+        let server_delay = retry::server_delay(response.headers());
+        let body = tokio::select! {
+            _ = signal.cancelled() => return Attempt::Aborted,
+            body = response.text() => body.unwrap_or_default(),
+        };
+        let message = status_message(status, &body);
+        return if retry::is_retryable_status(status.as_u16(), &body) {
+            Attempt::Retryable(message, server_delay)
+        } else {
+            Attempt::Failed(message)
+        };
+    }
+    stream_body(response, options, asm, parser).await
+}
+
+async fn stream_body<P: WireParser>(
+    response: reqwest::Response,
+    options: &StreamOptions,
+    asm: &mut Assembler,
+    mut parser: P,
+) -> Attempt {
+    let mut events = response.bytes_stream().eventsource();
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = options.signal.cancelled() => return Attempt::Aborted,
+            next = events.next() => next,
+        };
+        let event = match next {
+            None => break,
+            Some(Ok(event)) => event,
+            Some(Err(EventStreamError::Transport(e))) => {
+                return Attempt::Failed(format!("Connection lost mid-stream: {}", error_chain(&e)));
+            }
+            Some(Err(e)) => return Attempt::Failed(format!("Malformed SSE stream: {e}")),
+        };
+        match parser.on_event(asm, event).await {
+            Ok(Flow::Continue) => {}
+            Ok(Flow::Stop) => break,
+            Err(failure) => return failed(failure, options),
+        }
+    }
+    if options.signal.is_cancelled() {
+        return Attempt::Aborted;
+    }
+    match parser.finish(asm).await {
+        Ok(reason) => Attempt::Done(reason),
+        Err(failure) => failed(failure, options),
+    }
+}
+
+fn failed(failure: Failure, options: &StreamOptions) -> Attempt {
+    match failure {
+        Failure::Gone => Attempt::Gone,
+        _ if options.signal.is_cancelled() => Attempt::Aborted,
+        Failure::Error {
+            message,
+            retryable: true,
+        } => Attempt::Retryable(message, None),
+        Failure::Error { message, .. } => Attempt::Failed(message),
+    }
+}
+
+/// A reqwest client for streaming: connect timeout, idle read timeout, no overall timeout.
+/// `Err` (TLS setup failed) is reported on each request rather than at construction.
+pub fn streaming_client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(30))
+        .read_timeout(Duration::from_secs(300))
+        .build()
+        .map_err(|e| format!("cannot create the HTTP client: {}", error_chain(&e)))
+}
+
+/// Adds the model's configured headers; a `null` value removes a default header.
+pub fn apply_model_headers(headers: &mut Vec<(String, String)>, model: &super::Model) {
+    for (name, value) in model.headers.iter().flatten() {
+        headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        match value {
+            Value::Null => {}
+            Value::String(s) => headers.push((name.clone(), s.clone())),
+            other => headers.push((name.clone(), other.to_string())),
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! What `initialize` settles for the connection: client capabilities, options, encoding, cwd.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::Value;
+use tower_lsp_server::ls_types::{InitializeParams, PositionEncodingKind};
+
+use crate::server::documents::uri_to_path;
+use crate::server::position::Encoding;
+use crate::server::protocol::{ClientAgentCapabilities, InitOptions};
+
+/// The connection's settled configuration (immutable after `initialize`).
+#[derive(Clone, Debug, Default)]
+pub struct ConnConfig {
+    /// `Some` when the client sent `capabilities.experimental.agent` (an agent client).
+    pub agent: Option<ClientAgentCapabilities>,
+    pub document_changes: bool,
+    pub message_actions: bool,
+    pub work_done_progress: bool,
+    pub show_document: bool,
+    pub encoding: Encoding,
+    pub options: InitOptions,
+    pub cwd: PathBuf,
+    pub process_id: Option<u32>,
+}
+
+impl ConnConfig {
+    /// Reads the client's capabilities and options; malformed options are reported, not fatal.
+    pub fn from_initialize(params: &InitializeParams) -> (Self, Vec<String>) {
+        let mut warnings = Vec::new();
+        let caps = serde_json::to_value(&params.capabilities).unwrap_or(Value::Null);
+        let flag = |ptr: &str| caps.pointer(ptr).and_then(Value::as_bool).unwrap_or(false);
+        let agent = caps.pointer("/experimental/agent").map(|v| {
+            serde_json::from_value::<ClientAgentCapabilities>(v.clone()).unwrap_or_else(|e| {
+                warnings.push(format!("capabilities.experimental.agent is malformed: {e}"));
+                ClientAgentCapabilities::default()
+            })
+        });
+        let options = match &params.initialization_options {
+            None | Some(Value::Null) => InitOptions::default(),
+            Some(v) => serde_json::from_value(v.clone()).unwrap_or_else(|e| {
+                warnings.push(format!(
+                    "initializationOptions are malformed and were ignored: {e}"
+                ));
+                InitOptions::default()
+            }),
+        };
+        let encodings: Option<Vec<PositionEncodingKind>> = params
+            .capabilities
+            .general
+            .as_ref()
+            .and_then(|g| g.position_encodings.clone());
+        let config = ConnConfig {
+            agent,
+            document_changes: flag("/workspace/workspaceEdit/documentChanges"),
+            message_actions: caps
+                .pointer("/window/showMessage/messageActionItem")
+                .is_some(),
+            work_done_progress: flag("/window/workDoneProgress"),
+            show_document: flag("/window/showDocument/support"),
+            encoding: Encoding::negotiate(encodings.as_deref()),
+            cwd: default_cwd(params, &options),
+            options,
+            process_id: params.process_id,
+        };
+        (config, warnings)
+    }
+
+    pub fn events(&self) -> bool {
+        self.agent.as_ref().is_some_and(|a| a.events)
+    }
+
+    pub fn approvals(&self) -> bool {
+        self.agent.as_ref().is_some_and(|a| a.approvals)
+    }
+
+    pub fn save_documents(&self) -> bool {
+        self.agent.as_ref().is_some_and(|a| a.save_documents)
+    }
+
+    /// A client that did not opt in to the agent protocol gets the LSP-standard surface.
+    pub fn is_generic(&self) -> bool {
+        self.agent.is_none()
+    }
+
+    pub fn approval_timeout(&self) -> Duration {
+        Duration::from_millis(self.options.approval_timeout_ms.unwrap_or(600_000))
+    }
+
+    pub fn edit_timeout(&self) -> Duration {
+        Duration::from_millis(self.options.edit_timeout_ms.unwrap_or(5_000))
+    }
+}
+
+fn default_cwd(params: &InitializeParams, options: &InitOptions) -> PathBuf {
+    #[allow(deprecated)] // rootUri is deprecated but still the only root some clients send.
+    let root_uri = params.root_uri.as_ref().map(|u| u.as_str().to_owned());
+    options
+        .cwd
+        .as_ref()
+        .map(PathBuf::from)
+        .or_else(|| {
+            let folder = params.workspace_folders.as_ref()?.first()?;
+            uri_to_path(folder.uri.as_str())
+        })
+        .or_else(|| uri_to_path(&root_uri?))
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("/"))
+}

@@ -1,0 +1,375 @@
+//! Every wire type of the agent extension protocol (documented in `protocol.md`).
+//!
+//! **Invariant:** this module and `protocol.md` change together. Internal agent types reach the
+//! wire only through the fields below (`event`, `messages`, `args` are pi's JSON shapes).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::agent::message::ContentBlock;
+
+/// The version advertised as `capabilities.experimental.agent.protocolVersion`.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Client → server request methods.
+pub mod method {
+    pub const PROMPT: &str = "agent/prompt";
+    pub const STEER: &str = "agent/steer";
+    pub const FOLLOW_UP: &str = "agent/followUp";
+    pub const ABORT: &str = "agent/abort";
+    pub const CLEAR_QUEUE: &str = "agent/clearQueue";
+    pub const NEW_SESSION: &str = "agent/newSession";
+    pub const GET_STATE: &str = "agent/getState";
+    pub const GET_MESSAGES: &str = "agent/getMessages";
+    /// Server → client.
+    pub const EVENT: &str = "$/agentEvent";
+    pub const BEFORE_TOOL_CALL: &str = "agent/beforeToolCall";
+    pub const SAVE_DOCUMENTS: &str = "agent/saveDocuments";
+}
+
+/// `workspace/executeCommand` commands for generic clients.
+pub mod command {
+    pub const PROMPT: &str = "agent.prompt";
+    pub const STEER: &str = "agent.steer";
+    pub const FOLLOW_UP: &str = "agent.followUp";
+    pub const ABORT: &str = "agent.abort";
+    pub const NEW_SESSION: &str = "agent.newSession";
+    pub const APPROVE: &str = "agent.approve";
+    pub const REJECT: &str = "agent.reject";
+    pub const ALL: [&str; 7] = [
+        PROMPT,
+        STEER,
+        FOLLOW_UP,
+        ABORT,
+        NEW_SESSION,
+        APPROVE,
+        REJECT,
+    ];
+}
+
+/// JSON-RPC error codes of the agent methods (beyond the standard ones).
+pub mod code {
+    pub const AGENT_BUSY: i64 = -32001;
+    pub const NO_MODEL: i64 = -32003;
+}
+
+/// `capabilities.experimental.agent` sent by the client.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ClientAgentCapabilities {
+    pub events: bool,
+    pub approvals: bool,
+    pub save_documents: bool,
+}
+
+/// A prompt: plain text or pi content blocks (text, image).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PromptMessage {
+    Text(String),
+    Blocks(Vec<ContentBlock>),
+}
+
+impl PromptMessage {
+    /// The prompt's content blocks.
+    pub fn into_blocks(self) -> Vec<ContentBlock> {
+        match self {
+            PromptMessage::Text(text) => vec![ContentBlock::text(text)],
+            PromptMessage::Blocks(blocks) => blocks,
+        }
+    }
+
+    /// The text blocks joined by newlines (what queues show).
+    pub fn text(&self) -> String {
+        match self {
+            PromptMessage::Text(text) => text.clone(),
+            PromptMessage::Blocks(blocks) => blocks
+                .iter()
+                .filter_map(ContentBlock::as_text)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StreamingBehavior {
+    Steer,
+    FollowUp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Disposition {
+    Started,
+    Steered,
+    FollowUp,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptParams {
+    #[serde(default)]
+    pub session_id: Option<String>,
+    pub message: PromptMessage,
+    #[serde(default)]
+    pub streaming_behavior: Option<StreamingBehavior>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptResult {
+    pub session_id: String,
+    pub run_id: String,
+    pub message_id: String,
+    pub disposition: Disposition,
+}
+
+/// Params of `agent/steer` and `agent/followUp`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueParams {
+    pub session_id: String,
+    pub message: PromptMessage,
+}
+
+/// A message waiting in a queue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueuedMessage {
+    pub message_id: String,
+    pub text: String,
+}
+
+/// Both queues of a session (also the `queue_update` event body).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Queues {
+    pub steering: Vec<QueuedMessage>,
+    pub follow_up: Vec<QueuedMessage>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueResult {
+    pub session_id: String,
+    pub run_id: String,
+    pub message_id: String,
+    pub disposition: Disposition,
+    #[serde(flatten)]
+    pub queues: Queues,
+}
+
+/// Params of `agent/abort`, `agent/clearQueue`, `agent/getState`, `agent/getMessages`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionParams {
+    pub session_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AbortResult {
+    pub aborted: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NewSessionParams {
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewSessionResult {
+    pub session_id: String,
+    pub cwd: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelRef {
+    pub provider: String,
+    pub id: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateResult {
+    pub session_id: String,
+    pub cwd: String,
+    pub model: Option<ModelRef>,
+    pub is_streaming: bool,
+    pub run_id: Option<String>,
+    #[serde(flatten)]
+    pub queues: Queues,
+    pub message_count: usize,
+    pub last_seq: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessagesResult {
+    pub session_id: String,
+    pub messages: Vec<Value>,
+}
+
+/// `$/agentEvent` params.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentEventParams {
+    pub session_id: String,
+    pub run_id: Option<String>,
+    pub seq: u64,
+    pub event: Value,
+}
+
+/// `kind` of `agent/beforeToolCall`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolKind {
+    Read,
+    Edit,
+    Delete,
+    Move,
+    Search,
+    Execute,
+    Other,
+}
+
+impl ToolKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolKind::Read => "read",
+            ToolKind::Edit => "edit",
+            ToolKind::Delete => "delete",
+            ToolKind::Move => "move",
+            ToolKind::Search => "search",
+            ToolKind::Execute => "execute",
+            ToolKind::Other => "other",
+        }
+    }
+}
+
+/// What the user is asked to approve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Preview {
+    Diff { path: String, diff: String },
+    Command { command: String, cwd: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BeforeToolCallParams {
+    pub session_id: String,
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub tool_name: String,
+    pub args: Value,
+    pub kind: ToolKind,
+    pub title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<Preview>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Decision {
+    Allow,
+    AllowAlways,
+    Block,
+    BlockAlways,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BeforeToolCallResult {
+    pub decision: Decision,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminate: Option<bool>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SaveDocumentsParams {
+    pub uris: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SaveDocumentsResult {
+    #[serde(default)]
+    pub saved: Vec<String>,
+}
+
+/// Per-tool approval policy values in `initializationOptions.approval`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ApprovalPolicy {
+    Allow,
+    Ask,
+    Block,
+}
+
+/// `initializationOptions`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InitOptions {
+    pub model: Option<String>,
+    pub approval: std::collections::HashMap<String, ApprovalPolicy>,
+    pub approval_timeout_ms: Option<u64>,
+    pub edit_timeout_ms: Option<u64>,
+    pub cwd: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn prompt_params_accept_text_or_blocks() {
+        let p: PromptParams = serde_json::from_value(json!({"message":"hi"})).unwrap();
+        assert_eq!(p.message.text(), "hi");
+        let p: PromptParams =
+            serde_json::from_value(json!({"sessionId":"s","streamingBehavior":"followUp",
+            "message":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}))
+            .unwrap();
+        assert_eq!(p.message.text(), "a\nb");
+        assert_eq!(p.streaming_behavior, Some(StreamingBehavior::FollowUp));
+    }
+
+    #[test]
+    fn queue_result_is_flat_camel_case() {
+        let r = QueueResult {
+            session_id: "s".into(),
+            run_id: "r".into(),
+            message_id: "m".into(),
+            disposition: Disposition::FollowUp,
+            queues: Queues {
+                steering: vec![],
+                follow_up: vec![QueuedMessage {
+                    message_id: "m".into(),
+                    text: "t".into(),
+                }],
+            },
+        };
+        assert_eq!(
+            serde_json::to_value(r).unwrap(),
+            json!({"sessionId":"s","runId":"r","messageId":"m",
+            "disposition":"followUp","steering":[],"followUp":[{"messageId":"m","text":"t"}]})
+        );
+    }
+
+    #[test]
+    fn preview_is_tagged() {
+        let p = Preview::Command {
+            command: "ls".into(),
+            cwd: "/".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(p).unwrap(),
+            json!({"type":"command","command":"ls","cwd":"/"})
+        );
+    }
+}

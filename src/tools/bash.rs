@@ -1,0 +1,275 @@
+//! `bash {command, timeout?}`: runs a shell command in the workspace root, in its own process
+//! group, streaming merged stdout+stderr; abort and timeout kill the whole group (SIGTERM, then
+//! SIGKILL after a grace).
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use futures_util::future::BoxFuture;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::bash_output::OutputBuffer;
+use super::common::{self, BashSettings, ToolContext};
+use crate::agent::message::ToolDeclaration;
+use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolUpdater};
+
+const DESCRIPTION: &str = "Run a shell command (bash) in the workspace root. stdout and stderr are merged; only the last 2000 lines or 50KB \
+are returned, and when output is cut the full output is saved to a file whose path is given (read it with read, or filter it with grep/tail). \
+A non-zero exit code is reported as an error together with the output. There is no default timeout: pass timeout (seconds) for commands \
+that could hang, and never start interactive programs (stdin is closed). Use it for builds, tests, git and file management; \
+prefer read/edit/write/grep/find/ls for reading and changing files.";
+
+/// How long a group gets between SIGTERM and SIGKILL.
+pub const KILL_GRACE: Duration = Duration::from_millis(1000);
+/// Minimum spacing of streamed updates.
+pub const UPDATE_INTERVAL: Duration = Duration::from_millis(100);
+const MAX_TIMEOUT_SECS: f64 = 2_147_483.647;
+
+/// The `bash` tool.
+pub struct BashTool {
+    ctx: ToolContext,
+    decl: ToolDeclaration,
+}
+
+impl BashTool {
+    pub fn new(ctx: ToolContext) -> Self {
+        let params = json!({
+            "type": "object",
+            "required": ["command"],
+            "properties": {
+                "command": {"type": "string", "description": "The command to run (bash syntax; pipes, &&, redirections allowed)"},
+                "timeout": {"type": "number", "description": "Optional timeout in seconds; the command and its children are killed when it expires"}
+            }
+        });
+        BashTool {
+            ctx,
+            decl: common::declaration("bash", DESCRIPTION, params),
+        }
+    }
+}
+
+impl AgentTool for BashTool {
+    fn declaration(&self) -> &ToolDeclaration {
+        &self.decl
+    }
+
+    fn execute(
+        &self,
+        _id: String,
+        args: Value,
+        cancel: CancellationToken,
+        on_update: ToolUpdater,
+    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        let ctx = self.ctx.clone();
+        Box::pin(async move {
+            let command = common::req_str(&args, "command")?;
+            let timeout = parse_timeout(common::opt_num(&args, "timeout")?)?;
+            let cwd = ctx.ws.root().to_path_buf();
+            run_command(&ctx.bash, &command, &cwd, timeout, cancel, on_update).await
+        })
+    }
+}
+
+fn parse_timeout(t: Option<f64>) -> Result<Option<f64>, ToolError> {
+    match t {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s > 0.0 && s <= MAX_TIMEOUT_SECS => Ok(Some(s)),
+        Some(s) => Err(ToolError::new(format!(
+            "Invalid timeout: {s}. It must be a positive number of seconds, at most {MAX_TIMEOUT_SECS}."
+        ))),
+    }
+}
+
+/// The shell to use: the configured one, else bash, else sh.
+pub fn shell_path(settings: &BashSettings) -> PathBuf {
+    if let Some(s) = &settings.shell {
+        return s.clone();
+    }
+    ["/bin/bash", "/usr/bin/bash", "/bin/sh"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from("sh"))
+}
+
+/// How a run ended.
+enum End {
+    Exited(std::process::ExitStatus),
+    Aborted,
+    TimedOut(f64),
+}
+
+/// Runs `command` under `settings` in `cwd`: the executor shared by the tool and user `!cmd`.
+pub async fn run_command(
+    settings: &BashSettings,
+    command: &str,
+    cwd: &std::path::Path,
+    timeout: Option<f64>,
+    cancel: CancellationToken,
+    on_update: ToolUpdater,
+) -> Result<AgentToolResult, ToolError> {
+    if !cwd.is_dir() {
+        return Err(ToolError::new(format!(
+            "Working directory does not exist: {}\nCannot execute bash commands.",
+            cwd.display()
+        )));
+    }
+    if cancel.is_cancelled() {
+        return Err(ToolError::new("Command aborted"));
+    }
+    let script = match &settings.command_prefix {
+        Some(prefix) if !prefix.is_empty() => format!("{prefix}\n{command}"),
+        _ => command.to_string(),
+    };
+    let (reader, writer) = std::io::pipe()?;
+    let writer2 = writer.try_clone()?;
+    let mut cmd = tokio::process::Command::new(shell_path(settings));
+    cmd.arg("-c")
+        .arg(&script)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(writer2))
+        .envs(settings.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .process_group(0)
+        .kill_on_drop(false);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| ToolError::new(format!("Failed to start shell: {e}")))?;
+    // Our copies of the pipe's write end must go, or the reader never sees EOF.
+    drop(cmd);
+    let pgid = child.id().map(|id| Pid::from_raw(id as i32));
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
+    std::thread::spawn(move || pump(reader, tx));
+
+    let spill_dir = settings
+        .spill_dir
+        .clone()
+        .unwrap_or_else(std::env::temp_dir);
+    let mut out = OutputBuffer::new(spill_dir);
+    let deadline = timeout.map(|s| tokio::time::Instant::now() + Duration::from_secs_f64(s));
+    let mut last_update: Option<Instant> = None;
+    let mut open = true;
+    let end = loop {
+        tokio::select! {
+            chunk = rx.recv(), if open => match chunk {
+                Some(bytes) => {
+                    out.push(&bytes);
+                    if last_update.is_none_or(|t| t.elapsed() >= UPDATE_INTERVAL) {
+                        last_update = Some(Instant::now());
+                        let (text, details) = out.render();
+                        on_update.update(AgentToolResult { details: Some(details), ..AgentToolResult::text(text) });
+                    }
+                }
+                None => open = false,
+            },
+            status = child.wait() => break match status {
+                Ok(s) => End::Exited(s),
+                Err(e) => return Err(ToolError::new(format!("Failed to wait for the shell: {e}"))),
+            },
+            _ = cancel.cancelled() => break End::Aborted,
+            _ = sleep_until(deadline) => break End::TimedOut(timeout.unwrap_or_default()),
+        }
+    };
+    if !matches!(end, End::Exited(_))
+        && let Some(pgid) = pgid
+    {
+        kill_group(pgid, &mut child).await;
+    }
+    drain(&mut rx, &mut out, open).await;
+    finish(end, &mut out)
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Reads the merged pipe on a thread (the pipe is a blocking std handle).
+fn pump(mut reader: std::io::PipeReader, tx: mpsc::Sender<Vec<u8>>) {
+    use std::io::Read;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if tx.blocking_send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Collects what is left in the pipe. Background processes may keep it open after the shell
+/// exits, so stop after a short quiet period instead of waiting for EOF.
+async fn drain(rx: &mut mpsc::Receiver<Vec<u8>>, out: &mut OutputBuffer, open: bool) {
+    if !open {
+        return;
+    }
+    while let Ok(Some(bytes)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+        out.push(&bytes);
+    }
+}
+
+/// SIGTERM to the group, SIGKILL after [`KILL_GRACE`] if anything in it is still alive.
+async fn kill_group(pgid: Pid, child: &mut tokio::process::Child) {
+    let _ = killpg(pgid, Signal::SIGTERM);
+    let start = Instant::now();
+    while start.elapsed() < KILL_GRACE {
+        let _ = child.try_wait();
+        if !group_alive(pgid) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if group_alive(pgid) {
+        let _ = killpg(pgid, Signal::SIGKILL);
+    }
+    let _ = child.wait().await;
+}
+
+/// True while some process of the group exists (a signal-0 probe).
+fn group_alive(pgid: Pid) -> bool {
+    killpg(pgid, None).is_ok()
+}
+
+fn finish(end: End, out: &mut OutputBuffer) -> Result<AgentToolResult, ToolError> {
+    let (text, details) = out.render();
+    let with = |suffix: String| {
+        if out.total_bytes() == 0 {
+            suffix
+        } else {
+            format!("{text}\n\n{suffix}")
+        }
+    };
+    match end {
+        End::Aborted => Err(ToolError::new(with("Command aborted".into()))),
+        End::TimedOut(s) => Err(ToolError::new(with(format!(
+            "Command timed out after {s} seconds"
+        )))),
+        End::Exited(status) => match status.code() {
+            Some(0) => Ok(AgentToolResult {
+                details: Some(details),
+                ..AgentToolResult::text(text)
+            }),
+            Some(code) => Err(ToolError::new(format!(
+                "{text}\n\nCommand exited with code {code}"
+            ))),
+            None => {
+                use std::os::unix::process::ExitStatusExt;
+                let sig = status.signal().unwrap_or_default();
+                Err(ToolError::new(format!(
+                    "{text}\n\nCommand was killed by signal {sig}"
+                )))
+            }
+        },
+    }
+}

@@ -1,0 +1,205 @@
+//! `edit {path, edits: [{oldText, newText}]}`: exact (or fuzzy) replacements, all matched
+//! against the original content and applied together or not at all. BOM, CRLF and permissions
+//! are kept; the write is atomic and refused if the file changed since the agent read it.
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::common::{
+    self, ToolContext, check_abort, detect_crlf, normalize_to_lf, restore_line_endings, strip_bom,
+    ws_error,
+};
+use super::diff::{DiffResult, diff};
+use super::edit_match::{Edit, apply_edits};
+use super::write::load_checked;
+use crate::agent::message::ToolDeclaration;
+use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
+
+const DESCRIPTION: &str = "Edit a file by replacing exact text. Give one or more edits; each oldText must match the file exactly \
+(including whitespace and newlines) and appear exactly once. All edits are matched against the original file, not applied one after another, \
+and either all apply or none does. Make several changes to one file in a single call with multiple disjoint edits; \
+keep each oldText minimal but unique (add surrounding lines only to disambiguate), and merge nearby changes into one edit. \
+Read the file first; if the file was modified since you last read it, the edit is refused and you must read it again.";
+
+/// The `edit` tool.
+pub struct EditTool {
+    ctx: ToolContext,
+    decl: ToolDeclaration,
+}
+
+impl EditTool {
+    pub fn new(ctx: ToolContext) -> Self {
+        let params = json!({
+            "type": "object",
+            "required": ["path", "edits"],
+            "properties": {
+                "path": {"type": "string", "description": "Path to the file to edit (relative to the workspace root, or absolute inside it)"},
+                "edits": {
+                    "type": "array",
+                    "description": "Replacements, each matched against the original file content",
+                    "items": {
+                        "type": "object",
+                        "required": ["oldText", "newText"],
+                        "properties": {
+                            "oldText": {"type": "string", "description": "Exact text to replace; must occur exactly once in the file"},
+                            "newText": {"type": "string", "description": "The text to put in its place"}
+                        }
+                    }
+                }
+            }
+        });
+        EditTool {
+            ctx,
+            decl: common::declaration("edit", DESCRIPTION, params),
+        }
+    }
+}
+
+impl AgentTool for EditTool {
+    fn declaration(&self) -> &ToolDeclaration {
+        &self.decl
+    }
+
+    /// Parallel with other tools; edits to one file are serialised by the mutation queue.
+    fn execution_mode(&self) -> Option<ExecutionMode> {
+        Some(ExecutionMode::Parallel)
+    }
+
+    fn prepare_arguments(&self, args: Value) -> Value {
+        prepare_edit_arguments(args)
+    }
+
+    fn execute(
+        &self,
+        _id: String,
+        args: Value,
+        cancel: CancellationToken,
+        _on_update: ToolUpdater,
+    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        let ctx = self.ctx.clone();
+        Box::pin(async move { run(ctx, args, cancel).await })
+    }
+}
+
+/// pi's `prepareArguments`: `edits` sent as a JSON string is parsed, and a legacy top-level
+/// `{oldText, newText}` pair is appended to `edits`.
+pub fn prepare_edit_arguments(mut args: Value) -> Value {
+    let Some(obj) = args.as_object_mut() else {
+        return args;
+    };
+    if let Some(Value::String(s)) = obj.get("edits")
+        && let Ok(parsed @ Value::Array(_)) = serde_json::from_str::<Value>(s)
+    {
+        obj.insert("edits".into(), parsed);
+    }
+    if let (Some(Value::String(_)), Some(Value::String(_))) =
+        (obj.get("oldText"), obj.get("newText"))
+    {
+        let old = obj.remove("oldText").unwrap_or(Value::Null);
+        let new = obj.remove("newText").unwrap_or(Value::Null);
+        let entry = json!({"oldText": old, "newText": new});
+        match obj.get_mut("edits") {
+            Some(Value::Array(list)) => list.push(entry),
+            _ => {
+                obj.insert("edits".into(), Value::Array(vec![entry]));
+            }
+        }
+    }
+    args
+}
+
+/// The edits of validated arguments, texts converted to LF.
+pub fn parse_edits(args: &Value) -> Result<Vec<Edit>, ToolError> {
+    let list = match common::object(args)?.get("edits") {
+        Some(Value::Array(list)) => list,
+        _ => {
+            return Err(ToolError::new(
+                "Edit tool input is invalid. edits must be an array.",
+            ));
+        }
+    };
+    if list.is_empty() {
+        return Err(ToolError::new(
+            "Edit tool input is invalid. edits must contain at least one replacement.",
+        ));
+    }
+    list.iter()
+        .map(|e| {
+            Ok(Edit {
+                old_text: normalize_to_lf(&common::req_str(e, "oldText")?),
+                new_text: normalize_to_lf(&common::req_str(e, "newText")?),
+            })
+        })
+        .collect()
+}
+
+/// The new full content of a file after `edits`, plus the diff (on LF text).
+pub fn compute_edit(
+    raw: &[u8],
+    edits: &[Edit],
+    path: &str,
+) -> Result<(Vec<u8>, DiffResult), ToolError> {
+    let text = String::from_utf8_lossy(raw);
+    let (bom, body) = strip_bom(&text);
+    let crlf = detect_crlf(body);
+    let lf = normalize_to_lf(body);
+    let new_lf = apply_edits(&lf, edits, path).map_err(ToolError::new)?;
+    let d = diff(&lf, &new_lf, path);
+    let out = format!("{bom}{}", restore_line_endings(&new_lf, crlf));
+    Ok((out.into_bytes(), d))
+}
+
+fn errno(e: &super::WorkspaceError) -> &'static str {
+    match e {
+        super::WorkspaceError::NotFound(_) => "ENOENT",
+        super::WorkspaceError::PermissionDenied(_) => "EACCES",
+        super::WorkspaceError::IsDirectory(_) => "EISDIR",
+        _ => "EIO",
+    }
+}
+
+async fn run(
+    ctx: ToolContext,
+    args: Value,
+    cancel: CancellationToken,
+) -> Result<AgentToolResult, ToolError> {
+    let path = common::req_str(&args, "path")?;
+    let edits = parse_edits(&args)?;
+    check_abort(&cancel)?;
+    let abs = ctx.ws.resolve(&path).map_err(|e| ws_error(&path, e))?;
+    let _turn = ctx.queue.lock(&abs).await;
+    check_abort(&cancel)?;
+    let snap = match load_checked(&ctx, &path, &abs).await? {
+        Some(snap) => snap,
+        None => {
+            let e = super::WorkspaceError::NotFound(path.clone());
+            return Err(ToolError::new(format!(
+                "Could not edit file: {path}. Error code: {}.",
+                errno(&e)
+            )));
+        }
+    };
+    check_abort(&cancel)?;
+    let (bytes, d) = compute_edit(&snap.bytes, &edits, &path)?;
+    let outcome = ctx
+        .ws
+        .write(abs.clone(), bytes, Some(snap.fingerprint))
+        .await
+        .map_err(|e| match e {
+            super::WorkspaceError::PermissionDenied(_) => {
+                ToolError::new(format!("Could not edit file: {path}. Error code: EACCES."))
+            }
+            other => ws_error(&path, other),
+        })?;
+    ctx.tracker.record(&abs, outcome.fingerprint);
+    let n = edits.len();
+    Ok(AgentToolResult {
+        details: Some(json!({
+            "diff": d.diff,
+            "patch": d.patch,
+            "firstChangedLine": d.first_changed_line,
+        })),
+        ..AgentToolResult::text(format!("Successfully replaced {n} block(s) in {path}."))
+    })
+}

@@ -1,0 +1,298 @@
+//! `grep {pattern, path?, glob?, ignoreCase?, literal?, context?, limit?}`: regex or literal
+//! search with ripgrep's libraries, honouring `.gitignore`, over the text the user sees (open
+//! editor documents overlay the disk).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use futures_util::future::BoxFuture;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{Searcher, SearcherBuilder, sinks::Lossy};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::common::{self, ToolContext, check_abort};
+use super::find::walker;
+use super::image::looks_binary;
+use super::truncate::{
+    DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, Limits, format_size, truncate_head, truncate_line,
+};
+use crate::agent::message::ToolDeclaration;
+use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
+
+const DEFAULT_LIMIT: usize = 100;
+
+const DESCRIPTION: &str = "Search file contents for a regular expression (Rust regex syntax, like ripgrep) or, with literal=true, a plain string. \
+Searches the workspace root or path recursively, respecting .gitignore and including dotfiles; glob filters files (e.g. '*.rs', '**/*.test.ts'). \
+Output lines are 'path:line: text' for matches and 'path-line- text' for context lines. Returns at most 100 matches unless limit says otherwise; \
+long lines are cut to 500 characters.";
+
+/// The `grep` tool.
+pub struct GrepTool {
+    ctx: ToolContext,
+    decl: ToolDeclaration,
+}
+
+impl GrepTool {
+    pub fn new(ctx: ToolContext) -> Self {
+        let params = json!({
+            "type": "object",
+            "required": ["pattern"],
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression (or literal string with literal=true) to search for"},
+                "path": {"type": "string", "description": "File or directory to search (default: the workspace root)"},
+                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. '*.rs' or 'src/**/*.ts'"},
+                "ignoreCase": {"type": "boolean", "description": "Case-insensitive search (default: false)"},
+                "literal": {"type": "boolean", "description": "Treat pattern as a literal string, not a regex (default: false)"},
+                "context": {"type": "number", "description": "Lines of context to show before and after each match (default: 0)"},
+                "limit": {"type": "number", "description": "Maximum number of matches to return (default: 100)"}
+            }
+        });
+        GrepTool {
+            ctx,
+            decl: common::declaration("grep", DESCRIPTION, params),
+        }
+    }
+}
+
+/// Parsed arguments.
+struct Query {
+    matcher: RegexMatcher,
+    glob: Option<String>,
+    context: usize,
+    limit: usize,
+}
+
+impl AgentTool for GrepTool {
+    fn declaration(&self) -> &ToolDeclaration {
+        &self.decl
+    }
+
+    fn execution_mode(&self) -> Option<ExecutionMode> {
+        Some(ExecutionMode::Parallel)
+    }
+
+    fn execute(
+        &self,
+        _id: String,
+        args: Value,
+        cancel: CancellationToken,
+        _on_update: ToolUpdater,
+    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        let ctx = self.ctx.clone();
+        Box::pin(async move {
+            let pattern = common::req_str(&args, "pattern")?;
+            let path = common::opt_str(&args, "path")?.unwrap_or_else(|| ".".into());
+            let matcher = RegexMatcherBuilder::new()
+                .case_insensitive(common::opt_bool(&args, "ignoreCase")?.unwrap_or(false))
+                .fixed_strings(common::opt_bool(&args, "literal")?.unwrap_or(false))
+                .line_terminator(Some(b'\n'))
+                .build(&pattern)
+                .map_err(|e| ToolError::new(format!("Invalid regex pattern: {e}")))?;
+            let query = Query {
+                matcher,
+                glob: common::opt_str(&args, "glob")?,
+                context: common::opt_count(&args, "context")?.unwrap_or(0),
+                limit: common::opt_count(&args, "limit")?
+                    .unwrap_or(DEFAULT_LIMIT)
+                    .max(1),
+            };
+            check_abort(&cancel)?;
+            let target = ctx
+                .ws
+                .resolve(&path)
+                .map_err(|e| ToolError::new(e.to_string()))?;
+            if !target.exists() && !ctx.ws.open_documents().iter().any(|(p, _)| *p == target) {
+                return Err(ToolError::new(format!("Path not found: {path}")));
+            }
+            let open: HashMap<PathBuf, String> = ctx.ws.open_documents().into_iter().collect();
+            tokio::task::spawn_blocking(move || search(&target, &query, &open, &cancel))
+                .await
+                .map_err(|e| ToolError::new(format!("grep failed: {e}")))?
+        })
+    }
+}
+
+/// Match state across files.
+struct Collector {
+    lines: Vec<String>,
+    matches: usize,
+    limit_reached: bool,
+    lines_truncated: bool,
+}
+
+fn search(
+    target: &Path,
+    q: &Query,
+    open: &HashMap<PathBuf, String>,
+    cancel: &CancellationToken,
+) -> Result<AgentToolResult, ToolError> {
+    let mut c = Collector {
+        lines: Vec::new(),
+        matches: 0,
+        limit_reached: false,
+        lines_truncated: false,
+    };
+    let mut searcher = SearcherBuilder::new().line_number(true).build();
+    if target.is_file() || (!target.exists() && open.contains_key(target)) {
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        search_file(&mut searcher, target, &name, q, open, &mut c);
+    } else {
+        for rel in files(target, q, open)? {
+            check_abort(cancel)?;
+            if c.limit_reached {
+                break;
+            }
+            let abs = target.join(&rel);
+            search_file(
+                &mut searcher,
+                &abs,
+                &rel.display().to_string(),
+                q,
+                open,
+                &mut c,
+            );
+        }
+    }
+    render(c, q.limit)
+}
+
+/// Files to search under `dir` (relative paths, sorted): the walk plus open documents not on
+/// disk, filtered by the glob with ripgrep's `--glob` semantics.
+fn files(
+    dir: &Path,
+    q: &Query,
+    open: &HashMap<PathBuf, String>,
+) -> Result<Vec<PathBuf>, ToolError> {
+    let overrides = match &q.glob {
+        Some(g) => {
+            let mut b = ignore::overrides::OverrideBuilder::new(dir);
+            b.add(g)
+                .map_err(|e| ToolError::new(format!("Invalid glob '{g}': {e}")))?;
+            Some(
+                b.build()
+                    .map_err(|e| ToolError::new(format!("Invalid glob '{g}': {e}")))?,
+            )
+        }
+        None => None,
+    };
+    let mut w = walker(dir);
+    if let Some(o) = &overrides {
+        w.overrides(o.clone());
+    }
+    let mut out: Vec<PathBuf> = w
+        .build()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
+        .filter_map(|e| e.path().strip_prefix(dir).ok().map(Path::to_path_buf))
+        .collect();
+    for p in open.keys() {
+        if let Ok(rel) = p.strip_prefix(dir)
+            && !p.exists()
+            && overrides
+                .as_ref()
+                .is_none_or(|o| !o.matched(p, false).is_ignore())
+        {
+            out.push(rel.to_path_buf());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn search_file(
+    searcher: &mut Searcher,
+    abs: &Path,
+    shown: &str,
+    q: &Query,
+    open: &HashMap<PathBuf, String>,
+    c: &mut Collector,
+) {
+    let bytes = match open.get(abs) {
+        Some(text) => text.clone().into_bytes(),
+        None => match std::fs::read(abs) {
+            Ok(b) => b,
+            Err(_) => return,
+        },
+    };
+    if looks_binary(&bytes) {
+        return;
+    }
+    let mut hits: Vec<usize> = Vec::new();
+    let room = q.limit - c.matches;
+    let _ = searcher.search_slice(
+        &q.matcher,
+        &bytes,
+        Lossy(|lnum, _line| {
+            hits.push(lnum as usize);
+            Ok(hits.len() < room)
+        }),
+    );
+    if hits.is_empty() {
+        return;
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.split('\n').collect();
+    for n in hits {
+        c.matches += 1;
+        let start = n.saturating_sub(q.context).max(1);
+        let end = (n + q.context).min(lines.len());
+        for cur in start..=end {
+            let raw = lines.get(cur - 1).copied().unwrap_or("").replace('\r', "");
+            let (line, cut) = truncate_line(&raw, GREP_MAX_LINE_LENGTH);
+            c.lines_truncated |= cut;
+            c.lines.push(if cur == n {
+                format!("{shown}:{cur}: {line}")
+            } else {
+                format!("{shown}-{cur}- {line}")
+            });
+        }
+        if c.matches >= q.limit {
+            c.limit_reached = true;
+            return;
+        }
+    }
+}
+
+fn render(c: Collector, limit: usize) -> Result<AgentToolResult, ToolError> {
+    if c.matches == 0 {
+        return Ok(AgentToolResult::text("No matches found"));
+    }
+    let trunc = truncate_head(
+        &c.lines.join("\n"),
+        Limits {
+            max_lines: usize::MAX,
+            max_bytes: DEFAULT_MAX_BYTES,
+        },
+    );
+    let mut notices = Vec::new();
+    let mut details = json!({});
+    if c.limit_reached {
+        notices.push(format!(
+            "{limit} matches limit reached. Use limit={} for more, or refine pattern",
+            limit * 2
+        ));
+        details["matchLimitReached"] = json!(limit);
+    }
+    if trunc.truncated {
+        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
+        details["truncation"] = json!(trunc);
+    }
+    if c.lines_truncated {
+        notices.push(format!(
+            "Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
+        ));
+        details["linesTruncated"] = json!(true);
+    }
+    let mut out = trunc.content.clone();
+    if !notices.is_empty() {
+        out.push_str(&format!("\n\n[{}]", notices.join(". ")));
+    }
+    Ok(AgentToolResult {
+        details: Some(details),
+        ..AgentToolResult::text(out)
+    })
+}

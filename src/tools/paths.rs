@@ -1,0 +1,170 @@
+//! Resolving model-supplied paths inside the workspace (pi's `resolveToCwd`, plus confinement).
+//!
+//! The model writes paths loosely: `@src/main.rs`, `~/notes`, paths with non-breaking spaces
+//! copied from a rendered page. We normalise those as pi does, then refuse anything whose real
+//! location (after `..` and symlinks) lies outside the workspace root and the extra roots.
+//! macOS-specific fallbacks of pi (NFD names, narrow NBSP before AM/PM) are not tried.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::workspace::WorkspaceError;
+
+/// The roots a workspace may touch, canonicalised once.
+#[derive(Clone, Debug)]
+pub struct Roots {
+    root: PathBuf,
+    extra: Vec<PathBuf>,
+}
+
+impl Roots {
+    /// Canonicalises `root` and every extra root (each must exist).
+    pub fn new(root: &Path, extra: &[PathBuf]) -> std::io::Result<Self> {
+        let root = std::fs::canonicalize(root)?;
+        let extra = extra
+            .iter()
+            .map(std::fs::canonicalize)
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(Roots { root, extra })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn extra(&self) -> &[PathBuf] {
+        &self.extra
+    }
+
+    /// Resolves `input` to a canonical absolute path under one of the roots.
+    pub fn resolve(&self, input: &str) -> Result<PathBuf, WorkspaceError> {
+        let cleaned = clean_input(input)?;
+        let joined = if cleaned.is_absolute() {
+            cleaned
+        } else {
+            self.root.join(cleaned)
+        };
+        let real = real_path(&lexical_normalize(&joined));
+        if self.is_allowed(&real) {
+            Ok(real)
+        } else {
+            Err(self.outside(input))
+        }
+    }
+
+    /// True when `path` (already canonical) is under the root or an extra root.
+    pub fn is_allowed(&self, path: &Path) -> bool {
+        path.starts_with(&self.root) || self.extra.iter().any(|r| path.starts_with(r))
+    }
+
+    fn outside(&self, input: &str) -> WorkspaceError {
+        let extra = if self.extra.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = self.extra.iter().map(|p| p.display().to_string()).collect();
+            format!(" and the extra roots ({})", list.join(", "))
+        };
+        WorkspaceError::OutsideWorkspace {
+            path: input.to_string(),
+            root: self.root.display().to_string(),
+            extra,
+        }
+    }
+}
+
+/// pi's input clean-up: strip one leading `@`, normalise special spaces, expand `~`.
+pub fn clean_input(input: &str) -> Result<PathBuf, WorkspaceError> {
+    let invalid = |reason: &str| WorkspaceError::InvalidPath {
+        path: input.to_string(),
+        reason: reason.to_string(),
+    };
+    if input.contains('\0') {
+        return Err(invalid("it contains a NUL byte"));
+    }
+    let stripped = input.strip_prefix('@').unwrap_or(input);
+    let spaced: String = stripped.chars().map(normalize_space).collect();
+    if spaced.trim().is_empty() {
+        return Err(invalid("it is empty"));
+    }
+    if spaced == "~" || spaced.starts_with("~/") {
+        let home = std::env::var_os("HOME").ok_or_else(|| invalid("HOME is not set"))?;
+        let rest = spaced.trim_start_matches('~').trim_start_matches('/');
+        return Ok(PathBuf::from(home).join(rest));
+    }
+    if spaced.starts_with('~') {
+        return Err(invalid("'~user' paths are not supported"));
+    }
+    Ok(PathBuf::from(spaced))
+}
+
+/// Unicode spaces a model may emit in a path → ASCII space (pi's `normalizeUnicodeSpaces`).
+fn normalize_space(c: char) -> char {
+    match c {
+        '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => ' ',
+        other => other,
+    }
+}
+
+/// Removes `.` and applies `..` textually (never above `/`).
+pub fn lexical_normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for comp in path.components() {
+        match comp {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Canonicalises the longest existing prefix of `path` (following symlinks) and appends the
+/// rest, so a file that does not exist yet still resolves through a symlinked directory.
+pub fn real_path(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if let Ok(canon) = std::fs::canonicalize(&existing) {
+            let mut out = canon;
+            for part in rest.iter().rev() {
+                out.push(part);
+            }
+            return out;
+        }
+        match (
+            existing.file_name().map(|n| n.to_os_string()),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexical_normalize_pops_parents() {
+        assert_eq!(
+            lexical_normalize(Path::new("/a/b/../c/./d")),
+            PathBuf::from("/a/c/d")
+        );
+        assert_eq!(
+            lexical_normalize(Path::new("/../../x")),
+            PathBuf::from("/x")
+        );
+    }
+
+    #[test]
+    fn clean_input_strips_at_and_spaces() {
+        assert_eq!(clean_input("@a\u{00A0}b").unwrap(), PathBuf::from("a b"));
+        assert!(clean_input("").is_err());
+        assert!(clean_input("~bob/x").is_err());
+    }
+}

@@ -1,0 +1,105 @@
+//! Previews for approval prompts: what a tool call would do, computed without doing it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::common;
+use super::diff::diff;
+use super::edit::{compute_edit, parse_edits, prepare_edit_arguments};
+use super::workspace::{Workspace, WorkspaceError};
+use super::write::adapt_to_existing;
+
+/// What a pending tool call would do.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ToolPreview {
+    /// `edit`/`write`: the change as a unified patch and pi's numbered display diff.
+    #[serde(rename_all = "camelCase")]
+    Diff {
+        /// The path as the model wrote it.
+        path: String,
+        /// The resolved absolute path.
+        abs_path: PathBuf,
+        /// Unified patch (LF, 4 lines of context).
+        patch: String,
+        /// pi's numbered display diff.
+        diff: String,
+        first_changed_line: Option<usize>,
+        /// The file does not exist yet.
+        new_file: bool,
+    },
+    /// `bash`: the command and where it would run.
+    #[serde(rename_all = "camelCase")]
+    Command {
+        command: String,
+        cwd: PathBuf,
+        timeout: Option<f64>,
+    },
+}
+
+/// Computes the preview of calling tool `name` with `args` (raw or prepared), or `None` for
+/// tools without one and for calls that would fail (bad path, text not found…: the tool
+/// reports those itself when run).
+pub async fn preview(ws: &Arc<dyn Workspace>, name: &str, args: &Value) -> Option<ToolPreview> {
+    match name {
+        "bash" => Some(ToolPreview::Command {
+            command: common::req_str(args, "command").ok()?,
+            cwd: ws.root().to_path_buf(),
+            timeout: common::opt_num(args, "timeout").ok()?,
+        }),
+        "edit" => preview_edit(ws, &prepare_edit_arguments(args.clone())).await,
+        "write" => preview_write(ws, args).await,
+        _ => None,
+    }
+}
+
+async fn current(ws: &Arc<dyn Workspace>, abs: &std::path::Path) -> Option<Option<Vec<u8>>> {
+    match ws.read(abs.to_path_buf()).await {
+        Ok(snap) => Some(Some(snap.bytes)),
+        Err(WorkspaceError::NotFound(_)) => Some(None),
+        Err(_) => None,
+    }
+}
+
+async fn preview_edit(ws: &Arc<dyn Workspace>, args: &Value) -> Option<ToolPreview> {
+    let path = common::req_str(args, "path").ok()?;
+    let edits = parse_edits(args).ok()?;
+    let abs = ws.resolve(&path).ok()?;
+    let old = current(ws, &abs).await??;
+    let (_, d) = compute_edit(&old, &edits, &path).ok()?;
+    Some(ToolPreview::Diff {
+        path,
+        abs_path: abs,
+        patch: d.patch,
+        diff: d.diff,
+        first_changed_line: d.first_changed_line,
+        new_file: false,
+    })
+}
+
+async fn preview_write(ws: &Arc<dyn Workspace>, args: &Value) -> Option<ToolPreview> {
+    let path = common::req_str(args, "path").ok()?;
+    let content = common::req_str(args, "content").ok()?;
+    let abs = ws.resolve(&path).ok()?;
+    let old = current(ws, &abs).await?;
+    let old_text = old
+        .as_deref()
+        .map(|b| common::normalize_to_lf(common::strip_bom(&String::from_utf8_lossy(b)).1))
+        .unwrap_or_default();
+    let snapshot = old.clone().map(super::workspace::FileSnapshot::from_disk);
+    let new_bytes = adapt_to_existing(&content, snapshot.as_ref());
+    let new_text =
+        common::normalize_to_lf(common::strip_bom(&String::from_utf8_lossy(&new_bytes)).1);
+    let d = diff(&old_text, &new_text, &path);
+    Some(ToolPreview::Diff {
+        path,
+        abs_path: abs,
+        patch: d.patch,
+        diff: d.diff,
+        first_changed_line: d.first_changed_line,
+        new_file: old.is_none(),
+    })
+}

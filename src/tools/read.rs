@@ -1,0 +1,167 @@
+//! `read {path, offset?, limit?}`: a text file's lines (head-truncated with continuation hints)
+//! or an image (sniffed by content).
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::common::{self, ToolContext, check_abort, ws_error};
+use super::image::{base64, looks_binary, sniff_image};
+use super::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
+use crate::agent::message::{ContentBlock, ImageContent, ToolDeclaration};
+use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
+
+const DESCRIPTION: &str = "Read a file from the workspace. Text files are returned as-is (no line numbers added), \
+at most 2000 lines or 50KB per call: when the output is cut, a notice at the end gives the offset to continue from. \
+Use offset (1-indexed line number) and limit (number of lines) to read a specific part of a large file. \
+Images (PNG, JPEG, GIF, WebP) are returned as image attachments. \
+Paths are relative to the workspace root; an absolute path must lie inside the workspace. \
+Read a file before editing it, and again if an edit reports it was modified.";
+
+/// The `read` tool.
+pub struct ReadTool {
+    ctx: ToolContext,
+    decl: ToolDeclaration,
+}
+
+impl ReadTool {
+    pub fn new(ctx: ToolContext) -> Self {
+        let params = json!({
+            "type": "object",
+            "required": ["path"],
+            "properties": {
+                "path": {"type": "string", "description": "Path to the file to read (relative to the workspace root, or absolute inside it)"},
+                "offset": {"type": "number", "description": "Line number to start reading from (1-indexed)"},
+                "limit": {"type": "number", "description": "Maximum number of lines to read"}
+            }
+        });
+        ReadTool {
+            ctx,
+            decl: common::declaration("read", DESCRIPTION, params),
+        }
+    }
+}
+
+impl AgentTool for ReadTool {
+    fn declaration(&self) -> &ToolDeclaration {
+        &self.decl
+    }
+
+    fn execution_mode(&self) -> Option<ExecutionMode> {
+        Some(ExecutionMode::Parallel)
+    }
+
+    fn execute(
+        &self,
+        _id: String,
+        args: Value,
+        cancel: CancellationToken,
+        _on_update: ToolUpdater,
+    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        let ctx = self.ctx.clone();
+        Box::pin(async move { run(ctx, args, cancel).await })
+    }
+}
+
+async fn run(
+    ctx: ToolContext,
+    args: Value,
+    cancel: CancellationToken,
+) -> Result<AgentToolResult, ToolError> {
+    let path = common::req_str(&args, "path")?;
+    let offset = common::opt_count(&args, "offset")?;
+    let limit = common::opt_count(&args, "limit")?;
+    check_abort(&cancel)?;
+    let abs = ctx.ws.resolve(&path).map_err(|e| ws_error(&path, e))?;
+    let snap = ctx
+        .ws
+        .read(abs.clone())
+        .await
+        .map_err(|e| ws_error(&path, e))?;
+    check_abort(&cancel)?;
+    ctx.tracker.record(&abs, snap.fingerprint);
+    if let Some(mime) = sniff_image(&snap.bytes) {
+        return Ok(image_result(mime, &snap.bytes));
+    }
+    if looks_binary(&snap.bytes) {
+        return Err(ToolError::new(format!(
+            "Cannot read {path}: it is a binary file ({}). Use bash (for example `file` or `xxd | head`) to inspect it.",
+            format_size(snap.bytes.len())
+        )));
+    }
+    let text = String::from_utf8_lossy(&snap.bytes);
+    read_text(&path, &text, offset, limit)
+}
+
+fn image_result(mime: &str, bytes: &[u8]) -> AgentToolResult {
+    AgentToolResult {
+        content: vec![
+            ContentBlock::text(format!("Read image file [{mime}]")),
+            ContentBlock::Image(ImageContent {
+                data: base64(bytes),
+                mime_type: mime.to_string(),
+            }),
+        ],
+        details: Some(json!({})),
+        ..Default::default()
+    }
+}
+
+/// pi's text path: select lines, head-truncate, append the continuation notice.
+pub fn read_text(
+    path: &str,
+    text: &str,
+    offset: Option<usize>,
+    limit: Option<usize>,
+) -> Result<AgentToolResult, ToolError> {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let total = lines.len();
+    let start = offset.map_or(0, |o| o.saturating_sub(1));
+    if start >= total {
+        return Err(ToolError::new(format!(
+            "Offset {} is beyond end of file ({total} lines total)",
+            offset.unwrap_or(0)
+        )));
+    }
+    let end = limit.map_or(total, |l| (start.saturating_add(l)).min(total));
+    let selected = lines[start..end].join("\n");
+    let trunc = truncate_head(&selected, Limits::default());
+    let first = start + 1;
+    let out = if trunc.first_line_exceeds_limit {
+        format!(
+            "[Line {first} is {}, exceeds {} limit. Use bash: sed -n '{first}p' {path} | head -c {DEFAULT_MAX_BYTES}]",
+            format_size(lines[start].len()),
+            format_size(DEFAULT_MAX_BYTES)
+        )
+    } else if trunc.truncated {
+        let last = first + trunc.output_lines - 1;
+        let bytes_note = if trunc.truncated_by == Some(super::truncate::TruncatedBy::Bytes) {
+            format!(" ({} limit)", format_size(DEFAULT_MAX_BYTES))
+        } else {
+            String::new()
+        };
+        format!(
+            "{}\n\n[Showing lines {first}-{last} of {total}{bytes_note}. Use offset={} to continue.]",
+            trunc.content,
+            last + 1
+        )
+    } else if limit.is_some() && end < total {
+        format!(
+            "{}\n\n[{} more lines in file. Use offset={} to continue.]",
+            trunc.content,
+            total - end,
+            end + 1
+        )
+    } else {
+        trunc.content.clone()
+    };
+    let details = if trunc.truncated {
+        json!({ "truncation": trunc })
+    } else {
+        json!({})
+    };
+    Ok(AgentToolResult {
+        details: Some(details),
+        ..AgentToolResult::text(out)
+    })
+}
