@@ -91,7 +91,13 @@ function M.on_event(params)
   if type(params) ~= "table" or type(params.event) ~= "table" then
     return
   end
-  state.apply(params)
+  local before = state.sessions[params.sessionId]
+  local status, tokens = before and before.status, before and before.tokens
+  local s = state.apply(params)
+  if s.status ~= status or s.tokens ~= tokens then
+    -- Statuslines only redraw on their own at the next screen update; ask for one.
+    pcall(vim.cmd.redrawstatus)
+  end
   if state.current == nil then
     state.current = params.sessionId
   end
