@@ -259,6 +259,26 @@ function M.tool_start(id, name, args)
   tools[id] = { line = line, mark = set_badge(line, "⋯ running", "DiagnosticWarn") }
 end
 
+--- A tool call reported progress: the badge shows the last line of its partial output.
+---@param id string
+---@param partial table? partial AgentToolResult
+function M.tool_update(id, partial)
+  local t = tools[id]
+  if not t then
+    return
+  end
+  local lines = vim.split(M.content_text(partial and partial.content), "\n", { plain = true, trimempty = true })
+  local last = lines[#lines]
+  if not last then
+    return
+  end
+  if #last > 60 then
+    last = last:sub(1, 57) .. "…"
+  end
+  vim.api.nvim_buf_del_extmark(M.buf, ns, t.mark)
+  t.mark = set_badge(t.line, "⋯ " .. last, "DiagnosticWarn")
+end
+
 --- A tool call finished: the badge turns into done/failed and the first result lines follow.
 ---@param id string
 ---@param name string

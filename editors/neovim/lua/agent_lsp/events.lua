@@ -61,6 +61,10 @@ render.tool_execution_start = function(ev)
   chat.tool_start(ev.toolCallId, ev.toolName, ev.args)
 end
 
+render.tool_execution_update = function(ev)
+  chat.tool_update(ev.toolCallId, ev.partialResult)
+end
+
 render.tool_execution_end = function(ev)
   chat.tool_end(ev.toolCallId, ev.toolName, ev.result, ev.isError == true, ev.durationMs)
 end

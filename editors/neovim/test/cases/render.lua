@@ -81,4 +81,39 @@ return {
       H.eq("agent: idle", require("agent_lsp").statusline(), "statusline of the current session")
     end,
   },
+  {
+    name = "bash progress shows in the badge, a failure turns it red",
+    run = function(H)
+      local events = require("agent_lsp.events")
+      local state = require("agent_lsp.state")
+      local chat = require("agent_lsp.chat")
+      state.reset()
+      chat.clear()
+      local seq = 0
+      local function send(ev)
+        seq = seq + 1
+        events.on_event({ sessionId = "s", runId = "r", seq = seq, event = ev })
+      end
+      send({ type = "agent_start" })
+      send({ type = "tool_execution_start", toolCallId = "b1", toolName = "bash", args = { command = "make test" } })
+      H.eq("⋯ running", vim.trim(chat.badge("b1")), "badge at start")
+      send({
+        type = "tool_execution_update",
+        toolCallId = "b1",
+        toolName = "bash",
+        args = { command = "make test" },
+        partialResult = { content = { { type = "text", text = "compiling\nrunning 3 tests" } } },
+      })
+      H.eq("⋯ running 3 tests", vim.trim(chat.badge("b1")), "badge after an update")
+      send({
+        type = "tool_execution_end",
+        toolCallId = "b1",
+        toolName = "bash",
+        result = { content = { { type = "text", text = "1 failed" } } },
+        isError = true,
+      })
+      H.eq("✗ failed", vim.trim(chat.badge("b1")), "badge at the end")
+      H.contains(chat.text(), "- tool `bash` make test\n    1 failed", "chat")
+    end,
+  },
 }
