@@ -62,17 +62,20 @@ function M.merge(user)
   return opts
 end
 
---- The initializationOptions the daemon receives.
+--- The initializationOptions the daemon receives (nil when there are none: an empty Lua table
+--- would be encoded as a JSON array).
 ---@param opts agent_lsp.Options
----@return table
+---@return table?
 function M.init_options(opts)
   local init = vim.deepcopy(opts.init_options or {})
-  init.client = init.client or "neovim"
   if opts.model then
     init.model = opts.model
   end
   if opts.approval then
     init.approval = opts.approval
+  end
+  if next(init) == nil then
+    return nil
   end
   return init
 end
