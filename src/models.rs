@@ -1,1 +1,379 @@
 //! The model registry: `provider/id` strings, built-in models, and the user's models.json.
+//!
+//! Resolution order for the model: `--model`, else `AGENT_LSP_MODEL`, else the first provider with
+//! a key in the environment (Anthropic, then OpenAI), else `OPENAI_BASE_URL` alone (a local
+//! OpenAI-compatible server), else the first model in models.json. When nothing is configured the
+//! error says exactly what to set, and suggests Ollama when it answers on its port.
+//!
+//! The environment is an explicit [`EnvSource`] so tests never mutate the process environment.
+
+mod builtin;
+mod config;
+mod ollama;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use crate::agent::message::{ThinkingLevel, Usage};
+use crate::provider::Model;
+
+pub use builtin::builtin_models;
+pub use config::{ModelsFile, ProviderConfig};
+
+/// A snapshot of environment variables.
+#[derive(Clone, Debug, Default)]
+pub struct EnvSource {
+    vars: HashMap<String, String>,
+}
+
+impl EnvSource {
+    /// The current process environment.
+    pub fn from_process() -> EnvSource {
+        EnvSource {
+            vars: std::env::vars().collect(),
+        }
+    }
+
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> EnvSource {
+        EnvSource {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(String::as_str)
+    }
+
+    /// The value if set and not blank.
+    pub fn get_nonempty(&self, name: &str) -> Option<&str> {
+        self.get(name).filter(|v| !v.trim().is_empty())
+    }
+
+    pub fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
+        self.vars.insert(name.into(), value.into());
+    }
+
+    /// `$XDG_CONFIG_HOME/agent-lsp`, else `~/.config/agent-lsp`.
+    pub fn config_dir(&self) -> Option<PathBuf> {
+        let base = match self.get_nonempty("XDG_CONFIG_HOME") {
+            Some(dir) => PathBuf::from(dir),
+            None => PathBuf::from(self.get_nonempty("HOME")?).join(".config"),
+        };
+        Some(base.join("agent-lsp"))
+    }
+}
+
+/// A model ready to stream: its description and the key to send (if any).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedModel {
+    pub model: Model,
+    pub api_key: Option<String>,
+}
+
+impl ResolvedModel {
+    /// `provider/id`.
+    pub fn spec(&self) -> String {
+        format!("{}/{}", self.model.provider, self.model.id)
+    }
+}
+
+/// Why no model could be resolved. Every message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("{0}")]
+    NotConfigured(String),
+    #[error("unknown provider {provider:?} in {spec:?}; known providers: {known}")]
+    UnknownProvider {
+        spec: String,
+        provider: String,
+        known: String,
+    },
+    #[error(
+        "no model {0:?}: give it as provider/id, e.g. openai/gpt-4.1 or anthropic/claude-sonnet-4-5"
+    )]
+    NotFound(String),
+    #[error("model {spec:?} is ambiguous: {candidates}; give it as provider/id")]
+    Ambiguous { spec: String, candidates: String },
+    #[error("no API key for provider {provider}: set {hint}")]
+    MissingKey { provider: String, hint: String },
+    #[error("cannot read {path}: {message}")]
+    Config { path: PathBuf, message: String },
+}
+
+/// Resolves a model spec (`provider/id`, a bare id, or `None` for the default) with its key.
+pub fn resolve_model(spec: Option<&str>, env: &EnvSource) -> Result<ResolvedModel, ModelError> {
+    let registry = Registry::load(env)?;
+    let spec = spec
+        .map(str::to_string)
+        .or_else(|| env.get_nonempty("AGENT_LSP_MODEL").map(str::to_string));
+    let model = match spec {
+        Some(spec) => registry.find(&spec)?,
+        None => registry.default_model(env)?,
+    };
+    let api_key = registry.api_key(&model, env)?;
+    Ok(ResolvedModel { model, api_key })
+}
+
+/// Every model known from built-ins and models.json (for listings).
+pub fn available_models(env: &EnvSource) -> Result<Vec<Model>, ModelError> {
+    Ok(Registry::load(env)?.models)
+}
+
+/// Fills `usage.cost` from the model's per-million prices (pi's `calculateCost`), unless the
+/// provider already reported a cost.
+pub fn apply_cost(model: &Model, usage: &mut Usage) {
+    if usage.cost.total > 0.0 || usage.cost.total_from_provider == Some(true) {
+        return;
+    }
+    let rate = |price: f64, tokens: u64| price / 1_000_000.0 * tokens as f64;
+    usage.cost.input = rate(model.cost.input, usage.input);
+    usage.cost.output = rate(model.cost.output, usage.output);
+    usage.cost.cache_read = rate(model.cost.cache_read, usage.cache_read);
+    usage.cost.cache_write = rate(model.cost.cache_write, usage.cache_write);
+    usage.cost.total =
+        usage.cost.input + usage.cost.output + usage.cost.cache_read + usage.cost.cache_write;
+}
+
+/// The thinking levels a model accepts: only `off` without reasoning; OpenAI reasoning models
+/// take `minimal`..`high`; Anthropic takes budgets up to `xhigh`; others `low`..`high`.
+pub fn thinking_levels(model: &Model) -> Vec<ThinkingLevel> {
+    use ThinkingLevel::*;
+    if !model.reasoning {
+        return vec![Off];
+    }
+    match model.api.as_str() {
+        "anthropic-messages" => vec![Off, Minimal, Low, Medium, High, Xhigh],
+        _ if model.provider == "openai" => vec![Off, Minimal, Low, Medium, High],
+        _ => vec![Off, Low, Medium, High],
+    }
+}
+
+/// The closest level the model accepts at or below `requested` (never silently above it).
+pub fn clamp_thinking(model: &Model, requested: ThinkingLevel) -> ThinkingLevel {
+    let levels = thinking_levels(model);
+    levels
+        .iter()
+        .copied()
+        // Variants are declared from least to most effort, so the discriminant orders them.
+        .filter(|l| (*l as u8) <= (requested as u8))
+        .max_by_key(|l| *l as u8)
+        .unwrap_or(ThinkingLevel::Off)
+}
+
+/// Anthropic's extended-thinking budget for a level (tokens); `None` for off.
+pub fn anthropic_thinking_budget(level: ThinkingLevel) -> Option<u64> {
+    match level {
+        ThinkingLevel::Off => None,
+        ThinkingLevel::Minimal => Some(1024),
+        ThinkingLevel::Low => Some(4096),
+        ThinkingLevel::Medium => Some(10_240),
+        ThinkingLevel::High => Some(20_480),
+        ThinkingLevel::Xhigh | ThinkingLevel::Max => Some(32_000),
+    }
+}
+
+/// The OpenAI `reasoning_effort` for a level; `None` for off.
+pub fn openai_reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
+    match level {
+        ThinkingLevel::Off => None,
+        ThinkingLevel::Minimal => Some("minimal"),
+        ThinkingLevel::Low => Some("low"),
+        ThinkingLevel::Medium => Some("medium"),
+        ThinkingLevel::High | ThinkingLevel::Xhigh | ThinkingLevel::Max => Some("high"),
+    }
+}
+
+/// Built-ins plus models.json, with the provider configs that carry keys and base URLs.
+struct Registry {
+    models: Vec<Model>,
+    providers: HashMap<String, ProviderConfig>,
+    models_path: Option<PathBuf>,
+    /// `provider/id` of the first model listed in models.json.
+    first_custom: Option<String>,
+    env_ollama_host: String,
+}
+
+impl Registry {
+    fn load(env: &EnvSource) -> Result<Registry, ModelError> {
+        let mut models = builtin_models(env);
+        let models_path = env.config_dir().map(|d| d.join("models.json"));
+        let mut providers = HashMap::new();
+        let mut first_custom = None;
+        if let Some(path) = &models_path
+            && path.is_file()
+        {
+            let file = ModelsFile::read(path)?;
+            file.merge_into(&mut models);
+            first_custom = file
+                .providers
+                .iter()
+                .find_map(|(name, config)| Some(format!("{name}/{}", config.models.first()?.id)));
+            providers = file.providers.into_iter().collect();
+        }
+        Ok(Registry {
+            models,
+            providers,
+            models_path,
+            first_custom,
+            env_ollama_host: ollama::host(env),
+        })
+    }
+
+    fn known_providers(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.models.iter().map(|m| m.provider.clone()).collect();
+        names.extend(self.providers.keys().cloned());
+        names.push("ollama".into());
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    fn find(&self, spec: &str) -> Result<Model, ModelError> {
+        if let Some((provider, id)) = spec.split_once('/') {
+            if let Some(m) = self
+                .models
+                .iter()
+                .find(|m| m.provider == provider && m.id == id)
+            {
+                return Ok(m.clone());
+            }
+            // Unknown ids on a known provider are allowed (new models, local servers): they get
+            // the provider's defaults and no prices.
+            return match self.provider_template(provider) {
+                Some(mut template) => {
+                    template.id = id.to_string();
+                    template.name = id.to_string();
+                    Ok(template)
+                }
+                None => Err(ModelError::UnknownProvider {
+                    spec: spec.into(),
+                    provider: provider.into(),
+                    known: self.known_providers().join(", "),
+                }),
+            };
+        }
+        let candidates: Vec<&Model> = self.models.iter().filter(|m| m.id == spec).collect();
+        match candidates.as_slice() {
+            [one] => Ok((*one).clone()),
+            [] => Err(ModelError::NotFound(spec.into())),
+            many => Err(ModelError::Ambiguous {
+                spec: spec.into(),
+                candidates: many
+                    .iter()
+                    .map(|m| format!("{}/{}", m.provider, m.id))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+
+    /// A model shell for `provider` with its API, base URL and generic limits.
+    fn provider_template(&self, provider: &str) -> Option<Model> {
+        if let Some(config) = self.providers.get(provider) {
+            return Some(config.template(provider));
+        }
+        if provider == "ollama" {
+            return Some(builtin::ollama_template(&self.env_ollama_host));
+        }
+        let mut template = self.models.iter().find(|m| m.provider == provider)?.clone();
+        // Limits and prices of a sibling model would be guesses: use pi's generic defaults.
+        template.cost = Default::default();
+        template.context_window = config::DEFAULT_CONTEXT_WINDOW;
+        template.max_tokens = config::DEFAULT_MAX_TOKENS;
+        template.reasoning = false;
+        Some(template)
+    }
+
+    fn default_model(&self, env: &EnvSource) -> Result<Model, ModelError> {
+        let pick = |provider: &str, id: &str| self.find(&format!("{provider}/{id}"));
+        if env.get_nonempty("ANTHROPIC_API_KEY").is_some()
+            || env.get_nonempty("ANTHROPIC_OAUTH_TOKEN").is_some()
+        {
+            return pick("anthropic", builtin::DEFAULT_ANTHROPIC);
+        }
+        if env.get_nonempty("OPENAI_API_KEY").is_some() {
+            return pick("openai", builtin::DEFAULT_OPENAI);
+        }
+        if let Some(first) = &self.first_custom {
+            return self.find(first);
+        }
+        if env.get_nonempty("OPENAI_BASE_URL").is_some() {
+            return pick("openai", builtin::DEFAULT_OPENAI);
+        }
+        Err(ModelError::NotConfigured(self.not_configured_text(env)))
+    }
+
+    fn not_configured_text(&self, env: &EnvSource) -> String {
+        let models_json = self
+            .models_path
+            .as_ref()
+            .map_or("models.json".to_string(), |p| p.display().to_string());
+        let mut text = format!(
+            "no model is configured. Set one of:\n  \
+             ANTHROPIC_API_KEY=…   (uses anthropic/{})\n  \
+             OPENAI_API_KEY=…      (uses openai/{})\n  \
+             OPENAI_BASE_URL=http://host:port/v1 with --model openai/<id> for an OpenAI-compatible server\n  \
+             or add a provider to {models_json}\n\
+             and pick a model with --model provider/id (or AGENT_LSP_MODEL).",
+            builtin::DEFAULT_ANTHROPIC,
+            builtin::DEFAULT_OPENAI,
+        );
+        let host = ollama::host(env);
+        match ollama::probe(&host) {
+            Some(models) if !models.is_empty() => text.push_str(&format!(
+                "\nOllama is running at {host}: try --model ollama/{} (installed: {}).",
+                models[0],
+                models.join(", ")
+            )),
+            Some(_) => text.push_str(&format!(
+                "\nOllama is running at {host}: pull a model (`ollama pull qwen3`) and use --model ollama/<name>."
+            )),
+            None => {}
+        }
+        text
+    }
+
+    fn api_key(&self, model: &Model, env: &EnvSource) -> Result<Option<String>, ModelError> {
+        if let Some(config) = self.providers.get(&model.provider)
+            && let Some(key) = &config.api_key
+        {
+            return config::resolve_value(key, env).map(Some);
+        }
+        let (vars, base_var, default_base): (&[&str], &str, &str) = match model.provider.as_str() {
+            "anthropic" => (
+                &["ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
+                "ANTHROPIC_BASE_URL",
+                builtin::ANTHROPIC_BASE_URL,
+            ),
+            "openai" => (
+                &["OPENAI_API_KEY"],
+                "OPENAI_BASE_URL",
+                builtin::OPENAI_BASE_URL,
+            ),
+            "ollama" => return Ok(env.get_nonempty("OLLAMA_API_KEY").map(str::to_string)),
+            _ => return Ok(None),
+        };
+        if let Some(key) = vars.iter().find_map(|v| env.get_nonempty(v)) {
+            return Ok(Some(key.to_string()));
+        }
+        // A custom endpoint (a local server or a proxy) may need no key.
+        if model.base_url != default_base {
+            return Ok(None);
+        }
+        Err(ModelError::MissingKey {
+            provider: model.provider.clone(),
+            hint: format!(
+                "{} (or {base_var} for a server that needs no key)",
+                vars[vars.len() - 1]
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -24,7 +24,7 @@
 //! # }
 //! ```
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -33,10 +33,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::config::{AgentLoopConfig, DEFAULT_ABORT_GRACE, Emit, LoopOutcome};
+use crate::agent::config::{DEFAULT_ABORT_GRACE, LoopOutcome};
 use crate::agent::declare::declarations;
 use crate::agent::event::AgentEvent;
-use crate::agent::hooks::{AgentContext, AgentHooks, QueuePollHook};
+use crate::agent::hooks::AgentHooks;
 use crate::agent::message::{
     AgentMessage, ContentBlock, MessageContent, ThinkingLevel, UserMessage, now_ms,
 };
@@ -424,75 +424,6 @@ impl Agent {
     pub fn set_tool_execution(&self, mode: ExecutionMode) {
         lock(&self.shared.settings).tool_execution = mode;
     }
-}
-
-/// Builds the loop's steering poll; `skip_first` makes the first poll return nothing.
-fn steering_poll(shared: &Arc<Shared>, skip_first: bool) -> QueuePollHook {
-    let shared = shared.clone();
-    let skip = Arc::new(AtomicBool::new(skip_first));
-    Arc::new(move || {
-        let shared = shared.clone();
-        let skip = skip.clone();
-        Box::pin(async move {
-            if skip.swap(false, Ordering::SeqCst) {
-                return Ok(Vec::new());
-            }
-            Ok(lock(&shared.steering).drain())
-        })
-    })
-}
-
-fn follow_up_poll(shared: &Arc<Shared>) -> QueuePollHook {
-    let shared = shared.clone();
-    Arc::new(move || {
-        let shared = shared.clone();
-        Box::pin(async move { Ok(lock(&shared.follow_up).drain()) })
-    })
-}
-
-/// The run's emit: reduce state first, then await every listener in subscription order.
-fn emitter(shared: &Arc<Shared>, cancel: &CancellationToken) -> Emit {
-    let shared = shared.clone();
-    let cancel = cancel.clone();
-    Arc::new(move |event: AgentEvent| {
-        let shared = shared.clone();
-        let cancel = cancel.clone();
-        Box::pin(async move {
-            lock(&shared.state).reduce(&event);
-            let event = Arc::new(event);
-            let listeners: Vec<AgentListener> = lock(&shared.listeners)
-                .iter()
-                .map(|(_, l)| l.clone())
-                .collect();
-            for listener in listeners {
-                listener(event.clone(), cancel.clone()).await?;
-            }
-            Ok(())
-        })
-    })
-}
-
-/// The context snapshot and loop configuration of a new run.
-fn run_inputs(
-    shared: &Arc<Shared>,
-    skip_initial_steering: bool,
-) -> (AgentContext, AgentLoopConfig, Arc<dyn StreamFn>) {
-    let state = lock(&shared.state).clone();
-    let settings = lock(&shared.settings).clone();
-    let mut config = AgentLoopConfig::new(state.model);
-    config.set_thinking_level(state.thinking_level);
-    config.stream_options = settings.stream_options;
-    config.hooks = settings.hooks;
-    config.tool_execution = settings.tool_execution;
-    config.abort_grace = settings.abort_grace;
-    config.protocol_repair = settings.protocol_repair;
-    config.get_steering_messages = Some(steering_poll(shared, skip_initial_steering));
-    config.get_follow_up_messages = Some(follow_up_poll(shared));
-    let context = AgentContext {
-        messages: state.messages,
-        tools: state.tools,
-    };
-    (context, config, settings.stream_fn)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent,
     UserMessage, now_ms,
 };
-use crate::agent::tool_exec::OPERATION_ABORTED;
+use crate::agent::tool_exec::{OPERATION_ABORTED, panic_text};
 use crate::provider::{AssistantMessageEvent, LlmContext, StreamFn, StreamOptions};
 
 /// The error text of a stream that ended without `done`/`error`.
@@ -137,9 +137,13 @@ impl Attempt {
             });
         }
         let model = &req.config.model;
-        let mut stream = req
-            .stream_fn
-            .stream(model, LlmContext { messages }, options);
+        // A stream function must encode failures in its stream; one that panics instead
+        // ("provider exploded") fails the run like pi's throwing stream function.
+        let call = std::panic::AssertUnwindSafe(|| {
+            req.stream_fn
+                .stream(model, LlmContext { messages }, options)
+        });
+        let mut stream = std::panic::catch_unwind(call).map_err(|p| panic_text(p.as_ref()))?;
         loop {
             let event = tokio::select! {
                 biased;

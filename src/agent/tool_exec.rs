@@ -2,9 +2,11 @@
 //! `finalizeExecutedToolCall`): lookup, validation, hooks, execution with updates, overrides.
 //! [`run_tool_call`] runs one call without events; `batch.rs` runs a turn's batch with events.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -152,12 +154,14 @@ pub(crate) async fn execute_ready(
 ) -> Result<ToolCallOutcome, String> {
     let (updater, mut rx) = ToolUpdater::channel();
     let started = Instant::now();
-    let mut work = ready.tool.execute(
+    // A panicking tool becomes an error result instead of taking the run down with it.
+    let mut work = AssertUnwindSafe(ready.tool.execute(
         ready.tool_call.id.clone(),
         ready.args.clone(),
         cancel.clone(),
         updater,
-    );
+    ))
+    .catch_unwind();
     let grace = pipeline.abort_grace;
     let abandon = async move {
         cancel.cancelled().await;
@@ -194,11 +198,16 @@ pub(crate) async fn execute_ready(
         return Err(e);
     }
     let (result, is_error) = match settled {
-        Some(Ok(result)) => {
+        Some(Err(panic)) => (AgentToolResult::text(panic_text(panic.as_ref())), true),
+        Some(Ok(Ok(result))) => {
             let is_error = result.is_error == Some(true);
             (result, is_error)
         }
-        Some(Err(e)) => (AgentToolResult::text(e.message), true),
+        // A tool that stops with an error because of the abort reports the abort itself.
+        Some(Ok(Err(_))) if cancel.is_cancelled() => {
+            (AgentToolResult::text(OPERATION_ABORTED), true)
+        }
+        Some(Ok(Err(e))) => (AgentToolResult::text(e.message), true),
         None => (AgentToolResult::text(OPERATION_ABORTED), true),
     };
     Ok(ToolCallOutcome {
@@ -255,6 +264,17 @@ pub(crate) async fn finalize(
         }
     }
     outcome
+}
+
+/// The message of a caught panic (`panic!("…")` payloads are `&str` or `String`).
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        return (*s).to_string();
+    }
+    if let Some(s) = payload.downcast_ref::<String>() {
+        return s.clone();
+    }
+    "panicked".to_string()
 }
 
 /// Options of [`run_tool_call`] (pi's `runToolCall` options).

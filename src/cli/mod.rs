@@ -2,15 +2,33 @@
 //!
 //! stdout carries only protocol or command output; logs go to stderr (`-v`, `RUST_LOG`).
 
+pub mod approve;
+pub mod demo;
+pub mod output;
+pub mod prompt;
+pub mod run;
+pub mod sessions_cmd;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+use crate::models::EnvSource;
+use crate::session::SessionStore;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "agent-lsp",
     version,
-    about = "A coding agent served to editors as a language server"
+    about = "A coding agent served to editors as a language server",
+    long_about = "A coding agent served to editors as a language server.\n\n\
+        Without a command, agent-lsp serves LSP over stdin/stdout for an editor. `run` answers \
+        one prompt in a terminal or script, `demo` shows a scripted session without a model, \
+        `sessions list` shows stored sessions.\n\n\
+        Models: --model provider/id with ANTHROPIC_API_KEY, OPENAI_API_KEY (OPENAI_BASE_URL / \
+        ANTHROPIC_BASE_URL for other endpoints), ollama/<name> for a local Ollama, or \
+        providers in $XDG_CONFIG_HOME/agent-lsp/models.json."
 )]
 pub struct Cli {
     /// Serve LSP over stdin/stdout (the default when no command is given).
@@ -24,7 +42,32 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Answer one prompt with the coding tools, printing the run as it happens.
+    Run(run::RunArgs),
+    /// A complete scripted session (read, edit, check, answer) in a temporary project: no model,
+    /// no key, no network.
+    Demo(demo::DemoArgs),
+    /// Stored sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List sessions, most recently updated first: id, updated time, messages, name, cwd.
+    List {
+        /// Only sessions of this project directory.
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// Where sessions are stored [default: $XDG_DATA_HOME/agent-lsp/sessions].
+        #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
+        session_dir: Option<PathBuf>,
+        /// One JSON object per session.
+        #[arg(long)]
+        json: bool,
+    },
+}
 
 /// Parses the arguments and runs the chosen command.
 pub fn main() -> ExitCode {
@@ -40,8 +83,16 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let env = EnvSource::from_process();
     let result = match cli.command {
         None => runtime.block_on(crate::server::serve_stdio()),
+        Some(Command::Run(args)) => return runtime.block_on(run::run(args, env)),
+        Some(Command::Demo(args)) => return runtime.block_on(demo::demo(args)),
+        Some(Command::Sessions(SessionsCommand::List {
+            cwd,
+            session_dir,
+            json,
+        })) => list_sessions(cwd, session_dir, json, &env),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -50,6 +101,22 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn list_sessions(
+    cwd: Option<PathBuf>,
+    session_dir: Option<PathBuf>,
+    json: bool,
+    env: &EnvSource,
+) -> anyhow::Result<()> {
+    let dir = match session_dir {
+        Some(dir) => dir,
+        None => SessionStore::default_dir(env).ok_or_else(|| {
+            anyhow::anyhow!("no session directory: set HOME, XDG_DATA_HOME or --session-dir")
+        })?,
+    };
+    let cwd = cwd.map(|c| sessions_cmd::absolute(&c)).transpose()?;
+    sessions_cmd::list(&SessionStore::new(dir), cwd.as_deref(), json)
 }
 
 /// Logs go to stderr only: stdout is the protocol.

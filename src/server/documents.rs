@@ -56,6 +56,12 @@ pub fn uri_to_path(uri: &str) -> Option<PathBuf> {
         .map(|p| p.into_owned())
 }
 
+/// The path tools resolve to: canonical when the file exists (tools canonicalise their roots).
+fn lookup_path(uri: &str) -> Option<PathBuf> {
+    let path = uri_to_path(uri)?;
+    Some(std::fs::canonicalize(&path).unwrap_or(path))
+}
+
 /// The `file:` URI of an absolute path.
 pub fn path_to_uri(path: &Path) -> Option<String> {
     Uri::from_file_path(path).map(|u| u.as_str().to_owned())
@@ -92,7 +98,7 @@ impl DocStore {
             rope: Rope::from_str(&p.text_document.text),
         };
         let mut inner = self.lock();
-        if let Some(path) = uri_to_path(&uri) {
+        if let Some(path) = lookup_path(&uri) {
             inner.by_path.insert(path, uri.clone());
         }
         inner.docs.insert(uri, doc);
@@ -128,9 +134,7 @@ impl DocStore {
         let uri = p.text_document.uri.as_str();
         let mut inner = self.lock();
         inner.docs.remove(uri);
-        if let Some(path) = uri_to_path(uri) {
-            inner.by_path.remove(&path);
-        }
+        inner.by_path.retain(|_, u| u != uri);
         drop(inner);
         self.bump();
     }
@@ -147,9 +151,14 @@ impl DocStore {
         inner.docs.get(uri).cloned()
     }
 
-    /// Paths of all open `file:` documents.
-    pub fn open_paths(&self) -> Vec<PathBuf> {
-        self.lock().by_path.keys().cloned().collect()
+    /// Paths and texts of all open `file:` documents.
+    pub fn open_files(&self) -> Vec<(PathBuf, String)> {
+        let inner = self.lock();
+        inner
+            .by_path
+            .iter()
+            .filter_map(|(path, uri)| Some((path.clone(), inner.docs.get(uri)?.rope.to_string())))
+            .collect()
     }
 
     /// URIs of all open documents, sorted.

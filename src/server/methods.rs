@@ -1,41 +1,48 @@
-//! The agent methods of the backend: thin adapters from JSON-RPC to `Sessions`.
+//! The agent methods of the backend: thin adapters from JSON-RPC to [`Sessions`].
+//!
+//! [`Sessions`]: crate::server::sessions::Sessions
 
 use tower_lsp_server::jsonrpc::Result;
 
-use crate::server::backend::{Backend, rpc_error};
+use crate::server::backend::Backend;
 use crate::server::protocol::{
     AbortResult, MessagesResult, NewSessionParams, NewSessionResult, PromptParams, PromptResult,
-    QueueParams, QueueResult, Queues, SessionParams, StateResult, code,
+    QueueParams, QueueResult, Queues, SessionParams, StateResult,
 };
-
-fn unavailable<T>() -> Result<T> {
-    Err(rpc_error(code::NO_MODEL, "the agent is not available yet"))
-}
+use crate::server::session::QueueKind;
 
 impl Backend {
-    pub async fn prompt(&self, _p: PromptParams) -> Result<PromptResult> {
-        self.sessions()?;
-        unavailable()
+    pub async fn prompt(&self, p: PromptParams) -> Result<PromptResult> {
+        self.sessions()?.prompt(p)
     }
-    pub async fn steer(&self, _p: QueueParams) -> Result<QueueResult> {
-        unavailable()
+
+    pub async fn steer(&self, p: QueueParams) -> Result<QueueResult> {
+        self.sessions()?
+            .enqueue(&p.session_id, p.message, QueueKind::Steer)
     }
-    pub async fn follow_up(&self, _p: QueueParams) -> Result<QueueResult> {
-        unavailable()
+
+    pub async fn follow_up(&self, p: QueueParams) -> Result<QueueResult> {
+        self.sessions()?
+            .enqueue(&p.session_id, p.message, QueueKind::FollowUp)
     }
-    pub async fn abort(&self, _p: SessionParams) -> Result<AbortResult> {
-        unavailable()
+
+    pub async fn abort(&self, p: SessionParams) -> Result<AbortResult> {
+        self.sessions()?.abort(&p.session_id)
     }
-    pub async fn clear_queue(&self, _p: SessionParams) -> Result<Queues> {
-        unavailable()
+
+    pub async fn clear_queue(&self, p: SessionParams) -> Result<Queues> {
+        self.sessions()?.clear_queue(&p.session_id)
     }
-    pub async fn new_session(&self, _p: NewSessionParams) -> Result<NewSessionResult> {
-        unavailable()
+
+    pub async fn new_session(&self, p: NewSessionParams) -> Result<NewSessionResult> {
+        self.sessions()?.new_session(p.cwd)
     }
-    pub async fn get_state(&self, _p: SessionParams) -> Result<StateResult> {
-        unavailable()
+
+    pub async fn get_state(&self, p: SessionParams) -> Result<StateResult> {
+        self.sessions()?.state(&p.session_id)
     }
-    pub async fn get_messages(&self, _p: SessionParams) -> Result<MessagesResult> {
-        unavailable()
+
+    pub async fn get_messages(&self, p: SessionParams) -> Result<MessagesResult> {
+        self.sessions()?.messages(&p.session_id)
     }
 }

@@ -5,15 +5,22 @@
 //! written), `outgoing` (the registry of server → client requests), `config` (what `initialize`
 //! settles), `backend` (LSP lifecycle), `sessions` (sessions, runs, events).
 
+pub mod approval;
+pub mod ask;
 pub mod backend;
+pub mod buffer_ws;
 pub mod config;
+pub mod conn;
 pub mod documents;
+pub mod events;
+pub mod generic;
 pub mod methods;
 pub mod ordered;
 pub mod outgoing;
 pub mod position;
 pub mod protocol;
 pub mod sanitize;
+pub mod session;
 pub mod sessions;
 pub mod wire;
 

@@ -1,42 +1,333 @@
-//! Sessions and runs of one connection (placeholder until the agent loop lands).
+//! The sessions of one connection and the agent methods on them.
+//!
+//! Handlers here validate, take short locks and answer: runs live in their own tasks.
 
-use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
 use tower_lsp_server::Client;
-use tower_lsp_server::jsonrpc::Result;
+use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{CodeActionParams, CodeActionResponse, ExecuteCommandParams};
 
-use crate::server::backend::rpc_error;
+use crate::agent::AgentOptions;
+use crate::provider::StreamOptions;
+use crate::server::backend::{invalid_params, rpc_error};
+use crate::server::buffer_ws::BufferWorkspace;
 use crate::server::config::ConnConfig;
+use crate::server::conn::{ConnCtx, resolve_model};
 use crate::server::documents::DocStore;
-use crate::server::protocol::code;
+use crate::server::events::EventHub;
+use crate::server::ordered::current_gate;
+use crate::server::outgoing::Outgoing;
+use crate::server::protocol::{
+    AbortResult, Decision, Disposition, MessagesResult, ModelRef, NewSessionResult, PromptMessage,
+    PromptParams, PromptResult, QueueResult, Queues, StateResult, StreamingBehavior, code, command,
+};
+use crate::server::session::{QueueKind, Session, SessionError, new_id};
+use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
+/// All sessions of the connection.
 pub struct Sessions {
+    ctx: Arc<ConnCtx>,
     warnings: Vec<String>,
+    map: Mutex<HashMap<String, Arc<Session>>>,
+    default_session: Mutex<Option<String>>,
 }
+
+fn busy_or_agent(e: SessionError) -> Error {
+    match e {
+        SessionError::Busy(text) => rpc_error(code::AGENT_BUSY, text),
+        SessionError::Agent(text) => rpc_error(-32603, text),
+    }
+}
+
+const SYSTEM_PROMPT: &str = "You are a coding agent working inside the user's editor. \
+Read files before changing them, keep changes minimal, and say briefly what you did. \
+Open files show the editor's unsaved text; your edits land in the editor's buffers.";
 
 impl Sessions {
     pub fn new(
-        _client: Client,
-        _docs: DocStore,
-        _config: ConnConfig,
-        warnings: Vec<String>,
+        client: Client,
+        docs: DocStore,
+        config: ConnConfig,
+        mut warnings: Vec<String>,
     ) -> Self {
-        Sessions { warnings }
+        let out = Outgoing::new(client);
+        let model = resolve_model(&config);
+        if let Err(e) = &model {
+            warnings.push(format!("agent-lsp: {e}"));
+        }
+        let ctx = ConnCtx {
+            hub: EventHub::start(out.clone(), config.events()),
+            out,
+            docs,
+            config,
+            model,
+            stream_fn: crate::provider::default_stream_fn(),
+            pending_approvals: Mutex::default(),
+        };
+        Sessions {
+            ctx: Arc::new(ctx),
+            warnings,
+            map: Mutex::default(),
+            default_session: Mutex::default(),
+        }
     }
 
     pub fn startup_warnings(&self) -> Vec<String> {
         self.warnings.clone()
     }
 
-    pub fn abort_all(&self) {}
-
-    pub async fn wait_all_idle(&self) {}
-
-    pub async fn execute_command(&self, _params: ExecuteCommandParams) -> Result<Value> {
-        Err(rpc_error(code::NO_MODEL, "the agent is not available yet"))
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn code_actions(&self, _params: &CodeActionParams) -> CodeActionResponse {
-        Vec::new()
+    pub fn get(&self, id: &str) -> Result<Arc<Session>> {
+        self.map()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| invalid_params(format!("unknown sessionId {id:?}")))
+    }
+
+    /// Creates a session rooted at `cwd` (default: the connection's).
+    pub fn create(&self, cwd: Option<PathBuf>) -> Result<Arc<Session>> {
+        let (model, api_key) = self
+            .ctx
+            .model
+            .clone()
+            .map_err(|e| rpc_error(code::NO_MODEL, e))?;
+        let cwd = cwd.unwrap_or_else(|| self.ctx.config.cwd.clone());
+        let disk = DiskWorkspace::new(&cwd, Vec::new()).map_err(|e| {
+            invalid_params(format!(
+                "cannot use {} as the session's cwd: {e}",
+                cwd.display()
+            ))
+        })?;
+        let cwd = disk.root().to_path_buf();
+        let ws = Arc::new(BufferWorkspace::new(
+            disk,
+            self.ctx.docs.clone(),
+            self.ctx.out.clone(),
+            self.ctx.config.clone(),
+        ));
+        let id = new_id();
+        let mut options = AgentOptions::new(self.ctx.stream_fn.clone());
+        options.model = model;
+        options.system_prompt = Some(format!(
+            "{SYSTEM_PROMPT}\nWorking directory: {}",
+            cwd.display()
+        ));
+        options.tools = coding_tools(ws.clone(), ToolOptions::default());
+        options.stream_options = StreamOptions {
+            api_key,
+            session_id: Some(id.clone()),
+            ..StreamOptions::default()
+        };
+        let session = Session::create(self.ctx.clone(), id.clone(), cwd, ws, options);
+        self.map().insert(id, session.clone());
+        Ok(session)
+    }
+
+    fn session_or_default(&self, id: Option<&str>) -> Result<Arc<Session>> {
+        if let Some(id) = id {
+            return self.get(id);
+        }
+        let mut default = self
+            .default_session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(id) = default.as_deref() {
+            return self.get(id);
+        }
+        let session = self.create(None)?;
+        *default = Some(session.id.clone());
+        Ok(session)
+    }
+
+    pub fn prompt(&self, p: PromptParams) -> Result<PromptResult> {
+        let session = self.session_or_default(p.session_id.as_deref())?;
+        let blocks = p.message.into_blocks();
+        let gate = current_gate();
+        let result = match (session.active_run(), p.streaming_behavior) {
+            (Some(_), Some(behavior)) => {
+                let kind = match behavior {
+                    StreamingBehavior::Steer => QueueKind::Steer,
+                    StreamingBehavior::FollowUp => QueueKind::FollowUp,
+                };
+                let (run_id, message_id, started) =
+                    session.enqueue(kind, blocks, gate).map_err(busy_or_agent)?;
+                (run_id, message_id, disposition(kind, started))
+            }
+            _ => {
+                let (run_id, message_id) =
+                    session.start_run(blocks, gate).map_err(busy_or_agent)?;
+                (run_id, message_id, Disposition::Started)
+            }
+        };
+        Ok(PromptResult {
+            session_id: session.id.clone(),
+            run_id: result.0,
+            message_id: result.1,
+            disposition: result.2,
+        })
+    }
+
+    pub fn enqueue(
+        &self,
+        session_id: &str,
+        message: PromptMessage,
+        kind: QueueKind,
+    ) -> Result<QueueResult> {
+        let session = self.get(session_id)?;
+        let (run_id, message_id, started) = session
+            .enqueue(kind, message.into_blocks(), current_gate())
+            .map_err(busy_or_agent)?;
+        Ok(QueueResult {
+            session_id: session.id.clone(),
+            run_id,
+            message_id,
+            disposition: disposition(kind, started),
+            queues: session.queues(),
+        })
+    }
+
+    pub fn abort(&self, session_id: &str) -> Result<AbortResult> {
+        Ok(AbortResult {
+            aborted: self.get(session_id)?.abort(),
+        })
+    }
+
+    pub fn clear_queue(&self, session_id: &str) -> Result<Queues> {
+        Ok(self.get(session_id)?.clear_queues(current_gate()))
+    }
+
+    pub fn new_session(&self, cwd: Option<String>) -> Result<NewSessionResult> {
+        let session = self.create(cwd.map(PathBuf::from))?;
+        Ok(NewSessionResult {
+            session_id: session.id.clone(),
+            cwd: session.cwd.display().to_string(),
+        })
+    }
+
+    pub fn state(&self, session_id: &str) -> Result<StateResult> {
+        let session = self.get(session_id)?;
+        let state = session.agent.state();
+        Ok(StateResult {
+            session_id: session.id.clone(),
+            cwd: session.cwd.display().to_string(),
+            model: Some(ModelRef {
+                provider: state.model.provider.clone(),
+                id: state.model.id.clone(),
+            }),
+            is_streaming: session.active_run().is_some(),
+            run_id: session.last_run(),
+            queues: session.queues(),
+            message_count: state.messages.len(),
+            last_seq: session.emitter.last_seq(),
+        })
+    }
+
+    pub fn messages(&self, session_id: &str) -> Result<MessagesResult> {
+        let session = self.get(session_id)?;
+        Ok(MessagesResult {
+            session_id: session.id.clone(),
+            messages: session.messages(),
+        })
+    }
+
+    pub fn abort_all(&self) {
+        for session in self.map().values() {
+            session.abort();
+        }
+    }
+
+    pub async fn wait_all_idle(&self) {
+        let sessions: Vec<Arc<Session>> = self.map().values().cloned().collect();
+        for session in sessions {
+            session.wait_idle().await;
+        }
+    }
+
+    /// `workspace/executeCommand` for generic clients.
+    pub async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Value> {
+        let arg = params.arguments.first().cloned().unwrap_or(Value::Null);
+        let field = |name: &str| arg.get(name).and_then(Value::as_str).map(str::to_owned);
+        let message = || -> Result<PromptMessage> {
+            match &arg {
+                Value::String(text) => Ok(PromptMessage::Text(text.clone())),
+                Value::Object(o) => o
+                    .get("message")
+                    .cloned()
+                    .and_then(|m| serde_json::from_value(m).ok())
+                    .ok_or_else(|| {
+                        invalid_params(
+                            "the command needs a message: [\"text\"] or [{\"message\": …}]",
+                        )
+                    }),
+                _ => Err(invalid_params(
+                    "the command needs a message: [\"text\"] or [{\"message\": …}]",
+                )),
+            }
+        };
+        let to_value = |v: std::result::Result<Value, serde_json::Error>| {
+            v.map_err(|e| rpc_error(-32603, e.to_string()))
+        };
+        match params.command.as_str() {
+            command::PROMPT => {
+                let p = PromptParams {
+                    session_id: field("sessionId"),
+                    message: message()?,
+                    streaming_behavior: None,
+                };
+                to_value(serde_json::to_value(self.prompt(p)?))
+            }
+            command::STEER | command::FOLLOW_UP => {
+                let kind = if params.command == command::STEER {
+                    QueueKind::Steer
+                } else {
+                    QueueKind::FollowUp
+                };
+                let session = self.session_or_default(field("sessionId").as_deref())?;
+                to_value(serde_json::to_value(self.enqueue(
+                    &session.id,
+                    message()?,
+                    kind,
+                )?))
+            }
+            command::ABORT => {
+                let session = self.session_or_default(field("sessionId").as_deref())?;
+                to_value(serde_json::to_value(self.abort(&session.id)?))
+            }
+            command::NEW_SESSION => to_value(serde_json::to_value(self.new_session(field("cwd"))?)),
+            command::APPROVE | command::REJECT => {
+                let id = arg
+                    .as_str()
+                    .ok_or_else(|| invalid_params("the command needs the approval id"))?;
+                let decision = if params.command == command::APPROVE {
+                    Decision::Allow
+                } else {
+                    Decision::Block
+                };
+                Ok(json!({"resolved": crate::server::generic::resolve(&self.ctx, id, decision)}))
+            }
+            other => Err(invalid_params(format!("unknown command {other:?}"))),
+        }
+    }
+
+    pub fn code_actions(&self, params: &CodeActionParams) -> CodeActionResponse {
+        crate::server::generic::code_actions(&self.ctx, params.text_document.uri.as_str())
+            .into_iter()
+            .filter_map(|v| serde_json::from_value(v).ok())
+            .collect()
+    }
+}
+
+fn disposition(kind: QueueKind, started: bool) -> Disposition {
+    match (started, kind) {
+        (true, _) => Disposition::Started,
+        (false, QueueKind::Steer) => Disposition::Steered,
+        (false, QueueKind::FollowUp) => Disposition::FollowUp,
     }
 }

@@ -45,7 +45,8 @@
 //!   without reading it; `disconnectAfterChunks: n` cuts the connection after n SSE chunks;
 //!   `malformedAfterChunks: n` inserts a non-JSON `data:` line after n chunks; `omitDone` drops
 //!   `data: [DONE]` / `message_stop`; `omitStopReason` drops the `finish_reason` / the
-//!   `message_delta`; `streamError` (Anthropic) ends the stream with `event: error`.
+//!   `message_delta`; `streamError` (Anthropic) ends the stream with an `overloaded_error` `event: error`
+//!   (the only event when the response has no content).
 //! - `id` (default `mock-<n>`), `model` (default: the requested model).
 //!
 //! The binary `agent-lsp-mock --script FILE [--port N] [--log FILE.jsonl]` serves a script file

@@ -131,7 +131,17 @@ fn openai_call_deltas(index: usize, call: &MockToolCall, size: Option<usize>) ->
     deltas
 }
 
+fn anthropic_error(message: &str) -> Vec<u8> {
+    let error = json!({"type": "error", "error": {"type": "overloaded_error", "message": message}});
+    event_chunk("error", &error)
+}
+
 fn anthropic_chunks(r: &MockResponse, id: &str, model: &str) -> Vec<Vec<u8>> {
+    let empty = r.text.is_none() && r.thinking.is_none() && r.tool_calls.is_empty();
+    if let (Some(message), true) = (&r.stream_error, empty) {
+        // As the API does when overloaded: the error is the first and only event.
+        return vec![anthropic_error(message)];
+    }
     let usage = r.usage.clone().unwrap_or_default();
     let mut out = vec![event_chunk(
         "message_start",

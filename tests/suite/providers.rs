@@ -1,4 +1,8 @@
 //! Integration tests: providers. The mock provider's wire behaviour (raw HTTP against it), and the
-//! provider layer streaming from it over loopback.
+//! provider layer streaming from it over loopback, for both wire APIs.
 
+mod common;
+mod faults;
 mod mock_server;
+mod requests;
+mod streaming;

@@ -1,10 +1,21 @@
 //! Starting and spawning runs (pi's `runWithLifecycle`).
 
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures_util::FutureExt;
+
 use tokio_util::sync::CancellationToken;
 
-use super::{Agent, AgentError, RunGuard, RunHandle, RunOutcome, emitter, lock, run_inputs};
+use super::{Agent, AgentError, AgentListener, RunGuard, RunHandle, RunOutcome, Shared, lock};
+use crate::agent::config::{AgentLoopConfig, Emit};
+use crate::agent::event::AgentEvent;
+use crate::agent::hooks::{AgentContext, QueuePollHook};
 use crate::agent::loop_::{run_agent_loop, run_agent_loop_continue};
 use crate::agent::message::AgentMessage;
+use crate::agent::tool_exec::panic_text;
+use crate::provider::StreamFn;
 
 impl Agent {
     /// The busy check and run registration, atomically; the guard ends the run when dropped.
@@ -64,4 +75,77 @@ impl Agent {
         });
         RunHandle { join }
     }
+}
+
+/// Builds the loop's steering poll; `skip_first` makes the first poll return nothing.
+fn steering_poll(shared: &Arc<Shared>, skip_first: bool) -> QueuePollHook {
+    let shared = shared.clone();
+    let skip = Arc::new(AtomicBool::new(skip_first));
+    Arc::new(move || {
+        let shared = shared.clone();
+        let skip = skip.clone();
+        Box::pin(async move {
+            if skip.swap(false, Ordering::SeqCst) {
+                return Ok(Vec::new());
+            }
+            Ok(lock(&shared.steering).drain())
+        })
+    })
+}
+
+fn follow_up_poll(shared: &Arc<Shared>) -> QueuePollHook {
+    let shared = shared.clone();
+    Arc::new(move || {
+        let shared = shared.clone();
+        Box::pin(async move { Ok(lock(&shared.follow_up).drain()) })
+    })
+}
+
+/// The run's emit: reduce state first, then await every listener in subscription order.
+fn emitter(shared: &Arc<Shared>, cancel: &CancellationToken) -> Emit {
+    let shared = shared.clone();
+    let cancel = cancel.clone();
+    Arc::new(move |event: AgentEvent| {
+        let shared = shared.clone();
+        let cancel = cancel.clone();
+        Box::pin(async move {
+            lock(&shared.state).reduce(&event);
+            let event = Arc::new(event);
+            let listeners: Vec<AgentListener> = lock(&shared.listeners)
+                .iter()
+                .map(|(_, l)| l.clone())
+                .collect();
+            for listener in listeners {
+                // A panicking listener fails the run like a listener returning `Err`.
+                AssertUnwindSafe(listener(event.clone(), cancel.clone()))
+                    .catch_unwind()
+                    .await
+                    .map_err(|p| panic_text(p.as_ref()))??;
+            }
+            Ok(())
+        })
+    })
+}
+
+/// The context snapshot and loop configuration of a new run.
+fn run_inputs(
+    shared: &Arc<Shared>,
+    skip_initial_steering: bool,
+) -> (AgentContext, AgentLoopConfig, Arc<dyn StreamFn>) {
+    let state = lock(&shared.state).clone();
+    let settings = lock(&shared.settings).clone();
+    let mut config = AgentLoopConfig::new(state.model);
+    config.set_thinking_level(state.thinking_level);
+    config.stream_options = settings.stream_options;
+    config.hooks = settings.hooks;
+    config.tool_execution = settings.tool_execution;
+    config.abort_grace = settings.abort_grace;
+    config.protocol_repair = settings.protocol_repair;
+    config.get_steering_messages = Some(steering_poll(shared, skip_initial_steering));
+    config.get_follow_up_messages = Some(follow_up_poll(shared));
+    let context = AgentContext {
+        messages: state.messages,
+        tools: state.tools,
+    };
+    (context, config, settings.stream_fn)
 }

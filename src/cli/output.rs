@@ -1,0 +1,229 @@
+//! What `agent-lsp run` prints on stdout: a human transcript, or one JSON event per line.
+//!
+//! Human: the assistant's text as it streams, one line per tool call with its status, errors on
+//! stderr, and a usage/cost line at the end. JSON (`--json`): every [`AgentEvent`] exactly as the
+//! daemon sends it (`message_update` carries only the delta), then one `agent_settled` line.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use crate::agent::event::AgentEvent;
+use crate::agent::message::{AgentMessage, ContentBlock, Usage};
+use crate::provider::AssistantMessageEvent;
+
+/// A sink for run events. Write errors (a closed pipe) are ignored: output is best effort,
+/// the session file is the record.
+pub trait Renderer: Send + Sync {
+    fn event(&self, event: &AgentEvent);
+    /// Called once after the run, with the run's and the session's usage.
+    fn settled(&self, aborted: bool, error: Option<&str>, run: &Usage, session: &Usage);
+}
+
+/// `--json`.
+pub struct JsonRenderer;
+
+impl Renderer for JsonRenderer {
+    fn event(&self, event: &AgentEvent) {
+        match serde_json::to_string(event) {
+            Ok(line) => print_line(&line),
+            Err(e) => tracing::error!("cannot serialise a {} event: {e}", event.kind()),
+        }
+    }
+
+    fn settled(&self, aborted: bool, _error: Option<&str>, _run: &Usage, _session: &Usage) {
+        print_line(&json!({"type": "agent_settled", "aborted": aborted}).to_string());
+    }
+}
+
+fn print_line(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// The default, for people.
+#[derive(Default)]
+pub struct HumanRenderer {
+    /// Whether the cursor is mid-line after streamed text.
+    mid_line: Mutex<bool>,
+    /// A short form of each running call's arguments, by tool call id.
+    calls: Mutex<HashMap<String, String>>,
+}
+
+impl HumanRenderer {
+    fn write(&self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+        if let Some(last) = text.chars().last()
+            && let Ok(mut mid) = self.mid_line.lock()
+        {
+            *mid = last != '\n';
+        }
+    }
+
+    fn line(&self, text: &str) {
+        let needs_break = self.mid_line.lock().map(|m| *m).unwrap_or(false);
+        let prefix = if needs_break { "\n" } else { "" };
+        self.write(&format!("{prefix}{text}\n"));
+    }
+}
+
+impl Renderer for HumanRenderer {
+    fn event(&self, event: &AgentEvent) {
+        match event {
+            AgentEvent::MessageUpdate {
+                assistant_message_event: AssistantMessageEvent::TextDelta { delta, .. },
+            } => self.write(delta),
+            // Errors are reported once, on stderr, when the run settles.
+            AgentEvent::MessageEnd {
+                message: AgentMessage::Assistant(_),
+            } if self.mid_line.lock().map(|m| *m).unwrap_or(false) => self.write("\n"),
+            AgentEvent::ProviderRetry {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+            } => eprintln!(
+                "retrying ({attempt}/{max_attempts}) in {:.1}s: {error_message}",
+                *delay_ms as f64 / 1000.0
+            ),
+            AgentEvent::ToolExecutionStart {
+                tool_call_id, args, ..
+            } => {
+                if let Ok(mut calls) = self.calls.lock() {
+                    calls.insert(tool_call_id.clone(), args_summary(args));
+                }
+            }
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id,
+                tool_name,
+                result,
+                is_error,
+                duration_ms,
+                ..
+            } => {
+                let status = if *is_error {
+                    let text = first_text(&result.content);
+                    if text.contains("was not run") {
+                        format!("refused: {}", hint(&text))
+                    } else {
+                        format!("failed: {}", clip(&text, 160))
+                    }
+                } else {
+                    match duration_ms {
+                        Some(ms) => format!("ok ({ms} ms)"),
+                        None => "ok".to_string(),
+                    }
+                };
+                let args = self
+                    .calls
+                    .lock()
+                    .ok()
+                    .and_then(|mut calls| calls.remove(tool_call_id))
+                    .unwrap_or_default();
+                self.line(&format!("[{tool_name}{args}] {status}"));
+            }
+            _ => {}
+        }
+    }
+
+    fn settled(&self, aborted: bool, _error: Option<&str>, run: &Usage, session: &Usage) {
+        if aborted {
+            self.line("[aborted]");
+        }
+        self.line(&usage_line(run, session));
+    }
+}
+
+/// ` notes.txt`, ` cargo test`: the argument a person recognises a call by.
+fn args_summary(args: &Value) -> String {
+    ["path", "command", "pattern"]
+        .iter()
+        .find_map(|key| args.get(key).and_then(Value::as_str))
+        .map(|v| format!(" {}", clip(v, 80)))
+        .unwrap_or_default()
+}
+
+/// `tokens 1.2k in (300 cached) · 450 out · $0.0123 · session $0.0456`.
+pub fn usage_line(run: &Usage, session: &Usage) -> String {
+    let input = run.input + run.cache_read + run.cache_write;
+    let mut line = format!("tokens: {} in", compact(input));
+    if run.cache_read > 0 {
+        line.push_str(&format!(" ({} cached)", compact(run.cache_read)));
+    }
+    line.push_str(&format!(
+        ", {} out · cost ${:.4} · session ${:.4}",
+        compact(run.output),
+        run.cost.total,
+        session.cost.total
+    ));
+    line
+}
+
+fn compact(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=999_999 => format!("{:.1}k", n as f64 / 1000.0),
+        _ => format!("{:.2}M", n as f64 / 1_000_000.0),
+    }
+}
+
+fn first_text(content: &[ContentBlock]) -> String {
+    content
+        .iter()
+        .find_map(ContentBlock::as_text)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The part of a refusal that tells the user what to do.
+fn hint(text: &str) -> String {
+    const FIX: &str = "run again with ";
+    match text.find(FIX) {
+        Some(at) => text[at..].trim_end_matches('.').to_string(),
+        None => clip(text, 160),
+    }
+}
+
+fn clip(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() <= max {
+        return line.to_string();
+    }
+    let cut: String = line.chars().take(max).collect();
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_lines_are_compact() {
+        let mut run = Usage {
+            input: 12_000,
+            cache_read: 3_000,
+            output: 450,
+            ..Default::default()
+        };
+        run.cost.total = 0.01234;
+        let mut session = run.clone();
+        session.cost.total = 0.5;
+        assert_eq!(
+            usage_line(&run, &session),
+            "tokens: 15.0k in (3000 cached), 450 out · cost $0.0123 · session $0.5000"
+        );
+    }
+
+    #[test]
+    fn refusals_show_the_fix() {
+        let text = crate::cli::approve::Approval::ReadOnly
+            .refusal("bash")
+            .unwrap();
+        assert_eq!(hint(&text), "run again with --approve all");
+    }
+}

@@ -1,0 +1,362 @@
+//! `agent-lsp run`: one prompt to settlement over the real loop, recorded in a session.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, bail};
+use clap::Args;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::agent::event::AgentEvent;
+use crate::agent::hooks::AgentHooks;
+use crate::agent::message::{AgentMessage, ThinkingLevel, Usage};
+use crate::agent::{Agent, AgentListener, AgentOptions, RunOutcome};
+use crate::cli::approve::Approval;
+use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
+use crate::cli::prompt::default_system_prompt;
+use crate::models::{EnvSource, ResolvedModel, apply_cost, clamp_thinking, resolve_model};
+use crate::provider::{StreamFn, StreamOptions};
+use crate::session::{ForkPoint, Session, SessionContext, SessionStore, time::iso_now};
+use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
+
+/// Exit status after Ctrl-C, as shells report a SIGINT death.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The model as provider/id (e.g. openai/gpt-4.1, anthropic/claude-sonnet-4-5, ollama/qwen3).
+    #[arg(long, short = 'm')]
+    pub model: Option<String>,
+    /// The project directory the tools work in (default: the current directory).
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// Print one JSON event per line instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Which tool calls run without asking.
+    #[arg(long, value_enum, default_value_t = Approval::ReadOnly)]
+    pub approve: Approval,
+    /// Continue a stored session (id, id prefix, or file path).
+    #[arg(long, conflicts_with_all = ["continue_", "fork", "no_session"])]
+    pub session: Option<String>,
+    /// Continue the most recent session of this directory.
+    #[arg(long = "continue", short = 'c', conflicts_with_all = ["fork", "no_session"])]
+    pub continue_: bool,
+    /// Copy a stored session (id, id prefix, or path) into a new one and continue there.
+    #[arg(long, conflicts_with = "no_session")]
+    pub fork: Option<String>,
+    /// Where sessions are stored [default: $XDG_DATA_HOME/agent-lsp/sessions].
+    #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
+    pub session_dir: Option<PathBuf>,
+    /// Do not record this run.
+    #[arg(long)]
+    pub no_session: bool,
+    /// Reasoning effort: off, minimal, low, medium, high, xhigh (clamped to what the model takes).
+    #[arg(long)]
+    pub thinking: Option<String>,
+    /// The prompt (several words are joined with spaces).
+    #[arg(required = true)]
+    pub prompt: Vec<String>,
+}
+
+/// How one run is wired: everything `execute` needs, already resolved.
+pub struct RunPlan {
+    pub session: Session,
+    pub resolved: ResolvedModel,
+    pub thinking: ThinkingLevel,
+    pub cwd: PathBuf,
+    pub approval: Approval,
+    pub json: bool,
+    pub stream_fn: Arc<dyn StreamFn>,
+    pub prompt: String,
+}
+
+/// Resolves the arguments, runs, and maps the outcome to an exit status.
+pub async fn run(args: RunArgs, env: EnvSource) -> ExitCode {
+    let plan = match plan(args, &env) {
+        Ok(plan) => plan,
+        Err(e) => {
+            eprintln!("agent-lsp: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    execute(plan).await
+}
+
+fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
+    check_prompt(&args.prompt.join(" "))?;
+    let explicit_cwd = args.cwd.is_some();
+    let cwd = match &args.cwd {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    let cwd = std::fs::canonicalize(&cwd)
+        .with_context(|| format!("no such directory: {}", cwd.display()))?;
+    // Nothing is created before the model resolves, so a failed start leaves no empty session.
+    let origin = find_session(&args, env, &cwd)?;
+    let context = match &origin {
+        Origin::New(_) => SessionContext::default(),
+        Origin::Existing(s) | Origin::ForkOf(_, s) => s.context(),
+    };
+    let spec = args.model.clone().or_else(|| {
+        context
+            .model
+            .as_ref()
+            .map(|m| format!("{}/{}", m.provider, m.model_id))
+    });
+    let resolved = resolve_model(spec.as_deref(), env)?;
+    let requested = match &args.thinking {
+        Some(level) => ThinkingLevel::parse(level).with_context(|| {
+            format!(
+                "unknown thinking level {level:?}; use off, minimal, low, medium, high or xhigh"
+            )
+        })?,
+        None => context.thinking_level,
+    };
+    let thinking = clamp_thinking(&resolved.model, requested);
+    let mut session = match origin {
+        Origin::New(None) => Session::in_memory(&cwd),
+        Origin::New(Some(store)) => store.create(&cwd, None)?,
+        Origin::Existing(session) => session,
+        Origin::ForkOf(store, source) => store.fork(&source, ForkPoint::Leaf)?.0,
+    };
+    let cwd = match Path::new(session.cwd()) {
+        stored if !explicit_cwd && stored.is_dir() => stored.to_path_buf(),
+        _ => cwd,
+    };
+    let model = &resolved.model;
+    if context
+        .model
+        .as_ref()
+        .map(|m| (m.provider.as_str(), m.model_id.as_str()))
+        != Some((model.provider.as_str(), model.id.as_str()))
+    {
+        session.append_model_change(&model.provider, &model.id)?;
+    }
+    if thinking != context.thinking_level {
+        session.append_thinking_level(thinking)?;
+    }
+    Ok(RunPlan {
+        session,
+        resolved,
+        thinking,
+        cwd,
+        approval: args.approve,
+        json: args.json,
+        stream_fn: crate::provider::default_stream_fn(),
+        prompt: args.prompt.join(" "),
+    })
+}
+
+/// Where the run's session comes from.
+enum Origin {
+    /// A new session, stored (`Some`) or in memory (`None`, `--no-session`).
+    New(Option<SessionStore>),
+    Existing(Session),
+    /// `--fork`: a copy of this session, made once the model is known.
+    ForkOf(SessionStore, Session),
+}
+
+fn find_session(args: &RunArgs, env: &EnvSource, cwd: &Path) -> anyhow::Result<Origin> {
+    if args.no_session {
+        return Ok(Origin::New(None));
+    }
+    let dir = match &args.session_dir {
+        Some(dir) => dir.clone(),
+        None => SessionStore::default_dir(env).context(
+            "no session directory: set HOME, XDG_DATA_HOME or --session-dir (or use --no-session)",
+        )?,
+    };
+    let store = SessionStore::new(dir);
+    if let Some(id) = &args.session {
+        return Ok(Origin::Existing(store.open(id)?));
+    }
+    if let Some(id) = &args.fork {
+        let source = store.open(id)?;
+        return Ok(Origin::ForkOf(store, source));
+    }
+    if args.continue_
+        && let Some(latest) = store.latest_for_cwd(cwd)?
+    {
+        return Ok(Origin::Existing(latest));
+    }
+    Ok(Origin::New(Some(store)))
+}
+
+/// Runs the plan's prompt to settlement; Ctrl-C aborts the run (a second one exits at once).
+pub async fn execute(plan: RunPlan) -> ExitCode {
+    let mut interrupts = match signal(SignalKind::interrupt()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("agent-lsp: cannot watch for Ctrl-C: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let renderer: Arc<dyn Renderer> = if plan.json {
+        Arc::new(JsonRenderer)
+    } else {
+        Arc::new(HumanRenderer::default())
+    };
+    let prompt = plan.prompt.clone();
+    let (agent, recorder) = match build_agent(plan, renderer.clone()) {
+        Ok(built) => built,
+        Err(e) => {
+            eprintln!("agent-lsp: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let handle = match agent.prompt(vec![AgentMessage::user_text(prompt)]) {
+        Ok(handle) => handle,
+        Err(e) => {
+            eprintln!("agent-lsp: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut wait = Box::pin(handle.wait());
+    let mut interrupted = false;
+    let outcome: RunOutcome = tokio::select! {
+        outcome = &mut wait => outcome,
+        _ = interrupts.recv() => {
+            interrupted = true;
+            agent.abort();
+            tokio::select! {
+                outcome = &mut wait => outcome,
+                _ = interrupts.recv() => return ExitCode::from(EXIT_INTERRUPTED),
+            }
+        }
+    };
+    let (run_usage, session_usage) = recorder.totals();
+    let aborted = interrupted || outcome.aborted;
+    let error = outcome.error.clone().filter(|_| !aborted);
+    renderer.settled(aborted, error.as_deref(), &run_usage, &session_usage);
+    if let Some(e) = recorder.failure() {
+        eprintln!("agent-lsp: {e}");
+        return ExitCode::FAILURE;
+    }
+    if aborted {
+        return ExitCode::from(EXIT_INTERRUPTED);
+    }
+    match error {
+        Some(e) => {
+            eprintln!("agent-lsp: {e}");
+            ExitCode::FAILURE
+        }
+        None => ExitCode::SUCCESS,
+    }
+}
+
+fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<(Agent, Recorder)> {
+    let workspace: Arc<dyn Workspace> = Arc::new(
+        DiskWorkspace::new(&plan.cwd, Vec::new())
+            .with_context(|| format!("cannot open the workspace {}", plan.cwd.display()))?,
+    );
+    let session_id = plan.session.id().to_string();
+    let tools = coding_tools(
+        workspace,
+        ToolOptions {
+            env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],
+            ..Default::default()
+        },
+    );
+    let mut options = AgentOptions::new(plan.stream_fn.clone());
+    options.model = plan.resolved.model.clone();
+    options.thinking_level = plan.thinking;
+    let date = iso_now();
+    options.system_prompt = Some(default_system_prompt(&plan.cwd, &date[..10]));
+    options.tools = tools;
+    options.messages = plan.session.messages();
+    options.hooks = AgentHooks {
+        before_tool_call: plan.approval.hook(),
+        ..Default::default()
+    };
+    options.stream_options = StreamOptions {
+        api_key: plan.resolved.api_key.clone(),
+        session_id: Some(session_id),
+        ..Default::default()
+    };
+    let agent = Agent::new(options);
+    let recorder = Recorder::new(plan.session);
+    agent.subscribe(recorder.listener(&plan.resolved, renderer));
+    Ok((agent, recorder))
+}
+
+/// Records every finished message in the session (with its cost) before it is shown, and sums
+/// the run's usage.
+#[derive(Clone, Default)]
+struct Recorder {
+    inner: Arc<Mutex<RecorderState>>,
+}
+
+#[derive(Default)]
+struct RecorderState {
+    session: Option<Session>,
+    run_usage: Usage,
+    failure: Option<String>,
+}
+
+impl Recorder {
+    fn new(session: Session) -> Recorder {
+        Recorder {
+            inner: Arc::new(Mutex::new(RecorderState {
+                session: Some(session),
+                ..Default::default()
+            })),
+        }
+    }
+
+    fn listener(&self, resolved: &ResolvedModel, renderer: Arc<dyn Renderer>) -> AgentListener {
+        let inner = self.inner.clone();
+        let model = resolved.model.clone();
+        Arc::new(move |event: Arc<AgentEvent>, _cancel| {
+            let inner = inner.clone();
+            let model = model.clone();
+            let renderer = renderer.clone();
+            Box::pin(async move {
+                if let AgentEvent::MessageEnd { message } = &*event {
+                    let mut message = message.clone();
+                    let mut state = inner.lock().map_err(|_| "recorder lock poisoned")?;
+                    if let AgentMessage::Assistant(a) = &mut message {
+                        apply_cost(&model, &mut a.usage);
+                        state.run_usage.accumulate(&a.usage);
+                    }
+                    if let Some(session) = &mut state.session
+                        && let Err(e) = session.append_message(&message)
+                    {
+                        let text = format!("cannot record the session: {e}");
+                        state.failure = Some(text.clone());
+                        return Err(text);
+                    }
+                }
+                renderer.event(&event);
+                Ok(())
+            })
+        })
+    }
+
+    /// (this run's usage, the whole session's usage).
+    fn totals(&self) -> (Usage, Usage) {
+        match self.inner.lock() {
+            Ok(state) => {
+                let session = state.session.as_ref().map(Session::usage);
+                (
+                    state.run_usage.clone(),
+                    session.unwrap_or_else(|| state.run_usage.clone()),
+                )
+            }
+            Err(_) => (Usage::default(), Usage::default()),
+        }
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.inner.lock().ok().and_then(|s| s.failure.clone())
+    }
+}
+
+/// Refuses prompts that are only whitespace before any work starts.
+fn check_prompt(prompt: &str) -> anyhow::Result<()> {
+    if prompt.trim().is_empty() {
+        bail!("the prompt is empty");
+    }
+    Ok(())
+}

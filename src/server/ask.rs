@@ -1,0 +1,180 @@
+//! The `beforeToolCall` hook: policy, memory, then asking the user through the client's
+//! approval channel (`agent/beforeToolCall`, or the generic surface in `generic.rs`).
+//!
+//! Every failure to get an answer (timeout, error reply, disconnect, abort) blocks the call with
+//! a reason saying why: a tool that must ask is never silently allowed.
+
+use std::sync::{Arc, Weak};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult};
+use crate::server::approval::{kind_of, policy_for};
+use crate::server::outgoing::RequestError;
+use crate::server::protocol::{
+    ApprovalPolicy, BeforeToolCallParams, BeforeToolCallResult as Answer, Decision, Preview,
+    ToolKind, method,
+};
+use crate::server::session::Session;
+use crate::tools::{ToolPreview, preview};
+
+pub fn before_tool_call_hook(session: Weak<Session>) -> BeforeToolCallHook {
+    Arc::new(
+        move |ctx: BeforeToolCallContext, cancel: CancellationToken| {
+            let session = session.clone();
+            Box::pin(async move {
+                let Some(session) = session.upgrade() else {
+                    return Ok(Some(block("The session is closed".into(), false)));
+                };
+                Ok(decide(&session, ctx, cancel).await)
+            })
+        },
+    )
+}
+
+fn block(reason: String, terminate: bool) -> BeforeToolCallResult {
+    BeforeToolCallResult {
+        block: true,
+        reason: Some(reason),
+        terminate,
+        args: None,
+    }
+}
+
+async fn decide(
+    session: &Arc<Session>,
+    ctx: BeforeToolCallContext,
+    cancel: CancellationToken,
+) -> Option<BeforeToolCallResult> {
+    let tool = ctx.tool_call.name.clone();
+    match policy_for(&session.ctx.config.options.approval, &tool) {
+        ApprovalPolicy::Allow => return None,
+        ApprovalPolicy::Block => {
+            return Some(block(
+                format!(
+                    "Tool \"{tool}\" is blocked by the approval policy (initializationOptions.approval)"
+                ),
+                false,
+            ));
+        }
+        ApprovalPolicy::Ask => {}
+    }
+    let remembered = session
+        .memory
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .recall(&tool, &ctx.args);
+    match remembered {
+        Some(true) => return None,
+        Some(false) => {
+            return Some(block(
+                format!("Tool \"{tool}\" was blocked for this session by the user"),
+                false,
+            ));
+        }
+        None => {}
+    }
+    let request = approval_request(session, &ctx).await;
+    let answer = if session.ctx.config.approvals() {
+        ask_agent_client(session, &request, &cancel).await
+    } else if session.ctx.config.is_generic() {
+        crate::server::generic::ask(session, &request, &cancel).await
+    } else {
+        Err(format!(
+            "Tool \"{tool}\" needs approval, but this client has no approval channel \
+             (capabilities.experimental.agent.approvals is not set). It was not run. \
+             Allow it in initializationOptions.approval to run it without asking."
+        ))
+    };
+    match answer {
+        Err(reason) => Some(block(reason, false)),
+        Ok(answer) => {
+            session
+                .memory
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remember(&tool, &ctx.args, answer.decision);
+            match answer.decision {
+                Decision::Allow | Decision::AllowAlways => None,
+                Decision::Block | Decision::BlockAlways => Some(BeforeToolCallResult {
+                    block: true,
+                    // An empty reason falls back to pi's "Tool execution was blocked".
+                    reason: answer.reason.filter(|r| !r.is_empty()),
+                    terminate: answer.terminate.unwrap_or(false),
+                    args: None,
+                }),
+            }
+        }
+    }
+}
+
+async fn ask_agent_client(
+    session: &Arc<Session>,
+    request: &BeforeToolCallParams,
+    cancel: &CancellationToken,
+) -> Result<Answer, String> {
+    let timeout = session.ctx.config.approval_timeout();
+    let reply: Result<Answer, RequestError> = session
+        .ctx
+        .out
+        .request(method::BEFORE_TOOL_CALL, request, timeout, cancel)
+        .await;
+    reply.map_err(|e| match e {
+        RequestError::Cancelled => {
+            "The run was aborted before the tool call was approved".to_owned()
+        }
+        RequestError::Timeout(t) => format!(
+            "No approval within {}s: the tool call was not run",
+            t.as_secs()
+        ),
+        other => format!("Approval failed ({other}): the tool call was not run"),
+    })
+}
+
+/// The `agent/beforeToolCall` params for a call: kind, a one-line title and a preview.
+pub async fn approval_request(
+    session: &Arc<Session>,
+    ctx: &BeforeToolCallContext,
+) -> BeforeToolCallParams {
+    let tool = &ctx.tool_call.name;
+    let kind = kind_of(tool);
+    let preview = match preview(&session.workspace, tool, &ctx.args).await {
+        Some(ToolPreview::Diff {
+            abs_path, patch, ..
+        }) => Some(Preview::Diff {
+            path: abs_path.display().to_string(),
+            diff: patch,
+        }),
+        Some(ToolPreview::Command { command, cwd, .. }) => Some(Preview::Command {
+            command,
+            cwd: cwd.display().to_string(),
+        }),
+        None => None,
+    };
+    BeforeToolCallParams {
+        session_id: session.id.clone(),
+        run_id: session.active_run().unwrap_or_default(),
+        tool_call_id: ctx.tool_call.id.clone(),
+        tool_name: tool.clone(),
+        args: ctx.args.clone(),
+        kind,
+        title: title(tool, kind, &ctx.args),
+        preview,
+    }
+}
+
+fn title(tool: &str, kind: ToolKind, args: &Value) -> String {
+    let arg = |name: &str| {
+        args.get(name)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    match kind {
+        ToolKind::Execute => format!("Run: {}", arg("command")),
+        ToolKind::Edit if tool == "write" => format!("Write {}", arg("path")),
+        ToolKind::Edit => format!("Edit {}", arg("path")),
+        _ => format!("{tool} {}", args),
+    }
+}

@@ -1,0 +1,305 @@
+//! The tools' [`Workspace`] over the editor's buffers.
+//!
+//! Reads of open documents see the mirror (unsaved text); other files come from disk. Writes to
+//! an open document become one `workspace/applyEdit` with a minimal edit, versioned with the
+//! mirror's version, confirmed by the `didChange` that follows (the `applied` flag is not
+//! trusted), retried once from the fresh buffer, then saved so disk and buffer agree. Files that
+//! are not open are written on disk atomically.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::server::config::ConnConfig;
+use crate::server::documents::{DocStore, Document};
+use crate::server::outgoing::{Outgoing, RequestError};
+use crate::server::position::{self, Encoding};
+use crate::server::protocol::{SaveDocumentsParams, SaveDocumentsResult, method};
+use crate::tools::workspace::{read_disk, write_disk};
+use crate::tools::{
+    DiskWorkspace, FileSnapshot, Fingerprint, Workspace, WorkspaceError, WriteOutcome,
+};
+
+/// A workspace whose open files live in the editor.
+#[derive(Clone)]
+pub struct BufferWorkspace {
+    disk: DiskWorkspace,
+    editor: Arc<Editor>,
+}
+
+struct Editor {
+    docs: DocStore,
+    out: Outgoing,
+    config: ConnConfig,
+}
+
+impl BufferWorkspace {
+    pub fn new(disk: DiskWorkspace, docs: DocStore, out: Outgoing, config: ConnConfig) -> Self {
+        BufferWorkspace {
+            disk,
+            editor: Arc::new(Editor { docs, out, config }),
+        }
+    }
+}
+
+impl Workspace for BufferWorkspace {
+    fn root(&self) -> &Path {
+        self.disk.root()
+    }
+
+    fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError> {
+        self.disk.resolve(path)
+    }
+
+    fn read(&self, path: PathBuf) -> BoxFuture<'static, Result<FileSnapshot, WorkspaceError>> {
+        let open = self.editor.docs.get_path(&path);
+        Box::pin(async move {
+            match open {
+                Some(doc) => {
+                    let bytes = doc.rope.to_string().into_bytes();
+                    Ok(FileSnapshot {
+                        fingerprint: Fingerprint::of(&bytes),
+                        bytes,
+                        from_editor: true,
+                    })
+                }
+                None => read_disk(&path).await,
+            }
+        })
+    }
+
+    fn write(
+        &self,
+        path: PathBuf,
+        content: Vec<u8>,
+        expected: Option<Fingerprint>,
+    ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
+        let editor = self.editor.clone();
+        Box::pin(async move {
+            if editor.docs.get_path(&path).is_none() {
+                return write_disk(&path, content, expected).await;
+            }
+            editor.write_open(&path, content, expected).await
+        })
+    }
+
+    fn open_documents(&self) -> Vec<(PathBuf, String)> {
+        self.editor.docs.open_files()
+    }
+}
+
+fn editor_error(path: &Path, reason: impl Into<String>) -> WorkspaceError {
+    WorkspaceError::Editor {
+        path: path.display().to_string(),
+        reason: reason.into(),
+    }
+}
+
+impl Editor {
+    async fn write_open(
+        &self,
+        path: &Path,
+        content: Vec<u8>,
+        expected: Option<Fingerprint>,
+    ) -> Result<WriteOutcome, WorkspaceError> {
+        let new_text = String::from_utf8(content)
+            .map_err(|_| editor_error(path, "the new content is not UTF-8 text"))?;
+        let mut last_failure = String::new();
+        for attempt in 0..2 {
+            let Some(doc) = self.docs.get_path(path) else {
+                // Closed meanwhile: the disk is the truth again.
+                return write_disk(path, new_text.into_bytes(), None).await;
+            };
+            let old = doc.rope.to_string();
+            let fresh = Fingerprint::of(old.as_bytes());
+            if let Some(expected) = expected
+                && expected != fresh
+            {
+                // The user changed the buffer after the tool read it: the edit would clobber it.
+                return Err(WorkspaceError::Conflict(path.display().to_string()));
+            }
+            if old == new_text {
+                break;
+            }
+            match self.apply_once(&doc, &old, &new_text).await {
+                Ok(()) => {
+                    last_failure.clear();
+                    break;
+                }
+                Err(reason) => {
+                    tracing::info!(attempt, path = %path.display(), %reason, "edit not confirmed");
+                    last_failure = reason;
+                }
+            }
+        }
+        if !last_failure.is_empty() {
+            return Err(editor_error(path, format!("{last_failure} (tried twice)")));
+        }
+        let bytes = new_text.into_bytes();
+        self.save(path, &bytes).await?;
+        Ok(WriteOutcome {
+            fingerprint: Fingerprint::of(&bytes),
+            created: false,
+            via_editor: true,
+        })
+    }
+
+    /// Sends one applyEdit and waits for the mirror to hold `new_text`.
+    async fn apply_once(&self, doc: &Document, old: &str, new_text: &str) -> Result<(), String> {
+        let mut changes = self.docs.subscribe();
+        let edit = minimal_edit(doc, old, new_text, self.config.encoding);
+        let params = self.apply_params(doc, edit);
+        let timeout = self.config.edit_timeout();
+        let never = CancellationToken::new();
+        let reply: Result<Value, RequestError> = self
+            .out
+            .request("workspace/applyEdit", params, timeout, &never)
+            .await;
+        match reply {
+            Ok(r) if r.get("applied") == Some(&Value::Bool(false)) => {
+                let reason = r
+                    .get("failureReason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("no reason given");
+                return Err(format!("the editor refused the edit ({reason})"));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(format!("workspace/applyEdit failed: {e}")),
+        }
+        // `applied: true` is only a hint: wait for the didChange that makes the mirror match.
+        let confirmed = tokio::time::timeout(timeout, async {
+            loop {
+                if self.docs.get(&doc.uri).is_some_and(|d| d.rope == new_text) {
+                    return true;
+                }
+                if changes.changed().await.is_err() {
+                    return false;
+                }
+            }
+        })
+        .await;
+        match confirmed {
+            Ok(true) => Ok(()),
+            _ => Err(format!(
+                "the buffer did not change to the edited text within {timeout:?}"
+            )),
+        }
+    }
+
+    fn apply_params(&self, doc: &Document, edit: Value) -> Value {
+        let edit = if self.config.document_changes {
+            json!({"documentChanges": [{"textDocument": {"uri": doc.uri, "version": doc.version},
+                                         "edits": [edit]}]})
+        } else {
+            json!({"changes": {doc.uri.clone(): [edit]}})
+        };
+        json!({"label": "agent-lsp edit", "edit": edit})
+    }
+
+    /// Makes the disk agree with the buffer: the client saves, or we write the same bytes.
+    async fn save(&self, path: &Path, bytes: &[u8]) -> Result<(), WorkspaceError> {
+        let Some(doc) = self.docs.get_path(path) else {
+            return write_disk(path, bytes.to_vec(), None).await.map(|_| ());
+        };
+        if self.config.save_documents() {
+            let params = SaveDocumentsParams {
+                uris: vec![doc.uri.clone()],
+            };
+            let never = CancellationToken::new();
+            let reply: Result<SaveDocumentsResult, _> = self
+                .out
+                .request(
+                    method::SAVE_DOCUMENTS,
+                    params,
+                    self.config.edit_timeout(),
+                    &never,
+                )
+                .await;
+            match reply {
+                Ok(r) if r.saved.contains(&doc.uri) => return Ok(()),
+                Ok(_) => tracing::info!(uri = doc.uri, "client did not save; writing the disk"),
+                Err(e) => {
+                    tracing::info!(uri = doc.uri, %e, "saveDocuments failed; writing the disk")
+                }
+            }
+        }
+        write_disk(path, bytes.to_vec(), None).await.map(|_| ())
+    }
+}
+
+/// One `TextEdit` replacing the differing middle of `old` (common prefix and suffix kept),
+/// never splitting a `\r\n` pair.
+pub fn minimal_edit(doc: &Document, old: &str, new: &str, enc: Encoding) -> Value {
+    let old_chars: Vec<char> = old.chars().collect();
+    let new_chars: Vec<char> = new.chars().collect();
+    let max = old_chars.len().min(new_chars.len());
+    let mut prefix = old_chars
+        .iter()
+        .zip(&new_chars)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut suffix = old_chars
+        .iter()
+        .rev()
+        .zip(new_chars.iter().rev())
+        .take(max - prefix)
+        .take_while(|(a, b)| a == b)
+        .count();
+    if prefix > 0 && old_chars[prefix - 1] == '\r' && old_chars.get(prefix) == Some(&'\n') {
+        prefix -= 1;
+    }
+    let old_end = old_chars.len() - suffix;
+    if old_end > 0 && old_chars[old_end - 1] == '\r' && old_chars.get(old_end) == Some(&'\n') {
+        suffix -= 1;
+    }
+    let old_end = old_chars.len() - suffix;
+    let new_end = new_chars.len() - suffix;
+    let text: String = new_chars[prefix..new_end].iter().collect();
+    let start = position::to_position(&doc.rope, prefix, enc);
+    let end = position::to_position(&doc.rope, old_end, enc);
+    json!({"range": {"start": start, "end": end}, "newText": text})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ropey::Rope;
+
+    fn edit(old: &str, new: &str, enc: Encoding) -> Value {
+        let doc = Document {
+            uri: "file:///a".into(),
+            version: 1,
+            rope: Rope::from_str(old),
+        };
+        minimal_edit(&doc, old, new, enc)
+    }
+
+    #[test]
+    fn minimal_edits() {
+        let e = edit("hello world\n", "hello there\n", Encoding::Utf16);
+        assert_eq!(
+            e,
+            json!({"range": {"start": {"line": 0, "character": 6}, "end": {"line": 0, "character": 11}}, "newText": "there"})
+        );
+        let e = edit("a\r\nb", "a\r\nx\r\nb", Encoding::Utf16);
+        assert_eq!(e["range"]["start"], json!({"line": 1, "character": 0}));
+        assert_eq!(e["newText"], "x\r\n");
+        let e = edit("😀a", "😀b", Encoding::Utf16);
+        assert_eq!(e["range"]["start"], json!({"line": 0, "character": 2}));
+        let e = edit("😀a", "😀b", Encoding::Utf8);
+        assert_eq!(e["range"]["start"], json!({"line": 0, "character": 4}));
+        let e = edit("aaa", "aa", Encoding::Utf16);
+        assert_eq!(e["newText"], "");
+        assert_eq!(
+            e["range"]["end"]["character"].as_u64().unwrap()
+                - e["range"]["start"]["character"].as_u64().unwrap(),
+            1
+        );
+        // Inserting a line between "\r" and "\n" never splits the pair.
+        let e = edit("a\r\nb", "a\r\r\nb", Encoding::Utf16);
+        assert_eq!(e["range"]["start"], json!({"line": 0, "character": 1}));
+    }
+}

@@ -1,0 +1,321 @@
+//! The LSP-standard surface for clients without the agent protocol (Helix, Zed's LSP mode):
+//! work-done progress, `window/showMessage` for the answer, a Markdown transcript opened with
+//! `window/showDocument`, and approvals through `window/showMessageRequest` or a diagnostic with
+//! "Approve"/"Reject" code actions.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::RunOutcome;
+use crate::agent::event::AgentEvent;
+use crate::agent::message::{AgentMessage, ContentBlock, MessageContent};
+use crate::server::conn::{ConnCtx, PendingApproval};
+use crate::server::outgoing::RequestError;
+use crate::server::protocol::{
+    BeforeToolCallParams, BeforeToolCallResult as Answer, Decision, Preview, command,
+};
+use crate::server::session::{Session, new_id};
+
+const ACTIONS: [(&str, Decision); 4] = [
+    ("Allow", Decision::Allow),
+    ("Allow always", Decision::AllowAlways),
+    ("Block", Decision::Block),
+    ("Block always", Decision::BlockAlways),
+];
+
+fn token(run_id: &str) -> String {
+    format!("agent-lsp/{run_id}")
+}
+
+/// Progress for generic clients, from the run's events.
+pub async fn on_event(session: &Session, run_id: &str, event: &AgentEvent) {
+    let config = &session.ctx.config;
+    if !config.is_generic() || !config.work_done_progress {
+        return;
+    }
+    let out = &session.ctx.out;
+    let value = match event {
+        AgentEvent::AgentStart => {
+            let never = CancellationToken::new();
+            let created: Result<Value, RequestError> = out
+                .request(
+                    "window/workDoneProgress/create",
+                    json!({"token": token(run_id)}),
+                    Duration::from_secs(5),
+                    &never,
+                )
+                .await;
+            if let Err(e) = created {
+                tracing::info!(%e, "client refused work-done progress");
+            }
+            json!({"kind": "begin", "title": "agent-lsp", "message": "thinking…", "cancellable": false})
+        }
+        AgentEvent::ToolExecutionStart {
+            tool_name, args, ..
+        } => {
+            json!({"kind": "report", "message": format!("{tool_name} {}", short(args))})
+        }
+        AgentEvent::TurnStart => json!({"kind": "report", "message": "thinking…"}),
+        _ => return,
+    };
+    out.notify(
+        "$/progress",
+        json!({"token": token(run_id), "value": value}),
+    )
+    .await;
+}
+
+fn short(args: &Value) -> String {
+    let text = args
+        .get("command")
+        .or_else(|| args.get("path"))
+        .or_else(|| args.get("pattern"))
+        .and_then(Value::as_str)
+        .map_or_else(|| args.to_string(), str::to_owned);
+    text.chars().take(80).collect()
+}
+
+/// Ends progress, shows the answer and the transcript (generic clients only).
+pub async fn run_finished(session: &Session, run_id: &str, outcome: &RunOutcome) {
+    let ctx = &session.ctx;
+    if !ctx.config.is_generic() {
+        return;
+    }
+    if ctx.config.work_done_progress {
+        ctx.out
+            .notify(
+                "$/progress",
+                json!({"token": token(run_id), "value": {"kind": "end"}}),
+            )
+            .await;
+    }
+    let (typ, text) = match (&outcome.error, outcome.aborted) {
+        (_, true) => (2, "agent-lsp: aborted".to_owned()),
+        (Some(error), _) => (1, format!("agent-lsp: {error}")),
+        (None, false) => (3, final_text(&outcome.new_messages)),
+    };
+    ctx.out
+        .notify("window/showMessage", json!({"type": typ, "message": text}))
+        .await;
+    let Some(path) = write_transcript(session).await else {
+        return;
+    };
+    if ctx.config.show_document {
+        let uri = crate::server::documents::path_to_uri(&path).unwrap_or_default();
+        let never = CancellationToken::new();
+        let shown: Result<Value, _> = ctx
+            .out
+            .request(
+                "window/showDocument",
+                json!({"uri": uri, "takeFocus": false}),
+                Duration::from_secs(5),
+                &never,
+            )
+            .await;
+        if let Err(e) = shown {
+            tracing::info!(%e, "showDocument failed");
+        }
+    }
+}
+
+fn final_text(messages: &[AgentMessage]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            AgentMessage::Assistant(a) => {
+                let text = blocks_text(&a.content);
+                (!text.is_empty()).then_some(text)
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| "agent-lsp: done".to_owned())
+}
+
+fn blocks_text(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn state_dir() -> Option<PathBuf> {
+    let env = |n: &str| {
+        std::env::var_os(n)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    env("XDG_STATE_HOME").or_else(|| env("HOME").map(|h| h.join(".local/state")))
+}
+
+/// Renders the session as Markdown under the state dir; returns the file.
+async fn write_transcript(session: &Session) -> Option<PathBuf> {
+    let dir = state_dir()?.join("agent-lsp").join("transcripts");
+    let mut md = format!("# agent-lsp session {}\n\n", session.id);
+    for message in &session.agent.state().messages {
+        match message {
+            AgentMessage::User(u) => {
+                let text = match &u.content {
+                    MessageContent::Text(t) => t.clone(),
+                    MessageContent::Blocks(b) => blocks_text(b),
+                };
+                md.push_str(&format!("## You\n\n{text}\n\n"));
+            }
+            AgentMessage::Assistant(a) => {
+                md.push_str(&format!("## Agent\n\n{}\n\n", blocks_text(&a.content)));
+                for call in a.content.iter().filter_map(ContentBlock::as_tool_call) {
+                    md.push_str(&format!("- tool `{}` {}\n", call.name, call.arguments));
+                }
+            }
+            AgentMessage::ToolResult(r) => {
+                let text: String = blocks_text(&r.content).chars().take(2000).collect();
+                md.push_str(&format!("\n```\n{text}\n```\n\n"));
+            }
+            AgentMessage::System(_) | AgentMessage::Custom(_) => {}
+        }
+    }
+    let path = dir.join(format!("{}.md", session.id));
+    let written = async {
+        tokio::fs::create_dir_all(&dir).await?;
+        tokio::fs::write(&path, md).await
+    };
+    match written.await {
+        Ok(()) => Some(path),
+        Err(e) => {
+            tracing::warn!(%e, "cannot write the transcript");
+            None
+        }
+    }
+}
+
+/// Asks a generic client: a message request with buttons, else a diagnostic with code actions.
+pub async fn ask(
+    session: &Arc<Session>,
+    request: &BeforeToolCallParams,
+    cancel: &CancellationToken,
+) -> Result<Answer, String> {
+    let ctx = &session.ctx;
+    let timeout = ctx.config.approval_timeout();
+    let detail = match &request.preview {
+        Some(Preview::Command { command, cwd }) => format!("{command}\n(in {cwd})"),
+        Some(Preview::Diff { diff, .. }) => diff.chars().take(1500).collect(),
+        None => String::new(),
+    };
+    if ctx.config.message_actions {
+        let actions: Vec<Value> = ACTIONS.iter().map(|(t, _)| json!({"title": t})).collect();
+        let params = json!({"type": 2, "message": format!("agent-lsp: {}\n{detail}", request.title),
+                            "actions": actions});
+        let reply: Result<Option<Value>, RequestError> = ctx
+            .out
+            .request("window/showMessageRequest", params, timeout, cancel)
+            .await;
+        let title = match reply {
+            Ok(Some(item)) => item.get("title").and_then(Value::as_str).map(str::to_owned),
+            Ok(None) => None,
+            Err(e) => return Err(format!("Approval failed ({e}): the tool call was not run")),
+        };
+        let decision = ACTIONS
+            .iter()
+            .find(|(t, _)| Some(*t) == title.as_deref())
+            .map(|(_, d)| *d);
+        return Ok(Answer {
+            decision: decision.unwrap_or(Decision::Block),
+            reason: None,
+            terminate: None,
+        });
+    }
+    ask_with_diagnostic(ctx, request, &detail, cancel).await
+}
+
+async fn ask_with_diagnostic(
+    ctx: &Arc<ConnCtx>,
+    request: &BeforeToolCallParams,
+    detail: &str,
+    cancel: &CancellationToken,
+) -> Result<Answer, String> {
+    let target = match &request.preview {
+        Some(Preview::Diff { path, .. }) => {
+            crate::server::documents::path_to_uri(std::path::Path::new(path))
+                .filter(|uri| ctx.docs.get(uri).is_some())
+        }
+        _ => None,
+    };
+    let Some(uri) = target.or_else(|| ctx.docs.open_uris().into_iter().next()) else {
+        return Err(format!(
+            "Tool \"{}\" needs approval, but this client can show neither message actions nor a \
+             diagnostic (no open document). It was not run.",
+            request.tool_name
+        ));
+    };
+    let id = new_id();
+    let (tx, rx) = oneshot::channel();
+    let title = format!("agent-lsp wants to: {}. {detail}", request.title);
+    ctx.pending().insert(
+        id.clone(),
+        PendingApproval {
+            uri: uri.clone(),
+            line: 0,
+            title,
+            reply: tx,
+        },
+    );
+    publish(ctx, &uri).await;
+    let outcome = tokio::select! {
+        r = rx => r.map_err(|_| "the approval was dropped".to_owned()),
+        () = cancel.cancelled() => Err("The run was aborted before the tool call was approved".to_owned()),
+        () = tokio::time::sleep(ctx.config.approval_timeout()) => Err("No approval in time: the tool call was not run".to_owned()),
+    };
+    ctx.pending().remove(&id);
+    publish(ctx, &uri).await;
+    outcome.map(|decision| Answer {
+        decision,
+        reason: None,
+        terminate: None,
+    })
+}
+
+/// Publishes the pending-approval diagnostics of `uri` (none clears them).
+async fn publish(ctx: &ConnCtx, uri: &str) {
+    let diagnostics: Vec<Value> = ctx
+        .pending()
+        .iter()
+        .filter(|(_, p)| p.uri == uri)
+        .map(|(id, p)| json!({"range": {"start": {"line": p.line, "character": 0}, "end": {"line": p.line, "character": 0}},
+                               "severity": 3, "source": "agent-lsp", "code": id, "message": p.title}))
+        .collect();
+    ctx.out
+        .notify(
+            "textDocument/publishDiagnostics",
+            json!({"uri": uri, "diagnostics": diagnostics}),
+        )
+        .await;
+}
+
+/// "Approve"/"Reject" code actions for the pending approvals of a document.
+pub fn code_actions(ctx: &ConnCtx, uri: &str) -> Vec<Value> {
+    ctx.pending()
+        .iter()
+        .filter(|(_, p)| p.uri == uri)
+        .flat_map(|(id, p)| {
+            [("Approve", command::APPROVE), ("Reject", command::REJECT)].map(|(label, cmd)| {
+                json!({"title": format!("{label}: {}", p.title.chars().take(60).collect::<String>()),
+                       "kind": "quickfix",
+                       "command": {"title": label, "command": cmd, "arguments": [id]}})
+            })
+        })
+        .collect()
+}
+
+/// Resolves a pending generic approval; `false` when the id is unknown (already resolved).
+pub fn resolve(ctx: &ConnCtx, id: &str, decision: Decision) -> bool {
+    match ctx.pending().remove(id) {
+        Some(p) => p.reply.send(decision).is_ok(),
+        None => false,
+    }
+}

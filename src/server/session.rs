@@ -1,0 +1,351 @@
+//! One session: an [`Agent`], its run state, queues (with message ids) and approval memory.
+//!
+//! **Invariant:** a session has at most one active run; `active` is set before the loop starts
+//! and cleared only after `agent_settled` was queued, so a prompt never races a finishing run.
+//! Every event goes through [`Emitter`], which numbers it; the first event of a run waits behind
+//! the gate of the response that announced the run.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::agent::event::AgentEvent;
+use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, UserMessage, now_ms};
+use crate::agent::{Agent, AgentError, AgentHooks, AgentOptions, RunHandle};
+use crate::server::approval::ApprovalMemory;
+use crate::server::conn::ConnCtx;
+use crate::server::events::Emitter;
+use crate::server::protocol::{QueuedMessage, Queues};
+use crate::server::wire::Gate;
+use crate::tools::Workspace;
+
+/// Why a session refused a request.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// pi's busy text.
+    #[error("{0}")]
+    Busy(String),
+    #[error("{0}")]
+    Agent(String),
+}
+
+struct ActiveRun {
+    run_id: String,
+    /// Released into the run's first event.
+    gate: Option<Gate>,
+}
+
+#[derive(Default)]
+struct RunState {
+    active: Option<ActiveRun>,
+    last_run: Option<String>,
+    steering: VecDeque<QueuedMessage>,
+    follow_up: VecDeque<QueuedMessage>,
+}
+
+/// Which queue a message goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueKind {
+    Steer,
+    FollowUp,
+}
+
+pub struct Session {
+    pub id: String,
+    pub cwd: PathBuf,
+    pub agent: Agent,
+    pub emitter: Emitter,
+    pub ctx: Arc<ConnCtx>,
+    pub workspace: Arc<dyn Workspace>,
+    pub memory: Mutex<ApprovalMemory>,
+    state: Mutex<RunState>,
+    idle: watch::Sender<bool>,
+}
+
+pub fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+fn user_message(blocks: Vec<ContentBlock>) -> AgentMessage {
+    AgentMessage::User(UserMessage {
+        content: MessageContent::Blocks(blocks),
+        timestamp: now_ms(),
+    })
+}
+
+fn text_of(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl Session {
+    /// Builds a session with its agent, tools and hooks; the agent forwards events to `emitter`.
+    pub fn create(
+        ctx: Arc<ConnCtx>,
+        id: String,
+        cwd: PathBuf,
+        workspace: Arc<dyn Workspace>,
+        options: AgentOptions,
+    ) -> Arc<Session> {
+        Arc::new_cyclic(|weak: &Weak<Session>| {
+            let mut options = options;
+            options.hooks = AgentHooks {
+                before_tool_call: Some(crate::server::ask::before_tool_call_hook(weak.clone())),
+                ..options.hooks
+            };
+            let agent = Agent::new(options);
+            let listener_session = weak.clone();
+            agent.subscribe(Arc::new(move |event, _cancel| {
+                let session = listener_session.clone();
+                Box::pin(async move {
+                    if let Some(session) = session.upgrade() {
+                        session.forward(&event).await;
+                    }
+                    Ok(())
+                })
+            }));
+            Session {
+                emitter: ctx.hub.emitter(id.clone()),
+                id,
+                cwd,
+                agent,
+                ctx,
+                workspace,
+                memory: Mutex::default(),
+                state: Mutex::default(),
+                idle: watch::channel(true).0,
+            }
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, RunState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The active run's id, if any.
+    pub fn active_run(&self) -> Option<String> {
+        self.lock().active.as_ref().map(|a| a.run_id.clone())
+    }
+
+    /// Starts a run with a user message; returns `(runId, messageId)`.
+    pub fn start_run(
+        self: &Arc<Self>,
+        blocks: Vec<ContentBlock>,
+        gate: Gate,
+    ) -> Result<(String, String), SessionError> {
+        let message_id = new_id();
+        let mut st = self.lock();
+        if st.active.is_some() {
+            return Err(SessionError::Busy(crate::agent::handle::BUSY_PROMPT.into()));
+        }
+        let run_id = self.begin(&mut st, Some(gate));
+        match self.agent.prompt(vec![user_message(blocks)]) {
+            Ok(handle) => {
+                drop(st);
+                self.spawn_finish(handle, run_id.clone());
+                Ok((run_id, message_id))
+            }
+            Err(e) => {
+                st.active = None;
+                Err(agent_error(e))
+            }
+        }
+    }
+
+    fn begin(&self, st: &mut RunState, gate: Option<Gate>) -> String {
+        let run_id = new_id();
+        st.active = Some(ActiveRun {
+            run_id: run_id.clone(),
+            gate,
+        });
+        st.last_run = Some(run_id.clone());
+        self.idle.send_replace(false);
+        run_id
+    }
+
+    fn spawn_finish(self: &Arc<Self>, handle: RunHandle, run_id: String) {
+        let session = self.clone();
+        tokio::spawn(async move { session.finish_run(handle, run_id).await });
+    }
+
+    /// After the loop's `agent_end`: settle the run, then deliver messages that arrived too late
+    /// for it (a steer racing the run's end becomes a run of its own, never a silent queue).
+    async fn finish_run(self: Arc<Self>, handle: RunHandle, run_id: String) {
+        let outcome = handle.wait().await;
+        crate::server::generic::run_finished(&self, &run_id, &outcome).await;
+        let mut st = self.lock();
+        self.sync_queues(&mut st, Some(&run_id), &mut None);
+        let settled = json!({"type": "agent_settled", "aborted": outcome.aborted});
+        self.emitter.emit(Some(&run_id), settled, None);
+        st.active = None;
+        if !outcome.aborted && self.agent.has_queued_messages() {
+            let next = self.begin(&mut st, None);
+            match self.agent.continue_run() {
+                Ok(handle) => {
+                    drop(st);
+                    self.spawn_finish(handle, next);
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(session = self.id, %e, "could not deliver queued messages");
+                    st.active = None;
+                }
+            }
+        }
+        drop(st);
+        self.idle.send_replace(true);
+    }
+
+    /// Queues a steering or follow-up message, or starts a run when idle.
+    pub fn enqueue(
+        self: &Arc<Self>,
+        kind: QueueKind,
+        blocks: Vec<ContentBlock>,
+        gate: Gate,
+    ) -> Result<(String, String, bool), SessionError> {
+        let mut st = self.lock();
+        let Some(active) = st.active.as_ref() else {
+            drop(st);
+            let (run_id, message_id) = self.start_run(blocks, gate)?;
+            return Ok((run_id, message_id, true));
+        };
+        let run_id = active.run_id.clone();
+        let message_id = new_id();
+        let item = QueuedMessage {
+            message_id: message_id.clone(),
+            text: text_of(&blocks),
+        };
+        let message = user_message(blocks);
+        match kind {
+            QueueKind::Steer => {
+                self.agent.steer(message);
+                st.steering.push_back(item);
+            }
+            QueueKind::FollowUp => {
+                self.agent.follow_up(message);
+                st.follow_up.push_back(item);
+            }
+        }
+        self.emitter
+            .emit(Some(&run_id), queue_event(&queues_of(&st)), Some(gate));
+        Ok((run_id, message_id, false))
+    }
+
+    pub fn queues(&self) -> Queues {
+        queues_of(&self.lock())
+    }
+
+    /// Drops both queues; returns what was removed.
+    pub fn clear_queues(&self, gate: Gate) -> Queues {
+        let mut st = self.lock();
+        self.agent.clear_all_queues();
+        let removed = Queues {
+            steering: st.steering.drain(..).collect(),
+            follow_up: st.follow_up.drain(..).collect(),
+        };
+        let run = st
+            .active
+            .as_ref()
+            .map(|a| a.run_id.clone())
+            .or(st.last_run.clone());
+        self.emitter
+            .emit(run.as_deref(), queue_event(&Queues::default()), Some(gate));
+        removed
+    }
+
+    /// Aborts the active run (its pending approvals are cancelled through the run's token).
+    pub fn abort(&self) -> bool {
+        let active = self.lock().active.is_some();
+        self.agent.abort();
+        active
+    }
+
+    pub fn last_run(&self) -> Option<String> {
+        self.lock().last_run.clone()
+    }
+
+    pub async fn wait_idle(&self) {
+        let mut rx = self.idle.subscribe();
+        let _ = rx.wait_for(|idle| *idle).await;
+    }
+
+    /// The listener: queue changes first (a delivered steer leaves its queue before its
+    /// `message_start`), then the event itself, then the generic-client surface.
+    async fn forward(&self, event: &Arc<AgentEvent>) {
+        let value = match serde_json::to_value(event.as_ref()) {
+            Ok(v) => v,
+            Err(e) => json!({"type": "error", "message": format!("unserializable event: {e}")}),
+        };
+        let run_id = {
+            let mut st = self.lock();
+            let run_id = st.active.as_ref().map(|a| a.run_id.clone());
+            let mut gate = st.active.as_mut().and_then(|a| a.gate.take());
+            self.sync_queues(&mut st, run_id.as_deref(), &mut gate);
+            self.emitter.emit(run_id.as_deref(), value, gate);
+            run_id
+        };
+        if let Some(run_id) = run_id {
+            crate::server::generic::on_event(self, &run_id, event).await;
+        }
+    }
+
+    /// Trims the id mirrors to the agent's queue lengths (queues drain from the front) and
+    /// emits `queue_update` when anything changed; that update takes the pending `gate`.
+    fn sync_queues(&self, st: &mut RunState, run_id: Option<&str>, gate: &mut Option<Gate>) {
+        let (steering, follow_up) = self.agent.queued();
+        let changed = st.steering.len() > steering.len() || st.follow_up.len() > follow_up.len();
+        st.steering.keep_last(steering.len());
+        st.follow_up.keep_last(follow_up.len());
+        if changed {
+            self.emitter
+                .emit(run_id, queue_event(&queues_of(st)), gate.take());
+        }
+    }
+
+    /// The transcript as pi's JSON messages.
+    pub fn messages(&self) -> Vec<Value> {
+        self.agent
+            .state()
+            .messages
+            .iter()
+            .filter_map(|m| serde_json::to_value(m).ok())
+            .collect()
+    }
+}
+
+/// Drops items from the front until `len` remain.
+trait TruncateFront {
+    fn keep_last(&mut self, len: usize);
+}
+
+impl<T> TruncateFront for VecDeque<T> {
+    fn keep_last(&mut self, len: usize) {
+        while self.len() > len {
+            self.pop_front();
+        }
+    }
+}
+
+fn queues_of(st: &RunState) -> Queues {
+    Queues {
+        steering: st.steering.iter().cloned().collect(),
+        follow_up: st.follow_up.iter().cloned().collect(),
+    }
+}
+
+fn queue_event(queues: &Queues) -> Value {
+    json!({"type": "queue_update", "steering": queues.steering, "followUp": queues.follow_up})
+}
+
+fn agent_error(e: AgentError) -> SessionError {
+    match e {
+        AgentError::Busy(text) => SessionError::Busy(text),
+        other => SessionError::Agent(other.to_string()),
+    }
+}

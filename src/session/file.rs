@@ -1,0 +1,192 @@
+//! The durable side of a session file: loading with torn-tail repair, atomic rewrites, the
+//! single-writer lock, and synced appends.
+//!
+//! Why this shape: a crash (`kill -9`, power loss) can only tear the line being written, because
+//! every entry is one `write` on an `O_APPEND` descriptor followed by `fdatasync`. On open, an
+//! unparsable *last* line is therefore a torn tail and is dropped (the file is atomically
+//! rewritten to its valid prefix); an unparsable line anywhere else is real corruption and is
+//! refused rather than silently skipped.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::SessionError;
+
+/// Reads a session file. With `repair` (the caller holds the writer lock), a torn last line is
+/// dropped from the file and a missing final newline added; without it they are only skipped.
+pub fn load_lines(path: &Path, repair: bool) -> Result<Vec<Value>, SessionError> {
+    let text = std::fs::read(path).map_err(|e| SessionError::io(path, e))?;
+    let text = String::from_utf8_lossy(&text);
+    let raw: Vec<&str> = text.split('\n').collect();
+    let mut lines = Vec::with_capacity(raw.len());
+    let mut repaired = false;
+    let last_nonempty = raw.iter().rposition(|l| !l.trim().is_empty());
+    for (index, line) in raw.iter().enumerate() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(value) => lines.push(value),
+            Err(_) if Some(index) == last_nonempty => repaired = true,
+            Err(e) => {
+                return Err(SessionError::Corrupt {
+                    path: path.to_path_buf(),
+                    line: index + 1,
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
+    if !repaired && !text.is_empty() && !text.ends_with('\n') {
+        repaired = true;
+    }
+    if repaired && repair {
+        let mut body = String::new();
+        for value in &lines {
+            body.push_str(&value.to_string());
+            body.push('\n');
+        }
+        write_atomically(path, body.as_bytes())?;
+        tracing::warn!(path = %path.display(), "repaired a torn session file tail");
+    }
+    Ok(lines)
+}
+
+/// Writes `<path>.tmp`, syncs it, and renames it over `path` (pi's `publishFileAtomically`).
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
+    let tmp = with_suffix(path, ".tmp");
+    let result = (|| {
+        let mut file = File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_data()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(|e| SessionError::io(path, e))
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// The append side of a session file, holding the session's writer lock.
+pub struct Writer {
+    file: File,
+    path: PathBuf,
+    _lock: WriterLock,
+}
+
+impl Writer {
+    /// Opens `path` for appending (creating it), after taking the writer lock.
+    pub fn open(path: &Path) -> Result<Writer, SessionError> {
+        let lock = WriterLock::acquire(path)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| SessionError::io(path, e))?;
+        Ok(Writer {
+            file,
+            path: path.to_path_buf(),
+            _lock: lock,
+        })
+    }
+
+    /// Appends one JSON line with a single write, then syncs it to disk.
+    pub fn append(&mut self, value: &impl serde::Serialize) -> Result<(), SessionError> {
+        let mut line =
+            serde_json::to_vec(value).map_err(|e| SessionError::io(&self.path, e.into()))?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| SessionError::io(&self.path, e))
+    }
+
+    /// Replaces the whole file atomically and reopens the append handle.
+    pub fn rewrite(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
+        write_atomically(&self.path, bytes)?;
+        self.reopen()
+    }
+
+    /// Reopens the append handle: after an atomic rename the old descriptor points at the
+    /// replaced (unlinked) file.
+    pub fn reopen(&mut self) -> Result<(), SessionError> {
+        self.file = OpenOptions::new()
+            .append(true)
+            .open(&self.path)
+            .map_err(|e| SessionError::io(&self.path, e))?;
+        Ok(())
+    }
+}
+
+/// `<session>.jsonl.lock`, holding the writer's pid. A lock whose pid is gone (a killed run) is
+/// stale and taken over; a live one refuses a second writer.
+struct WriterLock {
+    path: PathBuf,
+}
+
+impl WriterLock {
+    fn acquire(session: &Path) -> Result<WriterLock, SessionError> {
+        let path = with_suffix(session, ".lock");
+        for _ in 0..3 {
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(mut file) => {
+                    let _ = write!(file, "{}", std::process::id());
+                    return Ok(WriterLock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let holder = std::fs::read_to_string(&path)
+                        .ok()
+                        .and_then(|s| s.trim().parse::<i32>().ok());
+                    match holder {
+                        Some(pid) if pid_alive(pid) => {
+                            return Err(SessionError::Locked {
+                                path: session.to_path_buf(),
+                                pid,
+                            });
+                        }
+                        // Stale (dead pid) or unreadable: remove and retry the exclusive create.
+                        _ => {
+                            let _ = std::fs::remove_file(&path);
+                        }
+                    }
+                }
+                Err(e) => return Err(SessionError::io(&path, e)),
+            }
+        }
+        Err(SessionError::io(
+            &path,
+            std::io::Error::other("could not take the session lock"),
+        ))
+    }
+}
+
+impl Drop for WriterLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Whether a process with this pid exists (signal 0 probes without sending anything).
+fn pid_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    if pid as u32 == std::process::id() {
+        return true;
+    }
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(()) => true,
+        Err(nix::errno::Errno::EPERM) => true,
+        Err(_) => false,
+    }
+}
