@@ -237,6 +237,10 @@ local function stop_clients()
       c:stop(true)
     end
   end
+  -- Neovim forgets a stopped client in a scheduled callback: let it run before the next test.
+  vim.wait(5000, function()
+    return #vim.lsp.get_clients() == 0
+  end, 20)
 end
 
 local ui_select, ui_input = vim.ui.select, vim.ui.input
@@ -257,6 +261,7 @@ for _, t in ipairs(tests) do
   H.events = {}
   local ok, err = xpcall(t.run, debug.traceback, H)
   pcall(H.capture, (t.name:gsub("%W+", "_")))
+  vim.cmd("messages clear")
   stop_clients()
   for i = #cleanups, 1, -1 do
     pcall(cleanups[i])

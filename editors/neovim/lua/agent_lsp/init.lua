@@ -78,10 +78,16 @@ function M.setup(user)
   M._setup_done = true
 end
 
---- The running client, if any.
+--- The running client, if any. A client that has stopped stays listed until Neovim's exit
+--- callback runs, so stopped ones are skipped here.
 ---@return vim.lsp.Client?
 function M.client()
-  return vim.lsp.get_clients({ name = config.options.name })[1]
+  for _, c in ipairs(vim.lsp.get_clients({ name = config.options.name })) do
+    if not c:is_stopped() then
+      return c
+    end
+  end
+  return nil
 end
 
 --- Calls `fn` with an initialized client, starting the daemon when no buffer has started it
@@ -125,7 +131,7 @@ end
 ---@param on_result fun(result: any)?
 function M.request(method, params, on_result)
   M.with_client(function(client)
-    client:request(method, params, function(err, result)
+    local sent = client:request(method, params, function(err, result)
       if err then
         vim.notify("agent-lsp: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
         return
@@ -134,6 +140,9 @@ function M.request(method, params, on_result)
         on_result(result)
       end
     end)
+    if not sent then
+      vim.notify("agent-lsp: the daemon is not running (see :LspLog)", vim.log.levels.ERROR)
+    end
   end)
 end
 
