@@ -228,11 +228,17 @@ function M.sessions(on_done)
   end)
 end
 
---- Restarts the daemon so that new `initializationOptions` take effect.
-local function restart()
+--- Restarts the daemon so that new `initializationOptions` take effect; `on_done` runs once
+--- the old daemon has exited and the new configuration is enabled.
+---@param on_done fun()?
+local function restart(on_done)
   local name = config.options.name
-  vim.lsp.enable(name, false)
+  -- The old daemon's sessions die with it: forget them now, not when its exit callback runs,
+  -- so that a prompt sent right away does not name a session the new daemon never had.
+  require("agent_lsp.approval").cancel(nil)
+  state.reset()
   local clients = vim.lsp.get_clients({ name = name })
+  vim.lsp.enable(name, false)
   local function again()
     for _, c in ipairs(clients) do
       if not c:is_stopped() then
@@ -241,6 +247,9 @@ local function restart()
     end
     vim.lsp.config(name, { init_options = config.init_options(config.options) })
     vim.lsp.enable(name)
+    if on_done then
+      on_done()
+    end
   end
   again()
 end
@@ -254,10 +263,11 @@ function M.model(spec, on_result)
   if spec then
     config.options.model = spec
     chat.paragraph("_model: " .. spec .. " (daemon restarted; new session)_")
-    restart()
-    if on_result then
-      on_result(spec)
-    end
+    restart(function()
+      if on_result then
+        on_result(spec)
+      end
+    end)
     return
   end
   if not state.current then

@@ -46,7 +46,7 @@ local function check_model(opts)
   end
   local env = vim.tbl_extend("force", vim.fn.environ(), opts.cmd_env or {})
   local found = {}
-  for _, var in ipairs({ "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL" }) do
+  for _, var in ipairs({ "AGENT_LSP_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL" }) do
     if env[var] and env[var] ~= "" then
       found[#found + 1] = var
     end
