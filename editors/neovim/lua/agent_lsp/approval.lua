@@ -146,7 +146,7 @@ function M.handler(_, params, _)
   p.preview_win = ok and win or nil
   vim.schedule(function()
     local prompt = string.format("agent-lsp wants to %s: %s", params.kind or "run", params.title or params.toolName)
-    vim.ui.select(choices, {
+    local ok_select, err = pcall(vim.ui.select, choices, {
       prompt = prompt,
       kind = "agent_lsp.approval",
       format_item = function(item)
@@ -159,6 +159,11 @@ function M.handler(_, params, _)
       end
       decide(p, item)
     end)
+    if not ok_select then
+      -- A broken picker must not leave the agent waiting: refuse, and say why.
+      vim.notify("agent-lsp: the approval picker failed: " .. tostring(err), vim.log.levels.ERROR)
+      finish(p, { decision = protocol.decisions.block, reason = "The editor could not ask the user" })
+    end
   end)
   return coroutine.yield()
 end
