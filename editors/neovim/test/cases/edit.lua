@@ -49,4 +49,36 @@ return {
       H.contains(require("agent_lsp.chat").text(), "Replaced beta with gamma.", "chat")
     end,
   },
+  {
+    name = "with save_on_request = false the daemon writes the file and the buffer stays modified",
+    run = function(H)
+      local mock = H.mock({
+        responses = {
+          {
+            toolCalls = {
+              {
+                id = "call_1",
+                name = "edit",
+                arguments = { path = "notes.txt", edits = { { oldText = "beta", newText = "gamma" } } },
+              },
+            },
+          },
+          { text = "done" },
+        },
+      })
+      local root = H.workspace({ ["notes.txt"] = "alpha\nbeta\n" })
+      vim.cmd.cd(root)
+      H.setup(mock, { approval = { edit = "allow" }, save_on_request = false })
+      vim.cmd.edit(root .. "/notes.txt")
+      local buf = vim.api.nvim_get_current_buf()
+      H.wait("the daemon to attach", function()
+        return vim.lsp.get_clients({ bufnr = buf, name = "agent-lsp" })[1]
+      end)
+      vim.cmd("AgentPrompt edit it")
+      H.eq(false, H.settled().aborted, "aborted")
+      H.eq({ "alpha", "gamma" }, vim.api.nvim_buf_get_lines(buf, 0, -1, false), "buffer")
+      H.eq("alpha\ngamma\n", H.read(root .. "/notes.txt"), "disk, written by the daemon")
+      H.eq(true, vim.bo[buf].modified, "buffer not written by Neovim")
+    end,
+  },
 }
