@@ -140,7 +140,8 @@ pub fn apply_cost(model: &Model, usage: &mut Usage) {
 }
 
 /// The thinking levels a model accepts: only `off` without reasoning; OpenAI reasoning models
-/// take `minimal`..`high`; Anthropic takes budgets up to `xhigh`; others `low`..`high`.
+/// take `minimal`..`high`; Anthropic takes budgets up to `xhigh`; others `low`..`high`. The wire
+/// form of a level (effort string, token budget) is the provider's business (`provider/`).
 pub fn thinking_levels(model: &Model) -> Vec<ThinkingLevel> {
     use ThinkingLevel::*;
     if !model.reasoning {
@@ -163,29 +164,6 @@ pub fn clamp_thinking(model: &Model, requested: ThinkingLevel) -> ThinkingLevel 
         .filter(|l| (*l as u8) <= (requested as u8))
         .max_by_key(|l| *l as u8)
         .unwrap_or(ThinkingLevel::Off)
-}
-
-/// Anthropic's extended-thinking budget for a level (tokens); `None` for off.
-pub fn anthropic_thinking_budget(level: ThinkingLevel) -> Option<u64> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some(1024),
-        ThinkingLevel::Low => Some(4096),
-        ThinkingLevel::Medium => Some(10_240),
-        ThinkingLevel::High => Some(20_480),
-        ThinkingLevel::Xhigh | ThinkingLevel::Max => Some(32_000),
-    }
-}
-
-/// The OpenAI `reasoning_effort` for a level; `None` for off.
-pub fn openai_reasoning_effort(level: ThinkingLevel) -> Option<&'static str> {
-    match level {
-        ThinkingLevel::Off => None,
-        ThinkingLevel::Minimal => Some("minimal"),
-        ThinkingLevel::Low => Some("low"),
-        ThinkingLevel::Medium => Some("medium"),
-        ThinkingLevel::High | ThinkingLevel::Xhigh | ThinkingLevel::Max => Some("high"),
-    }
 }
 
 /// Built-ins plus models.json, with the provider configs that carry keys and base URLs.

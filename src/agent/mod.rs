@@ -23,7 +23,9 @@
 //!    error as `errorMessage`) is emitted as `message_start`, `message_end`, `turn_end`,
 //!    `agent_end([failure])`, even if listeners fail again. Every run emits exactly one
 //!    `agent_end` and never hangs; a stream without a terminal event becomes an error message
-//!    `Provider stream ended without a terminal event`.
+//!    `Provider stream ended without a terminal event`. Panics are contained too: a panicking
+//!    stream function or listener fails the run like an `Err` (the sequence is still closed),
+//!    and a panicking tool becomes an error tool result.
 //! 2. **Abort is final.** pi 1.6 makes another provider request after an abort and lets tools
 //!    that ignore the signal hold the run. Here no provider request starts once the signal is
 //!    aborted (the turn ends with an `aborted` message carrying `Operation aborted`), an

@@ -22,6 +22,8 @@ use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
 pub const EXIT_INTERRUPTED: u8 = 130;
+/// Exit status after SIGTERM (128 + 15).
+pub const EXIT_TERMINATED: u8 = 143;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -184,9 +186,12 @@ fn find_session(args: &RunArgs, env: &EnvSource, cwd: &Path) -> anyhow::Result<O
     Ok(Origin::New(Some(store)))
 }
 
-/// Runs the plan's prompt to settlement; Ctrl-C aborts the run (a second one exits at once).
+/// Runs the plan's prompt to settlement. Ctrl-C (SIGINT) or SIGTERM aborts the run cleanly (the
+/// run still ends with one `agent_end` and is recorded); a second signal exits at once.
 pub async fn execute(plan: RunPlan) -> ExitCode {
-    let mut interrupts = match signal(SignalKind::interrupt()) {
+    let signals =
+        signal(SignalKind::interrupt()).and_then(|i| Ok((i, signal(SignalKind::terminate())?)));
+    let (mut interrupts, mut terminates) = match signals {
         Ok(s) => s,
         Err(e) => {
             eprintln!("agent-lsp: cannot watch for Ctrl-C: {e}");
@@ -214,20 +219,30 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
         }
     };
     let mut wait = Box::pin(handle.wait());
-    let mut interrupted = false;
+    let mut stopped_by: Option<u8> = None;
     let outcome: RunOutcome = tokio::select! {
         outcome = &mut wait => outcome,
         _ = interrupts.recv() => {
-            interrupted = true;
+            stopped_by = Some(EXIT_INTERRUPTED);
             agent.abort();
             tokio::select! {
                 outcome = &mut wait => outcome,
                 _ = interrupts.recv() => return ExitCode::from(EXIT_INTERRUPTED),
+                _ = terminates.recv() => return ExitCode::from(EXIT_TERMINATED),
+            }
+        }
+        _ = terminates.recv() => {
+            stopped_by = Some(EXIT_TERMINATED);
+            agent.abort();
+            tokio::select! {
+                outcome = &mut wait => outcome,
+                _ = interrupts.recv() => return ExitCode::from(EXIT_INTERRUPTED),
+                _ = terminates.recv() => return ExitCode::from(EXIT_TERMINATED),
             }
         }
     };
     let (run_usage, session_usage) = recorder.totals();
-    let aborted = interrupted || outcome.aborted;
+    let aborted = stopped_by.is_some() || outcome.aborted;
     let error = outcome.error.clone().filter(|_| !aborted);
     renderer.settled(aborted, error.as_deref(), &run_usage, &session_usage);
     if let Some(e) = recorder.failure() {
@@ -235,7 +250,7 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
         return ExitCode::FAILURE;
     }
     if aborted {
-        return ExitCode::from(EXIT_INTERRUPTED);
+        return ExitCode::from(stopped_by.unwrap_or(EXIT_INTERRUPTED));
     }
     match error {
         Some(e) => {

@@ -105,26 +105,34 @@ impl Editor {
         content: Vec<u8>,
         expected: Option<Fingerprint>,
     ) -> Result<WriteOutcome, WorkspaceError> {
-        let new_text = String::from_utf8(content)
+        let mut target = String::from_utf8(content)
             .map_err(|_| editor_error(path, "the new content is not UTF-8 text"))?;
         let mut last_failure = String::new();
+        let mut sent_against: Option<String> = None;
         for attempt in 0..2 {
             let Some(doc) = self.docs.get_path(path) else {
                 // Closed meanwhile: the disk is the truth again.
-                return write_disk(path, new_text.into_bytes(), None).await;
+                return write_disk(path, target.into_bytes(), None).await;
             };
-            let old = doc.rope.to_string();
-            let fresh = Fingerprint::of(old.as_bytes());
-            if let Some(expected) = expected
-                && expected != fresh
-            {
-                // The user changed the buffer after the tool read it: the edit would clobber it.
-                return Err(WorkspaceError::Conflict(path.display().to_string()));
+            let current = doc.rope.to_string();
+            match &sent_against {
+                // First attempt: the tool computed `target` from the text it read; if the user
+                // changed the buffer since, writing it would clobber their change.
+                None if expected.is_some_and(|e| e != Fingerprint::of(current.as_bytes())) => {
+                    return Err(WorkspaceError::Conflict(path.display().to_string()));
+                }
+                // Retry after the user typed meanwhile: carry the agent's change over.
+                Some(old) if *old != current && current != target => {
+                    target = rebase(old, &target, &current)
+                        .ok_or_else(|| WorkspaceError::Conflict(path.display().to_string()))?;
+                }
+                _ => {}
             }
-            if old == new_text {
+            if current == target {
+                last_failure.clear();
                 break;
             }
-            match self.apply_once(&doc, &old, &new_text).await {
+            match self.apply_once(&doc, &current, &target).await {
                 Ok(()) => {
                     last_failure.clear();
                     break;
@@ -132,13 +140,14 @@ impl Editor {
                 Err(reason) => {
                     tracing::info!(attempt, path = %path.display(), %reason, "edit not confirmed");
                     last_failure = reason;
+                    sent_against = Some(current);
                 }
             }
         }
         if !last_failure.is_empty() {
             return Err(editor_error(path, format!("{last_failure} (tried twice)")));
         }
-        let bytes = new_text.into_bytes();
+        let bytes = target.into_bytes();
         self.save(path, &bytes).await?;
         Ok(WriteOutcome {
             fingerprint: Fingerprint::of(&bytes),
@@ -230,37 +239,72 @@ impl Editor {
     }
 }
 
-/// One `TextEdit` replacing the differing middle of `old` (common prefix and suffix kept),
-/// never splitting a `\r\n` pair.
-pub fn minimal_edit(doc: &Document, old: &str, new: &str, enc: Encoding) -> Value {
-    let old_chars: Vec<char> = old.chars().collect();
-    let new_chars: Vec<char> = new.chars().collect();
-    let max = old_chars.len().min(new_chars.len());
-    let mut prefix = old_chars
-        .iter()
-        .zip(&new_chars)
-        .take_while(|(a, b)| a == b)
-        .count();
-    let mut suffix = old_chars
+/// The differing middle of two texts, in chars: `old[start..old_end]` became
+/// `new[start..new_end]`. Never starts or ends between a `\r` and its `\n`.
+struct Region {
+    start: usize,
+    old_end: usize,
+    new_end: usize,
+}
+
+fn region(old: &[char], new: &[char]) -> Region {
+    let max = old.len().min(new.len());
+    let mut prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let mut suffix = old
         .iter()
         .rev()
-        .zip(new_chars.iter().rev())
+        .zip(new.iter().rev())
         .take(max - prefix)
         .take_while(|(a, b)| a == b)
         .count();
-    if prefix > 0 && old_chars[prefix - 1] == '\r' && old_chars.get(prefix) == Some(&'\n') {
+    if prefix > 0 && old[prefix - 1] == '\r' && old.get(prefix) == Some(&'\n') {
         prefix -= 1;
     }
-    let old_end = old_chars.len() - suffix;
-    if old_end > 0 && old_chars[old_end - 1] == '\r' && old_chars.get(old_end) == Some(&'\n') {
+    let old_end = old.len() - suffix;
+    if old_end > 0 && old[old_end - 1] == '\r' && old.get(old_end) == Some(&'\n') {
         suffix -= 1;
     }
-    let old_end = old_chars.len() - suffix;
-    let new_end = new_chars.len() - suffix;
-    let text: String = new_chars[prefix..new_end].iter().collect();
-    let start = position::to_position(&doc.rope, prefix, enc);
-    let end = position::to_position(&doc.rope, old_end, enc);
+    Region {
+        start: prefix,
+        old_end: old.len() - suffix,
+        new_end: new.len() - suffix,
+    }
+}
+
+/// One `TextEdit` replacing the differing middle of `old` (common prefix and suffix kept).
+pub fn minimal_edit(doc: &Document, old: &str, new: &str, enc: Encoding) -> Value {
+    let old_chars: Vec<char> = old.chars().collect();
+    let new_chars: Vec<char> = new.chars().collect();
+    let r = region(&old_chars, &new_chars);
+    let text: String = new_chars[r.start..r.new_end].iter().collect();
+    let start = position::to_position(&doc.rope, r.start, enc);
+    let end = position::to_position(&doc.rope, r.old_end, enc);
     json!({"range": {"start": start, "end": end}, "newText": text})
+}
+
+/// Characters of context that anchor a change when it is carried over to a changed buffer.
+const ANCHOR: usize = 64;
+
+/// Carries the change `old → new` over to `fresh` (the buffer after the user typed): the changed
+/// region with up to [`ANCHOR`] chars of context on each side must occur exactly once in
+/// `fresh`. `None` when it does not (the user changed the same place).
+pub fn rebase(old: &str, new: &str, fresh: &str) -> Option<String> {
+    let old_chars: Vec<char> = old.chars().collect();
+    let new_chars: Vec<char> = new.chars().collect();
+    let r = region(&old_chars, &new_chars);
+    let before: String = old_chars[r.start.saturating_sub(ANCHOR)..r.start]
+        .iter()
+        .collect();
+    let after: String = old_chars[r.old_end..(r.old_end + ANCHOR).min(old_chars.len())]
+        .iter()
+        .collect();
+    let old_mid: String = old_chars[r.start..r.old_end].iter().collect();
+    let new_mid: String = new_chars[r.start..r.new_end].iter().collect();
+    let needle = format!("{before}{old_mid}{after}");
+    if needle.is_empty() || fresh.matches(&needle).count() != 1 {
+        return None;
+    }
+    Some(fresh.replacen(&needle, &format!("{before}{new_mid}{after}"), 1))
 }
 
 #[cfg(test)]
@@ -298,8 +342,21 @@ mod tests {
                 - e["range"]["start"]["character"].as_u64().unwrap(),
             1
         );
-        // Inserting a line between "\r" and "\n" never splits the pair.
+        // Inserting a "\r" before "\r\n" never splits the pair.
         let e = edit("a\r\nb", "a\r\r\nb", Encoding::Utf16);
         assert_eq!(e["range"]["start"], json!({"line": 0, "character": 1}));
+    }
+
+    #[test]
+    fn rebase_carries_a_change_over_unrelated_typing() {
+        let old = "fn a() {}\nfn b() {}\n";
+        let new = "fn a() {}\nfn b() { todo!() }\n";
+        let fresh = "// typed by the user\nfn a() {}\nfn b() {}\n";
+        assert_eq!(
+            rebase(old, new, fresh).unwrap(),
+            "// typed by the user\nfn a() {}\nfn b() { todo!() }\n"
+        );
+        // The user changed the very place: no guess.
+        assert_eq!(rebase(old, new, "fn a() {}\nfn c() {}\n"), None);
     }
 }

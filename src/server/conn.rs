@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
+use crate::models::EnvSource;
 use crate::provider::{Model, StreamFn};
 use crate::server::config::ConnConfig;
 use crate::server::documents::DocStore;
@@ -43,45 +44,12 @@ impl ConnCtx {
     }
 }
 
-/// Picks the model: `initializationOptions.model`, else `AGENT_LSP_MODEL`, else an
-/// OpenAI-compatible endpoint from `OPENAI_BASE_URL` (model id `AGENT_LSP_MODEL_ID` or
-/// `gpt-4.1-mini`). The key comes from `OPENAI_API_KEY`.
+/// Picks the model as the CLI does (`models::resolve_model`): `initializationOptions.model`
+/// ("provider/id"), else `AGENT_LSP_MODEL`, else the default for the configured keys or
+/// `OPENAI_BASE_URL`.
 pub fn resolve_model(config: &ConnConfig) -> ModelChoice {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let spec = config
-        .options
-        .model
-        .clone()
-        .or_else(|| env("AGENT_LSP_MODEL"));
-    let base_url = env("OPENAI_BASE_URL");
-    let (provider, id) = match &spec {
-        Some(spec) => match spec.split_once('/') {
-            Some((p, i)) => (p.to_owned(), i.to_owned()),
-            None => ("openai".to_owned(), spec.clone()),
-        },
-        None if base_url.is_some() => ("openai".to_owned(), "gpt-4.1-mini".to_owned()),
-        None => {
-            return Err(
-                "No model is configured. Set initializationOptions.model (\"provider/id\") \
-                        or AGENT_LSP_MODEL, or OPENAI_BASE_URL for an OpenAI-compatible endpoint."
-                    .into(),
-            );
-        }
-    };
-    if provider != "openai" {
-        return Err(format!(
-            "provider {provider:?} is not supported by this daemon build; use openai/<id>"
-        ));
-    }
-    let model = Model {
-        id: id.clone(),
-        name: id,
-        api: "openai-completions".into(),
-        provider,
-        base_url: base_url.unwrap_or_else(|| "https://api.openai.com/v1".into()),
-        context_window: 128_000,
-        max_tokens: 16_384,
-        ..Model::default()
-    };
-    Ok((model, env("OPENAI_API_KEY")))
+    let env = EnvSource::from_process();
+    crate::models::resolve_model(config.options.model.as_deref(), &env)
+        .map(|r| (r.model, r.api_key))
+        .map_err(|e| e.to_string())
 }

@@ -204,6 +204,8 @@ pub struct StateResult {
     pub queues: Queues,
     pub message_count: usize,
     pub last_seq: u64,
+    /// The session's JSONL file (pi's v3 format), when stored on disk.
+    pub session_file: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

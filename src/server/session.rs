@@ -20,6 +20,7 @@ use crate::server::conn::ConnCtx;
 use crate::server::events::Emitter;
 use crate::server::protocol::{QueuedMessage, Queues};
 use crate::server::wire::Gate;
+use crate::session::Session as Transcript;
 use crate::tools::Workspace;
 
 /// Why a session refused a request.
@@ -61,6 +62,8 @@ pub struct Session {
     pub ctx: Arc<ConnCtx>,
     pub workspace: Arc<dyn Workspace>,
     pub memory: Mutex<ApprovalMemory>,
+    /// The persisted transcript (pi's JSONL v3), appended at every `message_end`.
+    record: Mutex<Transcript>,
     state: Mutex<RunState>,
     idle: watch::Sender<bool>,
 }
@@ -88,11 +91,12 @@ impl Session {
     /// Builds a session with its agent, tools and hooks; the agent forwards events to `emitter`.
     pub fn create(
         ctx: Arc<ConnCtx>,
-        id: String,
+        record: Transcript,
         cwd: PathBuf,
         workspace: Arc<dyn Workspace>,
         options: AgentOptions,
     ) -> Arc<Session> {
+        let id = record.id().to_owned();
         Arc::new_cyclic(|weak: &Weak<Session>| {
             let mut options = options;
             options.hooks = AgentHooks {
@@ -118,6 +122,7 @@ impl Session {
                 ctx,
                 workspace,
                 memory: Mutex::default(),
+                record: Mutex::new(record),
                 state: Mutex::default(),
                 idle: watch::channel(true).0,
             }
@@ -278,6 +283,9 @@ impl Session {
     /// The listener: queue changes first (a delivered steer leaves its queue before its
     /// `message_start`), then the event itself, then the generic-client surface.
     async fn forward(&self, event: &Arc<AgentEvent>) {
+        if let AgentEvent::MessageEnd { message } = event.as_ref() {
+            self.persist(message);
+        }
         let value = match serde_json::to_value(event.as_ref()) {
             Ok(v) => v,
             Err(e) => json!({"type": "error", "message": format!("unserializable event: {e}")}),
@@ -293,6 +301,25 @@ impl Session {
         if let Some(run_id) = run_id {
             crate::server::generic::on_event(self, &run_id, event).await;
         }
+    }
+
+    /// Appends a finished message to the session file; a failure is logged, not fatal: losing
+    /// the file must not take the editor's session down.
+    fn persist(&self, message: &AgentMessage) {
+        let mut record = self.record.lock().unwrap_or_else(|e| e.into_inner());
+        let mut message = message.clone();
+        if let AgentMessage::Assistant(a) = &mut message {
+            crate::models::apply_cost(&self.agent.state().model, &mut a.usage);
+        }
+        if let Err(e) = record.append_message(&message) {
+            tracing::warn!(session = self.id, %e, "cannot record the session");
+        }
+    }
+
+    /// The session file, if it is stored on disk.
+    pub fn record_path(&self) -> Option<PathBuf> {
+        let record = self.record.lock().unwrap_or_else(|e| e.into_inner());
+        record.path().map(PathBuf::from)
     }
 
     /// Trims the id mirrors to the agent's queue lengths (queues drain from the front) and

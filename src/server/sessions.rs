@@ -12,6 +12,7 @@ use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{CodeActionParams, CodeActionResponse, ExecuteCommandParams};
 
 use crate::agent::AgentOptions;
+use crate::cli::prompt::default_system_prompt;
 use crate::provider::StreamOptions;
 use crate::server::backend::{invalid_params, rpc_error};
 use crate::server::buffer_ws::BufferWorkspace;
@@ -25,7 +26,9 @@ use crate::server::protocol::{
     AbortResult, Decision, Disposition, MessagesResult, ModelRef, NewSessionResult, PromptMessage,
     PromptParams, PromptResult, QueueResult, Queues, StateResult, StreamingBehavior, code, command,
 };
-use crate::server::session::{QueueKind, Session, SessionError, new_id};
+use crate::server::session::{QueueKind, Session, SessionError};
+use crate::session::time::iso_now;
+use crate::session::{Session as Transcript, SessionStore};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
 /// All sessions of the connection.
@@ -43,9 +46,20 @@ fn busy_or_agent(e: SessionError) -> Error {
     }
 }
 
-const SYSTEM_PROMPT: &str = "You are a coding agent working inside the user's editor. \
-Read files before changing them, keep changes minimal, and say briefly what you did. \
-Open files show the editor's unsaved text; your edits land in the editor's buffers.";
+/// What the model is told about the editor, after the CLI's system prompt.
+const EDITOR_NOTE: &str = "You run inside the user's editor. Open files show the editor's \
+unsaved text, and your edits land in the editor's buffers (then saved to disk).";
+
+/// A new persisted session record for `cwd` (in memory when there is no session directory).
+fn new_record(cwd: &std::path::Path, model: &crate::provider::Model) -> Result<Transcript> {
+    let env = crate::models::EnvSource::from_process();
+    match SessionStore::default_dir(&env) {
+        Some(dir) => SessionStore::new(dir)
+            .create(cwd, Some(model))
+            .map_err(|e| rpc_error(-32603, format!("cannot create the session file: {e}"))),
+        None => Ok(Transcript::in_memory(cwd)),
+    }
+}
 
 impl Sessions {
     pub fn new(
@@ -112,20 +126,24 @@ impl Sessions {
             self.ctx.out.clone(),
             self.ctx.config.clone(),
         ));
-        let id = new_id();
+        let record = new_record(&cwd, &model)?;
+        let id = record.id().to_owned();
         let mut options = AgentOptions::new(self.ctx.stream_fn.clone());
         options.model = model;
-        options.system_prompt = Some(format!(
-            "{SYSTEM_PROMPT}\nWorking directory: {}",
-            cwd.display()
-        ));
-        options.tools = coding_tools(ws.clone(), ToolOptions::default());
+        let date = iso_now();
+        let base = default_system_prompt(&cwd, date.get(..10).unwrap_or(&date));
+        options.system_prompt = Some(format!("{base}\n\n{EDITOR_NOTE}"));
+        let tool_options = ToolOptions {
+            env: vec![("AGENT_LSP_SESSION_ID".into(), id.clone())],
+            ..ToolOptions::default()
+        };
+        options.tools = coding_tools(ws.clone(), tool_options);
         options.stream_options = StreamOptions {
             api_key,
             session_id: Some(id.clone()),
             ..StreamOptions::default()
         };
-        let session = Session::create(self.ctx.clone(), id.clone(), cwd, ws, options);
+        let session = Session::create(self.ctx.clone(), record, cwd, ws, options);
         self.map().insert(id, session.clone());
         Ok(session)
     }
@@ -226,6 +244,7 @@ impl Sessions {
             queues: session.queues(),
             message_count: state.messages.len(),
             last_seq: session.emitter.last_seq(),
+            session_file: session.record_path().map(|p| p.display().to_string()),
         })
     }
 

@@ -144,6 +144,8 @@ pub async fn run_command(
     // Our copies of the pipe's write end must go, or the reader never sees EOF.
     drop(cmd);
     let pgid = child.id().map(|id| Pid::from_raw(id as i32));
+    // If this future is dropped mid-run (the caller gave up on it), the group must not leak.
+    let mut guard = GroupGuard { pgid, armed: true };
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
     std::thread::spawn(move || pump(reader, tx));
 
@@ -181,8 +183,25 @@ pub async fn run_command(
     {
         kill_group(pgid, &mut child).await;
     }
+    guard.armed = false;
     drain(&mut rx, &mut out, open).await;
     finish(end, &mut out)
+}
+
+/// Kills the process group when dropped while armed.
+struct GroupGuard {
+    pgid: Option<Pid>,
+    armed: bool,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if self.armed
+            && let Some(pgid) = self.pgid
+        {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {
@@ -209,13 +228,17 @@ fn pump(mut reader: std::io::PipeReader, tx: mpsc::Sender<Vec<u8>>) {
 }
 
 /// Collects what is left in the pipe. Background processes may keep it open after the shell
-/// exits, so stop after a short quiet period instead of waiting for EOF.
+/// exits, so stop after a short quiet period (or a bounded total) instead of waiting for EOF.
 async fn drain(rx: &mut mpsc::Receiver<Vec<u8>>, out: &mut OutputBuffer, open: bool) {
     if !open {
         return;
     }
-    while let Ok(Some(bytes)) = tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
-        out.push(&bytes);
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        match tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
+            Ok(Some(bytes)) => out.push(&bytes),
+            _ => break,
+        }
     }
 }
 

@@ -88,12 +88,17 @@ impl OutputBuffer {
 
     /// The text for the model: the tail-truncated output (ANSI stripped) plus pi's notice.
     pub fn render(&mut self) -> (String, Value) {
-        if let Some((_, f)) = &mut self.spill {
-            let _ = f.flush();
+        if let Some((_, f)) = &mut self.spill
+            && let Err(e) = f.flush()
+        {
+            self.spill_error = Some(e.to_string());
         }
-        let text = clean(&String::from_utf8_lossy(&self.tail));
-        let trunc = truncate_tail(&text, Limits::default());
-        let total_lines = self.newlines + 1;
+        let cleaned = clean(&String::from_utf8_lossy(&self.tail));
+        // A final newline ends the last line rather than starting an empty one (as `wc -l`).
+        let text = cleaned.strip_suffix('\n').unwrap_or(&cleaned);
+        let trunc = truncate_tail(text, Limits::default());
+        let ends_with_newline = self.last_line_bytes == 0 && self.newlines > 0;
+        let total_lines = (self.newlines + usize::from(!ends_with_newline)).max(1);
         let mut out = if trunc.content.is_empty() {
             "(no output)".to_string()
         } else {
@@ -197,8 +202,36 @@ mod tests {
         let mut b = OutputBuffer::new(dir.path().to_path_buf());
         b.push(b"hello\n");
         let (text, details) = b.render();
-        assert_eq!(text, "hello\n");
+        assert_eq!(text, "hello");
         assert_eq!(details, json!({}));
         assert!(b.full_output_path().is_none());
+    }
+}
+
+#[cfg(test)]
+mod bounded_tests {
+    use super::*;
+
+    #[test]
+    fn memory_stays_bounded_and_spill_has_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = OutputBuffer::new(dir.path().to_path_buf());
+        let chunk = vec![b'x'; 1000];
+        for _ in 0..1000 {
+            b.push(&chunk);
+            assert!(b.tail.len() <= KEEP);
+        }
+        let path = b.full_output_path().unwrap().to_path_buf();
+        let (text, details) = b.render();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 1_000_000);
+        assert!(
+            text.ends_with(&format!(
+                "[Showing last 50.0KB of line 1 (line is 976.6KB). Full output: {}]",
+                path.display()
+            )),
+            "{}",
+            &text[text.len() - 200..]
+        );
+        assert_eq!(details["truncation"]["totalBytes"], 1_000_000);
     }
 }

@@ -11,7 +11,7 @@ use super::common::{
     ws_error,
 };
 use super::diff::{DiffResult, diff};
-use super::edit_match::{Edit, apply_edits};
+use super::edit_match::{Edit, Span, match_edits, no_change, splice};
 use super::write::load_checked;
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
@@ -135,19 +135,60 @@ pub fn parse_edits(args: &Value) -> Result<Vec<Edit>, ToolError> {
 }
 
 /// The new full content of a file after `edits`, plus the diff (on LF text).
+///
+/// Matching happens on LF text, but the spans are mapped back to the original bytes and only
+/// they are replaced (new text takes the file's line ending), so every untouched byte, including
+/// the line endings of a mixed-ending file, stays as it was.
 pub fn compute_edit(
     raw: &[u8],
     edits: &[Edit],
     path: &str,
 ) -> Result<(Vec<u8>, DiffResult), ToolError> {
-    let text = String::from_utf8_lossy(raw);
-    let (bom, body) = strip_bom(&text);
+    let text = std::str::from_utf8(raw).map_err(|_| {
+        ToolError::new(format!(
+            "Could not edit {path}: it is not UTF-8 text. Use write to replace it, or bash for binary files."
+        ))
+    })?;
+    let (bom, body) = strip_bom(text);
     let crlf = detect_crlf(body);
-    let lf = normalize_to_lf(body);
-    let new_lf = apply_edits(&lf, edits, path).map_err(ToolError::new)?;
-    let d = diff(&lf, &new_lf, path);
-    let out = format!("{bom}{}", restore_line_endings(&new_lf, crlf));
-    Ok((out.into_bytes(), d))
+    let (lf, map) = lf_with_map(body);
+    let spans = match_edits(&lf, edits, path).map_err(ToolError::new)?;
+    let original: Vec<Span> = spans.iter().map(|&(s, e, i)| (map[s], map[e], i)).collect();
+    let new_body = splice(body, &original, |i| {
+        restore_line_endings(&edits[i].new_text, crlf)
+    });
+    if new_body == body {
+        return Err(ToolError::new(no_change(path, edits.len() > 1)));
+    }
+    let d = diff(&lf, &normalize_to_lf(&new_body), path);
+    Ok((format!("{bom}{new_body}").into_bytes(), d))
+}
+
+/// `text` with `\r\n` and lone `\r` turned into `\n`, and for each byte offset of the result
+/// (plus its end) the matching offset in `text`.
+fn lf_with_map(text: &str) -> (String, Vec<usize>) {
+    let bytes = text.as_bytes();
+    let mut lf = String::with_capacity(text.len());
+    let mut map = Vec::with_capacity(text.len() + 1);
+    let mut i = 0;
+    while let Some(c) = text[i..].chars().next() {
+        let len = c.len_utf8();
+        if c == '\r' {
+            map.push(i);
+            lf.push('\n');
+            i += if bytes.get(i + 1) == Some(&b'\n') {
+                2
+            } else {
+                1
+            };
+            continue;
+        }
+        map.extend(i..i + len);
+        lf.push(c);
+        i += len;
+    }
+    map.push(text.len());
+    (lf, map)
 }
 
 fn errno(e: &super::WorkspaceError) -> &'static str {
@@ -168,8 +209,9 @@ async fn run(
     let edits = parse_edits(&args)?;
     check_abort(&cancel)?;
     let abs = ctx.ws.resolve(&path).map_err(|e| ws_error(&path, e))?;
-    let _turn = ctx.queue.lock(&abs).await;
-    check_abort(&cancel)?;
+    let Some(_turn) = ctx.queue.lock_or_cancel(&abs, &cancel).await else {
+        return Err(ToolError::new(common::ABORTED));
+    };
     let snap = match load_checked(&ctx, &path, &abs).await? {
         Some(snap) => snap,
         None => {
@@ -202,4 +244,27 @@ async fn run(
         })),
         ..AgentToolResult::text(format!("Successfully replaced {n} block(s) in {path}."))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edit(old: &str, new: &str) -> Edit {
+        Edit {
+            old_text: old.into(),
+            new_text: new.into(),
+        }
+    }
+
+    #[test]
+    fn mixed_line_endings_keep_untouched_bytes() {
+        let raw = b"a\r\nb\nc\r\nd\n";
+        let (out, d) = compute_edit(raw, &[edit("c\nd", "C\nD")], "m").unwrap();
+        assert_eq!(out, b"a\r\nb\nC\r\nD\n");
+        assert_eq!(d.first_changed_line, Some(3));
+        let (out, _) =
+            compute_edit("x\ry\u{e9}\r\n".as_bytes(), &[edit("y\u{e9}", "z")], "m").unwrap();
+        assert_eq!(out, b"x\rz\r\n");
+    }
 }

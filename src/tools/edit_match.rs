@@ -107,8 +107,44 @@ fn count_occurrences(haystack: &str, needle: &str) -> usize {
     haystack.matches(needle).count()
 }
 
+/// A matched replacement: byte span in the matched text and the edit's index.
+pub type Span = (usize, usize, usize);
+
 /// Applies `edits` to `content` (LF, no BOM), all or nothing. Errors are pi's texts.
+#[cfg(test)]
 pub fn apply_edits(content: &str, edits: &[Edit], path: &str) -> Result<String, String> {
+    let spans = match_edits(content, edits, path)?;
+    let out = splice(content, &spans, |i| edits[i].new_text.clone());
+    if out == content {
+        return Err(no_change(path, edits.len() > 1));
+    }
+    Ok(out)
+}
+
+/// Replaces each span (sorted, disjoint) of `text` with `replacement(edit_index)`.
+pub fn splice(text: &str, spans: &[Span], replacement: impl Fn(usize) -> String) -> String {
+    let mut out = text.to_string();
+    for &(s, e, i) in spans.iter().rev() {
+        out.replace_range(s..e, &replacement(i));
+    }
+    out
+}
+
+/// pi's "no changes" error.
+pub fn no_change(path: &str, multi: bool) -> String {
+    let what = if multi {
+        "The replacements produced identical content."
+    } else {
+        "The replacement produced identical content."
+    };
+    format!(
+        "No changes made to {path}. {what} This might indicate an issue with special characters or the text not existing as expected."
+    )
+}
+
+/// Finds where each edit applies in `content` (LF, no BOM): sorted, disjoint spans, or pi's
+/// error text (empty, not found, not unique, overlapping).
+pub fn match_edits(content: &str, edits: &[Edit], path: &str) -> Result<Vec<Span>, String> {
     let multi = edits.len() > 1;
     let label = |i: usize| {
         if multi {
@@ -118,7 +154,7 @@ pub fn apply_edits(content: &str, edits: &[Edit], path: &str) -> Result<String, 
         }
     };
     let norm = normalize(content);
-    let mut spans: Vec<(usize, usize, usize)> = Vec::with_capacity(edits.len());
+    let mut spans: Vec<Span> = Vec::with_capacity(edits.len());
     let mut exact = true;
     for (i, e) in edits.iter().enumerate() {
         if e.old_text.is_empty() {
@@ -172,21 +208,7 @@ pub fn apply_edits(content: &str, edits: &[Edit], path: &str) -> Result<String, 
             ));
         }
     }
-    let mut out = content.to_string();
-    for &(s, e, i) in spans.iter().rev() {
-        out.replace_range(s..e, &edits[i].new_text);
-    }
-    if out == content {
-        let what = if multi {
-            "The replacements produced identical content."
-        } else {
-            "The replacement produced identical content."
-        };
-        return Err(format!(
-            "No changes made to {path}. {what} This might indicate an issue with special characters or the text not existing as expected."
-        ));
-    }
-    Ok(out)
+    Ok(spans)
 }
 
 /// The not-found error with a hint where the text might be.

@@ -32,8 +32,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::agent::tool::ToolRef;
 
-pub use bash::BashTool;
-pub use common::ToolContext;
+pub use bash::{BashTool, run_command};
+pub use common::{BashSettings, ToolContext};
 pub use edit::EditTool;
 pub use find::FindTool;
 pub use grep::GrepTool;

@@ -120,17 +120,37 @@ pub fn lexical_normalize(path: &Path) -> PathBuf {
 }
 
 /// Canonicalises the longest existing prefix of `path` (following symlinks) and appends the
-/// rest, so a file that does not exist yet still resolves through a symlinked directory.
+/// rest, so a file that does not exist yet still resolves through a symlinked directory. A
+/// dangling symlink is followed to where it points, so writing through it cannot escape.
 pub fn real_path(path: &Path) -> PathBuf {
+    real_path_at(path, 0)
+}
+
+/// Symlink hops followed before giving up (the kernel's own limit is 40).
+const MAX_HOPS: usize = 40;
+
+fn real_path_at(path: &Path, hops: usize) -> PathBuf {
     let mut existing = path.to_path_buf();
     let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    let with_rest = |mut base: PathBuf, rest: &[std::ffi::OsString]| {
+        for part in rest.iter().rev() {
+            base.push(part);
+        }
+        base
+    };
     loop {
         if let Ok(canon) = std::fs::canonicalize(&existing) {
-            let mut out = canon;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            return out;
+            return with_rest(canon, &rest);
+        }
+        let is_link =
+            std::fs::symlink_metadata(&existing).is_ok_and(|m| m.file_type().is_symlink());
+        if is_link
+            && hops < MAX_HOPS
+            && let Ok(target) = std::fs::read_link(&existing)
+        {
+            let parent = existing.parent().map(Path::to_path_buf).unwrap_or_default();
+            let next = with_rest(parent.join(target), &rest);
+            return real_path_at(&lexical_normalize(&next), hops + 1);
         }
         match (
             existing.file_name().map(|n| n.to_os_string()),

@@ -87,6 +87,19 @@ impl FileMutationQueue {
         }
     }
 
+    /// Like [`Self::lock`], but gives up (returning `None`) when `cancel` fires first, so an
+    /// aborted call does not sit in a long queue.
+    pub async fn lock_or_cancel(
+        &'static self,
+        path: &Path,
+        cancel: &tokio_util::sync::CancellationToken,
+    ) -> Option<MutationGuard> {
+        tokio::select! {
+            guard = self.lock(path) => Some(guard),
+            _ = cancel.cancelled() => None,
+        }
+    }
+
     /// Drops the key once nobody holds or waits for it (only the map's reference remains).
     fn release(&self, key: &Path) {
         if let Ok(mut locks) = self.locks.lock()
@@ -105,5 +118,55 @@ impl FileMutationQueue {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn leaked() -> &'static FileMutationQueue {
+        Box::leak(Box::default())
+    }
+
+    #[tokio::test]
+    async fn same_path_waits_other_paths_do_not_and_keys_are_dropped() {
+        let q = leaked();
+        let a = q.lock(Path::new("/w/a")).await;
+        // Another file is not blocked by `a` (a liveness bound, not a speed measurement).
+        let b = tokio::time::timeout(Duration::from_secs(5), q.lock(Path::new("/w/b"))).await;
+        assert!(b.is_ok());
+        drop(b);
+        let waiter = tokio::spawn(async move { q.lock(Path::new("/w/a")).await });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !waiter.is_finished(),
+            "a second mutation of the same file must wait"
+        );
+        drop(a);
+        let second = waiter.await.unwrap();
+        assert_eq!(q.len(), 1);
+        drop(second);
+        assert!(q.is_empty());
+    }
+
+    #[tokio::test]
+    async fn cancel_abandons_the_wait() {
+        let q = leaked();
+        let _held = q.lock(Path::new("/w/x")).await;
+        let cancel = tokio_util::sync::CancellationToken::new();
+        cancel.cancel();
+        assert!(q.lock_or_cancel(Path::new("/w/x"), &cancel).await.is_none());
+    }
+
+    #[test]
+    fn tracker_records_and_forgets() {
+        let t = ReadTracker::new();
+        let f = Fingerprint::of(b"x");
+        t.record(Path::new("/a"), f);
+        assert_eq!(t.get(Path::new("/a")), Some(f));
+        t.forget(Path::new("/a"));
+        assert_eq!(t.get(Path::new("/a")), None);
     }
 }

@@ -74,8 +74,9 @@ async fn run(
     let content = common::req_str(&args, "content")?;
     check_abort(&cancel)?;
     let abs = ctx.ws.resolve(&path).map_err(|e| ws_error(&path, e))?;
-    let _turn = ctx.queue.lock(&abs).await;
-    check_abort(&cancel)?;
+    let Some(_turn) = ctx.queue.lock_or_cancel(&abs, &cancel).await else {
+        return Err(ToolError::new(common::ABORTED));
+    };
     let existing = load_checked(&ctx, &path, &abs).await?;
     check_abort(&cancel)?;
     let bytes = adapt_to_existing(&content, existing.as_ref());

@@ -1,1 +1,10 @@
-//! Integration tests: tools.
+//! Integration tests: the coding tools over a real temp-dir workspace (real files, real
+//! processes). One submodule per area.
+
+mod api;
+mod bash;
+mod edit;
+mod paths;
+mod read;
+mod search;
+mod write;

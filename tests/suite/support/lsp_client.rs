@@ -28,6 +28,9 @@ pub enum ApplyMode {
     Refuse,
     /// Answer `applied: true` without applying (as Neovim does after skipping a stale edit).
     Lie,
+    /// The user types a line at the top first (a `didChange`), so the edit's version is stale
+    /// and refused; then back to `Apply`.
+    UserTypesFirst,
 }
 
 /// Decides the answer to a server request; `None` holds it for the test (`held_requests`).
@@ -41,6 +44,8 @@ struct State {
     approvals: Responder,
     save_documents: bool,
     other: HashMap<String, Value>,
+    /// The negotiated position encoding (`utf-16` until `initialize` answers).
+    utf8: bool,
 }
 
 /// A running daemon plus its scripted editor.
@@ -105,6 +110,7 @@ impl LspClient {
             approvals: Box::new(|_| Some(json!({"decision": "allow"}))),
             save_documents: true,
             other: HashMap::new(),
+            utf8: false,
         }));
         let changed = Arc::new(Notify::new());
         tokio::spawn(read_loop(
@@ -191,6 +197,7 @@ impl LspClient {
                        "workspaceFolders": [{"uri": root, "name": "ws"}]}),
             )
             .await;
+        self.state.lock().unwrap().utf8 = result["capabilities"]["positionEncoding"] == "utf-8";
         self.notify("initialized", json!({})).await;
         result
     }
@@ -420,6 +427,26 @@ fn server_request(st: &mut State, id: &Value, method: &str, params: &Value) -> V
 }
 
 fn apply_edit(st: &mut State, id: &Value, params: &Value) -> Vec<Value> {
+    let mut typed = Vec::new();
+    if st.apply_mode == ApplyMode::UserTypesFirst {
+        st.apply_mode = ApplyMode::Apply;
+        for (uri, buf) in st.buffers.iter_mut() {
+            buf.0 += 1;
+            buf.1.insert_str(0, "// user\n");
+            typed.push(
+                json!({"jsonrpc":"2.0","method":"textDocument/didChange","params":{
+                "textDocument": {"uri": uri, "version": buf.0},
+                "contentChanges": [{"range": {"start": {"line": 0, "character": 0},
+                    "end": {"line": 0, "character": 0}}, "text": "// user\n"}]}}),
+            );
+        }
+    }
+    let mut out = apply_edit_now(st, id, params);
+    typed.append(&mut out);
+    typed
+}
+
+fn apply_edit_now(st: &mut State, id: &Value, params: &Value) -> Vec<Value> {
     match st.apply_mode {
         ApplyMode::Refuse => {
             return vec![reply(
@@ -428,31 +455,44 @@ fn apply_edit(st: &mut State, id: &Value, params: &Value) -> Vec<Value> {
             )];
         }
         ApplyMode::Lie => return vec![reply(id, json!({"applied": true}))],
-        ApplyMode::Apply => {}
+        ApplyMode::Apply | ApplyMode::UserTypesFirst => {}
     }
     let mut out = vec![reply(id, json!({"applied": true}))];
+    // `documentChanges` (versioned) or `changes` (unversioned, as sent to Neovim-like clients).
+    let mut changes: Vec<(String, Option<i64>, Vec<Value>)> = Vec::new();
     for change in params["edit"]["documentChanges"]
         .as_array()
         .cloned()
         .unwrap_or_default()
     {
         let uri = change["textDocument"]["uri"].as_str().unwrap().to_owned();
+        let edits = change["edits"].as_array().cloned().unwrap_or_default();
+        changes.push((uri, change["textDocument"]["version"].as_i64(), edits));
+    }
+    for (uri, edits) in params["edit"]["changes"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+    {
+        changes.push((uri, None, edits.as_array().cloned().unwrap_or_default()));
+    }
+    let utf8 = st.utf8;
+    for (uri, version, mut edits) in changes {
         let Some(buf) = st.buffers.get_mut(&uri) else {
             continue;
         };
-        if change["textDocument"]["version"].as_i64() != Some(i64::from(buf.0)) {
+        if version.is_some_and(|v| v != i64::from(buf.0)) {
             out[0] = reply(
                 id,
                 json!({"applied": false, "failureReason": "version mismatch"}),
             );
             continue;
         }
-        let mut edits: Vec<Value> = change["edits"].as_array().cloned().unwrap_or_default();
         // Apply from the end so earlier ranges stay valid (edits refer to the original text).
-        edits.sort_by_key(|e| std::cmp::Reverse(offset(&buf.1, &e["range"]["start"])));
+        edits.sort_by_key(|e| std::cmp::Reverse(offset(&buf.1, &e["range"]["start"], utf8)));
         for edit in &edits {
-            let start = offset(&buf.1, &edit["range"]["start"]);
-            let end = offset(&buf.1, &edit["range"]["end"]);
+            let start = offset(&buf.1, &edit["range"]["start"], utf8);
+            let end = offset(&buf.1, &edit["range"]["end"], utf8);
             buf.1
                 .replace_range(start..end, edit["newText"].as_str().unwrap());
         }
@@ -464,8 +504,8 @@ fn apply_edit(st: &mut State, id: &Value, params: &Value) -> Vec<Value> {
     out
 }
 
-/// Byte offset of a UTF-16 position in `text` (the tests' clients negotiate UTF-16 unless told).
-fn offset(text: &str, pos: &Value) -> usize {
+/// Byte offset of a position in `text`, in the negotiated encoding (UTF-8 bytes or UTF-16 units).
+fn offset(text: &str, pos: &Value, utf8: bool) -> usize {
     let line = pos["line"].as_u64().unwrap() as usize;
     let character = pos["character"].as_u64().unwrap() as usize;
     let mut start = 0;
@@ -481,7 +521,7 @@ fn offset(text: &str, pos: &Value) -> usize {
         if units >= character {
             return start + i;
         }
-        units += c.len_utf16();
+        units += if utf8 { c.len_utf8() } else { c.len_utf16() };
     }
     start + line_text.len()
 }

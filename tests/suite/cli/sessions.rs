@@ -1,0 +1,172 @@
+//! Stored sessions through the binary: `--session`, `--fork`, `sessions list`, pi files.
+
+use agent_lsp::testing::MockResponse;
+use serde_json::Value;
+
+use super::super::support::cli_run::{
+    CliEnv, json_lines, request_texts, session_lines, stderr, stdout,
+};
+use super::super::support::pi_session::assert_valid_pi_v3;
+use super::{MODEL, mock};
+
+#[tokio::test]
+async fn session_and_fork_continue_stored_sessions() {
+    let mock = mock(vec![
+        MockResponse::text("one"),
+        MockResponse::text("two"),
+        MockResponse::text("three"),
+    ])
+    .await;
+    let env = CliEnv::with_mock(&mock);
+    assert_eq!(
+        env.run(&["run", "--model", MODEL, "q1"])
+            .await
+            .status
+            .code(),
+        Some(0)
+    );
+    let file = env.session_files().remove(0);
+    let id = session_lines(&file)[0]["id"].as_str().unwrap().to_string();
+    let out = env.run(&["run", "--session", &id[..13], "q2"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = env.run(&["run", "--fork", &id, "q3"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let files = env.session_files();
+    assert_eq!(files.len(), 2);
+    let fork = files.iter().find(|f| **f != file).unwrap();
+    assert_valid_pi_v3(fork);
+    let header = &session_lines(fork)[0];
+    assert_eq!(header["parentSession"], file.to_str().unwrap());
+    let users = |body: &Value| {
+        request_texts(body)
+            .into_iter()
+            .filter(|(r, _)| r == "user")
+            .map(|(_, t)| t)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(users(&mock.requests()[1].body), ["q1", "q2"]);
+    assert_eq!(users(&mock.requests()[2].body), ["q1", "q2", "q3"]);
+    // The source session is unchanged by the fork.
+    let source_users = session_lines(&file)
+        .iter()
+        .filter(|l| l["message"]["role"] == "user")
+        .count();
+    assert_eq!(source_users, 2);
+}
+
+#[tokio::test]
+async fn sessions_list_shows_id_cwd_name_time_and_count() {
+    let mock = mock(vec![MockResponse::text("ok")]).await;
+    let env = CliEnv::with_mock(&mock);
+    assert_eq!(
+        env.run(&["run", "--model", MODEL, "hello"])
+            .await
+            .status
+            .code(),
+        Some(0)
+    );
+    let file = env.session_files().remove(0);
+    let id = session_lines(&file)[0]["id"].as_str().unwrap().to_string();
+    let out = env.run(&["sessions", "list"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains(env.project().to_str().unwrap()), "{row}");
+    assert!(row.contains("  2  "), "two messages: {row}");
+    let out = env
+        .run(&[
+            "sessions",
+            "list",
+            "--json",
+            "--cwd",
+            env.project().to_str().unwrap(),
+        ])
+        .await;
+    let rows = json_lines(&out);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["id"], id.as_str());
+    assert_eq!(rows[0]["messageCount"], 2);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = env
+        .run(&[
+            "sessions",
+            "list",
+            "--json",
+            "--cwd",
+            elsewhere.path().to_str().unwrap(),
+        ])
+        .await;
+    assert!(json_lines(&out).is_empty());
+}
+
+/// A session file as pi writes it (tree, branch summary, compaction, custom entries) continues
+/// through the binary: the model sees pi's context and the new entries hang off pi's leaf.
+#[tokio::test]
+async fn a_pi_session_file_continues_through_the_binary() {
+    let mock = mock(vec![MockResponse::text("Continuing.")]).await;
+    let env = CliEnv::with_mock(&mock);
+    let dir = env.home.path().join("pi");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("pi-session.jsonl");
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sessions/pi-v3.jsonl"),
+        &file,
+    )
+    .unwrap();
+    let before = std::fs::read_to_string(&file).unwrap();
+    let project = env.project();
+    let args = [
+        "run",
+        "--session",
+        file.to_str().unwrap(),
+        "--cwd",
+        project.to_str().unwrap(),
+        "--model",
+        MODEL,
+        "and now?",
+    ];
+    let out = env.run(&args).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let texts = request_texts(&mock.requests()[0].body);
+    let users: Vec<&str> = texts
+        .iter()
+        .filter(|(r, _)| r == "user")
+        .map(|(_, t)| t.as_str())
+        .collect();
+    assert!(
+        users[0].starts_with("The conversation history before this point was compacted"),
+        "{users:?}"
+    );
+    assert_eq!(users.last(), Some(&"and now?"));
+    assert!(users.contains(&"Continue please"));
+    assert!(
+        !texts.iter().any(|(_, t)| t.contains("Branch A answer")),
+        "abandoned branch left out"
+    );
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        after.starts_with(&before),
+        "pi's lines are kept byte for byte"
+    );
+    let lines = session_lines(&file);
+    let new: Vec<&Value> = lines[before.lines().count()..].iter().collect();
+    let kinds: Vec<&str> = new.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    // pi's session used openai/gpt-4.1 at thinking "low"; this run's model (no reasoning, so
+    // thinking off) is recorded before its messages.
+    assert_eq!(
+        kinds,
+        [
+            "model_change",
+            "thinking_level_change",
+            "message",
+            "message"
+        ]
+    );
+    assert_eq!(new[0]["parentId"], "a0000011");
+    assert_eq!(new[1]["thinkingLevel"], "off");
+    assert_valid_pi_v3(&file);
+}

@@ -1,0 +1,174 @@
+//! A temp-dir workspace with the coding tools, and helpers to call them like the loop does.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agent_lsp::agent::tool::{AgentToolResult, ToolError, ToolRef, ToolUpdater};
+use agent_lsp::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// A workspace in a fresh temp dir (plus a sibling "outside" dir and a spill dir).
+pub struct Harness {
+    /// Holds `root/`, `outside/` and `spill/`.
+    pub base: tempfile::TempDir,
+    pub root: PathBuf,
+    pub ws: Arc<dyn Workspace>,
+    pub tools: Vec<ToolRef>,
+}
+
+impl Harness {
+    pub fn new() -> Self {
+        Self::build(false, |ws| ws)
+    }
+
+    /// With `outside/` configured as an extra root.
+    pub fn with_extra_root() -> Self {
+        Self::build(true, |ws| ws)
+    }
+
+    /// With the workspace wrapped (for example in an editor-overlay test double).
+    pub fn wrapped(wrap: impl FnOnce(Arc<dyn Workspace>) -> Arc<dyn Workspace>) -> Self {
+        Self::build(false, wrap)
+    }
+
+    fn build(extra: bool, wrap: impl FnOnce(Arc<dyn Workspace>) -> Arc<dyn Workspace>) -> Self {
+        let base = tempfile::tempdir().unwrap();
+        for d in ["root", "outside", "spill"] {
+            std::fs::create_dir(base.path().join(d)).unwrap();
+        }
+        let extra_roots = if extra {
+            vec![base.path().join("outside")]
+        } else {
+            vec![]
+        };
+        let disk: Arc<dyn Workspace> =
+            Arc::new(DiskWorkspace::new(base.path().join("root"), extra_roots).unwrap());
+        let ws = wrap(disk);
+        let tools = coding_tools(
+            ws.clone(),
+            ToolOptions {
+                spill_dir: Some(base.path().join("spill")),
+                ..Default::default()
+            },
+        );
+        Harness {
+            root: ws.root().to_path_buf(),
+            base,
+            ws,
+            tools,
+        }
+    }
+
+    pub fn outside(&self) -> PathBuf {
+        std::fs::canonicalize(self.base.path().join("outside")).unwrap()
+    }
+
+    pub fn spill_dir(&self) -> PathBuf {
+        self.base.path().join("spill")
+    }
+
+    pub fn tool(&self, name: &str) -> ToolRef {
+        self.tools
+            .iter()
+            .find(|t| t.name() == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no tool {name}"))
+    }
+
+    /// Calls a tool as the loop would (arguments prepared first).
+    pub async fn call(&self, name: &str, args: Value) -> Result<AgentToolResult, ToolError> {
+        self.call_with(name, args, CancellationToken::new(), ToolUpdater::none())
+            .await
+    }
+
+    pub async fn call_with(
+        &self,
+        name: &str,
+        args: Value,
+        cancel: CancellationToken,
+        updater: ToolUpdater,
+    ) -> Result<AgentToolResult, ToolError> {
+        let tool = self.tool(name);
+        let args = tool.prepare_arguments(args);
+        tool.execute("call-1".into(), args, cancel, updater).await
+    }
+
+    /// The text of a successful call.
+    pub async fn ok_text(&self, name: &str, args: Value) -> String {
+        match self.call(name, args).await {
+            Ok(r) => text(&r),
+            Err(e) => panic!("{name} failed: {e}"),
+        }
+    }
+
+    /// The error message of a failed call.
+    pub async fn err_text(&self, name: &str, args: Value) -> String {
+        match self.call(name, args).await {
+            Ok(r) => panic!("{name} unexpectedly succeeded: {}", text(&r)),
+            Err(e) => e.message,
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    pub fn put(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.path(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    pub fn get(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.path(rel)).unwrap()
+    }
+
+    pub fn get_str(&self, rel: &str) -> String {
+        String::from_utf8(self.get(rel)).unwrap()
+    }
+}
+
+/// All text blocks of a result, joined.
+pub fn text(r: &AgentToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|b| b.as_text())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// True while a process exists and is not a zombie.
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state letter follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Waits (polling) until `pid` is gone, up to `secs` seconds; returns whether it went.
+pub async fn wait_gone(pid: u32, secs: u64) -> bool {
+    for _ in 0..secs * 20 {
+        if !process_alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// Entries of a directory (names), sorted.
+pub fn dir_names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
