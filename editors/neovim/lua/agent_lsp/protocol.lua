@@ -19,6 +19,7 @@ M.methods = {
   new_session = "agent/newSession",
   get_state = "agent/getState",
   get_messages = "agent/getMessages",
+  get_document = "agent/getDocument",
 }
 
 --- Client -> server notifications. `agent/diagnostics {uri, diagnostics: lsp.Diagnostic[]}`
@@ -72,8 +73,9 @@ M.session_events = { queue_update = "queue_update", agent_settled = "agent_settl
 ---   agent/abort       {sessionId} -> {aborted}
 ---   agent/clearQueue  {sessionId} -> {steering, followUp}
 ---   agent/newSession  {cwd?} -> {sessionId, cwd}
----   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, isStreaming, runId, steering, followUp, messageCount, lastSeq}
+---   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile}
 ---   agent/getMessages {sessionId} -> {sessionId, messages}
+---   agent/getDocument {uri} -> {uri, version, text}   (the daemon's mirror of an open document)
 ---   $/agentEvent      {sessionId, runId, seq, event}
 ---   agent/beforeToolCall {sessionId, runId, toolCallId, toolName, args, kind, title, preview?}
 ---                     -> {decision, reason?, terminate?}

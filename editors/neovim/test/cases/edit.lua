@@ -38,6 +38,9 @@ return {
       H.eq({ "ALPHA (unsaved)", "gamma" }, vim.api.nvim_buf_get_lines(buf, 0, -1, false), "buffer")
       H.eq(false, vim.bo[buf].modified, "buffer modified after the save request")
       H.eq("ALPHA (unsaved)\ngamma\n", H.read(root .. "/notes.txt"), "file on disk")
+      -- The daemon's mirror of the buffer agrees with Neovim after the edit and the save.
+      local mirror = require("agent_lsp").client():request_sync("agent/getDocument", { uri = vim.uri_from_bufnr(buf) }, 5000)
+      H.eq("ALPHA (unsaved)\ngamma\n", mirror and mirror.result and mirror.result.text, "daemon mirror")
 
       local reqs = mock.requests()
       H.eq(3, #reqs, "model requests")
