@@ -44,6 +44,14 @@ install_nvim() {
   esac
 }
 
+# --- tmux, for the test that drives Neovim in a real terminal ---------------------------------
+install_tmux() {
+  if ! command -v tmux >/dev/null 2>&1; then
+    log "installing tmux with apt-get"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux
+  fi
+}
+
 # --- 2. the daemon and the mock model server ---------------------------------------------------
 build_bins() {
   log "cargo build --bins"
@@ -58,6 +66,7 @@ build_bins() {
 }
 
 install_nvim
+install_tmux
 build_bins
 
 rm -rf "$ARTIFACTS"
