@@ -33,7 +33,7 @@ end
 ---@param cond fun(): any
 ---@param timeout_ms integer?
 function H.wait(what, cond, timeout_ms)
-  local ok = vim.wait(timeout_ms or 15000, function()
+  local ok = vim.wait(timeout_ms or 30000, function()
     return cond() and true or false
   end, 10)
   if not ok then
@@ -195,7 +195,7 @@ function H.settled(n, timeout_ms)
   n = n or 1
   H.wait("agent_settled #" .. n, function()
     return #H.events_of("agent_settled") >= n
-  end, timeout_ms or 30000)
+  end, timeout_ms or 60000)
   return H.events_of("agent_settled")[n].event
 end
 
