@@ -146,6 +146,9 @@ function M.handler(_, params, _)
   p.preview_win = ok and win or nil
   vim.schedule(function()
     local prompt = string.format("agent-lsp wants to %s: %s", params.kind or "run", params.title or params.toolName)
+    -- Draw the preview first: a blocking picker (the builtin inputlist) would otherwise cover a
+    -- screen that was never redrawn with it.
+    pcall(vim.cmd.redraw)
     local ok_select, err = pcall(vim.ui.select, choices, {
       prompt = prompt,
       kind = "agent_lsp.approval",
