@@ -29,6 +29,9 @@ return {
       H.wait("the daemon to attach to notes.txt", function()
         return vim.lsp.get_clients({ bufnr = buf, name = "agent-lsp" })[1]
       end)
+      local caps = require("agent_lsp").client().capabilities
+      H.eq(true, caps.workspace.workspaceEdit.documentChanges, "documentChanges advertised")
+      H.eq({ events = true, approvals = true, saveDocuments = true }, caps.experimental.agent, "agent capability")
       vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "ALPHA (unsaved)" })
       assert(vim.bo[buf].modified, "buffer has unsaved changes")
 
