@@ -111,10 +111,18 @@ pub fn resolve_model(spec: Option<&str>, env: &EnvSource) -> Result<ResolvedMode
     let spec = spec
         .map(str::to_string)
         .or_else(|| env.get_nonempty("AGENT_LSP_MODEL").map(str::to_string));
-    let model = match spec {
+    let mut model = match spec {
         Some(spec) => registry.find(&spec)?,
         None => registry.default_model(env)?,
     };
+    // Header values resolve like keys (`$VAR`, `!command`), as pi resolves them.
+    if let Some(headers) = &mut model.headers {
+        for value in headers.values_mut() {
+            if let serde_json::Value::String(raw) = value {
+                *raw = config::resolve_value(raw, env)?;
+            }
+        }
+    }
     let api_key = registry.api_key(&model, env)?;
     Ok(ResolvedModel { model, api_key })
 }

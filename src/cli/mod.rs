@@ -57,8 +57,8 @@ pub enum Command {
 pub enum SessionsCommand {
     /// List sessions, most recently updated first: id, updated time, messages, name, cwd.
     List {
-        /// Only sessions of this project directory.
-        #[arg(long)]
+        /// Only sessions of this project directory (`--cwd` alone: the current directory).
+        #[arg(long, num_args = 0..=1, default_missing_value = ".")]
         cwd: Option<PathBuf>,
         /// Where sessions are stored [default: $XDG_DATA_HOME/agent-lsp/sessions].
         #[arg(long, env = "AGENT_LSP_SESSION_DIR")]

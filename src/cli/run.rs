@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::agent::event::AgentEvent;
 use crate::agent::hooks::AgentHooks;
 use crate::agent::message::{AgentMessage, ThinkingLevel, Usage};
-use crate::agent::{Agent, AgentListener, AgentOptions, RunOutcome};
+use crate::agent::{Agent, AgentListener, AgentOptions, RunHandle, RunOutcome};
 use crate::cli::approve::Approval;
 use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
 use crate::cli::prompt::default_system_prompt;
@@ -57,7 +57,7 @@ pub struct RunArgs {
     /// Reasoning effort: off, minimal, low, medium, high, xhigh (clamped to what the model takes).
     #[arg(long)]
     pub thinking: Option<String>,
-    /// The prompt (several words are joined with spaces).
+    /// The prompt (several words are joined with spaces); `-` reads it from stdin.
     #[arg(required = true)]
     pub prompt: Vec<String>,
 }
@@ -87,7 +87,7 @@ pub async fn run(args: RunArgs, env: EnvSource) -> ExitCode {
 }
 
 fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
-    check_prompt(&args.prompt.join(" "))?;
+    let prompt = prompt_text(&args.prompt)?;
     let explicit_cwd = args.cwd.is_some();
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
@@ -147,7 +147,7 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
         approval: args.approve,
         json: args.json,
         stream_fn: crate::provider::default_stream_fn(),
-        prompt: args.prompt.join(" "),
+        prompt,
     })
 }
 
@@ -189,9 +189,7 @@ fn find_session(args: &RunArgs, env: &EnvSource, cwd: &Path) -> anyhow::Result<O
 /// Runs the plan's prompt to settlement. Ctrl-C (SIGINT) or SIGTERM aborts the run cleanly (the
 /// run still ends with one `agent_end` and is recorded); a second signal exits at once.
 pub async fn execute(plan: RunPlan) -> ExitCode {
-    let signals =
-        signal(SignalKind::interrupt()).and_then(|i| Ok((i, signal(SignalKind::terminate())?)));
-    let (mut interrupts, mut terminates) = match signals {
+    let mut signals = match Signals::watch() {
         Ok(s) => s,
         Err(e) => {
             eprintln!("agent-lsp: cannot watch for Ctrl-C: {e}");
@@ -204,42 +202,20 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
         Arc::new(HumanRenderer::default())
     };
     let prompt = plan.prompt.clone();
-    let (agent, recorder) = match build_agent(plan, renderer.clone()) {
-        Ok(built) => built,
+    let started = build_agent(plan, renderer.clone()).and_then(|(agent, recorder)| {
+        let handle = agent.prompt(vec![AgentMessage::user_text(prompt)])?;
+        Ok((agent, recorder, handle))
+    });
+    let (agent, recorder, handle) = match started {
+        Ok(started) => started,
         Err(e) => {
             eprintln!("agent-lsp: {e:#}");
             return ExitCode::FAILURE;
         }
     };
-    let handle = match agent.prompt(vec![AgentMessage::user_text(prompt)]) {
-        Ok(handle) => handle,
-        Err(e) => {
-            eprintln!("agent-lsp: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let mut wait = Box::pin(handle.wait());
-    let mut stopped_by: Option<u8> = None;
-    let outcome: RunOutcome = tokio::select! {
-        outcome = &mut wait => outcome,
-        _ = interrupts.recv() => {
-            stopped_by = Some(EXIT_INTERRUPTED);
-            agent.abort();
-            tokio::select! {
-                outcome = &mut wait => outcome,
-                _ = interrupts.recv() => return ExitCode::from(EXIT_INTERRUPTED),
-                _ = terminates.recv() => return ExitCode::from(EXIT_TERMINATED),
-            }
-        }
-        _ = terminates.recv() => {
-            stopped_by = Some(EXIT_TERMINATED);
-            agent.abort();
-            tokio::select! {
-                outcome = &mut wait => outcome,
-                _ = interrupts.recv() => return ExitCode::from(EXIT_INTERRUPTED),
-                _ = terminates.recv() => return ExitCode::from(EXIT_TERMINATED),
-            }
-        }
+    let (outcome, stopped_by) = match signals.wait_or_abort(&agent, handle).await {
+        Settled::Run(outcome, stopped_by) => (outcome, stopped_by),
+        Settled::ExitNow(code) => return ExitCode::from(code),
     };
     let (run_usage, session_usage) = recorder.totals();
     let aborted = stopped_by.is_some() || outcome.aborted;
@@ -258,6 +234,50 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
             ExitCode::FAILURE
         }
         None => ExitCode::SUCCESS,
+    }
+}
+
+/// SIGINT and SIGTERM, watched from before the run starts (so neither kills the process).
+struct Signals {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+/// How waiting for a run ended.
+enum Settled {
+    /// The run settled; with the exit status of the signal that aborted it, if any.
+    Run(RunOutcome, Option<u8>),
+    /// A second signal arrived while the abort was settling: exit without waiting.
+    ExitNow(u8),
+}
+
+impl Signals {
+    fn watch() -> std::io::Result<Signals> {
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// The exit status of the next signal.
+    async fn next(&mut self) -> u8 {
+        tokio::select! {
+            _ = self.interrupt.recv() => EXIT_INTERRUPTED,
+            _ = self.terminate.recv() => EXIT_TERMINATED,
+        }
+    }
+
+    async fn wait_or_abort(&mut self, agent: &Agent, handle: RunHandle) -> Settled {
+        let mut wait = Box::pin(handle.wait());
+        let code = tokio::select! {
+            outcome = &mut wait => return Settled::Run(outcome, None),
+            code = self.next() => code,
+        };
+        agent.abort();
+        tokio::select! {
+            outcome = &mut wait => Settled::Run(outcome, Some(code)),
+            code = self.next() => Settled::ExitNow(code),
+        }
     }
 }
 
@@ -368,10 +388,15 @@ impl Recorder {
     }
 }
 
-/// Refuses prompts that are only whitespace before any work starts.
-fn check_prompt(prompt: &str) -> anyhow::Result<()> {
+/// The prompt words joined, or stdin for `-`; refuses an empty prompt before any work starts.
+fn prompt_text(words: &[String]) -> anyhow::Result<String> {
+    let prompt = if words == ["-"] {
+        std::io::read_to_string(std::io::stdin()).context("cannot read the prompt from stdin")?
+    } else {
+        words.join(" ")
+    };
     if prompt.trim().is_empty() {
         bail!("the prompt is empty");
     }
-    Ok(())
+    Ok(prompt)
 }

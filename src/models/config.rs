@@ -236,10 +236,12 @@ pub fn resolve_value(raw: &str, env: &EnvSource) -> Result<String, ModelError> {
             .arg(command)
             .stdin(std::process::Stdio::null())
             .output()
-            .map_err(|e| ModelError::NotConfigured(format!("apiKey command {command:?}: {e}")))?;
+            .map_err(|e| {
+                ModelError::NotConfigured(format!("models.json command {command:?}: {e}"))
+            })?;
         if !output.status.success() {
             return Err(ModelError::NotConfigured(format!(
-                "apiKey command {command:?} failed ({})",
+                "models.json command {command:?} failed ({})",
                 output.status
             )));
         }
@@ -251,7 +253,7 @@ pub fn resolve_value(raw: &str, env: &EnvSource) -> Result<String, ModelError> {
         .or_else(|| raw.strip_prefix('$'));
     if let Some(name) = braced {
         return env.get(name).map(str::to_string).ok_or_else(|| {
-            ModelError::NotConfigured(format!("apiKey refers to ${name}, which is not set"))
+            ModelError::NotConfigured(format!("models.json refers to ${name}, which is not set"))
         });
     }
     Ok(env.get(raw).unwrap_or(raw).to_string())

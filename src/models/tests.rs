@@ -134,6 +134,7 @@ fn models_json_adds_openai_compatible_endpoints() {
         dir.join("models.json"),
         r#"{"providers": {
             "vllm": {"baseUrl": "http://127.0.0.1:8000/v1/", "api": "openai-completions", "apiKey": "$VLLM_KEY",
+                     "headers": {"x-team": "${TEAM}", "x-fixed": "literal"},
                      "compat": {"supportsDeveloperRole": false, "maxTokensField": "max_tokens"},
                      "models": [{"id": "qwen-coder", "contextWindow": 32768, "compat": {"maxTokensField": "max_completion_tokens"}}]},
             "openai": {"baseUrl": "http://127.0.0.1:7000/v1", "modelOverrides": {"gpt-4o": {"contextWindow": 64000}}}
@@ -143,12 +144,18 @@ fn models_json_adds_openai_compatible_endpoints() {
     let e = env(&[
         ("XDG_CONFIG_HOME", config.path().to_str().unwrap()),
         ("VLLM_KEY", "secret"),
+        ("TEAM", "blue"),
     ]);
     let resolved = resolve_model(Some("vllm/qwen-coder"), &e).unwrap();
     assert_eq!(resolved.model.base_url, "http://127.0.0.1:8000/v1");
     assert_eq!(resolved.model.context_window, 32768);
     assert_eq!(resolved.model.max_tokens, 16_384);
     assert_eq!(resolved.api_key.as_deref(), Some("secret"));
+    let headers = resolved.model.headers.clone().unwrap();
+    assert_eq!(
+        (headers["x-team"].as_str(), headers["x-fixed"].as_str()),
+        (Some("blue"), Some("literal"))
+    );
     let compat = resolved.model.compat.unwrap();
     assert_eq!(compat["supportsDeveloperRole"], false);
     assert_eq!(compat["maxTokensField"], "max_completion_tokens");
@@ -228,5 +235,28 @@ fn thinking_levels_are_clamped_per_provider() {
     assert_eq!(
         clamp_thinking(&sonnet, ThinkingLevel::Max),
         ThinkingLevel::Xhigh
+    );
+}
+
+#[test]
+fn config_values_resolve_like_pi() {
+    let e = env(&[("MY_KEY", "from-env")]);
+    let resolve = |raw: &str| config::resolve_value(raw, &e);
+    assert_eq!(resolve("MY_KEY").unwrap(), "from-env");
+    assert_eq!(resolve("$MY_KEY").unwrap(), "from-env");
+    assert_eq!(resolve("${MY_KEY}").unwrap(), "from-env");
+    assert_eq!(resolve("sk-literal").unwrap(), "sk-literal");
+    assert_eq!(resolve("!printf ' from-cmd\\n'").unwrap(), "from-cmd");
+    assert!(
+        resolve("$UNSET")
+            .unwrap_err()
+            .to_string()
+            .contains("$UNSET")
+    );
+    assert!(
+        resolve("!exit 3")
+            .unwrap_err()
+            .to_string()
+            .contains("failed")
     );
 }

@@ -54,9 +54,11 @@ impl ConnConfig {
         let config = ConnConfig {
             agent,
             document_changes: flag("/workspace/workspaceEdit/documentChanges"),
+            // Zed shows message actions without advertising them (zed#37902).
             message_actions: caps
                 .pointer("/window/showMessage/messageActionItem")
-                .is_some(),
+                .is_some()
+                || params.client_info.as_ref().is_some_and(|c| c.name == "Zed"),
             work_done_progress: flag("/window/workDoneProgress"),
             show_document: flag("/window/showDocument/support"),
             encoding: Encoding::negotiate(encodings.as_deref()),
@@ -107,4 +109,43 @@ fn default_cwd(params: &InitializeParams, options: &InitOptions) -> PathBuf {
         .or_else(|| uri_to_path(&root_uri?))
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn config(params: Value) -> (ConnConfig, Vec<String>) {
+        let params: InitializeParams = serde_json::from_value(params).unwrap();
+        ConnConfig::from_initialize(&params)
+    }
+
+    #[test]
+    fn reads_capabilities_and_options() {
+        let (c, warnings) = config(json!({"capabilities": {
+            "general": {"positionEncodings": ["utf-8"]},
+            "experimental": {"agent": {"events": true, "approvals": true}},
+            "window": {"workDoneProgress": true}},
+            "initializationOptions": {"approval": {"bash": "allow"}, "editTimeoutMs": 10, "client": "helix"},
+            "rootUri": "file:///tmp"}));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert!(c.events() && c.approvals() && !c.save_documents() && !c.is_generic());
+        assert_eq!(c.encoding, Encoding::Utf8);
+        assert_eq!(c.edit_timeout(), Duration::from_millis(10));
+        assert_eq!(c.cwd, PathBuf::from("/tmp"));
+        assert!(c.work_done_progress && !c.message_actions && !c.document_changes);
+    }
+
+    #[test]
+    fn zed_gets_message_actions_and_bad_options_are_reported() {
+        let (c, warnings) = config(json!({"capabilities": {}, "clientInfo": {"name": "Zed"},
+            "initializationOptions": {"approval": {"bash": "sometimes"}}}));
+        assert!(c.is_generic() && c.message_actions);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("initializationOptions"),
+            "{warnings:?}"
+        );
+    }
 }

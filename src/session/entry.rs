@@ -189,14 +189,25 @@ impl<'de> Deserialize<'de> for SessionEntry {
             Some(Value::String(t)) => t.clone(),
             _ => return Err(D::Error::custom("entry without a string `type`")),
         };
-        let kind = if KNOWN_TYPES.contains(&kind_name.as_str()) {
-            serde_json::from_value(Value::Object(map))
-                .map_err(|e| D::Error::custom(format!("invalid {kind_name} entry {id}: {e}")))?
+        let parsed = if KNOWN_TYPES.contains(&kind_name.as_str()) {
+            serde_json::from_value(Value::Object(map.clone())).map_err(|e| e.to_string())
         } else {
-            map.remove("type");
-            EntryKind::Unknown {
-                kind: kind_name,
-                fields: map,
+            Err(String::new())
+        };
+        let kind = match parsed {
+            Ok(kind) => kind,
+            // A newer pi may put shapes we do not know (a new content block type) inside a
+            // known entry type: keep the entry verbatim rather than refuse the whole session.
+            // It round-trips unchanged and contributes nothing to the context.
+            Err(reason) => {
+                if !reason.is_empty() {
+                    tracing::warn!(entry = %id, "keeping an unreadable {kind_name} entry as is: {reason}");
+                }
+                map.remove("type");
+                EntryKind::Unknown {
+                    kind: kind_name,
+                    fields: map,
+                }
             }
         };
         Ok(SessionEntry {
@@ -229,6 +240,16 @@ mod tests {
                          "timestamp": "2026-11-30T06:29:52.726Z", "seq": 7, "op": {"x": 1}});
         let entry: SessionEntry = serde_json::from_value(raw.clone()).unwrap();
         assert_eq!(entry.kind.type_name(), "lane_op");
+        assert_eq!(serde_json::to_value(&entry).unwrap(), raw);
+    }
+
+    #[test]
+    fn a_known_entry_with_an_unknown_shape_is_kept_verbatim() {
+        let raw = json!({"type": "message", "id": "0badc0de", "parentId": null,
+                         "timestamp": "2026-11-30T06:29:52.726Z",
+                         "message": {"role": "assistant", "content": [{"type": "hologram"}]}});
+        let entry: SessionEntry = serde_json::from_value(raw.clone()).unwrap();
+        assert!(matches!(entry.kind, EntryKind::Unknown { .. }));
         assert_eq!(serde_json::to_value(&entry).unwrap(), raw);
     }
 

@@ -1,6 +1,7 @@
 //! One open session: the entry tree in memory, appended to disk entry by entry.
 
 use std::collections::HashSet;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -43,7 +44,12 @@ impl Session {
         cwd: &Path,
         parent_session: Option<String>,
     ) -> Result<Session, SessionError> {
-        std::fs::create_dir_all(dir).map_err(|e| SessionError::io(dir, e))?;
+        // Conversations can hold secrets from the project: private to the user, like pi's auth.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| SessionError::io(dir, e))?;
         let header = new_header(cwd, parent_session);
         let stamp = header.timestamp.replace([':', '.'], "-");
         let path = dir.join(format!("{stamp}_{}.jsonl", header.id));
@@ -74,6 +80,9 @@ impl Session {
     /// Opens an existing file for writing: takes the writer lock, repairs a torn tail, migrates
     /// older versions to v3 (rewriting the file atomically). The leaf is the last entry.
     pub fn open_path(path: &Path) -> Result<Session, SessionError> {
+        if !path.is_file() {
+            return Err(SessionError::NotFound(path.display().to_string()));
+        }
         let mut writer = Writer::open(path)?;
         let loaded = load_lines(path, true)?;
         // A repair replaced the file by rename; append to the new one.

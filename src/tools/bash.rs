@@ -155,20 +155,28 @@ pub async fn run_command(
         .unwrap_or_else(std::env::temp_dir);
     let mut out = OutputBuffer::new(spill_dir);
     let deadline = timeout.map(|s| tokio::time::Instant::now() + Duration::from_secs_f64(s));
-    let mut last_update: Option<Instant> = None;
+    // Updates go out at most every UPDATE_INTERVAL; output that arrived inside a window is sent
+    // when the window closes, so a burst followed by silence is still shown.
+    let mut last_update: Option<tokio::time::Instant> = None;
+    let mut dirty = false;
     let mut open = true;
     let end = loop {
+        let flush_at = last_update.map(|t| t + UPDATE_INTERVAL);
         tokio::select! {
             chunk = rx.recv(), if open => match chunk {
                 Some(bytes) => {
                     out.push(&bytes);
-                    if last_update.is_none_or(|t| t.elapsed() >= UPDATE_INTERVAL) {
-                        last_update = Some(Instant::now());
-                        let (text, details) = out.render();
-                        on_update.update(AgentToolResult { details: Some(details), ..AgentToolResult::text(text) });
+                    dirty = true;
+                    if flush_at.is_none_or(|t| tokio::time::Instant::now() >= t) {
+                        send_update(&on_update, &mut out);
+                        (last_update, dirty) = (Some(tokio::time::Instant::now()), false);
                     }
                 }
                 None => open = false,
+            },
+            _ = sleep_until(flush_at), if dirty => {
+                send_update(&on_update, &mut out);
+                (last_update, dirty) = (Some(tokio::time::Instant::now()), false);
             },
             status = child.wait() => break match status {
                 Ok(s) => End::Exited(s),
@@ -202,6 +210,14 @@ impl Drop for GroupGuard {
             let _ = killpg(pgid, Signal::SIGKILL);
         }
     }
+}
+
+fn send_update(on_update: &ToolUpdater, out: &mut OutputBuffer) {
+    let (text, details) = out.render();
+    on_update.update(AgentToolResult {
+        details: Some(details),
+        ..AgentToolResult::text(text)
+    });
 }
 
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {

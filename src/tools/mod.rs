@@ -6,6 +6,14 @@
 //! is [`DiskWorkspace`]. Writes are atomic, keep line endings and permissions, refuse to clobber
 //! a file changed since the agent read it ([`ReadTracker`]) and are serialised per file
 //! ([`FileMutationQueue`]).
+//!
+//! Directory walks (`grep`, `find`, `ls`) read the disk below a resolved path directly, with
+//! [`Workspace::open_documents`] overlaying it, so they stay fast on large trees.
+//!
+//! Differences from pi, on purpose: writes are atomic and conflict-checked; `grep`/`find` use
+//! ripgrep's libraries in-process (no `rg`/`fd` download); `read` attaches images as they are
+//! (no resizing to 2000×2000, no BMP conversion; images over [`read::MAX_IMAGE_BYTES`] are
+//! refused with an explanation); truncation `details` omit the duplicated `content` text.
 
 mod bash;
 mod bash_output;
@@ -19,7 +27,7 @@ mod image;
 mod ls;
 pub mod paths;
 mod preview;
-mod read;
+pub mod read;
 mod tracker;
 pub mod truncate;
 pub mod workspace;

@@ -186,5 +186,13 @@ mod tests {
         assert_eq!(clean_input("@a\u{00A0}b").unwrap(), PathBuf::from("a b"));
         assert!(clean_input("").is_err());
         assert!(clean_input("~bob/x").is_err());
+        match std::env::var_os("HOME") {
+            Some(home) => {
+                let notes = clean_input("~/notes/a.md").unwrap();
+                assert_eq!(notes, PathBuf::from(&home).join("notes/a.md"));
+                assert_eq!(clean_input("~").unwrap(), PathBuf::from(home));
+            }
+            None => assert!(clean_input("~/x").is_err()),
+        }
     }
 }

@@ -18,6 +18,9 @@ Images (PNG, JPEG, GIF, WebP) are returned as image attachments. \
 Paths are relative to the workspace root; an absolute path must lie inside the workspace. \
 Read a file before editing it, and again if an edit reports it was modified.";
 
+/// Largest image attached as-is: base64 of it stays under the 5 MB providers accept.
+pub const MAX_IMAGE_BYTES: usize = 3_750_000;
+
 /// The `read` tool.
 pub struct ReadTool {
     ctx: ToolContext,
@@ -81,6 +84,14 @@ async fn run(
     check_abort(&cancel)?;
     ctx.tracker.record(&abs, snap.fingerprint);
     if let Some(mime) = sniff_image(&snap.bytes) {
+        if snap.bytes.len() > MAX_IMAGE_BYTES {
+            return Err(ToolError::new(format!(
+                "Cannot attach {path}: the {mime} image is {}, over the {} limit (images are not resized). \
+                 Use bash to make a smaller copy if an image tool is installed.",
+                format_size(snap.bytes.len()),
+                format_size(MAX_IMAGE_BYTES)
+            )));
+        }
         return Ok(image_result(mime, &snap.bytes));
     }
     if looks_binary(&snap.bytes) {

@@ -114,6 +114,12 @@ fn a_session_round_trips_and_is_valid_pi_v3() {
         "{}",
         path.display()
     );
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(path.parent().unwrap())
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o700, "session directories are private");
     assert!(
         path.file_name()
             .unwrap()
@@ -526,4 +532,35 @@ fn summary_roles_are_not_stored_as_messages() {
     )
     .unwrap();
     assert!(session.append_message(&summary).is_err());
+}
+
+/// A crash can cut the file at any byte: opening always succeeds past the header, keeps exactly
+/// the whole entries before the cut, and leaves a file that appends cleanly.
+#[test]
+fn a_file_cut_at_any_byte_reopens_to_its_complete_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SessionStore::new(dir.path());
+    let mut session = store.create(Path::new("/p"), Some(&model())).unwrap();
+    for message in tool_turn() {
+        session.append_message(&message).unwrap();
+    }
+    let path = session.path().unwrap().to_path_buf();
+    drop(session);
+    let full = std::fs::read(&path).unwrap();
+    let header_len = full.iter().position(|b| *b == b'\n').unwrap() + 1;
+    for cut in (header_len..full.len()).step_by(11).chain([full.len() - 1]) {
+        std::fs::write(&path, &full[..cut]).unwrap();
+        let kept = &full[..cut];
+        let tail_start = kept.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        // A last line cut just before its newline is still a whole entry, and is kept.
+        let tail_whole = serde_json::from_slice::<serde_json::Value>(&kept[tail_start..]).is_ok();
+        let complete = kept.iter().filter(|b| **b == b'\n').count() - 1 + usize::from(tail_whole);
+        let mut reopened = store.open(path.to_str().unwrap()).unwrap();
+        assert_eq!(reopened.entries().len(), complete, "cut at {cut}");
+        reopened
+            .append_message(&AgentMessage::user_text("after"))
+            .unwrap();
+        drop(reopened);
+        assert_valid_pi_v3(&path);
+    }
 }

@@ -271,3 +271,30 @@ async fn a_provider_error_exits_1_with_the_message_on_stderr() {
             || events.iter().any(|e| e["type"] == "message_end")
     );
 }
+
+#[tokio::test]
+async fn a_dash_reads_the_prompt_from_stdin() {
+    let mock = mock(vec![MockResponse::text("got it")]).await;
+    let env = CliEnv::with_mock(&mock);
+    let mut cmd = env.command(&["run", "--no-session", "--model", MODEL, "-"]);
+    cmd.stdin(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stdin, b"a prompt\nfrom a pipe\n")
+        .await
+        .unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().await.unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let texts = request_texts(&mock.requests()[0].body);
+    assert_eq!(texts.last().unwrap().1, "a prompt\nfrom a pipe\n");
+    assert!(
+        env.session_files().is_empty(),
+        "--no-session writes nothing"
+    );
+    let out = env
+        .run(&["run", "--no-session", "--model", MODEL, "  "])
+        .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("the prompt is empty"));
+}

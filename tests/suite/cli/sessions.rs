@@ -89,6 +89,9 @@ async fn sessions_list_shows_id_cwd_name_time_and_count() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["id"], id.as_str());
     assert_eq!(rows[0]["messageCount"], 2);
+    // `--cwd` alone means the current directory (the project, where the binary runs).
+    let rows = json_lines(&env.run(&["sessions", "list", "--cwd", "--json"]).await);
+    assert_eq!(rows.len(), 1);
     let elsewhere = tempfile::tempdir().unwrap();
     let out = env
         .run(&[
@@ -169,4 +172,26 @@ async fn a_pi_session_file_continues_through_the_binary() {
     assert_eq!(new[0]["parentId"], "a0000011");
     assert_eq!(new[1]["thinkingLevel"], "off");
     assert_valid_pi_v3(&file);
+}
+
+/// One writer per session: a second run on a session in use is refused with a clear error.
+#[tokio::test]
+async fn a_session_in_use_is_refused_to_a_second_run() {
+    let mock = mock(vec![super::slow_text(&"busy ".repeat(60))]).await;
+    let env = CliEnv::with_mock(&mock);
+    let mut first = env.spawn(&["run", "--model", MODEL, "long"]);
+    let mut stdout_pipe = first.stdout.take().unwrap();
+    let mut byte = [0u8; 1];
+    tokio::io::AsyncReadExt::read_exact(&mut stdout_pipe, &mut byte)
+        .await
+        .unwrap();
+    let file = env.session_files().remove(0);
+    let out = env
+        .run(&["run", "--session", file.to_str().unwrap(), "second"])
+        .await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("in use by another agent-lsp process"), "{err}");
+    first.start_kill().unwrap();
+    first.wait().await.unwrap();
 }

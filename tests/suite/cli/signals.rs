@@ -138,3 +138,45 @@ async fn a_killed_run_resumes_with_continue() {
         1
     );
 }
+
+/// `kill -9` while a tool runs: the call is on disk without its result; the resumed run still
+/// sends a valid history (the provider layer answers the orphan call, as pi does). The orphaned
+/// `sleep` ends on its own within seconds.
+#[tokio::test]
+async fn a_run_killed_during_a_tool_resumes_with_a_valid_history() {
+    let mock = mock(vec![
+        MockResponse::tool_call("c1", "bash", json!({"command": "sleep 5"})),
+        MockResponse::text("Resumed."),
+    ])
+    .await;
+    let env = CliEnv::with_mock(&mock);
+    let mut child = env.spawn(&[
+        "run",
+        "--json",
+        "--approve",
+        "all",
+        "--model",
+        MODEL,
+        "wait",
+    ]);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    read_until(&mut lines, |e| e["type"] == "tool_execution_start").await;
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+
+    let out = env
+        .run(&["run", "--continue", "--approve", "all", "go on"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+    let texts = request_texts(&mock.requests()[1].body);
+    let roles: Vec<&str> = texts.iter().skip(1).map(|(r, _)| r.as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool", "user"], "{texts:?}");
+    let file = &env.session_files()[0];
+    assert_valid_pi_v3(file);
+    let roles: Vec<String> = session_lines(file)
+        .iter()
+        .filter_map(|l| l["message"]["role"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+}

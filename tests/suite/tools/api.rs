@@ -169,3 +169,30 @@ async fn cancelled_calls_report_pi_abort_texts_and_change_nothing() {
     assert_eq!(h.get_str("f.txt"), "a\n");
     assert!(!h.path("g.txt").exists());
 }
+
+#[tokio::test]
+async fn bash_options_prefix_env_and_shell() {
+    use agent_lsp::agent::tool::ToolUpdater;
+    use tokio_util::sync::CancellationToken;
+    let dir = tempfile::tempdir().unwrap();
+    let ws: Arc<dyn Workspace> = Arc::new(DiskWorkspace::new(dir.path(), vec![]).unwrap());
+    let opts = ToolOptions {
+        only: Some(vec!["bash".into()]),
+        shell: Some("/bin/sh".into()),
+        command_prefix: Some("GREETING=hello".into()),
+        env: vec![("AGENT_SESSION".into(), "s-1".into())],
+        spill_dir: Some(dir.path().to_path_buf()),
+        read_tracker: None,
+    };
+    let bash = coding_tools(ws, opts).pop().unwrap();
+    let r = bash
+        .execute(
+            "c".into(),
+            json!({"command": "echo $GREETING $AGENT_SESSION; echo $0"}),
+            CancellationToken::new(),
+            ToolUpdater::none(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.content[0].as_text(), Some("hello s-1\n/bin/sh"));
+}

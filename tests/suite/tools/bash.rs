@@ -204,3 +204,30 @@ async fn dropping_a_running_call_kills_its_group() {
         "child {pid} outlived the dropped call"
     );
 }
+
+#[tokio::test]
+async fn a_burst_followed_by_silence_is_still_streamed() {
+    let h = Harness::new();
+    let (updater, mut rx) = ToolUpdater::channel();
+    let cancel = CancellationToken::new();
+    let call = h.call_with(
+        "bash",
+        json!({"command": "echo a; sleep 0.02; echo b; sleep 1000"}),
+        cancel.clone(),
+        updater,
+    );
+    tokio::pin!(call);
+    // The second line arrives inside the first throttle window; it must still be sent.
+    let seen = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            tokio::select! {
+                r = &mut call => panic!("ended early: {r:?}"),
+                Some(u) = rx.recv() => if text(&u) == "a\nb" { break },
+            }
+        }
+    })
+    .await;
+    assert!(seen.is_ok(), "the trailing output was never streamed");
+    cancel.cancel();
+    assert!(call.await.unwrap_err().message.ends_with("Command aborted"));
+}

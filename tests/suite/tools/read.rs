@@ -103,3 +103,15 @@ async fn images_are_sniffed_by_content_and_binaries_refused() {
         "dir is a directory, not a file. Use ls to list it."
     );
 }
+
+#[tokio::test]
+async fn oversized_images_are_refused_not_resized() {
+    let h = Harness::new();
+    let mut gif = b"GIF89a".to_vec();
+    gif.resize(agent_lsp::tools::read::MAX_IMAGE_BYTES + 500_000, 0);
+    h.put("huge.gif", &gif);
+    assert_eq!(
+        h.err_text("read", json!({"path": "huge.gif"})).await,
+        "Cannot attach huge.gif: the image/gif image is 4.1MB, over the 3.6MB limit (images are not resized). Use bash to make a smaller copy if an image tool is installed."
+    );
+}
