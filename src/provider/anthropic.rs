@@ -82,7 +82,7 @@ impl StreamFn for AnthropicMessages {
             }
             let request = build_request(&model, &context, &options);
             let mut headers = headers(key.as_deref(), &request.betas);
-            apply_model_headers(&mut headers, &model);
+            apply_model_headers(&mut headers, &model, &options);
             let target = HttpTarget {
                 url: endpoint(&model),
                 headers,

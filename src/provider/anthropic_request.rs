@@ -92,6 +92,9 @@ pub fn build_request(
             betas.push(BETA_INTERLEAVED);
         }
         None => {
+            if model.reasoning {
+                body.insert("thinking".into(), json!({"type": "disabled"}));
+            }
             if let Some(t) = options.temperature {
                 body.insert("temperature".into(), json!(t));
             }

@@ -267,6 +267,11 @@ impl Assembler {
 }
 
 fn finish_arguments(call: &mut ToolCall, parser: &PartialJson) {
+    if call.id.is_empty() {
+        // Some local servers omit ids; the loop and the next request need one to pair results.
+        let unique = uuid::Uuid::new_v4().simple().to_string();
+        call.id = format!("call_{}", &unique[..24]);
+    }
     match parser.finish() {
         Ok(map) => call.arguments = Value::Object(map),
         Err(error) => {

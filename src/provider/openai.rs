@@ -65,7 +65,7 @@ impl StreamFn for OpenAiCompletions {
             if let Some(key) = key {
                 headers.push(("authorization".to_string(), format!("Bearer {key}")));
             }
-            apply_model_headers(&mut headers, &model);
+            apply_model_headers(&mut headers, &model, &options);
             let target = HttpTarget {
                 url: endpoint(&model),
                 headers,

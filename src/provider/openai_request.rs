@@ -100,6 +100,10 @@ pub fn build_body(model: &Model, context: &LlmContext, options: &StreamOptions) 
     if let Some(t) = options.temperature {
         body.insert("temperature".into(), json!(t));
     }
+    if let (Some(session), true) = (&options.session_id, compat.store) {
+        // Official OpenAI: route a session's requests to the same prompt cache.
+        body.insert("prompt_cache_key".into(), json!(session));
+    }
     let has_tool_history = history
         .iter()
         .any(|m| matches!(m, AgentMessage::ToolResult(_)));

@@ -72,3 +72,53 @@ impl StreamFn for ProviderRouter {
 pub fn default_stream_fn() -> Arc<dyn StreamFn> {
     Arc::new(ProviderRouter::with_defaults())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(mut stream: AssistantEventStream) -> Vec<AssistantMessageEvent> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut events = Vec::new();
+            while let Some(event) = stream.next().await {
+                events.push(event);
+            }
+            events
+        })
+    }
+
+    #[test]
+    fn outside_a_runtime_the_stream_is_a_single_error() {
+        let model = Model {
+            api: openai::API.into(),
+            base_url: "http://127.0.0.1:9".into(),
+            ..Model::default()
+        };
+        let stream =
+            default_stream_fn().stream(&model, LlmContext::default(), StreamOptions::default());
+        let events = drain(stream);
+        assert_eq!(events.len(), 1);
+        let AssistantMessageEvent::Error { reason, error } = &events[0] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(*reason, StopReason::Error);
+        assert_eq!(
+            error.error_message.as_deref(),
+            Some("no tokio runtime to stream on")
+        );
+    }
+
+    #[test]
+    fn registered_apis_are_listed_and_replaceable() {
+        let mut router = ProviderRouter::with_defaults();
+        assert_eq!(
+            router.apis(),
+            ["anthropic-messages", "openai-completions", "scripted"]
+        );
+        router.register("custom", Arc::new(ScriptedProvider::new(Vec::new())));
+        assert!(router.apis().contains(&"custom".to_string()));
+    }
+}

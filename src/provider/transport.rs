@@ -201,6 +201,23 @@ async fn attempt<P: WireParser>(
             Attempt::Failed(message)
         };
     }
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if content_type.contains("json") {
+        // A server that ignored `stream: true` (or a proxy error page with status 200).
+        let body = tokio::select! {
+            _ = signal.cancelled() => return Attempt::Aborted,
+            body = response.text() => body.unwrap_or_default(),
+        };
+        let shown: String = body.trim().chars().take(500).collect();
+        return Attempt::Failed(format!(
+            "Expected an event stream but the server answered {content_type}: {shown}"
+        ));
+    }
     stream_body(response, options, asm, parser).await
 }
 
@@ -262,9 +279,20 @@ pub fn streaming_client() -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot create the HTTP client: {}", error_chain(&e)))
 }
 
-/// Adds the model's configured headers; a `null` value removes a default header.
-pub fn apply_model_headers(headers: &mut Vec<(String, String)>, model: &super::Model) {
-    for (name, value) in model.headers.iter().flatten() {
+/// Adds the model's configured headers, then the request's (`options.extra.headers`); a `null`
+/// value removes a default header.
+pub fn apply_model_headers(
+    headers: &mut Vec<(String, String)>,
+    model: &super::Model,
+    options: &StreamOptions,
+) {
+    let from_options = options.extra.get("headers").and_then(Value::as_object);
+    for (name, value) in model
+        .headers
+        .iter()
+        .flatten()
+        .chain(from_options.into_iter().flatten())
+    {
         headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         match value {
             Value::Null => {}

@@ -335,7 +335,11 @@ fn decide(shared: &Shared, request: &HttpRequest, record: &mut RecordedRequest) 
         return Reply::plain(500, error_body("mock_error", "no more scripted responses"));
     };
     record.response_index = Some(index);
-    if let Some(status) = response.status.filter(|s| *s != 200) {
+    // A 200 with a body is a plain (non-streaming) answer, like a server ignoring `stream`.
+    if let Some(status) = response
+        .status
+        .filter(|s| *s != 200 || response.body.is_some())
+    {
         record.status = status;
         let body = response
             .body

@@ -41,7 +41,8 @@
 //!   deliberately splitting UTF-8 characters across chunk boundaries), `delayMs` (before each SSE
 //!   chunk, or each write with `writeBytes`).
 //! - faults: `status` + `body` (+ `retryAfter`: seconds or a raw header value such as an HTTP
-//!   date) answers with that status instead of a stream; `refuse: true` closes the connection
+//!   date) answers with that status instead of a stream (`status` 200 with a `body` is a plain
+//!   JSON answer, as from a server that ignores `stream`); `refuse: true` closes the connection
 //!   without reading it; `disconnectAfterChunks: n` cuts the connection after n SSE chunks;
 //!   `malformedAfterChunks: n` inserts a non-JSON `data:` line after n chunks; `omitDone` drops
 //!   `data: [DONE]` / `message_stop`; `omitStopReason` drops the `finish_reason` / the

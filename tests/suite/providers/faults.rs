@@ -411,3 +411,22 @@ async fn exhausted_script_and_unknown_api() {
         "No provider registered for api: martian-api"
     );
 }
+
+#[tokio::test]
+async fn a_non_streaming_json_answer_is_a_clear_error() {
+    for api in APIS {
+        let mock = mock(r#"{"responses": [{"status": 200, "body": "{\"choices\": []}"}]}"#).await;
+        let events = run(
+            &model_for(api, &mock),
+            user_context("x"),
+            StreamOptions::default(),
+        )
+        .await;
+        let text = error_text(&events);
+        assert!(
+            text.starts_with("Expected an event stream but the server answered application/json"),
+            "{api}: {text}"
+        );
+        assert!(text.ends_with(r#"{"choices": []}"#));
+    }
+}

@@ -219,3 +219,34 @@ async fn the_binary_announces_its_urls_serves_and_logs() {
     assert_eq!(entry["path"], "/v1/chat/completions");
     assert_eq!(entry["body"]["messages"][0]["content"], "logged");
 }
+
+#[tokio::test]
+async fn the_shared_process_helper_serves_both_apis() {
+    use crate::suite::support::mock_provider::MockProcess;
+    let dir = tempfile::tempdir().unwrap();
+    let mock = MockProcess::start(
+        dir.path(),
+        &json!({"responses": [{"text": "one"}, {"text": "two"}]}),
+    );
+    assert!(
+        mock.openai_base_url
+            .ends_with(&format!(":{}/v1", mock.port))
+    );
+    let (_, body) = post(
+        &format!("{}/chat/completions", mock.openai_base_url),
+        &user("a"),
+    )
+    .await;
+    assert!(body.contains(r#""content":"one""#));
+    let (_, body) = post(
+        &format!("{}/v1/messages", mock.anthropic_base_url),
+        &user("b"),
+    )
+    .await;
+    assert!(body.contains(r#""text":"two""#));
+    let paths: Vec<Value> = mock.requests().iter().map(|r| r["path"].clone()).collect();
+    assert_eq!(
+        paths,
+        [json!("/v1/chat/completions"), json!("/v1/messages")]
+    );
+}

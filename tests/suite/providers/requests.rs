@@ -376,3 +376,49 @@ async fn user_images_and_blocks_convert() {
     let (body, _) = recorded_body("anthropic-messages", context, StreamOptions::default()).await;
     assert_eq!(body["messages"][0]["content"][1]["source"]["data"], "cGl4");
 }
+
+#[tokio::test]
+async fn model_and_request_headers_apply_and_null_removes_a_default() {
+    for api in APIS {
+        let mock = mock(r#"{"responses": [{"text": "ok"}]}"#).await;
+        let mut model = model_for(api, &mock);
+        model.headers = json!({"x-custom": "model", "x-model-only": "m", "accept": null})
+            .as_object()
+            .cloned();
+        let mut options = StreamOptions {
+            api_key: Some("k".into()),
+            ..StreamOptions::default()
+        };
+        options
+            .extra
+            .insert("headers".into(), json!({"x-custom": "request"}));
+        done(&run(&model, user_context("x"), options).await);
+        let request = mock.requests().remove(0);
+        assert_eq!(request.header("x-custom"), Some("request"), "{api}");
+        assert_eq!(request.header("x-model-only"), Some("m"));
+        assert_ne!(
+            request.header("accept"),
+            Some("text/event-stream"),
+            "{api}: null removed it"
+        );
+    }
+}
+
+#[tokio::test]
+async fn hosted_apis_without_a_key_fail_before_any_request() {
+    for (api, base_url) in [
+        ("openai-completions", "https://api.openai.com/v1"),
+        ("anthropic-messages", "https://api.anthropic.com"),
+    ] {
+        // A provider id with no environment variable, so the test never depends on the host's env.
+        let model = agent_lsp::provider::Model {
+            id: "m".into(),
+            api: api.into(),
+            provider: "keyless-test".into(),
+            base_url: base_url.into(),
+            ..agent_lsp::provider::Model::default()
+        };
+        let events = run(&model, user_context("x"), StreamOptions::default()).await;
+        assert_eq!(error_text(&events), "No API key for provider: keyless-test");
+    }
+}

@@ -180,3 +180,22 @@ async fn openai_stream_without_done_marker_but_with_finish_reason_succeeds() {
     .await;
     assert_eq!(done(&events).1.text(), "ok");
 }
+
+#[tokio::test]
+async fn tool_calls_without_ids_get_generated_ones() {
+    let mock = mock(r#"{"responses": [{"toolCalls": [{"id": "", "name": "read", "arguments": {"path": "a"}}]}]}"#).await;
+    let events = run(
+        &model_for("openai-completions", &mock),
+        user_context("x"),
+        StreamOptions::default(),
+    )
+    .await;
+    let (_, message) = done(&events);
+    let call = message.tool_calls().next().unwrap();
+    assert!(
+        call.id.starts_with("call_") && call.id.len() == 29,
+        "{}",
+        call.id
+    );
+    assert_eq!(call.arguments, json!({"path": "a"}));
+}

@@ -2,6 +2,7 @@
 
 pub mod cli_run;
 pub mod lsp_client;
+pub mod mock_provider;
 pub mod mock_stream;
 pub mod pi_session;
 pub mod tool_harness;
