@@ -60,7 +60,22 @@ local function lsp_diagnostics(bufnr, own_ns)
       list[#list + 1] = d
     end
   end
-  return vim.lsp.diagnostic.from(list)
+  if vim.lsp.diagnostic.from then
+    return vim.lsp.diagnostic.from(list)
+  end
+  -- Older runtimes: the same conversion by hand (columns are bytes, i.e. utf-8 positions).
+  return vim.tbl_map(function(d)
+    return {
+      range = {
+        start = { line = d.lnum, character = d.col },
+        ["end"] = { line = d.end_lnum or d.lnum, character = d.end_col or d.col },
+      },
+      severity = d.severity,
+      message = d.message,
+      source = d.source,
+      code = d.code,
+    }
+  end, list)
 end
 
 --- Sends `agent/diagnostics {uri, diagnostics}` for one buffer.
