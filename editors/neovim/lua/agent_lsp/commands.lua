@@ -53,12 +53,13 @@ function M.selection_context(bufnr, l1, l2)
   )
 end
 
-local function adopt(result)
+local function adopt(result, client_id)
   if type(result) == "table" and result.sessionId then
     if state.current ~= result.sessionId then
       state.current = result.sessionId
     end
     local s = state.session(result.sessionId)
+    s.client_id = client_id or s.client_id
     if result.runId then
       s.run_id = result.runId
     end
@@ -79,8 +80,8 @@ function M.prompt(text, opts)
     message = message(text, opts.context),
     streamingBehavior = opts.streaming_behavior,
   }
-  lsp().request(protocol.methods.prompt, params, function(result)
-    adopt(result)
+  lsp().request(protocol.methods.prompt, params, function(result, client_id)
+    adopt(result, client_id)
     if opts.on_result then
       opts.on_result(result)
     end
@@ -170,13 +171,13 @@ end
 ---@param cwd string?
 ---@param on_result fun(r: table)?
 function M.new_session(cwd, on_result)
-  lsp().request(protocol.methods.new_session, { cwd = cwd }, function(result)
-    adopt(result)
+  lsp().request(protocol.methods.new_session, { cwd = cwd }, function(result, client_id)
+    adopt(result, client_id)
     chat.clear()
     if on_result then
       on_result(result)
     end
-  end)
+  end, { for_session = false })
 end
 
 --- Picks one of this connection's sessions (or a new one) with `vim.ui.select`.

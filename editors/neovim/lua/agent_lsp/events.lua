@@ -91,13 +91,14 @@ M.listeners = {}
 
 --- Handles one `$/agentEvent` notification.
 ---@param params table {sessionId, runId, seq, event}
-function M.on_event(params)
+---@param client_id integer? the daemon it came from
+function M.on_event(params, client_id)
   if type(params) ~= "table" or type(params.event) ~= "table" then
     return
   end
   local before = state.sessions[params.sessionId]
   local status, tokens = before and before.status, before and before.tokens
-  local s = state.apply(params)
+  local s = state.apply(params, client_id)
   if s.status ~= status or s.tokens ~= tokens then
     -- Statuslines only redraw on their own at the next screen update; ask for one.
     pcall(vim.cmd.redrawstatus)

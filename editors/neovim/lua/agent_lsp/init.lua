@@ -20,8 +20,8 @@ local function handlers()
   local documents = require("agent_lsp.documents")
   local events = require("agent_lsp.events")
   return {
-    [protocol.server.event] = function(_, params)
-      events.on_event(params)
+    [protocol.server.event] = function(_, params, ctx)
+      events.on_event(params, ctx and ctx.client_id)
     end,
     [protocol.server.before_tool_call] = approval.handler,
     [protocol.server.save_documents] = documents.save_handler,
@@ -55,9 +55,11 @@ function M.lsp_config(opts)
         end
       end)
     end,
-    on_exit = function()
-      require("agent_lsp.approval").cancel(nil)
-      state.reset()
+    on_exit = function(_, _, client_id)
+      -- Only this daemon's sessions die with it (one daemon runs per workspace root).
+      for _, id in ipairs(state.forget_client(client_id)) do
+        require("agent_lsp.approval").cancel(id)
+      end
     end,
   }
 end
@@ -78,27 +80,46 @@ function M.setup(user)
   M._setup_done = true
 end
 
---- The running client, if any. A client that has stopped stays listed until Neovim's exit
---- callback runs, so stopped ones are skipped here.
----@return vim.lsp.Client?
-function M.client()
-  for _, c in ipairs(vim.lsp.get_clients({ name = config.options.name })) do
+--- Live clients: a stopped client stays listed until Neovim's exit callback runs.
+---@param filter table?
+---@return vim.lsp.Client[]
+local function live(filter)
+  local out = {}
+  local f = vim.tbl_extend("force", { name = config.options.name }, filter or {})
+  for _, c in ipairs(vim.lsp.get_clients(f)) do
     if not c:is_stopped() then
-      return c
+      out[#out + 1] = c
     end
   end
-  return nil
+  return out
+end
+
+--- The client to talk to. One daemon runs per workspace root, so: the daemon that owns the
+--- current session (the one the chat shows), else the current buffer's, else any.
+---@param opts {for_session: boolean?}? `for_session = false` skips the session owner (new sessions)
+---@return vim.lsp.Client?
+function M.client(opts)
+  local s = state.current and state.sessions[state.current]
+  if s and s.client_id and not (opts and opts.for_session == false) then
+    for _, c in ipairs(live()) do
+      if c.id == s.client_id then
+        return c
+      end
+    end
+  end
+  return live({ bufnr = vim.api.nvim_get_current_buf() })[1] or live()[1]
 end
 
 --- Calls `fn` with an initialized client, starting the daemon when no buffer has started it
 --- yet (for example `:AgentPrompt` in an empty Neovim).
 ---@param fn fun(client: vim.lsp.Client)
-function M.with_client(fn)
+---@param opts {for_session: boolean?}?
+function M.with_client(fn, opts)
   if not M._setup_done then
     vim.notify('agent-lsp: call require("agent_lsp").setup() first', vim.log.levels.ERROR)
     return
   end
-  local client = M.client()
+  local client = M.client(opts)
   if client and client.initialized then
     return fn(client)
   end
@@ -125,11 +146,13 @@ function M.with_client(fn)
   end
 end
 
---- Sends a request to the daemon; `on_result(result)` runs on success, errors are notified.
+--- Sends a request to the daemon; `on_result(result, client_id)` runs on success, errors are
+--- notified.
 ---@param method string
 ---@param params table
----@param on_result fun(result: any)?
-function M.request(method, params, on_result)
+---@param on_result fun(result: any, client_id: integer)?
+---@param opts {for_session: boolean?}?
+function M.request(method, params, on_result, opts)
   M.with_client(function(client)
     local sent = client:request(method, params, function(err, result)
       if err then
@@ -137,13 +160,13 @@ function M.request(method, params, on_result)
         return
       end
       if on_result then
-        on_result(result)
+        on_result(result, client.id)
       end
     end)
     if not sent then
       vim.notify("agent-lsp: the daemon is not running (see :LspLog)", vim.log.levels.ERROR)
     end
-  end)
+  end, opts)
 end
 
 --- Statusline component: `agent: idle`, `agent: running 1.2k tok +1q`, `agent: approval`.

@@ -19,6 +19,7 @@ local M = {}
 ---@field gaps integer sequence gaps observed (should stay 0)
 ---@field aborted boolean whether the last settled run was aborted
 ---@field model string?
+---@field client_id integer? the LSP client (daemon) the session lives in
 
 ---@type table<string, agent_lsp.Session>
 M.sessions = {}
@@ -49,10 +50,29 @@ function M.session(id)
   return s
 end
 
---- Forgets everything (used when the client stops).
+--- Forgets everything.
 function M.reset()
   M.sessions = {}
   M.current = nil
+end
+
+--- Forgets the sessions of a daemon that exited; returns their ids.
+---@param client_id integer?
+---@return string[]
+function M.forget_client(client_id)
+  local gone = {}
+  for id, s in pairs(M.sessions) do
+    if s.client_id == nil or s.client_id == client_id then
+      gone[#gone + 1] = id
+    end
+  end
+  for _, id in ipairs(gone) do
+    M.sessions[id] = nil
+    if M.current == id then
+      M.current = nil
+    end
+  end
+  return gone
 end
 
 --- Text of a queued message (`QueuedMessage {messageId, text}`).
@@ -67,9 +87,11 @@ end
 
 --- Updates session state from one `$/agentEvent` notification. Returns the session.
 ---@param params {sessionId:string, runId:string?, seq:integer, event:table}
+---@param client_id integer?
 ---@return agent_lsp.Session
-function M.apply(params)
+function M.apply(params, client_id)
   local s = M.session(params.sessionId)
+  s.client_id = client_id or s.client_id
   if type(params.seq) == "number" then
     if s.last_seq > 0 and params.seq ~= s.last_seq + 1 then
       s.gaps = s.gaps + 1
