@@ -32,6 +32,7 @@ function M.ensure_buf()
   vim.bo[buf].swapfile = false
   vim.bo[buf].filetype = "markdown"
   vim.bo[buf].modifiable = false
+  vim.keymap.set("n", "q", "<cmd>close<cr>", { buffer = buf, desc = "agent-lsp: close the chat" })
   M.buf = buf
   tools = {}
   return buf
