@@ -2,8 +2,10 @@
 //! loopback for tests of the CLI, the daemon and editor integrations.
 //!
 //! Prints one JSON line `{"port", "openaiBaseUrl", "anthropicBaseUrl"}` on stdout once it
-//! listens, then serves until killed, interrupted, or stdin closes. The script format is
-//! documented in `agent_lsp::testing`.
+//! listens, then serves until killed, interrupted, or stdin closes. Only a pipe, socket or
+//! terminal on stdin is watched: with stdin at `/dev/null` or a file (a background job, a
+//! process spawned with stdin ignored) it serves until killed instead of exiting at once. The
+//! script format is documented in `agent_lsp::testing`.
 
 use std::path::PathBuf;
 
@@ -39,12 +41,26 @@ async fn main() -> anyhow::Result<()> {
         .write_all(format!("{}\n", mock.announcement()).as_bytes())
         .await?;
     stdout.flush().await?;
+    let watch_stdin = stdin_is_a_channel();
     tokio::select! {
-        _ = stdin_closed() => {}
+        _ = stdin_closed(), if watch_stdin => {}
         _ = tokio::signal::ctrl_c() => {}
     }
     mock.shutdown();
     Ok(())
+}
+
+/// Whether stdin is something whose closing means "stop" (a pipe, socket or terminal), as
+/// opposed to `/dev/null` or a file, which are at end of file from the start.
+fn stdin_is_a_channel() -> bool {
+    use std::io::IsTerminal as _;
+    use std::os::unix::fs::FileTypeExt as _;
+    if std::io::stdin().is_terminal() {
+        return true;
+    }
+    std::fs::metadata("/dev/stdin")
+        .map(|m| m.file_type().is_fifo() || m.file_type().is_socket())
+        .unwrap_or(false)
 }
 
 /// Resolves when stdin reaches end of file (the parent went away) or fails.

@@ -6,6 +6,7 @@ pub mod approve;
 pub mod demo;
 pub mod output;
 pub mod prompt;
+pub mod recorder;
 pub mod run;
 pub mod sessions_cmd;
 

@@ -2,20 +2,20 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Args;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 
-use crate::agent::event::AgentEvent;
 use crate::agent::hooks::AgentHooks;
-use crate::agent::message::{AgentMessage, ThinkingLevel, Usage};
-use crate::agent::{Agent, AgentListener, AgentOptions, RunHandle, RunOutcome};
+use crate::agent::message::{AgentMessage, ThinkingLevel};
+use crate::agent::{Agent, AgentOptions, RunHandle, RunOutcome};
 use crate::cli::approve::Approval;
 use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
 use crate::cli::prompt::default_system_prompt;
-use crate::models::{EnvSource, ResolvedModel, apply_cost, clamp_thinking, resolve_model};
+use crate::cli::recorder::Recorder;
+use crate::models::{EnvSource, ResolvedModel, clamp_thinking, resolve_model};
 use crate::provider::{StreamFn, StreamOptions};
 use crate::session::{ForkPoint, Session, SessionContext, SessionStore, time::iso_now};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
@@ -98,9 +98,41 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
     // Nothing is created before the model resolves, so a failed start leaves no empty session.
     let origin = find_session(&args, env, &cwd)?;
     let context = match &origin {
-        Origin::New(_) => SessionContext::default(),
+        Origin::New(_) | Origin::NewAt(_) => SessionContext::default(),
         Origin::Existing(s) | Origin::ForkOf(_, s) => s.context(),
     };
+    let (resolved, thinking) = choose_model(&args, &context, env)?;
+    let mut session = match origin {
+        Origin::New(None) => Session::in_memory(&cwd),
+        Origin::New(Some(store)) => store.create(&cwd, None)?,
+        Origin::NewAt(path) => Session::create_at(&path, &cwd)?,
+        Origin::Existing(session) => session,
+        Origin::ForkOf(store, source) => store.fork(&source, ForkPoint::Leaf)?.0,
+    };
+    let cwd = match Path::new(session.cwd()) {
+        stored if !explicit_cwd && stored.is_dir() => stored.to_path_buf(),
+        _ => cwd,
+    };
+    record_settings(&mut session, &context, &resolved, thinking)?;
+    Ok(RunPlan {
+        session,
+        resolved,
+        thinking,
+        cwd,
+        approval: args.approve,
+        json: args.json,
+        stream_fn: crate::provider::default_stream_fn(),
+        prompt,
+    })
+}
+
+/// The model (`--model`, else the session's, else the default) and the thinking level
+/// (`--thinking`, else the session's), clamped to what the model accepts.
+fn choose_model(
+    args: &RunArgs,
+    context: &SessionContext,
+    env: &EnvSource,
+) -> anyhow::Result<(ResolvedModel, ThinkingLevel)> {
     let spec = args.model.clone().or_else(|| {
         context
             .model
@@ -117,47 +149,44 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
         None => context.thinking_level,
     };
     let thinking = clamp_thinking(&resolved.model, requested);
-    let mut session = match origin {
-        Origin::New(None) => Session::in_memory(&cwd),
-        Origin::New(Some(store)) => store.create(&cwd, None)?,
-        Origin::Existing(session) => session,
-        Origin::ForkOf(store, source) => store.fork(&source, ForkPoint::Leaf)?.0,
-    };
-    let cwd = match Path::new(session.cwd()) {
-        stored if !explicit_cwd && stored.is_dir() => stored.to_path_buf(),
-        _ => cwd,
-    };
+    Ok((resolved, thinking))
+}
+
+/// Records a model or thinking level that differs from the session's, as pi does on a switch.
+fn record_settings(
+    session: &mut Session,
+    context: &SessionContext,
+    resolved: &ResolvedModel,
+    thinking: ThinkingLevel,
+) -> anyhow::Result<()> {
     let model = &resolved.model;
-    if context
+    let current = context
         .model
         .as_ref()
-        .map(|m| (m.provider.as_str(), m.model_id.as_str()))
-        != Some((model.provider.as_str(), model.id.as_str()))
-    {
+        .map(|m| (m.provider.as_str(), m.model_id.as_str()));
+    if current != Some((model.provider.as_str(), model.id.as_str())) {
         session.append_model_change(&model.provider, &model.id)?;
     }
     if thinking != context.thinking_level {
         session.append_thinking_level(thinking)?;
     }
-    Ok(RunPlan {
-        session,
-        resolved,
-        thinking,
-        cwd,
-        approval: args.approve,
-        json: args.json,
-        stream_fn: crate::provider::default_stream_fn(),
-        prompt,
-    })
+    Ok(())
 }
 
 /// Where the run's session comes from.
 enum Origin {
     /// A new session, stored (`Some`) or in memory (`None`, `--no-session`).
     New(Option<SessionStore>),
+    /// A new session at this file (`--session PATH` for a file that does not exist yet).
+    NewAt(PathBuf),
     Existing(Session),
     /// `--fork`: a copy of this session, made once the model is known.
     ForkOf(SessionStore, Session),
+}
+
+/// `a/b.jsonl`, `./x`: an argument meant as a file rather than a session id.
+fn looks_like_path(arg: &str) -> bool {
+    arg.contains(std::path::MAIN_SEPARATOR) || arg.ends_with(".jsonl")
 }
 
 fn find_session(args: &RunArgs, env: &EnvSource, cwd: &Path) -> anyhow::Result<Origin> {
@@ -172,6 +201,10 @@ fn find_session(args: &RunArgs, env: &EnvSource, cwd: &Path) -> anyhow::Result<O
     };
     let store = SessionStore::new(dir);
     if let Some(id) = &args.session {
+        // pi's `--session <path>`: a path that does not exist yet starts a new session there.
+        if looks_like_path(id) && !Path::new(id).exists() {
+            return Ok(Origin::NewAt(PathBuf::from(id)));
+        }
         return Ok(Origin::Existing(store.open(id)?));
     }
     if let Some(id) = &args.fork {
@@ -314,78 +347,6 @@ fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<(Ag
     let recorder = Recorder::new(plan.session);
     agent.subscribe(recorder.listener(&plan.resolved, renderer));
     Ok((agent, recorder))
-}
-
-/// Records every finished message in the session (with its cost) before it is shown, and sums
-/// the run's usage.
-#[derive(Clone, Default)]
-struct Recorder {
-    inner: Arc<Mutex<RecorderState>>,
-}
-
-#[derive(Default)]
-struct RecorderState {
-    session: Option<Session>,
-    run_usage: Usage,
-    failure: Option<String>,
-}
-
-impl Recorder {
-    fn new(session: Session) -> Recorder {
-        Recorder {
-            inner: Arc::new(Mutex::new(RecorderState {
-                session: Some(session),
-                ..Default::default()
-            })),
-        }
-    }
-
-    fn listener(&self, resolved: &ResolvedModel, renderer: Arc<dyn Renderer>) -> AgentListener {
-        let inner = self.inner.clone();
-        let model = resolved.model.clone();
-        Arc::new(move |event: Arc<AgentEvent>, _cancel| {
-            let inner = inner.clone();
-            let model = model.clone();
-            let renderer = renderer.clone();
-            Box::pin(async move {
-                if let AgentEvent::MessageEnd { message } = &*event {
-                    let mut message = message.clone();
-                    let mut state = inner.lock().map_err(|_| "recorder lock poisoned")?;
-                    if let AgentMessage::Assistant(a) = &mut message {
-                        apply_cost(&model, &mut a.usage);
-                        state.run_usage.accumulate(&a.usage);
-                    }
-                    if let Some(session) = &mut state.session
-                        && let Err(e) = session.append_message(&message)
-                    {
-                        let text = format!("cannot record the session: {e}");
-                        state.failure = Some(text.clone());
-                        return Err(text);
-                    }
-                }
-                renderer.event(&event);
-                Ok(())
-            })
-        })
-    }
-
-    /// (this run's usage, the whole session's usage).
-    fn totals(&self) -> (Usage, Usage) {
-        match self.inner.lock() {
-            Ok(state) => {
-                let session = state.session.as_ref().map(Session::usage);
-                (
-                    state.run_usage.clone(),
-                    session.unwrap_or_else(|| state.run_usage.clone()),
-                )
-            }
-            Err(_) => (Usage::default(), Usage::default()),
-        }
-    }
-
-    fn failure(&self) -> Option<String> {
-        self.inner.lock().ok().and_then(|s| s.failure.clone())
-    }
 }
 
 /// The prompt words joined, or stdin for `-`; refuses an empty prompt before any work starts.

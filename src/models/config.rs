@@ -3,6 +3,23 @@
 //!
 //! A provider entry with only `baseUrl` re-points a built-in provider and keeps its models;
 //! custom `models` upsert by id; provider-level `compat` is merged under model-level `compat`.
+//!
+//! Example (`$XDG_CONFIG_HOME/agent-lsp/models.json`; the models are then `ollama/qwen3:8b`,
+//! `vllm/Qwen/Qwen2.5-Coder-32B-Instruct` and `llamacpp/local`; `ollama/<any installed model>`
+//! also works without this file):
+//!
+//! ```json
+//! {"providers": {
+//!   "ollama": {"baseUrl": "http://127.0.0.1:11434/v1", "api": "openai-completions",
+//!              "compat": {"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+//!              "models": [{"id": "qwen3:8b", "contextWindow": 32768, "maxTokens": 8192}]},
+//!   "vllm": {"baseUrl": "http://gpu-box:8000/v1", "apiKey": "VLLM_API_KEY",
+//!            "models": [{"id": "Qwen/Qwen2.5-Coder-32B-Instruct", "contextWindow": 32768}]},
+//!   "llamacpp": {"baseUrl": "http://127.0.0.1:8080/v1",
+//!                "models": [{"id": "local", "reasoning": true,
+//!                            "compat": {"thinkingTokenBudgetField": "thinking_budget_tokens"}}]}
+//! }}
+//! ```
 
 use std::path::{Path, PathBuf};
 

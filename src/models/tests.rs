@@ -260,3 +260,41 @@ fn config_values_resolve_like_pi() {
             .contains("failed")
     );
 }
+
+/// The example in `config.rs`'s module doc resolves as documented.
+#[test]
+fn the_documented_example_resolves() {
+    let config = tempfile::tempdir().unwrap();
+    let dir = config.path().join("agent-lsp");
+    std::fs::create_dir_all(&dir).unwrap();
+    let doc = include_str!("config.rs");
+    let example: String = doc
+        .lines()
+        .skip_while(|l| *l != "//! ```json")
+        .skip(1)
+        .take_while(|l| *l != "//! ```")
+        .map(|l| l.trim_start_matches("//!"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(dir.join("models.json"), example).unwrap();
+    let e = env(&[
+        ("XDG_CONFIG_HOME", config.path().to_str().unwrap()),
+        ("VLLM_API_KEY", "v"),
+    ]);
+    let ollama = resolve_model(Some("ollama/qwen3:8b"), &e).unwrap();
+    assert_eq!(
+        (ollama.model.context_window, ollama.model.max_tokens),
+        (32768, 8192)
+    );
+    assert_eq!(ollama.api_key, None);
+    let vllm = resolve_model(Some("vllm/Qwen/Qwen2.5-Coder-32B-Instruct"), &e).unwrap();
+    assert_eq!(vllm.model.base_url, "http://gpu-box:8000/v1");
+    assert_eq!(vllm.api_key.as_deref(), Some("v"));
+    let llama = resolve_model(Some("llamacpp/local"), &e).unwrap();
+    assert!(llama.model.reasoning);
+    assert_eq!(llama.model.api, "openai-completions");
+    assert_eq!(
+        clamp_thinking(&llama.model, ThinkingLevel::High),
+        ThinkingLevel::High
+    );
+}

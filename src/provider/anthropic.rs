@@ -3,14 +3,14 @@
 use super::anthropic_request::{VERSION, build_request};
 use super::anthropic_stream::AnthropicParser;
 use super::assembler::{Assembler, spawn_provider};
-use super::transport::{HttpTarget, apply_model_headers, drive, streaming_client};
+use super::transport::{HttpClients, HttpTarget, apply_model_headers, drive, streaming_client};
 use super::{AssistantEventStream, LlmContext, Model, StreamFn, StreamOptions, api_key};
 use crate::agent::message::StopReason;
 
 pub const API: &str = "anthropic-messages";
 
 pub struct AnthropicMessages {
-    client: Result<reqwest::Client, String>,
+    client: Result<HttpClients, String>,
 }
 
 impl Default for AnthropicMessages {
@@ -72,8 +72,8 @@ impl StreamFn for AnthropicMessages {
         let model = model.clone();
         spawn_provider(&model.clone(), move |sink| async move {
             let asm = Assembler::new(sink, &model);
-            let client = match client {
-                Ok(client) => client,
+            let clients = match client {
+                Ok(clients) => clients,
                 Err(e) => return asm.fail(StopReason::Error, e).await,
             };
             let key = api_key::resolve(&model, &options);
@@ -88,6 +88,7 @@ impl StreamFn for AnthropicMessages {
                 headers,
                 body: request.body,
             };
+            let client = clients.for_url(&target.url).clone();
             drive(&client, target, &options, asm, || {
                 AnthropicParser::new(model.clone())
             })

@@ -64,31 +64,73 @@ pub fn build_request(
             .map(system_message_text)
             .unwrap_or_default(),
     };
+    let cache = cache_control(model, options);
     if !system_text.is_empty() {
-        body.insert(
-            "system".into(),
-            json!([{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}]),
-        );
+        let system = json!([{"type": "text", "text": system_text, "cache_control": cache}]);
+        body.insert("system".into(), system);
     }
-    let messages = convert_messages(&history, strategy);
+    let messages = convert_messages(&history, strategy, &cache);
     body.insert("messages".into(), Value::Array(messages));
     if !tools.is_empty() {
         let mut decls: Vec<Value> = tools.iter().map(tool_json).collect();
         if let Some(last) = decls.last_mut() {
-            last["cache_control"] = json!({"type": "ephemeral"});
+            last["cache_control"] = cache.clone();
+        }
+        // Per-tool eager input streaming replaces the fine-grained streaming beta where supported.
+        if compat_flag(model, "supportsEagerToolInputStreaming").unwrap_or(false) {
+            decls
+                .iter_mut()
+                .for_each(|d| d["eager_input_streaming"] = json!(true));
+        } else {
+            betas.push(BETA_FINE_GRAINED);
         }
         body.insert("tools".into(), Value::Array(decls));
-        betas.push(BETA_FINE_GRAINED);
     }
     if strategy == ToolStrategy::Changes {
         betas.push(BETA_INLINE_TOOLS);
     }
+    add_thinking(&mut body, &mut betas, model, options, level, budget);
+    AnthropicRequest {
+        body: Value::Object(body),
+        betas,
+    }
+}
+
+/// `{"type": "ephemeral"}`, with `ttl: "1h"` when long retention is asked for
+/// (`cacheRetention: "long"` in the options) and the model supports it.
+fn cache_control(model: &Model, options: &StreamOptions) -> Value {
+    let long = options.extra.get("cacheRetention").and_then(Value::as_str) == Some("long");
+    let supported = compat_flag(model, "supportsLongCacheRetention").unwrap_or(true);
+    if long && supported {
+        json!({"type": "ephemeral", "ttl": "1h"})
+    } else {
+        json!({"type": "ephemeral"})
+    }
+}
+
+/// Thinking per §A4: adaptive (`forceAdaptiveThinking`) with an effort, else a token budget with
+/// interleaved thinking; explicitly disabled for reasoning models when off. Temperature only
+/// without thinking.
+fn add_thinking(
+    body: &mut Map<String, Value>,
+    betas: &mut Vec<&'static str>,
+    model: &Model,
+    options: &StreamOptions,
+    level: ThinkingLevel,
+    budget: Option<u64>,
+) {
+    let adaptive = compat_flag(model, "forceAdaptiveThinking").unwrap_or(false);
     match budget {
-        Some(budget) => {
+        Some(_) if adaptive => {
+            body.insert("thinking".into(), json!({"type": "adaptive"}));
             body.insert(
-                "thinking".into(),
-                json!({"type": "enabled", "budget_tokens": budget}),
+                "output_config".into(),
+                json!({"effort": adaptive_effort(level)}),
             );
+        }
+        Some(budget) => {
+            let thinking = json!({"type": "enabled", "budget_tokens": budget});
+            body.insert("thinking".into(), thinking);
             betas.push(BETA_INTERLEAVED);
         }
         None => {
@@ -100,9 +142,14 @@ pub fn build_request(
             }
         }
     }
-    AnthropicRequest {
-        body: Value::Object(body),
-        betas,
+}
+
+/// pi's adaptive effort map: minimal/low → low, medium → medium, higher → high.
+fn adaptive_effort(level: ThinkingLevel) -> &'static str {
+    match level {
+        ThinkingLevel::Off | ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
+        ThinkingLevel::Medium => "medium",
+        ThinkingLevel::High | ThinkingLevel::Xhigh | ThinkingLevel::Max => "high",
     }
 }
 
@@ -142,7 +189,7 @@ pub fn tool_json(tool: &ToolDeclaration) -> Value {
     json!({"name": tool.name, "description": tool.description, "input_schema": schema})
 }
 
-fn convert_messages(history: &[AgentMessage], strategy: ToolStrategy) -> Vec<Value> {
+fn convert_messages(history: &[AgentMessage], strategy: ToolStrategy, cache: &Value) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::with_capacity(history.len());
     let mut tools = ToolSet::default();
     let mut first_system = true;
@@ -181,7 +228,7 @@ fn convert_messages(history: &[AgentMessage], strategy: ToolStrategy) -> Vec<Val
             AgentMessage::Custom(_) => {}
         }
     }
-    mark_last_user_block(&mut out);
+    mark_last_user_block(&mut out, cache);
     out
 }
 
@@ -223,13 +270,13 @@ fn append_tool_result(out: &mut Vec<Value>, block: Value) {
 }
 
 /// Cache breakpoint on the last block of the last user message.
-fn mark_last_user_block(out: &mut [Value]) {
+fn mark_last_user_block(out: &mut [Value], cache: &Value) {
     let last_user = out.iter_mut().rev().find(|m| m["role"] == "user");
     if let Some(block) = last_user
         .and_then(|m| m["content"].as_array_mut())
         .and_then(|c| c.last_mut())
     {
-        block["cache_control"] = json!({"type": "ephemeral"});
+        block["cache_control"] = cache.clone();
     }
 }
 

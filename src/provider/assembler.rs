@@ -172,6 +172,13 @@ impl Assembler {
         }
     }
 
+    /// Sets a tool call's opaque replay signature (no event).
+    pub fn tool_thought_signature(&mut self, index: usize, signature: String) {
+        if let Some(ContentBlock::ToolCall(call)) = self.message.content.get_mut(index) {
+            call.thought_signature = Some(signature);
+        }
+    }
+
     pub async fn tool_delta(&mut self, index: usize, delta: &str) -> Result<(), ConsumerGone> {
         if let Some(BlockState::OpenTool(parser)) = self.blocks.get_mut(index) {
             parser.push(delta);

@@ -4,7 +4,7 @@
 use super::assembler::{Assembler, spawn_provider};
 use super::openai_request::{OpenAiCompat, build_body};
 use super::openai_stream::OpenAiParser;
-use super::transport::{HttpTarget, apply_model_headers, drive, streaming_client};
+use super::transport::{HttpClients, HttpTarget, apply_model_headers, drive, streaming_client};
 use super::{AssistantEventStream, LlmContext, Model, StreamFn, StreamOptions, api_key};
 use crate::agent::message::StopReason;
 
@@ -12,7 +12,7 @@ pub const API: &str = "openai-completions";
 
 /// Streams from `<baseUrl>/chat/completions`.
 pub struct OpenAiCompletions {
-    client: Result<reqwest::Client, String>,
+    client: Result<HttpClients, String>,
 }
 
 impl Default for OpenAiCompletions {
@@ -39,6 +39,32 @@ pub fn endpoint(model: &Model) -> String {
     format!("{}/chat/completions", base.trim_end_matches('/'))
 }
 
+/// Session-affinity headers (compat `sendSessionAffinityHeaders`, `sessionAffinityFormat`):
+/// keep a session's requests on one backend so its prompt cache is reused.
+fn session_headers(model: &Model, options: &StreamOptions) -> Vec<(String, String)> {
+    let compat = model.compat.as_ref();
+    let enabled = compat
+        .and_then(|c| c.get("sendSessionAffinityHeaders"))
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    let (Some(session), true) = (&options.session_id, enabled) else {
+        return Vec::new();
+    };
+    let format = compat
+        .and_then(|c| c.get("sessionAffinityFormat"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("openai");
+    let names: &[&str] = match format {
+        "openrouter" => &["x-session-id"],
+        "openai-nosession" => &["x-client-request-id", "x-session-affinity"],
+        _ => &["session_id", "x-client-request-id", "x-session-affinity"],
+    };
+    names
+        .iter()
+        .map(|name| (name.to_string(), session.clone()))
+        .collect()
+}
+
 impl StreamFn for OpenAiCompletions {
     fn stream(
         &self,
@@ -50,8 +76,8 @@ impl StreamFn for OpenAiCompletions {
         let model = model.clone();
         spawn_provider(&model.clone(), move |sink| async move {
             let asm = Assembler::new(sink, &model);
-            let client = match client {
-                Ok(client) => client,
+            let clients = match client {
+                Ok(clients) => clients,
                 Err(e) => return asm.fail(StopReason::Error, e).await,
             };
             let key = api_key::resolve(&model, &options);
@@ -65,6 +91,7 @@ impl StreamFn for OpenAiCompletions {
             if let Some(key) = key {
                 headers.push(("authorization".to_string(), format!("Bearer {key}")));
             }
+            headers.extend(session_headers(&model, &options));
             apply_model_headers(&mut headers, &model, &options);
             let target = HttpTarget {
                 url: endpoint(&model),
@@ -72,6 +99,7 @@ impl StreamFn for OpenAiCompletions {
                 body: build_body(&model, &context, &options),
             };
             let supports_finish = OpenAiCompat::for_model(&model).finish_reason;
+            let client = clients.for_url(&target.url).clone();
             drive(&client, target, &options, asm, || {
                 OpenAiParser::new(model.clone(), supports_finish)
             })

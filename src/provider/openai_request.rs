@@ -326,7 +326,21 @@ fn assistant_json(message: &AssistantMessage, compat: &OpenAiCompat) -> Option<V
     if !calls.is_empty() {
         m["tool_calls"] = Value::Array(calls);
     }
+    let details = encrypted_details(message);
+    if !details.is_empty() {
+        m["reasoning_details"] = Value::Array(details);
+    }
     Some(m)
+}
+
+/// OpenRouter encrypted reasoning kept in tool calls' `thoughtSignature`, replayed as
+/// `reasoning_details` (only same-model history keeps signatures).
+fn encrypted_details(message: &AssistantMessage) -> Vec<Value> {
+    message
+        .tool_calls()
+        .filter_map(|c| serde_json::from_str::<Value>(c.thought_signature.as_deref()?).ok())
+        .filter(|d| d.get("type").and_then(Value::as_str) == Some("reasoning.encrypted"))
+        .collect()
 }
 
 fn tool_result_json(

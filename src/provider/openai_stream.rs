@@ -6,11 +6,9 @@ use serde_json::Value;
 
 use super::Model;
 use super::assembler::Assembler;
+use super::openai_chunk::{Chunk, ToolCallDelta};
 use super::transport::{Failure, Flow, WireParser};
 use crate::agent::message::{StopReason, ThinkingContent, Usage};
-
-/// Delta fields that carry reasoning, in priority order (only the first non-empty one counts).
-const REASONING_FIELDS: [&str; 3] = ["reasoning_content", "reasoning", "reasoning_text"];
 
 struct ToolSlot {
     stream_index: Option<u64>,
@@ -25,6 +23,8 @@ pub struct OpenAiParser {
     thinking: Option<usize>,
     tools: Vec<ToolSlot>,
     finish_reason: Option<String>,
+    /// `reasoning.encrypted` details that arrived before their tool call, by id.
+    pending_details: Vec<(String, String)>,
 }
 
 impl OpenAiParser {
@@ -36,74 +36,86 @@ impl OpenAiParser {
             thinking: None,
             tools: Vec::new(),
             finish_reason: None,
+            pending_details: Vec::new(),
         }
     }
 
-    async fn on_chunk(&mut self, asm: &mut Assembler, chunk: &Value) -> Result<(), Failure> {
-        if let Some(error) = chunk.get("error") {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            let message = message.unwrap_or_else(|| error.to_string());
+    async fn on_chunk(&mut self, asm: &mut Assembler, chunk: &Chunk<'_>) -> Result<(), Failure> {
+        if let Some(error) = chunk.error.as_ref().filter(|e| !e.is_null()) {
+            let message = error.get("message").and_then(Value::as_str);
+            let message = message.map_or_else(|| error.to_string(), str::to_string);
             return Err(Failure::error(format!("Provider error: {message}")));
         }
         asm.start().await?;
         let message = &mut asm.message;
         if message.response_id.is_none() {
-            message.response_id = chunk.get("id").and_then(Value::as_str).map(str::to_string);
+            message.response_id = chunk.id.as_deref().map(str::to_string);
         }
-        if let Some(model) = chunk.get("model").and_then(Value::as_str)
+        if let Some(model) = chunk.model.as_deref()
             && model != self.model.id
             && message.response_model.is_none()
         {
             message.response_model = Some(model.to_string());
         }
-        let choice = chunk.get("choices").and_then(|c| c.get(0));
+        let choice = chunk.choices.as_ref().and_then(|c| c.first());
         let usage = chunk
-            .get("usage")
-            .or_else(|| choice.and_then(|c| c.get("usage")));
+            .usage
+            .as_ref()
+            .or_else(|| choice.and_then(|c| c.usage.as_ref()));
         if let Some(usage) = usage.filter(|u| u.is_object()) {
             asm.set_usage(map_usage(usage), &self.model);
         }
         let Some(choice) = choice else { return Ok(()) };
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+        if let Some(reason) = choice.finish_reason.as_deref() {
             self.finish_reason = Some(reason.to_string());
         }
-        let Some(delta) = choice.get("delta") else {
+        let Some(delta) = choice.delta.as_ref() else {
             return Ok(());
         };
-        self.on_reasoning(asm, delta).await?;
-        if let Some(text) = delta
-            .get("content")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
+        if let Some((field, text)) = delta.reasoning() {
+            self.on_reasoning(asm, field, text).await?;
+        }
+        if let Some(text) = delta.content.as_deref().filter(|t| !t.is_empty()) {
             let index = match self.text {
                 Some(index) => index,
                 None => *self.text.insert(asm.text_start().await?),
             };
             asm.text_delta(index, text).await?;
         }
-        for call in delta
-            .get("tool_calls")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        if let Some(details) = delta.reasoning_details.as_ref().and_then(Value::as_array) {
+            self.on_reasoning_details(asm, details);
+        }
+        for call in delta.tool_calls.iter().flatten() {
             self.on_tool_delta(asm, call).await?;
         }
         Ok(())
     }
 
-    async fn on_reasoning(&mut self, asm: &mut Assembler, delta: &Value) -> Result<(), Failure> {
-        let found = REASONING_FIELDS.iter().find_map(|field| {
-            let text = delta.get(*field)?.as_str().filter(|t| !t.is_empty())?;
-            Some((*field, text))
-        });
-        let Some((field, text)) = found else {
-            return Ok(());
-        };
+    /// Stores each encrypted reasoning detail (as JSON) on the tool call with its id, or keeps
+    /// it until that call starts.
+    fn on_reasoning_details(&mut self, asm: &mut Assembler, details: &[Value]) {
+        for detail in details {
+            if detail.get("type").and_then(Value::as_str) != Some("reasoning.encrypted") {
+                continue;
+            }
+            let Some(id) = detail.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            match self.tools.iter().find(|slot| slot.id == id) {
+                Some(slot) => asm.tool_thought_signature(slot.content_index, detail.to_string()),
+                None => self
+                    .pending_details
+                    .push((id.to_string(), detail.to_string())),
+            }
+        }
+    }
+
+    async fn on_reasoning(
+        &mut self,
+        asm: &mut Assembler,
+        field: &str,
+        text: &str,
+    ) -> Result<(), Failure> {
         let index = match self.thinking {
             Some(index) => index,
             None => {
@@ -119,18 +131,16 @@ impl OpenAiParser {
         Ok(())
     }
 
-    async fn on_tool_delta(&mut self, asm: &mut Assembler, call: &Value) -> Result<(), Failure> {
-        let stream_index = call.get("index").and_then(Value::as_u64);
-        let id = call
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty());
-        let function = call.get("function");
-        let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
-        let fragment = function
-            .and_then(|f| f.get("arguments"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
+    async fn on_tool_delta(
+        &mut self,
+        asm: &mut Assembler,
+        call: &ToolCallDelta<'_>,
+    ) -> Result<(), Failure> {
+        let stream_index = call.index;
+        let id = call.id.as_deref().filter(|s| !s.is_empty());
+        let function = call.function.as_ref();
+        let name = function.and_then(|f| f.name.as_deref());
+        let fragment = function.and_then(|f| f.arguments.as_deref()).unwrap_or("");
         let found = self.tools.iter().position(|slot| match (stream_index, id) {
             (Some(i), _) if slot.stream_index.is_some() => slot.stream_index == Some(i),
             (_, Some(id)) => slot.id == id,
@@ -151,6 +161,14 @@ impl OpenAiParser {
                     id: id.unwrap_or("").to_string(),
                     content_index,
                 });
+                if let Some(pos) = self
+                    .pending_details
+                    .iter()
+                    .position(|(d, _)| Some(d.as_str()) == id)
+                {
+                    let (_, detail) = self.pending_details.remove(pos);
+                    asm.tool_thought_signature(content_index, detail);
+                }
                 content_index
             }
         };
@@ -200,7 +218,7 @@ impl WireParser for OpenAiParser {
         if data.is_empty() {
             return Ok(Flow::Continue);
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|e| {
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
             let shown: String = data.chars().take(200).collect();
             Failure::error(format!(
                 "Could not parse OpenAI stream chunk: {e}; data={shown}"

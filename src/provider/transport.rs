@@ -269,14 +269,51 @@ fn failed(failure: Failure, options: &StreamOptions) -> Attempt {
     }
 }
 
-/// A reqwest client for streaming: connect timeout, idle read timeout, no overall timeout.
-/// `Err` (TLS setup failed) is reported on each request rather than at construction.
-pub fn streaming_client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(30))
-        .read_timeout(Duration::from_secs(300))
-        .build()
-        .map_err(|e| format!("cannot create the HTTP client: {}", error_chain(&e)))
+/// Streaming HTTP clients: one honouring the system proxy settings, one direct for loopback
+/// servers (Ollama, llama.cpp, LM Studio, the test mock), which a proxy must never intercept.
+#[derive(Clone)]
+pub struct HttpClients {
+    proxied: reqwest::Client,
+    direct: reqwest::Client,
+}
+
+impl HttpClients {
+    /// The client for a request URL.
+    pub fn for_url(&self, url: &str) -> &reqwest::Client {
+        if is_loopback(url) {
+            &self.direct
+        } else {
+            &self.proxied
+        }
+    }
+}
+
+/// Whether a URL points at this machine.
+pub fn is_loopback(url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let host = url.host_str().unwrap_or("");
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Clients for streaming: connect timeout, idle read timeout, no overall timeout. `Err` (TLS
+/// setup failed) is reported on each request rather than at construction.
+pub fn streaming_client() -> Result<HttpClients, String> {
+    let builder = || {
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .read_timeout(Duration::from_secs(300))
+    };
+    let error = |e: reqwest::Error| format!("cannot create the HTTP client: {}", error_chain(&e));
+    Ok(HttpClients {
+        proxied: builder().build().map_err(error)?,
+        direct: builder().no_proxy().build().map_err(error)?,
+    })
 }
 
 /// Adds the model's configured headers, then the request's (`options.extra.headers`); a `null`
@@ -299,5 +336,19 @@ pub fn apply_model_headers(
             Value::String(s) => headers.push((name.clone(), s.clone())),
             other => headers.push((name.clone(), other.to_string())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_urls_bypass_proxies() {
+        assert!(is_loopback("http://127.0.0.1:8080/v1"));
+        assert!(is_loopback("http://localhost:11434/v1"));
+        assert!(is_loopback("http://[::1]:1234"));
+        assert!(!is_loopback("https://api.openai.com/v1"));
+        assert!(!is_loopback("not a url"));
     }
 }

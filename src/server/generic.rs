@@ -29,8 +29,11 @@ const ACTIONS: [(&str, Decision); 4] = [
 ];
 
 fn token(run_id: &str) -> String {
-    format!("agent-lsp/{run_id}")
+    format!("{TOKEN_PREFIX}{run_id}")
 }
+
+/// Work-done progress tokens are this prefix plus the run id.
+pub const TOKEN_PREFIX: &str = "agent-lsp/";
 
 /// Progress for generic clients, from the run's events.
 pub async fn on_event(session: &Session, run_id: &str, event: &AgentEvent) {
@@ -53,7 +56,7 @@ pub async fn on_event(session: &Session, run_id: &str, event: &AgentEvent) {
             if let Err(e) = created {
                 tracing::info!(%e, "client refused work-done progress");
             }
-            json!({"kind": "begin", "title": "agent-lsp", "message": "thinking…", "cancellable": false})
+            json!({"kind": "begin", "title": "agent-lsp", "message": "thinking…", "cancellable": true})
         }
         AgentEvent::ToolExecutionStart {
             tool_name, args, ..

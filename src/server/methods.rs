@@ -35,11 +35,20 @@ impl Backend {
     }
 
     pub async fn new_session(&self, p: NewSessionParams) -> Result<NewSessionResult> {
-        self.sessions()?.new_session(p.cwd)
+        self.sessions()?.new_session(p.cwd, p.resume)
     }
 
     pub async fn get_state(&self, p: SessionParams) -> Result<StateResult> {
         self.sessions()?.state(&p.session_id)
+    }
+
+    /// `window/workDoneProgress/cancel` (a notification): the user cancelled a run's progress.
+    pub async fn progress_cancel(&self, params: serde_json::Value) {
+        let token = params.get("token").and_then(serde_json::Value::as_str);
+        let run_id = token.and_then(|t| t.strip_prefix(crate::server::generic::TOKEN_PREFIX));
+        if let (Some(run_id), Ok(sessions)) = (run_id, self.sessions()) {
+            sessions.abort_run(run_id);
+        }
     }
 
     pub async fn get_messages(&self, p: SessionParams) -> Result<MessagesResult> {

@@ -1,9 +1,22 @@
 //! The daemon: an LSP server over stdio with the agent extension methods (see `protocol.md`).
 //!
-//! Code map: `protocol` (every wire type), `position` + `documents` (ropey mirrors), `ordered`
-//! (the wire-order document-sync shim), `wire` (the stdout writer that knows when a response is
-//! written), `outgoing` (the registry of server → client requests), `config` (what `initialize`
-//! settles), `backend` (LSP lifecycle), `sessions` (sessions, runs, events).
+//! Code map, from the wire inwards:
+//! - `sanitize` (stdin: malformed frames become error replies instead of ending the stream) and
+//!   `wire` (stdout: knows when a response has been written, for response gates);
+//! - `ordered`: the shim that applies document sync in wire order and scopes response gates;
+//! - `backend` (LSP lifecycle, capabilities) and `methods` (the agent methods, thin);
+//! - `protocol`: every wire type; `config`: what `initialize` settles;
+//! - `position` + `documents`: ropey mirrors and the one position module;
+//! - `outgoing`: the one registry of server → client requests (timeouts, cancellation);
+//! - `sessions` (the connection's sessions and the agent methods), `session` (one session: its
+//!   agent, runs, queues with ids, persistence), `events` (the ordered `$/agentEvent` writer),
+//!   `conn` (what sessions share);
+//! - `approval` (policy and "always" memory), `ask` (the `beforeToolCall` hook);
+//! - `buffer_ws`: the tools' `Workspace` over editor buffers (applyEdit, confirm, save);
+//! - `generic`: the LSP-standard surface for clients without the agent protocol.
+//!
+//! **Invariant:** no LSP handler waits on the client or on a run; runs and their server → client
+//! round trips live in spawned tasks.
 
 pub mod approval;
 pub mod ask;
@@ -76,6 +89,7 @@ fn register_methods(
         .custom_method(method::NEW_SESSION, Backend::new_session)
         .custom_method(method::GET_STATE, Backend::get_state)
         .custom_method(method::GET_MESSAGES, Backend::get_messages)
+        .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
 }
 
 /// Aborts every run and gives them a moment to end (sessions are stored on the way out).

@@ -177,6 +177,9 @@ pub struct AbortResult {
 pub struct NewSessionParams {
     #[serde(default)]
     pub cwd: Option<String>,
+    /// A stored session to continue (id, unique id prefix or file path).
+    #[serde(default)]
+    pub resume: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -373,5 +376,115 @@ mod tests {
             serde_json::to_value(p).unwrap(),
             json!({"type":"command","command":"ls","cwd":"/"})
         );
+    }
+
+    /// `word` occurs in `doc` with no identifier character right before or after it.
+    fn contains_word(doc: &str, word: &str) -> bool {
+        let ident = |c: char| c.is_alphanumeric() || c == '_';
+        doc.match_indices(word).any(|(i, _)| {
+            let before = doc[..i].chars().next_back();
+            let after = doc[i + word.len()..].chars().next();
+            !before.is_some_and(ident) && !after.is_some_and(ident)
+        })
+    }
+
+    /// Drift check: every method, command, event type and wire field is documented.
+    #[test]
+    fn protocol_md_documents_every_name() {
+        let doc = include_str!("../../protocol.md");
+        let methods = [
+            method::PROMPT,
+            method::STEER,
+            method::FOLLOW_UP,
+            method::ABORT,
+            method::CLEAR_QUEUE,
+            method::NEW_SESSION,
+            method::GET_STATE,
+            method::GET_MESSAGES,
+            method::EVENT,
+            method::BEFORE_TOOL_CALL,
+            method::SAVE_DOCUMENTS,
+            "agent/getDocument",
+        ];
+        let events = [
+            "queue_update",
+            "agent_settled",
+            "agent_start",
+            "agent_end",
+            "turn_start",
+            "turn_end",
+            "message_start",
+            "message_update",
+            "message_end",
+            "message_discard",
+            "tool_execution_start",
+            "tool_execution_update",
+            "tool_execution_end",
+            "provider_retry",
+        ];
+        let fields = [
+            "sessionId",
+            "runId",
+            "messageId",
+            "disposition",
+            "streamingBehavior",
+            "steering",
+            "followUp",
+            "aborted",
+            "cwd",
+            "model",
+            "isStreaming",
+            "messageCount",
+            "lastSeq",
+            "sessionFile",
+            "messages",
+            "seq",
+            "event",
+            "toolCallId",
+            "toolName",
+            "args",
+            "kind",
+            "title",
+            "preview",
+            "decision",
+            "reason",
+            "terminate",
+            "uris",
+            "saved",
+            "approval",
+            "approvalTimeoutMs",
+            "editTimeoutMs",
+            "protocolVersion",
+            "events",
+            "approvals",
+            "saveDocuments",
+            "allowAlways",
+            "blockAlways",
+            "started",
+            "steered",
+        ];
+        let all = methods
+            .iter()
+            .chain(&command::ALL)
+            .chain(&events)
+            .chain(&fields);
+        for name in all {
+            assert!(
+                contains_word(doc, name),
+                "protocol.md does not document {name}"
+            );
+        }
+        assert!(doc.contains(&format!("\"protocolVersion\": {PROTOCOL_VERSION}")));
+        for kind in [
+            ToolKind::Read,
+            ToolKind::Edit,
+            ToolKind::Delete,
+            ToolKind::Move,
+            ToolKind::Search,
+            ToolKind::Execute,
+            ToolKind::Other,
+        ] {
+            assert!(doc.contains(kind.as_str()), "{}", kind.as_str());
+        }
     }
 }

@@ -52,13 +52,25 @@ unsaved text, and your edits land in the editor's buffers (then saved to disk)."
 
 /// A new persisted session record for `cwd` (in memory when there is no session directory).
 fn new_record(cwd: &std::path::Path, model: &crate::provider::Model) -> Result<Transcript> {
-    let env = crate::models::EnvSource::from_process();
-    match SessionStore::default_dir(&env) {
-        Some(dir) => SessionStore::new(dir)
+    match store() {
+        Some(store) => store
             .create(cwd, Some(model))
             .map_err(|e| rpc_error(-32603, format!("cannot create the session file: {e}"))),
         None => Ok(Transcript::in_memory(cwd)),
     }
+}
+
+fn store() -> Option<SessionStore> {
+    SessionStore::default_dir(&crate::models::EnvSource::from_process()).map(SessionStore::new)
+}
+
+/// A stored session (by id, unique id prefix or file path), to continue it.
+fn stored_record(id: &str) -> Result<Transcript> {
+    let store =
+        store().ok_or_else(|| invalid_params("there is no session directory to resume from"))?;
+    store
+        .open(id)
+        .map_err(|e| invalid_params(format!("cannot resume session {id:?}: {e}")))
 }
 
 impl Sessions {
@@ -107,12 +119,25 @@ impl Sessions {
 
     /// Creates a session rooted at `cwd` (default: the connection's).
     pub fn create(&self, cwd: Option<PathBuf>) -> Result<Arc<Session>> {
+        self.create_with(cwd, None)
+    }
+
+    /// Creates a session; with `resume`, it continues that stored session (its cwd, messages
+    /// and file) instead of starting a new one.
+    fn create_with(
+        &self,
+        cwd: Option<PathBuf>,
+        resume: Option<Transcript>,
+    ) -> Result<Arc<Session>> {
         let (model, api_key) = self
             .ctx
             .model
             .clone()
             .map_err(|e| rpc_error(code::NO_MODEL, e))?;
-        let cwd = cwd.unwrap_or_else(|| self.ctx.config.cwd.clone());
+        let cwd = match &resume {
+            Some(record) => PathBuf::from(record.cwd()),
+            None => cwd.unwrap_or_else(|| self.ctx.config.cwd.clone()),
+        };
         let disk = DiskWorkspace::new(&cwd, Vec::new()).map_err(|e| {
             invalid_params(format!(
                 "cannot use {} as the session's cwd: {e}",
@@ -126,10 +151,14 @@ impl Sessions {
             self.ctx.out.clone(),
             self.ctx.config.clone(),
         ));
-        let record = new_record(&cwd, &model)?;
+        let record = match resume {
+            Some(record) => record,
+            None => new_record(&cwd, &model)?,
+        };
         let id = record.id().to_owned();
         let mut options = AgentOptions::new(self.ctx.stream_fn.clone());
         options.model = model;
+        options.messages = record.messages();
         let date = iso_now();
         let base = default_system_prompt(&cwd, date.get(..10).unwrap_or(&date));
         options.system_prompt = Some(format!("{base}\n\n{EDITOR_NOTE}"));
@@ -221,8 +250,18 @@ impl Sessions {
         Ok(self.get(session_id)?.clear_queues(current_gate()))
     }
 
-    pub fn new_session(&self, cwd: Option<String>) -> Result<NewSessionResult> {
-        let session = self.create(cwd.map(PathBuf::from))?;
+    pub fn new_session(
+        &self,
+        cwd: Option<String>,
+        resume: Option<String>,
+    ) -> Result<NewSessionResult> {
+        let session = match resume {
+            None => self.create(cwd.map(PathBuf::from))?,
+            Some(id) => match self.get(&id) {
+                Ok(loaded) => loaded,
+                Err(_) => self.create_with(None, Some(stored_record(&id)?))?,
+            },
+        };
         Ok(NewSessionResult {
             session_id: session.id.clone(),
             cwd: session.cwd.display().to_string(),
@@ -254,6 +293,15 @@ impl Sessions {
             session_id: session.id.clone(),
             messages: session.messages(),
         })
+    }
+
+    /// Aborts the run with this id, wherever it is; `false` when no such run is active.
+    pub fn abort_run(&self, run_id: &str) -> bool {
+        let sessions: Vec<Arc<Session>> = self.map().values().cloned().collect();
+        sessions
+            .iter()
+            .find(|s| s.active_run().as_deref() == Some(run_id))
+            .is_some_and(|s| s.abort())
     }
 
     pub fn abort_all(&self) {
@@ -319,7 +367,9 @@ impl Sessions {
                 let session = self.session_or_default(field("sessionId").as_deref())?;
                 to_value(serde_json::to_value(self.abort(&session.id)?))
             }
-            command::NEW_SESSION => to_value(serde_json::to_value(self.new_session(field("cwd"))?)),
+            command::NEW_SESSION => to_value(serde_json::to_value(
+                self.new_session(field("cwd"), field("resume"))?,
+            )),
             command::APPROVE | command::REJECT => {
                 let id = arg
                     .as_str()

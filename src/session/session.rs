@@ -44,15 +44,32 @@ impl Session {
         cwd: &Path,
         parent_session: Option<String>,
     ) -> Result<Session, SessionError> {
-        // Conversations can hold secrets from the project: private to the user, like pi's auth.
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| SessionError::io(dir, e))?;
         let header = new_header(cwd, parent_session);
         let stamp = header.timestamp.replace([':', '.'], "-");
         let path = dir.join(format!("{stamp}_{}.jsonl", header.id));
+        Session::create_with(path, header)
+    }
+
+    /// A new session at exactly `path` (pi's `--session <path>` for a file that does not exist).
+    pub fn create_at(path: &Path, cwd: &Path) -> Result<Session, SessionError> {
+        if path.exists() {
+            return Err(SessionError::Refused(format!(
+                "{} already exists; open it instead",
+                path.display()
+            )));
+        }
+        Session::create_with(path.to_path_buf(), new_header(cwd, None))
+    }
+
+    fn create_with(path: PathBuf, header: SessionHeader) -> Result<Session, SessionError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            // Conversations can hold secrets from the project: private to the user.
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| SessionError::io(dir, e))?;
+        }
         let mut writer = Writer::open(&path)?;
         writer.append(&header)?;
         Ok(Session {

@@ -27,9 +27,12 @@
 //! Keys of a response (all optional; unknown keys are an error):
 //! - content, streamed in this order: `thinking` (OpenAI: `reasoning_content` delta, or the field
 //!   named by `reasoningField`; Anthropic: a `thinking` block closed by a `signature_delta` with
-//!   `signature`, default `sig-mock`), `text`, `toolCalls` (`[{id, name, arguments}]`, or
+//!   `signature`, default `sig-mock`), `redactedThinking` (Anthropic: a `redacted_thinking` block
+//!   with that `data`), `text`, `toolCalls` (`[{id, name, arguments}]`, or
 //!   `rawArguments` to stream verbatim text such as truncated JSON). `interleave: true` streams
-//!   several OpenAI tool calls' argument deltas round-robin.
+//!   several OpenAI tool calls' argument deltas round-robin; `encryptedReasoning: true` sends
+//!   OpenRouter-style `reasoning_details` (`reasoning.encrypted`, `id` = each call's id, `data`
+//!   `enc-<id>`) before the tool calls.
 //! - `usage`: `{input, output, cacheRead, cacheWrite, reasoning}` in pi's sense (`input` is
 //!   non-cached). OpenAI: a final `choices: []` chunk with `prompt_tokens` = input + cacheRead +
 //!   cacheWrite, `prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`.
@@ -51,7 +54,8 @@
 //! - `id` (default `mock-<n>`), `model` (default: the requested model).
 //!
 //! The binary `agent-lsp-mock --script FILE [--port N] [--log FILE.jsonl]` serves a script file
-//! and prints [`MockProvider::announcement`] as one JSON line.
+//! and prints [`MockProvider::announcement`] as one JSON line; it stops when killed or when its
+//! stdin (a pipe, socket or terminal) closes, and with stdin at `/dev/null` serves until killed.
 
 mod http;
 mod invariants;

@@ -129,12 +129,19 @@ pub struct MockResponse {
     /// OpenAI: the delta field carrying reasoning (default `reasoning_content`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_field: Option<String>,
+    /// Anthropic: a `redacted_thinking` block with this opaque `data` (after `thinking`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted_thinking: Option<String>,
     /// Anthropic: the thinking block's signature (default `sig-mock`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
     /// OpenAI: stream tool-call argument deltas round-robin across calls.
     #[serde(default)]
     pub interleave: bool,
+    /// OpenAI (OpenRouter style): before the tool calls, send `reasoning_details` entries of type
+    /// `reasoning.encrypted` whose `id` is each call's id and `data` is `enc-<id>`.
+    #[serde(default)]
+    pub encrypted_reasoning: bool,
     /// Split text, thinking and arguments into deltas of at most this many bytes (UTF-8 safe).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunk_size: Option<usize>,

@@ -62,6 +62,14 @@ fn openai_chunks(r: &MockResponse, id: &str, model: &str) -> Vec<Vec<u8>> {
     for piece in split_utf8(r.text.as_deref().unwrap_or(""), r.chunk_size) {
         out.push(chunk(json!({"content": piece}), Value::Null));
     }
+    if r.encrypted_reasoning && !r.tool_calls.is_empty() {
+        let details: Vec<Value> = r
+            .tool_calls
+            .iter()
+            .map(|c| json!({"type": "reasoning.encrypted", "id": c.id, "data": format!("enc-{}", c.id)}))
+            .collect();
+        out.push(chunk(json!({"reasoning_details": details}), Value::Null));
+    }
     for delta in openai_tool_deltas(r) {
         out.push(chunk(json!({"tool_calls": [delta]}), Value::Null));
     }
@@ -137,7 +145,10 @@ fn anthropic_error(message: &str) -> Vec<u8> {
 }
 
 fn anthropic_chunks(r: &MockResponse, id: &str, model: &str) -> Vec<Vec<u8>> {
-    let empty = r.text.is_none() && r.thinking.is_none() && r.tool_calls.is_empty();
+    let empty = r.text.is_none()
+        && r.thinking.is_none()
+        && r.redacted_thinking.is_none()
+        && r.tool_calls.is_empty();
     if let (Some(message), true) = (&r.stream_error, empty) {
         // As the API does when overloaded: the error is the first and only event.
         return vec![anthropic_error(message)];
@@ -167,6 +178,11 @@ fn anthropic_chunks(r: &MockResponse, id: &str, model: &str) -> Vec<Vec<u8>> {
             ));
         let start = json!({"type": "thinking", "thinking": "", "signature": ""});
         anthropic_block(&mut out, index, start, deltas);
+        index += 1;
+    }
+    if let Some(data) = &r.redacted_thinking {
+        let start = json!({"type": "redacted_thinking", "data": data});
+        anthropic_block(&mut out, index, start, std::iter::empty());
         index += 1;
     }
     if let Some(text) = &r.text {

@@ -195,3 +195,35 @@ async fn a_session_in_use_is_refused_to_a_second_run() {
     first.start_kill().unwrap();
     first.wait().await.unwrap();
 }
+
+/// `--session PATH` for a file that does not exist starts a new session there (as pi does).
+#[tokio::test]
+async fn session_with_a_new_path_creates_it() {
+    let mock = mock(vec![MockResponse::text("one"), MockResponse::text("two")]).await;
+    let env = CliEnv::with_mock(&mock);
+    let file = env.home.path().join("mine/chat.jsonl");
+    let arg = file.to_str().unwrap();
+    let out = env
+        .run(&["run", "--session", arg, "--model", MODEL, "q1"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_valid_pi_v3(&file);
+    let out = env.run(&["run", "--session", arg, "q2"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let users = session_lines(&file)
+        .iter()
+        .filter(|l| l["message"]["role"] == "user")
+        .count();
+    assert_eq!(users, 2);
+    assert!(
+        env.session_files().is_empty(),
+        "nothing in the default store"
+    );
+    let out = env.run(&["run", "--session", "no-such-id", "q"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no session matches \"no-such-id\""),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -154,3 +154,28 @@ async fn typing_while_an_approval_is_pending_does_not_wedge_the_server() {
     let events = client.wait_settled(&session, &run).await;
     assert_eq!(tool_results(&events)[0], ("late".to_owned(), false));
 }
+
+#[tokio::test]
+async fn block_with_terminate_ends_the_run_after_the_batch() {
+    let (mock, client) = agent_setup(
+        vec![
+            bash_call("c1", "echo no"),
+            MockResponse::text("never requested"),
+        ],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    client.set_approvals(Box::new(|_| {
+        Some(json!({"decision": "block", "reason": "stop here", "terminate": true}))
+    }));
+    let (session, run, id) = prompt(&client, json!({"message": "go"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    assert_run_invariants(&client, &session, &run, id);
+    assert_eq!(tool_results(&events)[0], ("stop here".to_owned(), true));
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "terminate: no further model request"
+    );
+}

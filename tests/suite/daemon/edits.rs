@@ -185,3 +185,31 @@ async fn utf8_client_without_document_changes_gets_unversioned_changes() {
         .await;
     assert_eq!(mirror["text"], "x\r\nhéllo 😀 there\r\n");
 }
+
+#[tokio::test]
+async fn an_unanswered_save_documents_falls_back_to_writing_the_disk() {
+    let write = MockResponse::tool_call(
+        "call_1",
+        "write",
+        json!({"path": "s.txt", "content": "saved by server\n"}),
+    );
+    let (_mock, client) = agent_setup(
+        vec![write, MockResponse::text("ok")],
+        LspClient::agent_caps(false),
+        json!({"editTimeoutMs": 300}),
+    )
+    .await;
+    client.set_save_documents(false);
+    let path = client.workspace.path().join("s.txt");
+    std::fs::write(&path, "old\n").unwrap();
+    client.did_open(&path, "old\n").await;
+    let (session, run, _) = prompt(&client, json!({"message": "write"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    assert!(!tool_results(&events)[0].1, "{:?}", tool_results(&events));
+    assert_eq!(
+        requests_of(&client, "agent/saveDocuments").len(),
+        1,
+        "the client was asked"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "saved by server\n");
+}

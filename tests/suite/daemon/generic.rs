@@ -236,3 +236,92 @@ async fn generic_commands_cover_sessions_queues_and_abort() {
         .await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 }
+
+#[tokio::test]
+async fn cancelling_the_progress_aborts_the_run() {
+    let mut slow = MockResponse::text("word ".repeat(200));
+    slow.chunk_size = Some(5);
+    slow.delay_ms = Some(20);
+    let (_mock, client) = agent_setup(vec![slow], generic_caps(true), json!({})).await;
+    let started = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "agent.prompt", "arguments": ["talk"]}),
+        )
+        .await;
+    let begin = client
+        .wait_for("progress begin", |m| {
+            m["method"] == "$/progress" && m["params"]["value"]["kind"] == "begin"
+        })
+        .await;
+    assert_eq!(begin["params"]["value"]["cancellable"], true);
+    assert_eq!(
+        begin["params"]["token"],
+        format!("agent-lsp/{}", started["runId"].as_str().unwrap())
+    );
+    client
+        .notify(
+            "window/workDoneProgress/cancel",
+            json!({"token": begin["params"]["token"]}),
+        )
+        .await;
+    client
+        .wait_for("aborted", |m| {
+            m["method"] == "window/showMessage" && m["params"]["message"] == "agent-lsp: aborted"
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn rejecting_through_the_code_action_blocks_the_call() {
+    let (_mock, client) = agent_setup(
+        vec![bash_call("c1", "echo rejected"), MockResponse::text("done")],
+        generic_caps(false),
+        json!({}),
+    )
+    .await;
+    client
+        .did_open(&client.workspace.path().join("r.txt"), "r\n")
+        .await;
+    let started = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "agent.prompt", "arguments": ["go"]}),
+        )
+        .await;
+    let diag = client
+        .wait_for("approval diagnostic", |m| {
+            m["method"] == "textDocument/publishDiagnostics"
+                && m["params"]["diagnostics"]
+                    .as_array()
+                    .is_some_and(|d| !d.is_empty())
+        })
+        .await;
+    let approval_id = diag["params"]["diagnostics"][0]["code"].clone();
+    let resolved = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "agent.reject", "arguments": [approval_id]}),
+        )
+        .await;
+    assert_eq!(resolved, json!({"resolved": true}));
+    client
+        .wait_for("final", |m| {
+            m["method"] == "window/showMessage" && m["params"]["message"] == "done"
+        })
+        .await;
+    let messages = client
+        .request(
+            "agent/getMessages",
+            json!({"sessionId": started["sessionId"]}),
+        )
+        .await;
+    let result = messages["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "toolResult")
+        .unwrap();
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["content"][0]["text"], "Tool execution was blocked");
+}

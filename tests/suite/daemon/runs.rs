@@ -99,6 +99,21 @@ async fn busy_prompt_fails_with_pis_text_and_streaming_behavior_queues() {
     assert_eq!(queued["disposition"], "followUp");
     assert_eq!(queued["runId"], run.as_str());
     let events = client.wait_settled(&session, &run).await;
+    // The response announcing the messageId is written before the event carrying it.
+    let log = client.log();
+    let message_id = queued["messageId"].as_str().unwrap();
+    let response_at = log
+        .iter()
+        .position(|m| m["result"]["messageId"] == message_id)
+        .unwrap();
+    let event_at = log
+        .iter()
+        .position(|m| m["params"]["event"]["followUp"][0]["messageId"] == message_id)
+        .unwrap();
+    assert!(
+        response_at < event_at,
+        "response {response_at} before event {event_at}"
+    );
     let updates: Vec<&Value> = events
         .iter()
         .filter(|e| e["event"]["type"] == "queue_update")
@@ -280,4 +295,169 @@ async fn twenty_sessions_run_concurrently_on_one_connection() {
     }
     assert_eq!(mock.requests().len(), 20);
     assert!(mock.violations().is_empty());
+}
+
+/// Many pipelined follow-ups: each response precedes the first event that carries its id.
+#[tokio::test]
+async fn pipelined_follow_ups_are_announced_before_their_events() {
+    let mut slow = MockResponse::text("word ".repeat(60));
+    slow.chunk_size = Some(3);
+    slow.delay_ms = Some(10);
+    let mut responses = vec![slow];
+    responses.extend((0..40).map(|i| MockResponse::text(format!("answer {i}"))));
+    let (_mock, client) = agent_setup(responses, LspClient::agent_caps(false), json!({})).await;
+    let (session, run, _) = prompt(&client, json!({"message": "first"})).await;
+    let mut batch = Vec::new();
+    for i in 0..40 {
+        batch.extend(frame(
+            &json!({"jsonrpc": "2.0", "id": 10_000 + i, "method": "agent/followUp",
+            "params": {"sessionId": session, "message": format!("f{i}")}}),
+        ));
+    }
+    client.send_raw(&batch).await;
+    client.wait_settled(&session, &run).await;
+    let log = client.log();
+    for i in 0..40 {
+        let response_at = log
+            .iter()
+            .position(|m| m["id"] == 10_000 + i && m.get("method").is_none())
+            .unwrap_or_else(|| panic!("no response {i}"));
+        let message_id = &log[response_at]["result"]["messageId"];
+        let first_event = log.iter().position(|m| {
+            m["method"] == "$/agentEvent"
+                && m["params"]["event"]["followUp"]
+                    .as_array()
+                    .is_some_and(|q| q.iter().any(|x| x["messageId"] == *message_id))
+        });
+        if let Some(event_at) = first_event {
+            assert!(
+                response_at < event_at,
+                "follow-up {i}: response {response_at} after event {event_at}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn clear_queue_drops_queued_messages_before_delivery() {
+    let mut slow = MockResponse::text("word ".repeat(60));
+    slow.chunk_size = Some(3);
+    slow.delay_ms = Some(10);
+    let (mock, client) = agent_setup(
+        vec![slow, MockResponse::text("unused")],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    let (session, run, _) = prompt(&client, json!({"message": "first"})).await;
+    let a = client
+        .request(
+            "agent/followUp",
+            json!({"sessionId": session, "message": "a"}),
+        )
+        .await;
+    let b = client
+        .request("agent/steer", json!({"sessionId": session, "message": "b"}))
+        .await;
+    let removed = client
+        .request("agent/clearQueue", json!({"sessionId": session}))
+        .await;
+    assert_eq!(removed["followUp"][0]["messageId"], a["messageId"]);
+    assert_eq!(removed["steering"][0]["messageId"], b["messageId"]);
+    let events = client.wait_settled(&session, &run).await;
+    let last_update = events
+        .iter()
+        .rev()
+        .find(|e| e["event"]["type"] == "queue_update")
+        .unwrap();
+    assert_eq!(last_update["event"]["steering"], json!([]));
+    assert_eq!(last_update["event"]["followUp"], json!([]));
+    assert_eq!(mock.requests().len(), 1, "nothing queued was delivered");
+    let state = client
+        .request("agent/getState", json!({"sessionId": session}))
+        .await;
+    assert_eq!(
+        (state["steering"].clone(), state["followUp"].clone()),
+        (json!([]), json!([]))
+    );
+}
+
+#[tokio::test]
+async fn a_stored_session_is_resumed_by_a_new_daemon() {
+    let mock = MockProvider::start(MockScript {
+        responses: vec![
+            MockResponse::text("first answer"),
+            MockResponse::text("second answer"),
+        ],
+    })
+    .await
+    .unwrap();
+    let first = LspClient::spawn(Spawn {
+        provider_url: Some(mock.openai_base_url()),
+        env: vec![],
+    })
+    .await;
+    first
+        .initialize(LspClient::agent_caps(false), json!({}))
+        .await;
+    let (session, run, _) = prompt(&first, json!({"message": "remember 42"})).await;
+    first.wait_settled(&session, &run).await;
+    let before = first
+        .request("agent/getMessages", json!({"sessionId": session}))
+        .await;
+    let home = first.home.path().to_path_buf();
+    let workspace = first.workspace.path().to_path_buf();
+    // The session file is locked while its daemon lives; a second daemon may resume it after.
+    let mut first = first;
+    first.request("shutdown", Value::Null).await;
+    first.notify("exit", Value::Null).await;
+    assert!(first.child.wait().await.unwrap().success());
+
+    let dirs = ["config", "data", "state", "cache"];
+    let mut env: Vec<(String, String)> = vec![("HOME".into(), home.display().to_string())];
+    for dir in dirs {
+        env.push((
+            format!("XDG_{}_HOME", dir.to_uppercase()),
+            home.join(dir).display().to_string(),
+        ));
+    }
+    let second = LspClient::spawn(Spawn {
+        provider_url: Some(mock.openai_base_url()),
+        env,
+    })
+    .await;
+    second
+        .initialize(LspClient::agent_caps(false), json!({}))
+        .await;
+    let resumed = second
+        .request("agent/newSession", json!({"resume": session}))
+        .await;
+    assert_eq!(resumed["sessionId"], session.as_str());
+    assert_eq!(
+        resumed["cwd"],
+        std::fs::canonicalize(&workspace)
+            .unwrap()
+            .display()
+            .to_string()
+    );
+    let after = second
+        .request("agent/getMessages", json!({"sessionId": session}))
+        .await;
+    assert_eq!(after["messages"], before["messages"]);
+    let (_, run2, _) = prompt(
+        &second,
+        json!({"sessionId": session, "message": "what number?"}),
+    )
+    .await;
+    second.wait_settled(&session, &run2).await;
+    let body = serde_json::to_string(&mock.requests()[1].body).unwrap();
+    assert!(
+        body.contains("remember 42") && body.contains("first answer"),
+        "{body}"
+    );
+    let missing = second
+        .request_raw("agent/newSession", json!({"resume": "no-such-session"}))
+        .await;
+    assert_eq!(missing["error"]["code"], -32602, "{missing}");
+    drop(first);
 }

@@ -7,6 +7,11 @@ use std::process::{Command, Stdio};
 use agent_lsp::testing::{MockProvider, MockResponse, MockScript};
 use serde_json::{Value, json};
 
+/// A plain client that never goes through a proxy (the mock is on loopback).
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
+
 fn request(client: &reqwest::Client, url: &str, body: &Value) -> reqwest::RequestBuilder {
     client
         .post(url)
@@ -15,10 +20,7 @@ fn request(client: &reqwest::Client, url: &str, body: &Value) -> reqwest::Reques
 }
 
 async fn post(url: &str, body: &Value) -> (u16, String) {
-    let response = request(&reqwest::Client::new(), url, body)
-        .send()
-        .await
-        .unwrap();
+    let response = request(&client(), url, body).send().await.unwrap();
     let status = response.status().as_u16();
     (status, response.text().await.unwrap())
 }
@@ -75,10 +77,7 @@ async fn exhausted_script_and_status_faults_answer_with_http_errors() {
     .await
     .unwrap();
     let url = format!("{}/chat/completions", mock.openai_base_url());
-    let response = request(&reqwest::Client::new(), &url, &user("x"))
-        .send()
-        .await
-        .unwrap();
+    let response = request(&client(), &url, &user("x")).send().await.unwrap();
     assert_eq!(response.status().as_u16(), 429);
     assert_eq!(response.headers()["retry-after"], "7");
     assert_eq!(response.text().await.unwrap(), "slow down");
@@ -126,7 +125,7 @@ async fn refused_and_cut_connections_are_transport_errors() {
     .await
     .unwrap();
     let url = format!("{}/chat/completions", mock.openai_base_url());
-    let client = reqwest::Client::new();
+    let client = client();
     assert!(request(&client, &url, &user("x")).send().await.is_err());
     let response = request(&client, &url, &user("x")).send().await.unwrap();
     assert_eq!(response.status().as_u16(), 200);
@@ -249,4 +248,34 @@ async fn the_shared_process_helper_serves_both_apis() {
         paths,
         [json!("/v1/chat/completions"), json!("/v1/messages")]
     );
+}
+
+#[tokio::test]
+async fn the_binary_keeps_serving_with_stdin_at_dev_null() {
+    let dir = tempfile::tempdir().unwrap();
+    let script_path = dir.path().join("script.json");
+    std::fs::write(&script_path, r#"{"responses": [{"text": "still here"}]}"#).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-lsp-mock"))
+        .arg("--script")
+        .arg(&script_path)
+        .env("HOME", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let announced: Value = serde_json::from_str(&line).unwrap();
+    let url = format!(
+        "{}/chat/completions",
+        announced["openaiBaseUrl"].as_str().unwrap()
+    );
+    let (status, body) = post(&url, &user("x")).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("still here"));
+    assert!(child.try_wait().unwrap().is_none(), "still running");
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

@@ -422,3 +422,158 @@ async fn hosted_apis_without_a_key_fail_before_any_request() {
         assert_eq!(error_text(&events), "No API key for provider: keyless-test");
     }
 }
+
+#[tokio::test]
+async fn anthropic_adaptive_thinking_and_long_cache_retention() {
+    let mock = mock(r#"{"responses": [{"text": "ok"}, {"text": "ok"}]}"#).await;
+    let mut model = model_for("anthropic-messages", &mock);
+    model.compat = json!({"forceAdaptiveThinking": true}).as_object().cloned();
+    let mut options = StreamOptions {
+        reasoning: Some(ThinkingLevel::Minimal),
+        temperature: Some(0.2),
+        ..StreamOptions::default()
+    };
+    options.extra.insert("cacheRetention".into(), json!("long"));
+    done(&run(&model, conversation("anthropic-messages"), options).await);
+    let request = mock.requests().remove(0);
+    assert_eq!(request.body["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(request.body["output_config"], json!({"effort": "low"}));
+    assert!(
+        request.body.get("temperature").is_none(),
+        "no temperature while thinking"
+    );
+    assert!(
+        !request
+            .header("anthropic-beta")
+            .unwrap_or_default()
+            .contains("interleaved")
+    );
+    assert_eq!(
+        request.body["system"][0]["cache_control"],
+        json!({"type": "ephemeral", "ttl": "1h"})
+    );
+    // Thinking off on a reasoning model: explicitly disabled, temperature allowed.
+    let options = StreamOptions {
+        temperature: Some(0.2),
+        ..StreamOptions::default()
+    };
+    done(&run(&model, user_context("x"), options).await);
+    let body = mock.requests().remove(1).body;
+    assert_eq!(body["thinking"], json!({"type": "disabled"}));
+    assert_eq!(body["temperature"], 0.2);
+    assert_eq!(
+        body["messages"][0]["content"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+}
+
+#[tokio::test]
+async fn eager_tool_streaming_and_session_affinity_follow_compat() {
+    let mock = mock(r#"{"responses": [{"text": "ok"}, {"text": "ok"}]}"#).await;
+    let mut model = model_for("anthropic-messages", &mock);
+    model.compat = json!({"supportsEagerToolInputStreaming": true})
+        .as_object()
+        .cloned();
+    done(
+        &run(
+            &model,
+            conversation("anthropic-messages"),
+            StreamOptions::default(),
+        )
+        .await,
+    );
+    let request = mock.requests().remove(0);
+    assert_eq!(request.body["tools"][0]["eager_input_streaming"], true);
+    assert!(
+        !request
+            .header("anthropic-beta")
+            .unwrap_or_default()
+            .contains("fine-grained")
+    );
+
+    let mut model = model_for("openai-completions", &mock);
+    model.compat =
+        json!({"sendSessionAffinityHeaders": true, "sessionAffinityFormat": "openrouter"})
+            .as_object()
+            .cloned();
+    let options = StreamOptions {
+        session_id: Some("sess-42".into()),
+        ..StreamOptions::default()
+    };
+    done(&run(&model, user_context("x"), options).await);
+    let request = mock.requests().remove(1);
+    assert_eq!(request.header("x-session-id"), Some("sess-42"));
+    assert_eq!(request.header("session_id"), None);
+}
+
+#[tokio::test]
+async fn openrouter_encrypted_reasoning_is_kept_and_replayed() {
+    let mock = mock(
+        r#"{"responses": [{"encryptedReasoning": true, "toolCalls": [
+            {"id": "call_a", "name": "read", "arguments": {"path": "a"}},
+            {"id": "call_b", "name": "read", "arguments": {"path": "b"}}]}, {"text": "done"}]}"#,
+    )
+    .await;
+    let model = model_for("openai-completions", &mock);
+    let events = run(&model, user_context("go"), StreamOptions::default()).await;
+    let (_, message) = done(&events);
+    let signatures: Vec<Value> = message
+        .tool_calls()
+        .map(|c| serde_json::from_str(c.thought_signature.as_deref().unwrap()).unwrap())
+        .collect();
+    assert_eq!(
+        signatures[0],
+        json!({"type": "reasoning.encrypted", "id": "call_a", "data": "enc-call_a"})
+    );
+    assert_eq!(signatures[1]["data"], "enc-call_b");
+    let results = message.tool_calls().map(|c| {
+        AgentMessage::ToolResult(ToolResultMessage {
+            tool_call_id: c.id.clone(),
+            tool_name: c.name.clone(),
+            content: vec![ContentBlock::text("ok")],
+            ..ToolResultMessage::default()
+        })
+    });
+    let mut messages = vec![
+        AgentMessage::user_text("go"),
+        AgentMessage::Assistant(message.clone()),
+    ];
+    messages.extend(results);
+    done(&run(&model, LlmContext { messages }, StreamOptions::default()).await);
+    let body = mock.requests().remove(1).body;
+    let replayed = &body["messages"][1]["reasoning_details"];
+    assert_eq!(replayed.as_array().map(Vec::len), Some(2));
+    assert_eq!(replayed[1]["id"], "call_b");
+}
+
+#[tokio::test]
+async fn anthropic_redacted_thinking_is_kept_and_replayed_to_the_same_model() {
+    let mock = mock(r#"{"responses": [{"thinking": "visible", "redactedThinking": "opaque-blob", "text": "hi"}, {"text": "again"}]}"#).await;
+    let model = model_for("anthropic-messages", &mock);
+    let (_, message) = done(&run(&model, user_context("q"), StreamOptions::default()).await);
+    let ContentBlock::Thinking(redacted) = &message.content[1] else {
+        panic!("{message:?}")
+    };
+    assert_eq!(redacted.thinking, "[Reasoning redacted]");
+    assert_eq!(
+        (redacted.redacted, redacted.thinking_signature.as_deref()),
+        (Some(true), Some("opaque-blob"))
+    );
+    let messages = vec![
+        AgentMessage::user_text("q"),
+        message.into(),
+        AgentMessage::user_text("more"),
+    ];
+    done(&run(&model, LlmContext { messages }, StreamOptions::default()).await);
+    let body = mock.requests().remove(1).body;
+    let replayed = &body["messages"][1]["content"];
+    assert_eq!(
+        replayed[0],
+        json!({"type": "thinking", "thinking": "visible", "signature": "sig-mock"})
+    );
+    assert_eq!(
+        replayed[1],
+        json!({"type": "redacted_thinking", "data": "opaque-blob"})
+    );
+    assert_eq!(replayed[2]["text"], "hi");
+}

@@ -199,3 +199,35 @@ async fn tool_calls_without_ids_get_generated_ones() {
     );
     assert_eq!(call.arguments, json!({"path": "a"}));
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Whatever the delta size and however the bytes are cut into HTTP chunks, both APIs
+        /// reassemble exactly the scripted text and tool arguments.
+        #[test]
+        fn any_chunking_reassembles_text_and_arguments(
+            text in "[a-zé😀 \"\\\\\n]{1,60}",
+            value in "[a-z😀\"\\\\]{0,30}",
+            chunk_size in 1usize..9,
+            write_bytes in prop::option::of(1usize..12),
+            anthropic in any::<bool>(),
+        ) {
+            let api = if anthropic { APIS[1] } else { APIS[0] };
+            let script = json!({"responses": [{"text": text, "chunkSize": chunk_size, "writeBytes": write_bytes,
+                "toolCalls": [{"id": "c", "name": "write", "arguments": {"content": value}}]}]});
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let message = runtime.block_on(async {
+                let mock = mock(&script.to_string()).await;
+                let events = run(&model_for(api, &mock), user_context("x"), StreamOptions::default()).await;
+                done(&events).1
+            });
+            prop_assert_eq!(message.text(), text);
+            prop_assert_eq!(message.tool_calls().next().unwrap().arguments.clone(), json!({"content": value}));
+        }
+    }
+}

@@ -6,8 +6,6 @@
 //! `agent/saveDocuments` writes the buffer to disk, and `agent/beforeToolCall` is answered by a
 //! scriptable closure (or held for the test to answer).
 
-#![allow(dead_code)] // Helpers are shared by many tests; not every build uses all of them.
-
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

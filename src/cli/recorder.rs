@@ -1,0 +1,82 @@
+//! The run's recorder: persists each finished message before it is shown, and sums usage.
+
+use std::sync::{Arc, Mutex};
+
+use crate::agent::AgentListener;
+use crate::agent::event::AgentEvent;
+use crate::agent::message::{AgentMessage, Usage};
+use crate::cli::output::Renderer;
+use crate::models::{ResolvedModel, apply_cost};
+use crate::session::Session;
+
+/// Records every finished message in the session (with its cost) before it is shown, and sums
+/// the run's usage.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    inner: Arc<Mutex<RecorderState>>,
+}
+
+#[derive(Default)]
+struct RecorderState {
+    session: Option<Session>,
+    run_usage: Usage,
+    failure: Option<String>,
+}
+
+impl Recorder {
+    pub fn new(session: Session) -> Recorder {
+        Recorder {
+            inner: Arc::new(Mutex::new(RecorderState {
+                session: Some(session),
+                ..Default::default()
+            })),
+        }
+    }
+
+    pub fn listener(&self, resolved: &ResolvedModel, renderer: Arc<dyn Renderer>) -> AgentListener {
+        let inner = self.inner.clone();
+        let model = resolved.model.clone();
+        Arc::new(move |event: Arc<AgentEvent>, _cancel| {
+            let inner = inner.clone();
+            let model = model.clone();
+            let renderer = renderer.clone();
+            Box::pin(async move {
+                if let AgentEvent::MessageEnd { message } = &*event {
+                    let mut message = message.clone();
+                    let mut state = inner.lock().map_err(|_| "recorder lock poisoned")?;
+                    if let AgentMessage::Assistant(a) = &mut message {
+                        apply_cost(&model, &mut a.usage);
+                        state.run_usage.accumulate(&a.usage);
+                    }
+                    if let Some(session) = &mut state.session
+                        && let Err(e) = session.append_message(&message)
+                    {
+                        let text = format!("cannot record the session: {e}");
+                        state.failure = Some(text.clone());
+                        return Err(text);
+                    }
+                }
+                renderer.event(&event);
+                Ok(())
+            })
+        })
+    }
+
+    /// (this run's usage, the whole session's usage).
+    pub fn totals(&self) -> (Usage, Usage) {
+        match self.inner.lock() {
+            Ok(state) => {
+                let session = state.session.as_ref().map(Session::usage);
+                (
+                    state.run_usage.clone(),
+                    session.unwrap_or_else(|| state.run_usage.clone()),
+                )
+            }
+            Err(_) => (Usage::default(), Usage::default()),
+        }
+    }
+
+    pub fn failure(&self) -> Option<String> {
+        self.inner.lock().ok().and_then(|s| s.failure.clone())
+    }
+}

@@ -1,0 +1,170 @@
+//! Typed, borrowing view of one OpenAI Chat Completions stream chunk.
+//!
+//! Deserializing into these structs instead of `serde_json::Value` avoids building a map per
+//! chunk and borrows unescaped strings straight from the SSE data (the hot path: one chunk per
+//! token). String fields are lenient: a server putting a non-string where a string belongs
+//! (`null`, an object) gets the field ignored rather than the whole chunk rejected.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+type Str<'a> = Option<Cow<'a, str>>;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Chunk<'a> {
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub id: Str<'a>,
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub model: Str<'a>,
+    #[serde(borrow, default)]
+    pub choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    pub usage: Option<Value>,
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Choice<'a> {
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub finish_reason: Str<'a>,
+    #[serde(borrow, default)]
+    pub delta: Option<Delta<'a>>,
+    /// Moonshot reports usage per choice.
+    #[serde(default)]
+    pub usage: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct Delta<'a> {
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub content: Str<'a>,
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub reasoning_content: Str<'a>,
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub reasoning: Str<'a>,
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub reasoning_text: Str<'a>,
+    #[serde(borrow, default)]
+    pub tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+    /// OpenRouter: encrypted reasoning to replay with the tool call of the same id.
+    #[serde(default)]
+    pub reasoning_details: Option<Value>,
+}
+
+impl<'a> Delta<'a> {
+    /// The first non-empty reasoning field and its name (replayed under the same key).
+    pub fn reasoning(&self) -> Option<(&'static str, &str)> {
+        [
+            ("reasoning_content", &self.reasoning_content),
+            ("reasoning", &self.reasoning),
+            ("reasoning_text", &self.reasoning_text),
+        ]
+        .into_iter()
+        .find_map(|(name, text)| Some((name, text.as_deref().filter(|t| !t.is_empty())?)))
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ToolCallDelta<'a> {
+    #[serde(default)]
+    pub index: Option<u64>,
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub id: Str<'a>,
+    #[serde(borrow, default)]
+    pub function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct FunctionDelta<'a> {
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub name: Str<'a>,
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub arguments: Str<'a>,
+}
+
+/// A string (borrowed when unescaped), or `None` for anything else.
+fn lenient_str<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Str<'a>, D::Error> {
+    d.deserialize_any(LenientStr(PhantomData))
+}
+
+struct LenientStr<'a>(PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> Visitor<'de> for LenientStr<'a> {
+    type Value = Str<'a>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value (strings kept)")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Some(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(Cow::Owned(v.to_string())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Some(Cow::Owned(v)))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn borrows_plain_strings_and_ignores_odd_types() {
+        let data = r#"{"id":"c1","model":null,"choices":[{"index":0,"finish_reason":null,
+            "delta":{"content":"hi","reasoning":{"summary":"x"},"tool_calls":[{"index":1,"id":"t",
+            "function":{"name":"read","arguments":"{\"a\":"}}]}}],"usage":null}"#;
+        let chunk: Chunk = serde_json::from_str(data).unwrap();
+        assert!(matches!(chunk.id, Some(Cow::Borrowed("c1"))));
+        assert_eq!(chunk.model, None);
+        let choice = &chunk.choices.as_ref().unwrap()[0];
+        let delta = choice.delta.as_ref().unwrap();
+        assert_eq!(delta.content.as_deref(), Some("hi"));
+        assert_eq!(
+            delta.reasoning(),
+            None,
+            "a non-string reasoning field is ignored"
+        );
+        let call = &delta.tool_calls.as_ref().unwrap()[0];
+        assert_eq!(
+            call.function.as_ref().unwrap().arguments.as_deref(),
+            Some("{\"a\":")
+        );
+    }
+}
