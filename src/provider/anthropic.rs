@@ -1,4 +1,11 @@
 //! The `anthropic-messages` API: Anthropic Messages streaming at `<baseUrl>/v1/messages`.
+//!
+//! `model.compat` flags: `forceAdaptiveThinking` (adaptive thinking with an effort instead of a
+//! budget), `supportsLongCacheRetention` [true], `supportsEagerToolInputStreaming` (per-tool
+//! `eager_input_streaming` instead of the fine-grained streaming beta),
+//! `supportsMidConvoSystemMessages` + `supportsMidConvoToolChanges` (tool strategy "changes":
+//! inline `tool_addition`/`tool_removal` blocks, beta `inline-tools-2026-09-15`).
+//! `StreamOptions::extra` keys: `cacheRetention` (`long` → 1 h cache TTL), `headers`, `timeoutMs`.
 
 use super::anthropic_request::{VERSION, build_request};
 use super::anthropic_stream::AnthropicParser;

@@ -1,5 +1,16 @@
 //! The `openai-completions` API: OpenAI Chat Completions streaming, which also serves Ollama,
 //! vLLM, llama.cpp, LM Studio and proxies by base URL.
+//!
+//! `model.compat` flags (pi's names; defaults in brackets): `supportsDeveloperRole` [official
+//! OpenAI], `maxTokensField` [`max_completion_tokens`], `supportsUsageInStreaming` [true],
+//! `supportsStore` [official OpenAI], `supportsStrictMode` [true], `supportsReasoningEffort`
+//! [true], `thinkingFormat` [`openai`; also `openrouter`, `deepseek`, `zai`, `together`, `qwen`,
+//! `qwen-chat-template`, `string-thinking`], `thinkingTokenBudgetField`,
+//! `requiresToolResultName`, `requiresAssistantAfterToolResult`, `requiresThinkingAsText`,
+//! `requiresReasoningContentOnAssistantMessages`, `supportsFinishReason` [true],
+//! `supportsMidConvoSystemMessages` + `supportsMidConvoToolAdditions` (tool strategy
+//! "additions"), `sendSessionAffinityHeaders` + `sessionAffinityFormat`.
+//! `StreamOptions::extra` keys: `toolChoice`, `headers` (null removes a default), `timeoutMs`.
 
 use super::assembler::{Assembler, spawn_provider};
 use super::openai_request::{OpenAiCompat, build_body};

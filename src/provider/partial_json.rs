@@ -14,6 +14,9 @@
 
 use serde_json::{Map, Value};
 
+/// Containers may nest this deep (serde_json's own recursion limit).
+const MAX_DEPTH: usize = 128;
+
 /// A string being read, with its escape state.
 #[derive(Clone, Debug, Default)]
 struct StrState {
@@ -276,6 +279,10 @@ impl PartialJson {
     fn begin_value(&mut self, c: char) -> Result<(), String> {
         if self.stack.is_empty() {
             self.top = Top::Inside;
+        }
+        if matches!(c, '{' | '[') && self.stack.len() >= MAX_DEPTH {
+            // Deeper than serde_json accepts; also keeps recursive drops of the value shallow.
+            return Err(format!("nesting deeper than {MAX_DEPTH} levels"));
         }
         match c {
             '{' => self.stack.push(Frame::Object {

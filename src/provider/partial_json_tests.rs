@@ -219,6 +219,23 @@ fn raw_control_characters_are_repaired() {
 }
 
 #[test]
+fn absurd_nesting_stops_the_parser_instead_of_growing() {
+    let mut parser = PartialJson::new();
+    parser.push(&"[".repeat(100_000));
+    assert!(parser.finish().is_err());
+    let depth = |v: &Value| {
+        let mut depth = 0;
+        let mut current = v;
+        while let Some(inner) = current.as_array().and_then(|a| a.first()) {
+            depth += 1;
+            current = inner;
+        }
+        depth
+    };
+    assert_eq!(parser.snapshot().map(|v| depth(&v)), Some(127));
+}
+
+#[test]
 fn surrogate_pairs_combine() {
     assert_eq!(
         feed_all(r#"{"e": "\ud83d\ude00"}"#).snapshot(),

@@ -86,8 +86,9 @@ pub fn retry_delay(retry: u32, server: Option<Duration>, cap_ms: u64) -> Result<
         )),
         (Some(wanted), _) => Ok(wanted),
         (None, cap) => {
-            let backoff =
-                Duration::from_millis(BASE_DELAY_MS.saturating_mul(1 << (retry - 1).min(20)));
+            let backoff = Duration::from_millis(
+                BASE_DELAY_MS.saturating_mul(1 << retry.saturating_sub(1).min(20)),
+            );
             Ok(cap.map_or(backoff, |cap| backoff.min(cap)))
         }
     }

@@ -179,13 +179,15 @@ async fn attempt<P: WireParser>(
     for (name, value) in &target.headers {
         request = request.header(name, value);
     }
+    let idle = idle_timeout(options);
     let response = tokio::select! {
         _ = signal.cancelled() => return Attempt::Aborted,
-        response = request.send() => response,
+        response = tokio::time::timeout(idle, request.send()) => response,
     };
     let response = match response {
-        Ok(response) => response,
-        Err(e) => return Attempt::Failed(format!("Connection error: {}", error_chain(&e))),
+        Ok(Ok(response)) => response,
+        Ok(Err(e)) => return Attempt::Failed(format!("Connection error: {}", error_chain(&e))),
+        Err(_) => return Attempt::Failed(timed_out(idle, "no response")),
     };
     let status = response.status();
     if !status.is_success() {
@@ -228,11 +230,15 @@ async fn stream_body<P: WireParser>(
     mut parser: P,
 ) -> Attempt {
     let mut events = response.bytes_stream().eventsource();
+    let idle = idle_timeout(options);
     loop {
         let next = tokio::select! {
             biased;
             _ = options.signal.cancelled() => return Attempt::Aborted,
-            next = events.next() => next,
+            next = tokio::time::timeout(idle, events.next()) => next,
+        };
+        let Ok(next) = next else {
+            return Attempt::Failed(timed_out(idle, "no event"));
         };
         let event = match next {
             None => break,
@@ -255,6 +261,20 @@ async fn stream_body<P: WireParser>(
         Ok(reason) => Attempt::Done(reason),
         Err(failure) => failed(failure, options),
     }
+}
+
+/// Inactivity limit: `timeoutMs` in the options, else 10 minutes (the OpenAI and Anthropic
+/// SDKs' default). It restarts with every event, so long streams are fine; a server that goes
+/// silent (a hung local model, a dead proxy) ends the request.
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
+
+fn idle_timeout(options: &StreamOptions) -> Duration {
+    let ms = options.extra.get("timeoutMs").and_then(Value::as_u64);
+    Duration::from_millis(ms.filter(|ms| *ms > 0).unwrap_or(DEFAULT_IDLE_TIMEOUT_MS))
+}
+
+fn timed_out(idle: Duration, what: &str) -> String {
+    format!("Request timed out: {what} for {} ms", idle.as_millis())
 }
 
 fn failed(failure: Failure, options: &StreamOptions) -> Attempt {
@@ -301,14 +321,11 @@ pub fn is_loopback(url: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// Clients for streaming: connect timeout, idle read timeout, no overall timeout. `Err` (TLS
+/// Clients for streaming: a connect timeout, no overall timeout (idle time is limited per
+/// request, see [`DEFAULT_IDLE_TIMEOUT_MS`]). `Err` (TLS
 /// setup failed) is reported on each request rather than at construction.
 pub fn streaming_client() -> Result<HttpClients, String> {
-    let builder = || {
-        reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
-            .read_timeout(Duration::from_secs(300))
-    };
+    let builder = || reqwest::Client::builder().connect_timeout(Duration::from_secs(30));
     let error = |e: reqwest::Error| format!("cannot create the HTTP client: {}", error_chain(&e));
     Ok(HttpClients {
         proxied: builder().build().map_err(error)?,

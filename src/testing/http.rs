@@ -220,6 +220,10 @@ pub async fn write_sse<S: AsyncWrite + Unpin>(
     .await?;
     // Flush per chunk only when pacing matters; otherwise let the buffer batch for throughput.
     let paced = plan.delay.is_some() || plan.write_bytes.is_some();
+    if paced {
+        // Like a real server: the status line and headers go out before the first (slow) event.
+        out.flush().await?;
+    }
     for (index, chunk) in chunks.iter().enumerate() {
         if plan.disconnect_after_chunks == Some(index) {
             return cut(out).await;

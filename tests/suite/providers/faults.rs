@@ -430,3 +430,23 @@ async fn a_non_streaming_json_answer_is_a_clear_error() {
         assert!(text.ends_with(r#"{"choices": []}"#));
     }
 }
+
+#[tokio::test]
+async fn a_silent_server_times_out_after_the_idle_limit() {
+    for api in APIS {
+        let mock =
+            mock(r#"{"responses": [{"text": "slow", "chunkSize": 1, "delayMs": 400}]}"#).await;
+        let mut options = StreamOptions::default();
+        options
+            .extra
+            .insert("timeoutMs".into(), serde_json::json!(100));
+        let events = run(&model_for(api, &mock), user_context("x"), options).await;
+        let (reason, message) = failed(&events);
+        assert_eq!(reason, StopReason::Error);
+        assert_eq!(
+            message.error_message.as_deref(),
+            Some("Request timed out: no event for 100 ms"),
+            "{api}"
+        );
+    }
+}
