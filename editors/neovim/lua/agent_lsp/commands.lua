@@ -53,7 +53,10 @@ function M.selection_context(bufnr, l1, l2)
   )
 end
 
-local function adopt(result, client_id)
+--- Makes the session of a prompt/newSession result current and remembers its daemon.
+---@param result table?
+---@param client_id integer?
+function M.adopt(result, client_id)
   if type(result) == "table" and result.sessionId then
     if state.current ~= result.sessionId then
       state.current = result.sessionId
@@ -81,7 +84,7 @@ function M.prompt(text, opts)
     streamingBehavior = opts.streaming_behavior,
   }
   lsp().request(protocol.methods.prompt, params, function(result, client_id)
-    adopt(result, client_id)
+    M.adopt(result, client_id)
     if opts.on_result then
       opts.on_result(result)
     end
@@ -132,102 +135,13 @@ function M.abort(on_result)
   end)
 end
 
---- Renders a session's stored messages into the (cleared) chat buffer.
----@param messages table[]
-local function render_history(messages)
-  chat.clear()
-  for _, msg in ipairs(messages or {}) do
-    if msg.role == "user" then
-      chat.heading("You")
-      chat.append(chat.content_text(msg.content))
-    elseif msg.role == "assistant" then
-      chat.heading("Agent")
-      chat.append(chat.content_text(msg.content))
-      for _, b in ipairs(type(msg.content) == "table" and msg.content or {}) do
-        if b.type == "toolCall" then
-          chat.paragraph(string.format("- tool `%s`", b.name or "?"))
-        end
-      end
-    end
-  end
-end
+local sessions = require("agent_lsp.sessions")
 
---- Makes `id` the current session and shows its history.
----@param id string
----@param on_done fun()?
-function M.switch(id, on_done)
-  state.current = id
-  state.session(id)
-  chat.clear()
-  lsp().request(protocol.methods.get_messages, { sessionId = id }, function(result)
-    render_history(type(result) == "table" and (result.messages or result) or {})
-    if on_done then
-      on_done()
-    end
-  end)
-end
-
---- Starts a new session (optionally in another directory) and makes it current.
----@param cwd string?
----@param on_result fun(r: table)?
-function M.new_session(cwd, on_result)
-  lsp().request(protocol.methods.new_session, { cwd = cwd }, function(result, client_id)
-    adopt(result, client_id)
-    chat.clear()
-    if on_result then
-      on_result(result)
-    end
-  end, { for_session = false })
-end
-
---- Picks one of this connection's sessions (or a new one) with `vim.ui.select`.
---- The protocol has no listing of stored sessions, so the list is the sessions this Neovim
---- created or saw events for.
----@param on_done fun(id: string?)?
-function M.sessions(on_done)
-  local items = {}
-  for id, s in pairs(state.sessions) do
-    items[#items + 1] = { id = id, session = s }
-  end
-  table.sort(items, function(a, b)
-    return a.id < b.id
-  end)
-  items[#items + 1] = { id = nil }
-  vim.ui.select(items, {
-    prompt = "agent-lsp sessions",
-    kind = "agent_lsp.sessions",
-    format_item = function(item)
-      if not item.id then
-        return "+ new session"
-      end
-      local s = item.session
-      return string.format(
-        "%s%s  %s, %d tok",
-        item.id == state.current and "* " or "  ",
-        item.id,
-        s.status,
-        s.tokens
-      )
-    end,
-  }, function(item)
-    if not item then
-      return
-    end
-    if item.id then
-      M.switch(item.id, function()
-        if on_done then
-          on_done(item.id)
-        end
-      end)
-    else
-      M.new_session(nil, function(r)
-        if on_done then
-          on_done(r and r.sessionId)
-        end
-      end)
-    end
-  end)
-end
+--- Session commands live in `agent_lsp.sessions`.
+M.switch = sessions.switch
+M.new_session = sessions.new_session
+M.sessions = sessions.pick
+M.resume = sessions.resume
 
 --- Restarts the daemon so that new `initializationOptions` take effect; `on_done` runs once
 --- the old daemon has exited and the new configuration is enabled.
@@ -257,16 +171,24 @@ end
 
 --- Shows the current session's model, or switches to `spec` ("provider/id").
 --- The protocol sets the model per daemon (`initializationOptions.model`), so switching
---- restarts the daemon; the next prompt starts a new session with the new model.
+--- restarts the daemon, then resumes the current session (stored by the daemon) on the new one.
 ---@param spec string?
 ---@param on_result fun(model: string?)?
 function M.model(spec, on_result)
   if spec then
     config.options.model = spec
-    chat.paragraph("_model: " .. spec .. " (daemon restarted; new session)_")
+    local previous = state.current
     restart(function()
-      if on_result then
-        on_result(spec)
+      local function done()
+        chat.paragraph("_model: " .. spec .. "_")
+        if on_result then
+          on_result(spec)
+        end
+      end
+      if previous then
+        sessions.resume(previous, done)
+      else
+        done()
       end
     end)
     return

@@ -72,7 +72,7 @@ M.session_events = { queue_update = "queue_update", agent_settled = "agent_settl
 ---   agent/steer|followUp {sessionId, message} -> {sessionId, runId, messageId, disposition, steering, followUp}
 ---   agent/abort       {sessionId} -> {aborted}
 ---   agent/clearQueue  {sessionId} -> {steering, followUp}
----   agent/newSession  {cwd?} -> {sessionId, cwd}
+---   agent/newSession  {cwd?, resume?} -> {sessionId, cwd}   (resume: a stored session id, prefix or file)
 ---   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile}
 ---   agent/getMessages {sessionId} -> {sessionId, messages}
 ---   agent/getDocument {uri} -> {uri, version, text}   (the daemon's mirror of an open document)

@@ -79,7 +79,7 @@ return {
     end,
   },
   {
-    name = "AgentModel shows the model and switches it by restarting the daemon",
+    name = "AgentModel shows the model and switches it, resuming the session on a restarted daemon",
     run = function(H)
       local mock = H.mock({ responses = { { text = "one" }, { text = "two" } } })
       local root = H.workspace({})
@@ -101,12 +101,18 @@ return {
         return switched
       end)
       assert(old:is_stopped(), "the old daemon still runs")
+      local state = require("agent_lsp.state")
+      local first_session = H.events[1].sessionId
+      H.eq(first_session, state.current, "the session resumed on the new daemon")
+      H.contains(require("agent_lsp.chat").text(), "first", "history shown after the switch")
       vim.cmd("AgentPrompt second")
       H.settled(2)
       local reqs = mock.requests()
       H.eq(2, #reqs, "model requests")
       H.eq("mock-one", reqs[1].body.model, "first request's model")
       H.eq("mock-two", reqs[2].body.model, "second request's model")
+      H.contains(vim.json.encode(reqs[2].body.messages), "first", "the conversation went on")
+      H.eq(first_session, H.events_of("agent_settled")[2].sessionId, "second run's session")
     end,
   },
   {

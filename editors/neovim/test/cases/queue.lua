@@ -76,4 +76,42 @@ return {
       H.contains(chat.text(), "question one", "history")
     end,
   },
+  {
+    name = "AgentSessions resumes a stored session after the daemon restarted",
+    run = function(H)
+      local mock = H.mock({ responses = { { text = "Stored answer." }, { text = "Resumed answer." } } })
+      local root = H.workspace({})
+      vim.cmd.cd(root)
+      H.setup(mock)
+      local state = require("agent_lsp.state")
+      vim.cmd("AgentPrompt remember the number 42")
+      H.settled(1)
+      local stored = state.current
+      local old = require("agent_lsp").client()
+      old:stop()
+      H.wait("the daemon to exit and its sessions to be forgotten", function()
+        return old:is_stopped() and state.sessions[stored] == nil
+      end)
+
+      local offered
+      vim.ui.select = function(items, opts, on_choice)
+        offered = vim.tbl_map(opts.format_item, items)
+        for _, item in ipairs(items) do
+          if item.id == stored then
+            return on_choice(item)
+          end
+        end
+        on_choice(nil)
+      end
+      vim.cmd("AgentSessions")
+      H.wait("the stored session resumed with its history", function()
+        return state.current == stored and require("agent_lsp.chat").text():find("Stored answer.", 1, true)
+      end)
+      H.contains(table.concat(offered, "\n"), stored .. "  stored", "stored session offered")
+      vim.cmd("AgentPrompt what was the number?")
+      H.settled(2)
+      H.eq(stored, H.events_of("agent_settled")[2].sessionId, "run in the resumed session")
+      H.contains(vim.json.encode(mock.requests()[2].body.messages), "remember the number 42", "history sent to the model")
+    end,
+  },
 }
