@@ -36,4 +36,29 @@ return {
       H.contains(text, '"/nonexistent/agent-lsp" is not executable', "health report")
     end,
   },
+  {
+    name = "checkhealth agent_lsp warns when no model is configured",
+    run = function(H)
+      local vars = { "AGENT_LSP_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL" }
+      local saved = {}
+      for _, v in ipairs(vars) do
+        saved[v] = vim.env[v]
+        vim.env[v] = nil
+      end
+      H.defer(function()
+        for _, v in ipairs(vars) do
+          vim.env[v] = saved[v]
+        end
+      end)
+      local home = H.tempdir()
+      require("agent_lsp").setup({
+        cmd = { H.bin, "--stdio" },
+        cmd_env = { HOME = home, XDG_CONFIG_HOME = home .. "/config" },
+      })
+      local text = report()
+      H.contains(text, "WARNING no model configured", "health report")
+      H.contains(text, "version: agent-lsp ", "health report")
+      assert(not text:find("ERROR"), "health report has errors:\n" .. text)
+    end,
+  },
 }
