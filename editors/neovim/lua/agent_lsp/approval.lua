@@ -1,0 +1,192 @@
+--- agent_lsp.approval: answers `agent/beforeToolCall` through `vim.ui.select`.
+---
+--- The handler runs inside the coroutine Neovim's LSP client wraps server requests in, so it
+--- yields while the user decides and its return value is the JSON-RPC reply. A float shows the
+--- preview (the unified diff of an edit, or the command and cwd of bash) while the picker is open.
+--- When the run is aborted the daemon cancels the request; the pending approval is then closed
+--- and answered with RequestCancelled (the daemon has already treated it as declined).
+
+local protocol = require("agent_lsp.protocol")
+local state = require("agent_lsp.state")
+
+local M = {}
+
+---@class agent_lsp.PendingApproval
+---@field params table
+---@field co thread
+---@field preview_win integer?
+---@field done boolean
+
+---@type agent_lsp.PendingApproval[]
+M.pending = {}
+
+local choices = {
+  { label = "Allow", decision = protocol.decisions.allow },
+  { label = "Always allow (this session)", decision = protocol.decisions.allow_always },
+  { label = "Reject", decision = protocol.decisions.block },
+  { label = "Reject with a reason…", decision = protocol.decisions.block, ask_reason = true },
+  { label = "Always reject (this session)", decision = protocol.decisions.block_always },
+}
+M.choices = choices
+
+--- The preview as lines plus a filetype for highlighting.
+---@param params table
+---@return string[] lines, string filetype
+function M.preview_lines(params)
+  local p = params.preview
+  local header = string.format("%s: %s", params.toolName or "tool", params.title or "")
+  if type(p) == "string" then
+    return vim.list_extend({ header, "" }, vim.split(p, "\n", { plain = true })), "diff"
+  end
+  if type(p) == "table" then
+    if type(p.diff) == "string" then
+      return vim.list_extend({ header, "" }, vim.split(p.diff, "\n", { plain = true })), "diff"
+    end
+    if type(p.command) == "string" then
+      local lines = { header, "" }
+      vim.list_extend(lines, vim.split("$ " .. p.command, "\n", { plain = true }))
+      if p.cwd then
+        lines[#lines + 1] = "(in " .. tostring(p.cwd) .. ")"
+      end
+      return lines, "sh"
+    end
+  end
+  return { header, "", vim.json.encode(params.args or vim.empty_dict()) }, "json"
+end
+
+--- Opens the preview float without taking focus.
+---@param params table
+---@return integer win
+local function open_preview(params)
+  local lines, ft = M.preview_lines(params)
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].filetype = ft
+  vim.bo[buf].bufhidden = "wipe"
+  vim.bo[buf].modifiable = false
+  local width = math.min(math.max(40, math.floor(vim.o.columns * 0.6)), vim.o.columns - 4)
+  local height = math.min(#lines, math.max(3, math.floor(vim.o.lines * 0.5)))
+  return vim.api.nvim_open_win(buf, false, {
+    relative = "editor",
+    width = width,
+    height = height,
+    row = 1,
+    col = vim.o.columns - width - 2,
+    border = "rounded",
+    title = " agent-lsp: approve? ",
+    style = "minimal",
+  })
+end
+
+local function close_preview(p)
+  if p.preview_win and vim.api.nvim_win_is_valid(p.preview_win) then
+    vim.api.nvim_win_close(p.preview_win, true)
+  end
+  p.preview_win = nil
+end
+
+local function finish(p, result, err)
+  if p.done then
+    return
+  end
+  p.done = true
+  close_preview(p)
+  for i, q in ipairs(M.pending) do
+    if q == p then
+      table.remove(M.pending, i)
+      break
+    end
+  end
+  local s = state.sessions[p.params.sessionId]
+  if s and s.status == "approval" and #M.pending == 0 then
+    s.status = "running"
+  end
+  -- Resume from the main loop: the picker's callback may run inside another coroutine.
+  vim.schedule(function()
+    coroutine.resume(p.co, result, err)
+  end)
+end
+
+--- Cancels pending approvals (all, or those of one session): they close and reply cancelled.
+---@param session_id string?
+function M.cancel(session_id)
+  for _, p in ipairs(vim.list_slice(M.pending)) do
+    if session_id == nil or p.params.sessionId == session_id then
+      finish(p, nil, vim.lsp.rpc_response_error(protocol.REQUEST_CANCELLED, "approval cancelled"))
+    end
+  end
+end
+
+--- Turns the picked item into the reply; asks for a reason when needed.
+local function decide(p, item)
+  if not item then
+    finish(p, { decision = protocol.decisions.block, reason = "Rejected by the user" })
+    return
+  end
+  if not item.ask_reason then
+    finish(p, { decision = item.decision })
+    return
+  end
+  vim.ui.input({ prompt = "Reason: " }, function(reason)
+    finish(p, { decision = item.decision, reason = reason ~= "" and reason or nil })
+  end)
+end
+
+--- The `agent/beforeToolCall` request handler.
+---@param params table {sessionId, runId, toolCallId, toolName, args, kind, title, preview?}
+function M.handler(_, params, _)
+  local co = coroutine.running()
+  if not co then
+    return nil, vim.lsp.rpc_response_error(-32603, "approval handler must run in a coroutine")
+  end
+  local p = { params = params, co = co, done = false } ---@type agent_lsp.PendingApproval
+  M.pending[#M.pending + 1] = p
+  state.session(params.sessionId).status = "approval"
+  local ok, win = pcall(open_preview, params)
+  p.preview_win = ok and win or nil
+  vim.schedule(function()
+    local prompt = string.format("agent-lsp wants to %s: %s", params.kind or "run", params.title or params.toolName)
+    -- Draw the preview first: a blocking picker (the builtin inputlist) would otherwise cover a
+    -- screen that was never redrawn with it.
+    pcall(vim.cmd.redraw)
+    local ok_select, err = pcall(vim.ui.select, choices, {
+      prompt = prompt,
+      kind = "agent_lsp.approval",
+      format_item = function(item)
+        return item.label
+      end,
+    }, function(item)
+      if p.done then
+        vim.notify("agent-lsp: that approval is no longer pending", vim.log.levels.INFO)
+        return
+      end
+      decide(p, item)
+    end)
+    if not ok_select then
+      -- A broken picker must not leave the agent waiting: refuse, and say why.
+      vim.notify("agent-lsp: the approval picker failed: " .. tostring(err), vim.log.levels.ERROR)
+      finish(p, { decision = protocol.decisions.block, reason = "The editor could not ask the user" })
+    end
+  end)
+  return coroutine.yield()
+end
+
+--- `$/cancelRequest` from the daemon. Neovim does not tell request handlers their JSON-RPC id,
+--- so a cancellation is matched only when exactly one approval is pending; otherwise the
+--- session's `agent_settled` closes its approvals.
+function M.on_cancel_request()
+  if #M.pending == 1 then
+    M.cancel(nil)
+  end
+end
+
+--- Event listener: a settled run has no approvals left to answer.
+---@param params table
+function M.on_event(params)
+  local ev = params.event or {}
+  if ev.type == "agent_settled" or ev.type == "agent_end" then
+    M.cancel(params.sessionId)
+  end
+end
+
+return M

@@ -1,0 +1,214 @@
+--- agent_lsp.commands: what `:AgentPrompt`, `:AgentSteer`, … do, as a Lua API.
+
+local chat = require("agent_lsp.chat")
+local config = require("agent_lsp.config")
+local protocol = require("agent_lsp.protocol")
+local state = require("agent_lsp.state")
+
+local M = {}
+
+local function lsp()
+  return require("agent_lsp")
+end
+
+--- Opens the chat buffer with the configured layout.
+---@return integer win
+function M.open_chat()
+  return chat.open(config.options.chat)
+end
+
+--- The message sent to the daemon: plain text, or content blocks when context is attached.
+---@param text string
+---@param context string[]? extra text blocks (e.g. a selection with its file and range)
+---@return string|table[]
+local function message(text, context)
+  if not context or #context == 0 then
+    return text
+  end
+  local blocks = {}
+  for _, c in ipairs(context) do
+    blocks[#blocks + 1] = { type = "text", text = c }
+  end
+  blocks[#blocks + 1] = { type = "text", text = text }
+  return blocks
+end
+
+--- A context block for lines `l1..l2` (1-based) of a buffer.
+---@param bufnr integer
+---@param l1 integer
+---@param l2 integer
+---@return string
+function M.selection_context(bufnr, l1, l2)
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local path = name ~= "" and vim.fn.fnamemodify(name, ":.") or "[No Name]"
+  local lines = vim.api.nvim_buf_get_lines(bufnr, l1 - 1, l2, false)
+  local ft = vim.bo[bufnr].filetype
+  return string.format(
+    "%s lines %d-%d:\n```%s\n%s\n```",
+    path,
+    l1,
+    l2,
+    ft,
+    table.concat(lines, "\n")
+  )
+end
+
+--- Makes the session of a prompt/newSession result current and remembers its daemon.
+---@param result table?
+---@param client_id integer?
+function M.adopt(result, client_id)
+  if type(result) == "table" and result.sessionId then
+    if state.current ~= result.sessionId then
+      state.current = result.sessionId
+    end
+    local s = state.session(result.sessionId)
+    s.client_id = client_id or s.client_id
+    if result.runId then
+      s.run_id = result.runId
+    end
+  end
+end
+
+--- Sends a prompt. While a run is active the daemon refuses it unless `opts.streaming_behavior`
+--- is given ("steer" or "followUp"): use `steer`/`follow_up` then.
+---@param text string
+---@param opts {context: string[]?, streaming_behavior: string?, on_result: fun(r: table)?}?
+function M.prompt(text, opts)
+  opts = opts or {}
+  if config.options.chat.auto_open then
+    M.open_chat()
+  end
+  local params = {
+    sessionId = state.current,
+    message = message(text, opts.context),
+    streamingBehavior = opts.streaming_behavior,
+  }
+  lsp().request(protocol.methods.prompt, params, function(result, client_id)
+    M.adopt(result, client_id)
+    if opts.on_result then
+      opts.on_result(result)
+    end
+  end)
+end
+
+--- Queues a message for the running session (`agent/steer` or `agent/followUp`); with no
+--- session yet it sends a prompt with the matching streaming behaviour.
+local function queue(method, behavior, text, on_result)
+  if not state.current then
+    return M.prompt(text, { streaming_behavior = behavior, on_result = on_result })
+  end
+  lsp().request(method, { sessionId = state.current, message = text }, function(result)
+    if on_result then
+      on_result(result)
+    end
+  end)
+end
+
+--- Steers the running agent: delivered after the current tool batch.
+---@param text string
+---@param on_result fun(r: table)?
+function M.steer(text, on_result)
+  queue(protocol.methods.steer, protocol.streaming_behavior.steer, text, on_result)
+end
+
+--- Queues a follow-up: delivered when the agent would otherwise stop.
+---@param text string
+---@param on_result fun(r: table)?
+function M.follow_up(text, on_result)
+  queue(protocol.methods.follow_up, protocol.streaming_behavior.follow_up, text, on_result)
+end
+
+--- Aborts the current session's run (safe when idle).
+---@param on_result fun(r: table)?
+function M.abort(on_result)
+  if not state.current then
+    vim.notify("agent-lsp: no session to abort", vim.log.levels.INFO)
+    return
+  end
+  lsp().request(protocol.methods.abort, { sessionId = state.current }, function(result)
+    if type(result) == "table" and result.aborted == false then
+      vim.notify("agent-lsp: nothing was running", vim.log.levels.INFO)
+    end
+    if on_result then
+      on_result(result)
+    end
+  end)
+end
+
+local sessions = require("agent_lsp.sessions")
+
+--- Session commands live in `agent_lsp.sessions`.
+M.switch = sessions.switch
+M.new_session = sessions.new_session
+M.sessions = sessions.pick
+M.resume = sessions.resume
+
+--- Restarts the daemon so that new `initializationOptions` take effect; `on_done` runs once
+--- the old daemon has exited and the new configuration is enabled.
+---@param on_done fun()?
+local function restart(on_done)
+  local name = config.options.name
+  -- The old daemon's sessions die with it: forget them now, not when its exit callback runs,
+  -- so that a prompt sent right away does not name a session the new daemon never had.
+  require("agent_lsp.approval").cancel(nil)
+  state.reset()
+  local clients = vim.lsp.get_clients({ name = name })
+  vim.lsp.enable(name, false)
+  local function again()
+    for _, c in ipairs(clients) do
+      if not c:is_stopped() then
+        return vim.defer_fn(again, 50)
+      end
+    end
+    vim.lsp.config(name, { init_options = config.init_options(config.options) })
+    vim.lsp.enable(name)
+    if on_done then
+      on_done()
+    end
+  end
+  again()
+end
+
+--- Shows the current session's model, or switches to `spec` ("provider/id").
+--- The protocol sets the model per daemon (`initializationOptions.model`), so switching
+--- restarts the daemon, then resumes the current session (stored by the daemon) on the new one.
+---@param spec string?
+---@param on_result fun(model: string?)?
+function M.model(spec, on_result)
+  if spec then
+    config.options.model = spec
+    local previous = state.current
+    restart(function()
+      local function done()
+        chat.paragraph("_model: " .. spec .. "_")
+        if on_result then
+          on_result(spec)
+        end
+      end
+      if previous then
+        sessions.resume(previous, done)
+      else
+        done()
+      end
+    end)
+    return
+  end
+  if not state.current then
+    local m = config.options.model or "from the environment (see :checkhealth agent_lsp)"
+    vim.notify("agent-lsp model: " .. m, vim.log.levels.INFO)
+    if on_result then
+      on_result(config.options.model)
+    end
+    return
+  end
+  lsp().request(protocol.methods.get_state, { sessionId = state.current }, function(result)
+    local m = type(result) == "table" and type(result.model) == "table" and result.model or {}
+    local text = m.provider and (m.provider .. "/" .. tostring(m.id)) or "unknown"
+    vim.notify("agent-lsp model: " .. text, vim.log.levels.INFO)
+    if on_result then
+      on_result(text)
+    end
+  end)
+end
+
+return M

@@ -1,0 +1,125 @@
+--- agent_lsp.events: turns `$/agentEvent` notifications into state and chat buffer output.
+---
+--- Events are pi's AgentEvent shapes plus the session events `queue_update` and
+--- `agent_settled`; `message_update` carries only the delta (`assistantMessageEvent`).
+
+local chat = require("agent_lsp.chat")
+local state = require("agent_lsp.state")
+
+local M = {}
+
+---@type table<string, fun(ev: table, params: table)>
+local render = {}
+
+render.message_start = function(ev)
+  local msg = ev.message or {}
+  if msg.role == "user" then
+    chat.heading("You")
+    chat.append(chat.content_text(msg.content))
+  elseif msg.role == "assistant" then
+    chat.heading("Agent")
+  end
+end
+
+render.message_update = function(ev)
+  local ame = ev.assistantMessageEvent or {}
+  if ame.type == "text_delta" then
+    chat.stream("text", ame.delta or "")
+  elseif ame.type == "thinking_delta" then
+    chat.stream("thinking", ame.delta or "")
+  elseif ame.type == "text_end" or ame.type == "thinking_end" then
+    chat.end_block()
+  elseif ame.type == "retry" then
+    chat.paragraph(
+      string.format(
+        "_retrying (%s/%s): %s_",
+        ame.attempt or "?",
+        ame.maxAttempts or "?",
+        ame.errorMessage or ""
+      )
+    )
+  end
+end
+
+render.message_end = function(ev)
+  local msg = ev.message or {}
+  if msg.role ~= "assistant" then
+    return
+  end
+  if msg.stopReason == "error" then
+    chat.paragraph("**Error:** " .. (msg.errorMessage or "the model request failed"))
+  elseif msg.stopReason == "aborted" then
+    chat.paragraph("_aborted_")
+  end
+end
+
+render.message_discard = function(ev)
+  chat.paragraph("_(response withdrawn: " .. (ev.reason or "") .. ")_")
+end
+
+render.tool_execution_start = function(ev)
+  chat.tool_start(ev.toolCallId, ev.toolName, ev.args)
+end
+
+render.tool_execution_update = function(ev)
+  chat.tool_update(ev.toolCallId, ev.partialResult)
+end
+
+render.tool_execution_end = function(ev)
+  chat.tool_end(ev.toolCallId, ev.toolName, ev.result, ev.isError == true, ev.durationMs)
+end
+
+render.provider_retry = function(ev)
+  chat.paragraph(
+    string.format(
+      "_retrying in %d ms (%s/%s): %s_",
+      ev.delayMs or 0,
+      ev.attempt or "?",
+      ev.maxAttempts or "?",
+      ev.errorMessage or ""
+    )
+  )
+end
+
+render.agent_settled = function(ev)
+  chat.paragraph(ev.aborted and "_(run aborted)_\n\n---" or "---")
+end
+
+--- Listeners called after each event (used by the approval UI and by users).
+---@type fun(params: table)[]
+M.listeners = {}
+
+--- Handles one `$/agentEvent` notification.
+---@param params table {sessionId, runId, seq, event}
+---@param client_id integer? the daemon it came from
+function M.on_event(params, client_id)
+  if type(params) ~= "table" or type(params.event) ~= "table" then
+    return
+  end
+  local before = state.sessions[params.sessionId]
+  local status, tokens = before and before.status, before and before.tokens
+  local s = state.apply(params, client_id)
+  if s.status ~= status or s.tokens ~= tokens then
+    -- Statuslines only redraw on their own at the next screen update; ask for one.
+    pcall(vim.cmd.redrawstatus)
+  end
+  if state.current == nil then
+    state.current = params.sessionId
+  end
+  if params.sessionId == state.current then
+    local fn = render[params.event.type]
+    if fn then
+      fn(params.event, params)
+    end
+  end
+  for _, listener in ipairs(M.listeners) do
+    pcall(listener, params)
+  end
+  vim.api.nvim_exec_autocmds("User", {
+    pattern = "AgentLspEvent",
+    data = params,
+    modeline = false,
+  })
+end
+
+return M

@@ -1,0 +1,210 @@
+--- agent_lsp: the Neovim client of the agent-lsp daemon.
+---
+--- `setup()` registers the daemon with `vim.lsp.config`/`vim.lsp.enable` (no `filetypes`: it
+--- attaches to every file buffer, so the agent sees unsaved text), opts into the agent protocol
+--- (`capabilities.experimental.agent`) and adds `workspace.workspaceEdit.documentChanges`, which
+--- Neovim handles but does not advertise. The commands live in `agent_lsp.commands`.
+
+local config = require("agent_lsp.config")
+local protocol = require("agent_lsp.protocol")
+local state = require("agent_lsp.state")
+
+local M = {}
+
+local waiting = {} ---@type fun(client: vim.lsp.Client)[]
+
+--- The handlers the daemon's server->client traffic goes to.
+---@return table<string, function>
+local function handlers()
+  local approval = require("agent_lsp.approval")
+  local documents = require("agent_lsp.documents")
+  local events = require("agent_lsp.events")
+  return {
+    [protocol.server.event] = function(_, params, ctx)
+      events.on_event(params, ctx and ctx.client_id)
+    end,
+    [protocol.server.before_tool_call] = approval.handler,
+    [protocol.server.save_documents] = documents.save_handler,
+    [protocol.server.cancel_request] = function()
+      approval.on_cancel_request()
+    end,
+  }
+end
+
+--- The `vim.lsp.Config` for the daemon.
+---@param opts agent_lsp.Options
+---@return vim.lsp.Config
+function M.lsp_config(opts)
+  return {
+    cmd = opts.cmd,
+    cmd_env = opts.cmd_env,
+    root_markers = opts.root_markers,
+    filetypes = opts.filetypes,
+    init_options = config.init_options(opts),
+    capabilities = {
+      workspace = { workspaceEdit = { documentChanges = true } },
+      experimental = { agent = protocol.client_capability() },
+    },
+    handlers = handlers(),
+    on_init = function(client)
+      local queued = waiting
+      waiting = {}
+      vim.schedule(function()
+        for _, fn in ipairs(queued) do
+          fn(client)
+        end
+      end)
+    end,
+    on_exit = function(_, _, client_id)
+      -- Only this daemon's sessions die with it (one daemon runs per workspace root).
+      for _, id in ipairs(state.forget_client(client_id)) do
+        require("agent_lsp.approval").cancel(id)
+      end
+    end,
+  }
+end
+
+--- Sets the plugin up. Safe to call again (options are replaced).
+---@param user agent_lsp.Options|table|nil
+function M.setup(user)
+  local opts = config.merge(user)
+  config.options = opts
+  vim.lsp.config(opts.name, M.lsp_config(opts))
+  vim.lsp.enable(opts.name)
+  if not M._setup_done then
+    table.insert(require("agent_lsp.events").listeners, require("agent_lsp.approval").on_event)
+  end
+  if opts.forward_diagnostics then
+    require("agent_lsp.documents").watch_diagnostics(opts.name, opts.diagnostics_debounce_ms)
+  end
+  M._setup_done = true
+end
+
+--- Live clients: a stopped client stays listed until Neovim's exit callback runs.
+---@param filter table?
+---@return vim.lsp.Client[]
+local function live(filter)
+  local out = {}
+  local f = vim.tbl_extend("force", { name = config.options.name }, filter or {})
+  for _, c in ipairs(vim.lsp.get_clients(f)) do
+    if not c:is_stopped() then
+      out[#out + 1] = c
+    end
+  end
+  return out
+end
+
+--- The client to talk to. One daemon runs per workspace root, so: the daemon that owns the
+--- current session (the one the chat shows), else the current buffer's, else any.
+---@param opts {for_session: boolean?}? `for_session = false` skips the session owner (new sessions)
+---@return vim.lsp.Client?
+function M.client(opts)
+  local s = state.current and state.sessions[state.current]
+  if s and s.client_id and not (opts and opts.for_session == false) then
+    for _, c in ipairs(live()) do
+      if c.id == s.client_id then
+        return c
+      end
+    end
+  end
+  return live({ bufnr = vim.api.nvim_get_current_buf() })[1] or live()[1]
+end
+
+--- Calls `fn` with an initialized client, starting the daemon when no buffer has started it
+--- yet (for example `:AgentPrompt` in an empty Neovim).
+---@param fn fun(client: vim.lsp.Client)
+---@param opts {for_session: boolean?}?
+function M.with_client(fn, opts)
+  if not M._setup_done then
+    vim.notify('agent-lsp: call require("agent_lsp").setup() first', vim.log.levels.ERROR)
+    return
+  end
+  local client = M.client(opts)
+  if client and client.initialized then
+    return fn(client)
+  end
+  waiting[#waiting + 1] = fn
+  if client then
+    return
+  end
+  local opts = config.options
+  if vim.fn.executable(opts.cmd[1]) ~= 1 then
+    waiting = {}
+    vim.notify(
+      string.format("agent-lsp: %q is not executable; set `cmd` in setup()", opts.cmd[1]),
+      vim.log.levels.ERROR
+    )
+    return
+  end
+  local cfg = vim.tbl_extend("force", vim.deepcopy(vim.lsp.config[opts.name]), {
+    name = opts.name,
+    root_dir = vim.fs.root(0, opts.root_markers) or vim.fn.getcwd(),
+  })
+  if not vim.lsp.start(cfg, { attach = false }) then
+    waiting = {}
+    vim.notify("agent-lsp: the daemon did not start (see :LspLog)", vim.log.levels.ERROR)
+  end
+end
+
+--- Sends a request to the daemon; `on_result(result, client_id)` runs on success, errors are
+--- notified.
+---@param method string
+---@param params table
+---@param on_result fun(result: any, client_id: integer)?
+---@param opts {for_session: boolean?}?
+function M.request(method, params, on_result, opts)
+  M.with_client(function(client)
+    local sent = client:request(method, params, function(err, result)
+      if err then
+        vim.notify("agent-lsp: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+        return
+      end
+      if on_result then
+        on_result(result, client.id)
+      end
+    end)
+    if not sent then
+      vim.notify("agent-lsp: the daemon is not running (see :LspLog)", vim.log.levels.ERROR)
+    end
+  end, opts)
+end
+
+--- Statusline component: `agent: idle`, `agent: running 1.2k tok +1q`, `agent: approval`.
+---@return string
+function M.statusline()
+  return state.statusline()
+end
+
+local commands = setmetatable({}, {
+  __index = function(_, k)
+    return require("agent_lsp.commands")[k]
+  end,
+})
+
+--- Lua API mirroring the user commands (see `:help agent_lsp-api`).
+M.prompt = function(...)
+  return commands.prompt(...)
+end
+M.steer = function(...)
+  return commands.steer(...)
+end
+M.follow_up = function(...)
+  return commands.follow_up(...)
+end
+M.abort = function(...)
+  return commands.abort(...)
+end
+M.new_session = function(...)
+  return commands.new_session(...)
+end
+M.sessions = function(...)
+  return commands.sessions(...)
+end
+M.model = function(...)
+  return commands.model(...)
+end
+M.open_chat = function(...)
+  return commands.open_chat(...)
+end
+
+return M

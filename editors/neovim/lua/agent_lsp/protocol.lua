@@ -1,0 +1,94 @@
+--- agent_lsp.protocol: the agent protocol as the Neovim client sees it.
+---
+--- MIRROR: this file mirrors `protocol.md` at the repository root (the source of truth, kept in
+--- sync with `src/server/protocol.rs`). When the protocol changes, change it there first, then
+--- here. Event payloads are pi's AgentEvent shapes (`src/agent/event.rs`), not redefined here.
+
+local M = {}
+
+--- The protocol version this client speaks (`experimental.agent.protocolVersion`).
+M.PROTOCOL_VERSION = 1
+
+--- Client -> server requests.
+M.methods = {
+  prompt = "agent/prompt",
+  steer = "agent/steer",
+  follow_up = "agent/followUp",
+  abort = "agent/abort",
+  clear_queue = "agent/clearQueue",
+  new_session = "agent/newSession",
+  get_state = "agent/getState",
+  get_messages = "agent/getMessages",
+  get_document = "agent/getDocument",
+}
+
+--- Client -> server notifications. `agent/diagnostics {uri, diagnostics: lsp.Diagnostic[]}`
+--- is issue 4/5's forwarding of the editor's diagnostics; a daemon that does not know it ignores
+--- it (LSP: unknown notifications are dropped).
+M.client_notifications = {
+  diagnostics = "agent/diagnostics",
+}
+
+--- Server -> client traffic.
+M.server = {
+  event = "$/agentEvent",
+  before_tool_call = "agent/beforeToolCall",
+  save_documents = "agent/saveDocuments",
+  cancel_request = "$/cancelRequest",
+}
+
+--- `agent/beforeToolCall` decisions.
+M.decisions = {
+  allow = "allow",
+  allow_always = "allowAlways",
+  block = "block",
+  block_always = "blockAlways",
+}
+
+--- `agent/prompt` streaming behaviours and the dispositions it answers with.
+M.streaming_behavior = { steer = "steer", follow_up = "followUp" }
+M.dispositions = { started = "started", steered = "steered", follow_up = "followUp" }
+
+--- Tool kinds carried by `agent/beforeToolCall.kind`.
+M.tool_kinds = { "read", "edit", "delete", "move", "search", "execute", "other" }
+
+--- Error codes of client -> server requests (protocol.md §3).
+M.errors = {
+  invalid_params = -32602,
+  method_not_found = -32601,
+  agent_busy = -32001,
+  not_initialized = -32002,
+  no_model = -32003,
+}
+
+--- `agent/beforeToolCall.preview` types: `{type="diff", path, diff}`, `{type="command", command, cwd}`.
+M.preview_types = { diff = "diff", command = "command" }
+
+--- Session events added to pi's AgentEvent stream by the daemon.
+M.session_events = { queue_update = "queue_update", agent_settled = "agent_settled" }
+
+--- Shapes (protocol.md):
+---   agent/prompt      {sessionId?, message, streamingBehavior?} -> {sessionId, runId, messageId, disposition}
+---   agent/steer|followUp {sessionId, message} -> {sessionId, runId, messageId, disposition, steering, followUp}
+---   agent/abort       {sessionId} -> {aborted}
+---   agent/clearQueue  {sessionId} -> {steering, followUp}
+---   agent/newSession  {cwd?, resume?} -> {sessionId, cwd}   (resume: a stored session id, prefix or file)
+---   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile}
+---   agent/getMessages {sessionId} -> {sessionId, messages}
+---   agent/getDocument {uri} -> {uri, version, text}   (the daemon's mirror of an open document)
+---   $/agentEvent      {sessionId, runId, seq, event}
+---   agent/beforeToolCall {sessionId, runId, toolCallId, toolName, args, kind, title, preview?}
+---                     -> {decision, reason?, terminate?}
+---   agent/saveDocuments {uris} -> {saved}
+---   QueuedMessage     {messageId, text}
+
+--- JSON-RPC error code for a request the client cancelled or a server request that was cancelled.
+M.REQUEST_CANCELLED = -32800
+
+--- The client capability object sent under `capabilities.experimental.agent`.
+---@return table
+function M.client_capability()
+  return { events = true, approvals = true, saveDocuments = true }
+end
+
+return M

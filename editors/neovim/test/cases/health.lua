@@ -1,0 +1,64 @@
+--- `:checkhealth agent_lsp` passes with the real daemon, and fails when the binary is missing.
+
+local function report()
+  vim.cmd("checkhealth agent_lsp")
+  return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+end
+
+return {
+  {
+    name = "checkhealth agent_lsp passes",
+    run = function(H)
+      local mock = H.mock({ responses = {} })
+      local root = H.workspace({ ["a.txt"] = "a\n" })
+      vim.cmd.cd(root)
+      H.setup(mock)
+      vim.cmd.edit(root .. "/a.txt")
+      H.client()
+      local text = report()
+      H.contains(text, "binary: " .. H.bin, "health report")
+      H.contains(text, "version: agent-lsp ", "health report")
+      H.contains(text, "model configuration from: OPENAI_BASE_URL", "health report")
+      H.contains(text, "protocol version 1", "health report")
+      assert(not text:find("ERROR"), "health report has errors:\n" .. text)
+      assert(not text:find("WARNING"), "health report has warnings:\n" .. text)
+      local f = assert(io.open(H.artifacts .. "/health.checkhealth.txt", "w"))
+      f:write(text)
+      f:close()
+    end,
+  },
+  {
+    name = "checkhealth agent_lsp reports a missing binary",
+    run = function(H)
+      require("agent_lsp").setup({ cmd = { "/nonexistent/agent-lsp", "--stdio" } })
+      local text = report()
+      H.contains(text, "ERROR", "health report")
+      H.contains(text, '"/nonexistent/agent-lsp" is not executable', "health report")
+    end,
+  },
+  {
+    name = "checkhealth agent_lsp warns when no model is configured",
+    run = function(H)
+      local vars = { "AGENT_LSP_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL" }
+      local saved = {}
+      for _, v in ipairs(vars) do
+        saved[v] = vim.env[v]
+        vim.env[v] = nil
+      end
+      H.defer(function()
+        for _, v in ipairs(vars) do
+          vim.env[v] = saved[v]
+        end
+      end)
+      local home = H.tempdir()
+      require("agent_lsp").setup({
+        cmd = { H.bin, "--stdio" },
+        cmd_env = { HOME = home, XDG_CONFIG_HOME = home .. "/config" },
+      })
+      local text = report()
+      H.contains(text, "WARNING no model configured", "health report")
+      H.contains(text, "version: agent-lsp ", "health report")
+      assert(not text:find("ERROR"), "health report has errors:\n" .. text)
+    end,
+  },
+}

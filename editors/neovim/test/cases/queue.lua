@@ -1,0 +1,117 @@
+--- :AgentFollowUp while the agent runs queues a message (statusline shows it) that the daemon
+--- delivers when the run would stop; :AgentNew and :AgentSessions switch the chat between
+--- sessions.
+
+return {
+  {
+    name = "a follow-up queued during a run is delivered in the same run",
+    run = function(H)
+      local mock = H.mock({
+        responses = {
+          { text = string.rep("first answer ", 8), chunkSize = 4, delayMs = 40 },
+          { text = "Second answer." },
+        },
+      })
+      local root = H.workspace({})
+      vim.cmd.cd(root)
+      H.setup(mock)
+
+      vim.cmd("AgentPrompt first question")
+      H.wait("the first text delta", function()
+        return #H.events_of("message_update") > 0
+      end)
+      vim.cmd("AgentFollowUp and then?")
+      H.wait("the queue_update with the follow-up", function()
+        return #H.events_of("queue_update", function(p)
+          return #p.event.followUp == 1
+        end) > 0
+      end)
+      H.contains(require("agent_lsp").statusline(), "+1q", "statusline with a queued message")
+      H.eq(false, H.settled().aborted, "aborted")
+      H.eq(1, #H.events_of("agent_start"), "runs")
+
+      local text = require("agent_lsp.chat").text()
+      H.contains(text, "and then?", "chat")
+      H.contains(text, "Second answer.", "chat")
+      H.eq(2, #mock.requests(), "model requests")
+      assert(not require("agent_lsp").statusline():find("q"), "queue not empty after delivery")
+    end,
+  },
+  {
+    name = "AgentNew starts a session and AgentSessions switches back with its history",
+    run = function(H)
+      local mock = H.mock({ responses = { { text = "Answer in session one." }, { text = "Answer in session two." } } })
+      local root = H.workspace({})
+      vim.cmd.cd(root)
+      H.setup(mock)
+      local state = require("agent_lsp.state")
+      local chat = require("agent_lsp.chat")
+
+      vim.cmd("AgentPrompt question one")
+      H.settled(1)
+      local first = state.current
+
+      vim.cmd("AgentNew")
+      H.wait("the new session", function()
+        return state.current ~= first
+      end)
+      H.eq("", chat.text(), "chat after AgentNew")
+      vim.cmd("AgentPrompt question two")
+      H.settled(2)
+      H.contains(chat.text(), "Answer in session two.", "chat of session two")
+      assert(not chat.text():find("session one", 1, true), "session one shown in session two")
+
+      vim.ui.select = function(items, opts, on_choice)
+        for _, item in ipairs(items) do
+          if item.id == first then
+            return on_choice(item)
+          end
+        end
+        on_choice(nil)
+      end
+      vim.cmd("AgentSessions")
+      H.wait("session one's history in the chat", function()
+        return state.current == first and chat.text():find("Answer in session one.", 1, true)
+      end)
+      H.contains(chat.text(), "question one", "history")
+    end,
+  },
+  {
+    name = "AgentSessions resumes a stored session after the daemon restarted",
+    run = function(H)
+      local mock = H.mock({ responses = { { text = "Stored answer." }, { text = "Resumed answer." } } })
+      local root = H.workspace({})
+      vim.cmd.cd(root)
+      H.setup(mock)
+      local state = require("agent_lsp.state")
+      vim.cmd("AgentPrompt remember the number 42")
+      H.settled(1)
+      local stored = state.current
+      local old = require("agent_lsp").client()
+      old:stop()
+      H.wait("the daemon to exit and its sessions to be forgotten", function()
+        return old:is_stopped() and state.sessions[stored] == nil
+      end)
+
+      local offered
+      vim.ui.select = function(items, opts, on_choice)
+        offered = vim.tbl_map(opts.format_item, items)
+        for _, item in ipairs(items) do
+          if item.id == stored then
+            return on_choice(item)
+          end
+        end
+        on_choice(nil)
+      end
+      vim.cmd("AgentSessions")
+      H.wait("the stored session resumed with its history", function()
+        return state.current == stored and require("agent_lsp.chat").text():find("Stored answer.", 1, true)
+      end)
+      H.contains(table.concat(offered, "\n"), stored .. "  stored", "stored session offered")
+      vim.cmd("AgentPrompt what was the number?")
+      H.settled(2)
+      H.eq(stored, H.events_of("agent_settled")[2].sessionId, "run in the resumed session")
+      H.contains(vim.json.encode(mock.requests()[2].body.messages), "remember the number 42", "history sent to the model")
+    end,
+  },
+}

