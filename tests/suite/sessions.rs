@@ -1,7 +1,8 @@
 //! Integration tests: sessions. Files are written through the real store on a temp dir and
-//! checked line by line. pi cannot run here, so "pi opens our file" is checked with a validator
-//! that encodes pi's v3 rules field by field (`support::pi_session`), and "we open pi's file"
-//! with a fixture written to the spec (`tests/fixtures/sessions/pi-v3.jsonl`).
+//! checked line by line. pi 1.6.0 itself opens and continues our files in
+//! `tests/interop/pi.sh`; here "pi opens our file" is also checked with a validator that encodes
+//! pi's v3 rules field by field (`support::pi_session`), and "we open pi's file" with fixtures
+//! (`tests/fixtures/sessions/`, one of them written by pi itself).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

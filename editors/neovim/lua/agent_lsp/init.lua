@@ -43,7 +43,7 @@ function M.lsp_config(opts)
     init_options = config.init_options(opts),
     capabilities = {
       workspace = { workspaceEdit = { documentChanges = true } },
-      experimental = { agent = protocol.client_capability() },
+      experimental = { agent = protocol.client_capability(opts.forward_diagnostics) },
     },
     handlers = handlers(),
     on_init = function(client)

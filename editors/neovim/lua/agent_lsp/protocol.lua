@@ -86,9 +86,12 @@ M.session_events = { queue_update = "queue_update", agent_settled = "agent_settl
 M.REQUEST_CANCELLED = -32800
 
 --- The client capability object sent under `capabilities.experimental.agent`.
+--- `diagnostics` says the plugin forwards the editor's diagnostics (`agent/diagnostics`), which
+--- lets the daemon offer the model its `diagnostics` tool.
+---@param forward_diagnostics boolean?
 ---@return table
-function M.client_capability()
-  return { events = true, approvals = true, saveDocuments = true }
+function M.client_capability(forward_diagnostics)
+  return { events = true, approvals = true, saveDocuments = true, diagnostics = forward_diagnostics == true }
 end
 
 return M
