@@ -20,11 +20,12 @@ M.methods = {
   get_state = "agent/getState",
   get_messages = "agent/getMessages",
   get_document = "agent/getDocument",
+  remove_queued = "agent/removeQueued",
 }
 
 --- Client -> server notifications. `agent/diagnostics {uri, diagnostics: lsp.Diagnostic[]}`
---- is issue 4/5's forwarding of the editor's diagnostics; a daemon that does not know it ignores
---- it (LSP: unknown notifications are dropped).
+--- forwards the editor's diagnostics (advertised with `experimental.agent.diagnostics`); the
+--- daemon then offers the model its `diagnostics` tool.
 M.client_notifications = {
   diagnostics = "agent/diagnostics",
 }
@@ -72,6 +73,7 @@ M.session_events = { queue_update = "queue_update", agent_settled = "agent_settl
 ---   agent/steer|followUp {sessionId, message} -> {sessionId, runId, messageId, disposition, steering, followUp}
 ---   agent/abort       {sessionId} -> {aborted}
 ---   agent/clearQueue  {sessionId} -> {steering, followUp}
+---   agent/removeQueued {sessionId, messageId} -> {removed, steering, followUp}
 ---   agent/newSession  {cwd?, resume?} -> {sessionId, cwd}   (resume: a stored session id, prefix or file)
 ---   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile}
 ---   agent/getMessages {sessionId} -> {sessionId, messages}

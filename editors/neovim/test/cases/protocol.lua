@@ -1,6 +1,5 @@
 --- Drift check: `lua/agent_lsp/protocol.lua` mirrors the daemon's `protocol.md` (repository
---- root). Every method documented there has a name here and every name here is documented,
---- except `agent/diagnostics`, this client's documented proposal (see protocol.lua).
+--- root). Every method documented there has a name here and every name here is documented.
 
 local root = vim.fs.dirname(vim.fs.dirname(vim.fs.dirname(vim.fs.dirname(vim.fs.dirname(vim.fs.abspath(debug.getinfo(1, "S").source:sub(2)))))))
 
@@ -19,7 +18,7 @@ return {
       end
       local protocol = require("agent_lsp.protocol")
       local mirrored = {}
-      for _, t in ipairs({ protocol.methods, protocol.server }) do
+      for _, t in ipairs({ protocol.methods, protocol.server, protocol.client_notifications }) do
         for _, m in pairs(t) do
           mirrored[m] = true
         end
