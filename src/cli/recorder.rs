@@ -35,7 +35,8 @@ impl Recorder {
 
     pub fn listener(&self, resolved: &ResolvedModel, renderer: Arc<dyn Renderer>) -> AgentListener {
         let inner = self.inner.clone();
-        let model = resolved.model.clone();
+        // Shared, not cloned per event: a stream emits one event per delta.
+        let model = Arc::new(resolved.model.clone());
         Arc::new(move |event: Arc<AgentEvent>, _cancel| {
             let inner = inner.clone();
             let model = model.clone();

@@ -2,7 +2,10 @@
 //! single-writer lock, and synced appends.
 //!
 //! Why this shape: a crash (`kill -9`, power loss) can only tear the line being written, because
-//! every entry is one `write` on an `O_APPEND` descriptor followed by `fdatasync`. On open, an
+//! every entry is one `write` on an `O_APPEND` descriptor followed by `fdatasync`. The
+//! `fdatasync` runs on a background thread (see [`Syncer`]): it costs milliseconds on real
+//! disks and the agent loop appends several entries per turn, so waiting for it made the disk,
+//! not the model, the slowest part of a tool-calling turn (BENCH.md, scenario 4). On open, an
 //! unparsable *last* line is therefore a torn tail and is dropped (the file is atomically
 //! rewritten to its valid prefix); an unparsable line anywhere else is real corruption and is
 //! refused rather than silently skipped.
@@ -10,6 +13,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
 
 use serde_json::Value;
 
@@ -81,7 +85,56 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 pub struct Writer {
     file: File,
     path: PathBuf,
+    // Dropped before the lock: the last sync finishes while the writer still holds it.
+    syncer: Syncer,
     _lock: WriterLock,
+}
+
+/// Syncs appended lines to disk on a background thread. A line is written (visible to readers,
+/// safe from a process crash) before `append` returns; its `fdatasync` follows, and bursts of
+/// appends share one. Dropping the syncer waits for the last sync.
+struct Syncer {
+    requests: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Syncer {
+    fn start(file: &File, path: &Path) -> Syncer {
+        let (tx, rx) = mpsc::channel::<()>();
+        let path = path.to_path_buf();
+        let thread = file.try_clone().ok().and_then(|file| {
+            std::thread::Builder::new()
+                .name("session-sync".into())
+                .spawn(move || {
+                    while rx.recv().is_ok() {
+                        while rx.try_recv().is_ok() {}
+                        if let Err(e) = file.sync_data() {
+                            tracing::warn!(path = %path.display(), "cannot sync the session: {e}");
+                        }
+                    }
+                })
+                .ok()
+        });
+        Syncer {
+            requests: thread.as_ref().map(|_| tx),
+            thread,
+        }
+    }
+
+    /// Asks for a sync; `false` when there is no background thread (the caller syncs itself).
+    fn request(&self) -> bool {
+        self.requests.as_ref().is_some_and(|tx| tx.send(()).is_ok())
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread after it served every pending request.
+        self.requests = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl Writer {
@@ -94,21 +147,27 @@ impl Writer {
             .open(path)
             .map_err(|e| SessionError::io(path, e))?;
         Ok(Writer {
+            syncer: Syncer::start(&file, path),
             file,
             path: path.to_path_buf(),
             _lock: lock,
         })
     }
 
-    /// Appends one JSON line with a single write, then syncs it to disk.
+    /// Appends one JSON line with a single write; the sync to disk follows in the background.
     pub fn append(&mut self, value: &impl serde::Serialize) -> Result<(), SessionError> {
         let mut line =
             serde_json::to_vec(value).map_err(|e| SessionError::io(&self.path, e.into()))?;
         line.push(b'\n');
         self.file
             .write_all(&line)
-            .and_then(|()| self.file.sync_data())
-            .map_err(|e| SessionError::io(&self.path, e))
+            .map_err(|e| SessionError::io(&self.path, e))?;
+        if !self.syncer.request() {
+            self.file
+                .sync_data()
+                .map_err(|e| SessionError::io(&self.path, e))?;
+        }
+        Ok(())
     }
 
     /// Replaces the whole file atomically and reopens the append handle.
@@ -124,6 +183,8 @@ impl Writer {
             .append(true)
             .open(&self.path)
             .map_err(|e| SessionError::io(&self.path, e))?;
+        // The old syncer finishes its pending sync of the old descriptor as it is dropped.
+        self.syncer = Syncer::start(&self.file, &self.path);
         Ok(())
     }
 }

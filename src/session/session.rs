@@ -128,7 +128,7 @@ impl Session {
             .map_err(|e| SessionError::invalid(path, format!("bad header: {e}")))?;
         let entries = raw_entries
             .into_iter()
-            .map(serde_json::from_value::<SessionEntry>)
+            .map(SessionEntry::from_value)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| SessionError::invalid(path, e.to_string()))?;
         let mut session = Session {

@@ -95,6 +95,14 @@ impl SessionStore {
         if as_path.is_file() {
             return Session::open_path(as_path);
         }
+        // Files are named `<stamp>_<id>.jsonl` (as pi names them): a single file whose name
+        // carries the id is opened without a listing, which parses every session whole.
+        if let [one] = self.files_named(id_or_path).as_slice() {
+            let session = Session::open_path(one)?;
+            if session.id().starts_with(id_or_path) {
+                return Ok(session);
+            }
+        }
         let matches: Vec<SessionSummary> = self
             .list()?
             .into_iter()
@@ -108,6 +116,34 @@ impl SessionStore {
                 None => Err(SessionError::Ambiguous(id_or_path.into(), many.len())),
             },
         }
+    }
+
+    /// Session files whose name ends in `_<id>.jsonl` with an id starting with `prefix`.
+    fn files_named(&self, prefix: &str) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        if prefix.is_empty() {
+            return found;
+        }
+        let Ok(dirs) = std::fs::read_dir(&self.root) else {
+            return found;
+        };
+        for dir in dirs.flatten() {
+            let Ok(files) = std::fs::read_dir(dir.path()) else {
+                continue;
+            };
+            for file in files.flatten() {
+                let name = file.file_name();
+                let id = name
+                    .to_str()
+                    .and_then(|n| n.strip_suffix(".jsonl"))
+                    .and_then(|n| n.rsplit_once('_'))
+                    .map(|(_, id)| id);
+                if id.is_some_and(|id| id.starts_with(prefix)) {
+                    found.push(file.path());
+                }
+            }
+        }
+        found
     }
 
     /// The most recently modified session of `cwd`, if any (`--continue`).
@@ -238,7 +274,7 @@ fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
         .map_err(|e| SessionError::invalid(path, e.to_string()))?;
     let entries: Vec<SessionEntry> = raw
         .into_iter()
-        .filter_map(|v| serde_json::from_value(v).ok())
+        .filter_map(|v| SessionEntry::from_value(v).ok())
         .collect();
     let name = entries
         .iter()

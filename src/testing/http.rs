@@ -210,7 +210,7 @@ pub struct StreamPlan {
 /// Writes an SSE response in chunked encoding, applying the plan's faults.
 pub async fn write_sse<S: AsyncWrite + Unpin>(
     stream: S,
-    chunks: &[Vec<u8>],
+    chunks: impl Iterator<Item = Vec<u8>>,
     plan: &StreamPlan,
 ) -> std::io::Result<()> {
     let mut out = BufWriter::with_capacity(64 * 1024, stream);
@@ -224,22 +224,21 @@ pub async fn write_sse<S: AsyncWrite + Unpin>(
         // Like a real server: the status line and headers go out before the first (slow) event.
         out.flush().await?;
     }
-    for (index, chunk) in chunks.iter().enumerate() {
+    let mut count = 0;
+    for (index, chunk) in chunks.enumerate() {
         if plan.disconnect_after_chunks == Some(index) {
             return cut(out).await;
         }
         if plan.malformed_after_chunks == Some(index) {
             write_chunk(&mut out, &plan.malformed_chunk, plan, paced).await?;
         }
-        write_chunk(&mut out, chunk, plan, paced).await?;
+        write_chunk(&mut out, &chunk, plan, paced).await?;
+        count = index + 1;
     }
-    if plan.malformed_after_chunks == Some(chunks.len()) {
+    if plan.malformed_after_chunks == Some(count) {
         write_chunk(&mut out, &plan.malformed_chunk, plan, paced).await?;
     }
-    if plan
-        .disconnect_after_chunks
-        .is_some_and(|n| n >= chunks.len())
-    {
+    if plan.disconnect_after_chunks.is_some_and(|n| n >= count) {
         return cut(out).await;
     }
     out.write_all(b"0\r\n\r\n").await?;

@@ -289,8 +289,12 @@ enum Reply {
         headers: Vec<(&'static str, String)>,
         body: String,
     },
+    /// Rendered while it is written (see [`wire::render_stream`]).
     Stream {
-        chunks: Vec<Vec<u8>>,
+        api: WireApi,
+        response: Box<MockResponse>,
+        id: String,
+        model: String,
         plan: StreamPlan,
     },
 }
@@ -311,7 +315,16 @@ impl Reply {
                 headers,
                 body,
             } => http::write_plain(socket, status, &headers, &body).await,
-            Reply::Stream { chunks, plan } => http::write_sse(socket, &chunks, &plan).await,
+            Reply::Stream {
+                api,
+                response,
+                id,
+                model,
+                plan,
+            } => {
+                let chunks = wire::render_stream(api, &response, &id, &model);
+                http::write_sse(socket, chunks, &plan).await
+            }
         }
     }
 }
@@ -367,7 +380,9 @@ fn decide(shared: &Shared, request: &HttpRequest, record: &mut RecordedRequest) 
         .clone()
         .unwrap_or_else(|| format!("mock-{index}"));
     Reply::Stream {
-        chunks: wire::render(api, &response, &id, requested_model),
+        api,
+        id,
+        model: requested_model.to_string(),
         plan: StreamPlan {
             delay: response.delay_ms.map(Duration::from_millis),
             write_bytes: response.write_bytes,
@@ -375,5 +390,6 @@ fn decide(shared: &Shared, request: &HttpRequest, record: &mut RecordedRequest) 
             malformed_after_chunks: response.malformed_after_chunks,
             malformed_chunk: wire::malformed_chunk(api),
         },
+        response: Box::new(response),
     }
 }

@@ -15,16 +15,30 @@ pub enum WireApi {
 }
 
 /// The SSE chunks for `response`, answering a request for `requested_model`.
+#[cfg(test)]
 pub fn render(
     api: WireApi,
     response: &MockResponse,
     id: &str,
     requested_model: &str,
 ) -> Vec<Vec<u8>> {
+    render_stream(api, response, id, requested_model).collect()
+}
+
+/// The same chunks, rendered as they are consumed: the mock streams while it renders, as a
+/// real server streams while it generates, instead of making the client wait for the whole
+/// response to be rendered first (which would hide the client's cost behind the mock's in
+/// the benchmarks, BENCH.md). OpenAI text and thinking are lazy; the rest is small.
+pub fn render_stream<'a>(
+    api: WireApi,
+    response: &'a MockResponse,
+    id: &'a str,
+    requested_model: &'a str,
+) -> Box<dyn Iterator<Item = Vec<u8>> + Send + 'a> {
     let model = response.model.as_deref().unwrap_or(requested_model);
     match api {
-        WireApi::OpenAi => openai_chunks(response, id, model),
-        WireApi::Anthropic => anthropic_chunks(response, id, model),
+        WireApi::OpenAi => Box::new(openai_chunks(response, id, model)),
+        WireApi::Anthropic => Box::new(anthropic_chunks(response, id, model).into_iter()),
     }
 }
 
@@ -47,32 +61,57 @@ fn event_chunk(name: &str, value: &Value) -> Vec<u8> {
     format!("event: {name}\ndata: {value}\n\n").into_bytes()
 }
 
-fn openai_chunks(r: &MockResponse, id: &str, model: &str) -> Vec<Vec<u8>> {
+fn openai_chunks<'a>(
+    r: &'a MockResponse,
+    id: &'a str,
+    model: &'a str,
+) -> impl Iterator<Item = Vec<u8>> + Send + 'a {
+    let chunk = move |delta: Value, finish: Value| {
+        data_chunk(&json!({
+            "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+        }))
+    };
+    let field = r.reasoning_field.as_deref().unwrap_or("reasoning_content");
+    let thinking = split_utf8(r.thinking.as_deref().unwrap_or(""), r.chunk_size)
+        .into_iter()
+        .map(move |piece| json!({ field: piece }));
+    let text = split_utf8(r.text.as_deref().unwrap_or(""), r.chunk_size)
+        .into_iter()
+        .map(|piece| json!({"content": piece}));
+    let tools = openai_tool_deltas(r)
+        .into_iter()
+        .map(|delta| json!({"tool_calls": [delta]}));
+    std::iter::once(json!({"role": "assistant"}))
+        .chain(thinking)
+        .chain(text)
+        .chain(reasoning_details(r))
+        .chain(tools)
+        .map(move |delta| chunk(delta, Value::Null))
+        .chain(openai_tail(r, id, model))
+}
+
+/// Encrypted reasoning for the tool calls (`encryptedReasoning`), before their deltas.
+fn reasoning_details(r: &MockResponse) -> Option<Value> {
+    (r.encrypted_reasoning && !r.tool_calls.is_empty()).then(|| {
+        let details: Vec<Value> = r
+            .tool_calls
+            .iter()
+            .map(|c| json!({"type": "reasoning.encrypted", "id": c.id, "data": format!("enc-{}", c.id)}))
+            .collect();
+        json!({"reasoning_details": details})
+    })
+}
+
+/// The finish chunk, the usage chunk and `[DONE]`, as scripted.
+fn openai_tail(r: &MockResponse, id: &str, model: &str) -> Vec<Vec<u8>> {
     let chunk = |delta: Value, finish: Value| {
         data_chunk(&json!({
             "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
         }))
     };
-    let mut out = vec![chunk(json!({"role": "assistant"}), Value::Null)];
-    let field = r.reasoning_field.as_deref().unwrap_or("reasoning_content");
-    for piece in split_utf8(r.thinking.as_deref().unwrap_or(""), r.chunk_size) {
-        out.push(chunk(json!({ field: piece }), Value::Null));
-    }
-    for piece in split_utf8(r.text.as_deref().unwrap_or(""), r.chunk_size) {
-        out.push(chunk(json!({"content": piece}), Value::Null));
-    }
-    if r.encrypted_reasoning && !r.tool_calls.is_empty() {
-        let details: Vec<Value> = r
-            .tool_calls
-            .iter()
-            .map(|c| json!({"type": "reasoning.encrypted", "id": c.id, "data": format!("enc-{}", c.id)}))
-            .collect();
-        out.push(chunk(json!({"reasoning_details": details}), Value::Null));
-    }
-    for delta in openai_tool_deltas(r) {
-        out.push(chunk(json!({"tool_calls": [delta]}), Value::Null));
-    }
+    let mut out = Vec::new();
     if !r.omit_stop_reason {
         let natural = if r.tool_calls.is_empty() {
             "stop"

@@ -1,6 +1,7 @@
 //! One module per area; `support` holds the shared test clients and fixtures.
 
 mod agent_core;
+mod bench_smoke;
 mod cli;
 mod daemon;
 mod loop_conformance;

@@ -1,0 +1,92 @@
+//! The floor: a plain HTTP client that asks the mock for its stream and reads it to the end,
+//! doing nothing with the bytes. Whatever agent-lsp costs above this is agent-lsp's own cost.
+//!
+//! Blocking std sockets, no runtime, no TLS, no parsing: the least a client can do.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+/// The request body the floor sends: a minimal OpenAI streaming request (no tool history, so
+/// the mock's history check is trivial).
+pub const FLOOR_BODY: &str =
+    r#"{"model":"gpt-4.1","stream":true,"messages":[{"role":"user","content":"hi"}]}"#;
+
+/// Makes `requests` sequential requests to `http://<addr>/v1/chat/completions`, each read to
+/// the end of the connection. Returns the bytes received. Any non-200 answer is an error.
+pub fn fetch(addr: &str, requests: usize) -> anyhow::Result<u64> {
+    let mut total = 0u64;
+    let mut buf = vec![0u8; 256 * 1024];
+    for _ in 0..requests {
+        let mut socket =
+            TcpStream::connect(addr).with_context(|| format!("cannot connect to {addr}"))?;
+        let head = format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            FLOOR_BODY.len()
+        );
+        socket.write_all(head.as_bytes())?;
+        socket.write_all(FLOOR_BODY.as_bytes())?;
+        let mut first = true;
+        loop {
+            let n = socket.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            if first {
+                first = false;
+                if !buf[..n].starts_with(b"HTTP/1.1 200") {
+                    let line = String::from_utf8_lossy(&buf[..n.min(200)]).into_owned();
+                    bail!("the mock answered the floor with {line:?}");
+                }
+            }
+            total += n as u64;
+        }
+    }
+    Ok(total)
+}
+
+/// `parallel` clients at once, each making `requests` sequential requests; the total bytes.
+pub fn fetch_parallel(addr: &str, requests: usize, parallel: usize) -> anyhow::Result<u64> {
+    if parallel <= 1 {
+        return fetch(addr, requests);
+    }
+    let clients: Vec<_> = (0..parallel)
+        .map(|_| {
+            let addr = addr.to_string();
+            std::thread::spawn(move || fetch(&addr, requests))
+        })
+        .collect();
+    let mut total = 0;
+    for client in clients {
+        total += client
+            .join()
+            .map_err(|_| anyhow::anyhow!("a floor client thread panicked"))??;
+    }
+    Ok(total)
+}
+
+/// `fetch_parallel` in this process, timed (for the smoke tests, which have no wrapper).
+pub fn fetch_timed(
+    addr: &str,
+    requests: usize,
+    parallel: usize,
+) -> anyhow::Result<(Duration, u64)> {
+    let started = Instant::now();
+    let bytes = fetch_parallel(addr, requests, parallel)?;
+    Ok((started.elapsed(), bytes))
+}
+
+/// The floor process's entry point: `__floor ADDR REQUESTS PARALLEL`. Prints the bytes
+/// received.
+pub fn floor_main(args: &[String]) -> anyhow::Result<()> {
+    let [addr, requests, parallel] = args else {
+        bail!("usage: __floor HOST:PORT REQUESTS PARALLEL");
+    };
+    let requests: usize = requests.parse().context("REQUESTS must be a number")?;
+    let parallel: usize = parallel.parse().context("PARALLEL must be a number")?;
+    let bytes = fetch_parallel(addr, requests, parallel)?;
+    println!("{bytes}");
+    Ok(())
+}

@@ -1,0 +1,255 @@
+//! The benchmark kit of issue 6, shared by the benchmark (`benches/agent.rs`, full sizes, exact
+//! rusage) and the smoke tests (`tests/suite/bench_smoke.rs`, small sizes) so that the
+//! scenarios never rot. Each scenario serves the model from the in-process loopback mock
+//! ([`MockHost`]), measures the floor (a plain client reading the same stream) and agent-lsp in
+//! the same run, checks that agent-lsp's output is complete and right, and returns a [`Report`]
+//! with its bars.
+
+// Each of the two targets that include this kit uses a different subset of it.
+#![allow(dead_code)]
+
+pub mod floor;
+pub mod lsp;
+pub mod measure;
+pub mod proxy;
+pub mod report;
+pub mod s1_cold;
+pub mod s2_stream;
+pub mod s3_write;
+pub mod s4_turns;
+pub mod s5_edits;
+pub mod s6_sessions;
+pub mod s7_resume;
+
+use std::path::PathBuf;
+
+use agent_lsp::testing::{MockProvider, MockResponse, MockScript};
+use anyhow::Context;
+
+use measure::{Cmd, Runner, Sample};
+
+/// How a scenario runs: which binary, how children are measured, how many repetitions.
+#[derive(Clone, Debug)]
+pub struct Ctx {
+    /// The `agent-lsp` binary (release for the benchmark).
+    pub agent_bin: PathBuf,
+    pub runner: Runner,
+    /// The executable that serves as the floor process (`__floor`); `None` runs the floor
+    /// client on a thread of this process (smoke tests).
+    pub floor_exe: Option<PathBuf>,
+    /// Repetitions per measurement (the median is reported).
+    pub reps: usize,
+}
+
+impl Ctx {
+    /// The smoke-test context: the test build of the binary, direct children, `reps` runs.
+    pub fn smoke(agent_bin: PathBuf, reps: usize) -> Ctx {
+        Ctx {
+            agent_bin,
+            runner: Runner::Direct,
+            floor_exe: None,
+            reps,
+        }
+    }
+
+    /// The floor: `requests` sequential streams read to the end by a plain client.
+    pub fn floor(&self, host: &MockHost, requests: usize) -> anyhow::Result<Sample> {
+        self.floor_with(host, requests, 1)
+    }
+
+    /// The floor with `parallel` concurrent clients, each making `requests` requests.
+    pub fn floor_with(
+        &self,
+        host: &MockHost,
+        requests: usize,
+        parallel: usize,
+    ) -> anyhow::Result<Sample> {
+        match &self.floor_exe {
+            Some(exe) => {
+                let cmd = Cmd {
+                    program: exe.clone(),
+                    args: vec![
+                        "__floor".into(),
+                        host.addr(),
+                        requests.to_string(),
+                        parallel.to_string(),
+                    ],
+                    env: Vec::new(),
+                    cwd: std::env::temp_dir(),
+                };
+                let (mut sample, stdout) = self.runner.run(&cmd)?;
+                // The floor prints how many bytes it read from the mock: report those.
+                sample.stdout_bytes = String::from_utf8_lossy(&stdout).trim().parse()?;
+                Ok(sample)
+            }
+            None => {
+                let (wall, bytes) = floor::fetch_timed(&host.addr(), requests, parallel)?;
+                Ok(Sample {
+                    wall,
+                    stdout_bytes: bytes,
+                    ..Sample::default()
+                })
+            }
+        }
+    }
+
+    /// `agent-lsp run --json -m openai/gpt-4.1 <extra…> <prompt>` in `sandbox` against `host`.
+    pub fn run_agent(
+        &self,
+        sandbox: &Sandbox,
+        host: &MockHost,
+        extra: &[&str],
+        prompt: &str,
+    ) -> anyhow::Result<(Sample, Vec<u8>)> {
+        let mut args: Vec<String> = ["run", "--json", "-m", "openai/gpt-4.1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.push(prompt.to_string());
+        let cmd = Cmd {
+            program: self.agent_bin.clone(),
+            args,
+            env: sandbox.env(host),
+            cwd: sandbox.project(),
+        };
+        self.runner.run(&cmd)
+    }
+}
+
+/// The loopback mock provider on its own one-thread runtime (the "model" gets one core's
+/// worth of scheduling, like a remote server would not compete with the client at all).
+pub struct MockHost {
+    pub mock: MockProvider,
+    // Declared after `mock`: the provider shuts down before its runtime goes.
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl MockHost {
+    pub fn start() -> anyhow::Result<MockHost> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?;
+        let mock = runtime
+            .block_on(MockProvider::start(MockScript::default()))
+            .context("cannot start the mock provider")?;
+        Ok(MockHost {
+            mock,
+            _runtime: runtime,
+        })
+    }
+
+    pub fn push(&self, response: MockResponse) {
+        self.mock.push_response(response);
+    }
+
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.mock.port())
+    }
+}
+
+/// A sealed place for one agent-lsp process: temp HOME and XDG dirs, a project directory, no
+/// inherited environment, and Ollama pointed at a closed port.
+pub struct Sandbox {
+    pub home: tempfile::TempDir,
+    pub project: tempfile::TempDir,
+    closed_port: u16,
+}
+
+impl Sandbox {
+    pub fn new() -> anyhow::Result<Sandbox> {
+        let closed_port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        Ok(Sandbox {
+            home: tempfile::tempdir()?,
+            project: tempfile::tempdir()?,
+            closed_port,
+        })
+    }
+
+    pub fn project(&self) -> PathBuf {
+        std::fs::canonicalize(self.project.path()).unwrap_or(self.project.path().into())
+    }
+
+    /// Where `run` stores sessions here.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.home.path().join("data/agent-lsp/sessions")
+    }
+
+    pub fn env(&self, host: &MockHost) -> Vec<(String, String)> {
+        self.env_for(&host.mock.openai_base_url())
+    }
+
+    /// The environment with the OpenAI provider at `openai_base_url`.
+    pub fn env_for(&self, openai_base_url: &str) -> Vec<(String, String)> {
+        let home = self.home.path();
+        vec![
+            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+            ("HOME".into(), home.display().to_string()),
+            (
+                "XDG_DATA_HOME".into(),
+                home.join("data").display().to_string(),
+            ),
+            (
+                "XDG_CONFIG_HOME".into(),
+                home.join("config").display().to_string(),
+            ),
+            (
+                "OLLAMA_HOST".into(),
+                format!("127.0.0.1:{}", self.closed_port),
+            ),
+            ("OPENAI_BASE_URL".into(), openai_base_url.to_string()),
+            ("OPENAI_API_KEY".into(), "bench-key".into()),
+        ]
+    }
+}
+
+/// The JSON lines of a `run --json` stdout.
+pub fn json_lines(stdout: &[u8]) -> anyhow::Result<Vec<serde_json::Value>> {
+    stdout
+        .split(|b| *b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| serde_json::from_slice(line).context("run --json printed a non-JSON line"))
+        .collect()
+}
+
+/// The `assistantMessageEvent` of each `message_update` line whose event type is `kind`.
+pub fn deltas_of<'a>(
+    lines: &'a [serde_json::Value],
+    kind: &'a str,
+) -> impl Iterator<Item = (&'a serde_json::Value, &'a serde_json::Value)> + 'a {
+    lines.iter().filter_map(move |line| {
+        let event = line.get("assistantMessageEvent")?;
+        (event.get("type")?.as_str()? == kind).then_some((line, event))
+    })
+}
+
+/// The concatenated text deltas of a `run --json` output.
+pub fn streamed_text(lines: &[serde_json::Value]) -> String {
+    deltas_of(lines, "text_delta")
+        .filter_map(|(_, e)| e.get("delta")?.as_str())
+        .collect()
+}
+
+/// The run ended with `agent_settled`, not aborted.
+pub fn ensure_settled(lines: &[serde_json::Value]) -> anyhow::Result<()> {
+    let last = lines.last();
+    anyhow::ensure!(
+        last.and_then(|l| l.get("type")?.as_str()) == Some("agent_settled")
+            && last.and_then(|l| l.get("aborted")?.as_bool()) == Some(false),
+        "the run did not settle cleanly: {last:?}"
+    );
+    Ok(())
+}
+
+/// Median wall, CPU and (when known) peak RSS of samples.
+pub fn medians(samples: &[Sample]) -> (std::time::Duration, std::time::Duration, Option<u64>) {
+    let wall = measure::median(samples.iter().map(|s| s.wall).collect());
+    let cpu = measure::median(samples.iter().map(|s| s.cpu).collect());
+    let mut rss: Vec<u64> = samples.iter().filter_map(|s| s.max_rss_kib).collect();
+    rss.sort_unstable();
+    let rss = rss.get(rss.len().saturating_sub(1) / 2).copied();
+    (wall, cpu, rss)
+}

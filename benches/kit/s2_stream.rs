@@ -1,0 +1,120 @@
+//! Scenario 2: a long answer streamed as many small deltas (400 KB in 100,000 deltas at full
+//! size). Bars: agent-lsp's wall ≤ 1.15 × the floor's (a plain client reading the same stream
+//! from the same mock), and ≤ 120 bytes on the wire per delta event (`run --json` JSONL).
+
+use agent_lsp::testing::MockResponse;
+use anyhow::ensure;
+
+use super::measure::ms;
+use super::report::{Bar, Report};
+use super::{
+    Ctx, MockHost, Sandbox, deltas_of, ensure_settled, json_lines, medians, streamed_text,
+};
+
+/// Sizes: `deltas` deltas of `delta_bytes` bytes each.
+#[derive(Clone, Copy, Debug)]
+pub struct Size {
+    pub deltas: usize,
+    pub delta_bytes: usize,
+}
+
+pub const FULL: Size = Size {
+    deltas: 100_000,
+    delta_bytes: 4,
+};
+
+/// An answer of `deltas × delta_bytes` ASCII bytes that changes from delta to delta.
+pub fn answer(size: Size) -> String {
+    let words = ["fn ", "let ", "x = ", "1;\n", "ok ", "// ", "move", "{}\n"];
+    let mut text = String::with_capacity(size.deltas * size.delta_bytes);
+    let mut i = 0;
+    while text.len() < size.deltas * size.delta_bytes {
+        text.push_str(words[i % words.len()]);
+        i += 1;
+    }
+    text.truncate(size.deltas * size.delta_bytes);
+    text
+}
+
+fn response(text: &str, size: Size) -> MockResponse {
+    MockResponse {
+        chunk_size: Some(size.delta_bytes),
+        ..MockResponse::text(text)
+    }
+}
+
+pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
+    let host = MockHost::start()?;
+    let sandbox = Sandbox::new()?;
+    let text = answer(size);
+    let (mut floor, mut agent) = (Vec::new(), Vec::new());
+    let mut per_delta = 0.0;
+    for _ in 0..ctx.reps {
+        host.push(response(&text, size));
+        floor.push(ctx.floor(&host, 1)?);
+        host.push(response(&text, size));
+        let (sample, stdout) = ctx.run_agent(&sandbox, &host, &[], "Write it all")?;
+        per_delta = check_stream(&stdout, &text, size)?;
+        agent.push(sample);
+    }
+    let (fw, fcpu, _) = medians(&floor);
+    let (aw, acpu, arss) = medians(&agent);
+    let mut report = Report::new(format!(
+        "2. A {} KB answer in {} deltas (`agent-lsp run --json`)",
+        size.deltas * size.delta_bytes / 1000,
+        size.deltas
+    ));
+    report.line(format!(
+        "median of {} runs: agent wall {:.1} ms, CPU {:.1} ms{}; floor wall {:.1} ms, CPU {:.1} ms",
+        ctx.reps,
+        ms(aw),
+        ms(acpu),
+        arss.map(|k| format!(", peak RSS {:.1} MiB", k as f64 / 1024.0))
+            .unwrap_or_default(),
+        ms(fw),
+        ms(fcpu)
+    ));
+    report.line(format!(
+        "agent stdout {} bytes; floor read {} bytes from the mock",
+        agent.last().map(|s| s.stdout_bytes).unwrap_or(0),
+        floor.last().map(|s| s.stdout_bytes).unwrap_or(0)
+    ));
+    let ratio = aw.as_secs_f64() / fw.as_secs_f64().max(1e-9);
+    report.bar(Bar::new("wall / floor wall", ratio, 1.15, "×"));
+    report.bar(Bar::new(
+        "JSONL bytes per text delta event",
+        per_delta,
+        120.0,
+        "B",
+    ));
+    Ok(report)
+}
+
+/// Every delta arrived, in order, as its own event; returns the mean JSONL bytes per delta line.
+fn check_stream(stdout: &[u8], text: &str, size: Size) -> anyhow::Result<f64> {
+    let lines = json_lines(stdout)?;
+    ensure_settled(&lines)?;
+    let streamed = streamed_text(&lines);
+    ensure!(
+        streamed == text,
+        "the streamed text differs ({} bytes, expected {})",
+        streamed.len(),
+        text.len()
+    );
+    let count = deltas_of(&lines, "text_delta").count();
+    ensure!(
+        count == size.deltas,
+        "{count} text delta events for {} deltas",
+        size.deltas
+    );
+    let bytes: usize = stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| l.starts_with(br#"{"type":"message_update""#) && memfind(l, b"text_delta"))
+        .map(|l| l.len() + 1)
+        .sum();
+    Ok(bytes as f64 / count as f64)
+}
+
+fn memfind(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}

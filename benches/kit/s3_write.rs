@@ -1,0 +1,115 @@
+//! Scenario 3: one `write` call whose content streams as 8-byte argument deltas, at a base size
+//! and twice that (200 KB in ~25,000 deltas, then 400 KB in ~50,000 at full size). Bar: time
+//! grows linearly (2× input → ≤ 2.2× time). Each run also proves the file was written whole.
+
+use agent_lsp::testing::MockResponse;
+use anyhow::ensure;
+use serde_json::json;
+
+use super::measure::{Sample, ms};
+use super::report::{Bar, Report};
+use super::{Ctx, MockHost, Sandbox, deltas_of, ensure_settled, json_lines, medians};
+
+pub const FULL_BASE_BYTES: usize = 200_000;
+const DELTA_BYTES: usize = 8;
+
+/// Source-like content of `bytes` bytes (with newlines, so JSON escaping is exercised).
+pub fn content(bytes: usize) -> String {
+    let mut text = String::with_capacity(bytes + 64);
+    let mut i = 0;
+    while text.len() < bytes {
+        text.push_str(&format!(
+            "    let value_{i} = compute({i}, \"tab\\there\");\n"
+        ));
+        i += 1;
+    }
+    text.truncate(bytes);
+    text
+}
+
+fn responses(content: &str) -> [MockResponse; 2] {
+    let call = MockResponse {
+        chunk_size: Some(DELTA_BYTES),
+        ..MockResponse::tool_call(
+            "call_write",
+            "write",
+            json!({"path": "out.txt", "content": content}),
+        )
+    };
+    [call, MockResponse::text("Written.")]
+}
+
+/// One size: the floor and agent-lsp samples, and the number of argument deltas.
+fn measure(
+    ctx: &Ctx,
+    host: &MockHost,
+    sandbox: &Sandbox,
+    bytes: usize,
+) -> anyhow::Result<(Vec<Sample>, Vec<Sample>, usize)> {
+    let content = content(bytes);
+    let (mut floor, mut agent, mut deltas) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..ctx.reps {
+        for r in responses(&content) {
+            host.push(r);
+        }
+        floor.push(ctx.floor(host, 2)?);
+        for r in responses(&content) {
+            host.push(r);
+        }
+        let _ = std::fs::remove_file(sandbox.project().join("out.txt"));
+        let (sample, stdout) =
+            ctx.run_agent(sandbox, host, &["--approve", "all"], "Write out.txt")?;
+        let lines = json_lines(&stdout)?;
+        ensure_settled(&lines)?;
+        deltas = deltas_of(&lines, "toolcall_delta").count();
+        let written = std::fs::read_to_string(sandbox.project().join("out.txt"))?;
+        ensure!(
+            written == content,
+            "out.txt differs from the streamed content"
+        );
+        agent.push(sample);
+    }
+    Ok((floor, agent, deltas))
+}
+
+pub fn run(ctx: &Ctx, base_bytes: usize) -> anyhow::Result<Report> {
+    let host = MockHost::start()?;
+    let sandbox = Sandbox::new()?;
+    let (f1, a1, d1) = measure(ctx, &host, &sandbox, base_bytes)?;
+    let (f2, a2, d2) = measure(ctx, &host, &sandbox, 2 * base_bytes)?;
+    let ((fw1, ..), (aw1, ac1, _)) = (medians(&f1), medians(&a1));
+    let ((fw2, ..), (aw2, ac2, _)) = (medians(&f2), medians(&a2));
+    let mut report = Report::new(format!(
+        "3. One `write` call streaming {} KB, then {} KB, in {DELTA_BYTES}-byte argument deltas",
+        base_bytes / 1000,
+        2 * base_bytes / 1000
+    ));
+    for (bytes, deltas, aw, ac, fw) in [
+        (base_bytes, d1, aw1, ac1, fw1),
+        (2 * base_bytes, d2, aw2, ac2, fw2),
+    ] {
+        report.line(format!(
+            "{} KB in {deltas} deltas: agent wall {:.1} ms, CPU {:.1} ms; floor wall {:.1} ms \
+             (median of {})",
+            bytes / 1000,
+            ms(aw),
+            ms(ac),
+            ms(fw),
+            ctx.reps
+        ));
+    }
+    let above = |a: std::time::Duration, f: std::time::Duration| ms(a.saturating_sub(f));
+    report.line(format!(
+        "time above the floor: {:.1} ms → {:.1} ms; CPU ratio {:.2}×",
+        above(aw1, fw1),
+        above(aw2, fw2),
+        ac2.as_secs_f64() / ac1.as_secs_f64().max(1e-9)
+    ));
+    report.bar(Bar::new(
+        "wall(2× input) / wall(1× input)",
+        aw2.as_secs_f64() / aw1.as_secs_f64().max(1e-9),
+        2.2,
+        "×",
+    ));
+    Ok(report)
+}
