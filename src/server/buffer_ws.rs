@@ -249,10 +249,9 @@ struct Region {
     new_end: usize,
 }
 
-/// Length of the common prefix of `a` and `b`, compared in blocks so the compiler emits wide
-/// compares instead of a byte loop.
+/// Length of the common prefix of `a` and `b`: whole blocks through `memcmp`, then bytes.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 64;
+    const BLOCK: usize = 4096;
     let max = a.len().min(b.len());
     let mut i = 0;
     while i + BLOCK <= max && a[i..i + BLOCK] == b[i..i + BLOCK] {
@@ -267,7 +266,7 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 
 /// Length of the common suffix of `a` and `b`, at most `max`.
 fn common_suffix(a: &[u8], b: &[u8], max: usize) -> usize {
-    const BLOCK: usize = 64;
+    const BLOCK: usize = 4096;
     let (mut i, la, lb) = (0, a.len(), b.len());
     while i + BLOCK <= max && a[la - i - BLOCK..la - i] == b[lb - i - BLOCK..lb - i] {
         i += BLOCK;

@@ -41,6 +41,7 @@ pub fn diff(old: &str, new: &str, path: &str) -> DiffResult {
             new: 0..new.len(),
             lead: 0,
             trail: 0,
+            max_line: w.max_line,
         };
         td = TextDiff::from_lines(old, new);
     }
@@ -50,8 +51,7 @@ pub fn diff(old: &str, new: &str, path: &str) -> DiffResult {
         .header(path, path)
         .to_string();
     let patch = shift_hunks(patch, w.lead);
-    let max_line = line_count(old).max(line_count(new));
-    let (diff, first_changed_line) = display(&parts(&td), max_line, w.lead, w.trail);
+    let (diff, first_changed_line) = display(&parts(&td), w.max_line, w.lead, w.trail);
     DiffResult {
         diff,
         patch,
@@ -73,6 +73,8 @@ struct Window {
     new: std::ops::Range<usize>,
     lead: usize,
     trail: usize,
+    /// `split('\n').count()` of the text with more lines (sets the number width).
+    max_line: usize,
 }
 
 /// `split('\n').count()` without the split.
@@ -81,7 +83,7 @@ fn line_count(text: &str) -> usize {
 }
 
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 64;
+    const BLOCK: usize = 4096;
     let max = a.len().min(b.len());
     let mut i = 0;
     while i + BLOCK <= max && a[i..i + BLOCK] == b[i..i + BLOCK] {
@@ -95,7 +97,7 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 }
 
 fn common_suffix(a: &[u8], b: &[u8], max: usize) -> usize {
-    const BLOCK: usize = 64;
+    const BLOCK: usize = 4096;
     let (mut i, la, lb) = (0, a.len(), b.len());
     while i + BLOCK <= max && a[la - i - BLOCK..la - i] == b[lb - i - BLOCK..lb - i] {
         i += BLOCK;
@@ -131,37 +133,34 @@ fn window(old: &str, new: &str) -> Window {
             .map_or(0, |i| suffix - i - 1)
     };
     // Widen by MARGIN lines on each side.
+    let head_lines = line_count(&old[..head]) - 1;
     let mut start = head;
-    let mut lead = line_count(&old[..head]) - 1;
-    for _ in 0..MARGIN.min(lead) {
+    for _ in 0..MARGIN.min(head_lines) {
         start = ob[..start - 1]
             .iter()
             .rposition(|&b| b == b'\n')
             .map_or(0, |i| i + 1);
     }
-    lead = lead.saturating_sub(MARGIN);
-    let mut grow = 0;
-    let mut trail = 0;
     let tail_text = &ob[ob.len() - tail..];
-    for (n, _) in tail_text.iter().enumerate().filter(|(_, b)| **b == b'\n') {
-        if trail < MARGIN {
-            grow = n + 1;
-        }
-        trail += 1;
+    let newlines = |b: &[u8]| b.iter().filter(|&&c| c == b'\n').count();
+    let tail_nl = newlines(tail_text);
+    // A last line without `\n` counts too.
+    let tail_lines = tail_nl + usize::from(tail_text.last().is_some_and(|&b| b != b'\n'));
+    let mut grow = 0;
+    for _ in 0..MARGIN.min(tail_lines) {
+        grow = tail_text[grow..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(tail, |i| grow + i + 1);
     }
-    // A last line without `\n` counts as a line too.
-    if tail_text.last().is_some_and(|&b| b != b'\n') {
-        if trail < MARGIN {
-            grow = tail;
-        }
-        trail += 1;
-    }
-    trail = trail.saturating_sub(MARGIN);
+    // `split('\n').count()` of the longer text, from its parts (the middle is small).
+    let middle = newlines(&ob[head..ob.len() - tail]).max(newlines(&nb[head..nb.len() - tail]));
     Window {
         old: start..ob.len() - tail + grow,
         new: start..nb.len() - tail + grow,
-        lead,
-        trail,
+        lead: head_lines.saturating_sub(MARGIN),
+        trail: tail_lines.saturating_sub(MARGIN),
+        max_line: head_lines + middle + tail_nl + 1,
     }
 }
 

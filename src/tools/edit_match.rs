@@ -212,6 +212,8 @@ pub fn match_edits(content: &str, edits: &[Edit], path: &str) -> Result<Vec<Span
     let norm = Norm::of(content);
     let mut spans: Vec<Span> = Vec::with_capacity(edits.len());
     let mut exact = true;
+    // The first exact match of each edit, found once.
+    let mut found: Vec<Option<usize>> = Vec::with_capacity(edits.len());
     for (i, e) in edits.iter().enumerate() {
         if e.old_text.is_empty() {
             return Err(if multi {
@@ -221,12 +223,18 @@ pub fn match_edits(content: &str, edits: &[Edit], path: &str) -> Result<Vec<Span
             });
         }
         let fuzzy_old = normalize(&e.old_text).text;
-        if content.find(&e.old_text).is_none()
-            && (fuzzy_old.is_empty() || !norm.text().contains(&fuzzy_old))
-        {
+        let exact_at = content.find(&e.old_text);
+        if exact_at.is_none() && (fuzzy_old.is_empty() || !norm.text().contains(&fuzzy_old)) {
             return Err(not_found(content, &e.old_text, path, multi.then_some(i)));
         }
-        let n = count_occurrences(norm.text(), &fuzzy_old);
+        let n = match (&norm, exact_at) {
+            // The normalised text is the content and the needle normalises to itself: no
+            // match lies before the first exact one, so count from there (one pass in all).
+            (Norm::Same(_), Some(at)) if fuzzy_old == e.old_text => {
+                count_occurrences(&content[at..], &fuzzy_old)
+            }
+            _ => count_occurrences(norm.text(), &fuzzy_old),
+        };
         if n > 1 {
             return Err(if multi {
                 format!(
@@ -239,11 +247,12 @@ pub fn match_edits(content: &str, edits: &[Edit], path: &str) -> Result<Vec<Span
                 )
             });
         }
-        exact &= content.contains(&e.old_text);
+        exact &= exact_at.is_some();
+        found.push(exact_at);
     }
     for (i, e) in edits.iter().enumerate() {
         let span = if exact {
-            content.find(&e.old_text).map(|s| (s, s + e.old_text.len()))
+            found[i].map(|s| (s, s + e.old_text.len()))
         } else {
             let fuzzy_old = normalize(&e.old_text).text;
             norm.text()
