@@ -59,7 +59,7 @@ impl Workspace for BufferWorkspace {
         Box::pin(async move {
             match open {
                 Some(doc) => {
-                    let bytes = doc.rope.to_string().into_bytes();
+                    let bytes = rope_text(&doc.rope).into_bytes();
                     Ok(FileSnapshot {
                         fingerprint: Fingerprint::of(&bytes),
                         bytes,
@@ -91,6 +91,16 @@ impl Workspace for BufferWorkspace {
     }
 }
 
+/// The rope's text in one allocation of the right size (`to_string` goes through `Display` and
+/// grows the string step by step, copying a large document several times).
+fn rope_text(rope: &ropey::Rope) -> String {
+    let mut text = String::with_capacity(rope.len_bytes());
+    for chunk in rope.chunks() {
+        text.push_str(chunk);
+    }
+    text
+}
+
 fn editor_error(path: &Path, reason: impl Into<String>) -> WorkspaceError {
     WorkspaceError::Editor {
         path: path.display().to_string(),
@@ -114,7 +124,7 @@ impl Editor {
                 // Closed meanwhile: the disk is the truth again.
                 return write_disk(path, target.into_bytes(), None).await;
             };
-            let current = doc.rope.to_string();
+            let current = rope_text(&doc.rope);
             match &sent_against {
                 // First attempt: the tool computed `target` from the text it read; if the user
                 // changed the buffer since, writing it would clobber their change.

@@ -129,10 +129,15 @@ impl Norm<'_> {
 /// char folds to itself. ASCII text (the common case) is checked at memchr speed.
 fn is_fuzzy_invariant(text: &str) -> bool {
     let ws = |b: u8| matches!(b, b' ' | b'\t' | b'\x0b' | b'\x0c' | b'\r');
-    if text.is_ascii() {
-        let b = text.as_bytes();
-        return !b.last().is_some_and(|&c| ws(c))
-            && !text.match_indices('\n').any(|(i, _)| i > 0 && ws(b[i - 1]));
+    let b = text.as_bytes();
+    // One branch-free pass the compiler vectorises: any non-ASCII byte, or whitespace before a
+    // newline.
+    let odd = b.iter().zip(b.iter().skip(1)).fold(false, |acc, (&p, &c)| {
+        let ws = (p == b' ') | (p == b'\t') | (p == 0x0b) | (p == 0x0c) | (p == b'\r');
+        acc | (p >= 0x80) | ((c == b'\n') & ws)
+    });
+    if !odd && b.last().is_none_or(|&c| c < 0x80) {
+        return !b.last().is_some_and(|&c| ws(c));
     }
     let mut buf = String::new();
     text.split('\n').all(|line| {
@@ -330,6 +335,19 @@ fn hint(content: &str, old: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn invariance_check_agrees_with_normalisation(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof!["a", " ", "\t", "\n", "\r", "é", "\u{2019}", "\u{00A0}", "x\n"],
+                0..40,
+            )
+        ) {
+            let text = parts.concat();
+            proptest::prop_assert_eq!(is_fuzzy_invariant(&text), normalize(&text).text == text);
+        }
+    }
 
     fn edit(old: &str, new: &str) -> Edit {
         Edit {
