@@ -59,7 +59,7 @@ impl Workspace for BufferWorkspace {
         Box::pin(async move {
             match open {
                 Some(doc) => {
-                    let bytes = doc.rope.to_string().into_bytes();
+                    let bytes = rope_text(&doc.rope).into_bytes();
                     Ok(FileSnapshot {
                         fingerprint: Fingerprint::of(&bytes),
                         bytes,
@@ -91,6 +91,16 @@ impl Workspace for BufferWorkspace {
     }
 }
 
+/// The rope's text in one allocation of the right size (`to_string` goes through `Display` and
+/// grows the string step by step, copying a large document several times).
+fn rope_text(rope: &ropey::Rope) -> String {
+    let mut text = String::with_capacity(rope.len_bytes());
+    for chunk in rope.chunks() {
+        text.push_str(chunk);
+    }
+    text
+}
+
 fn editor_error(path: &Path, reason: impl Into<String>) -> WorkspaceError {
     WorkspaceError::Editor {
         path: path.display().to_string(),
@@ -114,7 +124,7 @@ impl Editor {
                 // Closed meanwhile: the disk is the truth again.
                 return write_disk(path, target.into_bytes(), None).await;
             };
-            let current = doc.rope.to_string();
+            let current = rope_text(&doc.rope);
             match &sent_against {
                 // First attempt: the tool computed `target` from the text it read; if the user
                 // changed the buffer since, writing it would clobber their change.
@@ -239,47 +249,80 @@ impl Editor {
     }
 }
 
-/// The differing middle of two texts, in chars: `old[start..old_end]` became
-/// `new[start..new_end]`. Never starts or ends between a `\r` and its `\n`.
+/// The differing middle of two texts, in bytes: `old[start..old_end]` became
+/// `new[start..new_end]`. Every bound is a char boundary, and never between a `\r` and its
+/// `\n`. Found by comparing the common prefix and suffix (memcmp speed, no copies), so it costs
+/// one pass over the unchanged text at most.
 struct Region {
     start: usize,
     old_end: usize,
     new_end: usize,
 }
 
-fn region(old: &[char], new: &[char]) -> Region {
-    let max = old.len().min(new.len());
-    let mut prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
-    let mut suffix = old
+/// Length of the common prefix of `a` and `b`: whole blocks through `memcmp`, then bytes.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 4096;
+    let max = a.len().min(b.len());
+    let mut i = 0;
+    while i + BLOCK <= max && a[i..i + BLOCK] == b[i..i + BLOCK] {
+        i += BLOCK;
+    }
+    i + a[i..max]
+        .iter()
+        .zip(&b[i..max])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// Length of the common suffix of `a` and `b`, at most `max`.
+fn common_suffix(a: &[u8], b: &[u8], max: usize) -> usize {
+    const BLOCK: usize = 4096;
+    let (mut i, la, lb) = (0, a.len(), b.len());
+    while i + BLOCK <= max && a[la - i - BLOCK..la - i] == b[lb - i - BLOCK..lb - i] {
+        i += BLOCK;
+    }
+    i + a[..la - i]
         .iter()
         .rev()
-        .zip(new.iter().rev())
-        .take(max - prefix)
-        .take_while(|(a, b)| a == b)
-        .count();
-    if prefix > 0 && old[prefix - 1] == '\r' && old.get(prefix) == Some(&'\n') {
+        .zip(b[..lb - i].iter().rev())
+        .take(max - i)
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+fn region(old: &str, new: &str) -> Region {
+    let (ob, nb) = (old.as_bytes(), new.as_bytes());
+    let mut prefix = common_prefix(ob, nb);
+    // Equal bytes up to here, so a boundary in `old` is one in `new`.
+    while !old.is_char_boundary(prefix) {
         prefix -= 1;
     }
-    let old_end = old.len() - suffix;
-    if old_end > 0 && old[old_end - 1] == '\r' && old.get(old_end) == Some(&'\n') {
+    let max = ob.len().min(nb.len()) - prefix;
+    let mut suffix = common_suffix(ob, nb, max);
+    while !old.is_char_boundary(ob.len() - suffix) {
+        suffix -= 1;
+    }
+    if prefix > 0 && ob[prefix - 1] == b'\r' && ob.get(prefix) == Some(&b'\n') {
+        prefix -= 1;
+    }
+    let old_end = ob.len() - suffix;
+    if old_end > 0 && ob[old_end - 1] == b'\r' && ob.get(old_end) == Some(&b'\n') {
         suffix -= 1;
     }
     Region {
         start: prefix,
-        old_end: old.len() - suffix,
-        new_end: new.len() - suffix,
+        old_end: ob.len() - suffix,
+        new_end: nb.len() - suffix,
     }
 }
 
 /// One `TextEdit` replacing the differing middle of `old` (common prefix and suffix kept).
+/// `old` is the text of `doc.rope`.
 pub fn minimal_edit(doc: &Document, old: &str, new: &str, enc: Encoding) -> Value {
-    let old_chars: Vec<char> = old.chars().collect();
-    let new_chars: Vec<char> = new.chars().collect();
-    let r = region(&old_chars, &new_chars);
-    let text: String = new_chars[r.start..r.new_end].iter().collect();
-    let start = position::to_position(&doc.rope, r.start, enc);
-    let end = position::to_position(&doc.rope, r.old_end, enc);
-    json!({"range": {"start": start, "end": end}, "newText": text})
+    let r = region(old, new);
+    let start = position::to_position(&doc.rope, doc.rope.byte_to_char(r.start), enc);
+    let end = position::to_position(&doc.rope, doc.rope.byte_to_char(r.old_end), enc);
+    json!({"range": {"start": start, "end": end}, "newText": &new[r.start..r.new_end]})
 }
 
 /// Characters of context that anchor a change when it is carried over to a changed buffer.
@@ -289,17 +332,20 @@ const ANCHOR: usize = 64;
 /// region with up to [`ANCHOR`] chars of context on each side must occur exactly once in
 /// `fresh`. `None` when it does not (the user changed the same place).
 pub fn rebase(old: &str, new: &str, fresh: &str) -> Option<String> {
-    let old_chars: Vec<char> = old.chars().collect();
-    let new_chars: Vec<char> = new.chars().collect();
-    let r = region(&old_chars, &new_chars);
-    let before: String = old_chars[r.start.saturating_sub(ANCHOR)..r.start]
-        .iter()
-        .collect();
-    let after: String = old_chars[r.old_end..(r.old_end + ANCHOR).min(old_chars.len())]
-        .iter()
-        .collect();
-    let old_mid: String = old_chars[r.start..r.old_end].iter().collect();
-    let new_mid: String = new_chars[r.start..r.new_end].iter().collect();
+    let r = region(old, new);
+    let before_start = old[..r.start]
+        .char_indices()
+        .rev()
+        .nth(ANCHOR - 1)
+        .map_or(0, |(i, _)| i);
+    let before = &old[before_start..r.start];
+    let after_end = old[r.old_end..]
+        .char_indices()
+        .nth(ANCHOR)
+        .map_or(old.len(), |(i, _)| r.old_end + i);
+    let after = &old[r.old_end..after_end];
+    let old_mid = &old[r.start..r.old_end];
+    let new_mid = &new[r.start..r.new_end];
     let needle = format!("{before}{old_mid}{after}");
     if needle.is_empty() || fresh.matches(&needle).count() != 1 {
         return None;

@@ -2,6 +2,8 @@
 //! against the original content and applied together or not at all. BOM, CRLF and permissions
 //! are kept; the write is atomic and refused if the file changed since the agent read it.
 
+use std::borrow::Cow;
+
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -151,17 +153,35 @@ pub fn compute_edit(
     })?;
     let (bom, body) = strip_bom(text);
     let crlf = detect_crlf(body);
-    let (lf, map) = lf_with_map(body);
-    let spans = match_edits(&lf, edits, path).map_err(ToolError::new)?;
-    let original: Vec<Span> = spans.iter().map(|&(s, e, i)| (map[s], map[e], i)).collect();
+    // Most files have no `\r`: then the LF text is the body itself and offsets map to
+    // themselves, which saves a copy and an offset table as large as the file.
+    let has_cr = body.contains('\r');
+    let (lf, original) = if has_cr {
+        let (lf, map) = lf_with_map(body);
+        let spans = match_edits(&lf, edits, path).map_err(ToolError::new)?;
+        let original: Vec<Span> = spans.iter().map(|&(s, e, i)| (map[s], map[e], i)).collect();
+        (Cow::Owned(lf), original)
+    } else {
+        let spans = match_edits(body, edits, path).map_err(ToolError::new)?;
+        (Cow::Borrowed(body), spans)
+    };
     let new_body = splice(body, &original, |i| {
         restore_line_endings(&edits[i].new_text, crlf)
     });
     if new_body == body {
         return Err(ToolError::new(no_change(path, edits.len() > 1)));
     }
-    let d = diff(&lf, &normalize_to_lf(&new_body), path);
-    Ok((format!("{bom}{new_body}").into_bytes(), d))
+    let d = if has_cr {
+        diff(&lf, &normalize_to_lf(&new_body), path)
+    } else {
+        diff(&lf, &new_body, path)
+    };
+    let bytes = if bom.is_empty() {
+        new_body.into_bytes()
+    } else {
+        format!("{bom}{new_body}").into_bytes()
+    };
+    Ok((bytes, d))
 }
 
 /// `text` with `\r\n` and lone `\r` turned into `\n`, and for each byte offset of the result

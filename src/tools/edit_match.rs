@@ -94,6 +94,62 @@ fn normalize_line(line: &str, base: usize, out: &mut Normalized) {
     out.src.truncate(kept);
 }
 
+/// The fuzzy-normalised form of a text, not built when it would equal the text itself.
+enum Norm<'a> {
+    Same(&'a str),
+    Built(Normalized),
+}
+
+impl Norm<'_> {
+    fn of(text: &str) -> Norm<'_> {
+        if is_fuzzy_invariant(text) {
+            Norm::Same(text)
+        } else {
+            Norm::Built(normalize(text))
+        }
+    }
+
+    fn text(&self) -> &str {
+        match self {
+            Norm::Same(t) => t,
+            Norm::Built(n) => &n.text,
+        }
+    }
+
+    /// The original byte span of the normalised `start..start + len` (`len > 0`).
+    fn span(&self, start: usize, len: usize) -> (usize, usize) {
+        match self {
+            Norm::Same(_) => (start, start + len),
+            Norm::Built(n) => (n.src[start].0, n.src[start + len - 1].1),
+        }
+    }
+}
+
+/// Whether normalising `text` would leave it unchanged: no line ends in whitespace and every
+/// char folds to itself. ASCII text (the common case) is checked at memchr speed.
+fn is_fuzzy_invariant(text: &str) -> bool {
+    let ws = |b: u8| matches!(b, b' ' | b'\t' | b'\x0b' | b'\x0c' | b'\r');
+    let b = text.as_bytes();
+    // One branch-free pass the compiler vectorises: any non-ASCII byte, or whitespace before a
+    // newline.
+    let odd = b.iter().zip(b.iter().skip(1)).fold(false, |acc, (&p, &c)| {
+        let ws = (p == b' ') | (p == b'\t') | (p == 0x0b) | (p == 0x0c) | (p == b'\r');
+        acc | (p >= 0x80) | ((c == b'\n') & ws)
+    });
+    if !odd && b.last().is_none_or(|&c| c < 0x80) {
+        return !b.last().is_some_and(|&c| ws(c));
+    }
+    let mut buf = String::new();
+    text.split('\n').all(|line| {
+        line.trim_end().len() == line.len()
+            && line.chars().all(|c| {
+                buf.clear();
+                fold_char(c, &mut buf);
+                buf.len() == c.len_utf8() && buf.starts_with(c)
+            })
+    })
+}
+
 /// Fuzzy-normalises a text.
 #[cfg(test)]
 fn normalize_for_fuzzy_match(text: &str) -> String {
@@ -123,10 +179,15 @@ pub fn apply_edits(content: &str, edits: &[Edit], path: &str) -> Result<String, 
 
 /// Replaces each span (sorted, disjoint) of `text` with `replacement(edit_index)`.
 pub fn splice(text: &str, spans: &[Span], replacement: impl Fn(usize) -> String) -> String {
-    let mut out = text.to_string();
-    for &(s, e, i) in spans.iter().rev() {
-        out.replace_range(s..e, &replacement(i));
+    // Built front to back in one buffer: one copy of the text, however many spans.
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for &(s, e, i) in spans {
+        out.push_str(&text[at..s]);
+        out.push_str(&replacement(i));
+        at = e;
     }
+    out.push_str(&text[at..]);
     out
 }
 
@@ -153,9 +214,11 @@ pub fn match_edits(content: &str, edits: &[Edit], path: &str) -> Result<Vec<Span
             "the text".to_string()
         }
     };
-    let norm = normalize(content);
+    let norm = Norm::of(content);
     let mut spans: Vec<Span> = Vec::with_capacity(edits.len());
     let mut exact = true;
+    // The first exact match of each edit, found once.
+    let mut found: Vec<Option<usize>> = Vec::with_capacity(edits.len());
     for (i, e) in edits.iter().enumerate() {
         if e.old_text.is_empty() {
             return Err(if multi {
@@ -165,12 +228,18 @@ pub fn match_edits(content: &str, edits: &[Edit], path: &str) -> Result<Vec<Span
             });
         }
         let fuzzy_old = normalize(&e.old_text).text;
-        if content.find(&e.old_text).is_none()
-            && (fuzzy_old.is_empty() || !norm.text.contains(&fuzzy_old))
-        {
+        let exact_at = content.find(&e.old_text);
+        if exact_at.is_none() && (fuzzy_old.is_empty() || !norm.text().contains(&fuzzy_old)) {
             return Err(not_found(content, &e.old_text, path, multi.then_some(i)));
         }
-        let n = count_occurrences(&norm.text, &fuzzy_old);
+        let n = match (&norm, exact_at) {
+            // The normalised text is the content and the needle normalises to itself: no
+            // match lies before the first exact one, so count from there (one pass in all).
+            (Norm::Same(_), Some(at)) if fuzzy_old == e.old_text => {
+                count_occurrences(&content[at..], &fuzzy_old)
+            }
+            _ => count_occurrences(norm.text(), &fuzzy_old),
+        };
         if n > 1 {
             return Err(if multi {
                 format!(
@@ -183,16 +252,17 @@ pub fn match_edits(content: &str, edits: &[Edit], path: &str) -> Result<Vec<Span
                 )
             });
         }
-        exact &= content.contains(&e.old_text);
+        exact &= exact_at.is_some();
+        found.push(exact_at);
     }
     for (i, e) in edits.iter().enumerate() {
         let span = if exact {
-            content.find(&e.old_text).map(|s| (s, s + e.old_text.len()))
+            found[i].map(|s| (s, s + e.old_text.len()))
         } else {
             let fuzzy_old = normalize(&e.old_text).text;
-            norm.text
+            norm.text()
                 .find(&fuzzy_old)
-                .map(|s| (norm.src[s].0, norm.src[s + fuzzy_old.len() - 1].1))
+                .map(|s| norm.span(s, fuzzy_old.len()))
         };
         let (s, end) =
             span.ok_or_else(|| not_found(content, &e.old_text, path, multi.then_some(i)))?;
@@ -265,6 +335,19 @@ fn hint(content: &str, old: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn invariance_check_agrees_with_normalisation(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof!["a", " ", "\t", "\n", "\r", "é", "\u{2019}", "\u{00A0}", "x\n"],
+                0..40,
+            )
+        ) {
+            let text = parts.concat();
+            proptest::prop_assert_eq!(is_fuzzy_invariant(&text), normalize(&text).text == text);
+        }
+    }
 
     fn edit(old: &str, new: &str) -> Edit {
         Edit {

@@ -3,6 +3,7 @@
 
 mod abort;
 mod approvals;
+mod coalesce;
 mod diagnostics;
 mod edits;
 mod generic;
