@@ -18,6 +18,7 @@ use crate::server::documents::{DocStore, Document};
 use crate::server::outgoing::{Outgoing, RequestError};
 use crate::server::position::{self, Encoding};
 use crate::server::protocol::{SaveDocumentsParams, SaveDocumentsResult, method};
+use crate::tools::diff::{common_prefix, common_suffix};
 use crate::tools::workspace::{read_disk, write_disk};
 use crate::tools::{
     DiskWorkspace, FileSnapshot, Fingerprint, Workspace, WorkspaceError, WriteOutcome,
@@ -257,37 +258,6 @@ struct Region {
     start: usize,
     old_end: usize,
     new_end: usize,
-}
-
-/// Length of the common prefix of `a` and `b`: whole blocks through `memcmp`, then bytes.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 4096;
-    let max = a.len().min(b.len());
-    let mut i = 0;
-    while i + BLOCK <= max && a[i..i + BLOCK] == b[i..i + BLOCK] {
-        i += BLOCK;
-    }
-    i + a[i..max]
-        .iter()
-        .zip(&b[i..max])
-        .take_while(|(x, y)| x == y)
-        .count()
-}
-
-/// Length of the common suffix of `a` and `b`, at most `max`.
-fn common_suffix(a: &[u8], b: &[u8], max: usize) -> usize {
-    const BLOCK: usize = 4096;
-    let (mut i, la, lb) = (0, a.len(), b.len());
-    while i + BLOCK <= max && a[la - i - BLOCK..la - i] == b[lb - i - BLOCK..lb - i] {
-        i += BLOCK;
-    }
-    i + a[..la - i]
-        .iter()
-        .rev()
-        .zip(b[..lb - i].iter().rev())
-        .take(max - i)
-        .take_while(|(x, y)| x == y)
-        .count()
 }
 
 fn region(old: &str, new: &str) -> Region {

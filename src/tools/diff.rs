@@ -82,7 +82,9 @@ fn line_count(text: &str) -> usize {
     text.bytes().filter(|&b| b == b'\n').count() + 1
 }
 
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+/// Length of the common prefix of `a` and `b`: whole blocks through `memcmp`, then bytes.
+/// Shared with the daemon's minimal-edit computation (`server::buffer_ws`).
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     const BLOCK: usize = 4096;
     let max = a.len().min(b.len());
     let mut i = 0;
@@ -96,7 +98,8 @@ fn common_prefix(a: &[u8], b: &[u8]) -> usize {
         .count()
 }
 
-fn common_suffix(a: &[u8], b: &[u8], max: usize) -> usize {
+/// Length of the common suffix of `a` and `b`, at most `max`.
+pub(crate) fn common_suffix(a: &[u8], b: &[u8], max: usize) -> usize {
     const BLOCK: usize = 4096;
     let (mut i, la, lb) = (0, a.len(), b.len());
     while i + BLOCK <= max && a[la - i - BLOCK..la - i] == b[lb - i - BLOCK..lb - i] {

@@ -18,7 +18,7 @@
 mod bash;
 mod bash_output;
 mod common;
-mod diff;
+pub(crate) mod diff;
 mod edit;
 mod edit_match;
 mod find;
