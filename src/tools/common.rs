@@ -182,3 +182,55 @@ pub fn restore_line_endings(text: &str, crlf: bool) -> String {
         text.to_string()
     }
 }
+
+/// A listing (`grep`, `find`, `ls`) cut to pi's 50 KB, with pi's bracketed notices and the
+/// matching `details` keys, in the order the notices are added.
+pub struct Listing {
+    content: String,
+    notices: Vec<String>,
+    details: Map<String, Value>,
+}
+
+impl Listing {
+    /// Head-truncates `lines`; `count_limit` is the count limit's notice and `details` entry,
+    /// when that limit was reached (it comes first, as in pi).
+    pub fn new(lines: &[String], count_limit: Option<(String, &str, Value)>) -> Self {
+        use super::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
+        let trunc = truncate_head(
+            &lines.join("\n"),
+            Limits {
+                max_lines: usize::MAX,
+                max_bytes: DEFAULT_MAX_BYTES,
+            },
+        );
+        let mut listing = Listing {
+            content: trunc.content.clone(),
+            notices: Vec::new(),
+            details: Map::new(),
+        };
+        if let Some((notice, key, value)) = count_limit {
+            listing.note(notice, key, value);
+        }
+        if trunc.truncated {
+            let notice = format!("{} limit reached", format_size(DEFAULT_MAX_BYTES));
+            listing.note(notice, "truncation", serde_json::json!(trunc));
+        }
+        listing
+    }
+
+    pub fn note(&mut self, notice: String, key: &str, value: Value) {
+        self.notices.push(notice);
+        self.details.insert(key.to_string(), value);
+    }
+
+    pub fn into_result(self) -> crate::agent::tool::AgentToolResult {
+        let mut out = self.content;
+        if !self.notices.is_empty() {
+            out.push_str(&format!("\n\n[{}]", self.notices.join(". ")));
+        }
+        crate::agent::tool::AgentToolResult {
+            details: Some(Value::Object(self.details)),
+            ..crate::agent::tool::AgentToolResult::text(out)
+        }
+    }
+}

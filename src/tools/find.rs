@@ -9,7 +9,6 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::common::{self, ToolContext, check_abort};
-use super::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
 
@@ -157,32 +156,12 @@ fn find(
     if found.is_empty() {
         return Ok(AgentToolResult::text("No files found matching pattern"));
     }
-    let trunc = truncate_head(
-        &found.join("\n"),
-        Limits {
-            max_lines: usize::MAX,
-            max_bytes: DEFAULT_MAX_BYTES,
-        },
-    );
-    let mut notices = Vec::new();
-    let mut details = json!({});
-    if limit_reached {
-        notices.push(format!(
+    let count_limit = limit_reached.then(|| {
+        let notice = format!(
             "{limit} results limit reached. Use limit={} for more, or refine pattern",
             limit * 2
-        ));
-        details["resultLimitReached"] = json!(limit);
-    }
-    if trunc.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details["truncation"] = json!(trunc);
-    }
-    let mut out = trunc.content.clone();
-    if !notices.is_empty() {
-        out.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    Ok(AgentToolResult {
-        details: Some(details),
-        ..AgentToolResult::text(out)
-    })
+        );
+        (notice, "resultLimitReached", json!(limit))
+    });
+    Ok(common::Listing::new(&found, count_limit).into_result())
 }

@@ -14,9 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::common::{self, ToolContext, check_abort};
 use super::find::walker;
 use super::image::looks_binary;
-use super::truncate::{
-    DEFAULT_MAX_BYTES, GREP_MAX_LINE_LENGTH, Limits, format_size, truncate_head, truncate_line,
-};
+use super::truncate::{GREP_MAX_LINE_LENGTH, truncate_line};
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
 
@@ -261,38 +259,22 @@ fn render(c: Collector, limit: usize) -> Result<AgentToolResult, ToolError> {
     if c.matches == 0 {
         return Ok(AgentToolResult::text("No matches found"));
     }
-    let trunc = truncate_head(
-        &c.lines.join("\n"),
-        Limits {
-            max_lines: usize::MAX,
-            max_bytes: DEFAULT_MAX_BYTES,
-        },
-    );
-    let mut notices = Vec::new();
-    let mut details = json!({});
-    if c.limit_reached {
-        notices.push(format!(
+    let count_limit = c.limit_reached.then(|| {
+        let notice = format!(
             "{limit} matches limit reached. Use limit={} for more, or refine pattern",
             limit * 2
-        ));
-        details["matchLimitReached"] = json!(limit);
-    }
-    if trunc.truncated {
-        notices.push(format!("{} limit reached", format_size(DEFAULT_MAX_BYTES)));
-        details["truncation"] = json!(trunc);
-    }
+        );
+        (notice, "matchLimitReached", json!(limit))
+    });
+    let mut listing = common::Listing::new(&c.lines, count_limit);
     if c.lines_truncated {
-        notices.push(format!(
-            "Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
-        ));
-        details["linesTruncated"] = json!(true);
+        listing.note(
+            format!(
+                "Some lines truncated to {GREP_MAX_LINE_LENGTH} chars. Use read tool to see full lines"
+            ),
+            "linesTruncated",
+            json!(true),
+        );
     }
-    let mut out = trunc.content.clone();
-    if !notices.is_empty() {
-        out.push_str(&format!("\n\n[{}]", notices.join(". ")));
-    }
-    Ok(AgentToolResult {
-        details: Some(details),
-        ..AgentToolResult::text(out)
-    })
+    Ok(listing.into_result())
 }
