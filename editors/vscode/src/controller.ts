@@ -316,11 +316,15 @@ export class Controller implements vscode.Disposable {
         client.sendRequest<SessionState>(Methods.getState, { sessionId }),
       ]);
       this.rememberSession(sessionId);
-      this.dispatch({ type: 'hydrate', sessionId, messages: msgs.messages });
+      // Build the whole switched-to state here and send the view one snapshot of it: forwarding
+      // the hydrate action first would let the view show a transcript that the snapshot then
+      // replaces (with a different lastSeq and run state).
+      let next = reduce(this.state, { type: 'hydrate', sessionId, messages: msgs.messages });
       // Continue the event stream after what the messages already show.
-      this.state.lastSeq = st.lastSeq;
-      this.state.running = st.isStreaming;
-      if (st.model) this.dispatch({ type: 'model', model: st.model.id });
+      next.lastSeq = st.lastSeq;
+      next.running = st.isStreaming;
+      if (st.model) next = reduce(next, { type: 'model', model: st.model.id });
+      this.state = next;
       this.snapshot();
       this.updateStatusItem();
     } catch (e) {

@@ -28,6 +28,21 @@ const sendBtn = $<HTMLButtonElement>('send');
 const followBtn = $<HTMLButtonElement>('followup');
 const stopBtn = $<HTMLButtonElement>('stop');
 
+/** The HTML last written into each chrome element (queue, chips, usage, banner). */
+const chromeHtml = new Map<HTMLElement, string>();
+
+/**
+ * Replaces an element's HTML only when it changed. Rewriting it at every frame of a streaming
+ * answer would replace its buttons under the pointer, and a click whose press and release land
+ * on different elements is lost (removing a queued message or a context chip while the agent
+ * streams).
+ */
+function setHtml(el: HTMLElement, html: string): void {
+  if (chromeHtml.get(el) === html) return;
+  chromeHtml.set(el, html);
+  el.innerHTML = html;
+}
+
 let scheduled = false;
 function schedule(): void {
   if (scheduled) return;
@@ -79,7 +94,7 @@ function renderQueue(): void {
   }
   const el = $('queue');
   el.hidden = rows.length === 0;
-  el.innerHTML = rows.length ? `<div class="queue-title">Queued</div><ul>${rows.join('')}</ul>` : '';
+  setHtml(el, rows.length ? `<div class="queue-title">Queued</div><ul>${rows.join('')}</ul>` : '');
 }
 
 function renderChrome(): void {
@@ -91,13 +106,13 @@ function renderChrome(): void {
   followBtn.hidden = !state.running;
   stopBtn.hidden = !state.running;
   const t = state.totals;
-  $('usage').innerHTML = `<span class="model" title="Model">${escapeHtml(state.model ?? '')}</span><span title="Input tokens (incl. cache)">↑${tokens(t.input + t.cacheRead + t.cacheWrite)}</span> <span title="Output tokens">↓${tokens(t.output)}</span> <span title="Cost">${cost(t.cost)}</span> <span title="Context size of the last request">ctx ${tokens(state.contextTokens)}</span>`;
+  setHtml($('usage'), `<span class="model" title="Model">${escapeHtml(state.model ?? '')}</span><span title="Input tokens (incl. cache)">↑${tokens(t.input + t.cacheRead + t.cacheWrite)}</span> <span title="Output tokens">↓${tokens(t.output)}</span> <span title="Cost">${cost(t.cost)}</span> <span title="Context size of the last request">ctx ${tokens(state.contextTokens)}</span>`);
   const banner = $('banner');
   const msg = conn === 'missing' || conn === 'error' || conn === 'stopped' ? status.message ?? 'The agent daemon is not running.' : '';
   banner.hidden = msg === '';
-  banner.innerHTML = msg ? `${escapeHtml(msg)} <button class="link" data-action="command" data-command="${conn === 'missing' ? 'openSettings' : 'restart'}">${conn === 'missing' ? 'Open settings' : 'Restart'}</button>` : '';
+  setHtml(banner, msg ? `${escapeHtml(msg)} <button class="link" data-action="command" data-command="${conn === 'missing' ? 'openSettings' : 'restart'}">${conn === 'missing' ? 'Open settings' : 'Restart'}</button>` : '');
   $('state').textContent = state.running ? 'running' : conn === 'ready' ? 'idle' : conn;
-  $('contexts').innerHTML = contexts.map((c, i) => `<span class="chip">${escapeHtml(c)}<button class="icon" title="Remove" data-action="removeContext" data-index="${i}">×</button></span>`).join('');
+  setHtml($('contexts'), contexts.map((c, i) => `<span class="chip">${escapeHtml(c)}<button class="icon" title="Remove" data-action="removeContext" data-index="${i}">×</button></span>`).join(''));
 }
 
 function render(): void {
@@ -183,9 +198,13 @@ window.addEventListener('message', (e: MessageEvent<HostToView>) => {
   const m = e.data;
   switch (m.type) {
     case 'snapshot':
+      // A snapshot replaces the whole transcript (another session, a restarted daemon): swap it
+      // in one step. Emptying it here and filling it at the next frame would show an empty (or,
+      // after an earlier incremental render, a complete-then-empty) transcript in between.
       state = m.state; contexts = m.contexts; status = m.status;
       rendered.clear(); transcript.querySelectorAll(':scope > [data-key]').forEach((el) => el.remove());
-      break;
+      render();
+      return;
     case 'action': state = reduce(state, m.action); break;
     case 'contexts': contexts = m.contexts; break;
     case 'status': status = m.status; break;

@@ -169,8 +169,12 @@ testCase('approving an edit changes the unsaved buffer, which is then saved', as
   await until('the edit tool to finish', async () => (await f.locator('.tool.status-done .tool-name', { hasText: 'edit' }).count()) > 0, 30000);
   await until('the final answer', async () => (await text(f, '.msg.assistant .md')).includes('now says'), 30000);
   await until('run settled', async () => (await text(f, '#state')) === 'idle');
-  const buf = await editorText(page);
-  if (!buf.includes('BETA') || !buf.includes('gamma (unsaved)') || buf.includes('beta')) throw new Error(`buffer after the edit: ${JSON.stringify(buf)}`);
+  // The editor repaints on its own schedule, independent of the chat view: wait for the text.
+  let buf = '';
+  await until('the edited buffer', async () => {
+    buf = await editorText(page);
+    return buf.includes('BETA') && buf.includes('gamma (unsaved)') && !buf.includes('beta');
+  }, 10000).catch(() => { throw new Error(`buffer after the edit: ${JSON.stringify(buf)}`); });
   const disk = await until('the saved file', () => {
     const d = fs.readFileSync(path.join(workspace, 'notes.txt'), 'utf8');
     return d.includes('BETA') && d.includes('gamma (unsaved)') ? d : undefined;
@@ -314,6 +318,17 @@ testCase('New Session, Agent: Prompt and Switch Session (the old transcript come
   await until('the answer in the new session', async () => (await text(f, '.msg.assistant .md')).includes('Bye from the new session.'), 30000);
   await until('run settled', async () => (await text(f, '#state')) === 'idle');
   if (await f.locator('.msg.user').count() !== 1) throw new Error('the new session shows old messages');
+  // Record the number of messages after every change of the transcript while switching: it must
+  // go from the new session's to the old session's in one step, never through an empty one
+  // (a snapshot that empties it and refills it at the next frame lets a reader see the old
+  // session and then nothing).
+  await f.evaluate(() => {
+    const t = document.getElementById('transcript');
+    const seen = [];
+    const observer = new MutationObserver(() => seen.push(t.querySelectorAll('.msg').length));
+    observer.observe(t, { childList: true, subtree: true });
+    window.__switchSeen = { seen, observer };
+  });
   await runCommand(page, 'Agent: Switch Session');
   const rows = page.locator('.quick-input-list .monaco-list-row');
   await until('two sessions to pick from', async () => (await rows.count()) >= 2, 10000);
@@ -323,6 +338,8 @@ testCase('New Session, Agent: Prompt and Switch Session (the old transcript come
   await until('the first session back', async () => (await f.locator('.msg.user .bubble', { hasText: 'Capitalise beta in notes.txt' }).count()) === 1, 15000);
   if (await f.locator('.msg.user .bubble', { hasText: 'Say bye' }).count() !== 0) throw new Error('the switched-to session shows the new session\'s messages');
   if (await f.locator('.tool.status-done .tool-name', { hasText: 'edit' }).count() < 1) throw new Error('the restored transcript lost its tool calls');
+  const seen = await f.evaluate(() => { window.__switchSeen.observer.disconnect(); return window.__switchSeen.seen; });
+  if (seen.length === 0 || seen.includes(0)) throw new Error(`the transcript did not switch in one step (messages after each change: ${seen.join(', ')})`);
   await page.screenshot({ path: path.join(artifacts, '07-switched-session.png') });
 });
 
