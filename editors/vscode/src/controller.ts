@@ -146,6 +146,9 @@ export class Controller implements vscode.Disposable {
   async restart(): Promise<void> {
     const old = this.client;
     this.client = undefined;
+    // Say so at once: the emptied chat below must not show the old daemon's "ready" (an idle
+    // chat that cannot send) until the new daemon is up.
+    this.setStatus({ connection: 'starting' });
     if (old) await old.stop().catch(() => undefined);
     this.state = initialState();
     this.sessions.length = 0;

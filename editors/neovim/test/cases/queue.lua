@@ -15,6 +15,21 @@ return {
       local root = H.workspace({})
       vim.cmd.cd(root)
       H.setup(mock)
+      -- The statusline while the follow-up waits, read when its queue_update is handled: read
+      -- after the wait, the run may already have taken the follow-up (and emptied the queue).
+      local queued_statusline
+      local au = vim.api.nvim_create_autocmd("User", {
+        pattern = "AgentLspEvent",
+        callback = function(args)
+          local ev = args.data.event
+          if ev.type == "queue_update" and #(ev.followUp or {}) == 1 and not queued_statusline then
+            queued_statusline = require("agent_lsp").statusline()
+          end
+        end,
+      })
+      H.defer(function()
+        pcall(vim.api.nvim_del_autocmd, au)
+      end)
 
       vim.cmd("AgentPrompt first question")
       H.wait("the first text delta", function()
@@ -22,11 +37,9 @@ return {
       end)
       vim.cmd("AgentFollowUp and then?")
       H.wait("the queue_update with the follow-up", function()
-        return #H.events_of("queue_update", function(p)
-          return #p.event.followUp == 1
-        end) > 0
+        return queued_statusline
       end)
-      H.contains(require("agent_lsp").statusline(), "+1q", "statusline with a queued message")
+      H.contains(queued_statusline, "+1q", "statusline with a queued message")
       H.eq(false, H.settled().aborted, "aborted")
       H.eq(1, #H.events_of("agent_start"), "runs")
 
