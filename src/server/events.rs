@@ -40,6 +40,9 @@ use crate::server::wire::Gate;
 /// The default `deltaIntervalMs`: one frame of a 60 Hz display, the fastest an editor redraws.
 pub const DEFAULT_DELTA_INTERVAL: Duration = Duration::from_millis(16);
 
+/// Stands in for a due time beyond what `Instant` can hold.
+const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// An event waiting for the writer; `None` once the writer took it.
 type Slot = Arc<Mutex<Option<AgentEventParams>>>;
 
@@ -215,7 +218,10 @@ impl Writer {
             && let Some((last, at)) = self.written.get(&block.session)
             && last == block
         {
-            let due = *at + self.interval;
+            // An interval too large to add (a client's whim) holds until an urgent item comes.
+            let due = at
+                .checked_add(self.interval)
+                .unwrap_or_else(|| Instant::now() + FOREVER);
             if due > Instant::now() {
                 self.hold(due).await;
             }
@@ -523,6 +529,19 @@ mod tests {
             .map(|(s, q, t)| (s.to_string(), *q, t.to_string()))
             .collect();
         assert_eq!(got, want);
+    }
+
+    #[tokio::test]
+    async fn an_interval_beyond_any_instant_still_ends_at_the_next_event() {
+        let (hub, mut written) = hub(Duration::MAX);
+        let e = hub.emitter("s".into());
+        for t in ["a", "b"] {
+            // The second time, "b" comes right after "a" was written: held, until the end.
+            e.emit(Some("r"), delta("text_delta", 0, t), None);
+            e.emit(Some("r"), json!({"type": "message_end"}), None);
+            assert_eq!(text_of(&next(&mut written).await), t);
+            assert_eq!(next(&mut written).await.event["type"], "message_end");
+        }
     }
 
     #[tokio::test]
