@@ -33,6 +33,8 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
+use crate::agent::event::AgentEvent;
+use crate::provider::AssistantMessageEvent;
 use crate::server::outgoing::Outgoing;
 use crate::server::protocol::AgentEventParams;
 use crate::server::wire::Gate;
@@ -339,10 +341,79 @@ impl Emitter {
         }
     }
 
+    /// Appends a streamed delta to this session's waiting delta of the same block, without
+    /// building its event; `false` when there is none (then the caller emits the event).
+    pub fn merge_delta(&self, run_id: Option<&str>, delta: Delta<'_>) -> bool {
+        let Some(run) = run_id else {
+            return false;
+        };
+        let state = lock(&self.state);
+        let epoch = self.shared.epoch.load(Ordering::SeqCst);
+        let Some(t) = state.tail.as_ref().filter(|t| {
+            t.epoch == epoch
+                && t.block.index == delta.index
+                && t.block.kind == delta.kind
+                && &*t.block.run == run
+        }) else {
+            return false;
+        };
+        let mut waiting = lock(&t.slot);
+        let target = waiting
+            .as_mut()
+            .and_then(|p| p.event.get_mut("assistantMessageEvent"))
+            .and_then(|e| e.get_mut("delta"));
+        match target {
+            Some(Value::String(text)) => {
+                text.push_str(delta.text);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The `seq` of the last event queued.
     pub fn last_seq(&self) -> u64 {
         lock(&self.state).seq
     }
+}
+
+/// A streamed delta of a loop event, as [`Emitter::merge_delta`] takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delta<'a> {
+    kind: &'static str,
+    index: u64,
+    text: &'a str,
+}
+
+/// The delta a `message_update` event carries (text, thinking or tool-call arguments): exactly
+/// the events whose JSON [`delta_block`] accepts.
+pub fn delta_parts(event: &AgentEvent) -> Option<Delta<'_>> {
+    let AgentEvent::MessageUpdate {
+        assistant_message_event: inner,
+    } = event
+    else {
+        return None;
+    };
+    let (kind, index, text) = match inner {
+        AssistantMessageEvent::TextDelta {
+            content_index,
+            delta,
+        } => ("text_delta", content_index, delta),
+        AssistantMessageEvent::ThinkingDelta {
+            content_index,
+            delta,
+        } => ("thinking_delta", content_index, delta),
+        AssistantMessageEvent::ToolCallDelta {
+            content_index,
+            delta,
+        } => ("toolcall_delta", content_index, delta),
+        _ => return None,
+    };
+    Some(Delta {
+        kind,
+        index: *index as u64,
+        text,
+    })
 }
 
 /// The delta kind and content index of a mergeable delta: `message_update` with a text,
@@ -552,6 +623,81 @@ mod tests {
             e.emit(Some("r"), delta("text_delta", 0, t), None);
             assert_eq!(text_of(&next(&mut written).await), t);
         }
+    }
+
+    #[test]
+    fn typed_deltas_are_exactly_the_mergeable_events() {
+        let update = |e| AgentEvent::MessageUpdate {
+            assistant_message_event: e,
+        };
+        let events = [
+            AssistantMessageEvent::TextDelta {
+                content_index: 0,
+                delta: "a".into(),
+            },
+            AssistantMessageEvent::ThinkingDelta {
+                content_index: 1,
+                delta: "b".into(),
+            },
+            AssistantMessageEvent::ToolCallDelta {
+                content_index: 2,
+                delta: "c".into(),
+            },
+            AssistantMessageEvent::TextEnd {
+                content_index: 0,
+                content: "a".into(),
+            },
+        ];
+        for event in events.map(update) {
+            let json = serde_json::to_value(&event).unwrap();
+            let typed = delta_parts(&event);
+            assert_eq!(
+                typed.map(|d| (d.kind, d.index)),
+                delta_block(&json),
+                "{json}"
+            );
+            if let Some(d) = typed {
+                assert_eq!(
+                    Some(d.text),
+                    json["assistantMessageEvent"]["delta"].as_str()
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_typed_delta_merges_only_into_a_waiting_delta_of_its_block() {
+        let (hub, mut written) = hub(HOUR);
+        let e = hub.emitter("s".into());
+        let d = |kind, text| Delta {
+            kind,
+            index: 0,
+            text,
+        };
+        assert!(
+            !e.merge_delta(Some("r"), d("text_delta", "a")),
+            "nothing waits"
+        );
+        e.emit(Some("r"), delta("text_delta", 0, "a"), None);
+        assert_eq!(text_of(&next(&mut written).await), "a");
+        e.emit(Some("r"), delta("text_delta", 0, "b"), None);
+        assert!(e.merge_delta(Some("r"), d("text_delta", "c")));
+        assert!(
+            !e.merge_delta(Some("r2"), d("text_delta", "x")),
+            "another run"
+        );
+        assert!(
+            !e.merge_delta(Some("r"), d("thinking_delta", "x")),
+            "another kind"
+        );
+        assert!(!e.merge_delta(None, d("text_delta", "x")));
+        e.emit(Some("r"), json!({"type": "message_end"}), None);
+        let merged = next(&mut written).await;
+        assert_eq!((text_of(&merged), merged.seq), ("bc", 2));
+        assert!(
+            !e.merge_delta(Some("r"), d("text_delta", "d")),
+            "taken: closed"
+        );
     }
 
     #[test]
