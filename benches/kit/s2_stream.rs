@@ -1,9 +1,16 @@
 //! Scenario 2: a long answer streamed as many small deltas (400 KB in 100,000 deltas at full
 //! size). Bars: agent-lsp's wall ≤ 1.15 × the floor's (a plain client reading the same stream
-//! from the same mock), and ≤ 120 bytes on the wire per delta event (`run --json` JSONL).
+//! from the same mock), and ≤ 120 bytes on the wire per provider delta, both for `run --json`
+//! (JSONL) and for the daemon's `$/agentEvent` notifications (default `initializationOptions`,
+//! so with the default delta pace; protocol.md §4.1).
+
+use std::time::{Duration, Instant};
 
 use agent_lsp::testing::MockResponse;
-use anyhow::ensure;
+use anyhow::{Context, ensure};
+use serde_json::{Value, json};
+
+use super::lsp::{Daemon, Incoming, contains};
 
 use super::measure::ms;
 use super::report::{Bar, Report};
@@ -57,6 +64,7 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
         per_delta = check_stream(&stdout, &text, size)?;
         agent.push(sample);
     }
+    let wire = daemon_wire(ctx, &host, &sandbox, &text, size)?;
     let (fw, fcpu, _) = medians(&floor);
     let (aw, acpu, arss) = medians(&agent);
     let mut report = Report::new(format!(
@@ -87,7 +95,103 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
         120.0,
         "B",
     ));
+    wire.report(&mut report, fw);
     Ok(report)
+}
+
+/// What the daemon wrote for the answer, over all repetitions.
+#[derive(Default)]
+struct Wire {
+    provider_deltas: usize,
+    notifications: usize,
+    /// Bytes of the text-delta notifications, frame headers included.
+    delta_bytes: usize,
+    /// Bytes of every `$/agentEvent` of the runs (the final messages carry the whole answer).
+    event_bytes: usize,
+    walls: Vec<Duration>,
+}
+
+impl Wire {
+    fn report(&self, report: &mut Report, floor: Duration) {
+        let wall = super::measure::median(self.walls.clone());
+        report.line(format!(
+            "daemon (`$/agentEvent`, default options): {} notifications for {} provider text \
+             deltas ({:.1} deltas each), {:.1} B per notification; all events {:.1} B per \
+             provider delta; prompt → agent_settled {:.1} ms (median), {:.2} × the floor",
+            self.notifications,
+            self.provider_deltas,
+            self.provider_deltas as f64 / self.notifications.max(1) as f64,
+            self.delta_bytes as f64 / self.notifications.max(1) as f64,
+            self.event_bytes as f64 / self.provider_deltas.max(1) as f64,
+            ms(wall),
+            wall.as_secs_f64() / floor.as_secs_f64().max(1e-9)
+        ));
+        report.bar(Bar::new(
+            "`$/agentEvent` bytes per provider text delta",
+            self.delta_bytes as f64 / self.provider_deltas.max(1) as f64,
+            120.0,
+            "B",
+        ));
+    }
+}
+
+/// Streams the answer `ctx.reps` times through one daemon session; checks every run's text
+/// and `seq` and counts the bytes of the notifications.
+fn daemon_wire(
+    ctx: &Ctx,
+    host: &MockHost,
+    sandbox: &Sandbox,
+    text: &str,
+    size: Size,
+) -> anyhow::Result<Wire> {
+    let mut daemon = Daemon::spawn(&ctx.agent_bin, &sandbox.env(host), &sandbox.project())?;
+    daemon.initialize(&sandbox.project(), false)?;
+    let (mut wire, mut last_seq) = (Wire::default(), 0);
+    for _ in 0..ctx.reps {
+        host.push(response(text, size));
+        let started = Instant::now();
+        daemon.request_start("agent/prompt", json!({"message": "Write it all"}))?;
+        let mut events: Vec<Incoming> = Vec::new();
+        loop {
+            let message = daemon.next()?;
+            if !message.is_event() {
+                continue;
+            }
+            let settled = contains(&message.raw, b"\"agent_settled\"");
+            events.push(message);
+            if settled {
+                break;
+            }
+        }
+        wire.walls
+            .push(events.last().map_or(started, |e| e.at) - started);
+        let mut streamed = String::new();
+        for incoming in &events {
+            let value: Value = incoming.parse()?;
+            let params = &value["params"];
+            let seq = params["seq"].as_u64().context("an event without seq")?;
+            ensure!(seq == last_seq + 1, "seq {seq} after {last_seq}");
+            last_seq = seq;
+            let frame = incoming.raw.len()
+                + format!("Content-Length: {}\r\n\r\n", incoming.raw.len()).len();
+            wire.event_bytes += frame;
+            let event = &params["event"]["assistantMessageEvent"];
+            if event["type"] == "text_delta" {
+                streamed.push_str(event["delta"].as_str().unwrap_or_default());
+                wire.notifications += 1;
+                wire.delta_bytes += frame;
+            }
+        }
+        ensure!(
+            streamed == text,
+            "the daemon's deltas differ from the answer ({} bytes, expected {})",
+            streamed.len(),
+            text.len()
+        );
+        wire.provider_deltas += size.deltas;
+    }
+    daemon.shutdown()?;
+    Ok(wire)
 }
 
 /// Every delta arrived, in order, as its own event; returns the mean JSONL bytes per delta line.

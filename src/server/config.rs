@@ -7,6 +7,7 @@ use serde_json::Value;
 use tower_lsp_server::ls_types::{InitializeParams, PositionEncodingKind};
 
 use crate::server::documents::uri_to_path;
+use crate::server::events::DEFAULT_DELTA_INTERVAL;
 use crate::server::position::Encoding;
 use crate::server::protocol::{ClientAgentCapabilities, InitOptions};
 
@@ -98,6 +99,13 @@ impl ConnConfig {
     pub fn edit_timeout(&self) -> Duration {
         Duration::from_millis(self.options.edit_timeout_ms.unwrap_or(5_000))
     }
+
+    /// The pace of `$/agentEvent` deltas of one block (`deltaIntervalMs`, one frame by default).
+    pub fn delta_interval(&self) -> Duration {
+        self.options
+            .delta_interval_ms
+            .map_or(DEFAULT_DELTA_INTERVAL, Duration::from_millis)
+    }
 }
 
 fn default_cwd(params: &InitializeParams, options: &InitOptions) -> PathBuf {
@@ -138,8 +146,20 @@ mod tests {
         assert!(c.events() && c.approvals() && !c.save_documents() && !c.is_generic());
         assert_eq!(c.encoding, Encoding::Utf8);
         assert_eq!(c.edit_timeout(), Duration::from_millis(10));
+        assert_eq!(c.delta_interval(), DEFAULT_DELTA_INTERVAL);
         assert_eq!(c.cwd, PathBuf::from("/tmp"));
         assert!(c.work_done_progress && !c.message_actions && !c.document_changes);
+    }
+
+    #[test]
+    fn delta_interval_is_the_clients_choice() {
+        let (c, warnings) = config(json!({"capabilities": {},
+            "initializationOptions": {"deltaIntervalMs": 0}}));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(c.delta_interval(), Duration::ZERO);
+        let (c, _) = config(json!({"capabilities": {},
+            "initializationOptions": {"deltaIntervalMs": 50}}));
+        assert_eq!(c.delta_interval(), Duration::from_millis(50));
     }
 
     #[test]
@@ -147,6 +167,8 @@ mod tests {
         let (c, warnings) = config(json!({"capabilities": {}, "clientInfo": {"name": "Zed"},
             "initializationOptions": {"approval": {"bash": "sometimes"}}}));
         assert!(c.is_generic() && c.message_actions);
+        // Malformed options fall back to the defaults, pacing included.
+        assert_eq!(c.delta_interval(), DEFAULT_DELTA_INTERVAL);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(
             warnings[0].contains("initializationOptions"),

@@ -1,31 +1,49 @@
-//! The ordered writer of `$/agentEvent` notifications, with back-pressure coalescing.
+//! The ordered writer of `$/agentEvent` notifications, with paced delta coalescing.
 //!
 //! All events of a connection go through one channel drained by one task, so the order of
-//! `emit` calls is the order on the wire. Each session numbers its events under a lock held
-//! while queueing, so `seq` order and wire order agree and `seq` has no gaps. An event may carry
-//! a response [`Gate`]: the writer holds it (and everything after it) until the response that
-//! created the ids it carries has been written.
+//! `emit` calls of a session is the order of its events on the wire. Each session numbers its
+//! events under its own lock held while queueing, so `seq` order and wire order agree and `seq`
+//! has no gaps. An event may carry a response [`Gate`]: the writer holds it (and everything after
+//! it) until the response that created the ids it carries has been written.
 //!
-//! Coalescing: while an event waits in the channel (the client reads slower than the run
-//! produces), a `message_update` delta of the same session, run, kind and content block that
-//! would be queued right behind it is appended to it instead, without taking a `seq`. A client
-//! that keeps up sees every provider delta; one that falls behind gets fewer, larger ones.
-//! Nothing waits to batch: an event is merged into only while it is the last item queued, and
-//! the writer takes it as soon as it gets to it.
+//! Coalescing: while a `message_update` delta (text, thinking or tool-call arguments) waits in
+//! the channel, a following delta of the same session, run, kind and content block is appended
+//! to it instead of being queued, without taking a `seq` — but only while it is that session's
+//! last queued event, so a session's events are never reordered. Deltas wait for two reasons:
+//! - back-pressure: the client reads slower than the run produces;
+//! - pace: a delta of a block is written at once when none of that block was written in the
+//!   last `interval` (`deltaIntervalMs`, one editor frame by default), otherwise the writer holds
+//!   it until `interval` after the previous one, collecting the following deltas into it.
+//!   Everything queued behind it waits with it, except that a queued non-delta event (or a
+//!   request's barrier) ends the hold at once: tool calls, approvals and `message_end` are never
+//!   delayed by pacing, and a slow stream (deltas further apart than `interval`) is written one
+//!   delta per notification as each arrives.
 //!
 //! Server → client requests go out through the same framework channel as these notifications,
 //! but from the run's task. A request therefore first passes a [`EventHub::flushed`] barrier
 //! through this writer: once the writer reaches it, every event queued before it was handed to
 //! the framework (whose client channel is FIFO), so the request cannot overtake them.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::time::Instant;
 
+use crate::agent::event::AgentEvent;
+use crate::provider::AssistantMessageEvent;
 use crate::server::outgoing::Outgoing;
-use crate::server::protocol::{AgentEventParams, method};
+use crate::server::protocol::AgentEventParams;
 use crate::server::wire::Gate;
+
+/// The default `deltaIntervalMs`: one frame of a 60 Hz display, the fastest an editor redraws.
+pub const DEFAULT_DELTA_INTERVAL: Duration = Duration::from_millis(16);
+
+/// Stands in for a due time beyond what `Instant` can hold.
+const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// An event waiting for the writer; `None` once the writer took it.
 type Slot = Arc<Mutex<Option<AgentEventParams>>>;
@@ -34,78 +52,98 @@ enum Item {
     Event {
         gate: Option<Gate>,
         slot: Slot,
+        /// The block of a mergeable delta, which the writer paces.
+        block: Option<Block>,
     },
     /// Answered when every item before it was written.
     Barrier(oneshot::Sender<()>),
 }
 
-/// What a delta may be merged into: the same session, run, delta kind and content block.
+/// The content block a delta belongs to: session, run, delta kind and content index.
 #[derive(Clone, PartialEq, Eq)]
-struct MergeKey {
+struct Block {
     session: Arc<str>,
-    run: String,
-    kind: String,
+    run: Arc<str>,
+    kind: &'static str,
     index: u64,
 }
 
-/// The last item queued, when it is a delta later deltas may be merged into.
+/// A session's last queued event, when it is a delta later deltas may be merged into.
 struct Tail {
-    key: MergeKey,
+    block: Block,
     slot: Slot,
+    /// The hub's barrier count when it was queued: no merge across a barrier.
+    epoch: u64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What emitters and the writer share.
+struct Shared {
+    tx: mpsc::UnboundedSender<Item>,
+    /// Queued items that end a pacing hold (non-delta events, barriers), not yet taken.
+    urgent: AtomicUsize,
+    /// Wakes a holding writer when `urgent` grows.
+    wake: Notify,
+    /// Barriers queued so far.
+    epoch: AtomicU64,
+}
+
+impl Shared {
+    /// Queues `item`; `urgent` items wake a writer holding a paced delta.
+    fn send(&self, item: Item, urgent: bool) -> bool {
+        if urgent {
+            self.urgent.fetch_add(1, Ordering::SeqCst);
+        }
+        let sent = self.tx.send(item).is_ok();
+        if urgent {
+            self.wake.notify_waiters();
+        }
+        sent
+    }
+}
+
 /// The connection's event channel.
 #[derive(Clone)]
 pub struct EventHub {
-    tx: mpsc::UnboundedSender<Item>,
-    tail: Arc<Mutex<Option<Tail>>>,
+    shared: Arc<Shared>,
 }
 
 impl EventHub {
     /// Starts the writer task; with `deliver == false` (client did not opt in) events are
-    /// numbered and dropped.
-    pub fn start(out: Outgoing, deliver: bool) -> Self {
-        let (tx, mut rx) = mpsc::unbounded_channel::<Item>();
-        tokio::spawn(async move {
-            while let Some(item) = rx.recv().await {
-                match item {
-                    Item::Event { gate, slot } => {
-                        if let Some(gate) = gate {
-                            gate.wait().await;
-                        }
-                        // Taking the event closes it to merges: later deltas queue anew.
-                        let params = lock(&slot).take();
-                        if let (true, Some(params)) = (deliver, params) {
-                            out.notify(method::EVENT, params).await;
-                        }
-                    }
-                    Item::Barrier(done) => {
-                        let _ = done.send(());
-                    }
-                }
-            }
-        });
-        EventHub {
+    /// numbered and dropped. `interval` paces the deltas of a block (`ZERO`: no pacing).
+    pub fn start(out: Outgoing, deliver: bool, interval: Duration) -> Self {
+        Self::start_with(Sink::Client(out), deliver, interval)
+    }
+
+    fn start_with(sink: Sink, deliver: bool, interval: Duration) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel::<Item>();
+        let shared = Arc::new(Shared {
             tx,
-            tail: Arc::new(Mutex::new(None)),
-        }
+            urgent: AtomicUsize::new(0),
+            wake: Notify::new(),
+            epoch: AtomicU64::new(0),
+        });
+        let writer = Writer {
+            shared: shared.clone(),
+            sink,
+            deliver,
+            interval,
+            written: HashMap::new(),
+        };
+        tokio::spawn(writer.run(rx));
+        EventHub { shared }
     }
 
     /// Resolves once every event queued so far was handed to the framework (at once when the
     /// writer is gone). Callers send their request after it, so it follows those events.
     pub async fn flushed(&self) {
         let (tx, rx) = oneshot::channel();
-        let sent = {
-            let mut tail = lock(&self.tail);
-            // Nothing queued after the barrier may join an event before it.
-            *tail = None;
-            self.tx.send(Item::Barrier(tx)).is_ok()
-        };
-        if sent {
+        // Nothing queued after the barrier may join an event before it.
+        self.shared.epoch.fetch_add(1, Ordering::SeqCst);
+        if self.shared.send(Item::Barrier(tx), true) {
             let _ = rx.await;
         }
     }
@@ -115,10 +153,126 @@ impl EventHub {
         Emitter {
             session: Arc::from(session_id.as_str()),
             session_id,
-            hub: self.clone(),
-            seq: Arc::new(Mutex::new(0)),
+            shared: self.shared.clone(),
+            state: Arc::new(Mutex::new(EmitState { seq: 0, tail: None })),
         }
     }
+}
+
+/// Where the writer hands events.
+enum Sink {
+    Client(Outgoing),
+    /// Unit tests: the events as written, with the (virtual) time they were written.
+    #[cfg(test)]
+    Channel(mpsc::UnboundedSender<(Instant, AgentEventParams)>),
+}
+
+impl Sink {
+    async fn send(&self, params: AgentEventParams) {
+        match self {
+            Sink::Client(out) => out.notify_event(params).await,
+            #[cfg(test)]
+            Sink::Channel(tx) => {
+                let _ = tx.send((Instant::now(), params));
+            }
+        }
+    }
+}
+
+/// The writer task's state.
+struct Writer {
+    shared: Arc<Shared>,
+    sink: Sink,
+    deliver: bool,
+    interval: Duration,
+    /// Per session, the last delta block written and when.
+    written: HashMap<Arc<str>, (Block, Instant)>,
+}
+
+impl Writer {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Item>) {
+        while let Some(item) = rx.recv().await {
+            match item {
+                Item::Event { gate, slot, block } => {
+                    if block.is_none() {
+                        self.shared.urgent.fetch_sub(1, Ordering::SeqCst);
+                    }
+                    if let Some(gate) = gate {
+                        gate.wait().await;
+                    }
+                    self.write(slot, block).await;
+                }
+                Item::Barrier(done) => {
+                    self.shared.urgent.fetch_sub(1, Ordering::SeqCst);
+                    let _ = done.send(());
+                }
+            }
+        }
+    }
+
+    /// Writes one event, first holding a delta that comes too soon after its block's last one.
+    async fn write(&mut self, slot: Slot, block: Option<Block>) {
+        if !self.deliver {
+            lock(&slot).take();
+            return;
+        }
+        if let Some(block) = &block
+            && let Some((last, at)) = self.written.get(&block.session)
+            && last == block
+        {
+            // An interval too large to add (a client's whim) holds until an urgent item comes.
+            let due = at
+                .checked_add(self.interval)
+                .unwrap_or_else(|| Instant::now() + FOREVER);
+            if due > Instant::now() {
+                self.hold(due).await;
+            }
+        }
+        // Taking the event closes it to merges: later deltas queue anew.
+        let params = lock(&slot).take();
+        if let Some(params) = params {
+            self.sink.send(params).await;
+        }
+        if let Some(block) = block {
+            self.remember(block);
+        }
+    }
+
+    /// Waits until `due`, or until an urgent item is queued behind.
+    async fn hold(&self, due: Instant) {
+        let sleep = tokio::time::sleep_until(due);
+        tokio::pin!(sleep);
+        loop {
+            let woken = self.shared.wake.notified();
+            tokio::pin!(woken);
+            // Registered before the check, so an urgent item queued after it still wakes us.
+            woken.as_mut().enable();
+            if self.shared.urgent.load(Ordering::SeqCst) > 0 {
+                return;
+            }
+            tokio::select! {
+                () = &mut sleep => return,
+                () = woken => {}
+            }
+        }
+    }
+
+    fn remember(&mut self, block: Block) {
+        let now = Instant::now();
+        if self.written.len() >= 256 {
+            // Sessions come and go; entries older than the interval no longer hold anything.
+            let interval = self.interval;
+            self.written
+                .retain(|_, (_, at)| now.duration_since(*at) < interval);
+        }
+        self.written.insert(block.session.clone(), (block, now));
+    }
+}
+
+/// A session's numbering and merge state.
+struct EmitState {
+    seq: u64,
+    tail: Option<Tail>,
 }
 
 /// Numbers and queues the events of one session.
@@ -126,72 +280,160 @@ impl EventHub {
 pub struct Emitter {
     session_id: String,
     session: Arc<str>,
-    hub: EventHub,
-    seq: Arc<Mutex<u64>>,
+    shared: Arc<Shared>,
+    state: Arc<Mutex<EmitState>>,
 }
 
 impl Emitter {
     /// Queues `event` with the next `seq`; `gate` delays it until a response was written. A
     /// delta right behind a waiting delta of the same block is merged into it instead.
     pub fn emit(&self, run_id: Option<&str>, event: Value, gate: Option<Gate>) {
-        let mut seq = lock(&self.seq);
-        let mut tail = lock(&self.hub.tail);
-        let key = match (gate.is_none(), run_id) {
-            (true, Some(run)) => merge_key(&self.session, run, &event),
+        let mut state = lock(&self.state);
+        let delta = match (gate.is_none(), run_id) {
+            (true, Some(run)) => delta_block(&event).map(|(kind, index)| (run, kind, index)),
             _ => None,
         };
-        let event = match (&key, tail.as_ref()) {
-            (Some(key), Some(t)) if t.key == *key => match merge_into(&t.slot, event) {
-                None => return,
-                Some(event) => event,
-            },
+        let epoch = self.shared.epoch.load(Ordering::SeqCst);
+        let event = match (delta, state.tail.as_ref()) {
+            (Some((run, kind, index)), Some(t))
+                if t.epoch == epoch
+                    && t.block.index == index
+                    && t.block.kind == kind
+                    && &*t.block.run == run =>
+            {
+                match merge_into(&t.slot, event) {
+                    None => return,
+                    Some(event) => event,
+                }
+            }
             _ => event,
         };
-        *seq += 1;
+        state.seq += 1;
         let slot: Slot = Arc::new(Mutex::new(Some(AgentEventParams {
             session_id: self.session_id.clone(),
             run_id: run_id.map(str::to_owned),
-            seq: *seq,
+            seq: state.seq,
             event,
         })));
-        *tail = key.map(|key| Tail {
-            key,
-            slot: slot.clone(),
+        let block = delta.map(|(run, kind, index)| {
+            let reuse = state
+                .tail
+                .as_ref()
+                .map(|t| &t.block.run)
+                .filter(|r| ***r == *run);
+            Block {
+                session: self.session.clone(),
+                run: reuse.cloned().unwrap_or_else(|| Arc::from(run)),
+                kind,
+                index,
+            }
         });
-        // Sent under the locks: queue order equals seq order. A closed channel means the
+        state.tail = block.clone().map(|block| Tail {
+            block,
+            slot: slot.clone(),
+            epoch,
+        });
+        let urgent = block.is_none();
+        // Sent under the lock: queue order equals seq order. A closed channel means the
         // connection is gone, and then there is nobody to tell.
-        if self.hub.tx.send(Item::Event { gate, slot }).is_err() {
+        if !self.shared.send(Item::Event { gate, slot, block }, urgent) {
             tracing::debug!("event dropped: the connection is closing");
+        }
+    }
+
+    /// Appends a streamed delta to this session's waiting delta of the same block, without
+    /// building its event; `false` when there is none (then the caller emits the event).
+    pub fn merge_delta(&self, run_id: Option<&str>, delta: Delta<'_>) -> bool {
+        let Some(run) = run_id else {
+            return false;
+        };
+        let state = lock(&self.state);
+        let epoch = self.shared.epoch.load(Ordering::SeqCst);
+        let Some(t) = state.tail.as_ref().filter(|t| {
+            t.epoch == epoch
+                && t.block.index == delta.index
+                && t.block.kind == delta.kind
+                && &*t.block.run == run
+        }) else {
+            return false;
+        };
+        let mut waiting = lock(&t.slot);
+        let target = waiting
+            .as_mut()
+            .and_then(|p| p.event.get_mut("assistantMessageEvent"))
+            .and_then(|e| e.get_mut("delta"));
+        match target {
+            Some(Value::String(text)) => {
+                text.push_str(delta.text);
+                true
+            }
+            _ => false,
         }
     }
 
     /// The `seq` of the last event queued.
     pub fn last_seq(&self) -> u64 {
-        *lock(&self.seq)
+        lock(&self.state).seq
     }
 }
 
-/// The merge key of a mergeable delta: `message_update` with a text, thinking or tool-call
-/// delta (and nothing else that a merge could lose).
-fn merge_key(session: &Arc<str>, run: &str, event: &Value) -> Option<MergeKey> {
+/// A streamed delta of a loop event, as [`Emitter::merge_delta`] takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delta<'a> {
+    kind: &'static str,
+    index: u64,
+    text: &'a str,
+}
+
+/// The delta a `message_update` event carries (text, thinking or tool-call arguments): exactly
+/// the events whose JSON [`delta_block`] accepts.
+pub fn delta_parts(event: &AgentEvent) -> Option<Delta<'_>> {
+    let AgentEvent::MessageUpdate {
+        assistant_message_event: inner,
+    } = event
+    else {
+        return None;
+    };
+    let (kind, index, text) = match inner {
+        AssistantMessageEvent::TextDelta {
+            content_index,
+            delta,
+        } => ("text_delta", content_index, delta),
+        AssistantMessageEvent::ThinkingDelta {
+            content_index,
+            delta,
+        } => ("thinking_delta", content_index, delta),
+        AssistantMessageEvent::ToolCallDelta {
+            content_index,
+            delta,
+        } => ("toolcall_delta", content_index, delta),
+        _ => return None,
+    };
+    Some(Delta {
+        kind,
+        index: *index as u64,
+        text,
+    })
+}
+
+/// The delta kind and content index of a mergeable delta: `message_update` with a text,
+/// thinking or tool-call delta (and nothing else that a merge could lose).
+fn delta_block(event: &Value) -> Option<(&'static str, u64)> {
     let obj = event.as_object()?;
     if obj.len() != 2 || obj.get("type")?.as_str()? != "message_update" {
         return None;
     }
     let inner = obj.get("assistantMessageEvent")?.as_object()?;
-    let kind = inner.get("type")?.as_str()?;
-    if !matches!(kind, "text_delta" | "thinking_delta" | "toolcall_delta")
-        || inner.len() != 3
-        || !inner.get("delta")?.is_string()
-    {
+    let kind = match inner.get("type")?.as_str()? {
+        "text_delta" => "text_delta",
+        "thinking_delta" => "thinking_delta",
+        "toolcall_delta" => "toolcall_delta",
+        _ => return None,
+    };
+    if inner.len() != 3 || !inner.get("delta")?.is_string() {
         return None;
     }
-    Some(MergeKey {
-        session: session.clone(),
-        run: run.to_owned(),
-        kind: kind.to_owned(),
-        index: inner.get("contentIndex")?.as_u64()?,
-    })
+    Some((kind, inner.get("contentIndex")?.as_u64()?))
 }
 
 /// Appends `event`'s delta to the waiting event in `slot`; gives `event` back when the writer
@@ -216,44 +458,5 @@ fn merge_into(slot: &Slot, event: Value) -> Option<Value> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn delta(kind: &str, index: u64, text: &str) -> Value {
-        json!({"type": "message_update",
-               "assistantMessageEvent": {"type": kind, "contentIndex": index, "delta": text}})
-    }
-
-    #[test]
-    fn only_plain_deltas_have_a_merge_key() {
-        let s: Arc<str> = Arc::from("s");
-        assert!(merge_key(&s, "r", &delta("text_delta", 0, "a")).is_some());
-        assert!(merge_key(&s, "r", &delta("toolcall_delta", 1, "a")).is_some());
-        assert!(merge_key(&s, "r", &delta("text_end", 0, "a")).is_none());
-        let mut extra = delta("text_delta", 0, "a");
-        extra["assistantMessageEvent"]["partial"] = json!({});
-        assert!(merge_key(&s, "r", &extra).is_none());
-        assert!(merge_key(&s, "r", &json!({"type": "agent_start"})).is_none());
-        let a = merge_key(&s, "r", &delta("text_delta", 0, "a"));
-        assert!(a != merge_key(&s, "r", &delta("text_delta", 1, "a")));
-        assert!(a != merge_key(&s, "r", &delta("thinking_delta", 0, "a")));
-        assert!(a != merge_key(&s, "r2", &delta("text_delta", 0, "a")));
-    }
-
-    #[test]
-    fn merging_appends_until_the_writer_takes_the_event() {
-        let slot: Slot = Arc::new(Mutex::new(Some(AgentEventParams {
-            session_id: "s".into(),
-            run_id: Some("r".into()),
-            seq: 1,
-            event: delta("text_delta", 0, "ab"),
-        })));
-        assert!(merge_into(&slot, delta("text_delta", 0, "cd")).is_none());
-        let taken = lock(&slot).take().unwrap();
-        assert_eq!(taken.event, delta("text_delta", 0, "abcd"));
-        assert_eq!(taken.seq, 1);
-        let back = merge_into(&slot, delta("text_delta", 0, "ef"));
-        assert_eq!(back, Some(delta("text_delta", 0, "ef")));
-    }
-}
+#[path = "events_tests.rs"]
+mod tests;

@@ -22,6 +22,7 @@ use tower_lsp_server::jsonrpc::{Id, Request};
 use tower_service::Service;
 
 use crate::server::events::EventHub;
+use crate::server::protocol::{AgentEventParams, method};
 
 /// Why a server → client request produced no usable answer.
 #[derive(Debug, thiserror::Error)]
@@ -135,9 +136,52 @@ impl Outgoing {
                 return;
             }
         };
+        self.notify_value(method, params).await;
+    }
+
+    /// Sends one `$/agentEvent`, moving the event into the params instead of re-serializing
+    /// it through [`serde_json::to_value`] (a deep copy of every event, on the one writer).
+    pub async fn notify_event(&self, params: AgentEventParams) {
+        self.notify_value(method::EVENT, event_params(params)).await;
+    }
+
+    async fn notify_value(&self, method: &'static str, params: Value) {
         let note = Request::build(method).params(params).finish();
         if self.client.clone().call(note).await.is_err() {
             tracing::debug!(method, "notification dropped: the client is gone");
+        }
+    }
+}
+
+/// `params` as JSON, exactly as `serde_json::to_value` gives it, without copying the event.
+fn event_params(params: AgentEventParams) -> Value {
+    let mut map = serde_json::Map::with_capacity(4);
+    map.insert("sessionId".into(), Value::String(params.session_id));
+    map.insert(
+        "runId".into(),
+        params.run_id.map_or(Value::Null, Value::String),
+    );
+    map.insert("seq".into(), Value::from(params.seq));
+    map.insert("event".into(), params.event);
+    Value::Object(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_params_serialize_like_the_wire_type() {
+        for run_id in [Some("r".to_string()), None] {
+            let params = AgentEventParams {
+                session_id: "s".into(),
+                run_id,
+                seq: 7,
+                event: json!({"type": "agent_start", "x": [1, {"y": "z"}]}),
+            };
+            let expected = serde_json::to_string(&params).unwrap();
+            let built = serde_json::to_string(&event_params(params)).unwrap();
+            assert_eq!(built, expected);
         }
     }
 }

@@ -375,6 +375,8 @@ pub struct InitOptions {
     pub cwd: Option<String>,
     /// Directories outside a session's cwd the tools may touch (absolute paths).
     pub extra_roots: Vec<String>,
+    /// The pace of `$/agentEvent` deltas of one content block (ms; 0 = every delta at once).
+    pub delta_interval_ms: Option<u64>,
 }
 
 #[cfg(test)]
@@ -507,6 +509,7 @@ mod tests {
             "approvalTimeoutMs",
             "editTimeoutMs",
             "extraRoots",
+            "deltaIntervalMs",
             "protocolVersion",
             "events",
             "approvals",

@@ -329,16 +329,25 @@ impl Session {
         if let AgentEvent::MessageEnd { message } = event.as_ref() {
             self.persist(message);
         }
-        let value = match serde_json::to_value(event.as_ref()) {
+        // A streamed delta usually joins the previous one still waiting to be written: then
+        // it needs no JSON of its own (the per-delta cost of a fast stream).
+        let delta = crate::server::events::delta_parts(event);
+        let to_value = || match serde_json::to_value(event.as_ref()) {
             Ok(v) => v,
             Err(e) => json!({"type": "error", "message": format!("unserializable event: {e}")}),
         };
+        let value = delta.is_none().then(to_value);
         let run_id = {
             let mut st = self.lock();
             let run_id = st.active.as_ref().map(|a| a.run_id.clone());
             let mut gate = st.active.as_mut().and_then(|a| a.gate.take());
             self.sync_queues(&mut st, run_id.as_deref(), &mut gate);
-            self.emitter.emit(run_id.as_deref(), value, gate);
+            let merged = gate.is_none()
+                && delta.is_some_and(|d| self.emitter.merge_delta(run_id.as_deref(), d));
+            if !merged {
+                let value = value.unwrap_or_else(to_value);
+                self.emitter.emit(run_id.as_deref(), value, gate);
+            }
             run_id
         };
         if let Some(run_id) = run_id {

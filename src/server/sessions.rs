@@ -83,7 +83,7 @@ impl Sessions {
         mut warnings: Vec<String>,
     ) -> Self {
         let raw = Outgoing::new(client);
-        let hub = EventHub::start(raw.clone(), config.events());
+        let hub = EventHub::start(raw.clone(), config.events(), config.delta_interval());
         let out = raw.after_events(hub.clone());
         let model = resolve_model(&config);
         if let Err(e) = &model {

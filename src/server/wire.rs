@@ -60,6 +60,11 @@ impl ResponseWatch {
         self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Whether any response is watched (then the writer collects frame bodies).
+    fn any(&self) -> bool {
+        !self.lock().is_empty()
+    }
+
     fn written(&self, body: &[u8]) {
         #[derive(Deserialize)]
         struct Head {
@@ -83,36 +88,74 @@ impl ResponseWatch {
     }
 }
 
-/// Incremental Content-Length frame splitter over the bytes written.
+/// Incremental Content-Length frame splitter over the bytes written. It copies a frame's body
+/// only while some response is watched (rarely: from a request's arrival to its response), so
+/// the event stream passes through without per-frame copies.
 #[derive(Default)]
 struct Framer {
-    buf: Vec<u8>,
+    /// The header bytes of the frame being read (until the blank line).
+    header: Vec<u8>,
+    /// Body bytes still to come for the current frame (0: reading a header).
+    remaining: usize,
+    /// The current frame's body, when it is collected.
+    body: Option<Vec<u8>>,
 }
 
 impl Framer {
-    /// Feeds bytes; returns the bodies of the frames completed by them.
-    fn feed(&mut self, bytes: &[u8]) -> Vec<Vec<u8>> {
-        self.buf.extend_from_slice(bytes);
-        let mut bodies = Vec::new();
-        while let Some(header_end) = find(&self.buf, b"\r\n\r\n") {
-            let Some(len) = content_length(&self.buf[..header_end]) else {
-                // Not a frame we understand: drop what we have rather than misparse forever.
-                self.buf.clear();
-                break;
-            };
-            let start = header_end + 4;
-            if self.buf.len() < start + len {
-                break;
+    /// Feeds bytes; calls `done` with the body of each completed frame that `collect` (asked
+    /// once per frame, at its header's end) wanted.
+    fn feed(&mut self, mut bytes: &[u8], collect: impl Fn() -> bool, mut done: impl FnMut(&[u8])) {
+        while !bytes.is_empty() {
+            if self.remaining > 0 {
+                let n = self.remaining.min(bytes.len());
+                if let Some(body) = &mut self.body {
+                    body.extend_from_slice(&bytes[..n]);
+                }
+                self.remaining -= n;
+                bytes = &bytes[n..];
+                if self.remaining == 0
+                    && let Some(body) = self.body.take()
+                {
+                    done(&body);
+                }
+                continue;
             }
-            bodies.push(self.buf[start..start + len].to_vec());
-            self.buf.drain(..start + len);
+            // In a header: take bytes up to and including the blank line that ends it.
+            let Some(end) = header_end(&self.header, bytes) else {
+                self.header.extend_from_slice(bytes);
+                bytes = &[];
+                continue;
+            };
+            self.header.extend_from_slice(&bytes[..end]);
+            bytes = &bytes[end..];
+            let len = content_length(&self.header[..self.header.len() - 4]);
+            self.header.clear();
+            match len {
+                Some(0) => done(&[]),
+                Some(len) => {
+                    self.remaining = len;
+                    self.body = collect().then(|| Vec::with_capacity(len));
+                }
+                // Not a frame we understand: skip it rather than misparse forever.
+                None => {}
+            }
         }
-        bodies
     }
 }
 
-fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    hay.windows(needle.len()).position(|w| w == needle)
+/// Where in `bytes` the header that began with `header` ends (just after its `\r\n\r\n`,
+/// which may start in `header`).
+fn header_end(header: &[u8], bytes: &[u8]) -> Option<usize> {
+    const END: &[u8] = b"\r\n\r\n";
+    let keep = header.len().min(3);
+    let mut seam = [0u8; 6];
+    let head = bytes.len().min(3);
+    seam[..keep].copy_from_slice(&header[header.len() - keep..]);
+    seam[keep..keep + head].copy_from_slice(&bytes[..head]);
+    if let Some(i) = seam[..keep + head].windows(4).position(|w| w == END) {
+        return Some(i + 4 - keep);
+    }
+    bytes.windows(4).position(|w| w == END).map(|i| i + 4)
 }
 
 fn content_length(headers: &[u8]) -> Option<usize> {
@@ -151,9 +194,9 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for WatchedWriter<W> {
         let this = &mut *self;
         let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = &poll {
-            for body in this.framer.feed(&buf[..*n]) {
-                this.watch.written(&body);
-            }
+            let watch = &this.watch;
+            this.framer
+                .feed(&buf[..*n], || watch.any(), |body| watch.written(body));
         }
         poll
     }
@@ -191,5 +234,25 @@ mod tests {
         assert!(gate.clone().0.now_or_never().is_none());
         writer.write_all(&response[10..]).await.unwrap();
         assert!(gate.0.now_or_never().is_some());
+    }
+
+    #[test]
+    fn frames_split_anywhere_are_found_and_only_collected_when_asked() {
+        let bodies = [r#"{"a":1}"#, "", r#"{"id":2,"result":"x\r\n\r\n"}"#];
+        let stream: Vec<u8> = bodies.iter().flat_map(|b| frame(b)).collect();
+        for split in 0..stream.len() {
+            let mut framer = Framer::default();
+            let mut got = Vec::new();
+            for part in [&stream[..split], &stream[split..]] {
+                framer.feed(part, || true, |b| got.push(b.to_vec()));
+            }
+            let want: Vec<Vec<u8>> = bodies.iter().map(|b| b.as_bytes().to_vec()).collect();
+            assert_eq!(got, want, "split at {split}");
+        }
+        let mut framer = Framer::default();
+        let mut got = 0;
+        // Bodies that nobody watches are skipped (empty ones still complete at once).
+        framer.feed(&stream, || false, |_| got += 1);
+        assert_eq!(got, 1);
     }
 }

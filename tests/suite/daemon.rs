@@ -9,6 +9,7 @@ mod edits;
 mod generic;
 mod lifecycle;
 mod ordering;
+mod pacing;
 mod queue;
 mod runs;
 
