@@ -178,7 +178,9 @@ impl Run {
 
     /// pi's `runLoop` (spec §3.2).
     async fn run_loop(&mut self) -> Result<LoopOutcome, String> {
-        let mut last_turn: Option<AgentTurnContext> = None;
+        // The finished turn's response and results; its full `AgentTurnContext` (a copy of the
+        // whole context) is only built when a hook is there to receive it.
+        let mut last_turn: Option<(AssistantMessage, Vec<ToolResultMessage>)> = None;
         let mut explicit_continuation = false;
         let mut pending = self.poll_steering().await?;
         loop {
@@ -201,11 +203,13 @@ impl Run {
                 }
                 let (results, more) = self.run_tools(&message).await?;
                 has_more_tool_calls = more;
-                let turn = self.turn(&message, &results);
                 let decision = match self.config.hooks.finish_turn.clone() {
-                    Some(finish) => finish(turn.clone(), self.cancel.clone()).await?,
+                    Some(finish) => {
+                        finish(self.turn(&message, &results), self.cancel.clone()).await?
+                    }
                     None => None,
                 };
+                let turn = (message.clone(), results.clone());
                 self.emit(AgentEvent::TurnEnd {
                     message,
                     tool_results: results,
@@ -240,13 +244,15 @@ impl Run {
     }
 
     /// `prepareNextTurn`: may replace context, model and level, and returns messages to add.
+    /// The context has not changed since the turn ended, so the hook sees what it always saw.
     async fn prepare_next_turn(
         &mut self,
-        turn: AgentTurnContext,
+        (message, results): (AssistantMessage, Vec<ToolResultMessage>),
     ) -> Result<Vec<AgentMessage>, String> {
         let Some(hook) = self.config.hooks.prepare_next_turn.clone() else {
             return Ok(Vec::new());
         };
+        let turn = self.turn(&message, &results);
         let Some(update) = hook(turn, self.cancel.clone()).await? else {
             return Ok(Vec::new());
         };

@@ -43,6 +43,10 @@ pub(crate) async fn stream_assistant_response(
     let config = req.config;
     let hooks = &config.hooks;
     let mut messages = context.messages.clone();
+    // Without hooks the request's messages are a pure function of the context, which does not
+    // change until the response is appended: a repair recomputes them instead of every
+    // request keeping a second copy of the whole transcript just in case.
+    let pure = hooks.transform_context.is_none() && hooks.convert_to_llm.is_none();
     if let Some(transform) = &hooks.transform_context {
         messages = transform(messages, req.cancel.clone()).await?;
     }
@@ -51,8 +55,14 @@ pub(crate) async fn stream_assistant_response(
         None => default_convert_to_llm(messages),
     };
     let options = request_options(config, req.cancel).await?;
-    let mut attempt = Attempt::run(req, llm.clone(), options.clone()).await?;
-    if config.protocol_repair && !context.tools.is_empty() && fakes_tool_calls(&attempt.message) {
+    let repairable = config.protocol_repair && !context.tools.is_empty();
+    let (first, kept) = if repairable && !pure {
+        (llm.clone(), Some(llm))
+    } else {
+        (llm, None)
+    };
+    let mut attempt = Attempt::run(req, first, options.clone()).await?;
+    if repairable && fakes_tool_calls(&attempt.message) {
         if attempt.started {
             (req.emit)(AgentEvent::MessageDiscard {
                 message: attempt.message.clone(),
@@ -60,7 +70,7 @@ pub(crate) async fn stream_assistant_response(
             })
             .await?;
         }
-        let mut repaired = llm;
+        let mut repaired = kept.unwrap_or_else(|| default_convert_to_llm(context.messages.clone()));
         repaired.push(AgentMessage::User(UserMessage {
             content: PROTOCOL_REPAIR_TEXT.into(),
             timestamp: now_ms(),

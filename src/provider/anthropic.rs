@@ -87,7 +87,13 @@ impl StreamFn for AnthropicMessages {
             if let Some(message) = api_key::missing_key_error(&model, key.as_deref()) {
                 return asm.fail(StopReason::Error, message).await;
             }
-            let request = build_request(&model, &context, &options);
+            let request = match build_request(&model, &context, &options) {
+                Ok(request) => request,
+                Err(e) => {
+                    let message = format!("Cannot encode the request: {e}");
+                    return asm.fail(StopReason::Error, message).await;
+                }
+            };
             let mut headers = headers(key.as_deref(), &request.betas);
             apply_model_headers(&mut headers, &model, &options);
             let target = HttpTarget {

@@ -104,10 +104,17 @@ impl StreamFn for OpenAiCompletions {
             }
             headers.extend(session_headers(&model, &options));
             apply_model_headers(&mut headers, &model, &options);
+            let body = match build_body(&model, &context, &options) {
+                Ok(body) => body,
+                Err(e) => {
+                    let message = format!("Cannot encode the request: {e}");
+                    return asm.fail(StopReason::Error, message).await;
+                }
+            };
             let target = HttpTarget {
                 url: endpoint(&model),
                 headers,
-                body: build_body(&model, &context, &options),
+                body,
             };
             let supports_finish = OpenAiCompat::for_model(&model).finish_reason;
             let client = clients.for_url(&target.url).clone();

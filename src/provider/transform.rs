@@ -5,6 +5,7 @@
 //! calls get a synthetic "No result provided" error result; results answering no pending call
 //! are dropped. Custom roles never reach a provider.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::agent::message::{
@@ -12,6 +13,11 @@ use crate::agent::message::{
 };
 
 use super::Model;
+
+#[cfg(test)]
+pub(crate) mod fixtures;
+#[cfg(test)]
+pub(crate) mod legacy;
 
 /// Whether `message` came from exactly this model (provider, api and id).
 pub fn same_model(message: &AssistantMessage, model: &Model) -> bool {
@@ -32,44 +38,57 @@ pub fn sanitize_id(id: &str, max: usize) -> String {
         .collect()
 }
 
-/// The cleaned history (system messages kept in place for the tool-folding step).
-pub fn transform_messages(
-    messages: &[AgentMessage],
+/// The cleaned history (system messages kept in place for the tool-folding step), borrowing
+/// every message it does not change: a request is built once per turn from the whole
+/// transcript, so copying it here would make every turn O(history) in allocations.
+pub fn transform_messages<'a>(
+    messages: &'a [AgentMessage],
     model: &Model,
     normalize_id: impl Fn(&str) -> String,
-) -> Vec<AgentMessage> {
+) -> Vec<Cow<'a, AgentMessage>> {
     let mut out = Vec::with_capacity(messages.len());
-    let mut ids: HashMap<String, String> = HashMap::new();
-    let mut pending: Vec<(String, String)> = Vec::new();
+    let mut ids: HashMap<&'a str, String> = HashMap::new();
+    let mut pending: Vec<(String, &'a str)> = Vec::new();
     for message in messages {
         match message {
             AgentMessage::Custom(_) => {}
-            AgentMessage::System(_) => out.push(message.clone()),
+            AgentMessage::System(_) => out.push(Cow::Borrowed(message)),
             AgentMessage::Assistant(a) if a.stop_reason.is_hard_exit() => {}
             AgentMessage::Assistant(a) => {
                 close_orphans(&mut out, &mut pending);
-                let converted = convert_assistant(a, model, &normalize_id, &mut ids);
-                pending = converted
+                pending = a
                     .tool_calls()
-                    .map(|c| (c.id.clone(), c.name.clone()))
+                    .map(|c| {
+                        let id = normalize_id(&c.id);
+                        if id != c.id {
+                            ids.insert(&c.id, id.clone());
+                        }
+                        (id, c.name.as_str())
+                    })
                     .collect();
-                out.push(AgentMessage::Assistant(converted));
+                out.push(match convert_assistant(a, model, &normalize_id) {
+                    Some(converted) => Cow::Owned(AgentMessage::Assistant(converted)),
+                    None => Cow::Borrowed(message),
+                });
             }
             AgentMessage::ToolResult(r) => {
                 let id = ids
-                    .get(&r.tool_call_id)
-                    .cloned()
-                    .unwrap_or_else(|| r.tool_call_id.clone());
-                if let Some(pos) = pending.iter().position(|(p, _)| *p == id) {
+                    .get(r.tool_call_id.as_str())
+                    .map_or(r.tool_call_id.as_str(), String::as_str);
+                if let Some(pos) = pending.iter().position(|(p, _)| p == id) {
                     pending.remove(pos);
-                    let mut result = r.clone();
-                    result.tool_call_id = id;
-                    out.push(AgentMessage::ToolResult(result));
+                    out.push(if id == r.tool_call_id {
+                        Cow::Borrowed(message)
+                    } else {
+                        let mut result = r.clone();
+                        result.tool_call_id = id.to_string();
+                        Cow::Owned(AgentMessage::ToolResult(result))
+                    });
                 }
             }
             AgentMessage::User(_) => {
                 close_orphans(&mut out, &mut pending);
-                out.push(message.clone());
+                out.push(Cow::Borrowed(message));
             }
         }
     }
@@ -77,25 +96,45 @@ pub fn transform_messages(
     out
 }
 
-fn close_orphans(out: &mut Vec<AgentMessage>, pending: &mut Vec<(String, String)>) {
+fn close_orphans(out: &mut Vec<Cow<'_, AgentMessage>>, pending: &mut Vec<(String, &str)>) {
     for (id, name) in pending.drain(..) {
-        out.push(AgentMessage::ToolResult(ToolResultMessage {
+        out.push(Cow::Owned(AgentMessage::ToolResult(ToolResultMessage {
             tool_call_id: id,
-            tool_name: name,
+            tool_name: name.to_string(),
             content: vec![ContentBlock::text("No result provided")],
             is_error: true,
             ..ToolResultMessage::default()
-        }));
+        })));
     }
 }
 
+/// Whether converting `message` for `model` changes anything (the common case, a reply of the
+/// same model with ids already in the target form, does not and is borrowed as is).
+fn needs_conversion(
+    message: &AssistantMessage,
+    same: bool,
+    normalize_id: &impl Fn(&str) -> String,
+) -> bool {
+    message.stop_reason == StopReason::Pending
+        || message.content.iter().any(|block| match block {
+            ContentBlock::Thinking(_) => !same,
+            ContentBlock::ToolCall(call) => {
+                (!same && call.thought_signature.is_some()) || normalize_id(&call.id) != call.id
+            }
+            _ => false,
+        })
+}
+
+/// The converted message, or `None` when it would equal the original.
 fn convert_assistant(
     message: &AssistantMessage,
     model: &Model,
     normalize_id: &impl Fn(&str) -> String,
-    ids: &mut HashMap<String, String>,
-) -> AssistantMessage {
+) -> Option<AssistantMessage> {
     let same = same_model(message, model);
+    if !needs_conversion(message, same, normalize_id) {
+        return None;
+    }
     let mut converted = message.clone();
     converted.content = Vec::with_capacity(message.content.len());
     for block in &message.content {
@@ -109,9 +148,7 @@ fn convert_assistant(
             }
             ContentBlock::ToolCall(call) => {
                 let mut call = call.clone();
-                let id = normalize_id(&call.id);
-                ids.insert(call.id.clone(), id.clone());
-                call.id = id;
+                call.id = normalize_id(&call.id);
                 if !same {
                     call.thought_signature = None;
                 }
@@ -123,7 +160,7 @@ fn convert_assistant(
     if converted.stop_reason == StopReason::Pending {
         converted.stop_reason = StopReason::Stop;
     }
-    converted
+    Some(converted)
 }
 
 #[cfg(test)]
@@ -176,7 +213,7 @@ mod tests {
             AgentMessage::user_text("next"),
         ];
         let out = transform_messages(&messages, &Model::default(), |id| sanitize_id(id, 40));
-        let roles: Vec<&str> = out.iter().map(AgentMessage::role).collect();
+        let roles: Vec<&str> = out.iter().map(|m| m.role()).collect();
         assert_eq!(
             roles,
             ["user", "assistant", "toolResult", "toolResult", "user"]

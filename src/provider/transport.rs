@@ -16,7 +16,8 @@ use crate::agent::message::StopReason;
 pub struct HttpTarget {
     pub url: String,
     pub headers: Vec<(String, String)>,
-    pub body: Value,
+    /// The JSON body, already serialised.
+    pub body: String,
 }
 
 /// Why a response could not complete.
@@ -175,7 +176,7 @@ async fn attempt<P: WireParser>(
     if signal.is_cancelled() {
         return Attempt::Aborted;
     }
-    let mut request = client.post(&target.url).body(target.body.to_string());
+    let mut request = client.post(&target.url).body(target.body.clone());
     for (name, value) in &target.headers {
         request = request.header(name, value);
     }

@@ -1,0 +1,118 @@
+//! The borrowed serialiser against the Value-built body it replaced: byte for byte (and the
+//! same betas), for rich transcripts under every compat flag and option.
+
+use serde_json::{Map, Value, json};
+
+use super::{build_request, reference};
+use crate::agent::message::{AgentMessage, ThinkingLevel};
+use crate::provider::transform::fixtures;
+use crate::provider::{LlmContext, Model, StreamOptions};
+
+fn model(reasoning: bool, max_tokens: u64, compat: Value) -> Model {
+    Model {
+        id: "claude-test".into(),
+        api: "anthropic-messages".into(),
+        provider: "anthropic".into(),
+        reasoning,
+        max_tokens,
+        compat: compat.as_object().cloned(),
+        ..Model::default()
+    }
+}
+
+fn compats() -> Vec<(bool, u64, Value)> {
+    vec![
+        (false, 0, json!(null)),
+        (true, 64_000, json!(null)),
+        (true, 9_000, json!({"forceAdaptiveThinking": true})),
+        (
+            true,
+            4_000,
+            json!({"supportsEagerToolInputStreaming": true, "supportsLongCacheRetention": false}),
+        ),
+        (
+            false,
+            8_192,
+            json!({"supportsMidConvoSystemMessages": true, "supportsMidConvoToolChanges": true,
+                   "supportsEagerToolInputStreaming": true}),
+        ),
+    ]
+}
+
+fn options(level: Option<ThinkingLevel>, rich: bool) -> StreamOptions {
+    let mut options = StreamOptions {
+        reasoning: level,
+        ..StreamOptions::default()
+    };
+    if rich {
+        options.max_tokens = Some(2048);
+        options.temperature = Some(0.5);
+        let mut extra = Map::new();
+        extra.insert("cacheRetention".into(), json!("long"));
+        options.extra = extra;
+    }
+    options
+}
+
+fn assert_same(model: &Model, messages: Vec<AgentMessage>, options: &StreamOptions) {
+    let context = LlmContext { messages };
+    let (old, old_betas) = reference::build_request(model, &context, options);
+    let new = build_request(model, &context, options).unwrap();
+    assert_eq!(
+        new.body,
+        old.to_string(),
+        "compat {:?}, options {options:?}",
+        model.compat
+    );
+    assert_eq!(new.betas, old_betas);
+}
+
+#[test]
+fn bodies_equal_the_value_built_ones_for_every_compat_and_option() {
+    let levels = [None, Some(ThinkingLevel::Off), Some(ThinkingLevel::Medium)];
+    for (reasoning, max, compat) in compats() {
+        let model = model(reasoning, max, compat);
+        for transcript in [
+            fixtures::rich(&model),
+            fixtures::additive(&model),
+            Vec::new(),
+        ] {
+            for level in levels {
+                for rich in [false, true] {
+                    assert_same(&model, transcript.clone(), &options(level, rich));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_rich_fixture_reaches_every_kind_of_block() {
+    let model = model(
+        true,
+        64_000,
+        json!({"supportsMidConvoSystemMessages": true,
+                                          "supportsMidConvoToolChanges": true}),
+    );
+    let context = LlmContext {
+        messages: fixtures::rich(&model),
+    };
+    let body = build_request(&model, &context, &options(None, false))
+        .unwrap()
+        .body;
+    for needle in [
+        "\"type\":\"image\"",
+        "\"type\":\"tool_result\"",
+        "\"type\":\"redacted_thinking\"",
+        "\"type\":\"thinking\"",
+        "\"type\":\"tool_use\"",
+        "\"type\":\"tool_removal\"",
+        "\"type\":\"tool_addition\"",
+        "\"input\":{}",
+        "(no tool output)",
+        "No result provided",
+        "\"cache_control\"",
+    ] {
+        assert!(body.contains(needle), "{needle} missing in {body}");
+    }
+}
