@@ -171,6 +171,8 @@ export interface InitializationOptions {
   approvalTimeoutMs?: number;
   editTimeoutMs?: number;
   cwd?: string;
+  /** Pace of streamed deltas on `$/agentEvent` in ms (§1.1; default 16, 0 = every delta at once). */
+  deltaIntervalMs?: number;
 }
 
 /**
