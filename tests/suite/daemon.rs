@@ -10,6 +10,7 @@ mod generic;
 mod lifecycle;
 mod ordering;
 mod queue;
+mod rope_edits;
 mod runs;
 
 use std::time::Duration;
