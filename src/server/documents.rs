@@ -117,7 +117,12 @@ impl Counts {
         }
         if !mid.is_ascii() {
             c.fuzzy += match std::str::from_utf8(mid) {
-                Ok(text) => text.chars().filter(|&ch| folds_or_trims(ch)).count(),
+                Ok(text) => {
+                    let mut buf = String::with_capacity(8);
+                    text.chars()
+                        .filter(|&ch| folds_or_trims(ch, &mut buf))
+                        .count()
+                }
                 // Not char-aligned (never from the rope): count conservatively.
                 Err(_) => mid.iter().filter(|b| !b.is_ascii()).count(),
             };

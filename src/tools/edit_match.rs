@@ -152,12 +152,14 @@ pub fn is_fuzzy_invariant(text: &str) -> bool {
 
 /// Whether a non-ASCII char can make fuzzy normalisation change a text: it folds to something
 /// else, or it is whitespace (trimmed at a line end).
-pub fn folds_or_trims(c: char) -> bool {
+/// `buf` is scratch space, reused across calls so that scanning a large text does not
+/// allocate per char.
+pub fn folds_or_trims(c: char, buf: &mut String) -> bool {
     if c.is_ascii() {
         return false;
     }
-    let mut buf = String::new();
-    fold_char(c, &mut buf);
+    buf.clear();
+    fold_char(c, buf);
     c.is_whitespace() || buf.len() != c.len_utf8() || !buf.starts_with(c)
 }
 
