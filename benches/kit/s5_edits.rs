@@ -93,11 +93,14 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
     let mut version = 1;
     let prompt = daemon.request_start("agent/prompt", json!({"message": "Make the edits"}))?;
     let (mut clock, mut rss, mut errors) = (Clock::default(), Vec::new(), 0);
+    let mut rss_open = 0;
     loop {
         let message = daemon.next()?;
         let value = message.parse()?;
         if value.get("id") == Some(&json!(prompt)) && value.get("method").is_none() {
             ensure!(value.get("error").is_none(), "agent/prompt failed: {value}");
+            // The document is open (didOpen precedes the prompt): memory before any edit.
+            rss_open = daemon.memory_kib().1;
             continue;
         }
         match value.get("method").and_then(Value::as_str) {
@@ -153,7 +156,7 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
         );
     }
     let times = server_times(&clock, &relay.ends(), size.edits)?;
-    report(size, &times, &rss, peak)
+    report(size, &times, rss_open, &rss, peak)
 }
 
 /// Per edit: (applyEdit arrival − the model's last bytes) + (tool end − didChange sent).
@@ -214,7 +217,13 @@ fn apply(buffer: &mut Rope, edit: &Value, doc_uri: &str) -> anyhow::Result<Vec<V
         .collect())
 }
 
-fn report(size: Size, times: &[Duration], rss: &[u64], peak: u64) -> anyhow::Result<Report> {
+fn report(
+    size: Size,
+    times: &[Duration],
+    rss_open: u64,
+    rss: &[u64],
+    peak: u64,
+) -> anyhow::Result<Report> {
     let p50 = percentile(times.to_vec(), 50.0);
     let p99 = percentile(times.to_vec(), 99.0);
     let mut report = Report::new(format!(
@@ -230,7 +239,8 @@ fn report(size: Size, times: &[Duration], rss: &[u64], peak: u64) -> anyhow::Res
     ));
     let mib = |k: u64| k as f64 / 1024.0;
     report.line(format!(
-        "daemon RSS every {} edits (MiB): {}; peak {:.1} MiB",
+        "daemon RSS with the document open {:.1} MiB, then every {} edits (MiB): {}; peak {:.1} MiB",
+        mib(rss_open),
         (size.edits / 10).max(1),
         rss.iter()
             .map(|k| format!("{:.1}", mib(*k)))

@@ -5,6 +5,12 @@
 //! mirror's version, confirmed by the `didChange` that follows (the `applied` flag is not
 //! trusted), retried once from the fresh buffer, then saved so disk and buffer agree. Files that
 //! are not open are written on disk atomically.
+//!
+//! `edit` on an open document works on the rope ([`rope_edit`]): it searches the buffer in
+//! place, sends the matched ranges, and confirms by the mirror's version and fingerprint
+//! (maintained per change), so its cost does not grow with the document.
+
+mod rope_edit;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,13 +19,17 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::tool::ToolError;
 use crate::server::config::ConnConfig;
 use crate::server::documents::{DocStore, Document};
 use crate::server::outgoing::{Outgoing, RequestError};
 use crate::server::position::{self, Encoding};
 use crate::server::protocol::{SaveDocumentsParams, SaveDocumentsResult, method};
 use crate::tools::diff::{common_prefix, common_suffix};
-use crate::tools::workspace::{read_disk, write_disk};
+use crate::tools::workspace::{
+    EditOutcome, EditRequest, check_abort, edit_by_rewrite, edit_write_error, read_disk,
+    seen_conflict, write_disk,
+};
 use crate::tools::{
     DiskWorkspace, FileSnapshot, Fingerprint, Workspace, WorkspaceError, WriteOutcome,
 };
@@ -59,14 +69,11 @@ impl Workspace for BufferWorkspace {
         let open = self.editor.docs.get_path(&path);
         Box::pin(async move {
             match open {
-                Some(doc) => {
-                    let bytes = rope_text(&doc.rope).into_bytes();
-                    Ok(FileSnapshot {
-                        fingerprint: Fingerprint::of(&bytes),
-                        bytes,
-                        from_editor: true,
-                    })
-                }
+                Some(doc) => Ok(FileSnapshot {
+                    bytes: rope_text(&doc.rope).into_bytes(),
+                    fingerprint: doc.facts.fingerprint,
+                    from_editor: true,
+                }),
                 None => read_disk(&path).await,
             }
         })
@@ -87,8 +94,85 @@ impl Workspace for BufferWorkspace {
         })
     }
 
+    fn edit<'a>(
+        &'a self,
+        path: PathBuf,
+        request: EditRequest<'a>,
+    ) -> BoxFuture<'a, Result<EditOutcome, ToolError>> {
+        Box::pin(self.edit_open(path, request))
+    }
+
     fn open_documents(&self) -> Vec<(PathBuf, String)> {
         self.editor.docs.open_files()
+    }
+}
+
+impl BufferWorkspace {
+    /// `edit` on the rope when the document is open and the edit is a plain one (see
+    /// [`rope_edit`]); otherwise, and for files not open, the whole-text path.
+    async fn edit_open(
+        &self,
+        path: PathBuf,
+        req: EditRequest<'_>,
+    ) -> Result<EditOutcome, ToolError> {
+        let Some(doc) = self.editor.docs.get_path(&path) else {
+            return edit_by_rewrite(self, path, req).await;
+        };
+        if req.seen.is_some_and(|seen| seen != doc.facts.fingerprint) {
+            return Err(seen_conflict(req.shown));
+        }
+        check_abort(req.cancel)?;
+        let Some(plan) = rope_edit::plan(&doc, req.edits) else {
+            return edit_by_rewrite(self, path, req).await;
+        };
+        if !req.apply {
+            let after = rope_edit::applied(&doc, &plan);
+            return Ok(EditOutcome {
+                fingerprint: doc.facts.fingerprint,
+                diff: rope_edit::diff_of(&doc, &after, &plan, req.shown),
+            });
+        }
+        let editor = &self.editor;
+        let (mut doc, mut plan) = (doc, plan);
+        let mut failure = String::new();
+        for attempt in 0..2 {
+            let after = rope_edit::applied(&doc, &plan);
+            let edits = rope_edit::text_edits(&doc, &plan, editor.config.encoding);
+            let expected = after.facts.fingerprint;
+            let confirmed = move |d: &Document| d.facts.fingerprint == expected;
+            match editor.send_and_confirm(&doc, edits, confirmed).await {
+                Ok(()) => {
+                    let diff = rope_edit::diff_of(&doc, &after, &plan, req.shown);
+                    editor
+                        .save(&path, || rope_text(&after.rope).into_bytes())
+                        .await
+                        .map_err(|e| edit_write_error(req.shown, e))?;
+                    return Ok(EditOutcome {
+                        fingerprint: expected,
+                        diff,
+                    });
+                }
+                Err(reason) => {
+                    tracing::info!(attempt, path = %path.display(), %reason, "edit not confirmed");
+                    failure = reason;
+                }
+            }
+            if attempt == 1 {
+                break;
+            }
+            // The user may have typed meanwhile: match again on the fresh buffer.
+            let Some(fresh) = editor.docs.get_path(&path) else {
+                let req = EditRequest { seen: None, ..req };
+                return edit_by_rewrite(self, path, req).await;
+            };
+            let Some(fresh_plan) = rope_edit::plan(&fresh, req.edits) else {
+                let conflict = WorkspaceError::Conflict(path.display().to_string());
+                return Err(edit_write_error(req.shown, conflict));
+            };
+            (doc, plan) = (fresh, fresh_plan);
+        }
+        let e = editor_error(&path, format!("{failure} (tried twice)"));
+        Err(edit_write_error(req.shown, e))
     }
 }
 
@@ -129,7 +213,7 @@ impl Editor {
             match &sent_against {
                 // First attempt: the tool computed `target` from the text it read; if the user
                 // changed the buffer since, writing it would clobber their change.
-                None if expected.is_some_and(|e| e != Fingerprint::of(current.as_bytes())) => {
+                None if expected.is_some_and(|e| e != doc.facts.fingerprint) => {
                     return Err(WorkspaceError::Conflict(path.display().to_string()));
                 }
                 // Retry after the user typed meanwhile: carry the agent's change over.
@@ -159,7 +243,7 @@ impl Editor {
             return Err(editor_error(path, format!("{last_failure} (tried twice)")));
         }
         let bytes = target.into_bytes();
-        self.save(path, &bytes).await?;
+        self.save(path, || bytes.clone()).await?;
         Ok(WriteOutcome {
             fingerprint: Fingerprint::of(&bytes),
             created: false,
@@ -169,9 +253,22 @@ impl Editor {
 
     /// Sends one applyEdit and waits for the mirror to hold `new_text`.
     async fn apply_once(&self, doc: &Document, old: &str, new_text: &str) -> Result<(), String> {
-        let mut changes = self.docs.subscribe();
         let edit = minimal_edit(doc, old, new_text, self.config.encoding);
-        let params = self.apply_params(doc, edit);
+        let new_text = new_text.to_owned();
+        self.send_and_confirm(doc, vec![edit], move |d| d.rope == new_text.as_str())
+            .await
+    }
+
+    /// Sends one applyEdit with `edits` (relative to `doc`) and waits for a change of the
+    /// mirror after which `confirmed` holds.
+    async fn send_and_confirm(
+        &self,
+        doc: &Document,
+        edits: Vec<Value>,
+        confirmed: impl Fn(&Document) -> bool,
+    ) -> Result<(), String> {
+        let mut changes = self.docs.subscribe();
+        let params = self.apply_params(doc, edits);
         let timeout = self.config.edit_timeout();
         let never = CancellationToken::new();
         let reply: Result<Value, RequestError> = self
@@ -192,7 +289,11 @@ impl Editor {
         // `applied: true` is only a hint: wait for the didChange that makes the mirror match.
         let confirmed = tokio::time::timeout(timeout, async {
             loop {
-                if self.docs.get(&doc.uri).is_some_and(|d| d.rope == new_text) {
+                if self
+                    .docs
+                    .get(&doc.uri)
+                    .is_some_and(|d| d.version != doc.version && confirmed(&d))
+                {
                     return true;
                 }
                 if changes.changed().await.is_err() {
@@ -209,20 +310,25 @@ impl Editor {
         }
     }
 
-    fn apply_params(&self, doc: &Document, edit: Value) -> Value {
+    fn apply_params(&self, doc: &Document, edits: Vec<Value>) -> Value {
         let edit = if self.config.document_changes {
             json!({"documentChanges": [{"textDocument": {"uri": doc.uri, "version": doc.version},
-                                         "edits": [edit]}]})
+                                         "edits": edits}]})
         } else {
-            json!({"changes": {doc.uri.clone(): [edit]}})
+            json!({"changes": {doc.uri.clone(): edits}})
         };
         json!({"label": "agent-lsp edit", "edit": edit})
     }
 
     /// Makes the disk agree with the buffer: the client saves, or we write the same bytes.
-    async fn save(&self, path: &Path, bytes: &[u8]) -> Result<(), WorkspaceError> {
+    /// `bytes` makes the text to write (only needed when the client does not save).
+    async fn save(
+        &self,
+        path: &Path,
+        bytes: impl FnOnce() -> Vec<u8>,
+    ) -> Result<(), WorkspaceError> {
         let Some(doc) = self.docs.get_path(path) else {
-            return write_disk(path, bytes.to_vec(), None).await.map(|_| ());
+            return write_disk(path, bytes(), None).await.map(|_| ());
         };
         if self.config.save_documents() {
             let params = SaveDocumentsParams {
@@ -246,7 +352,7 @@ impl Editor {
                 }
             }
         }
-        write_disk(path, bytes.to_vec(), None).await.map(|_| ())
+        write_disk(path, bytes(), None).await.map(|_| ())
     }
 }
 
@@ -329,11 +435,7 @@ mod tests {
     use ropey::Rope;
 
     fn edit(old: &str, new: &str, enc: Encoding) -> Value {
-        let doc = Document {
-            uri: "file:///a".into(),
-            version: 1,
-            rope: Rope::from_str(old),
-        };
+        let doc = Document::new("file:///a".into(), 1, Rope::from_str(old));
         minimal_edit(&doc, old, new, enc)
     }
 

@@ -17,6 +17,9 @@ use tower_lsp_server::ls_types::{
 
 use crate::server::diagnostics::DiagnosticStore;
 use crate::server::position::{self, Encoding};
+use crate::tools::workspace::{
+    FINGERPRINT_CONTEXT, Fingerprint, FingerprintHasher, folds_or_trims,
+};
 
 /// One open document as the editor holds it (unsaved text included).
 #[derive(Clone, Debug)]
@@ -24,6 +27,184 @@ pub struct Document {
     pub uri: String,
     pub version: i32,
     pub rope: Rope,
+    /// Facts about `rope`'s text, kept current by every change.
+    pub facts: DocFacts,
+}
+
+impl Document {
+    pub fn new(uri: String, version: i32, rope: Rope) -> Self {
+        Document {
+            uri,
+            version,
+            facts: DocFacts::of(&rope),
+            rope,
+        }
+    }
+
+    /// Replaces the chars `chars` (clamped to the text) with `text`, updating the facts from
+    /// the replaced bytes and a few bytes around them: O(change), never O(document).
+    pub fn replace(&mut self, chars: std::ops::Range<usize>, text: &str) {
+        let n = self.rope.len_chars();
+        let (cs, ce) = (chars.start.min(n), chars.end.min(n));
+        let (cs, ce) = (cs.min(ce), cs.max(ce));
+        let (s, e) = (self.rope.char_to_byte(cs), self.rope.char_to_byte(ce));
+        let len = self.rope.len_bytes();
+        let head = self.bytes(s.saturating_sub(FINGERPRINT_CONTEXT)..s);
+        let old = self.bytes(s..e);
+        let tail = self.bytes(e..(e + FINGERPRINT_CONTEXT).min(len));
+        self.facts = self.facts.replaced(&head, &old, text.as_bytes(), &tail);
+        self.rope.remove(cs..ce);
+        self.rope.insert(cs, text);
+    }
+
+    /// The bytes `range` of the text (any byte offsets, not only char boundaries).
+    pub fn bytes(&self, range: std::ops::Range<usize>) -> Vec<u8> {
+        let len = self.rope.len_bytes();
+        let start = range.start.min(len);
+        self.rope
+            .bytes_at(start)
+            .take(range.end.min(len).saturating_sub(start))
+            .collect()
+    }
+}
+
+/// How a document ends its lines, as `edit` sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineEndings {
+    /// No `\r` at all: the text is its own LF form.
+    Lf,
+    /// Every line break is `\r\n` (and there is at least one).
+    Crlf,
+    /// Anything else (lone `\r`, or both kinds).
+    Mixed,
+}
+
+/// Facts about a document's text that the edit path needs, maintained per change in
+/// O(change) so an edit never scans the whole text for them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DocFacts {
+    /// The content fingerprint (the same as the disk's for the same bytes).
+    pub fingerprint: Fingerprint,
+    cr: usize,
+    lf: usize,
+    crlf: usize,
+    /// Places where pi's fuzzy normalisation would change the LF text: ASCII whitespace before
+    /// a line break, and non-ASCII chars that fold or are whitespace.
+    fuzzy: usize,
+}
+
+/// Counts that change with a replacement; pairs straddling its ends are counted with one byte
+/// of context on each side.
+#[derive(Default)]
+struct Counts {
+    cr: usize,
+    lf: usize,
+    crlf: usize,
+    fuzzy: usize,
+}
+
+fn ascii_blank(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | 0x0b | 0x0c)
+}
+
+impl Counts {
+    /// Chars of `mid` (whole chars) and pairs of adjacent bytes of `before ++ mid ++ after`.
+    fn of(before: Option<u8>, mid: &[u8], after: Option<u8>) -> Counts {
+        let mut c = Counts::default();
+        for &b in mid {
+            c.cr += usize::from(b == b'\r');
+            c.lf += usize::from(b == b'\n');
+        }
+        if !mid.is_ascii() {
+            c.fuzzy += match std::str::from_utf8(mid) {
+                Ok(text) => {
+                    let mut buf = String::with_capacity(8);
+                    text.chars()
+                        .filter(|&ch| folds_or_trims(ch, &mut buf))
+                        .count()
+                }
+                // Not char-aligned (never from the rope): count conservatively.
+                Err(_) => mid.iter().filter(|b| !b.is_ascii()).count(),
+            };
+        }
+        let mut prev = before;
+        for &b in mid.iter().chain(after.as_slice()) {
+            if let Some(p) = prev {
+                c.crlf += usize::from(p == b'\r' && b == b'\n');
+                c.fuzzy += usize::from(ascii_blank(p) && (b == b'\n' || b == b'\r'));
+            }
+            prev = Some(b);
+        }
+        c
+    }
+}
+
+impl DocFacts {
+    /// The facts of a whole text (one pass over its chunks).
+    pub fn of(rope: &Rope) -> DocFacts {
+        let mut hasher = FingerprintHasher::default();
+        let mut facts = Counts::default();
+        let mut prev = None;
+        for chunk in rope.chunks() {
+            let bytes = chunk.as_bytes();
+            hasher.feed(bytes);
+            let c = Counts::of(prev, bytes, None);
+            facts.cr += c.cr;
+            facts.lf += c.lf;
+            facts.crlf += c.crlf;
+            facts.fuzzy += c.fuzzy;
+            prev = bytes.last().copied().or(prev);
+        }
+        DocFacts {
+            fingerprint: hasher.finish(),
+            cr: facts.cr,
+            lf: facts.lf,
+            crlf: facts.crlf,
+            fuzzy: facts.fuzzy,
+        }
+    }
+
+    /// The facts after `old` is replaced by `new`; `head`/`tail` are the
+    /// [`FINGERPRINT_CONTEXT`] bytes around `old` (fewer only at the text's ends).
+    pub fn replaced(self, head: &[u8], old: &[u8], new: &[u8], tail: &[u8]) -> DocFacts {
+        let (before, after) = (head.last().copied(), tail.first().copied());
+        let (o, n) = (
+            Counts::of(before, old, after),
+            Counts::of(before, new, after),
+        );
+        let update = |v: usize, o: usize, n: usize| v.saturating_sub(o) + n;
+        DocFacts {
+            fingerprint: self.fingerprint.replaced(head, old, new, tail),
+            cr: update(self.cr, o.cr, n.cr),
+            lf: update(self.lf, o.lf, n.lf),
+            crlf: update(self.crlf, o.crlf, n.crlf),
+            fuzzy: update(self.fuzzy, o.fuzzy, n.fuzzy),
+        }
+    }
+
+    pub fn line_endings(&self) -> LineEndings {
+        if self.cr == 0 {
+            LineEndings::Lf
+        } else if self.crlf == self.cr && self.crlf == self.lf {
+            LineEndings::Crlf
+        } else {
+            LineEndings::Mixed
+        }
+    }
+
+    /// `\n` in the text: its LF form has this many line breaks when it is not mixed.
+    pub fn line_feeds(&self) -> usize {
+        self.lf
+    }
+
+    /// Whether pi's fuzzy normalisation leaves the LF form of `rope` (whose facts these are)
+    /// unchanged, so exact matches and their count are what the fuzzy rules would find.
+    pub fn fuzzy_invariant(&self, rope: &Rope) -> bool {
+        let len = rope.len_bytes();
+        let last_blank =
+            len > 0 && (ascii_blank(rope.byte(len - 1)) || rope.byte(len - 1) == b'\r');
+        self.fuzzy == 0 && !last_blank
+    }
 }
 
 #[derive(Default)]
@@ -100,11 +281,11 @@ impl DocStore {
 
     pub fn open(&self, p: DidOpenTextDocumentParams) {
         let uri = p.text_document.uri.as_str().to_owned();
-        let doc = Document {
-            uri: uri.clone(),
-            version: p.text_document.version,
-            rope: Rope::from_str(&p.text_document.text),
-        };
+        let doc = Document::new(
+            uri.clone(),
+            p.text_document.version,
+            Rope::from_str(&p.text_document.text),
+        );
         let mut inner = self.lock();
         if let Some(path) = lookup_path(&uri) {
             inner.by_path.insert(path, uri.clone());
@@ -125,11 +306,13 @@ impl DocStore {
         };
         for change in p.content_changes {
             match change.range {
-                None => doc.rope = Rope::from_str(&change.text),
+                None => {
+                    doc.rope = Rope::from_str(&change.text);
+                    doc.facts = DocFacts::of(&doc.rope);
+                }
                 Some(range) => {
                     let chars = position::to_char_range(&doc.rope, range, enc);
-                    doc.rope.remove(chars.clone());
-                    doc.rope.insert(chars.start, &change.text);
+                    doc.replace(chars, &change.text);
                 }
             }
         }
@@ -226,6 +409,48 @@ mod tests {
             store.get("file:///t/a.txt").unwrap().rope.to_string(),
             "xyz\n"
         );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// Facts kept current per change equal the facts of the resulting text.
+        #[test]
+        fn incremental_facts_equal_recomputed_facts(
+            parts in proptest::collection::vec(
+                proptest::prop_oneof!["a", " ", "\t", "\n", "\r", "\r\n", "é", "\u{2019}", "\u{00A0}"],
+                0..40,
+            ),
+            changes in proptest::collection::vec(
+                (0usize..50, 0usize..6, proptest::prop_oneof!["", "x", " ", "\n", "\r", "\r\n", " \n", "\u{201C}q"]),
+                1..5,
+            ),
+        ) {
+            let mut doc = Document::new("file:///p".into(), 1, Rope::from_str(&parts.concat()));
+            for (at, len, text) in changes {
+                let n = doc.rope.len_chars();
+                let start = at.min(n);
+                doc.replace(start..(start + len).min(n), &text);
+                proptest::prop_assert_eq!(doc.facts, DocFacts::of(&doc.rope));
+            }
+        }
+    }
+
+    #[test]
+    fn line_endings_and_fuzzy_invariance() {
+        let facts = |t: &str| {
+            let rope = Rope::from_str(t);
+            let f = DocFacts::of(&rope);
+            (f.line_endings(), f.fuzzy_invariant(&rope))
+        };
+        assert_eq!(facts("a\nb\n"), (LineEndings::Lf, true));
+        assert_eq!(facts("a\r\nb\r\n"), (LineEndings::Crlf, true));
+        assert_eq!(facts("a\r\nb\n"), (LineEndings::Mixed, true));
+        assert_eq!(facts("a\rb"), (LineEndings::Mixed, true));
+        assert_eq!(facts("a \nb"), (LineEndings::Lf, false));
+        assert_eq!(facts("a\t\r\nb"), (LineEndings::Crlf, false));
+        assert_eq!(facts("a\nb "), (LineEndings::Lf, false));
+        assert_eq!(facts("\u{201C}a"), (LineEndings::Lf, false));
+        assert_eq!(facts("é 😀 a"), (LineEndings::Lf, true));
     }
 
     #[test]

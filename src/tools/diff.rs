@@ -28,30 +28,83 @@ enum Kind {
 /// line numbers are shifted back. The cost is one compare pass plus the size of the change,
 /// instead of tokenising and hashing every line of a large file.
 pub fn diff(old: &str, new: &str, path: &str) -> DiffResult {
+    let whole = Excerpt {
+        before: 0,
+        after: 0,
+        max_line: None,
+    };
+    match diff_in(old, new, path, whole) {
+        Some(d) => d,
+        None => render(
+            &TextDiff::from_lines(old, new),
+            path,
+            window_whole(old, new),
+        ),
+    }
+}
+
+/// Where an excerpt lies in its whole texts, which are equal outside it.
+#[derive(Clone, Copy, Debug)]
+pub struct Excerpt {
+    /// Lines before the excerpt (equal in both texts).
+    pub before: usize,
+    /// Lines after it (equal in both texts), a last line without `\n` included.
+    pub after: usize,
+    /// `split('\n').count()` of the whole text with more lines (`None`: the excerpt is whole).
+    pub max_line: Option<usize>,
+}
+
+/// Lines of equal text an excerpt needs on each side of the change for [`diff_excerpt`] to
+/// equal the diff of the whole texts.
+pub const EXCERPT_MARGIN: usize = MARGIN + CONTEXT + 1;
+
+/// The diff of two whole texts given only by an excerpt of each: whole lines that contain
+/// every difference, with at least [`EXCERPT_MARGIN`] equal lines on each side unless at a
+/// text's start or end. Equals [`diff`] of the whole texts; `None` in the rare case where the
+/// diff needs the text beyond the excerpt (a change that slides far over equal lines).
+pub fn diff_excerpt(old: &str, new: &str, path: &str, at: Excerpt) -> Option<DiffResult> {
+    diff_in(old, new, path, at)
+}
+
+fn diff_in(old: &str, new: &str, path: &str, at: Excerpt) -> Option<DiffResult> {
     let mut w = window(old, new);
-    let mut td = TextDiff::from_lines(&old[w.old.clone()], &new[w.new.clone()]);
+    let td = TextDiff::from_lines(&old[w.old.clone()], &new[w.new.clone()]);
     // `similar` slides changes over equal lines to compact them; if one slid to the window's
-    // edge, it might have slid further in the whole text: then diff the whole text.
+    // edge, it might have slid further in the whole text.
     let ops = td.ops();
     let room =
         |op: Option<&DiffOp>| matches!(op, Some(DiffOp::Equal { len, .. }) if *len >= CONTEXT);
-    if !((w.lead == 0 || room(ops.first())) && (w.trail == 0 || room(ops.last()))) {
-        w = Window {
-            old: 0..old.len(),
-            new: 0..new.len(),
-            lead: 0,
-            trail: 0,
-            max_line: w.max_line,
-        };
-        td = TextDiff::from_lines(old, new);
+    let lead_ok = (w.lead == 0 && at.before == 0) || room(ops.first());
+    let trail_ok = (w.trail == 0 && at.after == 0) || room(ops.last());
+    if !(lead_ok && trail_ok) {
+        return None;
     }
+    w.lead += at.before;
+    w.trail += at.after;
+    if let Some(max_line) = at.max_line {
+        w.max_line = max_line;
+    }
+    Some(render(&td, path, w))
+}
+
+fn window_whole(old: &str, new: &str) -> Window {
+    Window {
+        old: 0..old.len(),
+        new: 0..new.len(),
+        lead: 0,
+        trail: 0,
+        max_line: window(old, new).max_line,
+    }
+}
+
+fn render<'a>(td: &'a TextDiff<'a, 'a, 'a, str>, path: &str, w: Window) -> DiffResult {
     let patch = td
         .unified_diff()
         .context_radius(CONTEXT)
         .header(path, path)
         .to_string();
     let patch = shift_hunks(patch, w.lead);
-    let (diff, first_changed_line) = display(&parts(&td), w.max_line, w.lead, w.trail);
+    let (diff, first_changed_line) = display(&parts(td), w.max_line, w.lead, w.trail);
     DiffResult {
         diff,
         patch,

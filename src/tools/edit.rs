@@ -3,18 +3,19 @@
 //! are kept; the write is atomic and refused if the file changed since the agent read it.
 
 use std::borrow::Cow;
+use std::path::PathBuf;
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::common::{
-    self, ToolContext, check_abort, detect_crlf, normalize_to_lf, restore_line_endings, strip_bom,
-    ws_error,
+    self, ToolContext, check_abort, conflict_text, detect_crlf, normalize_to_lf,
+    restore_line_endings, strip_bom, ws_error,
 };
 use super::diff::{DiffResult, diff};
 use super::edit_match::{Edit, Span, match_edits, no_change, splice};
-use super::write::load_checked;
+use super::workspace::{EditOutcome, EditRequest, Workspace, WorkspaceError};
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
 
@@ -211,13 +212,68 @@ fn lf_with_map(text: &str) -> (String, Vec<usize>) {
     (lf, map)
 }
 
-fn errno(e: &super::WorkspaceError) -> &'static str {
+fn errno(e: &WorkspaceError) -> &'static str {
     match e {
-        super::WorkspaceError::NotFound(_) => "ENOENT",
-        super::WorkspaceError::PermissionDenied(_) => "EACCES",
-        super::WorkspaceError::IsDirectory(_) => "EISDIR",
+        WorkspaceError::NotFound(_) => "ENOENT",
+        WorkspaceError::PermissionDenied(_) => "EACCES",
+        WorkspaceError::IsDirectory(_) => "EISDIR",
         _ => "EIO",
     }
+}
+
+/// The tool's error for a failed write of the edited content.
+pub fn edit_write_error(shown: &str, e: WorkspaceError) -> ToolError {
+    match e {
+        WorkspaceError::PermissionDenied(_) => {
+            ToolError::new(format!("Could not edit file: {shown}. Error code: EACCES."))
+        }
+        other => ws_error(shown, other),
+    }
+}
+
+/// The tool's error when the file is not what the agent last saw.
+pub fn seen_conflict(shown: &str) -> ToolError {
+    ToolError::new(conflict_text(shown))
+}
+
+/// [`Workspace::edit`] by reading the whole file, computing the new content and writing it
+/// back (refused if the file changed meanwhile). Every workspace can do this; the daemon does
+/// better for open buffers.
+pub async fn edit_by_rewrite<W: Workspace + ?Sized>(
+    ws: &W,
+    abs: PathBuf,
+    req: EditRequest<'_>,
+) -> Result<EditOutcome, ToolError> {
+    let shown = req.shown;
+    let snap = match ws.read(abs.clone()).await {
+        Ok(snap) if req.seen.is_some_and(|seen| seen != snap.fingerprint) => {
+            return Err(seen_conflict(shown));
+        }
+        Ok(snap) => snap,
+        Err(e @ WorkspaceError::NotFound(_)) => {
+            return Err(ToolError::new(format!(
+                "Could not edit file: {shown}. Error code: {}.",
+                errno(&e)
+            )));
+        }
+        Err(e) => return Err(ws_error(shown, e)),
+    };
+    check_abort(req.cancel)?;
+    let (bytes, diff) = compute_edit(&snap.bytes, req.edits, shown)?;
+    if !req.apply {
+        return Ok(EditOutcome {
+            fingerprint: snap.fingerprint,
+            diff,
+        });
+    }
+    let outcome = ws
+        .write(abs, bytes, Some(snap.fingerprint))
+        .await
+        .map_err(|e| edit_write_error(shown, e))?;
+    Ok(EditOutcome {
+        fingerprint: outcome.fingerprint,
+        diff,
+    })
 }
 
 async fn run(
@@ -232,30 +288,17 @@ async fn run(
     let Some(_turn) = ctx.queue.lock_or_cancel(&abs, &cancel).await else {
         return Err(ToolError::new(common::ABORTED));
     };
-    let snap = match load_checked(&ctx, &path, &abs).await? {
-        Some(snap) => snap,
-        None => {
-            let e = super::WorkspaceError::NotFound(path.clone());
-            return Err(ToolError::new(format!(
-                "Could not edit file: {path}. Error code: {}.",
-                errno(&e)
-            )));
-        }
+    let request = EditRequest {
+        shown: &path,
+        edits: &edits,
+        seen: ctx.tracker.get(&abs),
+        apply: true,
+        cancel: &cancel,
     };
-    check_abort(&cancel)?;
-    let (bytes, d) = compute_edit(&snap.bytes, &edits, &path)?;
-    let outcome = ctx
-        .ws
-        .write(abs.clone(), bytes, Some(snap.fingerprint))
-        .await
-        .map_err(|e| match e {
-            super::WorkspaceError::PermissionDenied(_) => {
-                ToolError::new(format!("Could not edit file: {path}. Error code: EACCES."))
-            }
-            other => ws_error(&path, other),
-        })?;
+    let outcome = ctx.ws.edit(abs.clone(), request).await?;
     ctx.tracker.record(&abs, outcome.fingerprint);
     let n = edits.len();
+    let d = outcome.diff;
     Ok(AgentToolResult {
         details: Some(json!({
             "diff": d.diff,

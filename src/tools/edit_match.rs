@@ -127,7 +127,7 @@ impl Norm<'_> {
 
 /// Whether normalising `text` would leave it unchanged: no line ends in whitespace and every
 /// char folds to itself. ASCII text (the common case) is checked at memchr speed.
-fn is_fuzzy_invariant(text: &str) -> bool {
+pub fn is_fuzzy_invariant(text: &str) -> bool {
     let ws = |b: u8| matches!(b, b' ' | b'\t' | b'\x0b' | b'\x0c' | b'\r');
     let b = text.as_bytes();
     // One branch-free pass the compiler vectorises: any non-ASCII byte, or whitespace before a
@@ -148,6 +148,19 @@ fn is_fuzzy_invariant(text: &str) -> bool {
                 buf.len() == c.len_utf8() && buf.starts_with(c)
             })
     })
+}
+
+/// Whether a non-ASCII char can make fuzzy normalisation change a text: it folds to something
+/// else, or it is whitespace (trimmed at a line end).
+/// `buf` is scratch space, reused across calls so that scanning a large text does not
+/// allocate per char.
+pub fn folds_or_trims(c: char, buf: &mut String) -> bool {
+    if c.is_ascii() {
+        return false;
+    }
+    buf.clear();
+    fold_char(c, buf);
+    c.is_whitespace() || buf.len() != c.len_utf8() || !buf.starts_with(c)
 }
 
 /// Fuzzy-normalises a text.

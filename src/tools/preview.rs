@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::common;
 use super::diff::diff;
-use super::edit::{compute_edit, parse_edits, prepare_edit_arguments};
-use super::workspace::{Workspace, WorkspaceError};
+use super::edit::{parse_edits, prepare_edit_arguments};
+use super::workspace::{EditRequest, Workspace, WorkspaceError};
 use super::write::adapt_to_existing;
 
 /// What a pending tool call would do.
@@ -64,12 +65,21 @@ async fn current(ws: &Arc<dyn Workspace>, abs: &std::path::Path) -> Option<Optio
     }
 }
 
+/// The edit's diff from a dry run of the workspace's own edit (the daemon computes it on the
+/// buffer's changed region only).
 async fn preview_edit(ws: &Arc<dyn Workspace>, args: &Value) -> Option<ToolPreview> {
     let path = common::req_str(args, "path").ok()?;
     let edits = parse_edits(args).ok()?;
     let abs = ws.resolve(&path).ok()?;
-    let old = current(ws, &abs).await??;
-    let (_, d) = compute_edit(&old, &edits, &path).ok()?;
+    let never = CancellationToken::new();
+    let request = EditRequest {
+        shown: &path,
+        edits: &edits,
+        seen: None,
+        apply: false,
+        cancel: &never,
+    };
+    let d = ws.edit(abs.clone(), request).await.ok()?.diff;
     Some(ToolPreview::Diff {
         path,
         abs_path: abs,

@@ -9,8 +9,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
 
 use super::paths;
+use crate::agent::tool::ToolError;
+
+// What another `Workspace` implementation needs to edit in place with `edit`'s exact rules.
+pub use super::common::{check_abort, normalize_to_lf, restore_line_endings, strip_bom};
+pub use super::diff::DiffResult;
+pub use super::edit::{compute_edit, edit_by_rewrite, edit_write_error, seen_conflict};
+pub use super::edit_match::{Edit, folds_or_trims, is_fuzzy_invariant, no_change};
 
 /// Why a workspace operation failed. Every message is written for the model to read.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -66,51 +74,138 @@ impl WorkspaceError {
 ///
 /// Content-based (length + a 64-bit hash), so the disk and an editor buffer holding the same
 /// text agree, and touching a file without changing it is not a conflict.
+///
+/// The hash is the wrapping sum of a mixed value of every 8-byte window of the text (the
+/// windows starting in its last 7 bytes are shorter, tagged with their length). A sum of
+/// windows can be updated when a range is replaced by looking only at the replaced bytes and
+/// 7 bytes on each side ([`Fingerprint::replaced`]), so the daemon keeps the fingerprint of a
+/// 10 MB buffer current per change instead of hashing the whole text per edit. It detects
+/// changes; it is not meant to resist crafted collisions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Fingerprint {
     pub len: u64,
     pub hash: u64,
 }
 
+/// Bytes of context on each side of a replaced range that [`Fingerprint::replaced`] needs.
+pub const FINGERPRINT_CONTEXT: usize = 7;
+
+/// The mixed value of one window: `w` holds its `n` bytes (little-endian, zero-padded).
+fn mix(w: u64, n: usize) -> u64 {
+    const TAG: [u64; 9] = [
+        0,
+        0xA076_1D64_78BD_642F,
+        0xE703_7ED1_A0B4_28DB,
+        0x8EBC_6AF0_9C88_C6E3,
+        0x5899_65CC_7537_4CC3,
+        0x1D8E_4E27_C47D_124F,
+        0x72BE_5D74_F33B_CB77,
+        0x4E0C_8A6B_AD6D_3F31,
+        0x9E37_79B9_7F4A_7C15,
+    ];
+    const K: u64 = 0xBF58_476D_1CE4_E5B9;
+    // A folded 64×64→128 multiply: one instruction, non-linear in the window's bits.
+    let m = u128::from(w ^ TAG[n.min(8)]) * u128::from(K);
+    ((m >> 64) as u64) ^ (m as u64)
+}
+
+fn window(bytes: &[u8], at: usize) -> u64 {
+    let end = (at + 8).min(bytes.len());
+    let mut w = [0u8; 8];
+    w[..end - at].copy_from_slice(&bytes[at..end]);
+    mix(u64::from_le_bytes(w), end - at)
+}
+
+/// The sum of the windows starting in `bytes[..starts]`, where `bytes` continues to the end
+/// of the text or at least 7 bytes past `starts`.
+fn window_sum(bytes: &[u8], starts: usize) -> u64 {
+    let full = bytes.len().saturating_sub(7).min(starts);
+    let mut sum = bytes[..full + 7.min(bytes.len())]
+        .windows(8)
+        .take(full)
+        .fold(0u64, |acc, w| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(w);
+            acc.wrapping_add(mix(u64::from_le_bytes(a), 8))
+        });
+    for at in full..starts {
+        sum = sum.wrapping_add(window(bytes, at));
+    }
+    sum
+}
+
 impl Fingerprint {
     /// The fingerprint of `bytes`.
-    ///
-    /// A multiply-xor hash over four independent 64-bit lanes (several bytes per cycle, where
-    /// SipHash managed ~1 byte per cycle: an edit of a 10 MB buffer fingerprints it three
-    /// times). It detects changes; it is not meant to resist crafted collisions. Deterministic,
-    /// so stable within and across processes.
     pub fn of(bytes: &[u8]) -> Self {
-        const K: u64 = 0x9E37_79B9_7F4A_7C15;
-        let word = |b: &[u8]| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(b);
-            u64::from_le_bytes(w)
-        };
-        let mut lanes: [u64; 4] = [
-            0x243F_6A88_85A3_08D3,
-            0x1319_8A2E_0370_7344,
-            0xA409_3822_299F_31D0,
-            0x082E_FA98_EC4E_6C89,
-        ];
-        let mut blocks = bytes.chunks_exact(32);
-        for block in &mut blocks {
-            for (lane, chunk) in lanes.iter_mut().zip(block.chunks_exact(8)) {
-                *lane = (*lane ^ word(chunk)).wrapping_mul(K).rotate_left(29);
-            }
-        }
-        let mut h = bytes.len() as u64;
-        for lane in lanes {
-            h = (h ^ lane).wrapping_mul(K).rotate_left(31);
-        }
-        for &b in blocks.remainder() {
-            h = (h ^ u64::from(b)).wrapping_mul(K).rotate_left(23);
-        }
-        h ^= h >> 29;
-        h = h.wrapping_mul(K);
-        h ^= h >> 32;
         Fingerprint {
             len: bytes.len() as u64,
-            hash: h,
+            hash: window_sum(bytes, bytes.len()),
+        }
+    }
+
+    /// The fingerprint after `old` (in the text this is the fingerprint of) is replaced by
+    /// `new`. `head` is the (up to) [`FINGERPRINT_CONTEXT`] bytes before `old`, `tail` the (up to)
+    /// [`FINGERPRINT_CONTEXT`] bytes after it: fewer only at the start or end of the text.
+    pub fn replaced(self, head: &[u8], old: &[u8], new: &[u8], tail: &[u8]) -> Self {
+        let sum = |mid: &[u8]| {
+            let mut buf = Vec::with_capacity(head.len() + mid.len() + tail.len());
+            buf.extend_from_slice(head);
+            buf.extend_from_slice(mid);
+            buf.extend_from_slice(tail);
+            window_sum(&buf, head.len() + mid.len())
+        };
+        Fingerprint {
+            len: (self.len + new.len() as u64).saturating_sub(old.len() as u64),
+            hash: self.hash.wrapping_sub(sum(old)).wrapping_add(sum(new)),
+        }
+    }
+}
+
+/// Computes a [`Fingerprint`] of a text given in pieces (a rope's chunks), without joining them.
+#[derive(Debug, Default)]
+pub struct FingerprintHasher {
+    len: u64,
+    hash: u64,
+    /// The last (up to) 7 bytes seen, whose windows are not complete yet.
+    carry: Vec<u8>,
+}
+
+impl FingerprintHasher {
+    pub fn feed(&mut self, chunk: &[u8]) {
+        self.len += chunk.len() as u64;
+        // Windows starting in the carry that this chunk completes.
+        let take = chunk.len().min(7);
+        let mut joined = std::mem::take(&mut self.carry);
+        let carried = joined.len();
+        joined.extend_from_slice(&chunk[..take]);
+        let complete = (carried + chunk.len()).saturating_sub(7).min(carried);
+        for at in 0..complete {
+            self.hash = self.hash.wrapping_add(window(&joined, at));
+        }
+        // Windows starting in the chunk that end in it.
+        if chunk.len() >= 8 {
+            let n = chunk.len() - 7;
+            self.hash = self.hash.wrapping_add(window_sum(&chunk[..n + 7], n));
+        }
+        // The last 7 bytes of everything so far start windows still open.
+        if chunk.len() >= 7 {
+            joined.clear();
+            joined.extend_from_slice(&chunk[chunk.len() - 7..]);
+        } else {
+            joined.drain(..complete);
+            let keep = joined.len().saturating_sub(7);
+            joined.drain(..keep);
+        }
+        self.carry = joined;
+    }
+
+    pub fn finish(mut self) -> Fingerprint {
+        for at in 0..self.carry.len() {
+            self.hash = self.hash.wrapping_add(window(&self.carry, at));
+        }
+        Fingerprint {
+            len: self.len,
+            hash: self.hash,
         }
     }
 }
@@ -145,6 +240,29 @@ pub struct WriteOutcome {
     pub via_editor: bool,
 }
 
+/// One `edit` call as the workspace carries it out.
+pub struct EditRequest<'a> {
+    /// The path as the model wrote it (for messages).
+    pub shown: &'a str,
+    /// The replacements (texts in LF), matched against the current content.
+    pub edits: &'a [Edit],
+    /// The fingerprint the agent last saw at this path: a different current content is a
+    /// conflict.
+    pub seen: Option<Fingerprint>,
+    /// False for a dry run (an approval preview): compute the diff, change nothing.
+    pub apply: bool,
+    pub cancel: &'a CancellationToken,
+}
+
+/// What an `edit` did (or, dry, would do).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EditOutcome {
+    /// The fingerprint of the content now in place (dry run: of the current content).
+    pub fingerprint: Fingerprint,
+    /// The change, on LF text without BOM.
+    pub diff: DiffResult,
+}
+
 /// Where tools read and write files. Implementations must be cheap to share (`Arc<dyn Workspace>`).
 pub trait Workspace: Send + Sync {
     /// The workspace folder (canonical).
@@ -167,6 +285,17 @@ pub trait Workspace: Send + Sync {
         content: Vec<u8>,
         expected: Option<Fingerprint>,
     ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>>;
+
+    /// Applies `edit`'s replacements to the file (all or none), with pi's matching rules and
+    /// error texts. The default reads the whole file, computes the new content and writes it
+    /// back ([`super::edit::edit_by_rewrite`]); the daemon edits open buffers in place.
+    fn edit<'a>(
+        &'a self,
+        path: PathBuf,
+        request: EditRequest<'a>,
+    ) -> BoxFuture<'a, Result<EditOutcome, ToolError>> {
+        Box::pin(super::edit::edit_by_rewrite(self, path, request))
+    }
 
     /// Open documents overlaying the disk (path → text), for `grep`/`find`. Disk: none.
     fn open_documents(&self) -> Vec<(PathBuf, String)> {
@@ -333,5 +462,41 @@ mod fingerprint_tests {
         a.swap_with_slice(b);
         assert_ne!(Fingerprint::of(&lanes), Fingerprint::of(&base));
         assert_eq!(Fingerprint::of(&base), Fingerprint::of(&base.clone()));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        #[test]
+        fn chunked_and_incremental_fingerprints_equal_the_direct_one(
+            text in proptest::collection::vec(0u8..4, 0..60),
+            cuts in proptest::collection::vec(0usize..60, 0..6),
+            at in 0usize..60,
+            removed in 0usize..20,
+            inserted in proptest::collection::vec(0u8..4, 0..20),
+        ) {
+            let mut hasher = super::FingerprintHasher::default();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(text.len())).collect();
+            cuts.sort_unstable();
+            let mut from = 0;
+            for cut in cuts.into_iter().chain([text.len()]) {
+                hasher.feed(&text[from..cut]);
+                from = cut;
+            }
+            proptest::prop_assert_eq!(hasher.finish(), Fingerprint::of(&text));
+
+            let s = at.min(text.len());
+            let e = (s + removed).min(text.len());
+            let mut new = text[..s].to_vec();
+            new.extend_from_slice(&inserted);
+            new.extend_from_slice(&text[e..]);
+            let k = super::FINGERPRINT_CONTEXT;
+            let updated = Fingerprint::of(&text).replaced(
+                &text[s.saturating_sub(k)..s],
+                &text[s..e],
+                &inserted,
+                &text[e..(e + k).min(text.len())],
+            );
+            proptest::prop_assert_eq!(updated, Fingerprint::of(&new));
+        }
     }
 }

@@ -11,6 +11,7 @@ mod lifecycle;
 mod ordering;
 mod pacing;
 mod queue;
+mod rope_edits;
 mod runs;
 
 use std::time::Duration;

@@ -1,0 +1,389 @@
+//! `edit` on an open document's rope, without copying the document.
+//!
+//! [`plan`] finds every `oldText` by searching the rope's chunks (matches that span chunks
+//! included) and counts occurrences in the same pass, under pi's rules. It takes this path only
+//! where it provably equals the whole-text path of `tools::edit`: the text is all-LF or
+//! all-CRLF, pi's fuzzy normalisation would not change it nor the `oldText`s (so exact matches
+//! and their count are what the fuzzy rules would find), and every `oldText` occurs exactly
+//! once. Everything else (fuzzy matches, errors and their hints, mixed line endings) returns
+//! `None` and goes through the whole-text path, which stays the reference behaviour.
+//!
+//! The result is sent as one `TextEdit` per replacement (trimmed to the differing middle), and
+//! the diff is computed on an excerpt of whole lines around the changes.
+
+use memchr::memmem;
+use ropey::Rope;
+use serde_json::{Value, json};
+
+use crate::server::documents::{Document, LineEndings};
+use crate::server::position::{self, Encoding};
+use crate::tools::diff::{EXCERPT_MARGIN, Excerpt, diff, diff_excerpt};
+use crate::tools::workspace::{
+    DiffResult, Edit, is_fuzzy_invariant, normalize_to_lf, restore_line_endings, strip_bom,
+};
+
+/// One replacement in the document's bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replacement {
+    pub start: usize,
+    pub end: usize,
+    /// The new text, with the document's line endings.
+    pub text: String,
+}
+
+/// The replacements of one `edit` call: sorted, disjoint, and changing the text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub reps: Vec<Replacement>,
+    /// The document uses CRLF (diffs are computed on LF text).
+    pub crlf: bool,
+}
+
+/// How often a needle occurs (non-overlapping, leftmost first, as `str::matches` counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Occurrences {
+    None,
+    One(usize),
+    Many,
+}
+
+/// Finds `needle` in the rope, stopping at the second occurrence. One pass over the chunks:
+/// matches inside a chunk through `memmem`, matches across a chunk boundary by searching the
+/// `needle.len() - 1` bytes on each side of it (only when the needle's first byte is there).
+pub fn find_unique(rope: &Rope, needle: &[u8]) -> Occurrences {
+    let Some(&first_byte) = needle.first() else {
+        return Occurrences::None;
+    };
+    let finder = memmem::Finder::new(needle);
+    let m = needle.len();
+    let mut found: Option<usize> = None;
+    // No match may start before this (the previous one ends there).
+    let mut next_allowed: usize = 0;
+    // The last `m - 1` bytes before `offset`, and a buffer joining them with what follows.
+    let mut pending: Vec<u8> = Vec::with_capacity(m);
+    let mut stitch: Vec<u8> = Vec::with_capacity(2 * m);
+    let mut offset: usize = 0;
+    for chunk in rope.chunks() {
+        let c = chunk.as_bytes();
+        let mut hits: Vec<usize> = Vec::new();
+        if !pending.is_empty() && memchr::memchr(first_byte, &pending).is_some() {
+            stitch.clear();
+            stitch.extend_from_slice(&pending);
+            if c.len() >= m - 1 {
+                stitch.extend_from_slice(&c[..m - 1]);
+            } else {
+                stitch.extend(rope.bytes_at(offset).take(m - 1));
+            }
+            let base = offset - pending.len();
+            let mut from = next_allowed.saturating_sub(base);
+            while from < pending.len() {
+                match finder.find(&stitch[from..]) {
+                    Some(j) if from + j < pending.len() => {
+                        hits.push(base + from + j);
+                        next_allowed = base + from + j + m;
+                        from += j + m;
+                    }
+                    _ => break,
+                }
+            }
+        }
+        let skip = next_allowed.saturating_sub(offset);
+        if skip < c.len() {
+            for j in finder.find_iter(&c[skip..]) {
+                hits.push(offset + skip + j);
+                next_allowed = offset + skip + j + m;
+            }
+        }
+        for hit in hits {
+            if found.is_some() {
+                return Occurrences::Many;
+            }
+            found = Some(hit);
+        }
+        if m > 1 {
+            if c.len() >= m - 1 {
+                pending.clear();
+                pending.extend_from_slice(&c[c.len() - (m - 1)..]);
+            } else {
+                pending.extend_from_slice(c);
+                let excess = pending.len().saturating_sub(m - 1);
+                pending.drain(..excess);
+            }
+        }
+        offset += c.len();
+    }
+    found.map_or(Occurrences::None, Occurrences::One)
+}
+
+/// The replacements for `edits` on `doc`, or `None` when the whole-text path must decide
+/// (see the module docs).
+pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
+    let crlf = match doc.facts.line_endings() {
+        LineEndings::Lf => false,
+        LineEndings::Crlf => true,
+        LineEndings::Mixed => return None,
+    };
+    if !doc.facts.fuzzy_invariant(&doc.rope) {
+        return None;
+    }
+    let mut reps = Vec::with_capacity(edits.len());
+    for e in edits {
+        // A BOM inside the needle could match the document's own BOM, which the whole-text
+        // path strips before matching.
+        if e.old_text.is_empty() || e.old_text.contains('\u{FEFF}') {
+            return None;
+        }
+        if !is_fuzzy_invariant(&e.old_text) {
+            return None;
+        }
+        let needle = restore_line_endings(&e.old_text, crlf);
+        let Occurrences::One(start) = find_unique(&doc.rope, needle.as_bytes()) else {
+            return None;
+        };
+        reps.push(Replacement {
+            start,
+            end: start + needle.len(),
+            text: restore_line_endings(&e.new_text, crlf),
+        });
+    }
+    reps.sort_by_key(|r| r.start);
+    if reps.windows(2).any(|w| w[0].end > w[1].start) {
+        return None;
+    }
+    let changes = reps
+        .iter()
+        .any(|r| doc.bytes(r.start..r.end) != r.text.as_bytes());
+    changes.then_some(Plan { reps, crlf })
+}
+
+/// `doc` with the plan applied (an O(1) clone of the rope, then the replacements; the facts
+/// follow, so the new fingerprint costs nothing extra).
+pub fn applied(doc: &Document, plan: &Plan) -> Document {
+    let mut after = doc.clone();
+    // Last first: earlier offsets stay valid.
+    for r in plan.reps.iter().rev() {
+        let chars = after.rope.byte_to_char(r.start)..after.rope.byte_to_char(r.end);
+        after.replace(chars, &r.text);
+    }
+    after
+}
+
+/// The `TextEdit`s of the plan, each trimmed to the differing middle of its replacement, in
+/// positions of `doc` (all relative to it, as LSP requires of one edit's `TextEdit`s).
+pub fn text_edits(doc: &Document, plan: &Plan, enc: Encoding) -> Vec<Value> {
+    let mut out = Vec::with_capacity(plan.reps.len());
+    for r in &plan.reps {
+        let old = String::from_utf8_lossy(&doc.bytes(r.start..r.end)).into_owned();
+        if old == r.text {
+            continue;
+        }
+        let region = super::region(&old, &r.text);
+        let at = |byte: usize| position::to_position(&doc.rope, doc.rope.byte_to_char(byte), enc);
+        let (start, end) = (at(r.start + region.start), at(r.start + region.old_end));
+        out.push(json!({"range": {"start": start, "end": end},
+                        "newText": &r.text[region.start..region.new_end]}));
+    }
+    out
+}
+
+/// The diff of `before` → `after` (LF text without BOM, as `edit` reports it), computed on
+/// whole lines around the replacements only.
+pub fn diff_of(before: &Document, after: &Document, plan: &Plan, path: &str) -> DiffResult {
+    excerpt_diff(before, after, plan, path).unwrap_or_else(|| {
+        let text = |d: &Document| {
+            let mut s = String::with_capacity(d.rope.len_bytes());
+            d.rope.chunks().for_each(|c| s.push_str(c));
+            normalize_to_lf(strip_bom(&s).1)
+        };
+        diff(&text(before), &text(after), path)
+    })
+}
+
+fn excerpt_diff(
+    before: &Document,
+    after: &Document,
+    plan: &Plan,
+    path: &str,
+) -> Option<DiffResult> {
+    let (first, last) = (plan.reps.first()?, plan.reps.last()?);
+    let growth: i64 = plan
+        .reps
+        .iter()
+        .map(|r| r.text.len() as i64 - (r.end - r.start) as i64)
+        .sum();
+    let new_last_end = usize::try_from(last.end as i64 + growth).ok()?;
+    let (old, new) = (&before.rope, &after.rope);
+    let l0 = old.byte_to_line(first.start).saturating_sub(EXCERPT_MARGIN);
+    let old_l1 = (old.byte_to_line(last.end) + EXCERPT_MARGIN + 1).min(old.len_lines());
+    let new_l1 = (new.byte_to_line(new_last_end) + EXCERPT_MARGIN + 1).min(new.len_lines());
+    let text = |d: &Document, from: usize, to: usize| -> Option<String> {
+        let range = d.rope.line_to_byte(from)..d.rope.line_to_byte(to);
+        let s = String::from_utf8(d.bytes(range)).ok()?;
+        let s = if from == 0 {
+            strip_bom(&s).1.to_owned()
+        } else {
+            s
+        };
+        Some(if plan.crlf { normalize_to_lf(&s) } else { s })
+    };
+    let old_text = text(before, l0, old_l1)?;
+    let new_text = text(after, l0, new_l1)?;
+    let excerpt = Excerpt {
+        before: l0,
+        after: lines_from(old, old_l1),
+        max_line: Some(before.facts.line_feeds().max(after.facts.line_feeds()) + 1),
+    };
+    diff_excerpt(&old_text, &new_text, path, excerpt)
+}
+
+/// Lines from line `from` to the end, a last line without a line break included (ropey counts
+/// an empty last line after a final break; `split('\n')`-style counting does not).
+fn lines_from(rope: &Rope, from: usize) -> usize {
+    let n = rope.len_lines().saturating_sub(from);
+    let ends_with_break = rope.len_bytes() > 0 && rope.byte(rope.len_bytes() - 1) == b'\n';
+    if ends_with_break {
+        n.saturating_sub(1)
+    } else {
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A rope made of 3-char chunks, so matches cross chunk boundaries (ropey's own test
+    /// builder; the tree is not rebalanced, which search and edits do not need).
+    fn chunky(text: &str) -> Rope {
+        let chars: Vec<char> = text.chars().collect();
+        let mut builder = ropey::RopeBuilder::new();
+        for piece in chars.chunks(3) {
+            builder._append_chunk(&piece.iter().collect::<String>());
+        }
+        builder._finish_no_fix()
+    }
+
+    fn reference(text: &str, needle: &str) -> Occurrences {
+        let mut it = text.match_indices(needle);
+        match (it.next(), it.next()) {
+            (None, _) => Occurrences::None,
+            (Some((i, _)), None) => Occurrences::One(i),
+            _ => Occurrences::Many,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+        #[test]
+        fn rope_search_equals_str_search(
+            text in "[ab\n]{0,200}",
+            needle in "[ab\n]{1,12}",
+        ) {
+            prop_assert_eq!(find_unique(&Rope::from_str(&text), needle.as_bytes()), reference(&text, &needle));
+            prop_assert_eq!(find_unique(&chunky(&text), needle.as_bytes()), reference(&text, &needle));
+        }
+    }
+
+    fn doc_of(text: &str) -> Document {
+        let mut doc = Document::new("file:///p".into(), 1, Rope::new());
+        // Built from pieces so that the rope has many chunks.
+        doc.rope = chunky(text);
+        doc.facts = crate::server::documents::DocFacts::of(&doc.rope);
+        doc
+    }
+
+    fn text_of(doc: &Document) -> String {
+        doc.rope.to_string()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+        /// Where the rope path applies, it gives exactly the whole-text path's content and
+        /// diff; where it does not, it says so.
+        #[test]
+        fn plan_equals_the_whole_text_edit(
+            bom in any::<bool>(),
+            lines in proptest::collection::vec("[ab]{0,3}( )?", 0..30),
+            crlf in any::<bool>(),
+            edits in proptest::collection::vec(("[ab\n]{1,5}", "[abx\n]{0,4}"), 1..3),
+        ) {
+            let eol = if crlf { "\r\n" } else { "\n" };
+            let body = lines.join(eol);
+            let text = if bom { format!("\u{FEFF}{body}") } else { body };
+            let edits: Vec<Edit> = edits
+                .into_iter()
+                .map(|(old_text, new_text)| Edit { old_text, new_text })
+                .collect();
+            let doc = doc_of(&text);
+            let reference = crate::tools::workspace::compute_edit(text.as_bytes(), &edits, "p");
+            match plan(&doc, &edits) {
+                Some(p) => {
+                    let (bytes, d) = reference.map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    let after = applied(&doc, &p);
+                    let got = text_of(&after);
+                    prop_assert_eq!(got.as_bytes(), &bytes[..]);
+                    prop_assert_eq!(after.facts, crate::server::documents::DocFacts::of(&after.rope));
+                    prop_assert_eq!(diff_of(&doc, &after, &p, "p"), d);
+                }
+                None => {
+                    // Declined: fine whenever the reference fails or the rules above exclude it;
+                    // it must never decline a plain unique exact edit on a clean LF text.
+                    let plain = !text.contains('\r') && !text.contains(' ') && !bom
+                        && edits.len() == 1 && reference.is_ok()
+                        && text.matches(edits[0].old_text.as_str()).count() == 1
+                        && !text.ends_with(' ');
+                    prop_assert!(!plain, "declined a plain edit");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn excerpt_diff_of_a_large_text_equals_the_whole_diff() {
+        let text: String = (0..2000).map(|i| format!("line {i}\n")).collect();
+        let doc = doc_of(&text);
+        let edits = [
+            Edit {
+                old_text: "line 7\n".into(),
+                new_text: "seven\n".into(),
+            },
+            Edit {
+                old_text: "line 1500\nline 1501\n".into(),
+                new_text: "x\n".into(),
+            },
+        ];
+        let p = plan(&doc, &edits).unwrap();
+        let after = applied(&doc, &p);
+        let (bytes, d) =
+            crate::tools::workspace::compute_edit(text.as_bytes(), &edits, "p").unwrap();
+        assert_eq!(text_of(&after).as_bytes(), &bytes[..]);
+        assert_eq!(excerpt_diff(&doc, &after, &p, "p").unwrap(), d);
+    }
+
+    #[test]
+    fn matches_across_many_small_chunks_and_long_needles() {
+        let text: String = (0..3000).map(|i| format!("line {i}\n")).collect();
+        let rope = chunky(&text);
+        assert!(rope.chunks().count() > 100);
+        // Ordinary chunks too: every line, wherever the chunk boundaries fall.
+        let plain = Rope::from_str(&text);
+        for i in 0..3000 {
+            let needle = format!("\nline {i}\n");
+            assert_eq!(
+                find_unique(&plain, needle.as_bytes()),
+                reference(&text, &needle),
+                "{needle:?}"
+            );
+        }
+        let needle = "line 1499\nline 1500\nline 1501\n";
+        assert_eq!(
+            find_unique(&rope, needle.as_bytes()),
+            reference(&text, needle)
+        );
+        assert_eq!(find_unique(&rope, b"line 1"), Occurrences::Many);
+        assert_eq!(find_unique(&rope, b"line 3000"), Occurrences::None);
+        // Non-overlapping counting, as `str::matches`: "aa" occurs once in "aaa".
+        assert_eq!(find_unique(&chunky("aaa"), b"aa"), Occurrences::One(0));
+    }
+}
