@@ -156,11 +156,15 @@ impl Attempt {
                 .stream(model, LlmContext { messages }, options)
         });
         let mut stream = std::panic::catch_unwind(call).map_err(|p| panic_text(p.as_ref()))?;
+        // One abort waiter for the whole stream: creating one per event registered and
+        // unregistered a waiter each time the stream was momentarily empty (per delta).
+        let cancelled = req.cancel.cancelled();
+        tokio::pin!(cancelled);
         let mut attempt = loop {
             let event = tokio::select! {
                 biased;
                 event = stream.next() => event,
-                () = req.cancel.cancelled() => {
+                () = &mut cancelled => {
                     break Attempt {
                         message: partial.finish(StopReason::Aborted, OPERATION_ABORTED),
                         started: partial.started,

@@ -74,10 +74,7 @@ pub enum SessionsCommand {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_for(&cli.command) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("agent-lsp: cannot start the async runtime: {e}");
@@ -101,6 +98,23 @@ pub fn main() -> ExitCode {
             eprintln!("agent-lsp: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The daemon serves many sessions at once: a worker per core. A headless run is one loop
+/// streaming one response: a single thread keeps the provider's reader, the loop and the JSON
+/// writer on one core with no cross-thread wake per delta (BENCH.md, scenario 2); blocking work
+/// (file searches, writes) still goes to tokio's blocking pool. The JSON lines batched during a
+/// burst of work are written when the thread runs out of work.
+fn runtime_for(command: &Option<Command>) -> std::io::Result<tokio::runtime::Runtime> {
+    match command {
+        Some(Command::Run(_) | Command::Demo(_)) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .on_thread_park(output::flush_json_lines)
+            .build(),
+        _ => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
@@ -22,84 +22,119 @@ pub trait Renderer: Send + Sync {
     fn settled(&self, aborted: bool, error: Option<&str>, run: &Usage, session: &Usage);
 }
 
-/// `--json`. Lines go to stdout through a writer thread: each line is written as soon as the
-/// thread is free, and lines that arrive while it writes go out together in one `write`. A
-/// fast stream then costs a few system calls per batch instead of one per delta (BENCH.md,
-/// scenario 2), and an idle stream still shows every event at once.
+/// `--json`. Lines are collected and written to stdout in batches: whenever the async runtime
+/// runs out of work ([`flush_json_lines`], the CLI runtime's park hook), when a batch passes
+/// [`BATCH_BYTES`], and when the run settles. A fast stream then costs one `write` per burst of
+/// events instead of one per delta (BENCH.md, scenario 2), without a thread to wake per line,
+/// and an idle stream still shows every event at once.
 #[derive(Default)]
-pub struct JsonRenderer {
-    shared: Arc<(Mutex<Pending>, Condvar)>,
-    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
-}
+pub struct JsonRenderer;
 
-#[derive(Default)]
-struct Pending {
-    lines: Vec<u8>,
-    closed: bool,
+/// Lines waiting for the next flush (one run per process: the CLI's stdout is global too).
+static PENDING: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+/// A batch this large is written at once, even while the runtime stays busy.
+pub const BATCH_BYTES: usize = 64 * 1024;
+
+/// Writes the pending JSON lines to stdout. Cheap when there are none.
+pub fn flush_json_lines() {
+    let Ok(mut pending) = PENDING.lock() else {
+        return;
+    };
+    if pending.is_empty() {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(&pending);
+    let _ = out.flush();
+    pending.clear();
 }
 
 impl JsonRenderer {
-    fn push(&self, line: &[u8], close: bool) {
-        let (pending, wake) = &*self.shared;
-        if let Ok(mut writer) = self.writer.lock()
-            && writer.is_none()
-        {
-            let shared = self.shared.clone();
-            *writer = std::thread::Builder::new()
-                .name("json-out".into())
-                .spawn(move || write_lines(&shared))
-                .ok();
-        }
-        if let Ok(mut p) = pending.lock() {
-            p.lines.extend_from_slice(line);
-            p.lines.push(b'\n');
-            p.closed |= close;
-        }
-        wake.notify_one();
-        if close {
-            // Everything is on stdout before `run` returns.
-            let thread = self.writer.lock().ok().and_then(|mut w| w.take());
-            if let Some(thread) = thread {
-                let _ = thread.join();
+    fn push(&self, encode: impl FnOnce(&mut Vec<u8>)) {
+        let full = match PENDING.lock() {
+            Ok(mut pending) => {
+                encode(&mut pending);
+                pending.len() >= BATCH_BYTES
             }
-        }
-    }
-}
-
-/// The writer thread: takes whatever is pending, writes it in one go, until closed.
-fn write_lines(shared: &(Mutex<Pending>, Condvar)) {
-    let (pending, wake) = shared;
-    loop {
-        let (batch, closed) = {
-            let Ok(mut p) = pending.lock() else { return };
-            while p.lines.is_empty() && !p.closed {
-                p = match wake.wait(p) {
-                    Ok(p) => p,
-                    Err(_) => return,
-                };
-            }
-            (std::mem::take(&mut p.lines), p.closed)
+            Err(_) => return,
         };
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(&batch);
-        let _ = out.flush();
-        if closed {
-            return;
+        if full {
+            flush_json_lines();
         }
     }
 }
 
 impl Renderer for JsonRenderer {
     fn event(&self, event: &AgentEvent) {
-        match serde_json::to_vec(event) {
-            Ok(line) => self.push(&line, false),
-            Err(e) => tracing::error!("cannot serialise a {} event: {e}", event.kind()),
-        }
+        self.push(|out| {
+            if let Err(e) = encode_line(event, out) {
+                tracing::error!("cannot serialise a {} event: {e}", event.kind());
+            }
+        });
     }
 
     fn settled(&self, aborted: bool, _error: Option<&str>, _run: &Usage, _session: &Usage) {
         let line = json!({"type": "agent_settled", "aborted": aborted}).to_string();
-        self.push(line.as_bytes(), true);
+        self.push(|out| {
+            out.extend_from_slice(line.as_bytes());
+            out.push(b'\n');
+        });
+        // Everything is on stdout before `run` returns.
+        flush_json_lines();
+    }
+}
+
+/// Appends `event` as one JSON line. A delta inside `message_update` (one per token) is
+/// written directly, byte-identical to serde's output (tested); everything else goes through
+/// serde. A failed event leaves `out` as it was.
+pub fn encode_line(event: &AgentEvent, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    let mark = out.len();
+    let result = match delta_of(event) {
+        Some((kind, index, delta)) => {
+            out.extend_from_slice(DELTA_HEAD);
+            out.extend_from_slice(kind.as_bytes());
+            out.extend_from_slice(b"\",\"contentIndex\":");
+            serde_json::to_writer(&mut *out, &index)
+                .and_then(|()| {
+                    out.extend_from_slice(b",\"delta\":");
+                    serde_json::to_writer(&mut *out, delta)
+                })
+                .map(|()| out.extend_from_slice(b"}}"))
+        }
+        None => serde_json::to_writer(&mut *out, event),
+    };
+    match result {
+        Ok(()) => out.push(b'\n'),
+        Err(_) => out.truncate(mark),
+    }
+    result
+}
+
+const DELTA_HEAD: &[u8] = b"{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"";
+
+/// (wire type, content index, delta) of a streamed delta event.
+fn delta_of(event: &AgentEvent) -> Option<(&'static str, usize, &str)> {
+    let AgentEvent::MessageUpdate {
+        assistant_message_event: e,
+    } = event
+    else {
+        return None;
+    };
+    match e {
+        AssistantMessageEvent::TextDelta {
+            content_index,
+            delta,
+        } => Some(("text_delta", *content_index, delta)),
+        AssistantMessageEvent::ThinkingDelta {
+            content_index,
+            delta,
+        } => Some(("thinking_delta", *content_index, delta)),
+        AssistantMessageEvent::ToolCallDelta {
+            content_index,
+            delta,
+        } => Some(("toolcall_delta", *content_index, delta)),
+        _ => None,
     }
 }
 
@@ -276,6 +311,67 @@ mod tests {
             usage_line(&run, &session),
             "tokens: 15.0k in (3000 cached), 450 out · cost $0.0123 · session $0.5000"
         );
+    }
+
+    fn delta_events(delta: &str) -> Vec<AgentEvent> {
+        let events = [
+            AssistantMessageEvent::TextDelta {
+                content_index: 0,
+                delta: delta.to_string(),
+            },
+            AssistantMessageEvent::ThinkingDelta {
+                content_index: 7,
+                delta: delta.to_string(),
+            },
+            AssistantMessageEvent::ToolCallDelta {
+                content_index: usize::MAX,
+                delta: delta.to_string(),
+            },
+        ];
+        events
+            .into_iter()
+            .map(|e| AgentEvent::MessageUpdate {
+                assistant_message_event: e,
+            })
+            .collect()
+    }
+
+    fn assert_like_serde(event: &AgentEvent) {
+        let mut direct = Vec::new();
+        encode_line(event, &mut direct).unwrap();
+        let mut expected = serde_json::to_vec(event).unwrap();
+        expected.push(b'\n');
+        assert_eq!(
+            String::from_utf8(direct).unwrap(),
+            String::from_utf8(expected).unwrap()
+        );
+    }
+
+    #[test]
+    fn delta_lines_are_byte_identical_to_serde() {
+        let tricky = "a\"b\\c/d\n\r\t\u{0}\u{1f}\u{7f}\u{e9}\u{2028}\u{1F600}{\"x\":[1]}";
+        for delta in ["", "fn ", tricky] {
+            for event in delta_events(delta) {
+                assert!(delta_of(&event).is_some());
+                assert_like_serde(&event);
+            }
+        }
+        // Other events take serde's path.
+        assert_like_serde(&AgentEvent::TurnStart);
+        let start = AgentEvent::MessageUpdate {
+            assistant_message_event: AssistantMessageEvent::TextStart { content_index: 3 },
+        };
+        assert!(delta_of(&start).is_none());
+        assert_like_serde(&start);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_delta_encodes_like_serde(delta in "\\PC*|[\u{0}-\u{7f}]*") {
+            for event in delta_events(&delta) {
+                assert_like_serde(&event);
+            }
+        }
     }
 
     #[test]

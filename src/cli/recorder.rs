@@ -38,6 +38,11 @@ impl Recorder {
         // Shared, not cloned per event: a stream emits one event per delta.
         let model = Arc::new(resolved.model.clone());
         Arc::new(move |event: Arc<AgentEvent>, _cancel| {
+            if !matches!(&*event, AgentEvent::MessageEnd { .. }) {
+                // Nothing to record: show it now (one event per delta takes this path).
+                renderer.event(&event);
+                return Box::pin(std::future::ready(Ok(())));
+            }
             let inner = inner.clone();
             let model = model.clone();
             let renderer = renderer.clone();

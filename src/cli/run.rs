@@ -237,7 +237,7 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
         }
     };
     let renderer: Arc<dyn Renderer> = if plan.json {
-        Arc::new(JsonRenderer::default())
+        Arc::new(JsonRenderer)
     } else {
         Arc::new(HumanRenderer::default())
     };

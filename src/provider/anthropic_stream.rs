@@ -1,11 +1,12 @@
 //! Anthropic Messages SSE parsing (§A4): named events routed by block index, usage from
 //! `message_start`/`message_delta`, the exact stop-reason table, `message_stop` required.
 
-use eventsource_stream::Event;
 use serde_json::Value;
 
 use super::Model;
+use super::anthropic_event::{self, EventData};
 use super::assembler::Assembler;
+use super::sse::SseEvent;
 use super::transport::{Failure, Flow, WireParser};
 use crate::agent::message::{StopReason, ThinkingContent, Usage};
 
@@ -31,8 +32,8 @@ impl AnthropicParser {
         }
     }
 
-    fn content_index(&self, event: &Value) -> Option<usize> {
-        let index = event.get("index").and_then(Value::as_u64)?;
+    fn content_index(&self, event: &EventData) -> Option<usize> {
+        let index = event.index?;
         self.blocks
             .iter()
             .find(|(i, _)| *i == index)
@@ -43,12 +44,12 @@ impl AnthropicParser {
         &mut self,
         asm: &mut Assembler,
         name: &str,
-        data: &Value,
+        data: &EventData<'_>,
     ) -> Result<(), Failure> {
         match name {
             "message_start" => {
                 self.started = true;
-                let message = data.get("message");
+                let message = data.message.as_ref();
                 asm.message.response_id = message
                     .and_then(|m| m.get("id"))
                     .and_then(Value::as_str)
@@ -63,20 +64,21 @@ impl AnthropicParser {
             "content_block_delta" => self.block_delta(asm, data).await?,
             "content_block_stop" => {
                 if let Some(index) = self.content_index(data) {
-                    let anthropic_index = data.get("index").and_then(Value::as_u64);
-                    self.blocks.retain(|(i, _)| Some(*i) != anthropic_index);
+                    self.blocks.retain(|(i, _)| Some(*i) != data.index);
                     asm.end_block(index).await?;
                 }
             }
             "message_delta" => {
-                if let Some(reason) = data.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                let delta = data.delta.as_ref();
+                if let Some(reason) = delta.and_then(|d| d.stop_reason.as_deref()) {
                     asm.message.raw_stop_reason = Some(reason.to_string());
-                    let explanation = data
-                        .pointer("/delta/stop_details/explanation")
+                    let explanation = delta
+                        .and_then(|d| d.stop_details.as_ref())
+                        .and_then(|d| d.get("explanation"))
                         .and_then(Value::as_str);
                     self.stop_reason = Some(map_stop_reason(reason, explanation));
                 }
-                if let Some(usage) = data.get("usage") {
+                if let Some(usage) = &data.usage {
                     update_usage(&mut self.usage, usage);
                     asm.set_usage(self.usage.clone(), &self.model);
                 }
@@ -87,13 +89,17 @@ impl AnthropicParser {
         Ok(())
     }
 
-    async fn block_start(&mut self, asm: &mut Assembler, data: &Value) -> Result<(), Failure> {
-        let Some(index) = data.get("index").and_then(Value::as_u64) else {
+    async fn block_start(
+        &mut self,
+        asm: &mut Assembler,
+        data: &EventData<'_>,
+    ) -> Result<(), Failure> {
+        let Some(index) = data.index else {
             return Err(Failure::error(
                 "Anthropic content_block_start without index",
             ));
         };
-        let block = data.get("content_block").cloned().unwrap_or(Value::Null);
+        let block = data.content_block.as_ref().unwrap_or(&Value::Null);
         let text = |key: &str| {
             block
                 .get(key)
@@ -132,21 +138,29 @@ impl AnthropicParser {
         Ok(())
     }
 
-    async fn block_delta(&mut self, asm: &mut Assembler, data: &Value) -> Result<(), Failure> {
-        let Some(index) = self.content_index(data) else {
+    async fn block_delta(
+        &mut self,
+        asm: &mut Assembler,
+        data: &EventData<'_>,
+    ) -> Result<(), Failure> {
+        let (Some(index), Some(delta)) = (self.content_index(data), data.delta.as_ref()) else {
             return Ok(());
         };
-        let delta = data.get("delta").cloned().unwrap_or(Value::Null);
-        let field = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or("");
-        match delta.get("type").and_then(Value::as_str) {
-            Some("text_delta") => asm.text_delta(index, field("text")).await?,
-            Some("thinking_delta") => asm.thinking_delta(index, field("thinking")).await?,
-            Some("input_json_delta") => asm.tool_delta(index, field("partial_json")).await?,
-            Some("signature_delta") => asm.thinking_signature(index, field("signature")),
+        match delta.kind.as_deref() {
+            Some("text_delta") => asm.text_delta(index, or_empty(&delta.text)).await?,
+            Some("thinking_delta") => asm.thinking_delta(index, or_empty(&delta.thinking)).await?,
+            Some("input_json_delta") => {
+                asm.tool_delta(index, or_empty(&delta.partial_json)).await?
+            }
+            Some("signature_delta") => asm.thinking_signature(index, or_empty(&delta.signature)),
             _ => {}
         }
         Ok(())
     }
+}
+
+fn or_empty<'a>(text: &'a Option<std::borrow::Cow<'_, str>>) -> &'a str {
+    text.as_deref().unwrap_or("")
 }
 
 /// Updates only the fields present and non-null (proxies may omit input on `message_delta`).
@@ -195,8 +209,12 @@ pub fn map_stop_reason(reason: &str, explanation: Option<&str>) -> Result<StopRe
 }
 
 impl WireParser for AnthropicParser {
-    async fn on_event(&mut self, asm: &mut Assembler, event: Event) -> Result<Flow, Failure> {
-        let name = event.event.as_str();
+    async fn on_event(
+        &mut self,
+        asm: &mut Assembler,
+        event: SseEvent<'_>,
+    ) -> Result<Flow, Failure> {
+        let name = &*event.event;
         if name == "error" {
             let data: Value = serde_json::from_str(&event.data).unwrap_or(Value::Null);
             let message = data
@@ -225,7 +243,7 @@ impl WireParser for AnthropicParser {
         if !KNOWN.contains(&name) {
             return Ok(Flow::Continue);
         }
-        let data: Value = serde_json::from_str(&event.data).map_err(|e| {
+        let data = anthropic_event::parse(&event.data).map_err(|e| {
             let shown: String = event.data.chars().take(200).collect();
             Failure::error(format!(
                 "Could not parse Anthropic SSE event {name}: {e}; data={shown}"

@@ -10,6 +10,7 @@
 //! fold the events themselves ([`crate::provider::AssistantEventStream`] documents the order).
 
 pub mod anthropic;
+pub mod anthropic_event;
 pub mod anthropic_request;
 pub mod anthropic_stream;
 pub mod api_key;
@@ -22,6 +23,7 @@ pub mod partial_json;
 pub mod retry;
 pub mod router;
 pub mod scripted;
+pub mod sse;
 pub mod tool_fold;
 pub mod transform;
 pub mod transport;

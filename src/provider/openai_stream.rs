@@ -1,12 +1,12 @@
 //! OpenAI Chat Completions chunk parsing (§A5): text, reasoning fields, tool-call deltas by
 //! stream index, usage, and the exact `finish_reason` table.
 
-use eventsource_stream::Event;
 use serde_json::Value;
 
 use super::Model;
 use super::assembler::Assembler;
 use super::openai_chunk::{Chunk, ToolCallDelta};
+use super::sse::SseEvent;
 use super::transport::{Failure, Flow, WireParser};
 use crate::agent::message::{StopReason, ThinkingContent, Usage};
 
@@ -210,7 +210,11 @@ pub fn map_finish_reason(reason: &str) -> Result<StopReason, String> {
 }
 
 impl WireParser for OpenAiParser {
-    async fn on_event(&mut self, asm: &mut Assembler, event: Event) -> Result<Flow, Failure> {
+    async fn on_event(
+        &mut self,
+        asm: &mut Assembler,
+        event: SseEvent<'_>,
+    ) -> Result<Flow, Failure> {
         let data = event.data.trim();
         if data == "[DONE]" {
             return Ok(Flow::Stop);

@@ -1,14 +1,13 @@
 //! The HTTP side shared by the wire APIs: send the request (retrying before the first token),
-//! decode the SSE body with `eventsource-stream`, and turn every failure into a terminal event.
+//! decode the SSE body ([`super::sse`]), and turn every failure into a terminal event.
 
 use std::time::Duration;
 
-use eventsource_stream::{Event, EventStreamError, Eventsource};
-use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::assembler::{Assembler, ConsumerGone};
 use super::retry;
+use super::sse::{SseDecoder, SseEvent};
 use super::{AssistantMessageEvent, StreamOptions};
 use crate::agent::message::StopReason;
 
@@ -49,7 +48,8 @@ pub enum Flow {
 
 /// One wire API's SSE event handling.
 pub(crate) trait WireParser {
-    async fn on_event(&mut self, asm: &mut Assembler, event: Event) -> Result<Flow, Failure>;
+    async fn on_event(&mut self, asm: &mut Assembler, event: SseEvent<'_>)
+    -> Result<Flow, Failure>;
     /// The stream ended (cleanly or at `Flow::Stop`): the stop reason, or why it is an error.
     async fn finish(self, asm: &mut Assembler) -> Result<StopReason, Failure>;
 }
@@ -224,35 +224,48 @@ async fn attempt<P: WireParser>(
     stream_body(response, options, asm, parser).await
 }
 
+/// Reads the body chunk by chunk and hands every complete event of a chunk to the parser before
+/// reading on: a fast stream delivers many events per read, and they are handled in one go.
 async fn stream_body<P: WireParser>(
-    response: reqwest::Response,
+    mut response: reqwest::Response,
     options: &StreamOptions,
     asm: &mut Assembler,
     mut parser: P,
 ) -> Attempt {
-    let mut events = response.bytes_stream().eventsource();
-    let idle = idle_timeout(options);
-    loop {
+    let mut decoder = SseDecoder::new();
+    // One abort waiter and one idle timer for the whole body, not one of each per chunk
+    // (registering and dropping them per read was a tenth of the per-delta cost).
+    let cancelled = options.signal.cancelled();
+    tokio::pin!(cancelled);
+    let limit = idle_timeout(options);
+    let mut idle = IdleTimer::new(limit);
+    'read: loop {
+        while let Some(event) = decoder.next_event() {
+            if options.signal.is_cancelled() {
+                return Attempt::Aborted;
+            }
+            match parser.on_event(asm, event).await {
+                Ok(Flow::Continue) => {}
+                Ok(Flow::Stop) => break 'read,
+                Err(failure) => return failed(failure, options),
+            }
+        }
         let next = tokio::select! {
             biased;
-            _ = options.signal.cancelled() => return Attempt::Aborted,
-            next = tokio::time::timeout(idle, events.next()) => next,
+            _ = &mut cancelled => return Attempt::Aborted,
+            () = idle.expired() => return Attempt::Failed(timed_out(limit, "no event")),
+            next = response.chunk() => next,
         };
-        let Ok(next) = next else {
-            return Attempt::Failed(timed_out(idle, "no event"));
-        };
-        let event = match next {
-            None => break,
-            Some(Ok(event)) => event,
-            Some(Err(EventStreamError::Transport(e))) => {
+        idle.touch();
+        let chunk = match next {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(e) => {
                 return Attempt::Failed(format!("Connection lost mid-stream: {}", error_chain(&e)));
             }
-            Some(Err(e)) => return Attempt::Failed(format!("Malformed SSE stream: {e}")),
         };
-        match parser.on_event(asm, event).await {
-            Ok(Flow::Continue) => {}
-            Ok(Flow::Stop) => break,
-            Err(failure) => return failed(failure, options),
+        if let Err(e) = decoder.push(&chunk) {
+            return Attempt::Failed(format!("Malformed SSE stream: {e}"));
         }
     }
     if options.signal.is_cancelled() {
@@ -264,9 +277,44 @@ async fn stream_body<P: WireParser>(
     }
 }
 
+/// The idle limit of one body: a single timer, armed for the limit after the last activity.
+/// Activity only records the time; the timer moves when it fires early.
+struct IdleTimer {
+    limit: Duration,
+    last: tokio::time::Instant,
+    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl IdleTimer {
+    fn new(limit: Duration) -> Self {
+        let last = tokio::time::Instant::now();
+        IdleTimer {
+            limit,
+            last,
+            sleep: Box::pin(tokio::time::sleep_until(last + limit)),
+        }
+    }
+
+    fn touch(&mut self) {
+        self.last = tokio::time::Instant::now();
+    }
+
+    /// Resolves once `limit` passed without activity.
+    async fn expired(&mut self) {
+        loop {
+            self.sleep.as_mut().await;
+            let deadline = self.last + self.limit;
+            if deadline <= tokio::time::Instant::now() {
+                return;
+            }
+            self.sleep.as_mut().reset(deadline);
+        }
+    }
+}
+
 /// Inactivity limit: `timeoutMs` in the options, else 10 minutes (the OpenAI and Anthropic
-/// SDKs' default). It restarts with every event, so long streams are fine; a server that goes
-/// silent (a hung local model, a dead proxy) ends the request.
+/// SDKs' default). It restarts with every chunk of the body, so long streams are fine; a server
+/// that goes silent (a hung local model, a dead proxy) ends the request.
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
 
 fn idle_timeout(options: &StreamOptions) -> Duration {

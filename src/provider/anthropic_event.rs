@@ -1,0 +1,94 @@
+//! Typed, borrowing view of one Anthropic Messages stream event's data.
+//!
+//! The per-token events (`content_block_delta`) are read into these structs instead of a
+//! `serde_json::Value`: no map per event, and the delta's text is borrowed straight from the SSE
+//! data when it has no escapes. Fields read once per message or block (`message`, `usage`,
+//! `content_block`) stay `Value`s. Like `Value::as_str`/`as_u64` before, a field of an
+//! unexpected type is ignored rather than failing the event.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::openai_chunk::{Str, lenient_object, lenient_str, lenient_u64};
+
+/// The data of any Anthropic stream event; absent fields are `None`.
+#[derive(Debug, Default, Deserialize)]
+pub struct EventData<'a> {
+    #[serde(default, deserialize_with = "lenient_u64")]
+    pub index: Option<u64>,
+    #[serde(borrow, default, deserialize_with = "lenient_object")]
+    pub delta: Option<Delta<'a>>,
+    #[serde(default)]
+    pub content_block: Option<Value>,
+    #[serde(default)]
+    pub message: Option<Value>,
+    #[serde(default)]
+    pub usage: Option<Value>,
+}
+
+/// `content_block_delta`'s and `message_delta`'s `delta`.
+#[derive(Debug, Default, Deserialize)]
+pub struct Delta<'a> {
+    #[serde(borrow, default, rename = "type", deserialize_with = "lenient_str")]
+    pub kind: Str<'a>,
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub text: Str<'a>,
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub thinking: Str<'a>,
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub partial_json: Str<'a>,
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub signature: Str<'a>,
+    #[serde(borrow, default, deserialize_with = "lenient_str")]
+    pub stop_reason: Str<'a>,
+    #[serde(default)]
+    pub stop_details: Option<Value>,
+}
+
+/// Parses an event's data. Data that is valid JSON but not an object (no server sends it) reads
+/// as an event without fields, as the `Value`-based parsing did.
+pub fn parse(data: &str) -> Result<EventData<'_>, serde_json::Error> {
+    if data.trim_start().starts_with('{') {
+        serde_json::from_str(data)
+    } else {
+        serde_json::from_str::<serde::de::IgnoredAny>(data).map(|_| EventData::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use super::*;
+
+    #[test]
+    fn deltas_borrow_their_text_and_odd_types_are_ignored() {
+        let data = r#"{"type":"content_block_delta","index":2,
+            "delta":{"type":"text_delta","text":"hi","thinking":7}}"#;
+        let event = parse(data).unwrap();
+        assert_eq!(event.index, Some(2));
+        let delta = event.delta.unwrap();
+        assert!(matches!(delta.kind, Some(Cow::Borrowed("text_delta"))));
+        assert!(matches!(delta.text, Some(Cow::Borrowed("hi"))));
+        assert_eq!(delta.thinking, None);
+        let odd = parse(r#"{"index":"2","delta":null}"#).unwrap();
+        assert_eq!((odd.index, odd.delta.is_none()), (None, true));
+        let odd = parse(r#"{"index":-1,"delta":"text_delta"}"#).unwrap();
+        assert_eq!((odd.index, odd.delta.is_none()), (None, true));
+        let odd = parse(r#"{"delta":[{"type":"text_delta"}]}"#).unwrap();
+        assert!(odd.delta.is_none());
+    }
+
+    #[test]
+    fn non_objects_are_empty_events_and_bad_json_fails() {
+        assert!(parse("[1, 2]").unwrap().delta.is_none());
+        assert!(parse(r#"{"index": 1, broken"#).is_err());
+        assert!(parse("nope").is_err());
+    }
+
+    #[test]
+    fn escaped_text_is_unescaped() {
+        let event = parse(r#"{"delta":{"type":"text_delta","text":"a\"b\u00e9"}}"#).unwrap();
+        assert_eq!(event.delta.unwrap().text.as_deref(), Some("a\"b\u{e9}"));
+    }
+}
