@@ -197,3 +197,13 @@ async fn custom_roles_are_filtered_from_a_copy_and_stay_in_the_transcript() {
     assert_eq!(hooks.iter().map(|h| h.1).collect::<Vec<_>>(), [4]);
     assert!(requests.iter().all(|r| r.0 != hooks[0].0));
 }
+
+#[test]
+fn the_model_is_read_without_copying_the_state() {
+    let (agent, _) = super::agent_with(MockStream::responses(vec![text_reply("Hi")]));
+    let mut model = create_model();
+    model.id = "another".into();
+    agent.set_model(model.clone());
+    assert_eq!(agent.model(), model);
+    assert_eq!(agent.state().model, model);
+}
