@@ -135,9 +135,7 @@ async fn via_mock(response: MockResponse, expected_deltas: usize) -> anyhow::Res
     })
     .await?;
     let provider = OpenAiCompletions::new();
-    let context = LlmContext {
-        messages: vec![AgentMessage::user_text("go")],
-    };
+    let context = LlmContext::new(vec![AgentMessage::user_text("go")]);
     let started = Instant::now();
     let mut stream = provider.stream(&model(&mock), context, StreamOptions::default());
     let mut deltas = 0;

@@ -1,6 +1,8 @@
 //! pi's `declareToolChanges`: before pending messages enter the transcript, make the
 //! transcript's replayed tool set equal the context's executable tools.
 
+use serde_json::Value;
+
 use crate::agent::message::{AgentMessage, SystemMessage, ToolDeclaration, now_ms};
 use crate::agent::tool::ToolRef;
 use crate::agent::transcript::{IncrementalTools, ToolChanges, tool_state_changes};
@@ -21,6 +23,11 @@ pub fn declare_tool_changes(
     let sys_idx = pending
         .iter()
         .rposition(|m| matches!(m, AgentMessage::System(_)));
+    // The usual turn: nothing declares and the tools did not change. Checked on references;
+    // the general path below clones every declaration twice per turn.
+    if sys_idx.is_none() && unchanged(cache.tools_at(transcript), tools) {
+        return pending;
+    }
     let mut baseline = pending.clone();
     let mut intent_declares = false;
     if let Some(i) = sys_idx
@@ -63,7 +70,107 @@ pub fn declare_tool_changes(
     }
 }
 
+/// Whether `tool_state_changes(previous, &declarations(tools))` is empty.
+fn unchanged(previous: &[ToolDeclaration], tools: &[ToolRef]) -> bool {
+    let same = |p: &ToolDeclaration, c: &ToolDeclaration| {
+        p.name == c.name
+            && p.description == c.description
+            && p.constrained_sampling == c.constrained_sampling
+            && same_text(&p.parameters, &c.parameters)
+    };
+    tools
+        .iter()
+        .all(|t| previous.iter().any(|p| same(p, t.declaration())))
+        && previous
+            .iter()
+            .all(|p| tools.iter().any(|t| same(p, t.declaration())))
+}
+
+/// Equality of the serialised texts (pi compares `JSON.stringify`, which is key-order
+/// sensitive), without serialising: same shape, keys in the same order, numbers as written.
+fn same_text(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((ka, va), (kb, vb))| ka == kb && same_text(va, vb))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(va, vb)| same_text(va, vb))
+        }
+        // `Number`'s equality says 0.0 == -0.0; their texts differ.
+        (Value::Number(x), Value::Number(y)) => x.to_string() == y.to_string(),
+        _ => a == b,
+    }
+}
+
 fn apply_changes(message: &mut SystemMessage, changes: ToolChanges) {
     message.tools_added = (!changes.added.is_empty()).then_some(changes.added);
     message.tools_removed = (!changes.removed.is_empty()).then_some(changes.removed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolUpdater};
+    use crate::agent::transcript::tool_state_changes;
+    use futures_util::future::BoxFuture;
+    use proptest::prelude::*;
+    use serde_json::json;
+    use std::sync::Arc;
+    use tokio_util::sync::CancellationToken;
+
+    struct Declared(ToolDeclaration);
+
+    impl AgentTool for Declared {
+        fn declaration(&self) -> &ToolDeclaration {
+            &self.0
+        }
+        fn execute(
+            &self,
+            _: String,
+            _: Value,
+            _: CancellationToken,
+            _: ToolUpdater,
+        ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+            Box::pin(async { Ok(AgentToolResult::text("")) })
+        }
+    }
+
+    /// Declarations from a small alphabet: names, descriptions and schemas that collide,
+    /// including key order, 0 / 0.0 / -0.0 and nested arrays.
+    fn declaration(k: (u8, u8, u8)) -> ToolDeclaration {
+        let schemas = [
+            json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+            json!({"properties": {"a": {"type": "string"}}, "type": "object"}),
+            json!({"type": "object", "minimum": 0}),
+            json!({"type": "object", "minimum": 0.0}),
+            json!({"type": "object", "minimum": -0.0}),
+            json!({"type": "object", "enum": [[1, "x"], null, true]}),
+        ];
+        ToolDeclaration {
+            name: ["read", "edit", "bash"][usize::from(k.0 % 3)].into(),
+            description: ["d", "e"][usize::from(k.1 % 2)].into(),
+            parameters: schemas[usize::from(k.2 % 6)].clone(),
+            constrained_sampling: None,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+        #[test]
+        fn unchanged_agrees_with_tool_state_changes(
+            prev in proptest::collection::vec((0u8..3, 0u8..2, 0u8..6), 0..4),
+            cur in proptest::collection::vec((0u8..3, 0u8..2, 0u8..6), 0..4),
+        ) {
+            let previous: Vec<ToolDeclaration> = prev.into_iter().map(declaration).collect();
+            let tools: Vec<ToolRef> = cur
+                .into_iter()
+                .map(|k| Arc::new(Declared(declaration(k))) as ToolRef)
+                .collect();
+            let expected = tool_state_changes(&previous, &declarations(&tools)).is_empty();
+            prop_assert_eq!(unchanged(&previous, &tools), expected);
+        }
+    }
 }

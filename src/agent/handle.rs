@@ -411,6 +411,11 @@ impl Agent {
         lock(&self.shared.state).clone()
     }
 
+    /// The current model, without copying the rest of the state (the transcript).
+    pub fn model(&self) -> Model {
+        lock(&self.shared.state).model.clone()
+    }
+
     pub fn set_model(&self, m: Model) {
         lock(&self.shared.state).model = m;
     }

@@ -1,7 +1,7 @@
 //! The loop's hook contracts (pi's `types.ts`): what each hook receives and may return.
 //!
 //! Every hook is an async closure returning a `BoxFuture<'static, …>`, so it receives owned
-//! (cheaply cloned) context plus the run's `CancellationToken`. A hook failure is `Err(String)`:
+//! (cheaply cloned: the transcript is an `Arc` snapshot) context plus the run's `CancellationToken`. A hook failure is `Err(String)`:
 //! in the tool pipeline it becomes an error tool result (as pi's `catch`), anywhere else it fails
 //! the run, and the core then closes the event sequence itself (see `loop_` docs).
 
@@ -21,13 +21,31 @@ use crate::provider::Model;
 pub type HookFuture<T> = BoxFuture<'static, Result<T, String>>;
 
 /// pi's `AgentContext`: the transcript and the executable tools (no system prompt field).
+///
+/// The transcript is a shared snapshot: cloning a context (for every hook that receives one,
+/// and for every provider request) copies pointers, not the history. Whoever appends goes
+/// through `Arc::make_mut`, which copies the messages only while someone else still holds the
+/// same snapshot (copy-on-write), so a hook that keeps its context keeps exactly what it saw.
 #[derive(Clone, Default)]
 pub struct AgentContext {
-    pub messages: Vec<AgentMessage>,
+    pub messages: Arc<Vec<AgentMessage>>,
     pub tools: Vec<ToolRef>,
 }
 
 impl AgentContext {
+    /// A context owning these messages and tools.
+    pub fn new(messages: Vec<AgentMessage>, tools: Vec<ToolRef>) -> Self {
+        AgentContext {
+            messages: Arc::new(messages),
+            tools,
+        }
+    }
+
+    /// The transcript for appending (copies it first only if a snapshot of it is still shared).
+    pub fn messages_mut(&mut self) -> &mut Vec<AgentMessage> {
+        Arc::make_mut(&mut self.messages)
+    }
+
     /// The tool with exactly this name, if any.
     pub fn tool(&self, name: &str) -> Option<&ToolRef> {
         self.tools.iter().find(|t| t.name() == name)

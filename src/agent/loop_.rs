@@ -131,7 +131,7 @@ impl Run {
             prompts,
             &mut self.tools,
         );
-        self.context.messages.extend(initial.iter().cloned());
+        self.context.messages_mut().extend(initial.iter().cloned());
         self.new_messages = initial.clone();
         self.emit(AgentEvent::AgentStart).await?;
         self.emit(AgentEvent::TurnStart).await?;
@@ -285,7 +285,7 @@ impl Run {
                 message: message.clone(),
             })
             .await?;
-            self.context.messages.push(message.clone());
+            self.context.messages_mut().push(message.clone());
             self.new_messages.push(message);
         }
         Ok(())
@@ -352,7 +352,7 @@ impl Run {
         };
         for result in &batch.messages {
             let message = AgentMessage::ToolResult(result.clone());
-            self.context.messages.push(message.clone());
+            self.context.messages_mut().push(message.clone());
             self.new_messages.push(message);
         }
         Ok((batch.messages, !batch.terminate))

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::config::{AgentLoopConfig, Emit, merged_identity};
-use crate::agent::convert::default_convert_to_llm;
+use crate::agent::convert::{default_convert_shared, default_convert_to_llm};
 use crate::agent::event::AgentEvent;
 use crate::agent::hooks::AgentContext;
 use crate::agent::message::{
@@ -42,27 +42,28 @@ pub(crate) async fn stream_assistant_response(
 ) -> Result<AssistantMessage, String> {
     let config = req.config;
     let hooks = &config.hooks;
-    let mut messages = context.messages.clone();
     // Without hooks the request's messages are a pure function of the context, which does not
-    // change until the response is appended: a repair recomputes them instead of every
-    // request keeping a second copy of the whole transcript just in case.
-    let pure = hooks.transform_context.is_none() && hooks.convert_to_llm.is_none();
-    if let Some(transform) = &hooks.transform_context {
-        messages = transform(messages, req.cancel.clone()).await?;
-    }
-    let llm = match &hooks.convert_to_llm {
-        Some(convert) => convert(messages, req.cancel.clone()).await?,
-        None => default_convert_to_llm(messages),
+    // change until the response is appended: they share the context's snapshot (no copy when
+    // the conversion keeps every message), and a repair recomputes them.
+    let llm = if hooks.transform_context.is_none() && hooks.convert_to_llm.is_none() {
+        default_convert_shared(&context.messages)
+    } else {
+        let mut messages = context.messages.to_vec();
+        if let Some(transform) = &hooks.transform_context {
+            messages = transform(messages, req.cancel.clone()).await?;
+        }
+        Arc::new(match &hooks.convert_to_llm {
+            Some(convert) => convert(messages, req.cancel.clone()).await?,
+            None => default_convert_to_llm(messages),
+        })
     };
     let options = request_options(config, req.cancel).await?;
     let repairable = config.protocol_repair && !context.tools.is_empty();
-    let (first, kept) = if repairable && !pure {
-        (llm.clone(), Some(llm))
-    } else {
-        (llm, None)
-    };
-    let mut attempt = Attempt::run(req, first, options.clone()).await?;
-    if repairable && fakes_tool_calls(&attempt.message) {
+    let kept = repairable.then(|| Arc::clone(&llm));
+    let mut attempt = Attempt::run(req, llm, options.clone()).await?;
+    if let Some(kept) = kept
+        && fakes_tool_calls(&attempt.message)
+    {
         if attempt.started {
             (req.emit)(AgentEvent::MessageDiscard {
                 message: attempt.message.clone(),
@@ -70,12 +71,14 @@ pub(crate) async fn stream_assistant_response(
             })
             .await?;
         }
-        let mut repaired = kept.unwrap_or_else(|| default_convert_to_llm(context.messages.clone()));
+        // The repair request is the same messages plus the instruction; the only copy of the
+        // history, and only on this rare path.
+        let mut repaired = Arc::unwrap_or_clone(kept);
         repaired.push(AgentMessage::User(UserMessage {
             content: PROTOCOL_REPAIR_TEXT.into(),
             timestamp: now_ms(),
         }));
-        attempt = Attempt::run(req, repaired, options).await?;
+        attempt = Attempt::run(req, Arc::new(repaired), options).await?;
     }
     let mut message = attempt.message;
     message.thinking_level = Some(config.thinking_level());
@@ -86,7 +89,7 @@ pub(crate) async fn stream_assistant_response(
         })
         .await?;
     }
-    context.messages.push(as_agent.clone());
+    context.messages_mut().push(as_agent.clone());
     (req.emit)(AgentEvent::MessageEnd { message: as_agent }).await?;
     Ok(message)
 }
@@ -135,7 +138,7 @@ struct Attempt {
 impl Attempt {
     async fn run(
         req: &Request<'_>,
-        messages: Vec<AgentMessage>,
+        messages: Arc<Vec<AgentMessage>>,
         options: StreamOptions,
     ) -> Result<Attempt, String> {
         let mut partial = Partial::new(req.config);

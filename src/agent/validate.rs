@@ -8,6 +8,8 @@ use serde_json::{Map, Value};
 
 use crate::agent::message::ToolCall;
 
+mod cache;
+
 /// Validates a call against `parameters`; returns the coerced arguments or pi's error text.
 pub fn validate_tool_arguments(parameters: &Value, call: &ToolCall) -> Result<Value, String> {
     if let Some(err) = &call.arguments_error {
@@ -18,7 +20,7 @@ pub fn validate_tool_arguments(parameters: &Value, call: &ToolCall) -> Result<Va
     }
     let mut args = call.arguments.clone();
     coerce(parameters, &mut args);
-    let validator = jsonschema::validator_for(parameters)
+    let validator = cache::validator(parameters)
         .map_err(|e| format!("Invalid schema for tool \"{}\": {e}", call.name))?;
     let lines: Vec<String> = validator
         .iter_errors(&args)

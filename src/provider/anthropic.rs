@@ -94,6 +94,9 @@ impl StreamFn for AnthropicMessages {
                     return asm.fail(StopReason::Error, message).await;
                 }
             };
+            // The body owns what it needs; the loop's next append must not find the
+            // transcript still shared (it would copy it).
+            drop(context);
             let mut headers = headers(key.as_deref(), &request.betas);
             apply_model_headers(&mut headers, &model, &options);
             let target = HttpTarget {

@@ -216,9 +216,22 @@ impl Default for Model {
 
 /// What the provider sees of the conversation: LLM messages only (no custom roles), with tools
 /// declared inside system messages (`toolsAdded`/`toolsRemoved`).
+///
+/// The messages are a shared snapshot: when no hook rewrites the transcript, the loop hands the
+/// provider its own history without copying it. Providers only read them, and should drop the
+/// context once the request body is built, so the loop's next append does not copy.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LlmContext {
-    pub messages: Vec<AgentMessage>,
+    pub messages: std::sync::Arc<Vec<AgentMessage>>,
+}
+
+impl LlmContext {
+    /// A context owning these messages.
+    pub fn new(messages: Vec<AgentMessage>) -> Self {
+        LlmContext {
+            messages: std::sync::Arc::new(messages),
+        }
+    }
 }
 
 /// Options for one request. The loop passes its whole configuration through here.

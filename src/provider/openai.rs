@@ -111,6 +111,9 @@ impl StreamFn for OpenAiCompletions {
                     return asm.fail(StopReason::Error, message).await;
                 }
             };
+            // The body owns what it needs; the loop's next append must not find the
+            // transcript still shared (it would copy it).
+            drop(context);
             let target = HttpTarget {
                 url: endpoint(&model),
                 headers,

@@ -361,7 +361,8 @@ impl Session {
         let mut record = self.record.lock().unwrap_or_else(|e| e.into_inner());
         let mut message = message.clone();
         if let AgentMessage::Assistant(a) = &mut message {
-            crate::models::apply_cost(&self.agent.state().model, &mut a.usage);
+            // `model()`, not `state().model`: the state holds the whole transcript.
+            crate::models::apply_cost(&self.agent.model(), &mut a.usage);
         }
         if let Err(e) = record.append_message(&message) {
             tracing::warn!(session = self.id, %e, "cannot record the session");

@@ -3,6 +3,7 @@
 //! deliberate improvements over pi 1.6.
 
 mod improvements;
+mod sharing;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -30,7 +30,7 @@ pub(crate) fn config() -> AgentLoopConfig {
 }
 
 pub(crate) fn context(messages: Vec<AgentMessage>, tools: Vec<ToolRef>) -> AgentContext {
-    AgentContext { messages, tools }
+    AgentContext::new(messages, tools)
 }
 
 pub(crate) async fn run(

@@ -143,9 +143,6 @@ fn run_inputs(
     config.protocol_repair = settings.protocol_repair;
     config.get_steering_messages = Some(steering_poll(shared, skip_initial_steering));
     config.get_follow_up_messages = Some(follow_up_poll(shared));
-    let context = AgentContext {
-        messages: state.messages,
-        tools: state.tools,
-    };
+    let context = AgentContext::new(state.messages, state.tools);
     (context, config, settings.stream_fn)
 }

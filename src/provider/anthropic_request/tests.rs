@@ -55,7 +55,7 @@ fn options(level: Option<ThinkingLevel>, rich: bool) -> StreamOptions {
 }
 
 fn assert_same(model: &Model, messages: Vec<AgentMessage>, options: &StreamOptions) {
-    let context = LlmContext { messages };
+    let context = LlmContext::new(messages);
     let (old, old_betas) = reference::build_request(model, &context, options);
     let new = build_request(model, &context, options).unwrap();
     assert_eq!(
@@ -94,9 +94,7 @@ fn the_rich_fixture_reaches_every_kind_of_block() {
         json!({"supportsMidConvoSystemMessages": true,
                                           "supportsMidConvoToolChanges": true}),
     );
-    let context = LlmContext {
-        messages: fixtures::rich(&model),
-    };
+    let context = LlmContext::new(fixtures::rich(&model));
     let body = build_request(&model, &context, &options(None, false))
         .unwrap()
         .body;

@@ -87,7 +87,7 @@ fn compats() -> Vec<(bool, &'static str, Value)> {
 }
 
 fn assert_same(model: &Model, messages: Vec<AgentMessage>, options: &StreamOptions) {
-    let context = LlmContext { messages };
+    let context = LlmContext::new(messages);
     let old = reference::build_body(model, &context, options).to_string();
     let new = build_body(model, &context, options).unwrap();
     assert_eq!(new, old, "compat {:?}, options {options:?}", model.compat);
@@ -144,7 +144,5 @@ fn the_rich_fixture_reaches_every_kind_of_message() {
 }
 
 fn fixtures_context(model: &Model) -> LlmContext {
-    LlmContext {
-        messages: fixtures::rich(model),
-    }
+    LlmContext::new(fixtures::rich(model))
 }

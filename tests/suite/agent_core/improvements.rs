@@ -194,10 +194,7 @@ async fn i2_no_provider_request_is_started_after_an_abort_during_tools() {
     let rec = Recorder::default();
     let outcome = run_agent_loop(
         vec![user("go")],
-        AgentContext {
-            messages: vec![],
-            tools: vec![aborting],
-        },
+        AgentContext::new(vec![], vec![aborting]),
         loop_config(),
         rec.emit(),
         cancel,
@@ -281,10 +278,7 @@ async fn i2_running_and_queued_tools_end_with_operation_aborted_and_stubborn_too
     let rec = Recorder::default();
     let run = tokio::spawn(run_agent_loop(
         vec![user("go")],
-        AgentContext {
-            messages: vec![],
-            tools: vec![stubborn, later],
-        },
+        AgentContext::new(vec![], vec![stubborn, later]),
         cfg,
         rec.emit(),
         cancel.clone(),

@@ -44,7 +44,7 @@ async fn l21_prepares_the_initial_request_after_pending_messages_and_can_replace
             .unwrap()
             .push((req.model.id.clone(), req.thinking_level));
         let mut ctx = req.context;
-        ctx.messages = vec![can.clone()];
+        ctx.messages = vec![can.clone()].into();
         let update = AgentRequestUpdate {
             context: Some(ctx),
             model: Some(rep.clone()),
@@ -67,7 +67,7 @@ async fn l21_prepares_the_initial_request_after_pending_messages_and_can_replace
     assert_eq!(count(&prepares), 1);
     let call = &stream.calls()[0];
     assert_eq!(call.model, replacement);
-    assert_eq!(call.context.messages, vec![canonical]);
+    assert_eq!(*call.context.messages, vec![canonical]);
     assert_eq!(call.options.reasoning, Some(ThinkingLevel::High));
     assert_eq!(
         *seen.lock().unwrap(),

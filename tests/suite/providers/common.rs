@@ -43,9 +43,9 @@ pub async fn mock(script: &str) -> MockProvider {
 }
 
 pub fn user_context(text: &str) -> LlmContext {
-    LlmContext {
-        messages: vec![agent_lsp::agent::message::AgentMessage::user_text(text)],
-    }
+    LlmContext::new(vec![agent_lsp::agent::message::AgentMessage::user_text(
+        text,
+    )])
 }
 
 /// Streams one response and checks the contract: at most one start (first, after retries),

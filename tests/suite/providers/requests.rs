@@ -81,17 +81,15 @@ fn conversation(api: &str) -> LlmContext {
         timestamp: 5,
         ..SystemMessage::default()
     };
-    LlmContext {
-        messages: vec![
-            system.into(),
-            AgentMessage::user_text("read a.txt"),
-            assistant.into(),
-            result.into(),
-            errored.into(),
-            later.into(),
-            AgentMessage::user_text("now write"),
-        ],
-    }
+    LlmContext::new(vec![
+        system.into(),
+        AgentMessage::user_text("read a.txt"),
+        assistant.into(),
+        result.into(),
+        errored.into(),
+        later.into(),
+        AgentMessage::user_text("now write"),
+    ])
 }
 
 async fn recorded_body(
@@ -178,7 +176,7 @@ async fn openai_request_converts_messages_and_folds_tools() {
 async fn openai_additions_render_tools_in_place_when_enabled() {
     let mut context = conversation("openai-completions");
     // Only additions: drop the removal so the history stays additive.
-    if let AgentMessage::System(later) = &mut context.messages[5] {
+    if let AgentMessage::System(later) = &mut std::sync::Arc::make_mut(&mut context.messages)[5] {
         later.tools_removed = None;
     }
     let mock = mock(r#"{"responses": [{"text": "ok"}, {"text": "ok"}]}"#).await;
@@ -285,7 +283,7 @@ async fn anthropic_request_converts_messages_and_folds_tools() {
 #[tokio::test]
 async fn foreign_thinking_becomes_text_and_orphans_get_results() {
     let mut context = conversation("openai-completions");
-    context.messages.truncate(3); // Ends on the assistant's unanswered tool call.
+    std::sync::Arc::make_mut(&mut context.messages).truncate(3); // Ends on the assistant's unanswered tool call.
     let (body, _) = recorded_body("anthropic-messages", context, StreamOptions::default()).await;
     let messages = body["messages"].as_array().unwrap();
     // Thinking from another API is replayed as text.
@@ -353,12 +351,12 @@ async fn user_images_and_blocks_convert() {
             mime_type: "image/jpeg".into(),
         }),
     ]);
-    let context = LlmContext {
-        messages: vec![AgentMessage::User(agent_lsp::agent::message::UserMessage {
+    let context = LlmContext::new(vec![AgentMessage::User(
+        agent_lsp::agent::message::UserMessage {
             content: blocks,
             timestamp: 1,
-        })],
-    };
+        },
+    )]);
     let (body, _) = recorded_body(
         "openai-completions",
         context.clone(),
@@ -539,7 +537,7 @@ async fn openrouter_encrypted_reasoning_is_kept_and_replayed() {
         AgentMessage::Assistant(message.clone()),
     ];
     messages.extend(results);
-    done(&run(&model, LlmContext { messages }, StreamOptions::default()).await);
+    done(&run(&model, LlmContext::new(messages), StreamOptions::default()).await);
     let body = mock.requests().remove(1).body;
     let replayed = &body["messages"][1]["reasoning_details"];
     assert_eq!(replayed.as_array().map(Vec::len), Some(2));
@@ -564,7 +562,7 @@ async fn anthropic_redacted_thinking_is_kept_and_replayed_to_the_same_model() {
         message.into(),
         AgentMessage::user_text("more"),
     ];
-    done(&run(&model, LlmContext { messages }, StreamOptions::default()).await);
+    done(&run(&model, LlmContext::new(messages), StreamOptions::default()).await);
     let body = mock.requests().remove(1).body;
     let replayed = &body["messages"][1]["content"];
     assert_eq!(
