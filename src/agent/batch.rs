@@ -86,10 +86,13 @@ async fn emit_result_message(
     let message = outcome.to_message();
     let as_agent = AgentMessage::ToolResult(message.clone());
     emit(AgentEvent::MessageStart {
-        message: as_agent.clone(),
+        message: Box::new(as_agent.clone()),
     })
     .await?;
-    emit(AgentEvent::MessageEnd { message: as_agent }).await?;
+    emit(AgentEvent::MessageEnd {
+        message: Box::new(as_agent),
+    })
+    .await?;
     Ok(message)
 }
 
@@ -106,7 +109,7 @@ async fn emit_end(emit: &Emit, outcome: &ToolCallOutcome) -> Result<(), String> 
     emit(AgentEvent::ToolExecutionEnd {
         tool_call_id: outcome.tool_call.id.clone(),
         tool_name: outcome.tool_call.name.clone(),
-        result: outcome.result.clone(),
+        result: Box::new(outcome.result.clone()),
         is_error: outcome.is_error,
         duration_ms: outcome.duration_ms,
     })
@@ -121,7 +124,7 @@ fn update_sink(emit: &Emit, call: &ToolCall) -> UpdateSink {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             args: call.arguments.clone(),
-            partial_result: partial,
+            partial_result: Box::new(partial),
         })
     })
 }

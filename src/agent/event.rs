@@ -10,7 +10,8 @@ use crate::agent::message::{AgentMessage, AssistantMessage, ToolResultMessage};
 use crate::agent::tool::AgentToolResult;
 use crate::provider::AssistantMessageEvent;
 
-#[allow(clippy::large_enum_variant)] // Events are moved to listeners, not stored in bulk.
+/// Whole messages and tool results are boxed: every streamed delta is moved through several
+/// channels and futures as an `AgentEvent`, so the enum is kept small.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentEvent {
@@ -24,25 +25,25 @@ pub enum AgentEvent {
     TurnEnd {
         /// Serialised with its `role`, as pi does (the struct alone has no role field).
         #[serde(serialize_with = "with_role::assistant")]
-        message: AssistantMessage,
+        message: Box<AssistantMessage>,
         #[serde(serialize_with = "with_role::tool_results")]
         tool_results: Vec<ToolResultMessage>,
     },
     MessageStart {
-        message: AgentMessage,
+        message: Box<AgentMessage>,
     },
     #[serde(rename_all = "camelCase")]
     MessageUpdate {
         assistant_message_event: AssistantMessageEvent,
     },
     MessageEnd {
-        message: AgentMessage,
+        message: Box<AgentMessage>,
     },
     /// A streamed response was withdrawn (it faked tool calls in text); a repaired retry follows.
     /// Not in pi 1.6: see ARCHITECTURE.md, "deliberate improvements".
     #[serde(rename_all = "camelCase")]
     MessageDiscard {
-        message: AssistantMessage,
+        message: Box<AssistantMessage>,
         reason: String,
     },
     #[serde(rename_all = "camelCase")]
@@ -56,13 +57,13 @@ pub enum AgentEvent {
         tool_call_id: String,
         tool_name: String,
         args: Value,
-        partial_result: AgentToolResult,
+        partial_result: Box<AgentToolResult>,
     },
     #[serde(rename_all = "camelCase")]
     ToolExecutionEnd {
         tool_call_id: String,
         tool_name: String,
-        result: AgentToolResult,
+        result: Box<AgentToolResult>,
         is_error: bool,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duration_ms: Option<u64>,
@@ -138,7 +139,7 @@ mod tests {
     #[test]
     fn turn_end_messages_carry_pi_roles_and_read_back() {
         let event = AgentEvent::TurnEnd {
-            message: AssistantMessage::default(),
+            message: Box::default(),
             tool_results: vec![ToolResultMessage::default()],
         };
         let json = serde_json::to_value(&event).unwrap();

@@ -174,7 +174,8 @@ struct Shared {
     settings: Mutex<Settings>,
     steering: Mutex<PendingQueue>,
     follow_up: Mutex<PendingQueue>,
-    listeners: Mutex<Vec<(ListenerId, AgentListener)>>,
+    /// Copy-on-write, so each emitted event takes a snapshot without allocating.
+    listeners: Mutex<Arc<Vec<(ListenerId, AgentListener)>>>,
     next_listener: AtomicU64,
     /// The active run's token; `Some` while a run is active.
     active: Mutex<Option<CancellationToken>>,
@@ -247,7 +248,7 @@ impl Agent {
                 settings: Mutex::new(settings),
                 steering: Mutex::new(PendingQueue::new(options.steering_mode)),
                 follow_up: Mutex::new(PendingQueue::new(options.follow_up_mode)),
-                listeners: Mutex::new(Vec::new()),
+                listeners: Mutex::new(Arc::new(Vec::new())),
                 next_listener: AtomicU64::new(1),
                 active: Mutex::new(None),
                 running,
@@ -380,12 +381,12 @@ impl Agent {
 
     pub fn subscribe(&self, l: AgentListener) -> ListenerId {
         let id = ListenerId(self.shared.next_listener.fetch_add(1, Ordering::Relaxed));
-        lock(&self.shared.listeners).push((id, l));
+        Arc::make_mut(&mut lock(&self.shared.listeners)).push((id, l));
         id
     }
 
     pub fn unsubscribe(&self, id: ListenerId) {
-        lock(&self.shared.listeners).retain(|(i, _)| *i != id);
+        Arc::make_mut(&mut lock(&self.shared.listeners)).retain(|(i, _)| *i != id);
     }
 
     /// Keeps only the replayed system head, clears runtime fields and both queues.

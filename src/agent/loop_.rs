@@ -137,10 +137,13 @@ impl Run {
         self.emit(AgentEvent::TurnStart).await?;
         for message in initial {
             self.emit(AgentEvent::MessageStart {
-                message: message.clone(),
+                message: Box::new(message.clone()),
             })
             .await?;
-            self.emit(AgentEvent::MessageEnd { message }).await?;
+            self.emit(AgentEvent::MessageEnd {
+                message: Box::new(message),
+            })
+            .await?;
         }
         self.run_loop().await
     }
@@ -211,7 +214,7 @@ impl Run {
                 };
                 let turn = (message.clone(), results.clone());
                 self.emit(AgentEvent::TurnEnd {
-                    message,
+                    message: Box::new(message),
                     tool_results: results,
                 })
                 .await?;
@@ -278,11 +281,11 @@ impl Run {
         );
         for message in declared {
             self.emit(AgentEvent::MessageStart {
-                message: message.clone(),
+                message: Box::new(message.clone()),
             })
             .await?;
             self.emit(AgentEvent::MessageEnd {
-                message: message.clone(),
+                message: Box::new(message.clone()),
             })
             .await?;
             self.context.messages_mut().push(message.clone());
@@ -364,7 +367,7 @@ impl Run {
             finish(self.turn(&message, &[]), self.cancel.clone()).await?;
         }
         self.emit(AgentEvent::TurnEnd {
-            message,
+            message: Box::new(message),
             tool_results: Vec::new(),
         })
         .await?;
@@ -409,13 +412,13 @@ impl Run {
         let as_agent = AgentMessage::Assistant(failure.clone());
         let events = [
             AgentEvent::MessageStart {
-                message: as_agent.clone(),
+                message: Box::new(as_agent.clone()),
             },
             AgentEvent::MessageEnd {
-                message: as_agent.clone(),
+                message: Box::new(as_agent.clone()),
             },
             AgentEvent::TurnEnd {
-                message: failure,
+                message: Box::new(failure),
                 tool_results: Vec::new(),
             },
             AgentEvent::AgentEnd {

@@ -66,7 +66,7 @@ pub(crate) async fn stream_assistant_response(
     {
         if attempt.started {
             (req.emit)(AgentEvent::MessageDiscard {
-                message: attempt.message.clone(),
+                message: Box::new(attempt.message.clone()),
                 reason: DISCARD_REASON.to_string(),
             })
             .await?;
@@ -85,12 +85,15 @@ pub(crate) async fn stream_assistant_response(
     let as_agent = AgentMessage::Assistant(message.clone());
     if !attempt.started {
         (req.emit)(AgentEvent::MessageStart {
-            message: as_agent.clone(),
+            message: Box::new(as_agent.clone()),
         })
         .await?;
     }
     context.messages_mut().push(as_agent.clone());
-    (req.emit)(AgentEvent::MessageEnd { message: as_agent }).await?;
+    (req.emit)(AgentEvent::MessageEnd {
+        message: Box::new(as_agent),
+    })
+    .await?;
     Ok(message)
 }
 
@@ -231,10 +234,10 @@ impl Partial {
     ) -> Result<Option<AssistantMessage>, String> {
         match event {
             AssistantMessageEvent::Start { partial } => {
-                self.message = partial;
+                self.message = *partial;
                 self.started = true;
                 emit(AgentEvent::MessageStart {
-                    message: AgentMessage::Assistant(self.message.clone()),
+                    message: Box::new(AgentMessage::Assistant(self.message.clone())),
                 })
                 .await?;
             }
@@ -252,7 +255,7 @@ impl Partial {
                 })
                 .await?;
             }
-            AssistantMessageEvent::Done { message, .. } => return Ok(Some(message)),
+            AssistantMessageEvent::Done { message, .. } => return Ok(Some(*message)),
             AssistantMessageEvent::Error { reason, mut error } => {
                 if !error.stop_reason.is_hard_exit() {
                     error.stop_reason = if reason.is_hard_exit() {
@@ -261,7 +264,7 @@ impl Partial {
                         StopReason::Error
                     };
                 }
-                return Ok(Some(error));
+                return Ok(Some(*error));
             }
             // pi ignores block events that arrive before `start`.
             block if self.started => {
@@ -316,7 +319,7 @@ impl Partial {
             } => {
                 slot(content, *content_index, ContentBlock::text(""));
                 if let Some(block) = content.get_mut(*content_index) {
-                    *block = ContentBlock::ToolCall(tool_call.clone());
+                    *block = ContentBlock::ToolCall((**tool_call).clone());
                 }
             }
             _ => {}

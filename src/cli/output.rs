@@ -173,9 +173,12 @@ impl Renderer for HumanRenderer {
                 assistant_message_event: AssistantMessageEvent::TextDelta { delta, .. },
             } => self.write(delta),
             // Errors are reported once, on stderr, when the run settles.
-            AgentEvent::MessageEnd {
-                message: AgentMessage::Assistant(_),
-            } if self.mid_line.lock().map(|m| *m).unwrap_or(false) => self.write("\n"),
+            AgentEvent::MessageEnd { message }
+                if matches!(**message, AgentMessage::Assistant(_))
+                    && self.mid_line.lock().map(|m| *m).unwrap_or(false) =>
+            {
+                self.write("\n")
+            }
             AgentEvent::ProviderRetry {
                 attempt,
                 max_attempts,

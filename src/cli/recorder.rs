@@ -48,7 +48,7 @@ impl Recorder {
             let renderer = renderer.clone();
             Box::pin(async move {
                 if let AgentEvent::MessageEnd { message } = &*event {
-                    let mut message = message.clone();
+                    let mut message = (**message).clone();
                     let mut state = inner.lock().map_err(|_| "recorder lock poisoned")?;
                     if let AgentMessage::Assistant(a) = &mut message {
                         apply_cost(&model, &mut a.usage);

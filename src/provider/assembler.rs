@@ -74,7 +74,7 @@ impl Assembler {
             return Ok(());
         }
         self.started = true;
-        let partial = self.message.clone();
+        let partial = Box::new(self.message.clone());
         self.emit(AssistantMessageEvent::Start { partial }).await
     }
 
@@ -209,7 +209,7 @@ impl Assembler {
                 finish_arguments(call, &parser);
                 AssistantMessageEvent::ToolCallEnd {
                     content_index: index,
-                    tool_call: call.clone(),
+                    tool_call: Box::new(call.clone()),
                 }
             }
             (_, Some(ContentBlock::Thinking(ThinkingContent { thinking, .. }))) => {
@@ -247,7 +247,7 @@ impl Assembler {
         self.end_all().await?;
         self.finished = true;
         self.message.stop_reason = reason;
-        let message = self.message.clone();
+        let message = Box::new(self.message.clone());
         self.emit(AssistantMessageEvent::Done { reason, message })
             .await
     }
@@ -266,7 +266,7 @@ impl Assembler {
         }
         self.message.stop_reason = reason;
         self.message.error_message = Some(error_message);
-        let error = self.message.clone();
+        let error = Box::new(self.message.clone());
         let _ = self
             .emit(AssistantMessageEvent::Error { reason, error })
             .await;
@@ -329,7 +329,11 @@ where
         }
         Err(_) => {
             let reason = StopReason::Error;
-            let error = error_message(model, reason, "no tokio runtime to stream on".into());
+            let error = Box::new(error_message(
+                model,
+                reason,
+                "no tokio runtime to stream on".into(),
+            ));
             AssistantEventStream::from_events(vec![AssistantMessageEvent::Error { reason, error }])
         }
     }

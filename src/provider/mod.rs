@@ -38,12 +38,12 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::message::{AgentMessage, AssistantMessage, StopReason, ThinkingLevel, ToolCall};
 
 /// One event of an assistant response stream (pi's `AssistantMessageEvent`, without `partial`).
-#[allow(clippy::large_enum_variant)] // Terminal events carry the message once per response.
+/// The variants carrying a whole message box it, so a delta event stays small to move.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AssistantMessageEvent {
     /// The response began; `partial` is the initial message (usually empty content).
-    Start { partial: AssistantMessage },
+    Start { partial: Box<AssistantMessage> },
     #[serde(rename_all = "camelCase")]
     TextStart { content_index: usize },
     #[serde(rename_all = "camelCase")]
@@ -74,7 +74,7 @@ pub enum AssistantMessageEvent {
     #[serde(rename = "toolcall_end", rename_all = "camelCase")]
     ToolCallEnd {
         content_index: usize,
-        tool_call: ToolCall,
+        tool_call: Box<ToolCall>,
     },
     /// A retryable failure happened before any token arrived; the provider waits `delay_ms`
     /// and tries again. Not a pi event: it makes retries visible to clients.
@@ -88,12 +88,12 @@ pub enum AssistantMessageEvent {
     /// Terminal success: `reason` is stop, length, toolUse or deferred.
     Done {
         reason: StopReason,
-        message: AssistantMessage,
+        message: Box<AssistantMessage>,
     },
     /// Terminal failure: `reason` is error or aborted; `error.errorMessage` says why.
     Error {
         reason: StopReason,
-        error: AssistantMessage,
+        error: Box<AssistantMessage>,
     },
 }
 

@@ -4,6 +4,8 @@
 //! chunk and borrows unescaped strings straight from the SSE data (the hot path: one chunk per
 //! token). String fields are lenient: a server putting a non-string where a string belongs
 //! (`null`, an object) gets the field ignored rather than the whole chunk rejected.
+//! Rare `Value` fields are boxed and only the first choice is kept: the structs stay small, as
+//! serde moves them by value several times per chunk.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -23,12 +25,14 @@ pub struct Chunk<'a> {
     pub id: Str<'a>,
     #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub model: Str<'a>,
+    /// Only the first choice is read (pi reads `choices[0]`); the rest are skipped unparsed,
+    /// which saves a `Vec` per chunk on the hot path.
     #[serde(borrow, default)]
-    pub choices: Option<Vec<Choice<'a>>>,
+    pub choices: Option<FirstChoice<'a>>,
     #[serde(default)]
-    pub usage: Option<Value>,
+    pub usage: Option<Box<Value>>,
     #[serde(default)]
-    pub error: Option<Value>,
+    pub error: Option<Box<Value>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -39,7 +43,7 @@ pub struct Choice<'a> {
     pub delta: Option<Delta<'a>>,
     /// Moonshot reports usage per choice.
     #[serde(default)]
-    pub usage: Option<Value>,
+    pub usage: Option<Box<Value>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -56,7 +60,32 @@ pub struct Delta<'a> {
     pub tool_calls: Option<Vec<ToolCallDelta<'a>>>,
     /// OpenRouter: encrypted reasoning to replay with the tool call of the same id.
     #[serde(default)]
-    pub reasoning_details: Option<Value>,
+    pub reasoning_details: Option<Box<Value>>,
+}
+
+/// The first element of the `choices` array (`None` when it is empty).
+#[derive(Debug, Default)]
+pub struct FirstChoice<'a>(pub Option<Choice<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for FirstChoice<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_seq(FirstChoiceVisitor(PhantomData))
+    }
+}
+
+struct FirstChoiceVisitor<'a>(PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> Visitor<'de> for FirstChoiceVisitor<'a> {
+    type Value = FirstChoice<'a>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of choices")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let first = seq.next_element::<Choice<'a>>()?;
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(FirstChoice(first))
+    }
 }
 
 impl<'a> Delta<'a> {
@@ -245,6 +274,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn reads_only_the_first_choice() {
+        let data = r#"{"choices":[{"delta":{"content":"a"}},{"delta":{"content":"b"}},7]}"#;
+        let chunk: Chunk = serde_json::from_str(data).unwrap();
+        let first = chunk.choices.unwrap().0.unwrap();
+        assert_eq!(first.delta.unwrap().content.as_deref(), Some("a"));
+        let empty: Chunk = serde_json::from_str(r#"{"choices":[]}"#).unwrap();
+        assert!(empty.choices.unwrap().0.is_none());
+        assert!(serde_json::from_str::<Chunk>(r#"{"choices":{"a":1}}"#).is_err());
+    }
+
+    #[test]
     fn borrows_plain_strings_and_ignores_odd_types() {
         let data = r#"{"id":"c1","model":null,"choices":[{"index":0,"finish_reason":null,
             "delta":{"content":"hi","reasoning":{"summary":"x"},"tool_calls":[{"index":1,"id":"t",
@@ -252,7 +292,7 @@ mod tests {
         let chunk: Chunk = serde_json::from_str(data).unwrap();
         assert!(matches!(chunk.id, Some(Cow::Borrowed("c1"))));
         assert_eq!(chunk.model, None);
-        let choice = &chunk.choices.as_ref().unwrap()[0];
+        let choice = chunk.choices.as_ref().unwrap().0.as_ref().unwrap();
         let delta = choice.delta.as_ref().unwrap();
         assert_eq!(delta.content.as_deref(), Some("hi"));
         assert_eq!(

@@ -57,7 +57,7 @@ impl OpenAiParser {
         {
             message.response_model = Some(model.to_string());
         }
-        let choice = chunk.choices.as_ref().and_then(|c| c.first());
+        let choice = chunk.choices.as_ref().and_then(|c| c.0.as_ref());
         let usage = chunk
             .usage
             .as_ref()
@@ -82,7 +82,7 @@ impl OpenAiParser {
             };
             asm.text_delta(index, text).await?;
         }
-        if let Some(details) = delta.reasoning_details.as_ref().and_then(Value::as_array) {
+        if let Some(details) = delta.reasoning_details.as_deref().and_then(Value::as_array) {
             self.on_reasoning_details(asm, details);
         }
         for call in delta.tool_calls.iter().flatten() {

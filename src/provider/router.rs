@@ -58,7 +58,7 @@ impl StreamFn for ProviderRouter {
             None => {
                 let reason = StopReason::Error;
                 let message = format!("No provider registered for api: {}", model.api);
-                let error = error_message(model, reason, message);
+                let error = Box::new(error_message(model, reason, message));
                 AssistantEventStream::from_events(vec![AssistantMessageEvent::Error {
                     reason,
                     error,

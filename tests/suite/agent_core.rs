@@ -59,7 +59,7 @@ pub(crate) async fn finish_gate(sink: &AssistantEventSink) {
     assert!(
         sink.send(agent_lsp::provider::AssistantMessageEvent::Done {
             reason: StopReason::Stop,
-            message,
+            message: Box::new(message),
         })
         .await
     );

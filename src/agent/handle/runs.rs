@@ -8,7 +8,7 @@ use futures_util::FutureExt;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Agent, AgentError, AgentListener, RunGuard, RunHandle, RunOutcome, Shared, lock};
+use super::{Agent, AgentError, RunGuard, RunHandle, RunOutcome, Shared, lock};
 use crate::agent::config::{AgentLoopConfig, Emit};
 use crate::agent::event::AgentEvent;
 use crate::agent::hooks::{AgentContext, QueuePollHook};
@@ -111,11 +111,8 @@ fn emitter(shared: &Arc<Shared>, cancel: &CancellationToken) -> Emit {
         Box::pin(async move {
             lock(&shared.state).reduce(&event);
             let event = Arc::new(event);
-            let listeners: Vec<AgentListener> = lock(&shared.listeners)
-                .iter()
-                .map(|(_, l)| l.clone())
-                .collect();
-            for listener in listeners {
+            let listeners = lock(&shared.listeners).clone();
+            for (_, listener) in listeners.iter() {
                 // A panicking listener fails the run like a listener returning `Err`.
                 AssertUnwindSafe(listener(event.clone(), cancel.clone()))
                     .catch_unwind()

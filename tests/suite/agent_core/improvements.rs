@@ -42,10 +42,8 @@ async fn i1_failing_listener_closes_the_sequence_with_exactly_one_agent_end() {
     let (agent, rec) = agent_with(MockStream::responses(vec![text_reply("ok")]));
     agent.subscribe(Arc::new(|e: Arc<AgentEvent>, _| {
         let fail = matches!(
-            *e,
-            AgentEvent::MessageEnd {
-                message: AgentMessage::Assistant(_)
-            }
+            &*e,
+            AgentEvent::MessageEnd { message } if matches!(**message, AgentMessage::Assistant(_))
         );
         Box::pin(async move {
             if fail {
@@ -119,7 +117,7 @@ async fn i1_failing_hook_in_a_raw_loop_closes_the_sequence() {
 async fn i1_stream_without_terminal_event_becomes_an_error_message() {
     let stream = MockStream::new(|_, _| {
         AssistantEventStream::from_events(vec![AssistantMessageEvent::Start {
-            partial: text_reply(""),
+            partial: Box::new(text_reply("")),
         }])
     });
     let (agent, rec) = agent_with(stream);
@@ -232,7 +230,7 @@ async fn i2_an_in_flight_stream_ends_aborted() {
     requested.notified().await;
     assert!(
         sink.send(AssistantMessageEvent::Start {
-            partial: text_reply("")
+            partial: Box::new(text_reply(""))
         })
         .await
     );
@@ -407,7 +405,7 @@ fn faked_then_real() -> Arc<MockStream> {
             );
             AssistantEventStream::from_events(vec![
                 AssistantMessageEvent::Start {
-                    partial: assistant(vec![], StopReason::Stop),
+                    partial: Box::new(assistant(vec![], StopReason::Stop)),
                 },
                 AssistantMessageEvent::TextStart { content_index: 0 },
                 AssistantMessageEvent::TextDelta {
@@ -416,7 +414,7 @@ fn faked_then_real() -> Arc<MockStream> {
                 },
                 AssistantMessageEvent::Done {
                     reason: StopReason::Stop,
-                    message: fake,
+                    message: Box::new(fake),
                 },
             ])
         } else {
@@ -526,7 +524,7 @@ async fn provider_retry_events_are_forwarded() {
             },
             AssistantMessageEvent::Done {
                 reason: StopReason::Stop,
-                message: text_reply("ok"),
+                message: Box::new(text_reply("ok")),
             },
         ])
     });

@@ -49,9 +49,10 @@ pub(super) fn result_message_ids(events: &[AgentEvent]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::MessageEnd {
-                message: AgentMessage::ToolResult(r),
-            } => Some(r.tool_call_id.clone()),
+            AgentEvent::MessageEnd { message } => match &**message {
+                AgentMessage::ToolResult(r) => Some(r.tool_call_id.clone()),
+                _ => None,
+            },
             _ => None,
         })
         .collect()

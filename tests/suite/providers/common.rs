@@ -109,7 +109,7 @@ pub fn check_contract(events: &[AssistantMessageEvent]) {
 /// The final message of a successful stream.
 pub fn done(events: &[AssistantMessageEvent]) -> (StopReason, AssistantMessage) {
     match events.last() {
-        Some(AssistantMessageEvent::Done { reason, message }) => (*reason, message.clone()),
+        Some(AssistantMessageEvent::Done { reason, message }) => (*reason, (**message).clone()),
         other => panic!("expected done, got {other:#?}"),
     }
 }
@@ -117,7 +117,7 @@ pub fn done(events: &[AssistantMessageEvent]) -> (StopReason, AssistantMessage) 
 /// The error terminal of a failed stream.
 pub fn failed(events: &[AssistantMessageEvent]) -> (StopReason, AssistantMessage) {
     match events.last() {
-        Some(AssistantMessageEvent::Error { reason, error }) => (*reason, error.clone()),
+        Some(AssistantMessageEvent::Error { reason, error }) => (*reason, (**error).clone()),
         other => panic!("expected error, got {other:#?}"),
     }
 }

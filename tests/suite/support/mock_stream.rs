@@ -88,12 +88,12 @@ pub fn terminal(message: AssistantMessage) -> AssistantEventStream {
     let event = if message.stop_reason.is_hard_exit() {
         AssistantMessageEvent::Error {
             reason: message.stop_reason,
-            error: message,
+            error: Box::new(message),
         }
     } else {
         AssistantMessageEvent::Done {
             reason: message.stop_reason,
-            message,
+            message: Box::new(message),
         }
     };
     AssistantEventStream::from_events(vec![event])
