@@ -4,6 +4,7 @@
 
 pub mod approve;
 pub mod demo;
+mod malloc;
 pub mod output;
 pub mod prompt;
 pub mod recorder;
@@ -112,9 +113,12 @@ fn runtime_for(command: &Option<Command>) -> std::io::Result<tokio::runtime::Run
             .enable_all()
             .on_thread_park(output::flush_json_lines)
             .build(),
-        _ => tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build(),
+        _ => {
+            malloc::use_one_malloc_arena();
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+        }
     }
 }
 
