@@ -1,11 +1,11 @@
 //! pi's `declareToolChanges`: before pending messages enter the transcript, make the
 //! transcript's replayed tool set equal the context's executable tools.
 
-use serde_json::Value;
-
 use crate::agent::message::{AgentMessage, SystemMessage, ToolDeclaration, now_ms};
 use crate::agent::tool::ToolRef;
-use crate::agent::transcript::{IncrementalTools, ToolChanges, tool_state_changes};
+use crate::agent::transcript::{
+    IncrementalTools, ToolChanges, declarations_equal, tool_state_changes,
+};
 
 /// The context's tools as declarations (pi's `toToolDeclaration`).
 pub fn declarations(tools: &[ToolRef]) -> Vec<ToolDeclaration> {
@@ -70,39 +70,15 @@ pub fn declare_tool_changes(
     }
 }
 
-/// Whether `tool_state_changes(previous, &declarations(tools))` is empty.
+/// Whether `tool_state_changes(previous, &declarations(tools))` is empty, checked on references.
 fn unchanged(previous: &[ToolDeclaration], tools: &[ToolRef]) -> bool {
-    let same = |p: &ToolDeclaration, c: &ToolDeclaration| {
-        p.name == c.name
-            && p.description == c.description
-            && p.constrained_sampling == c.constrained_sampling
-            && same_text(&p.parameters, &c.parameters)
-    };
-    tools
-        .iter()
-        .all(|t| previous.iter().any(|p| same(p, t.declaration())))
-        && previous
+    tools.iter().all(|t| {
+        previous
             .iter()
-            .all(|p| tools.iter().any(|t| same(p, t.declaration())))
-}
-
-/// Equality of the serialised texts (pi compares `JSON.stringify`, which is key-order
-/// sensitive), without serialising: same shape, keys in the same order, numbers as written.
-fn same_text(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .zip(y)
-                    .all(|((ka, va), (kb, vb))| ka == kb && same_text(va, vb))
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(va, vb)| same_text(va, vb))
-        }
-        // `Number`'s equality says 0.0 == -0.0; their texts differ.
-        (Value::Number(x), Value::Number(y)) => x.to_string() == y.to_string(),
-        _ => a == b,
-    }
+            .any(|p| declarations_equal(p, t.declaration()))
+    }) && previous
+        .iter()
+        .all(|p| tools.iter().any(|t| declarations_equal(p, t.declaration())))
 }
 
 fn apply_changes(message: &mut SystemMessage, changes: ToolChanges) {
@@ -117,7 +93,7 @@ mod tests {
     use crate::agent::transcript::tool_state_changes;
     use futures_util::future::BoxFuture;
     use proptest::prelude::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
     use std::sync::Arc;
     use tokio_util::sync::CancellationToken;
 

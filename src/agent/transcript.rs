@@ -135,17 +135,32 @@ pub fn tool_state_changes(
     ToolChanges { added, removed }
 }
 
-/// pi compares `JSON.stringify` output, which is key-order sensitive; serde_json with
-/// `preserve_order` serialises in insertion order, so comparing the serialised text matches.
-fn declarations_equal(a: &ToolDeclaration, b: &ToolDeclaration) -> bool {
-    if a.name != b.name
-        || a.description != b.description
-        || a.constrained_sampling != b.constrained_sampling
-    {
-        return false;
+/// pi compares `JSON.stringify` output, which is key-order sensitive.
+pub(crate) fn declarations_equal(a: &ToolDeclaration, b: &ToolDeclaration) -> bool {
+    a.name == b.name
+        && a.description == b.description
+        && a.constrained_sampling == b.constrained_sampling
+        && same_text(&a.parameters, &b.parameters)
+}
+
+/// Equality of the serialised texts without serialising (this runs every turn): same shape,
+/// keys in the same order (`Value`'s own equality ignores key order; pi's does not), numbers as
+/// written.
+fn same_text(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((ka, va), (kb, vb))| ka == kb && same_text(va, vb))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(va, vb)| same_text(va, vb))
+        }
+        // `Number`'s equality says 0.0 == -0.0; their texts differ.
+        (Value::Number(x), Value::Number(y)) => x.to_string() == y.to_string(),
+        _ => a == b,
     }
-    // `Value`'s equality ignores key order; pi's does not.
-    serde_json::to_string(&a.parameters).ok() == serde_json::to_string(&b.parameters).ok()
 }
 
 /// pi's `createInitialSystemMessage`: `None` when the prompt is empty and there are no tools.
