@@ -96,6 +96,46 @@ impl AgentEvent {
             AgentEvent::ProviderRetry { .. } => "provider_retry",
         }
     }
+
+    /// The streamed delta a `message_update` carries (text, thinking or tool-call arguments),
+    /// the one event that arrives per token: front ends encode or merge it without its JSON.
+    pub fn streamed_delta(&self) -> Option<StreamedDelta<'_>> {
+        let AgentEvent::MessageUpdate {
+            assistant_message_event: inner,
+        } = self
+        else {
+            return None;
+        };
+        let (kind, content_index, text) = match inner {
+            AssistantMessageEvent::TextDelta {
+                content_index,
+                delta,
+            } => ("text_delta", content_index, delta),
+            AssistantMessageEvent::ThinkingDelta {
+                content_index,
+                delta,
+            } => ("thinking_delta", content_index, delta),
+            AssistantMessageEvent::ToolCallDelta {
+                content_index,
+                delta,
+            } => ("toolcall_delta", content_index, delta),
+            _ => return None,
+        };
+        Some(StreamedDelta {
+            kind,
+            content_index: *content_index,
+            text,
+        })
+    }
+}
+
+/// See [`AgentEvent::streamed_delta`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamedDelta<'a> {
+    /// The inner event's `type` tag on the wire: `text_delta`, `thinking_delta`, `toolcall_delta`.
+    pub kind: &'static str,
+    pub content_index: usize,
+    pub text: &'a str,
 }
 
 /// Serialises bare message structs with pi's leading `role` field, so `turn_end` carries the same

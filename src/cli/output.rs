@@ -90,15 +90,15 @@ impl Renderer for JsonRenderer {
 /// serde. A failed event leaves `out` as it was.
 pub fn encode_line(event: &AgentEvent, out: &mut Vec<u8>) -> serde_json::Result<()> {
     let mark = out.len();
-    let result = match delta_of(event) {
-        Some((kind, index, delta)) => {
+    let result = match event.streamed_delta() {
+        Some(delta) => {
             out.extend_from_slice(DELTA_HEAD);
-            out.extend_from_slice(kind.as_bytes());
+            out.extend_from_slice(delta.kind.as_bytes());
             out.extend_from_slice(b"\",\"contentIndex\":");
-            serde_json::to_writer(&mut *out, &index)
+            serde_json::to_writer(&mut *out, &delta.content_index)
                 .and_then(|()| {
                     out.extend_from_slice(b",\"delta\":");
-                    serde_json::to_writer(&mut *out, delta)
+                    serde_json::to_writer(&mut *out, delta.text)
                 })
                 .map(|()| out.extend_from_slice(b"}}"))
         }
@@ -112,31 +112,6 @@ pub fn encode_line(event: &AgentEvent, out: &mut Vec<u8>) -> serde_json::Result<
 }
 
 const DELTA_HEAD: &[u8] = b"{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"";
-
-/// (wire type, content index, delta) of a streamed delta event.
-fn delta_of(event: &AgentEvent) -> Option<(&'static str, usize, &str)> {
-    let AgentEvent::MessageUpdate {
-        assistant_message_event: e,
-    } = event
-    else {
-        return None;
-    };
-    match e {
-        AssistantMessageEvent::TextDelta {
-            content_index,
-            delta,
-        } => Some(("text_delta", *content_index, delta)),
-        AssistantMessageEvent::ThinkingDelta {
-            content_index,
-            delta,
-        } => Some(("thinking_delta", *content_index, delta)),
-        AssistantMessageEvent::ToolCallDelta {
-            content_index,
-            delta,
-        } => Some(("toolcall_delta", *content_index, delta)),
-        _ => None,
-    }
-}
 
 /// The default, for people.
 #[derive(Default)]
@@ -355,7 +330,7 @@ mod tests {
         let tricky = "a\"b\\c/d\n\r\t\u{0}\u{1f}\u{7f}\u{e9}\u{2028}\u{1F600}{\"x\":[1]}";
         for delta in ["", "fn ", tricky] {
             for event in delta_events(delta) {
-                assert!(delta_of(&event).is_some());
+                assert!(event.streamed_delta().is_some());
                 assert_like_serde(&event);
             }
         }
@@ -364,7 +339,7 @@ mod tests {
         let start = AgentEvent::MessageUpdate {
             assistant_message_event: AssistantMessageEvent::TextStart { content_index: 3 },
         };
-        assert!(delta_of(&start).is_none());
+        assert!(start.streamed_delta().is_none());
         assert_like_serde(&start);
     }
 

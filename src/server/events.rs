@@ -33,8 +33,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::agent::event::AgentEvent;
-use crate::provider::AssistantMessageEvent;
+use crate::agent::event::StreamedDelta;
 use crate::server::outgoing::Outgoing;
 use crate::server::protocol::AgentEventParams;
 use crate::server::wire::Gate;
@@ -343,7 +342,7 @@ impl Emitter {
 
     /// Appends a streamed delta to this session's waiting delta of the same block, without
     /// building its event; `false` when there is none (then the caller emits the event).
-    pub fn merge_delta(&self, run_id: Option<&str>, delta: Delta<'_>) -> bool {
+    pub fn merge_delta(&self, run_id: Option<&str>, delta: StreamedDelta<'_>) -> bool {
         let Some(run) = run_id else {
             return false;
         };
@@ -351,7 +350,7 @@ impl Emitter {
         let epoch = self.shared.epoch.load(Ordering::SeqCst);
         let Some(t) = state.tail.as_ref().filter(|t| {
             t.epoch == epoch
-                && t.block.index == delta.index
+                && t.block.index == delta.content_index as u64
                 && t.block.kind == delta.kind
                 && &*t.block.run == run
         }) else {
@@ -375,45 +374,6 @@ impl Emitter {
     pub fn last_seq(&self) -> u64 {
         lock(&self.state).seq
     }
-}
-
-/// A streamed delta of a loop event, as [`Emitter::merge_delta`] takes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Delta<'a> {
-    kind: &'static str,
-    index: u64,
-    text: &'a str,
-}
-
-/// The delta a `message_update` event carries (text, thinking or tool-call arguments): exactly
-/// the events whose JSON [`delta_block`] accepts.
-pub fn delta_parts(event: &AgentEvent) -> Option<Delta<'_>> {
-    let AgentEvent::MessageUpdate {
-        assistant_message_event: inner,
-    } = event
-    else {
-        return None;
-    };
-    let (kind, index, text) = match inner {
-        AssistantMessageEvent::TextDelta {
-            content_index,
-            delta,
-        } => ("text_delta", content_index, delta),
-        AssistantMessageEvent::ThinkingDelta {
-            content_index,
-            delta,
-        } => ("thinking_delta", content_index, delta),
-        AssistantMessageEvent::ToolCallDelta {
-            content_index,
-            delta,
-        } => ("toolcall_delta", content_index, delta),
-        _ => return None,
-    };
-    Some(Delta {
-        kind,
-        index: *index as u64,
-        text,
-    })
 }
 
 /// The delta kind and content index of a mergeable delta: `message_update` with a text,

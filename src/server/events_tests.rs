@@ -1,6 +1,8 @@
 //! Unit tests of the event writer (`events.rs`): merging, pacing holds and what ends them.
 
 use super::*;
+use crate::agent::event::AgentEvent;
+use crate::provider::AssistantMessageEvent;
 use serde_json::json;
 
 fn delta(kind: &str, index: u64, text: &str) -> Value {
@@ -191,9 +193,9 @@ fn typed_deltas_are_exactly_the_mergeable_events() {
     ];
     for event in events.map(update) {
         let json = serde_json::to_value(&event).unwrap();
-        let typed = delta_parts(&event);
+        let typed = event.streamed_delta();
         assert_eq!(
-            typed.map(|d| (d.kind, d.index)),
+            typed.map(|d| (d.kind, d.content_index as u64)),
             delta_block(&json),
             "{json}"
         );
@@ -210,9 +212,9 @@ fn typed_deltas_are_exactly_the_mergeable_events() {
 async fn a_typed_delta_merges_only_into_a_waiting_delta_of_its_block() {
     let (hub, mut written) = hub(HOUR);
     let e = hub.emitter("s".into());
-    let d = |kind, text| Delta {
+    let d = |kind, text| StreamedDelta {
         kind,
-        index: 0,
+        content_index: 0,
         text,
     };
     assert!(

@@ -331,7 +331,7 @@ impl Session {
         }
         // A streamed delta usually joins the previous one still waiting to be written: then
         // it needs no JSON of its own (the per-delta cost of a fast stream).
-        let delta = crate::server::events::delta_parts(event);
+        let delta = event.streamed_delta();
         let to_value = || match serde_json::to_value(event.as_ref()) {
             Ok(v) => v,
             Err(e) => json!({"type": "error", "message": format!("unserializable event: {e}")}),
