@@ -101,7 +101,11 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
 fn run(options: &Options) -> anyhow::Result<bool> {
     let exe = std::env::current_exe().context("cannot find the benchmark's own executable")?;
     let ctx = Ctx {
-        agent_bin: PathBuf::from(env!("CARGO_BIN_EXE_agent-lsp")),
+        // A profiler wrapper (e.g. a script running `strace -f -o … agent-lsp "$@"`) can stand
+        // in for the binary.
+        agent_bin: std::env::var_os("AGENT_LSP_BENCH_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_agent-lsp"))),
         runner: Runner::Wrapper(exe.clone()),
         floor_exe: Some(exe),
         reps: options.reps,

@@ -1,6 +1,7 @@
 //! The daemon: an LSP server over stdio with the agent extension methods (see `protocol.md`).
 //!
 //! Code map, from the wire inwards:
+//! - `stdio`: stdin/stdout on the runtime's reactor when they are pipes (no blocking-pool hops);
 //! - `sanitize` (stdin: malformed frames become error replies instead of ending the stream) and
 //!   `wire` (stdout: knows when a response has been written, for response gates);
 //! - `ordered`: the shim that applies document sync in wire order and scopes response gates;
@@ -37,6 +38,7 @@ pub mod protocol;
 pub mod sanitize;
 pub mod session;
 pub mod sessions;
+pub mod stdio;
 pub mod wire;
 
 use std::sync::atomic::Ordering;
@@ -64,10 +66,10 @@ pub async fn serve_stdio() -> anyhow::Result<()> {
     }))
     .finish();
     let service = OrderedSync::new(service, shared.docs.clone(), watch.clone());
-    let stdout = WatchedWriter::new(tokio::io::stdout(), watch);
+    let stdout = WatchedWriter::new(stdio::stdout(), watch);
     let parent_gone = watch_parent(shared.clone());
     tokio::select! {
-        () = Server::new(SanitizedReader::new(tokio::io::stdin()), stdout, socket).serve(service) => {}
+        () = Server::new(SanitizedReader::new(stdio::stdin()), stdout, socket).serve(service) => {}
         () = parent_gone => tracing::warn!("the editor process is gone; exiting"),
     }
     let clean = shared.shutdown_requested.load(Ordering::SeqCst);
