@@ -88,6 +88,8 @@ struct Shared {
     wake: Notify,
     /// Barriers queued so far.
     epoch: AtomicU64,
+    /// Items queued and not yet handed to the sink: a barrier with none is already passed.
+    pending: AtomicUsize,
 }
 
 impl Shared {
@@ -96,6 +98,7 @@ impl Shared {
         if urgent {
             self.urgent.fetch_add(1, Ordering::SeqCst);
         }
+        self.pending.fetch_add(1, Ordering::SeqCst);
         let sent = self.tx.send(item).is_ok();
         if urgent {
             self.wake.notify_waiters();
@@ -124,6 +127,7 @@ impl EventHub {
             urgent: AtomicUsize::new(0),
             wake: Notify::new(),
             epoch: AtomicU64::new(0),
+            pending: AtomicUsize::new(0),
         });
         let writer = Writer {
             shared: shared.clone(),
@@ -139,9 +143,14 @@ impl EventHub {
     /// Resolves once every event queued so far was handed to the framework (at once when the
     /// writer is gone). Callers send their request after it, so it follows those events.
     pub async fn flushed(&self) {
-        let (tx, rx) = oneshot::channel();
         // Nothing queued after the barrier may join an event before it.
         self.shared.epoch.fetch_add(1, Ordering::SeqCst);
+        // Everything queued was handed over already (the usual case once the writer kept up):
+        // no round trip through the writer.
+        if self.shared.pending.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let (tx, rx) = oneshot::channel();
         if self.shared.send(Item::Barrier(tx), true) {
             let _ = rx.await;
         }
@@ -200,9 +209,11 @@ impl Writer {
                         gate.wait().await;
                     }
                     self.write(slot, block).await;
+                    self.shared.pending.fetch_sub(1, Ordering::SeqCst);
                 }
                 Item::Barrier(done) => {
                     self.shared.urgent.fetch_sub(1, Ordering::SeqCst);
+                    self.shared.pending.fetch_sub(1, Ordering::SeqCst);
                     let _ = done.send(());
                 }
             }

@@ -353,6 +353,12 @@ impl Session {
         if let Some(run_id) = run_id {
             crate::server::generic::on_event(self, &run_id, event).await;
         }
+        if delta.is_none() {
+            // Let the writer put a lifecycle event on the wire before the loop goes on. The
+            // loop's next step may be CPU work (the next request's body, a tool), and tokio
+            // runs a task woken by the running one (the writer) only once that one yields.
+            tokio::task::yield_now().await;
+        }
     }
 
     /// Appends a finished message to the session file; a failure is logged, not fatal: losing
