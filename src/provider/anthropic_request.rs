@@ -2,13 +2,18 @@
 //! results, thinking replay, tools with cache breakpoints, thinking budgets and betas.
 //!
 //! The body is serialised straight from the borrowed transcript (`messages.rs`), without a
-//! `serde_json::Value` tree of the history or a copy of it (issue 6, scenario 4).
+//! `serde_json::Value` tree of the history or a copy of it (issue 6, scenario 4); the messages
+//! array reuses what earlier requests of the conversation serialised
+//! ([`super::request_cache`]), so a turn serialises only its new messages.
 
 use serde::ser::{Serialize, Serializer};
 use serde_json::{Value, json};
 
-use super::openai_request::json_out::Fields;
+use std::borrow::Cow;
+
+use super::openai_request::json_out::{Fields, cut_offsets, each_with_comma};
 use super::openai_request::thinking_budget;
+use super::request_cache::{Fresh, RequestCache};
 use super::tool_fold::{self, ToolStrategy, compat_flag, current_system_prompt};
 use super::transform::{sanitize_id, transform_messages};
 use super::{LlmContext, Model, StreamOptions};
@@ -21,7 +26,7 @@ mod reference;
 #[cfg(test)]
 mod tests;
 
-use messages::{Message, Tool, convert_messages};
+use messages::{Tool, convert_messages, last_user_source};
 
 pub const VERSION: &str = "2023-06-01";
 const BETA_FINE_GRAINED: &str = "fine-grained-tool-streaming-2025-05-14";
@@ -53,8 +58,12 @@ fn wanted_strategy(model: &Model) -> ToolStrategy {
 enum Top<'a> {
     Json(Value),
     Str(&'a str),
-    System { text: String, cache: &'a Value },
-    Messages(Vec<Message<'a>>),
+    System {
+        text: String,
+        cache: &'a Value,
+    },
+    /// The messages array, written pre-serialised by [`build_request`].
+    Messages,
     Tools(Vec<Tool<'a>>),
 }
 
@@ -67,7 +76,9 @@ impl Serialize for Top<'_> {
                 let block = json!({"type": "text", "text": text, "cache_control": cache});
                 s.collect_seq([block])
             }
-            Top::Messages(m) => m.serialize(s),
+            Top::Messages => Err(serde::ser::Error::custom(
+                "the messages array is written pre-serialised",
+            )),
             Top::Tools(t) => t.serialize(s),
         }
     }
@@ -108,8 +119,8 @@ pub fn build_request(
         };
         body.insert("system", system);
     }
-    let converted = convert_messages(&history, strategy, &cache);
-    body.insert("messages", Top::Messages(converted));
+    let messages_json = render_messages(&history, strategy, &cache, &options.request_cache)?;
+    body.insert("messages", Top::Messages);
     if !tools.is_empty() {
         // Per-tool eager input streaming replaces the fine-grained streaming beta where supported.
         let eager = compat_flag(model, "supportsEagerToolInputStreaming").unwrap_or(false);
@@ -129,9 +140,48 @@ pub fn build_request(
     }
     add_thinking(&mut body, &mut betas, model, options, level, budget);
     Ok(AnthropicRequest {
-        body: serde_json::to_string(&body)?,
+        body: body
+            .to_json_with(|v| matches!(v, Top::Messages).then_some(messages_json.as_str()))?,
         betas,
     })
+}
+
+/// What shapes a message's rendering besides the messages (the cache breakpoint goes on the
+/// last user message, which is always rendered fresh).
+#[derive(PartialEq)]
+struct Form(ToolStrategy);
+
+/// The messages array: the cached prefix (ending before the message that opens the last user
+/// message, which carries the cache breakpoint), then the messages rendered fresh.
+fn render_messages(
+    history: &[Cow<'_, AgentMessage>],
+    strategy: ToolStrategy,
+    cache_control: &Value,
+    cache: &RequestCache,
+) -> Result<String, serde_json::Error> {
+    let limit = last_user_source(history).unwrap_or(history.len());
+    let mut lease = cache.lease();
+    let reuse = lease.reuse(&Form(strategy), history, limit);
+    let start = reuse.position;
+    let mut out = String::from("[");
+    out.push_str(reuse.text);
+    let mut cuts = Vec::new();
+    let converted = convert_messages(history, start, strategy, cache_control, &mut cuts);
+    let (fresh, ends) = each_with_comma(&converted)?;
+    out.push_str(&fresh);
+    let cuts = cut_offsets(&cuts, &ends);
+    let fresh = Fresh {
+        history,
+        text: &fresh,
+        cuts: &cuts,
+        limit,
+    };
+    lease.store(Form(strategy), start, fresh);
+    if out.ends_with(',') {
+        out.pop();
+    }
+    out.push(']');
+    Ok(out)
 }
 
 /// `{"type": "ephemeral"}`, with `ttl: "1h"` when long retention is asked for

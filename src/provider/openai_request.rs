@@ -2,11 +2,14 @@
 //!
 //! The body is serialised straight from the borrowed transcript (`messages.rs`): every turn
 //! sends the whole history, so building it as a `serde_json::Value` from copies of every
-//! message made each turn's own cost grow with the transcript (issue 6, scenario 4).
+//! message made each turn's own cost grow with the transcript (issue 6, scenario 4). The
+//! messages array reuses what earlier requests of the conversation serialised
+//! ([`super::request_cache`]), so a turn serialises only its new messages.
 
 use serde::ser::{Serialize, Serializer};
 use serde_json::{Value, json};
 
+use super::request_cache::{Fresh, RequestCache};
 use super::tool_fold::{self, ToolStrategy, compat_flag};
 use super::transform::{sanitize_id, transform_messages};
 use super::{LlmContext, Model, StreamOptions};
@@ -19,11 +22,11 @@ mod reference;
 #[cfg(test)]
 mod tests;
 
-use json_out::Fields;
-use messages::{Message, Tool, convert_messages};
+use json_out::{Fields, cut_offsets, each_with_comma};
+use messages::{Message, Text, Tool, convert_messages};
 
 /// Provider quirks, detected from the base URL and overridden by `model.compat`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct OpenAiCompat {
     pub developer_role: bool,
     pub max_tokens_field: String,
@@ -86,7 +89,8 @@ enum Top<'a> {
     Json(Value),
     Ref(&'a Value),
     Str(&'a str),
-    Messages(Vec<Message<'a>>),
+    /// The messages array, written pre-serialised by [`build_body`].
+    Messages,
     Tools(Vec<Tool<'a>>),
 }
 
@@ -96,7 +100,9 @@ impl Serialize for Top<'_> {
             Top::Json(v) => v.serialize(s),
             Top::Ref(v) => v.serialize(s),
             Top::Str(v) => s.serialize_str(v),
-            Top::Messages(m) => m.serialize(s),
+            Top::Messages => Err(serde::ser::Error::custom(
+                "the messages array is written pre-serialised",
+            )),
             Top::Tools(t) => t.serialize(s),
         }
     }
@@ -121,8 +127,9 @@ pub fn build_body(
     let tools = tool_fold::request_tools(strategy, messages());
     let mut body = Fields::with_capacity(12);
     body.insert("model", Top::Str(&model.id));
-    let converted = convert_messages(&history, model, &compat, strategy);
-    body.insert("messages", Top::Messages(converted));
+    let messages_json =
+        render_messages(&history, model, &compat, strategy, &options.request_cache)?;
+    body.insert("messages", Top::Messages);
     body.insert("stream", Top::Json(Value::Bool(true)));
     if compat.usage_in_streaming {
         body.insert("stream_options", Top::Json(json!({"include_usage": true})));
@@ -152,7 +159,70 @@ pub fn build_body(
     if model.reasoning {
         add_reasoning(&mut body, options.reasoning.unwrap_or_default(), &compat);
     }
-    serde_json::to_string(&body)
+    body.to_json_with(|v| matches!(v, Top::Messages).then_some(messages_json.as_str()))
+}
+
+/// Everything besides the messages themselves that shapes how a message is rendered.
+#[derive(PartialEq)]
+struct Form {
+    compat: OpenAiCompat,
+    reasoning: bool,
+    strategy: ToolStrategy,
+}
+
+/// The messages array: the system prompt (strategy "none"; it depends on the whole history,
+/// so it is never cached), the cached prefix, then the messages rendered fresh.
+fn render_messages(
+    history: &[std::borrow::Cow<'_, AgentMessage>],
+    model: &Model,
+    compat: &OpenAiCompat,
+    strategy: ToolStrategy,
+    cache: &RequestCache,
+) -> Result<String, serde_json::Error> {
+    let system_role = if model.reasoning && compat.developer_role {
+        "developer"
+    } else {
+        "system"
+    };
+    let mut out = String::from("[");
+    if strategy == ToolStrategy::None {
+        let prompt = tool_fold::current_system_prompt(history.iter().map(|m| &**m));
+        if !prompt.is_empty() {
+            let content = Text::Owned(prompt);
+            let system = Message::Text {
+                role: system_role,
+                content,
+            };
+            out.push_str(&serde_json::to_string(&system)?);
+            out.push(',');
+        }
+    }
+    let form = Form {
+        compat: compat.clone(),
+        reasoning: model.reasoning,
+        strategy,
+    };
+    let mut lease = cache.lease();
+    let reuse = lease.reuse(&form, history, history.len());
+    let start = reuse.position;
+    out.push_str(reuse.text);
+    let mut cuts = Vec::new();
+    let converted = convert_messages(history, start, system_role, compat, strategy, &mut cuts);
+    let (fresh, ends) = each_with_comma(&converted)?;
+    out.push_str(&fresh);
+    let cuts = cut_offsets(&cuts, &ends);
+    let fresh = Fresh {
+        history,
+        text: &fresh,
+        cuts: &cuts,
+        limit: history.len(),
+    };
+    lease.store(form, start, fresh);
+    if out.ends_with(',') {
+        out.pop();
+    }
+    out.push(']');
+    Ok(out)
 }
 
 /// `options.maxTokens`, else the model's limit capped at 32000 (pi's simple-options base).
