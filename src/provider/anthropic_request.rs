@@ -15,7 +15,7 @@ use super::openai_request::json_out::{Fields, cut_offsets, each_with_comma};
 use super::openai_request::thinking_budget;
 use super::request_cache::{Fresh, RequestCache};
 use super::tool_fold::{self, ToolStrategy, compat_flag, current_system_prompt};
-use super::transform::{sanitize_id, transform_messages};
+use super::transform::{sanitize_id, sanitize_id_cow, transform_messages};
 use super::{LlmContext, Model, StreamOptions};
 use crate::agent::message::{AgentMessage, ThinkingLevel};
 use crate::agent::transcript::system_message_text;
@@ -44,6 +44,11 @@ pub fn normalize_id(id: &str) -> String {
     sanitize_id(id, 64)
 }
 
+/// [`normalize_id`], borrowing ids already in that form.
+pub fn normalize_id_cow(id: &str) -> Cow<'_, str> {
+    sanitize_id_cow(id, 64)
+}
+
 /// The tool strategy: "changes" when the model can take mid-conversation tool changes.
 fn wanted_strategy(model: &Model) -> ToolStrategy {
     let flag = |name| compat_flag(model, name).unwrap_or(false);
@@ -64,7 +69,8 @@ enum Top<'a> {
     },
     /// The messages array, written pre-serialised by [`build_request`].
     Messages,
-    Tools(Vec<Tool<'a>>),
+    /// Already serialised JSON (the cached tool list).
+    Raw(String),
 }
 
 impl Serialize for Top<'_> {
@@ -79,7 +85,9 @@ impl Serialize for Top<'_> {
             Top::Messages => Err(serde::ser::Error::custom(
                 "the messages array is written pre-serialised",
             )),
-            Top::Tools(t) => t.serialize(s),
+            Top::Raw(_) => Err(serde::ser::Error::custom(
+                "raw JSON is written by build_request",
+            )),
         }
     }
 }
@@ -90,7 +98,7 @@ pub fn build_request(
     context: &LlmContext,
     options: &StreamOptions,
 ) -> Result<AnthropicRequest, serde_json::Error> {
-    let history = transform_messages(&context.messages, model, normalize_id);
+    let history = transform_messages(&context.messages, model, normalize_id_cow);
     let messages = || history.iter().map(|m| &**m);
     let strategy = tool_fold::effective_strategy(wanted_strategy(model), messages());
     let tools = tool_fold::request_tools(strategy, messages());
@@ -128,22 +136,40 @@ pub fn build_request(
             betas.push(BETA_FINE_GRAINED);
         }
         let last = tools.len() - 1;
-        let decls = tools.iter().enumerate().map(|(i, decl)| Tool {
-            decl,
-            cache: (i == last).then_some(&cache),
+        let render = || {
+            let decls = tools.iter().enumerate().map(|(i, decl)| Tool {
+                decl,
+                cache: (i == last).then_some(&cache),
+                eager,
+            });
+            serde_json::to_string(&decls.collect::<Vec<_>>())
+        };
+        let form = ToolsForm {
+            cache: cache.to_string(),
             eager,
-        });
-        body.insert("tools", Top::Tools(decls.collect()));
+        };
+        let text = options.request_cache.tools_json(form, &tools, render)?;
+        body.insert("tools", Top::Raw(text));
     }
     if strategy == ToolStrategy::Changes {
         betas.push(BETA_INLINE_TOOLS);
     }
     add_thinking(&mut body, &mut betas, model, options, level, budget);
     Ok(AnthropicRequest {
-        body: body
-            .to_json_with(|v| matches!(v, Top::Messages).then_some(messages_json.as_str()))?,
+        body: body.to_json_with(|v| match v {
+            Top::Messages => Some(messages_json.as_str()),
+            Top::Raw(text) => Some(text.as_str()),
+            _ => None,
+        })?,
         betas,
     })
+}
+
+/// What shapes the serialised tool list besides the declarations.
+#[derive(PartialEq)]
+struct ToolsForm {
+    cache: String,
+    eager: bool,
 }
 
 /// What shapes a message's rendering besides the messages (the cache breakpoint goes on the

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::request_cache::{Fresh, RequestCache};
 use super::tool_fold::{self, ToolStrategy, compat_flag};
-use super::transform::{sanitize_id, transform_messages};
+use super::transform::{sanitize_id_cow, transform_messages};
 use super::{LlmContext, Model, StreamOptions};
 use crate::agent::message::{AgentMessage, ThinkingLevel};
 
@@ -81,7 +81,12 @@ impl OpenAiCompat {
 
 /// Tool-call ids: the call part of `call|item`, sanitized, at most 40 characters.
 pub fn normalize_id(id: &str) -> String {
-    sanitize_id(id.split('|').next().unwrap_or(id), 40)
+    normalize_id_cow(id).into_owned()
+}
+
+/// [`normalize_id`], borrowing ids already in that form.
+pub fn normalize_id_cow(id: &str) -> std::borrow::Cow<'_, str> {
+    sanitize_id_cow(id.split('|').next().unwrap_or(id), 40)
 }
 
 /// A top-level field value of the body.
@@ -91,7 +96,8 @@ enum Top<'a> {
     Str(&'a str),
     /// The messages array, written pre-serialised by [`build_body`].
     Messages,
-    Tools(Vec<Tool<'a>>),
+    /// Already serialised JSON (the cached tool list).
+    Raw(String),
 }
 
 impl Serialize for Top<'_> {
@@ -103,7 +109,9 @@ impl Serialize for Top<'_> {
             Top::Messages => Err(serde::ser::Error::custom(
                 "the messages array is written pre-serialised",
             )),
-            Top::Tools(t) => t.serialize(s),
+            Top::Raw(_) => Err(serde::ser::Error::custom(
+                "raw JSON is written by build_body",
+            )),
         }
     }
 }
@@ -116,7 +124,7 @@ pub fn build_body(
     options: &StreamOptions,
 ) -> Result<String, serde_json::Error> {
     let compat = OpenAiCompat::for_model(model);
-    let history = transform_messages(&context.messages, model, normalize_id);
+    let history = transform_messages(&context.messages, model, normalize_id_cow);
     let messages = || history.iter().map(|m| &**m);
     let wanted = if compat.tool_additions {
         ToolStrategy::Additions
@@ -150,8 +158,14 @@ pub fn build_body(
     let has_tool_history = messages().any(|m| matches!(m, AgentMessage::ToolResult(_)));
     if !tools.is_empty() || has_tool_history {
         let strict = compat.strict_mode;
-        let decls = tools.iter().map(|decl| Tool { decl, strict }).collect();
-        body.insert("tools", Top::Tools(decls));
+        let render = || {
+            let decls: Vec<Tool<'_>> = tools.iter().map(|decl| Tool { decl, strict }).collect();
+            serde_json::to_string(&decls)
+        };
+        let text = options
+            .request_cache
+            .tools_json(ToolsForm { strict }, &tools, render)?;
+        body.insert("tools", Top::Raw(text));
     }
     if let Some(choice) = options.extra.get("toolChoice") {
         body.insert("tool_choice", Top::Ref(choice));
@@ -159,7 +173,17 @@ pub fn build_body(
     if model.reasoning {
         add_reasoning(&mut body, options.reasoning.unwrap_or_default(), &compat);
     }
-    body.to_json_with(|v| matches!(v, Top::Messages).then_some(messages_json.as_str()))
+    body.to_json_with(|v| match v {
+        Top::Messages => Some(messages_json.as_str()),
+        Top::Raw(text) => Some(text.as_str()),
+        _ => None,
+    })
+}
+
+/// What shapes the serialised tool list besides the declarations.
+#[derive(PartialEq)]
+struct ToolsForm {
+    strict: bool,
 }
 
 /// Everything besides the messages themselves that shapes how a message is rendered.

@@ -29,11 +29,25 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use serde_json::Value;
 
 use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, ToolDeclaration};
+use crate::agent::transcript::declarations_equal;
 
 /// The shared cache handle (cloning shares it; `Default` makes a new empty one).
 #[derive(Clone, Default)]
 pub struct RequestCache {
-    inner: Arc<Mutex<Option<Prefix>>>,
+    inner: Arc<Slots>,
+}
+
+#[derive(Default)]
+struct Slots {
+    messages: Mutex<Option<Prefix>>,
+    tools: Mutex<Option<ToolsText>>,
+}
+
+/// The serialised top-level tool list (the same every turn while the tools stay).
+struct ToolsText {
+    form: Box<dyn Any + Send>,
+    decls: Vec<ToolDeclaration>,
+    text: String,
 }
 
 impl std::fmt::Debug for RequestCache {
@@ -80,24 +94,47 @@ pub(crate) struct Fresh<'h, 'a> {
 impl RequestCache {
     /// Takes the cache for one body; busy (or poisoned) caches give an empty lease.
     pub(crate) fn lease(&self) -> Lease<'_> {
-        let guard = match self.inner.try_lock() {
-            Ok(guard) => Some(guard),
-            Err(TryLockError::WouldBlock) => None,
-            // A panic while building left it half-written: start over.
-            Err(TryLockError::Poisoned(poisoned)) => {
-                let mut guard = poisoned.into_inner();
-                *guard = None;
-                self.inner.clear_poison();
-                Some(guard)
-            }
-        };
-        Lease { guard }
+        Lease {
+            guard: try_take(&self.inner.messages),
+        }
+    }
+
+    /// The tool list's JSON text for these declarations in this form: the cached text when
+    /// both are equal to the last ones (declarations compared key-order-sensitively), else
+    /// `render`'s, which is then cached.
+    pub(crate) fn tools_json<F: PartialEq + Send + 'static>(
+        &self,
+        form: F,
+        decls: &[&ToolDeclaration],
+        render: impl FnOnce() -> Result<String, serde_json::Error>,
+    ) -> Result<String, serde_json::Error> {
+        let mut guard = try_take(&self.inner.tools);
+        if let Some(cached) = guard.as_deref().and_then(Option::as_ref)
+            && cached.form.downcast_ref::<F>() == Some(&form)
+            && cached.decls.len() == decls.len()
+            && cached
+                .decls
+                .iter()
+                .zip(decls)
+                .all(|(a, b)| declarations_equal(a, b))
+        {
+            return Ok(cached.text.clone());
+        }
+        let text = render()?;
+        if let Some(slot) = guard.as_deref_mut() {
+            *slot = Some(ToolsText {
+                form: Box::new(form),
+                decls: decls.iter().map(|d| (*d).clone()).collect(),
+                text: text.clone(),
+            });
+        }
+        Ok(text)
     }
 
     /// How many (transformed) messages the cached text covers.
     #[cfg(test)]
     pub(crate) fn cached_messages(&self) -> usize {
-        let guard = self.inner.lock().unwrap();
+        let guard = self.inner.messages.lock().unwrap();
         guard.as_ref().map_or(0, |prefix| prefix.messages.len())
     }
 }
@@ -175,6 +212,20 @@ impl Lease<'_> {
         prefix.cuts.resize(end + 1, None);
         for &(p, len) in fresh.cuts.iter().filter(|(p, _)| *p > reused && *p <= end) {
             prefix.cuts[p] = Some(base + len);
+        }
+    }
+}
+
+/// The slot, unless another request holds it; a slot poisoned by a panic starts over.
+fn try_take<T>(slot: &Mutex<Option<T>>) -> Option<MutexGuard<'_, Option<T>>> {
+    match slot.try_lock() {
+        Ok(guard) => Some(guard),
+        Err(TryLockError::WouldBlock) => None,
+        Err(TryLockError::Poisoned(poisoned)) => {
+            let mut guard = poisoned.into_inner();
+            *guard = None;
+            slot.clear_poison();
+            Some(guard)
         }
     }
 }

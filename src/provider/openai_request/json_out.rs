@@ -37,9 +37,9 @@ impl<'k, V> Fields<'k, V> {
 impl<V: Serialize> Fields<'_, V> {
     /// The object's compact JSON text, exactly as `serde_json::to_string` would write it, except
     /// that a value for which `raw` gives a text is written as that (already serialised) text.
-    pub fn to_json_with<'r>(
+    pub fn to_json_with(
         &self,
-        raw: impl Fn(&V) -> Option<&'r str>,
+        raw: impl for<'v> Fn(&'v V) -> Option<&'v str>,
     ) -> Result<String, serde_json::Error> {
         let mut out = String::from("{");
         for (i, (key, value)) in self.entries.iter().enumerate() {

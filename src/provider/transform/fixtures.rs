@@ -289,6 +289,18 @@ pub fn request_sequences(model: &Model) -> Vec<Vec<Vec<AgentMessage>>> {
         h.push(result("k", vec![ContentBlock::text("k")], false));
         h
     };
+    let redeclared = |parameters: Value, description: &str| {
+        let mut h = base.clone();
+        if let AgentMessage::System(system) = &mut h[0] {
+            let read = ToolDeclaration {
+                parameters,
+                description: description.into(),
+                ..tool("read")
+            };
+            system.tools_added = Some(vec![read, tool("write")]);
+        }
+        h
+    };
     let mut additive_swapped = additive(model);
     additive_swapped[5] = system("", &[], &[], Some(json!({"s": "section", "t": "2"})));
     let mut additive_reordered = additive(model);
@@ -316,6 +328,24 @@ pub fn request_sequences(model: &Model) -> Vec<Vec<Vec<AgentMessage>>> {
             with_args(json!({"x": -0.0})),
             with_args(json!({"x": 1.0})),
             with_args(json!({"x": 1})),
+        ],
+        vec![
+            redeclared(
+                json!({"type": "object", "properties": {"a": {}, "b": {}}}),
+                "r",
+            ),
+            redeclared(
+                json!({"type": "object", "properties": {"b": {}, "a": {}}}),
+                "r",
+            ),
+            redeclared(
+                json!({"type": "object", "properties": {"b": {}, "a": {}}}),
+                "r2",
+            ),
+            redeclared(
+                json!({"properties": {"b": {}, "a": {}}, "type": "object"}),
+                "r2",
+            ),
         ],
         vec![base.clone(), errored, retried, base],
         vec![additive_swapped, additive_reordered],
