@@ -190,10 +190,13 @@ fn render_messages(
     let reuse = lease.reuse(&Form(strategy), history, limit);
     let start = reuse.position;
     let mut out = String::from("[");
-    out.push_str(reuse.text);
+    let reused = reuse.text;
     let mut cuts = Vec::new();
     let converted = convert_messages(history, start, strategy, cache_control, &mut cuts);
     let (fresh, ends) = each_with_comma(&converted)?;
+    // One allocation for the array (it is most of the body, and grows every turn).
+    out.reserve_exact(reused.len() + fresh.len() + 1);
+    out.push_str(reused);
     out.push_str(&fresh);
     let cuts = cut_offsets(&cuts, &ends);
     let fresh = Fresh {

@@ -41,7 +41,14 @@ impl<V: Serialize> Fields<'_, V> {
         &self,
         raw: impl for<'v> Fn(&'v V) -> Option<&'v str>,
     ) -> Result<String, serde_json::Error> {
-        let mut out = String::from("{");
+        let raw_len: usize = self
+            .entries
+            .iter()
+            .filter_map(|(_, v)| raw(v))
+            .map(str::len)
+            .sum();
+        let mut out = String::with_capacity(raw_len + 1024);
+        out.push('{');
         for (i, (key, value)) in self.entries.iter().enumerate() {
             if i > 0 {
                 out.push(',');
