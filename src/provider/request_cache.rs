@@ -28,8 +28,11 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use serde_json::Value;
 
-use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, ToolDeclaration};
-use crate::agent::transcript::declarations_equal;
+use crate::agent::message::{
+    AgentMessage, AssistantMessage, ContentBlock, CustomMessage, ImageContent, MessageContent,
+    SystemMessage, TextContent, ThinkingContent, ToolCall, ToolDeclaration, ToolResultMessage,
+    UserMessage,
+};
 
 /// The shared cache handle (cloning shares it; `Default` makes a new empty one).
 #[derive(Clone, Default)]
@@ -112,11 +115,7 @@ impl RequestCache {
         if let Some(cached) = guard.as_deref().and_then(Option::as_ref)
             && cached.form.downcast_ref::<F>() == Some(&form)
             && cached.decls.len() == decls.len()
-            && cached
-                .decls
-                .iter()
-                .zip(decls)
-                .all(|(a, b)| declarations_equal(a, b))
+            && cached.decls.iter().zip(decls).all(|(a, b)| same_decl(a, b))
         {
             return Ok(cached.text.clone());
         }
@@ -230,88 +229,199 @@ fn try_take<T>(slot: &Mutex<Option<T>>) -> Option<MutexGuard<'_, Option<T>>> {
     }
 }
 
-/// Equality that implies equal serialisations: `==` plus JSON key order and number spelling
-/// for every JSON value a message carries.
+/// `==` made strict enough that equal messages render equal requests: JSON values also compare
+/// key order and number spelling (serde_json's `Value` equality ignores both; the text does
+/// not). Every struct is destructured without `..`, so a field added to a message type fails to
+/// compile here until it is compared.
 pub fn same_message(a: &AgentMessage, b: &AgentMessage) -> bool {
-    a == b && same_values(a, b)
-}
-
-/// Given `a == b` (so both have the same shape), whether their JSON values also match in key
-/// order and number spelling.
-fn same_values(a: &AgentMessage, b: &AgentMessage) -> bool {
     match (a, b) {
-        (AgentMessage::System(x), AgentMessage::System(y)) => {
-            same_map(x.sections.as_ref(), y.sections.as_ref())
-                && x.tools_added
-                    .iter()
-                    .flatten()
-                    .zip(y.tools_added.iter().flatten())
-                    .all(|(p, q): (&ToolDeclaration, &ToolDeclaration)| {
-                        same_text(&p.parameters, &q.parameters)
-                            && same_opt(
-                                p.constrained_sampling.as_ref(),
-                                q.constrained_sampling.as_ref(),
-                            )
-                    })
+        (AgentMessage::System(x), AgentMessage::System(y)) => same_system(x, y),
+        (AgentMessage::User(x), AgentMessage::User(y)) => {
+            let UserMessage { content, timestamp } = x;
+            same_content(content, &y.content) && *timestamp == y.timestamp
         }
-        (AgentMessage::User(x), AgentMessage::User(y)) => same_content(&x.content, &y.content),
-        (AgentMessage::Assistant(x), AgentMessage::Assistant(y)) => {
-            same_blocks(&x.content, &y.content)
-                && same_opt(x.diagnostics.as_ref(), y.diagnostics.as_ref())
-                && same_opt(x.deferred.as_ref(), y.deferred.as_ref())
-        }
-        (AgentMessage::ToolResult(x), AgentMessage::ToolResult(y)) => {
-            same_blocks(&x.content, &y.content) && same_opt(x.details.as_ref(), y.details.as_ref())
-        }
+        (AgentMessage::Assistant(x), AgentMessage::Assistant(y)) => same_assistant(x, y),
+        (AgentMessage::ToolResult(x), AgentMessage::ToolResult(y)) => same_result(x, y),
         (AgentMessage::Custom(x), AgentMessage::Custom(y)) => {
-            same_map(Some(&x.fields), Some(&y.fields))
+            let CustomMessage { role, fields } = x;
+            *role == y.role && same_map(fields, &y.fields)
         }
         _ => false,
     }
 }
 
+fn same_system(x: &SystemMessage, y: &SystemMessage) -> bool {
+    let SystemMessage {
+        content,
+        sections,
+        timestamp,
+        tools_added,
+        tools_removed,
+    } = x;
+    let same_sections = match (sections, &y.sections) {
+        (Some(p), Some(q)) => same_map(p, q),
+        (None, None) => true,
+        _ => false,
+    };
+    let same_added = match (tools_added, &y.tools_added) {
+        (Some(p), Some(q)) => p.len() == q.len() && p.iter().zip(q).all(|(d, e)| same_decl(d, e)),
+        (None, None) => true,
+        _ => false,
+    };
+    same_content(content, &y.content)
+        && same_sections
+        && *timestamp == y.timestamp
+        && same_added
+        && *tools_removed == y.tools_removed
+}
+
+fn same_decl(x: &ToolDeclaration, y: &ToolDeclaration) -> bool {
+    let ToolDeclaration {
+        name,
+        description,
+        parameters,
+        constrained_sampling,
+    } = x;
+    *name == y.name
+        && *description == y.description
+        && same_text(parameters, &y.parameters)
+        && same_opt(constrained_sampling, &y.constrained_sampling)
+}
+
+fn same_assistant(x: &AssistantMessage, y: &AssistantMessage) -> bool {
+    let AssistantMessage {
+        content,
+        api,
+        provider,
+        model,
+        response_model,
+        usage,
+        stop_reason,
+        error_message,
+        timestamp,
+        response_id,
+        raw_stop_reason,
+        provider_thinking_level,
+        diagnostics,
+        deferred,
+        end_turn,
+        duration_ms,
+        thinking_level,
+    } = x;
+    same_blocks(content, &y.content)
+        && *api == y.api
+        && *provider == y.provider
+        && *model == y.model
+        && *response_model == y.response_model
+        && *usage == y.usage
+        && *stop_reason == y.stop_reason
+        && *error_message == y.error_message
+        && *timestamp == y.timestamp
+        && *response_id == y.response_id
+        && *raw_stop_reason == y.raw_stop_reason
+        && *provider_thinking_level == y.provider_thinking_level
+        && same_opt(diagnostics, &y.diagnostics)
+        && same_opt(deferred, &y.deferred)
+        && *end_turn == y.end_turn
+        && *duration_ms == y.duration_ms
+        && *thinking_level == y.thinking_level
+}
+
+fn same_result(x: &ToolResultMessage, y: &ToolResultMessage) -> bool {
+    let ToolResultMessage {
+        tool_call_id,
+        tool_name,
+        content,
+        details,
+        usage,
+        is_error,
+        duration_ms,
+        timestamp,
+    } = x;
+    *tool_call_id == y.tool_call_id
+        && *tool_name == y.tool_name
+        && same_blocks(content, &y.content)
+        && same_opt(details, &y.details)
+        && *usage == y.usage
+        && *is_error == y.is_error
+        && *duration_ms == y.duration_ms
+        && *timestamp == y.timestamp
+}
+
 fn same_content(a: &MessageContent, b: &MessageContent) -> bool {
     match (a, b) {
+        (MessageContent::Text(x), MessageContent::Text(y)) => x == y,
         (MessageContent::Blocks(x), MessageContent::Blocks(y)) => same_blocks(x, y),
-        _ => true,
+        _ => false,
     }
 }
 
 fn same_blocks(a: &[ContentBlock], b: &[ContentBlock]) -> bool {
-    a.iter().zip(b).all(|pair| match pair {
-        (ContentBlock::ToolCall(x), ContentBlock::ToolCall(y)) => {
-            same_text(&x.arguments, &y.arguments)
-        }
-        _ => true,
-    })
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_block(x, y))
 }
 
-fn same_opt(a: Option<&Value>, b: Option<&Value>) -> bool {
+fn same_block(a: &ContentBlock, b: &ContentBlock) -> bool {
+    match (a, b) {
+        (ContentBlock::Text(x), ContentBlock::Text(y)) => {
+            let TextContent {
+                text,
+                text_signature,
+            } = x;
+            *text == y.text && *text_signature == y.text_signature
+        }
+        (ContentBlock::Thinking(x), ContentBlock::Thinking(y)) => {
+            let ThinkingContent {
+                thinking,
+                thinking_signature,
+                redacted,
+            } = x;
+            *thinking == y.thinking
+                && *thinking_signature == y.thinking_signature
+                && *redacted == y.redacted
+        }
+        (ContentBlock::Image(x), ContentBlock::Image(y)) => {
+            let ImageContent { data, mime_type } = x;
+            *data == y.data && *mime_type == y.mime_type
+        }
+        (ContentBlock::ToolCall(x), ContentBlock::ToolCall(y)) => {
+            let ToolCall {
+                id,
+                name,
+                arguments,
+                thought_signature,
+                namespace,
+                arguments_error,
+            } = x;
+            *id == y.id
+                && *name == y.name
+                && same_text(arguments, &y.arguments)
+                && *thought_signature == y.thought_signature
+                && *namespace == y.namespace
+                && *arguments_error == y.arguments_error
+        }
+        _ => false,
+    }
+}
+
+fn same_opt(a: &Option<Value>, b: &Option<Value>) -> bool {
     match (a, b) {
         (Some(x), Some(y)) => same_text(x, y),
-        _ => true,
+        (None, None) => true,
+        _ => false,
     }
 }
 
-fn same_map(
-    a: Option<&serde_json::Map<String, Value>>,
-    b: Option<&serde_json::Map<String, Value>>,
-) -> bool {
-    match (a, b) {
-        (Some(x), Some(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .zip(y)
-                    .all(|((ka, va), (kb, vb))| ka == kb && same_text(va, vb))
-        }
-        _ => true,
-    }
+fn same_map(a: &serde_json::Map<String, Value>, b: &serde_json::Map<String, Value>) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|((ka, va), (kb, vb))| ka == kb && same_text(va, vb))
 }
 
 /// Same JSON text: same shape, keys in the same order, numbers spelled the same.
 pub fn same_text(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Object(x), Value::Object(y)) => same_map(Some(x), Some(y)),
+        (Value::Object(x), Value::Object(y)) => same_map(x, y),
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_text(p, q))
         }
@@ -322,5 +432,45 @@ pub fn same_text(a: &Value, b: &Value) -> bool {
             _ => x == y,
         },
         _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::Model;
+    use crate::provider::transform::fixtures;
+    use serde_json::json;
+
+    #[test]
+    fn equal_messages_are_the_same_and_differently_written_json_is_not() {
+        let messages = fixtures::rich(&Model::default());
+        for (i, a) in messages.iter().enumerate() {
+            for (j, b) in messages.iter().enumerate() {
+                assert_eq!(same_message(a, b), i == j || a == b, "{i} {j}");
+            }
+        }
+        let call = |arguments| {
+            AgentMessage::Assistant(AssistantMessage {
+                content: vec![ContentBlock::ToolCall(ToolCall {
+                    arguments,
+                    ..ToolCall::default()
+                })],
+                ..AssistantMessage::default()
+            })
+        };
+        for (a, b) in [
+            (json!({"a": 1, "b": 2}), json!({"b": 2, "a": 1})),
+            (json!({"x": 0.0}), json!({"x": -0.0})),
+            (
+                json!([{"k": {"a": 1, "b": 2}}]),
+                json!([{"k": {"b": 2, "a": 1}}]),
+            ),
+        ] {
+            let (a, b) = (call(a), call(b));
+            assert_eq!(a, b, "serde_json calls them equal");
+            assert!(!same_message(&a, &b));
+            assert!(same_message(&a, &a.clone()));
+        }
     }
 }
