@@ -443,7 +443,19 @@ impl From<ToolResultMessage> for AgentMessage {
     }
 }
 
-/// Serialises a known message as `{"role": …, …fields}` with `role` first, as pi writes it.
+/// A known message as `{"role": …, …fields}` with `role` first, as pi writes it: the body's
+/// fields are written straight after `role` (no intermediate `Value`: this runs for every
+/// message written to a session file, an event line or the daemon's wire). The known message
+/// types have no `role` field of their own.
+#[derive(Serialize)]
+struct WithRole<'a, T> {
+    role: &'a str,
+    #[serde(flatten)]
+    body: &'a T,
+}
+
+/// Serialises a message as `{"role": …, …fields}` with `role` first; a `role` among the
+/// fields (an app-defined message's map may hold one) replaces the value in place.
 fn with_role<S: Serializer, T: Serialize>(role: &str, body: &T, s: S) -> Result<S::Ok, S::Error> {
     let value = serde_json::to_value(body).map_err(serde::ser::Error::custom)?;
     let mut map = Map::with_capacity(16);
@@ -457,10 +469,22 @@ fn with_role<S: Serializer, T: Serialize>(role: &str, body: &T, s: S) -> Result<
 impl Serialize for AgentMessage {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
-            AgentMessage::System(m) => with_role("system", m, s),
-            AgentMessage::User(m) => with_role("user", m, s),
-            AgentMessage::Assistant(m) => with_role("assistant", m, s),
-            AgentMessage::ToolResult(m) => with_role("toolResult", m, s),
+            AgentMessage::System(body) => WithRole {
+                role: "system",
+                body,
+            }
+            .serialize(s),
+            AgentMessage::User(body) => WithRole { role: "user", body }.serialize(s),
+            AgentMessage::Assistant(body) => WithRole {
+                role: "assistant",
+                body,
+            }
+            .serialize(s),
+            AgentMessage::ToolResult(body) => WithRole {
+                role: "toolResult",
+                body,
+            }
+            .serialize(s),
             AgentMessage::Custom(c) => with_role(&c.role, &c.fields, s),
         }
     }
@@ -510,6 +534,41 @@ mod tests {
         let msg: AgentMessage = serde_json::from_value(raw.clone()).unwrap();
         assert_eq!(msg.role(), "assistant");
         assert_eq!(serde_json::to_value(&msg).unwrap(), raw);
+    }
+
+    /// The direct serialisation writes exactly what the `Value`-built one wrote, for every kind
+    /// of message and block.
+    #[test]
+    fn known_messages_serialise_as_through_a_value() {
+        let model = crate::provider::Model::default();
+        let mut messages = crate::provider::transform::fixtures::rich(&model);
+        let full = json!({
+            "role": "assistant", "content": [{"type": "text", "text": "x"}],
+            "api": "a", "provider": "p", "model": "m",
+            "usage": {"input": 1, "output": 2, "cacheRead": 3, "cacheWrite": 4, "reasoning": 0,
+                      "totalTokens": 10, "cost": {"input": 0.5, "output": 1e-7, "cacheRead": 0.0,
+                      "cacheWrite": 0.0, "total": 2.25, "totalFromProvider": true}},
+            "stopReason": "error", "errorMessage": "boom \"quoted\"", "timestamp": -5,
+            "responseId": "r", "rawStopReason": "x", "durationMs": 55, "thinkingLevel": "high",
+            "diagnostics": {"b": 1, "a": [1.5, null]}, "deferred": {"z": true}
+        });
+        messages.push(serde_json::from_value(full).unwrap());
+        for message in &messages {
+            let direct = serde_json::to_string(message).unwrap();
+            let mut out = Vec::new();
+            let mut ser = serde_json::Serializer::new(&mut out);
+            match message {
+                AgentMessage::System(m) => with_role("system", m, &mut ser),
+                AgentMessage::User(m) => with_role("user", m, &mut ser),
+                AgentMessage::Assistant(m) => with_role("assistant", m, &mut ser),
+                AgentMessage::ToolResult(m) => with_role("toolResult", m, &mut ser),
+                AgentMessage::Custom(c) => with_role(&c.role, &c.fields, &mut ser),
+            }
+            .unwrap();
+            assert_eq!(direct, String::from_utf8(out).unwrap());
+        }
+        let roles: std::collections::HashSet<&str> = messages.iter().map(|m| m.role()).collect();
+        assert!(roles.len() >= 5, "{roles:?}");
     }
 
     #[test]

@@ -55,7 +55,7 @@ impl Recorder {
                         state.run_usage.accumulate(&a.usage);
                     }
                     if let Some(session) = &mut state.session
-                        && let Err(e) = session.append_message(&message)
+                        && let Err(e) = session.append_owned_message(message)
                     {
                         let text = format!("cannot record the session: {e}");
                         state.failure = Some(text.clone());

@@ -2,15 +2,20 @@
 //! results, thinking replay, tools with cache breakpoints, thinking budgets and betas.
 //!
 //! The body is serialised straight from the borrowed transcript (`messages.rs`), without a
-//! `serde_json::Value` tree of the history or a copy of it (issue 6, scenario 4).
+//! `serde_json::Value` tree of the history or a copy of it (issue 6, scenario 4); the messages
+//! array reuses what earlier requests of the conversation serialised
+//! ([`super::request_cache`]), so a turn serialises only its new messages.
 
 use serde::ser::{Serialize, Serializer};
 use serde_json::{Value, json};
 
-use super::openai_request::json_out::Fields;
+use std::borrow::Cow;
+
+use super::openai_request::json_out::{Fields, cut_offsets, each_with_comma};
 use super::openai_request::thinking_budget;
+use super::request_cache::{Fresh, RequestCache};
 use super::tool_fold::{self, ToolStrategy, compat_flag, current_system_prompt};
-use super::transform::{sanitize_id, transform_messages};
+use super::transform::{sanitize_id, sanitize_id_cow, transform_messages};
 use super::{LlmContext, Model, StreamOptions};
 use crate::agent::message::{AgentMessage, ThinkingLevel};
 use crate::agent::transcript::system_message_text;
@@ -21,7 +26,7 @@ mod reference;
 #[cfg(test)]
 mod tests;
 
-use messages::{Message, Tool, convert_messages};
+use messages::{Tool, convert_messages, last_user_source};
 
 pub const VERSION: &str = "2023-06-01";
 const BETA_FINE_GRAINED: &str = "fine-grained-tool-streaming-2025-05-14";
@@ -39,6 +44,11 @@ pub fn normalize_id(id: &str) -> String {
     sanitize_id(id, 64)
 }
 
+/// [`normalize_id`], borrowing ids already in that form.
+pub fn normalize_id_cow(id: &str) -> Cow<'_, str> {
+    sanitize_id_cow(id, 64)
+}
+
 /// The tool strategy: "changes" when the model can take mid-conversation tool changes.
 fn wanted_strategy(model: &Model) -> ToolStrategy {
     let flag = |name| compat_flag(model, name).unwrap_or(false);
@@ -53,9 +63,14 @@ fn wanted_strategy(model: &Model) -> ToolStrategy {
 enum Top<'a> {
     Json(Value),
     Str(&'a str),
-    System { text: String, cache: &'a Value },
-    Messages(Vec<Message<'a>>),
-    Tools(Vec<Tool<'a>>),
+    System {
+        text: String,
+        cache: &'a Value,
+    },
+    /// The messages array, written pre-serialised by [`build_request`].
+    Messages,
+    /// Already serialised JSON (the cached tool list).
+    Raw(String),
 }
 
 impl Serialize for Top<'_> {
@@ -67,8 +82,12 @@ impl Serialize for Top<'_> {
                 let block = json!({"type": "text", "text": text, "cache_control": cache});
                 s.collect_seq([block])
             }
-            Top::Messages(m) => m.serialize(s),
-            Top::Tools(t) => t.serialize(s),
+            Top::Messages => Err(serde::ser::Error::custom(
+                "the messages array is written pre-serialised",
+            )),
+            Top::Raw(_) => Err(serde::ser::Error::custom(
+                "raw JSON is written by build_request",
+            )),
         }
     }
 }
@@ -79,7 +98,7 @@ pub fn build_request(
     context: &LlmContext,
     options: &StreamOptions,
 ) -> Result<AnthropicRequest, serde_json::Error> {
-    let history = transform_messages(&context.messages, model, normalize_id);
+    let history = transform_messages(&context.messages, model, normalize_id_cow);
     let messages = || history.iter().map(|m| &**m);
     let strategy = tool_fold::effective_strategy(wanted_strategy(model), messages());
     let tools = tool_fold::request_tools(strategy, messages());
@@ -108,8 +127,8 @@ pub fn build_request(
         };
         body.insert("system", system);
     }
-    let converted = convert_messages(&history, strategy, &cache);
-    body.insert("messages", Top::Messages(converted));
+    let messages_json = render_messages(&history, strategy, &cache, &options.request_cache)?;
+    body.insert("messages", Top::Messages);
     if !tools.is_empty() {
         // Per-tool eager input streaming replaces the fine-grained streaming beta where supported.
         let eager = compat_flag(model, "supportsEagerToolInputStreaming").unwrap_or(false);
@@ -117,21 +136,81 @@ pub fn build_request(
             betas.push(BETA_FINE_GRAINED);
         }
         let last = tools.len() - 1;
-        let decls = tools.iter().enumerate().map(|(i, decl)| Tool {
-            decl,
-            cache: (i == last).then_some(&cache),
+        let render = || {
+            let decls = tools.iter().enumerate().map(|(i, decl)| Tool {
+                decl,
+                cache: (i == last).then_some(&cache),
+                eager,
+            });
+            serde_json::to_string(&decls.collect::<Vec<_>>())
+        };
+        let form = ToolsForm {
+            cache: cache.to_string(),
             eager,
-        });
-        body.insert("tools", Top::Tools(decls.collect()));
+        };
+        let text = options.request_cache.tools_json(form, &tools, render)?;
+        body.insert("tools", Top::Raw(text));
     }
     if strategy == ToolStrategy::Changes {
         betas.push(BETA_INLINE_TOOLS);
     }
     add_thinking(&mut body, &mut betas, model, options, level, budget);
     Ok(AnthropicRequest {
-        body: serde_json::to_string(&body)?,
+        body: body.to_json_with(|v| match v {
+            Top::Messages => Some(messages_json.as_str()),
+            Top::Raw(text) => Some(text.as_str()),
+            _ => None,
+        })?,
         betas,
     })
+}
+
+/// What shapes the serialised tool list besides the declarations.
+#[derive(PartialEq)]
+struct ToolsForm {
+    cache: String,
+    eager: bool,
+}
+
+/// What shapes a message's rendering besides the messages (the cache breakpoint goes on the
+/// last user message, which is always rendered fresh).
+#[derive(PartialEq)]
+struct Form(ToolStrategy);
+
+/// The messages array: the cached prefix (ending before the message that opens the last user
+/// message, which carries the cache breakpoint), then the messages rendered fresh.
+fn render_messages(
+    history: &[Cow<'_, AgentMessage>],
+    strategy: ToolStrategy,
+    cache_control: &Value,
+    cache: &RequestCache,
+) -> Result<String, serde_json::Error> {
+    let limit = last_user_source(history).unwrap_or(history.len());
+    let mut lease = cache.lease();
+    let reuse = lease.reuse(&Form(strategy), history, limit);
+    let start = reuse.position;
+    let mut out = String::from("[");
+    let reused = reuse.text;
+    let mut cuts = Vec::new();
+    let converted = convert_messages(history, start, strategy, cache_control, &mut cuts);
+    let (fresh, ends) = each_with_comma(&converted)?;
+    // One allocation for the array (it is most of the body, and grows every turn).
+    out.reserve_exact(reused.len() + fresh.len() + 1);
+    out.push_str(reused);
+    out.push_str(&fresh);
+    let cuts = cut_offsets(&cuts, &ends);
+    let fresh = Fresh {
+        history,
+        text: &fresh,
+        cuts: &cuts,
+        limit,
+    };
+    lease.store(Form(strategy), start, fresh);
+    if out.ends_with(',') {
+        out.pop();
+    }
+    out.push(']');
+    Ok(out)
 }
 
 /// `{"type": "ephemeral"}`, with `ttl: "1h"` when long retention is asked for

@@ -2,13 +2,16 @@
 //!
 //! The body is serialised straight from the borrowed transcript (`messages.rs`): every turn
 //! sends the whole history, so building it as a `serde_json::Value` from copies of every
-//! message made each turn's own cost grow with the transcript (issue 6, scenario 4).
+//! message made each turn's own cost grow with the transcript (issue 6, scenario 4). The
+//! messages array reuses what earlier requests of the conversation serialised
+//! ([`super::request_cache`]), so a turn serialises only its new messages.
 
 use serde::ser::{Serialize, Serializer};
 use serde_json::{Value, json};
 
+use super::request_cache::{Fresh, RequestCache};
 use super::tool_fold::{self, ToolStrategy, compat_flag};
-use super::transform::{sanitize_id, transform_messages};
+use super::transform::{sanitize_id_cow, transform_messages};
 use super::{LlmContext, Model, StreamOptions};
 use crate::agent::message::{AgentMessage, ThinkingLevel};
 
@@ -19,11 +22,11 @@ mod reference;
 #[cfg(test)]
 mod tests;
 
-use json_out::Fields;
-use messages::{Message, Tool, convert_messages};
+use json_out::{Fields, cut_offsets, each_with_comma};
+use messages::{Message, Text, Tool, convert_messages};
 
 /// Provider quirks, detected from the base URL and overridden by `model.compat`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct OpenAiCompat {
     pub developer_role: bool,
     pub max_tokens_field: String,
@@ -78,7 +81,12 @@ impl OpenAiCompat {
 
 /// Tool-call ids: the call part of `call|item`, sanitized, at most 40 characters.
 pub fn normalize_id(id: &str) -> String {
-    sanitize_id(id.split('|').next().unwrap_or(id), 40)
+    normalize_id_cow(id).into_owned()
+}
+
+/// [`normalize_id`], borrowing ids already in that form.
+pub fn normalize_id_cow(id: &str) -> std::borrow::Cow<'_, str> {
+    sanitize_id_cow(id.split('|').next().unwrap_or(id), 40)
 }
 
 /// A top-level field value of the body.
@@ -86,8 +94,10 @@ enum Top<'a> {
     Json(Value),
     Ref(&'a Value),
     Str(&'a str),
-    Messages(Vec<Message<'a>>),
-    Tools(Vec<Tool<'a>>),
+    /// The messages array, written pre-serialised by [`build_body`].
+    Messages,
+    /// Already serialised JSON (the cached tool list).
+    Raw(String),
 }
 
 impl Serialize for Top<'_> {
@@ -96,8 +106,12 @@ impl Serialize for Top<'_> {
             Top::Json(v) => v.serialize(s),
             Top::Ref(v) => v.serialize(s),
             Top::Str(v) => s.serialize_str(v),
-            Top::Messages(m) => m.serialize(s),
-            Top::Tools(t) => t.serialize(s),
+            Top::Messages => Err(serde::ser::Error::custom(
+                "the messages array is written pre-serialised",
+            )),
+            Top::Raw(_) => Err(serde::ser::Error::custom(
+                "raw JSON is written by build_body",
+            )),
         }
     }
 }
@@ -110,7 +124,7 @@ pub fn build_body(
     options: &StreamOptions,
 ) -> Result<String, serde_json::Error> {
     let compat = OpenAiCompat::for_model(model);
-    let history = transform_messages(&context.messages, model, normalize_id);
+    let history = transform_messages(&context.messages, model, normalize_id_cow);
     let messages = || history.iter().map(|m| &**m);
     let wanted = if compat.tool_additions {
         ToolStrategy::Additions
@@ -121,8 +135,9 @@ pub fn build_body(
     let tools = tool_fold::request_tools(strategy, messages());
     let mut body = Fields::with_capacity(12);
     body.insert("model", Top::Str(&model.id));
-    let converted = convert_messages(&history, model, &compat, strategy);
-    body.insert("messages", Top::Messages(converted));
+    let messages_json =
+        render_messages(&history, model, &compat, strategy, &options.request_cache)?;
+    body.insert("messages", Top::Messages);
     body.insert("stream", Top::Json(Value::Bool(true)));
     if compat.usage_in_streaming {
         body.insert("stream_options", Top::Json(json!({"include_usage": true})));
@@ -143,8 +158,14 @@ pub fn build_body(
     let has_tool_history = messages().any(|m| matches!(m, AgentMessage::ToolResult(_)));
     if !tools.is_empty() || has_tool_history {
         let strict = compat.strict_mode;
-        let decls = tools.iter().map(|decl| Tool { decl, strict }).collect();
-        body.insert("tools", Top::Tools(decls));
+        let render = || {
+            let decls: Vec<Tool<'_>> = tools.iter().map(|decl| Tool { decl, strict }).collect();
+            serde_json::to_string(&decls)
+        };
+        let text = options
+            .request_cache
+            .tools_json(ToolsForm { strict }, &tools, render)?;
+        body.insert("tools", Top::Raw(text));
     }
     if let Some(choice) = options.extra.get("toolChoice") {
         body.insert("tool_choice", Top::Ref(choice));
@@ -152,7 +173,83 @@ pub fn build_body(
     if model.reasoning {
         add_reasoning(&mut body, options.reasoning.unwrap_or_default(), &compat);
     }
-    serde_json::to_string(&body)
+    body.to_json_with(|v| match v {
+        Top::Messages => Some(messages_json.as_str()),
+        Top::Raw(text) => Some(text.as_str()),
+        _ => None,
+    })
+}
+
+/// What shapes the serialised tool list besides the declarations.
+#[derive(PartialEq)]
+struct ToolsForm {
+    strict: bool,
+}
+
+/// Everything besides the messages themselves that shapes how a message is rendered.
+#[derive(PartialEq)]
+struct Form {
+    compat: OpenAiCompat,
+    reasoning: bool,
+    strategy: ToolStrategy,
+}
+
+/// The messages array: the system prompt (strategy "none"; it depends on the whole history,
+/// so it is never cached), the cached prefix, then the messages rendered fresh.
+fn render_messages(
+    history: &[std::borrow::Cow<'_, AgentMessage>],
+    model: &Model,
+    compat: &OpenAiCompat,
+    strategy: ToolStrategy,
+    cache: &RequestCache,
+) -> Result<String, serde_json::Error> {
+    let system_role = if model.reasoning && compat.developer_role {
+        "developer"
+    } else {
+        "system"
+    };
+    let mut out = String::from("[");
+    if strategy == ToolStrategy::None {
+        let prompt = tool_fold::current_system_prompt(history.iter().map(|m| &**m));
+        if !prompt.is_empty() {
+            let content = Text::Owned(prompt);
+            let system = Message::Text {
+                role: system_role,
+                content,
+            };
+            out.push_str(&serde_json::to_string(&system)?);
+            out.push(',');
+        }
+    }
+    let form = Form {
+        compat: compat.clone(),
+        reasoning: model.reasoning,
+        strategy,
+    };
+    let mut lease = cache.lease();
+    let reuse = lease.reuse(&form, history, history.len());
+    let start = reuse.position;
+    let reused = reuse.text;
+    let mut cuts = Vec::new();
+    let converted = convert_messages(history, start, system_role, compat, strategy, &mut cuts);
+    let (fresh, ends) = each_with_comma(&converted)?;
+    // One allocation for the array (it is most of the body, and grows every turn).
+    out.reserve_exact(reused.len() + fresh.len() + 1);
+    out.push_str(reused);
+    out.push_str(&fresh);
+    let cuts = cut_offsets(&cuts, &ends);
+    let fresh = Fresh {
+        history,
+        text: &fresh,
+        cuts: &cuts,
+        limit: history.len(),
+    };
+    lease.store(form, start, fresh);
+    if out.ends_with(',') {
+        out.pop();
+    }
+    out.push(']');
+    Ok(out)
 }
 
 /// `options.maxTokens`, else the model's limit capped at 32000 (pi's simple-options base).

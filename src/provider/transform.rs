@@ -24,6 +24,17 @@ pub fn same_model(message: &AssistantMessage, model: &Model) -> bool {
     message.provider == model.provider && message.api == model.api && message.model == model.id
 }
 
+/// [`sanitize_id`], borrowing `id` when it is already in that form (the common case: ids the
+/// target API itself issued; this runs for every tool call of the history on every request).
+pub fn sanitize_id_cow(id: &str, max: usize) -> Cow<'_, str> {
+    let valid = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-';
+    if id.len() <= max && id.as_bytes().iter().all(valid) {
+        Cow::Borrowed(id)
+    } else {
+        Cow::Owned(sanitize_id(id, max))
+    }
+}
+
 /// Keeps `[a-zA-Z0-9_-]`, replaces the rest with `_`, and cuts to `max` characters.
 pub fn sanitize_id(id: &str, max: usize) -> String {
     id.chars()
@@ -41,14 +52,15 @@ pub fn sanitize_id(id: &str, max: usize) -> String {
 /// The cleaned history (system messages kept in place for the tool-folding step), borrowing
 /// every message it does not change: a request is built once per turn from the whole
 /// transcript, so copying it here would make every turn O(history) in allocations.
+/// `normalize_id` borrows ids already in the target form.
 pub fn transform_messages<'a>(
     messages: &'a [AgentMessage],
     model: &Model,
-    normalize_id: impl Fn(&str) -> String,
+    normalize_id: impl Fn(&str) -> Cow<'_, str>,
 ) -> Vec<Cow<'a, AgentMessage>> {
     let mut out = Vec::with_capacity(messages.len());
     let mut ids: HashMap<&'a str, String> = HashMap::new();
-    let mut pending: Vec<(String, &'a str)> = Vec::new();
+    let mut pending: Vec<(Cow<'a, str>, &'a str)> = Vec::new();
     for message in messages {
         match message {
             AgentMessage::Custom(_) => {}
@@ -56,16 +68,13 @@ pub fn transform_messages<'a>(
             AgentMessage::Assistant(a) if a.stop_reason.is_hard_exit() => {}
             AgentMessage::Assistant(a) => {
                 close_orphans(&mut out, &mut pending);
-                pending = a
-                    .tool_calls()
-                    .map(|c| {
-                        let id = normalize_id(&c.id);
-                        if id != c.id {
-                            ids.insert(&c.id, id.clone());
-                        }
-                        (id, c.name.as_str())
-                    })
-                    .collect();
+                pending.extend(a.tool_calls().map(|c| {
+                    let id = normalize_id(&c.id);
+                    if id != c.id {
+                        ids.insert(&c.id, id.to_string());
+                    }
+                    (id, c.name.as_str())
+                }));
                 out.push(match convert_assistant(a, model, &normalize_id) {
                     Some(converted) => Cow::Owned(AgentMessage::Assistant(converted)),
                     None => Cow::Borrowed(message),
@@ -96,10 +105,10 @@ pub fn transform_messages<'a>(
     out
 }
 
-fn close_orphans(out: &mut Vec<Cow<'_, AgentMessage>>, pending: &mut Vec<(String, &str)>) {
+fn close_orphans(out: &mut Vec<Cow<'_, AgentMessage>>, pending: &mut Vec<(Cow<'_, str>, &str)>) {
     for (id, name) in pending.drain(..) {
         out.push(Cow::Owned(AgentMessage::ToolResult(ToolResultMessage {
-            tool_call_id: id,
+            tool_call_id: id.into_owned(),
             tool_name: name.to_string(),
             content: vec![ContentBlock::text("No result provided")],
             is_error: true,
@@ -113,7 +122,7 @@ fn close_orphans(out: &mut Vec<Cow<'_, AgentMessage>>, pending: &mut Vec<(String
 fn needs_conversion(
     message: &AssistantMessage,
     same: bool,
-    normalize_id: &impl Fn(&str) -> String,
+    normalize_id: &impl Fn(&str) -> Cow<'_, str>,
 ) -> bool {
     message.stop_reason == StopReason::Pending
         || message.content.iter().any(|block| match block {
@@ -129,7 +138,7 @@ fn needs_conversion(
 fn convert_assistant(
     message: &AssistantMessage,
     model: &Model,
-    normalize_id: &impl Fn(&str) -> String,
+    normalize_id: &impl Fn(&str) -> Cow<'_, str>,
 ) -> Option<AssistantMessage> {
     let same = same_model(message, model);
     if !needs_conversion(message, same, normalize_id) {
@@ -148,7 +157,7 @@ fn convert_assistant(
             }
             ContentBlock::ToolCall(call) => {
                 let mut call = call.clone();
-                call.id = normalize_id(&call.id);
+                call.id = normalize_id(&call.id).into_owned();
                 if !same {
                     call.thought_signature = None;
                 }
@@ -190,6 +199,26 @@ mod tests {
     }
 
     #[test]
+    fn the_borrowing_sanitizer_equals_the_copying_one() {
+        let ids = [
+            "call_1",
+            "a|b",
+            "é",
+            "x".repeat(40).as_str(),
+            &"y".repeat(41),
+            "",
+            "a-b_C9",
+        ]
+        .map(str::to_string);
+        for id in &ids {
+            for max in [0, 5, 40, 64] {
+                assert_eq!(sanitize_id_cow(id, max), sanitize_id(id, max), "{id} {max}");
+            }
+        }
+        assert!(matches!(sanitize_id_cow("call_1", 40), Cow::Borrowed(_)));
+    }
+
+    #[test]
     fn drops_errors_fills_orphans_and_maps_ids() {
         let messages = vec![
             AgentMessage::user_text("hi"),
@@ -212,7 +241,7 @@ mod tests {
             }),
             AgentMessage::user_text("next"),
         ];
-        let out = transform_messages(&messages, &Model::default(), |id| sanitize_id(id, 40));
+        let out = transform_messages(&messages, &Model::default(), |id| sanitize_id_cow(id, 40));
         let roles: Vec<&str> = out.iter().map(|m| m.role()).collect();
         assert_eq!(
             roles,

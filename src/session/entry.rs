@@ -5,6 +5,7 @@
 //! so a newer pi file survives a round trip through agent-lsp.
 
 use serde::de::Error as _;
+use serde::ser::SerializeMap as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
@@ -143,6 +144,26 @@ impl EntryKind {
 
 impl Serialize for SessionEntry {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if let EntryKind::Message { message } = &self.kind {
+            // Two of these per turn: written straight, with no `Value` copy of the message
+            // (the general path below gives the same bytes: a message entry has no field
+            // besides `message`).
+            let mut map = s.serialize_map(Some(5))?;
+            map.serialize_entry("type", "message")?;
+            map.serialize_entry("id", &self.id)?;
+            map.serialize_entry("parentId", &self.parent_id)?;
+            map.serialize_entry("timestamp", &self.timestamp)?;
+            map.serialize_entry("message", message)?;
+            return map.end();
+        }
+        self.serialize_via_map(s)
+    }
+}
+
+impl SessionEntry {
+    /// The general form: the common fields, then the kind's own fields (an unknown kind's
+    /// verbatim), built as a JSON map.
+    fn serialize_via_map<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = Map::with_capacity(8);
         map.insert("type".into(), Value::String(self.kind.type_name().into()));
         map.insert("id".into(), Value::String(self.id.clone()));
@@ -240,6 +261,29 @@ impl SessionEntry {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The direct form of message entries writes what the general map form writes.
+    #[test]
+    fn message_entries_serialise_as_through_the_map() {
+        struct ViaMap<'a>(&'a SessionEntry);
+        impl Serialize for ViaMap<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                self.0.serialize_via_map(s)
+            }
+        }
+        let model = crate::provider::Model::default();
+        let messages = crate::provider::transform::fixtures::rich(&model);
+        for (i, message) in messages.into_iter().enumerate() {
+            let entry = SessionEntry {
+                id: format!("id{i}"),
+                parent_id: (i % 2 == 1).then(|| "p\"q".to_string()),
+                timestamp: "2026-01-01T00:00:00.000Z".into(),
+                kind: EntryKind::Message { message },
+            };
+            let direct = serde_json::to_string(&entry).unwrap();
+            assert_eq!(direct, serde_json::to_string(&ViaMap(&entry)).unwrap());
+        }
+    }
 
     #[test]
     fn entries_round_trip_with_common_fields_first() {

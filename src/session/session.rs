@@ -242,15 +242,18 @@ impl Session {
     /// Appends a message entry. Summary roles are synthesized from their own entry types and are
     /// refused here, as pi's `appendMessage` does.
     pub fn append_message(&mut self, message: &AgentMessage) -> Result<String, SessionError> {
+        self.append_owned_message(message.clone())
+    }
+
+    /// [`Session::append_message`] for a message the caller already owns (no copy).
+    pub fn append_owned_message(&mut self, message: AgentMessage) -> Result<String, SessionError> {
         let role = message.role();
         if role == "compactionSummary" || role == "branchSummary" {
             return Err(SessionError::Refused(format!(
                 "a {role} message is not stored as a message entry"
             )));
         }
-        self.append(EntryKind::Message {
-            message: message.clone(),
-        })
+        self.append(EntryKind::Message { message })
     }
 
     pub fn append_model_change(

@@ -237,16 +237,35 @@ fn message<'a>(role: &'static str, content: Vec<Block<'a>>) -> Message<'a> {
     }
 }
 
-/// The history as Anthropic messages, with the cache breakpoint on the last user block.
+/// The history from `start` on as Anthropic messages, with the cache breakpoint on the last
+/// user block among them (the caller starts no later than the message that opens it). `start`
+/// must be a cut; every cut from it on is pushed to `cuts` as `(position, output messages so
+/// far)`: a position where the last output message is closed (not a tool-result message that
+/// the next results would merge into), so the output so far covers exactly the messages before.
 pub fn convert_messages<'a>(
     history: &'a [Cow<'a, AgentMessage>],
+    start: usize,
     strategy: ToolStrategy,
     cache: &'a Value,
+    cuts: &mut Vec<(usize, usize)>,
 ) -> Vec<Message<'a>> {
-    let mut out: Vec<Message<'a>> = Vec::with_capacity(history.len());
+    let rest = history.get(start..).unwrap_or_default();
+    let mut out: Vec<Message<'a>> = Vec::with_capacity(rest.len());
     let mut tools = ToolRefs::default();
     let mut first_system = true;
-    for message_ in history.iter().map(|m| &**m) {
+    for system in history
+        .get(..start)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|m| m.as_system())
+    {
+        first_system = false;
+        tools.apply(system);
+    }
+    for (position, message_) in (start..).zip(rest.iter().map(|m| &**m)) {
+        if !open_results(&out) {
+            cuts.push((position, out.len()));
+        }
         match message_ {
             AgentMessage::System(system) => {
                 if !first_system && strategy == ToolStrategy::Changes {
@@ -279,10 +298,37 @@ pub fn convert_messages<'a>(
             AgentMessage::Custom(_) => {}
         }
     }
+    if !open_results(&out) {
+        cuts.push((history.len(), out.len()));
+    }
     if let Some(last_user) = out.iter_mut().rev().find(|m| m.role == "user") {
         last_user.cache = Some(cache);
     }
     out
+}
+
+/// The position of the last message that renders into a user message (the one carrying the
+/// cache breakpoint), if any.
+pub fn last_user_source(history: &[Cow<'_, AgentMessage>]) -> Option<usize> {
+    history.iter().rposition(|m| match &**m {
+        AgentMessage::ToolResult(_) => true,
+        AgentMessage::User(user) => match &user.content {
+            MessageContent::Text(text) => !text.trim().is_empty(),
+            MessageContent::Blocks(blocks) => blocks.iter().any(|b| content_block(b).is_some()),
+        },
+        _ => false,
+    })
+}
+
+/// Whether the last output message is one that a following tool result would merge into.
+fn open_results(out: &[Message<'_>]) -> bool {
+    out.last().is_some_and(|last| {
+        last.role == "user"
+            && last
+                .content
+                .iter()
+                .all(|b| matches!(b, Block::ToolResult { .. }))
+    })
 }
 
 /// A mid-conversation system message rendering tool changes in place (strategy "changes").
@@ -307,12 +353,8 @@ fn system_change<'a>(system: &'a SystemMessage, before: &[&ToolDeclaration]) -> 
 
 /// Consecutive tool results share one user message.
 fn append_tool_result<'a>(out: &mut Vec<Message<'a>>, block: Block<'a>) {
-    if let Some(last) = out.last_mut()
-        && last.role == "user"
-        && last
-            .content
-            .iter()
-            .all(|b| matches!(b, Block::ToolResult { .. }))
+    if open_results(out)
+        && let Some(last) = out.last_mut()
     {
         last.content.push(block);
         return;

@@ -114,3 +114,54 @@ fn the_rich_fixture_reaches_every_kind_of_block() {
         assert!(body.contains(needle), "{needle} missing in {body}");
     }
 }
+
+/// Successive requests sharing one cache produce exactly the uncached (and the Value-built)
+/// bodies, over growing and rewritten histories, for every compat set.
+#[test]
+fn cached_bodies_equal_uncached_ones_over_growing_and_rewritten_histories() {
+    for (reasoning, max_tokens, compat) in compats() {
+        let model = model(reasoning, max_tokens, compat);
+        for sequence in fixtures::request_sequences(&model) {
+            let shared = options(Some(ThinkingLevel::High), true);
+            for history in sequence {
+                let context = LlmContext::new(history);
+                let cached = build_request(&model, &context, &shared).unwrap();
+                let fresh = options(Some(ThinkingLevel::High), true);
+                let uncached = build_request(&model, &context, &fresh).unwrap();
+                assert_eq!(cached.body, uncached.body, "compat {:?}", model.compat);
+                let (old, _) = reference::build_request(&model, &context, &shared);
+                assert_eq!(cached.body, old.to_string(), "compat {:?}", model.compat);
+            }
+        }
+    }
+}
+
+/// A growing conversation of tool turns serialises only the newest turn: the cache holds every
+/// message before the last tool result (which carries the cache breakpoint).
+#[test]
+fn a_growing_conversation_is_cached() {
+    let model = model(false, 0, json!(null));
+    let all = fixtures::turns(&model, 5);
+    let shared = options(None, false);
+    for n in (4..=all.len()).step_by(2) {
+        let context = LlmContext::new(all[..n].to_vec());
+        build_request(&model, &context, &shared).unwrap();
+        assert_eq!(shared.request_cache.cached_messages(), n - 1);
+    }
+}
+
+/// One cache shared by requests for different compat sets (tool strategies) never reuses text
+/// rendered for another form.
+#[test]
+fn a_cache_shared_across_compat_sets_renders_each_in_its_own_form() {
+    let shared = options(None, false);
+    for _ in 0..2 {
+        for (reasoning, max_tokens, compat) in compats() {
+            let model = model(reasoning, max_tokens, compat);
+            let context = LlmContext::new(fixtures::rich(&model));
+            let cached = build_request(&model, &context, &shared).unwrap();
+            let uncached = build_request(&model, &context, &options(None, false)).unwrap();
+            assert_eq!(cached.body, uncached.body, "compat {:?}", model.compat);
+        }
+    }
+}

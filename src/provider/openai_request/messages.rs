@@ -15,8 +15,7 @@ use crate::agent::message::{
     ToolResultMessage,
 };
 use crate::agent::transcript::system_message_text;
-use crate::provider::Model;
-use crate::provider::tool_fold::{ToolStrategy, current_system_prompt};
+use crate::provider::tool_fold::ToolStrategy;
 
 /// A string value of a message: borrowed, joined on the fly, or (rarely) built.
 pub enum Text<'a> {
@@ -203,31 +202,29 @@ impl Serialize for Message<'_> {
     }
 }
 
-/// The history as Chat Completions messages.
+/// The history from `start` on as Chat Completions messages (the system prompt of strategy
+/// "none" is the caller's). `start` must be a cut; every cut from it on is pushed to `cuts` as
+/// `(position, output messages so far)`: a position where no tool-result image waits for its
+/// user message, so the output so far covers exactly the messages before it.
 pub fn convert_messages<'a>(
     history: &'a [Cow<'a, AgentMessage>],
-    model: &Model,
+    start: usize,
+    system_role: &'static str,
     compat: &OpenAiCompat,
     strategy: ToolStrategy,
+    cuts: &mut Vec<(usize, usize)>,
 ) -> Vec<Message<'a>> {
-    let system_role = if model.reasoning && compat.developer_role {
-        "developer"
-    } else {
-        "system"
-    };
-    let mut out = Vec::with_capacity(history.len() + 1);
-    if strategy == ToolStrategy::None {
-        let prompt = current_system_prompt(history.iter().map(|m| &**m));
-        if !prompt.is_empty() {
-            out.push(Message::Text {
-                role: system_role,
-                content: Text::Owned(prompt),
-            });
-        }
-    }
-    let mut first_system = true;
+    let rest = history.get(start..).unwrap_or_default();
+    let mut out = Vec::with_capacity(rest.len());
+    let before = history.get(..start).unwrap_or_default();
+    let mut first_system = !before
+        .iter()
+        .any(|m| matches!(**m, AgentMessage::System(_)));
     let mut images: Vec<Part<'a>> = Vec::new();
-    for message in history.iter().map(|m| &**m) {
+    for (position, message) in (start..).zip(rest.iter().map(|m| &**m)) {
+        if images.is_empty() {
+            cuts.push((position, out.len()));
+        }
         if !matches!(message, AgentMessage::ToolResult(_)) {
             flush_tool_images(&mut out, &mut images, compat);
         }
@@ -257,6 +254,9 @@ pub fn convert_messages<'a>(
             AgentMessage::ToolResult(r) => out.push(tool_result(r, compat, &mut images)),
             _ => {}
         }
+    }
+    if images.is_empty() {
+        cuts.push((history.len(), out.len()));
     }
     flush_tool_images(&mut out, &mut images, compat);
     out

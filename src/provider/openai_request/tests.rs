@@ -146,3 +146,55 @@ fn the_rich_fixture_reaches_every_kind_of_message() {
 fn fixtures_context(model: &Model) -> LlmContext {
     LlmContext::new(fixtures::rich(model))
 }
+
+/// Successive requests sharing one cache produce exactly the uncached (and the Value-built)
+/// bodies, over growing and rewritten histories, for every compat set.
+#[test]
+fn cached_bodies_equal_uncached_ones_over_growing_and_rewritten_histories() {
+    for (reasoning, base, compat) in compats() {
+        let model = model(reasoning, base, compat);
+        for sequence in fixtures::request_sequences(&model) {
+            let shared = options(Some(ThinkingLevel::High), true);
+            for history in sequence {
+                let context = LlmContext::new(history);
+                let cached = build_body(&model, &context, &shared).unwrap();
+                let fresh = options(Some(ThinkingLevel::High), true);
+                let uncached = build_body(&model, &context, &fresh).unwrap();
+                assert_eq!(cached, uncached, "compat {:?}", model.compat);
+                let old = reference::build_body(&model, &context, &shared).to_string();
+                assert_eq!(cached, old, "compat {:?}", model.compat);
+            }
+        }
+    }
+}
+
+/// A growing conversation serialises only its new messages: the cache holds the history.
+#[test]
+fn a_growing_conversation_is_cached() {
+    let model = model(false, "http://127.0.0.1:1/v1", json!(null));
+    let all = fixtures::turns(&model, 5);
+    let shared = options(None, false);
+    for n in (2..=all.len()).step_by(2) {
+        let context = LlmContext::new(all[..n].to_vec());
+        build_body(&model, &context, &shared).unwrap();
+        assert_eq!(shared.request_cache.cached_messages(), n);
+    }
+    let other = options(None, false);
+    assert_eq!(other.request_cache.cached_messages(), 0);
+}
+
+/// One cache shared by requests for different models and compat sets (a model switch) never
+/// reuses text rendered for another form.
+#[test]
+fn a_cache_shared_across_compat_sets_renders_each_in_its_own_form() {
+    let shared = options(None, false);
+    for _ in 0..2 {
+        for (reasoning, base, compat) in compats() {
+            let model = model(reasoning, base, compat);
+            let context = LlmContext::new(fixtures::rich(&model));
+            let cached = build_body(&model, &context, &shared).unwrap();
+            let uncached = build_body(&model, &context, &options(None, false)).unwrap();
+            assert_eq!(cached, uncached, "compat {:?}", model.compat);
+        }
+    }
+}

@@ -229,3 +229,125 @@ pub fn additive(model: &Model) -> Vec<AgentMessage> {
         user("more".into()),
     ]
 }
+
+/// A run of tool-call turns: a prompt, then `turns` × (a call, its result).
+pub fn turns(model: &Model, turns: usize) -> Vec<AgentMessage> {
+    let mut out = vec![
+        system("Prompt.", &["read"], &[], None),
+        user("Read the notes".into()),
+    ];
+    for i in 0..turns {
+        let id = format!("call_{i}");
+        let args = json!({"path": "notes.txt", "n": i});
+        out.push(assistant(
+            model,
+            vec![call(&id, args, None)],
+            StopReason::ToolUse,
+        ));
+        out.push(result(
+            &id,
+            vec![ContentBlock::text("hello\n".repeat(8))],
+            false,
+        ));
+    }
+    out
+}
+
+/// Successive requests of one conversation, each a whole history: growing ones (every prefix
+/// of the fixtures, so every position ends a request once) and rewritten ones (edits, removals,
+/// insertions, compaction, a dropped errored turn, JSON that is `==` but written differently).
+pub fn request_sequences(model: &Model) -> Vec<Vec<Vec<AgentMessage>>> {
+    let prefixes = |all: Vec<AgentMessage>| -> Vec<Vec<AgentMessage>> {
+        (0..=all.len()).map(|n| all[..n].to_vec()).collect()
+    };
+    let rich = rich(model);
+    let mut edited = rich.clone();
+    edited[1] = user("an edited first prompt".into());
+    let mut removed = rich.clone();
+    removed.remove(3);
+    let mut inserted = rich.clone();
+    inserted.insert(0, user("inserted first".into()));
+    let mut compacted = vec![user("Summary of the earlier conversation.".into())];
+    compacted.extend_from_slice(&rich[rich.len() / 2..]);
+    let base = turns(model, 3);
+    let mut errored = base.clone();
+    errored.push(assistant(
+        model,
+        vec![ContentBlock::text("half an answer")],
+        StopReason::Error,
+    ));
+    errored.push(user("try again".into()));
+    let mut retried = base.clone();
+    retried.push(user("try again".into()));
+    let with_args = |args: Value| {
+        let mut h = base.clone();
+        h.push(assistant(
+            model,
+            vec![call("k", args, None)],
+            StopReason::ToolUse,
+        ));
+        h.push(result("k", vec![ContentBlock::text("k")], false));
+        h
+    };
+    let redeclared = |parameters: Value, description: &str| {
+        let mut h = base.clone();
+        if let AgentMessage::System(system) = &mut h[0] {
+            let read = ToolDeclaration {
+                parameters,
+                description: description.into(),
+                ..tool("read")
+            };
+            system.tools_added = Some(vec![read, tool("write")]);
+        }
+        h
+    };
+    let mut additive_swapped = additive(model);
+    additive_swapped[5] = system("", &[], &[], Some(json!({"s": "section", "t": "2"})));
+    let mut additive_reordered = additive(model);
+    additive_reordered[5] = system("", &[], &[], Some(json!({"t": "2", "s": "section"})));
+    vec![
+        prefixes(rich.clone()),
+        prefixes(additive(model)),
+        prefixes(turns(model, 6)),
+        vec![
+            rich.clone(),
+            edited,
+            rich.clone(),
+            removed,
+            inserted,
+            compacted,
+            Vec::new(),
+            rich.clone(),
+            rich[..rich.len() - 2].to_vec(),
+            rich,
+        ],
+        vec![
+            with_args(json!({"a": 1, "b": 2})),
+            with_args(json!({"b": 2, "a": 1})),
+            with_args(json!({"x": 0.0})),
+            with_args(json!({"x": -0.0})),
+            with_args(json!({"x": 1.0})),
+            with_args(json!({"x": 1})),
+        ],
+        vec![
+            redeclared(
+                json!({"type": "object", "properties": {"a": {}, "b": {}}}),
+                "r",
+            ),
+            redeclared(
+                json!({"type": "object", "properties": {"b": {}, "a": {}}}),
+                "r",
+            ),
+            redeclared(
+                json!({"type": "object", "properties": {"b": {}, "a": {}}}),
+                "r2",
+            ),
+            redeclared(
+                json!({"properties": {"b": {}, "a": {}}, "type": "object"}),
+                "r2",
+            ),
+        ],
+        vec![base.clone(), errored, retried, base],
+        vec![additive_swapped, additive_reordered],
+    ]
+}
