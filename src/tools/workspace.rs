@@ -347,18 +347,28 @@ impl Workspace for DiskWorkspace {
     }
 }
 
-/// Reads a file from disk (refusing directories with a clear error).
+/// Reads a file from disk (refusing directories with a clear error), in one trip to the
+/// blocking pool: every trip is a thread hand-off each way, which costs more than reading a
+/// small source file (issue 6, scenario 4).
 pub async fn read_disk(path: &Path) -> Result<FileSnapshot, WorkspaceError> {
-    let meta = tokio::fs::metadata(path)
-        .await
-        .map_err(|e| WorkspaceError::from_io(path, &e))?;
-    if meta.is_dir() {
-        return Err(WorkspaceError::IsDirectory(path.display().to_string()));
+    let owned = path.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || -> std::io::Result<Option<Vec<u8>>> {
+        let mut file = std::fs::File::open(&owned)?;
+        let meta = file.metadata()?;
+        if meta.is_dir() {
+            return Ok(None);
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        std::io::Read::read_to_end(&mut file, &mut bytes)?;
+        Ok(Some(bytes))
+    })
+    .await
+    .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+    match read {
+        Ok(Some(bytes)) => Ok(FileSnapshot::from_disk(bytes)),
+        Ok(None) => Err(WorkspaceError::IsDirectory(path.display().to_string())),
+        Err(e) => Err(WorkspaceError::from_io(path, &e)),
     }
-    let bytes = tokio::fs::read(path)
-        .await
-        .map_err(|e| WorkspaceError::from_io(path, &e))?;
-    Ok(FileSnapshot::from_disk(bytes))
 }
 
 /// Writes a file atomically: checks `expected`, writes a sibling temp file with the old file's
