@@ -17,7 +17,14 @@ use super::{Choice, Chunk, Delta, FirstChoice};
 #[derive(Debug, Default)]
 pub struct ChunkParser {
     template: Option<Template>,
+    /// Text chunks in a row that did not match the template before it; past [`MAX_MISSES`]
+    /// the stream's chunks differ beyond the text (a per-chunk nonce such as OpenAI's
+    /// `obfuscation`) and no more templates are copied.
+    misses: u32,
 }
+
+/// See [`ChunkParser::misses`].
+const MAX_MISSES: u32 = 8;
 
 /// The last plain text chunk: its text and where the text token was.
 #[derive(Debug)]
@@ -34,6 +41,7 @@ impl ChunkParser {
     pub fn parse<'a>(&'a mut self, data: &'a str) -> serde_json::Result<Chunk<'a>> {
         if let Some(text) = self.template.as_ref().and_then(|t| t.text_of(data)) {
             // Borrowed here, where every path returns: the template stays free to replace below.
+            self.misses = 0;
             return match &self.template {
                 Some(template) => Ok(template.chunk(text)),
                 None => serde_json::from_str(data),
@@ -43,7 +51,12 @@ impl ChunkParser {
             self.template = None;
             return serde_json::from_str(data);
         };
-        self.template = span.and_then(|(start, end)| Template::of(&chunk, data, start, end));
+        if self.template.is_some() && span.is_some() {
+            self.misses = self.misses.saturating_add(1);
+        }
+        self.template = span
+            .filter(|_| self.misses <= MAX_MISSES)
+            .and_then(|(start, end)| Template::of(&chunk, data, start, end));
         Ok(chunk)
     }
 }

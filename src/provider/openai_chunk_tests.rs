@@ -309,3 +309,20 @@ fn a_stream_of_text_chunks_is_read_by_template() {
     );
     assert!(!parser.has_template(), "a finish chunk is not");
 }
+
+#[test]
+fn chunks_that_differ_beyond_the_text_stop_making_templates() {
+    let mut parser = super::ChunkParser::default();
+    for n in 0..20 {
+        let text =
+            format!(r#"{{"choices":[{{"delta":{{"content":"t{n}"}}}}],"obfuscation":"{n}"}}"#);
+        let chunk = parser.parse(&text).unwrap();
+        assert_eq!(Ok(format!("{chunk:?}")), serde_view(&text));
+    }
+    assert!(!parser.has_template());
+    let text = FRAMES[0].replace("{T}", "\"x\"");
+    assert_eq!(
+        Ok(format!("{:?}", parser.parse(&text).unwrap())),
+        serde_view(&text)
+    );
+}
