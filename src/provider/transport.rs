@@ -460,6 +460,28 @@ pub fn apply_model_headers(
 mod tests {
     use super::*;
 
+    /// The waiter registered by its first pending poll still wakes its task after later polls
+    /// skipped re-registering.
+    #[tokio::test]
+    async fn cancel_waiter_wakes_after_skipped_polls() {
+        let token = CancellationToken::new();
+        let watched = token.clone();
+        let task = tokio::spawn(async move {
+            let mut waiter = CancelWaiter::new(&watched);
+            for _ in 0..3 {
+                let wait = tokio::time::timeout(Duration::from_millis(5), waiter.wait());
+                assert!(wait.await.is_err(), "not cancelled yet");
+            }
+            waiter.wait().await;
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        token.cancel();
+        tokio::time::timeout(Duration::from_secs(10), task)
+            .await
+            .expect("the waiter woke on cancel")
+            .unwrap();
+    }
+
     #[test]
     fn loopback_urls_bypass_proxies() {
         assert!(is_loopback("http://127.0.0.1:8080/v1"));
