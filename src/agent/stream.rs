@@ -15,6 +15,7 @@ use crate::agent::message::{
     UserMessage, now_ms,
 };
 use crate::agent::tool_exec::{OPERATION_ABORTED, panic_text};
+use crate::provider::transport::CancelWaiter;
 use crate::provider::{AssistantMessageEvent, LlmContext, StreamFn, StreamOptions};
 
 /// The error text of a stream that ended without `done`/`error`.
@@ -164,13 +165,12 @@ impl Attempt {
         let mut stream = std::panic::catch_unwind(call).map_err(|p| panic_text(p.as_ref()))?;
         // One abort waiter for the whole stream: creating one per event registered and
         // unregistered a waiter each time the stream was momentarily empty (per delta).
-        let cancelled = req.cancel.cancelled();
-        tokio::pin!(cancelled);
+        let mut cancelled = CancelWaiter::new(req.cancel);
         let mut attempt = loop {
             let event = tokio::select! {
                 biased;
                 event = stream.next() => event,
-                () = &mut cancelled => {
+                () = cancelled.wait() => {
                     break Attempt {
                         message: partial.finish(StopReason::Aborted, OPERATION_ABORTED),
                         started: partial.started,

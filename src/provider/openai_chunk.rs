@@ -16,6 +16,22 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+#[path = "openai_chunk_fast.rs"]
+mod fast;
+#[path = "openai_chunk_template.rs"]
+mod template;
+
+pub use template::ChunkParser;
+
+/// Parses one chunk's JSON: the hand-written reader for the usual shapes, serde for anything
+/// it does not handle (same result either way; serde's error when the data is invalid).
+pub fn parse(data: &str) -> serde_json::Result<Chunk<'_>> {
+    match fast::parse(data) {
+        Some(chunk) => Ok(chunk),
+        None => serde_json::from_str(data),
+    }
+}
+
 /// A lenient string field: borrowed when the JSON string has no escapes.
 pub type Str<'a> = Option<Cow<'a, str>>;
 
@@ -268,6 +284,10 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for LenientObject<T> {
         Ok(None)
     }
 }
+
+#[cfg(test)]
+#[path = "openai_chunk_tests.rs"]
+mod fast_tests;
 
 #[cfg(test)]
 mod tests {

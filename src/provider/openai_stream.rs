@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::Model;
 use super::assembler::Assembler;
-use super::openai_chunk::{Chunk, ToolCallDelta};
+use super::openai_chunk::{Chunk, ChunkParser, ToolCallDelta};
 use super::sse::SseEvent;
 use super::transport::{Failure, Flow, WireParser};
 use crate::agent::message::{StopReason, ThinkingContent, Usage};
@@ -25,6 +25,7 @@ pub struct OpenAiParser {
     finish_reason: Option<String>,
     /// `reasoning.encrypted` details that arrived before their tool call, by id.
     pending_details: Vec<(String, String)>,
+    chunks: ChunkParser,
 }
 
 impl OpenAiParser {
@@ -37,6 +38,7 @@ impl OpenAiParser {
             tools: Vec::new(),
             finish_reason: None,
             pending_details: Vec::new(),
+            chunks: ChunkParser::default(),
         }
     }
 
@@ -222,13 +224,19 @@ impl WireParser for OpenAiParser {
         if data.is_empty() {
             return Ok(Flow::Continue);
         }
-        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
-            let shown: String = data.chars().take(200).collect();
-            Failure::error(format!(
-                "Could not parse OpenAI stream chunk: {e}; data={shown}"
-            ))
-        })?;
-        self.on_chunk(asm, &chunk).await?;
+        // The chunk borrows the parser's template while `on_chunk` needs all of `self`.
+        let mut chunks = std::mem::take(&mut self.chunks);
+        let handled = match chunks.parse(data) {
+            Ok(chunk) => self.on_chunk(asm, &chunk).await,
+            Err(e) => {
+                let shown: String = data.chars().take(200).collect();
+                Err(Failure::error(format!(
+                    "Could not parse OpenAI stream chunk: {e}; data={shown}"
+                )))
+            }
+        };
+        self.chunks = chunks;
+        handled?;
         Ok(Flow::Continue)
     }
 
