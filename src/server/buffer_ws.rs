@@ -11,6 +11,7 @@
 //! (maintained per change), so its cost does not grow with the document.
 
 mod rope_edit;
+pub(crate) mod search_index;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
