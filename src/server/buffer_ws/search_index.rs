@@ -174,8 +174,9 @@ impl SearchIndex {
     /// `new_len` bytes; `rope` is the text after the change. Rebuilds the blocks holding the
     /// grams that changed (from `start - 3`), merging or splitting them to keep the bounds.
     pub fn replaced(&mut self, rope: &Rope, start: usize, old_end: usize, new_len: usize) {
+        // Clamped to the indexed text (a range past it would be a caller's bug, never a panic).
+        let start = start.min(self.total);
         let old_end = old_end.clamp(start, self.total);
-        let start = start.min(old_end);
         let from = start.saturating_sub(GRAM - 1);
         let (mut first, mut last) = (self.block_at(from), self.block_ending_at(old_end));
         last = last.max(first);
@@ -520,6 +521,9 @@ mod tests {
                 .iter()
                 .all(|&l| (SMALL.min..=SMALL.max).contains(&l))
         );
+        // A range past the text (a caller's bug) is clamped, not a panic.
+        index.replaced(&rope, 500, 900, 0);
+        index.check(&rope).unwrap();
     }
 
     #[test]
