@@ -7,8 +7,9 @@
 //! are not open are written on disk atomically.
 //!
 //! `edit` on an open document works on the rope ([`rope_edit`]): it searches the buffer in
-//! place, sends the matched ranges, and confirms by the mirror's version and fingerprint
-//! (maintained per change), so its cost does not grow with the document.
+//! place (a large one through its occurrence index, [`search_index`], which skips the blocks
+//! that cannot hold a match), sends the matched ranges, and confirms by the mirror's version
+//! and fingerprint (maintained per change), so its cost does not grow with the document.
 
 mod rope_edit;
 pub(crate) mod search_index;

@@ -1,7 +1,8 @@
 //! `edit` on an open document's rope, without copying the document.
 //!
 //! [`plan`] finds every `oldText` by searching the rope's chunks (matches that span chunks
-//! included) and counts occurrences in the same pass, under pi's rules. It takes this path only
+//! included) and counts occurrences in the same pass, under pi's rules; a large document's
+//! search index narrows the search to the few blocks that can hold a match ([`find_in`]). It takes this path only
 //! where it provably equals the whole-text path of `tools::edit`: the text is all-LF or
 //! all-CRLF, pi's fuzzy normalisation would not change it nor the `oldText`s (so exact matches
 //! and their count are what the fuzzy rules would find), and every `oldText` occurs exactly
