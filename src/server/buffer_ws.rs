@@ -7,10 +7,12 @@
 //! are not open are written on disk atomically.
 //!
 //! `edit` on an open document works on the rope ([`rope_edit`]): it searches the buffer in
-//! place, sends the matched ranges, and confirms by the mirror's version and fingerprint
-//! (maintained per change), so its cost does not grow with the document.
+//! place (a large one through its occurrence index, [`search_index`], which skips the blocks
+//! that cannot hold a match), sends the matched ranges, and confirms by the mirror's version
+//! and fingerprint (maintained per change), so its cost does not grow with the document.
 
 mod rope_edit;
+pub(crate) mod search_index;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -133,7 +135,7 @@ impl BufferWorkspace {
             });
         }
         let editor = &self.editor;
-        let (mut doc, mut plan) = (doc, plan);
+        let (mut doc, mut plan) = (without_index(doc), plan);
         let mut failure = String::new();
         for attempt in 0..2 {
             let after = rope_edit::applied(&doc, &plan);
@@ -169,11 +171,19 @@ impl BufferWorkspace {
                 let conflict = WorkspaceError::Conflict(path.display().to_string());
                 return Err(edit_write_error(req.shown, conflict));
             };
-            (doc, plan) = (fresh, fresh_plan);
+            (doc, plan) = (without_index(fresh), fresh_plan);
         }
         let e = editor_error(&path, format!("{failure} (tried twice)"));
         Err(edit_write_error(req.shown, e))
     }
+}
+
+/// A snapshot that is not searched again, without its share of the search index: the
+/// `didChange` confirming the edit then updates the live index in place instead of copying
+/// its block list.
+fn without_index(mut doc: Document) -> Document {
+    doc.index = None;
+    doc
 }
 
 /// The rope's text in one allocation of the right size (`to_string` goes through `Display` and

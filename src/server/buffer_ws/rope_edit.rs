@@ -1,7 +1,8 @@
 //! `edit` on an open document's rope, without copying the document.
 //!
 //! [`plan`] finds every `oldText` by searching the rope's chunks (matches that span chunks
-//! included) and counts occurrences in the same pass, under pi's rules. It takes this path only
+//! included) and counts occurrences in the same pass, under pi's rules; a large document's
+//! search index narrows the search to the few blocks that can hold a match ([`find_in`]). It takes this path only
 //! where it provably equals the whole-text path of `tools::edit`: the text is all-LF or
 //! all-CRLF, pi's fuzzy normalisation would not change it nor the `oldText`s (so exact matches
 //! and their count are what the fuzzy rules would find), and every `oldText` occurs exactly
@@ -39,13 +40,7 @@ pub struct Plan {
     pub crlf: bool,
 }
 
-/// How often a needle occurs (non-overlapping, leftmost first, as `str::matches` counts).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Occurrences {
-    None,
-    One(usize),
-    Many,
-}
+pub use super::search_index::Occurrences;
 
 /// Finds `needle` in the rope, stopping at the second occurrence. One pass over the chunks:
 /// matches inside a chunk through `memmem`, matches across a chunk boundary by searching the
@@ -115,6 +110,15 @@ pub fn find_unique(rope: &Rope, needle: &[u8]) -> Occurrences {
     found.map_or(Occurrences::None, Occurrences::One)
 }
 
+/// Finds `needle` in the document, through its search index when it has one (same result as
+/// [`find_unique`], without reading most of a large text).
+pub fn find_in(doc: &Document, needle: &[u8]) -> Occurrences {
+    doc.index
+        .as_ref()
+        .and_then(|index| index.find_unique(&doc.rope, needle))
+        .unwrap_or_else(|| find_unique(&doc.rope, needle))
+}
+
 /// The replacements for `edits` on `doc`, or `None` when the whole-text path must decide
 /// (see the module docs).
 pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
@@ -137,7 +141,7 @@ pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
             return None;
         }
         let needle = restore_line_endings(&e.old_text, crlf);
-        let Occurrences::One(start) = find_unique(&doc.rope, needle.as_bytes()) else {
+        let Occurrences::One(start) = find_in(doc, needle.as_bytes()) else {
             return None;
         };
         reps.push(Replacement {
@@ -160,6 +164,8 @@ pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
 /// follow, so the new fingerprint costs nothing extra).
 pub fn applied(doc: &Document, plan: &Plan) -> Document {
     let mut after = doc.clone();
+    // `after` is never searched: updating a copy of the index would be wasted work.
+    after.index = None;
     // Last first: earlier offsets stay valid.
     for r in plan.reps.iter().rev() {
         let chars = after.rope.byte_to_char(r.start)..after.rope.byte_to_char(r.end);
@@ -251,6 +257,7 @@ fn lines_from(rope: &Rope, from: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::buffer_ws::search_index::{Params, SearchIndex};
     use proptest::prelude::*;
 
     /// A rope made of 3-char chunks, so matches cross chunk boundaries (ropey's own test
@@ -290,6 +297,9 @@ mod tests {
         // Built from pieces so that the rope has many chunks.
         doc.rope = chunky(text);
         doc.facts = crate::server::documents::DocFacts::of(&doc.rope);
+        // An index with small blocks, so the plans below go through the indexed search.
+        let index = SearchIndex::build(&doc.rope, Params::SMALL);
+        doc.index = Some(std::sync::Arc::new(index));
         doc
     }
 

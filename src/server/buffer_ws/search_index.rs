@@ -1,0 +1,544 @@
+//! A per-document occurrence index: blocks of the text, each with a bit filter of the 4-byte
+//! grams that start in it, so an exact search scans only the blocks that can hold a match.
+//!
+//! pi's `edit` needs every `oldText` to occur exactly once, so a plain search reads the whole
+//! document (about a millisecond for 10 MB). The index keeps, per block of 4–16 KiB, an
+//! 8192-bit filter of the grams starting in the block (the last three reading into the next
+//! one). A match starting in block `i` has all its grams at offsets below the minimum block
+//! length starting in block `i` or `i + 1`, so block `i` is a candidate only if each such
+//! pattern gram is in `filter(i) | filter(i + 1)`. Only candidate regions are searched, in
+//! order, which reproduces the full scan exactly: the same first match and the same
+//! non-overlapping count (property-tested against the plain scan).
+//!
+//! The index is persistent: blocks' filters are shared (`Arc`), so cloning a document snapshot
+//! is cheap and a change copies only the block list and rebuilds the filters of the blocks it
+//! touches, in O(change + number of blocks).
+
+use std::sync::Arc;
+
+use memchr::memmem;
+use ropey::Rope;
+
+/// How often a needle occurs (non-overlapping, leftmost first, as `str::matches` counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Occurrences {
+    None,
+    One(usize),
+    Many,
+}
+
+/// Length of the grams the filters hold.
+pub const GRAM: usize = 4;
+/// Documents at least this long get an index; shorter ones are scanned (a few microseconds).
+pub const INDEX_THRESHOLD: usize = 256 * 1024;
+const FILTER_WORDS: usize = 128;
+const FILTER_BITS_LOG2: u32 = 13;
+
+/// The bit filter of one block: 8192 bits, one hash per gram.
+type Filter = [u64; FILTER_WORDS];
+
+/// Block size bounds. Every block's length is within `min..=max`, except a document's only
+/// block, which may be shorter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Params {
+    pub min: usize,
+    pub target: usize,
+    pub max: usize,
+}
+
+impl Params {
+    /// 4–16 KiB blocks (8 KiB on average after a rebuild): the 1 KiB filters take about
+    /// 12.5 % of the text, and a change rebuilds one or two blocks.
+    pub const DEFAULT: Params = Params {
+        min: 4096,
+        target: 8192,
+        max: 16384,
+    };
+
+    /// Small blocks, so that short test texts have many and matches straddle their bounds.
+    #[cfg(test)]
+    pub const SMALL: Params = Params {
+        min: 8,
+        target: 16,
+        max: 32,
+    };
+}
+
+/// The index of one text (the rope it was built or last updated with).
+#[derive(Clone)]
+pub struct SearchIndex {
+    params: Params,
+    total: usize,
+    lens: Vec<usize>,
+    filters: Vec<Arc<Filter>>,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex")
+            .field("bytes", &self.total)
+            .field("blocks", &self.lens.len())
+            .field("memory", &self.memory_bytes())
+            .finish()
+    }
+}
+
+/// The filter bit of the gram starting at `g[0]` (multiplicative hashing, top bits).
+fn gram_bit(g: &[u8]) -> usize {
+    let v = u32::from_le_bytes([g[0], g[1], g[2], g[3]]);
+    (v.wrapping_mul(0x9E37_79B1) >> (32 - FILTER_BITS_LOG2)) as usize
+}
+
+fn has_bit(f: &Filter, bit: usize) -> bool {
+    f[bit / 64] & (1 << (bit % 64)) != 0
+}
+
+/// Copies the text's bytes `from..to` (clamped) into `buf`.
+fn read_bytes(rope: &Rope, from: usize, to: usize, buf: &mut Vec<u8>) {
+    buf.clear();
+    let to = to.min(rope.len_bytes());
+    if from >= to {
+        return;
+    }
+    let (chunks, mut at, _, _) = rope.chunks_at_byte(from);
+    for chunk in chunks {
+        let c = chunk.as_bytes();
+        let lo = from.saturating_sub(at);
+        let hi = (to - at).min(c.len());
+        buf.extend_from_slice(&c[lo..hi]);
+        at += c.len();
+        if at >= to {
+            break;
+        }
+    }
+}
+
+/// The filter of the block `start..start + len`: grams starting in it that end in the text.
+fn filter_of(rope: &Rope, start: usize, len: usize, buf: &mut Vec<u8>) -> Arc<Filter> {
+    read_bytes(rope, start, start + len + GRAM - 1, buf);
+    let mut f: Filter = [0; FILTER_WORDS];
+    for g in buf.windows(GRAM).take(len) {
+        let bit = gram_bit(g);
+        f[bit / 64] |= 1 << (bit % 64);
+    }
+    Arc::new(f)
+}
+
+/// Lengths of the blocks `total` bytes are split into: near-equal, within the bounds.
+fn split(total: usize, p: Params) -> impl Iterator<Item = usize> {
+    let k = ((total + p.target / 2) / p.target).max(1);
+    let (q, r) = (total / k, total % k);
+    (0..k).map(move |i| q + usize::from(i < r))
+}
+
+impl SearchIndex {
+    /// The index of `rope`'s text, one pass over it.
+    pub fn build(rope: &Rope, params: Params) -> SearchIndex {
+        let total = rope.len_bytes();
+        let lens: Vec<usize> = split(total, params).collect();
+        let mut buf = Vec::with_capacity(params.max + GRAM);
+        let mut start = 0;
+        let filters = lens
+            .iter()
+            .map(|&len| {
+                let f = filter_of(rope, start, len, &mut buf);
+                start += len;
+                f
+            })
+            .collect();
+        SearchIndex {
+            params,
+            total,
+            lens,
+            filters,
+        }
+    }
+
+    /// Bytes of text the index covers.
+    pub fn len(&self) -> usize {
+        self.total
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
+    /// Heap bytes the index holds (filters with their `Arc` headers, and the block lists).
+    pub fn memory_bytes(&self) -> usize {
+        let filter = std::mem::size_of::<Filter>() + 2 * std::mem::size_of::<usize>();
+        self.filters.len() * (filter + std::mem::size_of::<Arc<Filter>>())
+            + self.lens.capacity() * std::mem::size_of::<usize>()
+    }
+
+    /// Updates the index after the bytes `start..old_end` of its text were replaced by
+    /// `new_len` bytes; `rope` is the text after the change. Rebuilds the blocks holding the
+    /// grams that changed (from `start - 3`), merging or splitting them to keep the bounds.
+    pub fn replaced(&mut self, rope: &Rope, start: usize, old_end: usize, new_len: usize) {
+        // Clamped to the indexed text (a range past it would be a caller's bug, never a panic).
+        let start = start.min(self.total);
+        let old_end = old_end.clamp(start, self.total);
+        let from = start.saturating_sub(GRAM - 1);
+        let (mut first, mut last) = (self.block_at(from), self.block_ending_at(old_end));
+        last = last.max(first);
+        let mut region_start: usize = self.lens[..first].iter().sum();
+        let region_len: usize = self.lens[first..=last].iter().sum();
+        let new_total = self.total - (old_end - start) + new_len;
+        let mut new_len_region = region_len - (old_end - start) + new_len;
+        // Too short a region is merged with a neighbour (the next one first).
+        while new_len_region < self.params.min && (first > 0 || last + 1 < self.lens.len()) {
+            let extra = if last + 1 < self.lens.len() {
+                last += 1;
+                self.lens[last]
+            } else {
+                first -= 1;
+                region_start -= self.lens[first];
+                self.lens[first]
+            };
+            new_len_region += extra;
+        }
+        let mut buf = Vec::with_capacity(self.params.max + GRAM);
+        let mut at = region_start;
+        let (mut lens, mut filters) = (Vec::new(), Vec::new());
+        for len in split(new_len_region, self.params) {
+            filters.push(filter_of(rope, at, len, &mut buf));
+            lens.push(len);
+            at += len;
+        }
+        self.lens.splice(first..=last, lens);
+        self.filters.splice(first..=last, filters);
+        self.total = new_total;
+    }
+
+    /// The block holding byte `at` (the last block when `at` is the end of the text).
+    fn block_at(&self, at: usize) -> usize {
+        let mut end = 0;
+        for (i, len) in self.lens.iter().enumerate() {
+            end += len;
+            if at < end {
+                return i;
+            }
+        }
+        self.lens.len() - 1
+    }
+
+    /// The first block ending at or after `at`.
+    fn block_ending_at(&self, at: usize) -> usize {
+        let mut end = 0;
+        for (i, len) in self.lens.iter().enumerate() {
+            end += len;
+            if at <= end {
+                return i;
+            }
+        }
+        self.lens.len() - 1
+    }
+
+    /// Finds `needle` in `rope` (the text this index describes), stopping at the second
+    /// occurrence, exactly as the plain scan does. `None` when the needle is shorter than a
+    /// gram (the filters cannot help) or the index does not match the text's length.
+    pub fn find_unique(&self, rope: &Rope, needle: &[u8]) -> Option<Occurrences> {
+        let m = needle.len();
+        if m < GRAM || rope.len_bytes() != self.total {
+            return None;
+        }
+        if m > self.total {
+            return Some(Occurrences::None);
+        }
+        let mut search = RegionSearch::new(rope, needle);
+        let mut grams = needle_grams(needle, self.params.min);
+        let mut pending: Option<(usize, usize)> = None;
+        let mut start = 0;
+        for (i, &len) in self.lens.iter().enumerate() {
+            let next = self.filters.get(i + 1).map(|f| &**f);
+            if self.candidate(i, next, &mut grams) {
+                let region = (start, (start + len + m - 1).min(self.total));
+                pending = match pending {
+                    Some((s, e)) if region.0 <= e => Some((s, e.max(region.1))),
+                    Some(done) => {
+                        if search.scan(done) {
+                            return Some(Occurrences::Many);
+                        }
+                        Some(region)
+                    }
+                    None => Some(region),
+                };
+            }
+            start += len;
+        }
+        if let Some(done) = pending
+            && search.scan(done)
+        {
+            return Some(Occurrences::Many);
+        }
+        Some(search.found.map_or(Occurrences::None, Occurrences::One))
+    }
+
+    /// Whether every pattern gram is in block `i`'s filter or the next one's. A gram that
+    /// rules a block out moves to the front: it is likely to rule out the next ones too.
+    fn candidate(&self, i: usize, next: Option<&Filter>, grams: &mut [usize]) -> bool {
+        let here = &*self.filters[i];
+        let miss = grams
+            .iter()
+            .position(|&bit| !has_bit(here, bit) && !next.is_some_and(|n| has_bit(n, bit)));
+        match miss {
+            Some(k) => {
+                grams[..=k].rotate_right(1);
+                false
+            }
+            None => true,
+        }
+    }
+
+    /// Checks the index against a fresh build of `rope` (tests and debugging).
+    #[cfg(test)]
+    pub fn check(&self, rope: &Rope) -> Result<(), String> {
+        let p = self.params;
+        if self.total != rope.len_bytes() || self.lens.iter().sum::<usize>() != self.total {
+            return Err(format!("lengths {:?} vs {}", self.lens, rope.len_bytes()));
+        }
+        if self.lens.len() > 1 && self.lens.iter().any(|&l| l < p.min || l > p.max) {
+            return Err(format!("block bounds {:?}", self.lens));
+        }
+        let mut buf = Vec::new();
+        let mut start = 0;
+        for (i, &len) in self.lens.iter().enumerate() {
+            if *self.filters[i] != *filter_of(rope, start, len, &mut buf) {
+                return Err(format!("stale filter in block {i}"));
+            }
+            start += len;
+        }
+        Ok(())
+    }
+}
+
+/// The filter bits of the needle's grams that must start in a match's block or the next one
+/// (offsets below the minimum block length), without repeats.
+fn needle_grams(needle: &[u8], min_block: usize) -> Vec<usize> {
+    let mut bits: Vec<usize> = needle
+        .windows(GRAM)
+        .take(min_block.max(1))
+        .map(gram_bit)
+        .collect();
+    bits.sort_unstable();
+    bits.dedup();
+    bits
+}
+
+/// Searches candidate regions in order, keeping pi's non-overlapping leftmost count.
+struct RegionSearch<'a> {
+    rope: &'a Rope,
+    finder: memmem::Finder<'a>,
+    m: usize,
+    /// No match may start before this (the previous one ends there).
+    next_allowed: usize,
+    found: Option<usize>,
+    buf: Vec<u8>,
+}
+
+impl<'a> RegionSearch<'a> {
+    fn new(rope: &'a Rope, needle: &'a [u8]) -> Self {
+        RegionSearch {
+            rope,
+            finder: memmem::Finder::new(needle),
+            m: needle.len(),
+            next_allowed: 0,
+            found: None,
+            buf: Vec::new(),
+        }
+    }
+
+    /// Searches the bytes `start..end`; true at the second occurrence.
+    fn scan(&mut self, (start, end): (usize, usize)) -> bool {
+        let from = start.max(self.next_allowed);
+        if from + self.m > end {
+            return false;
+        }
+        read_bytes(self.rope, from, end, &mut self.buf);
+        let mut at = 0;
+        while let Some(j) = self.finder.find(&self.buf[at..]) {
+            if self.found.is_some() {
+                return true;
+            }
+            self.found = Some(from + at + j);
+            at += j + self.m;
+            self.next_allowed = from + at;
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::buffer_ws::rope_edit::find_unique;
+    use proptest::prelude::*;
+
+    const SMALL: Params = Params::SMALL;
+
+    fn reference(text: &[u8], needle: &[u8]) -> Occurrences {
+        find_unique(&Rope::from_str(std::str::from_utf8(text).unwrap()), needle)
+    }
+
+    fn indexed(index: &SearchIndex, rope: &Rope, needle: &[u8]) -> Occurrences {
+        index.find_unique(rope, needle).unwrap()
+    }
+
+    /// A needle: a slice of the text (so it occurs) or free text.
+    fn needle_of(text: &str, at: usize, len: usize, free: &str, pick: bool) -> String {
+        if pick && len <= text.len() {
+            let at = at % (text.len() - len + 1);
+            text[at..at + len].to_owned()
+        } else {
+            free.to_owned()
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+        #[test]
+        fn indexed_search_equals_the_scan(
+            text in "[ab\n]{0,300}",
+            at in 0usize..300,
+            len in 4usize..40,
+            free in "[ab\n]{4,12}",
+            pick in any::<bool>(),
+            params in prop_oneof![Just(SMALL), Just(Params { min: 4, target: 8, max: 13 })],
+        ) {
+            let needle = needle_of(&text, at, len, &free, pick);
+            let rope = Rope::from_str(&text);
+            let index = SearchIndex::build(&rope, params);
+            prop_assert_eq!(index.check(&rope), Ok(()));
+            prop_assert_eq!(
+                indexed(&index, &rope, needle.as_bytes()),
+                reference(text.as_bytes(), needle.as_bytes())
+            );
+        }
+
+        /// Edits applied through the update path leave the index equal to a fresh build, and
+        /// searches equal to the scan, over texts spanning several rope chunks.
+        #[test]
+        fn updated_index_equals_a_fresh_one(
+            text in "[abc\n]{0,3000}",
+            edits in proptest::collection::vec(
+                (0usize..3100, 0usize..200, "[abc\n]{0,300}"), 1..12),
+            needles in proptest::collection::vec((0usize..3000, 4usize..24), 1..4),
+        ) {
+            let mut rope = Rope::from_str(&text);
+            let mut index = SearchIndex::build(&rope, SMALL);
+            for (at, len, new) in edits {
+                let n = rope.len_chars();
+                let (s, e) = (at.min(n), (at + len).min(n));
+                rope.remove(s..e);
+                rope.insert(s, &new);
+                index.replaced(&rope, s, e, new.len());
+                prop_assert_eq!(index.check(&rope), Ok(()));
+            }
+            let text = rope.to_string();
+            for (at, len) in needles {
+                let needle = needle_of(&text, at, len, "abca", true);
+                prop_assert_eq!(
+                    indexed(&index, &rope, needle.as_bytes()),
+                    reference(text.as_bytes(), needle.as_bytes())
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn overlapping_repeats_count_like_the_scan() {
+        for n in 0..200 {
+            let text = "a".repeat(n);
+            let rope = Rope::from_str(&text);
+            let index = SearchIndex::build(&rope, SMALL);
+            for m in 4..12 {
+                let needle = "a".repeat(m);
+                assert_eq!(
+                    indexed(&index, &rope, needle.as_bytes()),
+                    reference(text.as_bytes(), needle.as_bytes()),
+                    "{n} {m}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn matches_at_the_ends_and_across_every_block_bound() {
+        let text: String = (0..400).map(|i| format!("{i:x}-")).collect();
+        let rope = Rope::from_str(&text);
+        let index = SearchIndex::build(&rope, SMALL);
+        assert!(index.lens.len() > 50);
+        for len in [4, 5, 9, 17, 33] {
+            for at in 0..=text.len() - len {
+                let needle = &text.as_bytes()[at..at + len];
+                assert_eq!(
+                    indexed(&index, &rope, needle),
+                    reference(text.as_bytes(), needle),
+                    "{at} {len}"
+                );
+            }
+        }
+        // Short needles and another text's index: the caller scans.
+        assert_eq!(index.find_unique(&rope, b"1-2"), None);
+        assert_eq!(index.find_unique(&Rope::from_str("x"), b"1-2-"), None);
+    }
+
+    #[test]
+    fn blocks_split_and_merge_within_bounds() {
+        let mut rope = Rope::from_str(&"abcdefgh".repeat(40));
+        let mut index = SearchIndex::build(&rope, SMALL);
+        assert_eq!(index.lens, vec![16; 20]);
+        // One large insertion splits its block into many.
+        let big = "xy".repeat(100);
+        rope.insert(50, &big);
+        index.replaced(&rope, 50, 50, big.len());
+        index.check(&rope).unwrap();
+        assert_eq!(index.lens.len(), 20 - 2 + 15);
+        // Deleting almost everything merges down to one block, then to an empty text.
+        let n = rope.len_chars();
+        rope.remove(3..n - 2);
+        index.replaced(&rope, 3, n - 2, 0);
+        index.check(&rope).unwrap();
+        assert_eq!(index.lens, vec![5]);
+        rope.remove(0..5);
+        index.replaced(&rope, 0, 5, 0);
+        index.check(&rope).unwrap();
+        assert_eq!(index.lens, vec![0]);
+        // And it grows again from nothing.
+        rope.insert(0, "hello world, hello again");
+        index.replaced(&rope, 0, 0, 24);
+        index.check(&rope).unwrap();
+        assert_eq!(indexed(&index, &rope, b"hello"), Occurrences::Many);
+        assert_eq!(indexed(&index, &rope, b"o again"), Occurrences::One(17));
+        // Shrinking a block below the minimum merges it with its neighbour.
+        let mut rope = Rope::from_str(&"0123456789abcdef".repeat(4));
+        let mut index = SearchIndex::build(&rope, SMALL);
+        rope.remove(20..30);
+        index.replaced(&rope, 20, 30, 0);
+        index.check(&rope).unwrap();
+        assert!(
+            index
+                .lens
+                .iter()
+                .all(|&l| (SMALL.min..=SMALL.max).contains(&l))
+        );
+        // A range past the text (a caller's bug) is clamped, not a panic.
+        index.replaced(&rope, 500, 900, 0);
+        index.check(&rope).unwrap();
+    }
+
+    #[test]
+    fn default_index_is_small_next_to_the_text() {
+        let text: String = (0..40_000)
+            .map(|i| format!("fn line_{i:08}() {{}}\n"))
+            .collect();
+        let rope = Rope::from_str(&text);
+        let index = SearchIndex::build(&rope, Params::DEFAULT);
+        index.check(&rope).unwrap();
+        let share = index.memory_bytes() as f64 / text.len() as f64;
+        assert!(share < 0.15, "{share}");
+        assert_eq!(
+            indexed(&index, &rope, b"line_00031337"),
+            Occurrences::One(31337 * 22 + 3)
+        );
+    }
+}
