@@ -2,10 +2,11 @@
 //! single-writer lock, and synced appends.
 //!
 //! Why this shape: a crash (`kill -9`, power loss) can only tear the line being written, because
-//! every entry is one `write` on an `O_APPEND` descriptor followed by `fdatasync`. The
-//! `fdatasync` runs on a background thread (see [`Syncer`]): it costs milliseconds on real
-//! disks and the agent loop appends several entries per turn, so waiting for it made the disk,
-//! not the model, the slowest part of a tool-calling turn (BENCH.md, scenario 4). On open, an
+//! every entry is one `write` on an `O_APPEND` descriptor, later covered by an `fdatasync`. The
+//! `fdatasync` runs on a background thread, at most one per 50 ms per file (see [`Syncer`]): it
+//! costs milliseconds on real disks and the agent loop appends several entries per turn, so
+//! waiting for it made the disk, not the model, the slowest part of a tool-calling turn, and one
+//! per entry still cost more CPU than the rest of the turn (BENCH.md, scenario 4). On open, an
 //! unparsable *last* line is therefore a torn tail and is dropped (the file is atomically
 //! rewritten to its valid prefix); an unparsable line anywhere else is real corruption and is
 //! refused rather than silently skipped.
@@ -13,7 +14,9 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -90,40 +93,93 @@ pub struct Writer {
     _lock: WriterLock,
 }
 
+/// The least time between two `fdatasync`s of one session file: appends within it share the
+/// next sync (group commit), so a power loss can lose at most about this much of the newest
+/// transcript, while a tool-calling turn no longer pays two syncs' worth of disk work and I/O
+/// interrupts (~0.4–4 ms each on a virtual disk; BENCH.md, scenario 4). A process crash loses
+/// nothing: every line is written before `append` returns.
+const SYNC_INTERVAL: Duration = Duration::from_millis(50);
+
 /// Syncs appended lines to disk on a background thread. A line is written (visible to readers,
-/// safe from a process crash) before `append` returns; its `fdatasync` follows, and bursts of
-/// appends share one. Dropping the syncer waits for the last sync.
+/// safe from a process crash) before `append` returns; its `fdatasync` follows at once when the
+/// file was not synced within [`SYNC_INTERVAL`], else when that interval is up, shared with every
+/// line appended meanwhile. Dropping the syncer performs the pending sync without waiting out
+/// the interval.
 struct Syncer {
     requests: Option<mpsc::Sender<()>>,
+    /// A sync is requested and not yet started: appends meanwhile need not ask again.
+    pending: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Syncer {
     fn start(file: &File, path: &Path) -> Syncer {
         let (tx, rx) = mpsc::channel::<()>();
-        let path = path.to_path_buf();
+        let pending = Arc::new(AtomicBool::new(false));
         let thread = file.try_clone().ok().and_then(|file| {
+            let (path, pending) = (path.to_path_buf(), pending.clone());
             std::thread::Builder::new()
                 .name("session-sync".into())
                 .spawn(move || {
-                    while rx.recv().is_ok() {
-                        while rx.try_recv().is_ok() {}
+                    sync_loop(&rx, &pending, SYNC_INTERVAL, || {
                         if let Err(e) = file.sync_data() {
                             tracing::warn!(path = %path.display(), "cannot sync the session: {e}");
                         }
-                    }
+                    })
                 })
                 .ok()
         });
         Syncer {
             requests: thread.as_ref().map(|_| tx),
+            pending,
             thread,
         }
     }
 
     /// Asks for a sync; `false` when there is no background thread (the caller syncs itself).
     fn request(&self) -> bool {
-        self.requests.as_ref().is_some_and(|tx| tx.send(()).is_ok())
+        let Some(tx) = &self.requests else {
+            return false;
+        };
+        // Already asked and not yet started: the coming sync covers this line too.
+        self.pending.swap(true, Ordering::SeqCst) || tx.send(()).is_ok()
+    }
+}
+
+/// The sync thread: one `sync` per request, at most one per `interval` unless the writer is
+/// gone (then the last one at once).
+fn sync_loop(
+    rx: &mpsc::Receiver<()>,
+    pending: &AtomicBool,
+    interval: Duration,
+    mut sync: impl FnMut(),
+) {
+    let mut last: Option<Instant> = None;
+    while rx.recv().is_ok() {
+        let mut closed = false;
+        if let Some(due) = last.map(|at| at + interval) {
+            loop {
+                let now = Instant::now();
+                if now >= due {
+                    break;
+                }
+                match rx.recv_timeout(due - now) {
+                    Ok(()) => {}
+                    Err(mpsc::RecvTimeoutError::Timeout) => break,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        closed = true;
+                        break;
+                    }
+                }
+            }
+        }
+        // Lines appended after this point ask for (and get) another sync.
+        pending.store(false, Ordering::SeqCst);
+        sync();
+        last = Some(Instant::now());
+        if closed {
+            return;
+        }
     }
 }
 
@@ -249,5 +305,65 @@ fn pid_alive(pid: i32) -> bool {
         Ok(()) => true,
         Err(nix::errno::Errno::EPERM) => true,
         Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `sync_loop` on a thread with a long interval; returns the request sender, the
+    /// pending flag and a receiver of sync notifications.
+    fn start_loop() -> (
+        mpsc::Sender<()>,
+        Arc<AtomicBool>,
+        mpsc::Receiver<()>,
+        std::thread::JoinHandle<()>,
+    ) {
+        let (tx, rx) = mpsc::channel();
+        let (synced_tx, synced) = mpsc::channel();
+        let pending = Arc::new(AtomicBool::new(false));
+        let flag = pending.clone();
+        let thread = std::thread::spawn(move || {
+            sync_loop(&rx, &flag, Duration::from_secs(3600), || {
+                synced_tx.send(()).unwrap();
+            })
+        });
+        (tx, pending, synced, thread)
+    }
+
+    #[test]
+    fn the_first_sync_is_immediate_later_ones_wait_and_closing_syncs_at_once() {
+        let (tx, pending, synced, thread) = start_loop();
+        let wait = Duration::from_secs(30);
+        pending.store(true, Ordering::SeqCst);
+        tx.send(()).unwrap();
+        synced
+            .recv_timeout(wait)
+            .expect("an idle file is synced at once");
+        assert!(!pending.load(Ordering::SeqCst));
+        // Within the interval: the next request waits and later appends share it.
+        pending.store(true, Ordering::SeqCst);
+        tx.send(()).unwrap();
+        assert!(synced.recv_timeout(Duration::from_millis(200)).is_err());
+        // The writer goes away: the pending sync happens now, not after the interval.
+        drop(tx);
+        synced
+            .recv_timeout(wait)
+            .expect("closing performs the pending sync");
+        thread.join().unwrap();
+        assert!(synced.try_recv().is_err(), "exactly two syncs");
+    }
+
+    #[test]
+    fn every_appended_line_is_in_the_file_once_the_writer_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = Writer::open(&dir.path().join("s.jsonl")).unwrap();
+        for i in 0..100 {
+            writer.append(&serde_json::json!({"i": i})).unwrap();
+        }
+        drop(writer);
+        let lines = load_lines(&dir.path().join("s.jsonl"), false).unwrap();
+        assert_eq!(lines.len(), 100);
     }
 }
