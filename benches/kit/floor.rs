@@ -17,17 +17,27 @@ pub const FLOOR_BODY: &str =
 /// Makes `requests` sequential requests to `http://<addr>/v1/chat/completions`, each read to
 /// the end of the connection. Returns the bytes received. Any non-200 answer is an error.
 pub fn fetch(addr: &str, requests: usize) -> anyhow::Result<u64> {
+    fetch_bodies(addr, std::iter::repeat_n(FLOOR_BODY, requests))
+}
+
+/// One request per body, in order, each read to the end of the connection. Replaying the
+/// bodies agent-lsp sent makes the mock do the same work for the floor as for the agent
+/// (reading and checking a history that grows every turn), so only the client side differs.
+pub fn fetch_bodies<'a>(
+    addr: &str,
+    bodies: impl IntoIterator<Item = &'a str>,
+) -> anyhow::Result<u64> {
     let mut total = 0u64;
     let mut buf = vec![0u8; 256 * 1024];
-    for _ in 0..requests {
+    for body in bodies {
         let mut socket =
             TcpStream::connect(addr).with_context(|| format!("cannot connect to {addr}"))?;
         let head = format!(
             "POST /v1/chat/completions HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            FLOOR_BODY.len()
+            body.len()
         );
         socket.write_all(head.as_bytes())?;
-        socket.write_all(FLOOR_BODY.as_bytes())?;
+        socket.write_all(body.as_bytes())?;
         let mut first = true;
         loop {
             let n = socket.read(&mut buf)?;
@@ -78,15 +88,23 @@ pub fn fetch_timed(
     Ok((started.elapsed(), bytes))
 }
 
-/// The floor process's entry point: `__floor ADDR REQUESTS PARALLEL`. Prints the bytes
-/// received.
+/// The floor process's entry point: `__floor ADDR REQUESTS PARALLEL`, or `__floor ADDR
+/// --bodies FILE` to replay the request bodies in FILE (one JSON body per line). Prints the
+/// bytes received.
 pub fn floor_main(args: &[String]) -> anyhow::Result<()> {
-    let [addr, requests, parallel] = args else {
-        bail!("usage: __floor HOST:PORT REQUESTS PARALLEL");
+    let bytes = match args {
+        [addr, flag, file] if flag == "--bodies" => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read the request bodies in {file}"))?;
+            fetch_bodies(addr, text.lines())?
+        }
+        [addr, requests, parallel] => {
+            let requests: usize = requests.parse().context("REQUESTS must be a number")?;
+            let parallel: usize = parallel.parse().context("PARALLEL must be a number")?;
+            fetch_parallel(addr, requests, parallel)?
+        }
+        _ => bail!("usage: __floor HOST:PORT REQUESTS PARALLEL | __floor HOST:PORT --bodies FILE"),
     };
-    let requests: usize = requests.parse().context("REQUESTS must be a number")?;
-    let parallel: usize = parallel.parse().context("PARALLEL must be a number")?;
-    let bytes = fetch_parallel(addr, requests, parallel)?;
     println!("{bytes}");
     Ok(())
 }

@@ -57,6 +57,37 @@ impl Ctx {
         self.floor_with(host, requests, 1)
     }
 
+    /// The floor replaying `bodies` (the requests agent-lsp made) one after another, so the
+    /// mock does the same work for both and only the client differs.
+    pub fn floor_replay(&self, host: &MockHost, bodies: &[String]) -> anyhow::Result<Sample> {
+        let Some(exe) = &self.floor_exe else {
+            let started = std::time::Instant::now();
+            let bytes = floor::fetch_bodies(&host.addr(), bodies.iter().map(String::as_str))?;
+            return Ok(Sample {
+                wall: started.elapsed(),
+                stdout_bytes: bytes,
+                ..Sample::default()
+            });
+        };
+        let dir = tempfile::tempdir()?;
+        let file = dir.path().join("bodies.jsonl");
+        std::fs::write(&file, bodies.join("\n"))?;
+        let cmd = Cmd {
+            program: exe.clone(),
+            args: vec![
+                "__floor".into(),
+                host.addr(),
+                "--bodies".into(),
+                file.display().to_string(),
+            ],
+            env: Vec::new(),
+            cwd: std::env::temp_dir(),
+        };
+        let (mut sample, stdout) = self.runner.run(&cmd)?;
+        sample.stdout_bytes = String::from_utf8_lossy(&stdout).trim().parse()?;
+        Ok(sample)
+    }
+
     /// The floor with `parallel` concurrent clients, each making `requests` requests.
     pub fn floor_with(
         &self,

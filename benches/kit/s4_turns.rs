@@ -1,6 +1,7 @@
 //! Scenario 4: many turns of tool calls (the model reads a small file each turn, then answers).
-//! The floor makes the same number of requests for the same streams. Bar: agent-lsp's wall
-//! above the floor, per turn, ≤ 1 ms.
+//! The floor replays the agent's own request bodies for the same streams, so the mock's work
+//! (reading and checking each request's history) is the same on both sides. Bar: agent-lsp's
+//! wall above the floor, per turn, ≤ 1 ms.
 
 use agent_lsp::testing::MockResponse;
 use anyhow::ensure;
@@ -31,10 +32,23 @@ pub fn run(ctx: &Ctx, turns: usize) -> anyhow::Result<Report> {
     )?;
     let (mut floor, mut agent) = (Vec::new(), Vec::new());
     for _ in 0..ctx.reps {
-        responses(turns).into_iter().for_each(|r| host.push(r));
-        floor.push(ctx.floor(&host, turns + 1)?);
+        let before = host.mock.requests().len();
         responses(turns).into_iter().for_each(|r| host.push(r));
         let (sample, stdout) = ctx.run_agent(&sandbox, &host, &[], "Read the notes")?;
+        // The floor sends the very bodies the agent sent: the mock reads and checks a history
+        // that grows every turn, and that work is the mock's, not agent-lsp's.
+        let bodies: Vec<String> = host.mock.requests()[before..]
+            .iter()
+            .map(|r| r.body.to_string())
+            .collect();
+        ensure!(
+            bodies.len() == turns + 1,
+            "{} requests for {} turns",
+            bodies.len(),
+            turns
+        );
+        responses(turns).into_iter().for_each(|r| host.push(r));
+        floor.push(ctx.floor_replay(&host, &bodies)?);
         let lines = json_lines(&stdout)?;
         ensure_settled(&lines)?;
         let reads = lines
@@ -58,7 +72,7 @@ pub fn run(ctx: &Ctx, turns: usize) -> anyhow::Result<Report> {
         "4. {turns} turns of tool calls (read, then answer)"
     ));
     report.line(format!(
-        "median of {}: agent wall {:.1} ms, CPU {:.1} ms{}; floor ({} requests) wall {:.1} ms",
+        "median of {}: agent wall {:.1} ms, CPU {:.1} ms{}; floor ({} requests, the agent's bodies replayed) wall {:.1} ms",
         ctx.reps,
         ms(aw),
         ms(acpu),
