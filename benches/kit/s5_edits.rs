@@ -5,9 +5,10 @@
 //! Server time of one edit, from the client's clock: from the moment the model's response
 //! passed the relay ([`super::proxy`]; everything after is the daemon's) to the arrival of
 //! `applyEdit`, plus
-//! from the client's `didChange` to the `tool_execution_end` event. The client's own time
-//! (applying the edit, answering `agent/saveDocuments`) and the model's time are excluded;
-//! the pipe transit is included.
+//! from the client's `didChange` to the `tool_execution_end` event, minus the client's time
+//! answering the `agent/saveDocuments` in between (from its arrival to the answer). The
+//! client's own time (applying the edit, answering `agent/saveDocuments`) and the model's time
+//! are excluded; the pipe transit is included.
 
 use std::time::{Duration, Instant};
 
@@ -67,6 +68,10 @@ fn edit_call(i: usize) -> MockResponse {
 struct Clock {
     apply_edit: Vec<Instant>,
     did_change: Vec<Instant>,
+    /// When `agent/saveDocuments` arrived and when the client had answered it: the client's
+    /// own time inside the second half of the window, taken out of the server time.
+    save_asked: Vec<Instant>,
+    save_answered: Vec<Instant>,
     tool_end: Vec<Instant>,
 }
 
@@ -130,7 +135,9 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
                 clock.did_change.push(Instant::now());
             }
             Some("agent/saveDocuments") => {
+                clock.save_asked.push(message.at);
                 daemon.reply(&value["id"], json!({"saved": value["params"]["uris"]}))?;
+                clock.save_answered.push(Instant::now());
             }
             Some(_) if value.get("id").is_some() => daemon.reply(&value["id"], Value::Null)?,
             _ => {}
@@ -159,7 +166,8 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
     report(size, &times, rss_open, &rss, peak)
 }
 
-/// Per edit: (applyEdit arrival − the model's last bytes) + (tool end − didChange sent).
+/// Per edit: (applyEdit arrival − the model's last bytes) + (tool end − didChange sent) − the
+/// client's time answering `agent/saveDocuments` (from its arrival to the answer sent).
 fn server_times(
     clock: &Clock,
     model_done: &[Instant],
@@ -168,6 +176,7 @@ fn server_times(
     for (what, n) in [
         ("applyEdit requests", clock.apply_edit.len()),
         ("didChange echoes", clock.did_change.len()),
+        ("saveDocuments requests", clock.save_asked.len()),
         ("tool ends", clock.tool_end.len()),
     ] {
         ensure!(n == edits, "{n} {what} for {edits} edits");
@@ -179,8 +188,10 @@ fn server_times(
     );
     Ok((0..edits)
         .map(|k| {
-            clock.apply_edit[k].saturating_duration_since(model_done[k])
-                + clock.tool_end[k].saturating_duration_since(clock.did_change[k])
+            let client = clock.save_answered[k].saturating_duration_since(clock.save_asked[k]);
+            (clock.apply_edit[k].saturating_duration_since(model_done[k])
+                + clock.tool_end[k].saturating_duration_since(clock.did_change[k]))
+            .saturating_sub(client)
         })
         .collect())
 }
