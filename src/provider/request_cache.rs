@@ -204,7 +204,7 @@ impl Lease<'_> {
         prefix.text.truncate(base);
         prefix.cuts.truncate(reused + 1);
         let new = fresh.history.get(reused..end).unwrap_or_default();
-        prefix.messages.extend(new.iter().map(|m| (**m).clone()));
+        prefix.messages.extend(new.iter().map(|m| kept_copy(m)));
         prefix
             .text
             .push_str(fresh.text.get(..text_len).unwrap_or_default());
@@ -338,10 +338,12 @@ fn same_result(x: &ToolResultMessage, y: &ToolResultMessage) -> bool {
         duration_ms,
         timestamp,
     } = x;
+    // `details` is never rendered (request bodies carry only the content the model sees), and
+    // the cache keeps no copy of it (see `kept_copy`).
+    let _ = details;
     *tool_call_id == y.tool_call_id
         && *tool_name == y.tool_name
         && same_blocks(content, &y.content)
-        && same_opt(details, &y.details)
         && *usage == y.usage
         && *is_error == y.is_error
         && *duration_ms == y.duration_ms
@@ -400,6 +402,25 @@ fn same_block(a: &ContentBlock, b: &ContentBlock) -> bool {
                 && *arguments_error == y.arguments_error
         }
         _ => false,
+    }
+}
+
+/// The copy of a rendered message the cache keeps for comparison: without a tool result's
+/// `details` (an `edit`'s diff, a `bash` run's full output), which no request renders, so a long
+/// session's cache costs little more than the model-visible transcript.
+fn kept_copy(message: &AgentMessage) -> AgentMessage {
+    match message {
+        AgentMessage::ToolResult(result) => AgentMessage::ToolResult(ToolResultMessage {
+            tool_call_id: result.tool_call_id.clone(),
+            tool_name: result.tool_name.clone(),
+            content: result.content.clone(),
+            details: None,
+            usage: result.usage.clone(),
+            is_error: result.is_error,
+            duration_ms: result.duration_ms,
+            timestamp: result.timestamp,
+        }),
+        other => other.clone(),
     }
 }
 

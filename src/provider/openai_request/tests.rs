@@ -183,6 +183,31 @@ fn a_growing_conversation_is_cached() {
     assert_eq!(other.request_cache.cached_messages(), 0);
 }
 
+/// A tool result's `details` is never rendered: the cache keeps no copy of it, and a history
+/// whose results differ only there gets exactly the uncached body.
+#[test]
+fn tool_result_details_are_not_rendered_and_cached_bodies_stay_exact() {
+    let model = model(false, "http://127.0.0.1:1/v1", json!(null));
+    let all = fixtures::turns(&model, 3);
+    let shared = options(None, false);
+    build_body(&model, &LlmContext::new(all.clone()), &shared).unwrap();
+    let mut changed = all.clone();
+    let mut results = 0;
+    for message in &mut changed {
+        if let AgentMessage::ToolResult(r) = message {
+            r.details = Some(json!({"diff": "a very long diff that the model never sees"}));
+            results += 1;
+        }
+    }
+    assert!(results > 0, "the fixture has tool results");
+    let context = LlmContext::new(changed);
+    let cached = build_body(&model, &context, &shared).unwrap();
+    let uncached = build_body(&model, &context, &options(None, false)).unwrap();
+    assert_eq!(cached, uncached);
+    assert!(!cached.contains("a very long diff"));
+    assert_eq!(shared.request_cache.cached_messages(), all.len());
+}
+
 /// One cache shared by requests for different models and compat sets (a model switch) never
 /// reuses text rendered for another form.
 #[test]
