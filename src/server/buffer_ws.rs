@@ -142,9 +142,14 @@ impl BufferWorkspace {
             let edits = rope_edit::text_edits(&doc, &plan, editor.config.encoding);
             let expected = after.facts.fingerprint;
             let confirmed = move |d: &Document| d.facts.fingerprint == expected;
-            match editor.send_and_confirm(&doc, edits, confirmed).await {
+            // The diff is built while the editor applies the edit (once the request is on its
+            // way), not after the confirmation: it adds nothing to the tool's latency.
+            let (sent, diff) = tokio::join!(
+                editor.send_and_confirm(&doc, edits, confirmed),
+                async { rope_edit::diff_of(&doc, &after, &plan, req.shown) }
+            );
+            match sent {
                 Ok(()) => {
-                    let diff = rope_edit::diff_of(&doc, &after, &plan, req.shown);
                     editor
                         .save(&path, || rope_text(&after.rope).into_bytes())
                         .await
