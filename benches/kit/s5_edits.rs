@@ -6,7 +6,8 @@
 //! passed the relay ([`super::proxy`]; everything after is the daemon's) to the arrival of
 //! `applyEdit`, plus
 //! from the client's `didChange` to the `tool_execution_end` event, minus the client's time
-//! answering the `agent/saveDocuments` in between (from its arrival to the answer). The
+//! answering the `agent/saveDocuments` in between (from its arrival, or the `didChange` if it
+//! came earlier, to the answer). The
 //! client's own time (applying the edit, answering `agent/saveDocuments`) and the model's time
 //! are excluded; the pipe transit is included.
 
@@ -188,7 +189,10 @@ fn server_times(
     );
     Ok((0..edits)
         .map(|k| {
-            let client = clock.save_answered[k].saturating_duration_since(clock.save_asked[k]);
+            // Only the part inside the window: the request may arrive while the client is
+            // still applying the edit (before its didChange).
+            let asked = clock.save_asked[k].max(clock.did_change[k]);
+            let client = clock.save_answered[k].saturating_duration_since(asked);
             (clock.apply_edit[k].saturating_duration_since(model_done[k])
                 + clock.tool_end[k].saturating_duration_since(clock.did_change[k]))
             .saturating_sub(client)
