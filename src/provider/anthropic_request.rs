@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use std::borrow::Cow;
 
-use super::openai_request::json_out::{Fields, cut_offsets, each_with_comma};
+use super::openai_request::json_out::Fields;
 use super::openai_request::thinking_budget;
-use super::request_cache::{Fresh, RequestCache};
+use super::request_cache::RequestCache;
 use super::tool_fold::{self, ToolStrategy, compat_flag, current_system_prompt};
 use super::transform::{sanitize_id, sanitize_id_cow, transform_messages};
 use super::{LlmContext, Model, StreamOptions};
@@ -186,26 +186,10 @@ fn render_messages(
     cache: &RequestCache,
 ) -> Result<String, serde_json::Error> {
     let limit = last_user_source(history).unwrap_or(history.len());
-    let mut lease = cache.lease();
-    let reuse = lease.reuse(&Form(strategy), history, limit);
-    let start = reuse.position;
     let mut out = String::from("[");
-    let reused = reuse.text;
-    let mut cuts = Vec::new();
-    let converted = convert_messages(history, start, strategy, cache_control, &mut cuts);
-    let (fresh, ends) = each_with_comma(&converted)?;
-    // One allocation for the array (it is most of the body, and grows every turn).
-    out.reserve_exact(reused.len() + fresh.len() + 1);
-    out.push_str(reused);
-    out.push_str(&fresh);
-    let cuts = cut_offsets(&cuts, &ends);
-    let fresh = Fresh {
-        history,
-        text: &fresh,
-        cuts: &cuts,
-        limit,
-    };
-    lease.store(Form(strategy), start, fresh);
+    cache.append_messages(&mut out, Form(strategy), history, limit, |start, cuts| {
+        convert_messages(history, start, strategy, cache_control, cuts)
+    })?;
     if out.ends_with(',') {
         out.pop();
     }

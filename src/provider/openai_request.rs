@@ -9,7 +9,7 @@
 use serde::ser::{Serialize, Serializer};
 use serde_json::{Value, json};
 
-use super::request_cache::{Fresh, RequestCache};
+use super::request_cache::RequestCache;
 use super::tool_fold::{self, ToolStrategy, compat_flag};
 use super::transform::{sanitize_id_cow, transform_messages};
 use super::{LlmContext, Model, StreamOptions};
@@ -22,7 +22,7 @@ mod reference;
 #[cfg(test)]
 mod tests;
 
-use json_out::{Fields, cut_offsets, each_with_comma};
+use json_out::Fields;
 use messages::{Message, Text, Tool, convert_messages};
 
 /// Provider quirks, detected from the base URL and overridden by `model.compat`.
@@ -226,25 +226,9 @@ fn render_messages(
         reasoning: model.reasoning,
         strategy,
     };
-    let mut lease = cache.lease();
-    let reuse = lease.reuse(&form, history, history.len());
-    let start = reuse.position;
-    let reused = reuse.text;
-    let mut cuts = Vec::new();
-    let converted = convert_messages(history, start, system_role, compat, strategy, &mut cuts);
-    let (fresh, ends) = each_with_comma(&converted)?;
-    // One allocation for the array (it is most of the body, and grows every turn).
-    out.reserve_exact(reused.len() + fresh.len() + 1);
-    out.push_str(reused);
-    out.push_str(&fresh);
-    let cuts = cut_offsets(&cuts, &ends);
-    let fresh = Fresh {
-        history,
-        text: &fresh,
-        cuts: &cuts,
-        limit: history.len(),
-    };
-    lease.store(form, start, fresh);
+    cache.append_messages(&mut out, form, history, history.len(), |start, cuts| {
+        convert_messages(history, start, system_role, compat, strategy, cuts)
+    })?;
     if out.ends_with(',') {
         out.pop();
     }

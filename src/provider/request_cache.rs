@@ -96,6 +96,39 @@ pub(crate) struct Fresh<'h, 'a> {
 
 impl RequestCache {
     /// Takes the cache for one body; busy (or poisoned) caches give an empty lease.
+    /// Appends the history's output messages to `out` (inside an open JSON array, each
+    /// followed by a comma): the cached text of the longest prefix still rendered the same, then
+    /// `convert(start, cuts)`'s messages from `start` on, which are cached for the next request.
+    /// `convert` records its cut points as `(position, output messages before it)`.
+    pub(crate) fn append_messages<F: PartialEq + Send + 'static, M: serde::Serialize>(
+        &self,
+        out: &mut String,
+        form: F,
+        history: &[Cow<'_, AgentMessage>],
+        limit: usize,
+        convert: impl FnOnce(usize, &mut Vec<(usize, usize)>) -> Vec<M>,
+    ) -> Result<(), serde_json::Error> {
+        let mut lease = self.lease();
+        let reuse = lease.reuse(&form, history, limit);
+        let start = reuse.position;
+        let mut cuts = Vec::new();
+        let converted = convert(start, &mut cuts);
+        let (fresh, ends) = each_with_comma(&converted)?;
+        // One allocation for the array (it is most of the body, and grows every turn).
+        out.reserve_exact(reuse.text.len() + fresh.len() + 1);
+        out.push_str(reuse.text);
+        out.push_str(&fresh);
+        let cuts = cut_offsets(&cuts, &ends);
+        let fresh = Fresh {
+            history,
+            text: &fresh,
+            cuts: &cuts,
+            limit,
+        };
+        lease.store(form, start, fresh);
+        Ok(())
+    }
+
     pub(crate) fn lease(&self) -> Lease<'_> {
         Lease {
             guard: try_take(&self.inner.messages),
@@ -454,6 +487,37 @@ pub fn same_text(a: &Value, b: &Value) -> bool {
         },
         _ => a == b,
     }
+}
+
+/// Serialises each item, each followed by a comma; returns the text and, per item, the text's
+/// length after it (so a caller can cut the list after any item).
+fn each_with_comma<T: serde::Serialize>(
+    items: &[T],
+) -> Result<(String, Vec<usize>), serde_json::Error> {
+    let mut out = Vec::new();
+    let mut ends = Vec::with_capacity(items.len());
+    for item in items {
+        serde_json::to_writer(&mut out, item)?;
+        out.push(b',');
+        ends.push(out.len());
+    }
+    let text = String::from_utf8(out).map_err(serde::ser::Error::custom)?;
+    Ok((text, ends))
+}
+
+/// Maps converter cuts `(position, output messages before it)` to `(position, text length)`.
+fn cut_offsets(cuts: &[(usize, usize)], ends: &[usize]) -> Vec<(usize, usize)> {
+    cuts.iter()
+        .map(|&(p, n)| {
+            (
+                p,
+                n.checked_sub(1)
+                    .and_then(|i| ends.get(i))
+                    .copied()
+                    .unwrap_or(0),
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -144,10 +144,10 @@ impl BufferWorkspace {
             let confirmed = move |d: &Document| d.facts.fingerprint == expected;
             // The diff is built while the editor applies the edit (once the request is on its
             // way), not after the confirmation: it adds nothing to the tool's latency.
-            let (sent, diff) = tokio::join!(
-                editor.send_and_confirm(&doc, edits, confirmed),
-                async { rope_edit::diff_of(&doc, &after, &plan, req.shown) }
-            );
+            let (sent, diff) =
+                tokio::join!(editor.send_and_confirm(&doc, edits, confirmed), async {
+                    rope_edit::diff_of(&doc, &after, &plan, req.shown)
+                });
             match sent {
                 Ok(()) => {
                     editor

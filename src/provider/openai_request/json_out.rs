@@ -65,37 +65,6 @@ impl<V: Serialize> Fields<'_, V> {
     }
 }
 
-/// Serialises each item, each followed by a comma; returns the text and, per item, the text's
-/// length after it (so a caller can cut the list after any item).
-pub fn each_with_comma<T: Serialize>(
-    items: &[T],
-) -> Result<(String, Vec<usize>), serde_json::Error> {
-    let mut out = Vec::new();
-    let mut ends = Vec::with_capacity(items.len());
-    for item in items {
-        serde_json::to_writer(&mut out, item)?;
-        out.push(b',');
-        ends.push(out.len());
-    }
-    let text = String::from_utf8(out).map_err(serde::ser::Error::custom)?;
-    Ok((text, ends))
-}
-
-/// Maps converter cuts `(position, output messages before it)` to `(position, text length)`.
-pub fn cut_offsets(cuts: &[(usize, usize)], ends: &[usize]) -> Vec<(usize, usize)> {
-    cuts.iter()
-        .map(|&(p, n)| {
-            (
-                p,
-                n.checked_sub(1)
-                    .and_then(|i| ends.get(i))
-                    .copied()
-                    .unwrap_or(0),
-            )
-        })
-        .collect()
-}
-
 impl<V: Serialize> Serialize for Fields<'_, V> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(self.entries.len()))?;
