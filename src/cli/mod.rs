@@ -84,7 +84,14 @@ pub fn main() -> ExitCode {
     };
     let env = EnvSource::from_process();
     let result = match cli.command {
-        None => runtime.block_on(crate::server::serve_stdio()),
+        // The server runs as a task on the runtime's workers rather than on this thread: its
+        // messages to and from the sessions' tasks then stay on the workers (a worker woken by
+        // stdin runs the framework and the task it wakes) instead of crossing threads each time.
+        None => runtime.block_on(async {
+            tokio::spawn(crate::server::serve_stdio())
+                .await
+                .unwrap_or_else(|e| Err(anyhow::anyhow!("the server task ended: {e}")))
+        }),
         Some(Command::Run(args)) => return runtime.block_on(run::run(args, env)),
         Some(Command::Demo(args)) => return runtime.block_on(demo::demo(args)),
         Some(Command::Sessions(SessionsCommand::List {
