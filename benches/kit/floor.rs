@@ -5,7 +5,6 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
@@ -75,17 +74,6 @@ pub fn fetch_parallel(addr: &str, requests: usize, parallel: usize) -> anyhow::R
             .map_err(|_| anyhow::anyhow!("a floor client thread panicked"))??;
     }
     Ok(total)
-}
-
-/// `fetch_parallel` in this process, timed (for the smoke tests, which have no wrapper).
-pub fn fetch_timed(
-    addr: &str,
-    requests: usize,
-    parallel: usize,
-) -> anyhow::Result<(Duration, u64)> {
-    let started = Instant::now();
-    let bytes = fetch_parallel(addr, requests, parallel)?;
-    Ok((started.elapsed(), bytes))
 }
 
 /// The floor process's entry point: `__floor ADDR REQUESTS PARALLEL`, or `__floor ADDR

@@ -60,32 +60,15 @@ impl Ctx {
     /// The floor replaying `bodies` (the requests agent-lsp made) one after another, so the
     /// mock does the same work for both and only the client differs.
     pub fn floor_replay(&self, host: &MockHost, bodies: &[String]) -> anyhow::Result<Sample> {
-        let Some(exe) = &self.floor_exe else {
-            let started = std::time::Instant::now();
-            let bytes = floor::fetch_bodies(&host.addr(), bodies.iter().map(String::as_str))?;
-            return Ok(Sample {
-                wall: started.elapsed(),
-                stdout_bytes: bytes,
-                ..Sample::default()
+        if self.floor_exe.is_none() {
+            return in_process_floor(|| {
+                floor::fetch_bodies(&host.addr(), bodies.iter().map(String::as_str))
             });
-        };
+        }
         let dir = tempfile::tempdir()?;
         let file = dir.path().join("bodies.jsonl");
         std::fs::write(&file, bodies.join("\n"))?;
-        let cmd = Cmd {
-            program: exe.clone(),
-            args: vec![
-                "__floor".into(),
-                host.addr(),
-                "--bodies".into(),
-                file.display().to_string(),
-            ],
-            env: Vec::new(),
-            cwd: std::env::temp_dir(),
-        };
-        let (mut sample, stdout) = self.runner.run(&cmd)?;
-        sample.stdout_bytes = String::from_utf8_lossy(&stdout).trim().parse()?;
-        Ok(sample)
+        self.floor_process(host, &["--bodies".into(), file.display().to_string()])
     }
 
     /// The floor with `parallel` concurrent clients, each making `requests` requests.
@@ -95,33 +78,30 @@ impl Ctx {
         requests: usize,
         parallel: usize,
     ) -> anyhow::Result<Sample> {
-        match &self.floor_exe {
-            Some(exe) => {
-                let cmd = Cmd {
-                    program: exe.clone(),
-                    args: vec![
-                        "__floor".into(),
-                        host.addr(),
-                        requests.to_string(),
-                        parallel.to_string(),
-                    ],
-                    env: Vec::new(),
-                    cwd: std::env::temp_dir(),
-                };
-                let (mut sample, stdout) = self.runner.run(&cmd)?;
-                // The floor prints how many bytes it read from the mock: report those.
-                sample.stdout_bytes = String::from_utf8_lossy(&stdout).trim().parse()?;
-                Ok(sample)
-            }
-            None => {
-                let (wall, bytes) = floor::fetch_timed(&host.addr(), requests, parallel)?;
-                Ok(Sample {
-                    wall,
-                    stdout_bytes: bytes,
-                    ..Sample::default()
-                })
-            }
+        if self.floor_exe.is_none() {
+            return in_process_floor(|| floor::fetch_parallel(&host.addr(), requests, parallel));
         }
+        self.floor_process(host, &[requests.to_string(), parallel.to_string()])
+    }
+
+    /// Runs the floor process (`__floor ADDR ARGS…`) through the runner.
+    fn floor_process(&self, host: &MockHost, args: &[String]) -> anyhow::Result<Sample> {
+        let program = self
+            .floor_exe
+            .clone()
+            .context("no floor executable to run")?;
+        let mut all = vec!["__floor".to_string(), host.addr()];
+        all.extend_from_slice(args);
+        let cmd = Cmd {
+            program,
+            args: all,
+            env: Vec::new(),
+            cwd: std::env::temp_dir(),
+        };
+        let (mut sample, stdout) = self.runner.run(&cmd)?;
+        // The floor prints how many bytes it read from the mock: report those.
+        sample.stdout_bytes = String::from_utf8_lossy(&stdout).trim().parse()?;
+        Ok(sample)
     }
 
     /// `agent-lsp run --json -m openai/gpt-4.1 <extra…> <prompt>` in `sandbox` against `host`.
@@ -283,4 +263,15 @@ pub fn medians(samples: &[Sample]) -> (std::time::Duration, std::time::Duration,
     rss.sort_unstable();
     let rss = rss.get(rss.len().saturating_sub(1) / 2).copied();
     (wall, cpu, rss)
+}
+
+/// The floor run in this process (the smoke tests have no wrapper), timed.
+fn in_process_floor(fetch: impl FnOnce() -> anyhow::Result<u64>) -> anyhow::Result<Sample> {
+    let started = std::time::Instant::now();
+    let bytes = fetch()?;
+    Ok(Sample {
+        wall: started.elapsed(),
+        stdout_bytes: bytes,
+        ..Sample::default()
+    })
 }
