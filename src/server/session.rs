@@ -365,12 +365,20 @@ impl Session {
     /// the file must not take the editor's session down.
     fn persist(&self, message: &AgentMessage) {
         let mut record = self.record.lock().unwrap_or_else(|e| e.into_inner());
-        let mut message = message.clone();
-        if let AgentMessage::Assistant(a) = &mut message {
-            // `model()`, not `state().model`: the state holds the whole transcript.
-            crate::models::apply_cost(&self.agent.model(), &mut a.usage);
-        }
-        if let Err(e) = record.append_message(&message) {
+        // Only an assistant message is recorded with something added (its cost): a copy for
+        // it alone, not for every tool result and its diff.
+        let costed;
+        let message = match message {
+            AgentMessage::Assistant(a) => {
+                let mut a = a.clone();
+                // `model()`, not `state().model`: the state holds the whole transcript.
+                crate::models::apply_cost(&self.agent.model(), &mut a.usage);
+                costed = AgentMessage::Assistant(a);
+                &costed
+            }
+            other => other,
+        };
+        if let Err(e) = record.append_message(message) {
             tracing::warn!(session = self.id, %e, "cannot record the session");
         }
     }
