@@ -20,16 +20,35 @@ use tower_lsp_server::{Client, LanguageServer};
 
 use crate::server::config::ConnConfig;
 use crate::server::documents::DocStore;
+use crate::server::outgoing::{Outgoing, Replies};
+use crate::server::output::Output;
 use crate::server::protocol::{PROTOCOL_VERSION, command};
 use crate::server::sessions::Sessions;
 
 /// Shared by the backend, the shim and `serve_stdio`.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Shared {
+    /// Everything written to the client.
+    pub output: Output,
+    /// Reply slots of our requests to the client, filled by the stdin reader.
+    pub replies: Replies,
     pub docs: DocStore,
     pub config: Arc<OnceLock<ConnConfig>>,
     pub shutdown_requested: Arc<AtomicBool>,
     pub sessions: Arc<OnceLock<Sessions>>,
+}
+
+impl Shared {
+    pub fn new(output: Output, replies: Replies) -> Self {
+        Shared {
+            output,
+            replies,
+            docs: DocStore::default(),
+            config: Arc::default(),
+            shutdown_requested: Arc::default(),
+            sessions: Arc::default(),
+        }
+    }
 }
 
 pub struct Backend {
@@ -116,7 +135,11 @@ impl LanguageServer for Backend {
         self.shared.docs.set_encoding(config.encoding);
         let caps = capabilities(&config);
         let sessions = Sessions::new(
-            self.client.clone(),
+            Outgoing::new(
+                self.client.clone(),
+                self.shared.output.clone(),
+                self.shared.replies.clone(),
+            ),
             self.shared.docs.clone(),
             config.clone(),
             warnings,

@@ -19,10 +19,11 @@
 //!   delayed by pacing, and a slow stream (deltas further apart than `interval`) is written one
 //!   delta per notification as each arrives.
 //!
-//! Server → client requests go out through the same framework channel as these notifications,
-//! but from the run's task. A request therefore first passes a [`EventHub::flushed`] barrier
-//! through this writer: once the writer reaches it, every event queued before it was handed to
-//! the framework (whose client channel is FIFO), so the request cannot overtake them.
+//! Server → client requests go out through the same ordered output (`output.rs`) as these
+//! notifications, but from the run's task. A request therefore first passes a
+//! [`EventHub::flushed`] barrier through this writer: once the writer reaches it, every event
+//! queued before it was handed to the output (which writes in order), so the request cannot
+//! overtake them.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -140,7 +141,7 @@ impl EventHub {
         EventHub { shared }
     }
 
-    /// Resolves once every event queued so far was handed to the framework (at once when the
+    /// Resolves once every event queued so far was handed to the output (at once when the
     /// writer is gone). Callers send their request after it, so it follows those events.
     pub async fn flushed(&self) {
         // Nothing queued after the barrier may join an event before it.

@@ -2,8 +2,10 @@
 //!
 //! Code map, from the wire inwards:
 //! - `stdio`: stdin/stdout on the runtime's reactor when they are pipes (no blocking-pool hops);
-//! - `sanitize` (stdin: malformed frames become error replies instead of ending the stream) and
-//!   `wire` (stdout: knows when a response has been written, for response gates);
+//! - `sanitize` (stdin: malformed frames become error replies instead of ending the stream;
+//!   replies to our requests go straight to `outgoing`'s slots), `output` (stdout: the one
+//!   ordered writer of every frame; events and requests are written on their own task) and
+//!   `wire` (knows when one of the framework's responses has been written, for response gates);
 //! - `ordered`: the shim that applies document sync in wire order and scopes response gates;
 //! - `backend` (LSP lifecycle, capabilities) and `methods` (the agent methods, thin);
 //! - `protocol`: every wire type; `config`: what `initialize` settles;
@@ -33,6 +35,7 @@ pub mod generic;
 pub mod methods;
 pub mod ordered;
 pub mod outgoing;
+pub mod output;
 pub mod position;
 pub mod protocol;
 pub mod sanitize;
@@ -44,11 +47,12 @@ pub mod wire;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
 use tower_lsp_server::{LspService, Server};
 
 use crate::server::backend::{Backend, Shared};
 use crate::server::ordered::OrderedSync;
+use crate::server::outgoing::Replies;
+use crate::server::output::Output;
 use crate::server::sanitize::SanitizedReader;
 use crate::server::wire::{ResponseWatch, WatchedWriter};
 
@@ -58,7 +62,7 @@ use crate::server::wire::{ResponseWatch, WatchedWriter};
 /// returning: the tokio runtime would otherwise wait on the blocking stdin reader, which never
 /// returns while an editor keeps our stdin open after `exit`.
 pub async fn serve_stdio() -> anyhow::Result<()> {
-    let shared = Shared::default();
+    let shared = Shared::new(Output::start(stdio::stdout()), Replies::default());
     let watch = ResponseWatch::default();
     let (service, socket) = register_methods(LspService::build({
         let shared = shared.clone();
@@ -66,15 +70,16 @@ pub async fn serve_stdio() -> anyhow::Result<()> {
     }))
     .finish();
     let service = OrderedSync::new(service, shared.docs.clone(), watch.clone());
-    let stdout = WatchedWriter::new(stdio::stdout(), watch);
+    let stdout = WatchedWriter::new(shared.output.framework_writer(), watch);
+    let stdin = SanitizedReader::new(stdio::stdin()).routing_replies(shared.replies.clone());
     let parent_gone = watch_parent(shared.clone());
     tokio::select! {
-        () = Server::new(SanitizedReader::new(stdio::stdin()), stdout, socket).serve(service) => {}
+        () = Server::new(stdin, stdout, socket).serve(service) => {}
         () = parent_gone => tracing::warn!("the editor process is gone; exiting"),
     }
     let clean = shared.shutdown_requested.load(Ordering::SeqCst);
     finish_runs(&shared).await;
-    let _ = tokio::io::stdout().flush().await;
+    let _ = tokio::time::timeout(Duration::from_secs(3), shared.output.drained()).await;
     std::process::exit(if clean { 0 } else { 1 });
 }
 

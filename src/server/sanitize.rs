@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, ReadBuf};
 use tower_lsp_server::jsonrpc::{Error, ErrorCode, Response};
 
+use crate::server::outgoing::Replies;
+use crate::server::wire::content_length;
+
 /// The internal method malformed messages are rewritten to.
 pub const MALFORMED_METHOD: &str = "agent/_malformedMessage";
 
@@ -35,8 +38,16 @@ pub fn malformed_error(params: Value) -> Error {
     }
 }
 
-/// Checks one frame body; returns the replacement body when it is not a valid JSON-RPC message.
-fn check_body(body: &[u8]) -> Option<Vec<u8>> {
+/// What to do with one frame.
+enum Checked {
+    /// A valid message; `response_to` is the id of a response (which may be a reply to us).
+    Pass { response_to: Option<Value> },
+    /// Not a valid JSON-RPC message: this error-request body replaces it.
+    Replace(Vec<u8>),
+}
+
+/// Checks one frame body.
+fn check_body(body: &[u8]) -> Checked {
     #[derive(Deserialize)]
     struct Shape {
         jsonrpc: Option<String>,
@@ -60,7 +71,8 @@ fn check_body(body: &[u8]) -> Option<Vec<u8>> {
                     None => serde_json::from_slice::<Response>(body).is_ok(),
                 };
             if valid {
-                return None;
+                let response_to = shape.method.is_none().then_some(shape.id).flatten();
+                return Checked::Pass { response_to };
             }
             let why = "invalid request: not a JSON-RPC 2.0 request, notification or response";
             (-32600, why.to_owned(), id)
@@ -68,21 +80,11 @@ fn check_body(body: &[u8]) -> Option<Vec<u8>> {
     };
     let request = json!({"jsonrpc": "2.0", "id": id, "method": MALFORMED_METHOD,
                          "params": {"code": code, "message": message}});
-    Some(serde_json::to_vec(&request).unwrap_or_default())
+    Checked::Replace(serde_json::to_vec(&request).unwrap_or_default())
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
-}
-
-fn content_length(headers: &[u8]) -> Option<usize> {
-    let text = std::str::from_utf8(headers).ok()?;
-    text.split("\r\n").find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.trim()
-            .eq_ignore_ascii_case("content-length")
-            .then(|| value.trim().parse().ok())?
-    })
 }
 
 fn push_frame(out: &mut Vec<u8>, body: &[u8]) {
@@ -93,6 +95,8 @@ fn push_frame(out: &mut Vec<u8>, body: &[u8]) {
 /// An `AsyncRead` that forwards only well-formed frames (see the module docs).
 pub struct SanitizedReader<R> {
     inner: R,
+    /// Our requests' reply slots: replies to them are delivered here, not forwarded.
+    replies: Option<Replies>,
     input: Vec<u8>,
     output: Vec<u8>,
     output_pos: usize,
@@ -103,11 +107,19 @@ impl<R> SanitizedReader<R> {
     pub fn new(inner: R) -> Self {
         SanitizedReader {
             inner,
+            replies: None,
             input: Vec::new(),
             output: Vec::new(),
             output_pos: 0,
             eof: false,
         }
+    }
+
+    /// Delivers replies to the requests registered in `replies` there instead of forwarding
+    /// them (the framework does not know those requests), and closes `replies` at end of input.
+    pub fn routing_replies(mut self, replies: Replies) -> Self {
+        self.replies = Some(replies);
+        self
     }
 
     /// Moves every complete frame from `input` to `output`, repairing bad ones.
@@ -133,8 +145,11 @@ impl<R> SanitizedReader<R> {
             }
             let body = &self.input[start..end];
             match check_body(body) {
-                None => push_frame(&mut self.output, body),
-                Some(replacement) => {
+                Checked::Pass {
+                    response_to: Some(id),
+                } if self.replies.as_ref().is_some_and(|r| r.deliver(&id, body)) => {}
+                Checked::Pass { .. } => push_frame(&mut self.output, body),
+                Checked::Replace(replacement) => {
                     tracing::warn!("malformed message from the client answered with an error");
                     push_frame(&mut self.output, &replacement);
                 }
@@ -169,8 +184,18 @@ impl<R: AsyncRead + Unpin> AsyncRead for SanitizedReader<R> {
             let mut read = ReadBuf::new(&mut chunk);
             match Pin::new(&mut this.inner).poll_read(cx, &mut read) {
                 Poll::Pending => return Poll::Pending,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Ready(Ok(())) if read.filled().is_empty() => this.eof = true,
+                Poll::Ready(Err(e)) => {
+                    if let Some(replies) = &this.replies {
+                        replies.close();
+                    }
+                    return Poll::Ready(Err(e));
+                }
+                Poll::Ready(Ok(())) if read.filled().is_empty() => {
+                    this.eof = true;
+                    if let Some(replies) = &this.replies {
+                        replies.close();
+                    }
+                }
                 Poll::Ready(Ok(())) => {
                     this.input.extend_from_slice(read.filled());
                     this.process();
@@ -232,5 +257,29 @@ mod tests {
         let body = r#"{"jsonrpc":"2.0","id":4,"method":5}"#;
         let out = filter(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes()).await;
         assert!(out.contains(r#""id":4"#) && out.contains("-32600"), "{out}");
+    }
+
+    #[tokio::test]
+    async fn replies_to_our_requests_are_delivered_not_forwarded() {
+        let replies = Replies::default();
+        let slot = replies.register_for_test("5");
+        let ours = r#"{"jsonrpc":"2.0","id":5,"result":{"applied":true}}"#;
+        let theirs = r#"{"jsonrpc":"2.0","id":6,"result":null}"#;
+        let note = r#"{"jsonrpc":"2.0","method":"x","id":5}"#;
+        let input: String = [ours, theirs, note]
+            .iter()
+            .map(|b| format!("Content-Length: {}\r\n\r\n{b}", b.len()))
+            .collect();
+        let mut out = String::new();
+        SanitizedReader::new(input.as_bytes())
+            .routing_replies(replies.clone())
+            .read_to_string(&mut out)
+            .await
+            .unwrap();
+        assert!(!out.contains("applied"), "{out}");
+        assert!(out.contains(theirs) && out.contains(note), "{out}");
+        assert_eq!(slot.await.unwrap().unwrap(), json!({"applied": true}));
+        // End of input: the client is gone for every later request.
+        assert!(replies.is_closed_for_test());
     }
 }

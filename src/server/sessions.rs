@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use tower_lsp_server::Client;
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::ls_types::{CodeActionParams, CodeActionResponse, ExecuteCommandParams};
 
@@ -77,12 +76,11 @@ fn stored_record(id: &str) -> Result<Transcript> {
 
 impl Sessions {
     pub fn new(
-        client: Client,
+        raw: Outgoing,
         docs: DocStore,
         config: ConnConfig,
         mut warnings: Vec<String>,
     ) -> Self {
-        let raw = Outgoing::new(client);
         let hub = EventHub::start(raw.clone(), config.events(), config.delta_interval());
         let out = raw.after_events(hub.clone());
         let model = resolve_model(&config);

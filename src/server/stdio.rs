@@ -57,7 +57,7 @@ pub struct NonBlocking {
 }
 
 impl NonBlocking {
-    fn open(fd: BorrowedFd<'_>) -> Option<NonBlocking> {
+    pub(crate) fn open(fd: BorrowedFd<'_>) -> Option<NonBlocking> {
         let file = File::from(fd.try_clone_to_owned().ok()?);
         let kind = file.metadata().ok()?.file_type();
         if !(kind.is_fifo() || kind.is_socket()) {
@@ -96,7 +96,13 @@ impl NonBlocking {
         }
     }
 
-    fn poll_write(&self, cx: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
+    /// One write attempt on the calling thread, without waiting: `WouldBlock` when the pipe is
+    /// full (the reactor's readiness is left alone; the next `poll_write` re-checks it).
+    pub(crate) fn try_write(&self, bytes: &[u8]) -> io::Result<usize> {
+        self.fd.get_ref().write(bytes)
+    }
+
+    pub(crate) fn poll_write(&self, cx: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
         loop {
             let mut ready = ready!(self.fd.poll_write_ready(cx))?;
             match ready.try_io(|fd| fd.get_ref().write(bytes)) {

@@ -1,11 +1,12 @@
-//! The stdout writer: frames pass through untouched, and responses are reported once written.
+//! The framework's writer: frames pass through untouched, and responses are reported once
+//! written.
 //!
-//! tower-lsp-server writes responses and server-initiated messages from two streams merged
-//! without any order, so "the handler returned" does not mean "the response is on the wire".
-//! To guarantee that the response creating a session or run id precedes every event carrying
-//! it, this writer parses the Content-Length frames it forwards and resolves a [`Gate`] when the
-//! last byte of the response with a watched id has been accepted by stdout. Events are only
-//! handed to the framework after their gate opened, so they are written after the response.
+//! tower-lsp-server writes its responses from its own serve task, so "the handler returned"
+//! does not mean "the response is on the wire". To guarantee that the response creating a
+//! session or run id precedes every event carrying it, this writer parses the Content-Length
+//! frames it forwards and resolves a [`Gate`] when the last byte of the response with a watched
+//! id has been accepted by the output (`output.rs`, which writes in order). Events are only
+//! handed to the output after their gate opened, so they are written after the response.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -158,7 +159,8 @@ fn header_end(header: &[u8], bytes: &[u8]) -> Option<usize> {
     bytes.windows(4).position(|w| w == END).map(|i| i + 4)
 }
 
-fn content_length(headers: &[u8]) -> Option<usize> {
+/// The Content-Length in a frame's header lines (without the blank line that ends them).
+pub(crate) fn content_length(headers: &[u8]) -> Option<usize> {
     let text = std::str::from_utf8(headers).ok()?;
     text.split("\r\n").find_map(|line| {
         let (name, value) = line.split_once(':')?;
