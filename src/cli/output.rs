@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, Usage};
 use crate::provider::AssistantMessageEvent;
+use crate::provider::openai_chunk::json_special;
 
 /// A sink for run events. Write errors (a closed pipe) are ignored: output is best effort,
 /// the session file is the record.
@@ -95,12 +96,11 @@ pub fn encode_line(event: &AgentEvent, out: &mut Vec<u8>) -> serde_json::Result<
             out.extend_from_slice(DELTA_HEAD);
             out.extend_from_slice(delta.kind.as_bytes());
             out.extend_from_slice(b"\",\"contentIndex\":");
-            serde_json::to_writer(&mut *out, &delta.content_index)
-                .and_then(|()| {
-                    out.extend_from_slice(b",\"delta\":");
-                    serde_json::to_writer(&mut *out, delta.text)
-                })
-                .map(|()| out.extend_from_slice(b"}}"))
+            serde_json::to_writer(&mut *out, &delta.content_index).map(|()| {
+                out.extend_from_slice(b",\"delta\":");
+                write_json_str(out, delta.text);
+                out.extend_from_slice(b"}}");
+            })
         }
         None => serde_json::to_writer(&mut *out, event),
     };
@@ -109,6 +109,42 @@ pub fn encode_line(event: &AgentEvent, out: &mut Vec<u8>) -> serde_json::Result<
         Err(_) => out.truncate(mark),
     }
     result
+}
+
+/// Appends `text` as a JSON string exactly as serde_json writes it: `"` and `\` escaped,
+/// control characters as `\b \f \n \r \t` or `\u00xx` (lower-case hex), nothing else.
+/// Runs without any of those are found eight bytes at a time and copied whole (an argument
+/// delta of source code is mostly escapes and short runs: serde's per-byte loop and writer
+/// calls were most of a delta line's cost).
+fn write_json_str(out: &mut Vec<u8>, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut rest = bytes;
+    while let Some(at) = json_special(rest) {
+        out.extend_from_slice(&rest[..at]);
+        let byte = rest[at];
+        let short = match byte {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            0x08 => b'b',
+            0x0c => b'f',
+            b'\n' => b'n',
+            b'\r' => b'r',
+            b'\t' => b't',
+            _ => 0,
+        };
+        if short == 0 {
+            let (high, low) = (HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xf)]);
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', high, low]);
+        } else {
+            out.extend_from_slice(&[b'\\', short]);
+        }
+        rest = &rest[at + 1..];
+    }
+    out.extend_from_slice(rest);
+    out.push(b'"');
 }
 
 const DELTA_HEAD: &[u8] = b"{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"";
@@ -346,6 +382,13 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn any_delta_encodes_like_serde(delta in "\\PC*|[\u{0}-\u{7f}]*") {
+            for event in delta_events(&delta) {
+                assert_like_serde(&event);
+            }
+        }
+
+        #[test]
+        fn escape_heavy_deltas_encode_like_serde(delta in "[\"\\\\\u{0}-\u{1f}a-z \u{7f}é😀]{0,40}") {
             for event in delta_events(&delta) {
                 assert_like_serde(&event);
             }

@@ -550,7 +550,7 @@ impl<'a> Reader<'a> {
 /// Per 64-bit word, `(x - 0x01…) & !x & 0x80…` flags the bytes of `x` that are zero, and
 /// `(v - 0x20…) & !v & 0x80…` the bytes of `v` below 0x20. A flag can be wrong only above a
 /// byte that is rightly flagged (the borrow of the subtraction), so the lowest flag is exact.
-pub(super) fn special(bytes: &[u8]) -> Option<usize> {
+pub fn special(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero = |x: u64| x.wrapping_sub(ONES) & !x;
