@@ -13,7 +13,6 @@ use serde_json::{Value, json};
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, Usage};
 use crate::provider::AssistantMessageEvent;
-use crate::provider::openai_chunk::json_special;
 
 /// A sink for run events. Write errors (a closed pipe) are ignored: output is best effort,
 /// the session file is the record.
@@ -113,39 +112,46 @@ pub fn encode_line(event: &AgentEvent, out: &mut Vec<u8>) -> serde_json::Result<
 
 /// Appends `text` as a JSON string exactly as serde_json writes it: `"` and `\` escaped,
 /// control characters as `\b \f \n \r \t` or `\u00xx` (lower-case hex), nothing else.
-/// Runs without any of those are found eight bytes at a time and copied whole (an argument
-/// delta of source code is mostly escapes and short runs: serde's per-byte loop and writer
-/// calls were most of a delta line's cost).
+/// A byte loop into reserved space: deltas are a few bytes, often mostly escapes (source code
+/// in tool-call arguments), where serde's writer calls per run cost more than the bytes.
 fn write_json_str(out: &mut Vec<u8>, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let bytes = text.as_bytes();
-    out.reserve(bytes.len() + 2);
+    out.reserve(text.len() + 2);
     out.push(b'"');
-    let mut rest = bytes;
-    while let Some(at) = json_special(rest) {
-        out.extend_from_slice(&rest[..at]);
-        let byte = rest[at];
-        let short = match byte {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            0x08 => b'b',
-            0x0c => b'f',
-            b'\n' => b'n',
-            b'\r' => b'r',
-            b'\t' => b't',
-            _ => 0,
-        };
-        if short == 0 {
-            let (high, low) = (HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xf)]);
-            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', high, low]);
-        } else {
-            out.extend_from_slice(&[b'\\', short]);
+    for &byte in text.as_bytes() {
+        match ESCAPE[usize::from(byte)] {
+            0 => out.push(byte),
+            b'u' => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(byte >> 4)]);
+                out.push(HEX[usize::from(byte & 0xf)]);
+            }
+            short => {
+                out.push(b'\\');
+                out.push(short);
+            }
         }
-        rest = &rest[at + 1..];
     }
-    out.extend_from_slice(rest);
     out.push(b'"');
 }
+
+/// For each byte: 0 when written as is, else the letter after its backslash (`u`: `\u00xx`).
+const ESCAPE: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = b'u';
+        byte += 1;
+    }
+    table[0x08] = b'b';
+    table[0x0c] = b'f';
+    table[b'\n' as usize] = b'n';
+    table[b'\r' as usize] = b'r';
+    table[b'\t' as usize] = b't';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
 
 const DELTA_HEAD: &[u8] = b"{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"";
 

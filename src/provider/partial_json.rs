@@ -14,6 +14,8 @@
 
 use serde_json::{Map, Value};
 
+use super::openai_chunk::json_special;
+
 /// Containers may nest this deep (serde_json's own recursion limit).
 const MAX_DEPTH: usize = 128;
 
@@ -128,8 +130,10 @@ impl PartialJson {
         let mut rest = delta;
         while !matches!(self.top, Top::Failed(_)) {
             if let Some(text) = self.plain_string() {
-                let run = memchr::memchr2(b'"', b'\\', rest.as_bytes()).unwrap_or(rest.len());
-                // `"` and `\` are ASCII: the run ends on a character boundary.
+                // Up to the next `"`, `\` or control character (all ASCII: the run ends on a
+                // character boundary), found eight bytes at a time; a control character is
+                // then stepped like any other.
+                let run = json_special(rest.as_bytes()).unwrap_or(rest.len());
                 text.push_str(&rest[..run]);
                 rest = &rest[run..];
             }
