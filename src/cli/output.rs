@@ -112,25 +112,36 @@ pub fn encode_line(event: &AgentEvent, out: &mut Vec<u8>) -> serde_json::Result<
 
 /// Appends `text` as a JSON string exactly as serde_json writes it: `"` and `\` escaped,
 /// control characters as `\b \f \n \r \t` or `\u00xx` (lower-case hex), nothing else.
-/// A byte loop into reserved space: deltas are a few bytes, often mostly escapes (source code
-/// in tool-call arguments), where serde's writer calls per run cost more than the bytes.
+/// Written a block at a time into a stack buffer, then copied out once: deltas are a few
+/// bytes, often mostly escapes (source code in tool-call arguments), where serde's writer
+/// calls per run, or a `Vec::push` per byte, cost more than the bytes themselves.
 fn write_json_str(out: &mut Vec<u8>, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.reserve(text.len() + 2);
+    /// Input bytes per block; an escaped byte takes at most six.
+    const BLOCK: usize = 64;
     out.push(b'"');
-    for &byte in text.as_bytes() {
-        match ESCAPE[usize::from(byte)] {
-            0 => out.push(byte),
-            b'u' => {
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[usize::from(byte >> 4)]);
-                out.push(HEX[usize::from(byte & 0xf)]);
-            }
-            short => {
-                out.push(b'\\');
-                out.push(short);
+    for block in text.as_bytes().chunks(BLOCK) {
+        let mut buf = [0u8; BLOCK * 6];
+        let mut n = 0;
+        for &byte in block {
+            match ESCAPE[usize::from(byte)] {
+                0 => {
+                    buf[n] = byte;
+                    n += 1;
+                }
+                b'u' => {
+                    let (high, low) = (HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xf)]);
+                    buf[n..n + 6].copy_from_slice(&[b'\\', b'u', b'0', b'0', high, low]);
+                    n += 6;
+                }
+                short => {
+                    buf[n] = b'\\';
+                    buf[n + 1] = short;
+                    n += 2;
+                }
             }
         }
+        out.extend_from_slice(&buf[..n]);
     }
     out.push(b'"');
 }
@@ -394,7 +405,7 @@ mod tests {
         }
 
         #[test]
-        fn escape_heavy_deltas_encode_like_serde(delta in "[\"\\\\\u{0}-\u{1f}a-z \u{7f}é😀]{0,40}") {
+        fn escape_heavy_deltas_encode_like_serde(delta in "[\"\\\\\u{0}-\u{1f}a-z \u{7f}é😀]{0,200}") {
             for event in delta_events(&delta) {
                 assert_like_serde(&event);
             }
