@@ -1,6 +1,12 @@
 //! Scenario 3: one `write` call whose content streams as 8-byte argument deltas, at a base size
 //! and twice that (200 KB in ~25,000 deltas, then 400 KB in ~50,000 at full size). Bar: time
 //! grows linearly (2× input → ≤ 2.2× time). Each run also proves the file was written whole.
+//!
+//! The two sizes are interleaved within each repetition (floor and agent-lsp at 1×, then at
+//! 2×, then 1× again, …) rather than all repetitions of 1× before all of 2×: a drift of the
+//! machine's speed during the run (other processes on the two cores, frequency) then lands on
+//! both sizes alike instead of on one side of the ratio. Each size's median is taken over its
+//! own repetitions, as before.
 
 use agent_lsp::testing::MockResponse;
 use anyhow::ensure;
@@ -39,46 +45,62 @@ fn responses(content: &str) -> [MockResponse; 2] {
     [call, MockResponse::text("Written.")]
 }
 
-/// One size: the floor and agent-lsp samples, and the number of argument deltas.
-fn measure(
+/// One size's samples: floor, agent-lsp, and the number of argument deltas.
+#[derive(Default)]
+struct Size {
+    floor: Vec<Sample>,
+    agent: Vec<Sample>,
+    deltas: usize,
+}
+
+/// One repetition at one size: the floor, then agent-lsp (checked: settled, file whole).
+fn measure_once(
     ctx: &Ctx,
     host: &MockHost,
     sandbox: &Sandbox,
-    bytes: usize,
-) -> anyhow::Result<(Vec<Sample>, Vec<Sample>, usize)> {
-    let content = content(bytes);
-    let (mut floor, mut agent, mut deltas) = (Vec::new(), Vec::new(), 0);
-    for _ in 0..ctx.reps {
-        for r in responses(&content) {
-            host.push(r);
-        }
-        floor.push(ctx.floor(host, 2)?);
-        for r in responses(&content) {
-            host.push(r);
-        }
-        let _ = std::fs::remove_file(sandbox.project().join("out.txt"));
-        let (sample, stdout) =
-            ctx.run_agent(sandbox, host, &["--approve", "all"], "Write out.txt")?;
-        let lines = json_lines(&stdout)?;
-        ensure_settled(&lines)?;
-        deltas = deltas_of(&lines, "toolcall_delta").count();
-        let written = std::fs::read_to_string(sandbox.project().join("out.txt"))?;
-        ensure!(
-            written == content,
-            "out.txt differs from the streamed content"
-        );
-        agent.push(sample);
+    content: &str,
+    size: &mut Size,
+) -> anyhow::Result<()> {
+    for r in responses(content) {
+        host.push(r);
     }
-    Ok((floor, agent, deltas))
+    size.floor.push(ctx.floor(host, 2)?);
+    for r in responses(content) {
+        host.push(r);
+    }
+    let _ = std::fs::remove_file(sandbox.project().join("out.txt"));
+    let (sample, stdout) = ctx.run_agent(sandbox, host, &["--approve", "all"], "Write out.txt")?;
+    let lines = json_lines(&stdout)?;
+    ensure_settled(&lines)?;
+    size.deltas = deltas_of(&lines, "toolcall_delta").count();
+    let written = std::fs::read_to_string(sandbox.project().join("out.txt"))?;
+    ensure!(
+        written == content,
+        "out.txt differs from the streamed content"
+    );
+    size.agent.push(sample);
+    Ok(())
+}
+
+/// Both sizes, interleaved within each repetition (see the module documentation).
+fn measure(ctx: &Ctx, base_bytes: usize) -> anyhow::Result<[Size; 2]> {
+    let host = MockHost::start()?;
+    let sandbox = Sandbox::new()?;
+    let contents = [content(base_bytes), content(2 * base_bytes)];
+    let mut sizes = [Size::default(), Size::default()];
+    for _ in 0..ctx.reps {
+        for (content, size) in contents.iter().zip(sizes.iter_mut()) {
+            measure_once(ctx, &host, &sandbox, content, size)?;
+        }
+    }
+    Ok(sizes)
 }
 
 pub fn run(ctx: &Ctx, base_bytes: usize) -> anyhow::Result<Report> {
-    let host = MockHost::start()?;
-    let sandbox = Sandbox::new()?;
-    let (f1, a1, d1) = measure(ctx, &host, &sandbox, base_bytes)?;
-    let (f2, a2, d2) = measure(ctx, &host, &sandbox, 2 * base_bytes)?;
-    let ((fw1, ..), (aw1, ac1, _)) = (medians(&f1), medians(&a1));
-    let ((fw2, ..), (aw2, ac2, _)) = (medians(&f2), medians(&a2));
+    let [one, two] = measure(ctx, base_bytes)?;
+    let (d1, d2) = (one.deltas, two.deltas);
+    let ((fw1, ..), (aw1, ac1, _)) = (medians(&one.floor), medians(&one.agent));
+    let ((fw2, ..), (aw2, ac2, _)) = (medians(&two.floor), medians(&two.agent));
     let mut report = Report::new(format!(
         "3. One `write` call streaming {} KB, then {} KB, in {DELTA_BYTES}-byte argument deltas",
         base_bytes / 1000,

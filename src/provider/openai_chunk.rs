@@ -21,6 +21,7 @@ mod fast;
 #[path = "openai_chunk_template.rs"]
 mod template;
 
+pub use fast::special as json_special;
 pub use template::ChunkParser;
 
 /// Parses one chunk's JSON: the hand-written reader for the usual shapes, serde for anything

@@ -25,17 +25,26 @@ pub fn parse(data: &str) -> Option<Chunk<'_>> {
     parse_spanned(data).map(|(chunk, _)| chunk)
 }
 
-/// The chunk and where the first choice's `delta.content` string token is in `data` (from
-/// its opening to past its closing quote), if it is a string.
-pub fn parse_spanned(data: &str) -> Option<(Chunk<'_>, Option<(usize, usize)>)> {
+/// Where string tokens of the first choice are in a chunk's text: from the opening quote to
+/// past the closing one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Spans {
+    /// `delta.content`, if it is a string.
+    pub content: Option<(usize, usize)>,
+    /// `function.arguments` of the last tool call read in `delta.tool_calls`, if a string.
+    pub arguments: Option<(usize, usize)>,
+}
+
+/// The chunk and where its text-carrying string tokens are (see [`Spans`]).
+pub fn parse_spanned(data: &str) -> Option<(Chunk<'_>, Spans)> {
     let mut r = Reader {
         data,
         pos: 0,
-        content: None,
+        spans: Spans::default(),
     };
     let chunk = r.chunk()?;
     r.ws();
-    (r.pos == data.len()).then_some((chunk, r.content))
+    (r.pos == data.len()).then_some((chunk, r.spans))
 }
 
 /// The string token that makes up all of `token`, or `None`.
@@ -43,7 +52,7 @@ pub fn string_token(token: &str) -> Option<Cow<'_, str>> {
     let mut r = Reader {
         data: token,
         pos: 0,
-        content: None,
+        spans: Spans::default(),
     };
     let text = r.string()?;
     (r.pos == token.len()).then_some(text)
@@ -52,8 +61,8 @@ pub fn string_token(token: &str) -> Option<Cow<'_, str>> {
 struct Reader<'a> {
     data: &'a str,
     pos: usize,
-    /// The span of the `delta.content` string token, once read.
-    content: Option<(usize, usize)>,
+    /// The spans of the first choice's text tokens, once read.
+    spans: Spans,
 }
 
 /// Known fields seen so far in one object (a second occurrence goes to serde).
@@ -232,12 +241,9 @@ impl<'a> Reader<'a> {
             match key {
                 "content" => {
                     seen.first(0)?;
-                    r.ws();
-                    let start = r.pos;
-                    delta.content = r.lenient_str()?;
-                    if delta.content.is_some() {
-                        r.content = Some((start, r.pos));
-                    }
+                    let (text, span) = r.spanned_str()?;
+                    delta.content = text;
+                    r.spans.content = span;
                 }
                 "reasoning_content" => {
                     seen.first(1)?;
@@ -332,7 +338,9 @@ impl<'a> Reader<'a> {
                 }
                 "arguments" => {
                     seen.first(1)?;
-                    function.arguments = r.lenient_str()?;
+                    let (text, span) = r.spanned_str()?;
+                    function.arguments = text;
+                    r.spans.arguments = span;
                 }
                 _ => r.skip(5)?,
             }
@@ -348,6 +356,15 @@ impl<'a> Reader<'a> {
         }
         self.ws();
         self.string().map(Some)
+    }
+
+    /// [`Reader::lenient_str`] and, for a string, where its token is.
+    fn spanned_str(&mut self) -> Option<(Str<'a>, Option<(usize, usize)>)> {
+        self.ws();
+        let start = self.pos;
+        let text = self.lenient_str()?;
+        let span = text.is_some().then_some((start, self.pos));
+        Some((text, span))
     }
 
     /// `null` or a plain non-negative integer that fits in a `u64`.
@@ -533,7 +550,7 @@ impl<'a> Reader<'a> {
 /// Per 64-bit word, `(x - 0x01…) & !x & 0x80…` flags the bytes of `x` that are zero, and
 /// `(v - 0x20…) & !v & 0x80…` the bytes of `v` below 0x20. A flag can be wrong only above a
 /// byte that is rightly flagged (the borrow of the subtraction), so the lowest flag is exact.
-pub(super) fn special(bytes: &[u8]) -> Option<usize> {
+pub fn special(bytes: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let zero = |x: u64| x.wrapping_sub(ONES) & !x;

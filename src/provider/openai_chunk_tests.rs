@@ -249,9 +249,10 @@ proptest! {
     }
 }
 
-/// Chunk frames around a text token (`{T}`): plain text chunks that become templates, and
-/// frames that must not (other fields, duplicates, a second choice).
-const FRAMES: [&str; 8] = [
+/// Chunk frames around a text token (`{T}`): plain text and tool-call argument chunks that
+/// become templates, and frames that must not (other fields, duplicates, a second choice or
+/// tool call).
+const FRAMES: [&str; 16] = [
     r#"{"id":"c1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":{T}},"finish_reason":null}]}"#,
     r#"{"choices":[{"delta":{"content":{T}}}],"obfuscation":"x"}"#,
     r#"{"choices":[{"delta":{"content":{T},"reasoning":"r"}}]}"#,
@@ -260,6 +261,14 @@ const FRAMES: [&str; 8] = [
     r#"{"choices":[{"delta":{"content":{T}}}],"id":"a","id":"b"}"#,
     r#"{"choices":[{"delta":{"content":{T}}}]} "#,
     r#"{"model":"n","choices":[{"delta":{"content":{T},"tool_calls":null}}]}"#,
+    r#"{"id":"c1","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":{T}}}]},"finish_reason":null}]}"#,
+    r#"{"id":"c","object":"chat.completion.chunk","created":1,"model":"g","system_fingerprint":"fp","choices":[{"index":0,"delta":{"tool_calls":[{"index":2,"id":"call_1","type":"function","function":{"name":"write","arguments":{T}}}]},"logprobs":null,"finish_reason":null}],"usage":null}"#,
+    r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":null,"arguments":{T}}}]}}]}"#,
+    r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":{T}}},{"index":1,"function":{"arguments":"x"}}]}}]}"#,
+    r#"{"choices":[{"delta":{"content":"a","tool_calls":[{"index":0,"function":{"arguments":{T}}}]}}]}"#,
+    r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":{T}}}]},"finish_reason":"tool_calls"}]}"#,
+    r#"{"choices":[{"delta":{"content":"a"}},{"delta":{"tool_calls":[{"function":{"arguments":{T}}}]}}]}"#,
+    r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":{T},"arguments":"b"}}]}}]}"#,
 ];
 
 fn token() -> BoxedStrategy<String> {
@@ -278,7 +287,7 @@ proptest! {
 
     #[test]
     fn template_answers_equal_serde(
-        steps in prop::collection::vec((0..FRAMES.len() + 1, token(), chunk()), 1..8),
+        steps in prop::collection::vec((0..FRAMES.len() + 1, token(), chunk()), 1..12),
     ) {
         let mut parser = super::ChunkParser::default();
         for (frame, token, other) in steps {
@@ -325,4 +334,40 @@ fn chunks_that_differ_beyond_the_text_stop_making_templates() {
         Ok(format!("{:?}", parser.parse(&text).unwrap())),
         serde_view(&text)
     );
+}
+
+#[test]
+fn a_stream_of_tool_call_argument_chunks_is_read_by_template() {
+    let mut parser = super::ChunkParser::default();
+    // The first chunk names the call; the following ones carry only argument text.
+    let tokens = [
+        "\"\"",
+        "\"{\\\"path\\\": \"",
+        "\"a\\\\n\\t\"",
+        "\"\\u00e9\"",
+        "\"}\"",
+    ];
+    for (n, token) in tokens.into_iter().enumerate() {
+        let frame = if n == 0 { FRAMES[9] } else { FRAMES[8] };
+        let text = frame.replace("{T}", token);
+        let chunk = parser.parse(&text).unwrap();
+        assert_eq!(Ok(format!("{chunk:?}")), serde_view(&text), "{text}");
+        assert!(
+            parser.has_template(),
+            "an argument chunk is a template: {text}"
+        );
+    }
+    let text = FRAMES[13].replace("{T}", "\"\"");
+    assert_eq!(
+        Ok(format!("{:?}", parser.parse(&text).unwrap())),
+        serde_view(&text)
+    );
+    assert!(!parser.has_template(), "a finish chunk is not");
+    for frame in [FRAMES[11], FRAMES[12], FRAMES[15]] {
+        let mut parser = super::ChunkParser::default();
+        let text = frame.replace("{T}", "\"x\"");
+        let ours = parser.parse(&text).map(|c| format!("{c:?}"));
+        assert_eq!(ours.map_err(|e| e.to_string()), serde_view(&text));
+        assert!(!parser.has_template(), "{text}");
+    }
 }

@@ -294,3 +294,44 @@ proptest! {
         prop_assert_eq!(parser.finish(), Ok(value.as_object().cloned().unwrap_or_default()));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Runs of plain string characters are copied in bulk: any split of the text (escapes,
+    /// surrogate halves, raw controls and broken input included) ends in the same state as
+    /// feeding it one character at a time.
+    #[test]
+    fn any_split_equals_char_by_char(
+        pieces in prop::collection::vec(
+            prop_oneof![
+                Just("{\"a\": \"".to_string()),
+                Just("\\u".to_string()),
+                "[0-9a-fA-F]{1,4}",
+                "[\\\\\"a-z é😀\u{1}\\n/ntubf:,{}\\[\\]]{0,6}",
+                Just("\\ud83d\\ude00".to_string()),
+                Just("\\udc00x".to_string()),
+            ],
+            0..12,
+        ),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+    ) {
+        let text: String = pieces.concat();
+        let mut by_char = PartialJson::new();
+        for c in text.chars() {
+            by_char.push(c.encode_utf8(&mut [0; 4]));
+        }
+        let mut at: Vec<usize> = cuts.iter().map(|i| i.index(text.len() + 1)).collect();
+        at.retain(|&i| text.is_char_boundary(i));
+        at.push(0);
+        at.push(text.len());
+        at.sort_unstable();
+        let mut split = PartialJson::new();
+        for pair in at.windows(2) {
+            split.push(&text[pair[0]..pair[1]]);
+        }
+        prop_assert_eq!(split.snapshot(), by_char.snapshot(), "{:?}", text);
+        prop_assert_eq!(split.finish(), by_char.finish(), "{:?}", text);
+        prop_assert_eq!(format!("{:?}", split.top), format!("{:?}", by_char.top));
+    }
+}
