@@ -79,9 +79,7 @@ fn openai_chunks<'a>(
     let text = split_utf8(r.text.as_deref().unwrap_or(""), r.chunk_size)
         .into_iter()
         .map(|piece| json!({"content": piece}));
-    let tools = openai_tool_deltas(r)
-        .into_iter()
-        .map(|delta| json!({"tool_calls": [delta]}));
+    let tools = openai_tool_deltas(r).map(|delta| json!({"tool_calls": [delta]}));
     std::iter::once(json!({"role": "assistant"}))
         .chain(thinking)
         .chain(text)
@@ -143,17 +141,24 @@ fn openai_tail(r: &MockResponse, id: &str, model: &str) -> Vec<Vec<u8>> {
     out
 }
 
-/// The `tool_calls` delta entries, in order or round-robin when `interleave` is set.
-fn openai_tool_deltas(r: &MockResponse) -> Vec<Value> {
+/// The `tool_calls` delta entries, in order or round-robin when `interleave` is set. In order
+/// they are rendered as consumed, like text (a 400 KB argument is 50,000 deltas: rendering them
+/// all before the first byte would put that work into the floor of scenario 3).
+fn openai_tool_deltas<'a>(r: &'a MockResponse) -> Box<dyn Iterator<Item = Value> + Send + 'a> {
+    if !r.interleave {
+        return Box::new(
+            r.tool_calls
+                .iter()
+                .enumerate()
+                .flat_map(|(index, call)| openai_call_deltas(index, call, r.chunk_size)),
+        );
+    }
     let per_call: Vec<Vec<Value>> = r
         .tool_calls
         .iter()
         .enumerate()
-        .map(|(index, call)| openai_call_deltas(index, call, r.chunk_size))
+        .map(|(index, call)| openai_call_deltas(index, call, r.chunk_size).collect())
         .collect();
-    if !r.interleave {
-        return per_call.into_iter().flatten().collect();
-    }
     let rounds = per_call.iter().map(Vec::len).max().unwrap_or(0);
     let mut out = Vec::new();
     for round in 0..rounds {
@@ -163,19 +168,29 @@ fn openai_tool_deltas(r: &MockResponse) -> Vec<Value> {
             }
         }
     }
-    out
+    Box::new(out.into_iter())
 }
 
-fn openai_call_deltas(index: usize, call: &MockToolCall, size: Option<usize>) -> Vec<Value> {
-    let mut deltas = vec![json!({
+fn openai_call_deltas(
+    index: usize,
+    call: &MockToolCall,
+    size: Option<usize>,
+) -> impl Iterator<Item = Value> + Send + use<> {
+    let first = json!({
         "index": index, "id": call.id, "type": "function",
         "function": {"name": call.name, "arguments": ""}
-    })];
+    });
     let text = call.argument_text();
-    for piece in split_utf8(&text, size) {
-        deltas.push(json!({"index": index, "function": {"arguments": piece}}));
-    }
-    deltas
+    let bounds: Vec<(usize, usize)> = split_utf8(&text, size)
+        .iter()
+        .map(|piece| {
+            let start = piece.as_ptr() as usize - text.as_ptr() as usize;
+            (start, start + piece.len())
+        })
+        .collect();
+    std::iter::once(first).chain(bounds.into_iter().map(
+        move |(start, end)| json!({"index": index, "function": {"arguments": &text[start..end]}}),
+    ))
 }
 
 fn anthropic_error(message: &str) -> Vec<u8> {
