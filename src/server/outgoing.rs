@@ -132,6 +132,7 @@ struct Message<'a, P> {
 /// Sends requests and notifications to the client.
 #[derive(Clone)]
 pub struct Outgoing {
+    /// Only for its request-id counter, shared with the framework's own requests.
     client: Client,
     output: Output,
     replies: Replies,
@@ -155,10 +156,6 @@ impl Outgoing {
             events: Some(hub),
             ..self.clone()
         }
-    }
-
-    pub fn client(&self) -> &Client {
-        &self.client
     }
 
     /// Sends `method` and awaits its typed reply, bounded by `timeout` and `cancel`.
