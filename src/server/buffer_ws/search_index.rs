@@ -12,7 +12,10 @@
 //!
 //! The index is persistent: blocks' filters are shared (`Arc`), so cloning a document snapshot
 //! is cheap and a change copies only the block list and rebuilds the filters of the blocks it
-//! touches, in O(change + number of blocks).
+//! touches, in O(change + number of blocks). A small change inside one block only adds its
+//! new grams to the filter (a filter may hold a few stale bits, which can only make a block a
+//! candidate in vain, never miss a match); the block is rebuilt once its changes add up to a
+//! quarter of its length.
 
 use std::sync::Arc;
 
@@ -71,6 +74,10 @@ pub struct SearchIndex {
     total: usize,
     lens: Vec<usize>,
     filters: Vec<Arc<Filter>>,
+    /// Grams added to each block's filter in place since the filter was last built from the
+    /// text (see [`SearchIndex::replaced`]); the block is rebuilt once they reach a quarter of
+    /// its length, so stale bits stay few.
+    added: Vec<usize>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -149,6 +156,7 @@ impl SearchIndex {
         SearchIndex {
             params,
             total,
+            added: vec![0; lens.len()],
             lens,
             filters,
         }
@@ -167,16 +175,21 @@ impl SearchIndex {
     pub fn memory_bytes(&self) -> usize {
         let filter = std::mem::size_of::<Filter>() + 2 * std::mem::size_of::<usize>();
         self.filters.len() * (filter + std::mem::size_of::<Arc<Filter>>())
-            + self.lens.capacity() * std::mem::size_of::<usize>()
+            + (self.lens.capacity() + self.added.capacity()) * std::mem::size_of::<usize>()
     }
 
     /// Updates the index after the bytes `start..old_end` of its text were replaced by
-    /// `new_len` bytes; `rope` is the text after the change. Rebuilds the blocks holding the
-    /// grams that changed (from `start - 3`), merging or splitting them to keep the bounds.
+    /// `new_len` bytes; `rope` is the text after the change. A change inside one block that
+    /// keeps it within the bounds adds the grams that changed to the filters in place
+    /// ([`SearchIndex::replaced_in_place`], O(change)); otherwise the blocks holding them (from
+    /// `start - 3`) are rebuilt, merged or split to keep the bounds.
     pub fn replaced(&mut self, rope: &Rope, start: usize, old_end: usize, new_len: usize) {
         // Clamped to the indexed text (a range past it would be a caller's bug, never a panic).
         let start = start.min(self.total);
         let old_end = old_end.clamp(start, self.total);
+        if self.replaced_in_place(rope, start, old_end, new_len) {
+            return;
+        }
         let from = start.saturating_sub(GRAM - 1);
         let (mut first, mut last) = (self.block_at(from), self.block_ending_at(old_end));
         last = last.max(first);
@@ -204,9 +217,65 @@ impl SearchIndex {
             lens.push(len);
             at += len;
         }
+        self.added.splice(first..=last, vec![0; lens.len()]);
         self.lens.splice(first..=last, lens);
         self.filters.splice(first..=last, filters);
         self.total = new_total;
+    }
+
+    /// The update of a change inside one block (`start..old_end` within it) that leaves the
+    /// block within the bounds: the grams starting from `start - 3` up to the end of the new
+    /// text are added to the filters of the blocks they start in; nothing else moves (later
+    /// grams keep their bytes and their block). A filter then holds every gram of its block
+    /// and maybe a few that are gone: a stale bit can only make a block a candidate for
+    /// nothing, so searches stay exact. `false` (nothing done) when this does not apply.
+    fn replaced_in_place(
+        &mut self,
+        rope: &Rope,
+        start: usize,
+        old_end: usize,
+        new_len: usize,
+    ) -> bool {
+        if self.lens.len() < 2 {
+            return false;
+        }
+        let b = self.block_at(start);
+        let block_start: usize = self.lens[..b].iter().sum();
+        let from = start.saturating_sub(GRAM - 1);
+        if old_end > block_start + self.lens[b] {
+            return false;
+        }
+        // Within the block, so at most its length is removed.
+        let len = self.lens[b] - (old_end - start) + new_len;
+        // The grams before `start` may start in the previous block, never further back.
+        let reaches_back = from < block_start && (b == 0 || self.lens[b - 1] < GRAM);
+        // Gram starts whose gram changed (or, at the text's end, is gone), and removed ones:
+        // each may leave a stale bit, so each counts towards the block's rebuild.
+        let (grams, removed) = (start + new_len - from, old_end - start);
+        if reaches_back
+            || !(self.params.min..=self.params.max).contains(&len)
+            || (self.added[b] + grams + removed) * 4 > len
+        {
+            return false;
+        }
+        let mut buf = Vec::with_capacity(grams + GRAM - 1);
+        read_bytes(rope, from, start + new_len + GRAM - 1, &mut buf);
+        self.added[b] += removed;
+        for i in 0..grams {
+            let at = if from + i < block_start { b - 1 } else { b };
+            self.added[at] += 1;
+            // Near the text's end a gram start may have no whole gram any more.
+            let Some(g) = buf.get(i..i + GRAM) else {
+                continue;
+            };
+            let bit = gram_bit(g);
+            if !has_bit(&self.filters[at], bit) {
+                Arc::make_mut(&mut self.filters[at])[bit / 64] |= 1 << (bit % 64);
+            }
+        }
+        self.total = self.total - removed + new_len;
+        self.lens[b] = len;
+        true
     }
 
     /// The block holding byte `at` (the last block when `at` is the end of the text).
@@ -289,12 +358,17 @@ impl SearchIndex {
         }
     }
 
-    /// Checks the index against a fresh build of `rope` (tests and debugging).
+    /// Checks the index against a fresh build of `rope` (tests and debugging): the same
+    /// blocks, each filter holding at least the fresh one's bits, and exactly them when
+    /// nothing was added in place.
     #[cfg(test)]
     pub fn check(&self, rope: &Rope) -> Result<(), String> {
         let p = self.params;
         if self.total != rope.len_bytes() || self.lens.iter().sum::<usize>() != self.total {
             return Err(format!("lengths {:?} vs {}", self.lens, rope.len_bytes()));
+        }
+        if self.added.len() != self.lens.len() || self.filters.len() != self.lens.len() {
+            return Err("block lists of different lengths".into());
         }
         if self.lens.len() > 1 && self.lens.iter().any(|&l| l < p.min || l > p.max) {
             return Err(format!("block bounds {:?}", self.lens));
@@ -302,7 +376,11 @@ impl SearchIndex {
         let mut buf = Vec::new();
         let mut start = 0;
         for (i, &len) in self.lens.iter().enumerate() {
-            if *self.filters[i] != *filter_of(rope, start, len, &mut buf) {
+            let (ours, fresh) = (&*self.filters[i], filter_of(rope, start, len, &mut buf));
+            if ours.iter().zip(fresh.iter()).any(|(o, f)| f & !o != 0) {
+                return Err(format!("filter of block {i} misses grams"));
+            }
+            if self.added[i] == 0 && *ours != *fresh {
                 return Err(format!("stale filter in block {i}"));
             }
             start += len;
@@ -414,8 +492,9 @@ mod tests {
             );
         }
 
-        /// Edits applied through the update path leave the index equal to a fresh build, and
-        /// searches equal to the scan, over texts spanning several rope chunks.
+        /// Edits applied through the update path leave the index with a fresh build's blocks
+        /// and (at least) its filters, and searches equal to the scan, over texts spanning
+        /// several rope chunks.
         #[test]
         fn updated_index_equals_a_fresh_one(
             text in "[abc\n]{0,3000}",
@@ -442,6 +521,78 @@ mod tests {
                 );
             }
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(600))]
+        /// Small changes, most of them updated in place (added grams, stale bits kept): the
+        /// index stays a superset of a fresh one with the same blocks, and every search equals
+        /// the scan, including needles that were removed or created by the changes.
+        #[test]
+        fn in_place_updates_keep_searches_exact(
+            text in "[abc\n]{200,3000}",
+            edits in proptest::collection::vec(
+                (0usize..3100, 0usize..4, "[abc\n]{0,4}"), 1..40),
+            params in prop_oneof![
+                Just(Params { min: 16, target: 32, max: 64 }),
+                Just(Params { min: 4, target: 8, max: 13 }),
+            ],
+            needles in proptest::collection::vec((0usize..3000, 4usize..16, any::<bool>()), 1..6),
+        ) {
+            let original = text.clone();
+            let mut rope = Rope::from_str(&text);
+            let mut index = SearchIndex::build(&rope, params);
+            for (at, len, new) in edits {
+                let n = rope.len_chars();
+                let (s, e) = (at.min(n), (at + len).min(n));
+                rope.remove(s..e);
+                rope.insert(s, &new);
+                index.replaced(&rope, s, e, new.len());
+                prop_assert_eq!(index.check(&rope), Ok(()));
+            }
+            let text = rope.to_string();
+            for (at, len, from_original) in needles {
+                let source = if from_original { &original } else { &text };
+                let needle = needle_of(source, at, len, "abca", true);
+                prop_assert_eq!(
+                    indexed(&index, &rope, needle.as_bytes()),
+                    reference(text.as_bytes(), needle.as_bytes())
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_small_change_inside_a_block_is_added_in_place() {
+        let text: String = (0..400).map(|i| format!("{i:04}-")).collect();
+        let mut rope = Rope::from_str(&text);
+        let params = Params {
+            min: 16,
+            target: 32,
+            max: 64,
+        };
+        let mut index = SearchIndex::build(&rope, params);
+        let lens = index.lens.clone();
+        // "0100-" at 500 becomes "01zz-": block 15 (480..512) grows by one byte.
+        rope.remove(502..504);
+        rope.insert(502, "zzz");
+        index.replaced(&rope, 502, 504, 3);
+        index.check(&rope).unwrap();
+        assert_eq!(index.lens.len(), lens.len());
+        assert_eq!(index.lens[15], lens[15] + 1);
+        assert_eq!(index.added[15], 2 + 6);
+        assert_eq!(indexed(&index, &rope, b"01zzz-"), Occurrences::One(500));
+        assert_eq!(indexed(&index, &rope, b"0100-"), Occurrences::None);
+        // Grams past a quarter of the block rebuild it: exact again, then added to again.
+        rope.insert(505, "q");
+        index.replaced(&rope, 505, 505, 1);
+        index.check(&rope).unwrap();
+        assert_eq!((index.lens[15], index.added[15]), (lens[15] + 2, 0));
+        rope.insert(505, "q");
+        index.replaced(&rope, 505, 505, 1);
+        index.check(&rope).unwrap();
+        assert_eq!((index.lens[15], index.added[15]), (lens[15] + 3, 4));
+        assert_eq!(indexed(&index, &rope, b"01zzzqq-"), Occurrences::One(500));
     }
 
     #[test]
