@@ -12,6 +12,7 @@
 //! and fingerprint (maintained per change), so its cost does not grow with the document.
 
 mod rope_edit;
+mod search_columns;
 pub(crate) mod search_index;
 
 use std::path::{Path, PathBuf};

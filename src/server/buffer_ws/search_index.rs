@@ -10,17 +10,17 @@
 //! order, which reproduces the full scan exactly: the same first match and the same
 //! non-overlapping count (property-tested against the plain scan).
 //!
-//! The index is persistent: blocks' filters are shared (`Arc`), so cloning a document snapshot
-//! is cheap and a change copies only the block list and rebuilds the filters of the blocks it
-//! touches, in O(change + number of blocks). A small change inside one block only adds its
-//! new grams to the filter (a filter may hold a few stale bits, which can only make a block a
-//! candidate in vain, never miss a match); the block is rebuilt once its changes add up to a
-//! quarter of its length.
-
-use std::sync::Arc;
+//! The filters are stored transposed ([`Columns`]: per filter bit, the blocks holding it), so
+//! a search reads only the needle's columns instead of every block's filter. A small change
+//! inside one block only adds its new grams to the filter, in O(change) (a filter may hold a
+//! few stale bits, which can only make a block a candidate in vain, never miss a match); the
+//! block is rebuilt once its changes add up to a quarter of its length, and a change that
+//! splits or merges blocks moves the later blocks' bits, in O(number of blocks).
 
 use memchr::memmem;
 use ropey::Rope;
+
+use super::search_columns::{Columns, FILTER_BITS, FILTER_WORDS, Filter};
 
 /// How often a needle occurs (non-overlapping, leftmost first, as `str::matches` counts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,11 +34,9 @@ pub enum Occurrences {
 pub const GRAM: usize = 4;
 /// Documents at least this long get an index; shorter ones are scanned (a few microseconds).
 pub const INDEX_THRESHOLD: usize = 256 * 1024;
-const FILTER_WORDS: usize = 128;
+/// `FILTER_BITS` is 2 to this.
 const FILTER_BITS_LOG2: u32 = 13;
-
-/// The bit filter of one block: 8192 bits, one hash per gram.
-type Filter = [u64; FILTER_WORDS];
+const _: () = assert!(FILTER_BITS == 1 << FILTER_BITS_LOG2);
 
 /// Block size bounds. Every block's length is within `min..=max`, except a document's only
 /// block, which may be shorter.
@@ -73,7 +71,8 @@ pub struct SearchIndex {
     params: Params,
     total: usize,
     lens: Vec<usize>,
-    filters: Vec<Arc<Filter>>,
+    /// The blocks' filters (8192 bits, one hash per gram), transposed.
+    columns: Columns,
     /// Grams added to each block's filter in place since the filter was last built from the
     /// text (see [`SearchIndex::replaced`]); the block is rebuilt once they reach a quarter of
     /// its length, so stale bits stay few.
@@ -94,10 +93,6 @@ impl std::fmt::Debug for SearchIndex {
 fn gram_bit(g: &[u8]) -> usize {
     let v = u32::from_le_bytes([g[0], g[1], g[2], g[3]]);
     (v.wrapping_mul(0x9E37_79B1) >> (32 - FILTER_BITS_LOG2)) as usize
-}
-
-fn has_bit(f: &Filter, bit: usize) -> bool {
-    f[bit / 64] & (1 << (bit % 64)) != 0
 }
 
 /// Copies the text's bytes `from..to` (clamped) into `buf`.
@@ -121,14 +116,14 @@ fn read_bytes(rope: &Rope, from: usize, to: usize, buf: &mut Vec<u8>) {
 }
 
 /// The filter of the block `start..start + len`: grams starting in it that end in the text.
-fn filter_of(rope: &Rope, start: usize, len: usize, buf: &mut Vec<u8>) -> Arc<Filter> {
+fn filter_of(rope: &Rope, start: usize, len: usize, buf: &mut Vec<u8>) -> Filter {
     read_bytes(rope, start, start + len + GRAM - 1, buf);
     let mut f: Filter = [0; FILTER_WORDS];
     for g in buf.windows(GRAM).take(len) {
         let bit = gram_bit(g);
         f[bit / 64] |= 1 << (bit % 64);
     }
-    Arc::new(f)
+    f
 }
 
 /// Lengths of the blocks `total` bytes are split into: near-equal, within the bounds.
@@ -145,7 +140,7 @@ impl SearchIndex {
         let lens: Vec<usize> = split(total, params).collect();
         let mut buf = Vec::with_capacity(params.max + GRAM);
         let mut start = 0;
-        let filters = lens
+        let filters: Vec<Filter> = lens
             .iter()
             .map(|&len| {
                 let f = filter_of(rope, start, len, &mut buf);
@@ -158,7 +153,7 @@ impl SearchIndex {
             total,
             added: vec![0; lens.len()],
             lens,
-            filters,
+            columns: Columns::of(&filters),
         }
     }
 
@@ -171,10 +166,9 @@ impl SearchIndex {
         self.total == 0
     }
 
-    /// Heap bytes the index holds (filters with their `Arc` headers, and the block lists).
+    /// Heap bytes the index holds (the filters and the block lists).
     pub fn memory_bytes(&self) -> usize {
-        let filter = std::mem::size_of::<Filter>() + 2 * std::mem::size_of::<usize>();
-        self.filters.len() * (filter + std::mem::size_of::<Arc<Filter>>())
+        self.columns.memory_bytes()
             + (self.lens.capacity() + self.added.capacity()) * std::mem::size_of::<usize>()
     }
 
@@ -219,7 +213,7 @@ impl SearchIndex {
         }
         self.added.splice(first..=last, vec![0; lens.len()]);
         self.lens.splice(first..=last, lens);
-        self.filters.splice(first..=last, filters);
+        self.columns.splice(first..last + 1, &filters);
         self.total = new_total;
     }
 
@@ -268,10 +262,7 @@ impl SearchIndex {
             let Some(g) = buf.get(i..i + GRAM) else {
                 continue;
             };
-            let bit = gram_bit(g);
-            if !has_bit(&self.filters[at], bit) {
-                Arc::make_mut(&mut self.filters[at])[bit / 64] |= 1 << (bit % 64);
-            }
+            self.columns.set(at, gram_bit(g));
         }
         self.total = self.total - removed + new_len;
         self.lens[b] = len;
@@ -314,12 +305,13 @@ impl SearchIndex {
             return Some(Occurrences::None);
         }
         let mut search = RegionSearch::new(rope, needle);
-        let mut grams = needle_grams(needle, self.params.min);
+        let candidates = self
+            .columns
+            .candidates(&needle_grams(needle, self.params.min));
         let mut pending: Option<(usize, usize)> = None;
         let mut start = 0;
         for (i, &len) in self.lens.iter().enumerate() {
-            let next = self.filters.get(i + 1).map(|f| &**f);
-            if self.candidate(i, next, &mut grams) {
+            if candidates[i / 64] & (1 << (i % 64)) != 0 {
                 let region = (start, (start + len + m - 1).min(self.total));
                 pending = match pending {
                     Some((s, e)) if region.0 <= e => Some((s, e.max(region.1))),
@@ -342,22 +334,6 @@ impl SearchIndex {
         Some(search.found.map_or(Occurrences::None, Occurrences::One))
     }
 
-    /// Whether every pattern gram is in block `i`'s filter or the next one's. A gram that
-    /// rules a block out moves to the front: it is likely to rule out the next ones too.
-    fn candidate(&self, i: usize, next: Option<&Filter>, grams: &mut [usize]) -> bool {
-        let here = &*self.filters[i];
-        let miss = grams
-            .iter()
-            .position(|&bit| !has_bit(here, bit) && !next.is_some_and(|n| has_bit(n, bit)));
-        match miss {
-            Some(k) => {
-                grams[..=k].rotate_right(1);
-                false
-            }
-            None => true,
-        }
-    }
-
     /// Checks the index against a fresh build of `rope` (tests and debugging): the same
     /// blocks, each filter holding at least the fresh one's bits, and exactly them when
     /// nothing was added in place.
@@ -367,7 +343,7 @@ impl SearchIndex {
         if self.total != rope.len_bytes() || self.lens.iter().sum::<usize>() != self.total {
             return Err(format!("lengths {:?} vs {}", self.lens, rope.len_bytes()));
         }
-        if self.added.len() != self.lens.len() || self.filters.len() != self.lens.len() {
+        if self.added.len() != self.lens.len() || self.columns.blocks() != self.lens.len() {
             return Err("block lists of different lengths".into());
         }
         if self.lens.len() > 1 && self.lens.iter().any(|&l| l < p.min || l > p.max) {
@@ -375,17 +351,13 @@ impl SearchIndex {
         }
         let mut buf = Vec::new();
         let mut start = 0;
-        for (i, &len) in self.lens.iter().enumerate() {
-            let (ours, fresh) = (&*self.filters[i], filter_of(rope, start, len, &mut buf));
-            if ours.iter().zip(fresh.iter()).any(|(o, f)| f & !o != 0) {
-                return Err(format!("filter of block {i} misses grams"));
-            }
-            if self.added[i] == 0 && *ours != *fresh {
-                return Err(format!("stale filter in block {i}"));
-            }
+        let mut fresh = Vec::with_capacity(self.lens.len());
+        for &len in &self.lens {
+            fresh.push(filter_of(rope, start, len, &mut buf));
             start += len;
         }
-        Ok(())
+        let exact: Vec<bool> = self.added.iter().map(|&a| a == 0).collect();
+        self.columns.check_against(&Columns::of(&fresh), &exact)
     }
 }
 
@@ -679,7 +651,9 @@ mod tests {
 
     #[test]
     fn default_index_is_small_next_to_the_text() {
-        let text: String = (0..40_000)
+        // 4 MB, ~480 blocks: large enough that rounding the columns up to whole words (up to
+        // 63 blocks' worth) is a small part, as it is for the large texts the index is for.
+        let text: String = (0..180_000)
             .map(|i| format!("fn line_{i:08}() {{}}\n"))
             .collect();
         let rope = Rope::from_str(&text);
