@@ -28,10 +28,21 @@ pub struct Columns {
 
 impl Columns {
     /// The columns of these block filters, in block order.
+    #[cfg(test)]
     pub fn of(filters: &[Filter]) -> Columns {
         let mut columns = Columns::default();
         columns.splice(0..0, filters);
         columns
+    }
+
+    /// `blocks` blocks with empty filters (to be filled with [`Columns::add_filter`]).
+    pub fn empty(blocks: usize) -> Columns {
+        let words = blocks.div_ceil(64);
+        Columns {
+            blocks,
+            words,
+            bits: vec![0; FILTER_BITS * words],
+        }
     }
 
     #[cfg(test)]
@@ -121,13 +132,17 @@ impl Columns {
             (self.blocks, self.words, self.bits) = (blocks, words, bits);
         }
         for (i, filter) in filters.iter().enumerate() {
-            let block = range.start + i;
-            for (w, &word) in filter.iter().enumerate() {
-                let mut word = word;
-                while word != 0 {
-                    self.set(block, w * 64 + word.trailing_zeros() as usize);
-                    word &= word - 1;
-                }
+            self.add_filter(range.start + i, filter);
+        }
+    }
+
+    /// Adds the bits of `filter` to block `block`'s filter.
+    pub fn add_filter(&mut self, block: usize, filter: &Filter) {
+        for (w, &word) in filter.iter().enumerate() {
+            let mut word = word;
+            while word != 0 {
+                self.set(block, w * 64 + word.trailing_zeros() as usize);
+                word &= word - 1;
             }
         }
     }
@@ -219,6 +234,11 @@ mod tests {
             };
             let mut filters: Vec<Filter> = blocks.iter().map(spread).collect();
             let mut columns = Columns::of(&filters);
+            let mut filled = Columns::empty(filters.len());
+            for (i, f) in filters.iter().enumerate() {
+                filled.add_filter(i, f);
+            }
+            prop_assert!(filled == columns);
             for (at, len, new) in splices {
                 let start = at.min(filters.len());
                 let end = (start + len).min(filters.len());

@@ -140,20 +140,18 @@ impl SearchIndex {
         let lens: Vec<usize> = split(total, params).collect();
         let mut buf = Vec::with_capacity(params.max + GRAM);
         let mut start = 0;
-        let filters: Vec<Filter> = lens
-            .iter()
-            .map(|&len| {
-                let f = filter_of(rope, start, len, &mut buf);
-                start += len;
-                f
-            })
-            .collect();
+        // Each block's filter goes into the columns as it is built (no list of all filters).
+        let mut columns = Columns::empty(lens.len());
+        for (i, &len) in lens.iter().enumerate() {
+            columns.add_filter(i, &filter_of(rope, start, len, &mut buf));
+            start += len;
+        }
         SearchIndex {
             params,
             total,
             added: vec![0; lens.len()],
             lens,
-            columns: Columns::of(&filters),
+            columns,
         }
     }
 
@@ -310,21 +308,28 @@ impl SearchIndex {
             .candidates(&needle_grams(needle, self.params.min));
         let mut pending: Option<(usize, usize)> = None;
         let mut start = 0;
-        for (i, &len) in self.lens.iter().enumerate() {
-            if candidates[i / 64] & (1 << (i % 64)) != 0 {
-                let region = (start, (start + len + m - 1).min(self.total));
-                pending = match pending {
-                    Some((s, e)) if region.0 <= e => Some((s, e.max(region.1))),
-                    Some(done) => {
-                        if search.scan(done) {
-                            return Some(Occurrences::Many);
-                        }
-                        Some(region)
-                    }
-                    None => Some(region),
-                };
+        // 64 blocks per candidate word; a word without candidates only moves `start` on.
+        for (&word, lens) in candidates.iter().zip(self.lens.chunks(64)) {
+            if word == 0 {
+                start += lens.iter().sum::<usize>();
+                continue;
             }
-            start += len;
+            for (j, &len) in lens.iter().enumerate() {
+                if word & (1 << j) != 0 {
+                    let region = (start, (start + len + m - 1).min(self.total));
+                    pending = match pending {
+                        Some((s, e)) if region.0 <= e => Some((s, e.max(region.1))),
+                        Some(done) => {
+                            if search.scan(done) {
+                                return Some(Occurrences::Many);
+                            }
+                            Some(region)
+                        }
+                        None => Some(region),
+                    };
+                }
+                start += len;
+            }
         }
         if let Some(done) = pending
             && search.scan(done)
