@@ -12,6 +12,7 @@
 //! and fingerprint (maintained per change), so its cost does not grow with the document.
 
 mod rope_edit;
+mod search_columns;
 pub(crate) mod search_index;
 
 use std::path::{Path, PathBuf};
@@ -143,9 +144,12 @@ impl BufferWorkspace {
             let expected = after.facts.fingerprint;
             let confirmed = move |d: &Document| d.facts.fingerprint == expected;
             // The diff is built while the editor applies the edit (once the request is on its
-            // way), not after the confirmation: it adds nothing to the tool's latency.
+            // way), not after the confirmation: it adds nothing to the tool's latency. It
+            // yields first: the writer woken by the request runs only once this task yields,
+            // and the request must not wait for the diff.
             let (sent, diff) =
                 tokio::join!(editor.send_and_confirm(&doc, edits, confirmed), async {
+                    tokio::task::yield_now().await;
                     rope_edit::diff_of(&doc, &after, &plan, req.shown)
                 });
             match sent {

@@ -364,21 +364,23 @@ impl Session {
     /// Appends a finished message to the session file; a failure is logged, not fatal: losing
     /// the file must not take the editor's session down.
     fn persist(&self, message: &AgentMessage) {
-        let mut record = self.record.lock().unwrap_or_else(|e| e.into_inner());
-        // Only an assistant message is recorded with something added (its cost): a copy for
-        // it alone, not for every tool result and its diff.
-        let costed;
-        let message = match message {
+        // Only an assistant message is recorded with something added (its cost): one copy
+        // for it alone (handed to the record, not copied again), none for the others.
+        let costed = match message {
             AgentMessage::Assistant(a) => {
                 let mut a = a.clone();
                 // `model()`, not `state().model`: the state holds the whole transcript.
                 crate::models::apply_cost(&self.agent.model(), &mut a.usage);
-                costed = AgentMessage::Assistant(a);
-                &costed
+                Some(AgentMessage::Assistant(a))
             }
-            other => other,
+            _ => None,
         };
-        if let Err(e) = record.append_message(message) {
+        let mut record = self.record.lock().unwrap_or_else(|e| e.into_inner());
+        let appended = match costed {
+            Some(costed) => record.append_owned_message(costed),
+            None => record.append_message(message),
+        };
+        if let Err(e) = appended {
             tracing::warn!(session = self.id, %e, "cannot record the session");
         }
     }

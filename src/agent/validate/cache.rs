@@ -5,6 +5,12 @@
 //! run checks the same few schemas over and over. The key is the schema's serialised text, so
 //! two schemas share a validator only when they are the same document; compilation is
 //! deterministic (no remote references with the features this crate enables).
+//!
+//! Serialising the schema for the key costs more than the check itself (~10,000 instructions
+//! for `edit`'s schema), and a tool passes the same schema value every time: a first lookup by
+//! the value's address finds it, confirmed by comparing it with a copy kept with the entry
+//! (keys in order, so it is the same document; another schema later at the same address is
+//! told apart by that comparison).
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -19,8 +25,54 @@ const CAPACITY: usize = 256;
 static CACHE: LazyLock<Mutex<HashMap<String, Arc<Validator>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
+/// A schema seen at an address: a copy of it and its validator.
+struct Seen {
+    schema: Value,
+    validator: Arc<Validator>,
+}
+
+static BY_ADDRESS: LazyLock<Mutex<HashMap<usize, Seen>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
 /// The validator of `schema`, compiled once per distinct schema; `Err` is the compiler's text.
 pub(super) fn validator(schema: &Value) -> Result<Arc<Validator>, String> {
+    let address = std::ptr::from_ref(schema) as usize;
+    if let Some(seen) = lock_seen().get(&address)
+        && same_document(&seen.schema, schema)
+    {
+        return Ok(seen.validator.clone());
+    }
+    let found = by_text(schema)?;
+    let mut seen = lock_seen();
+    if seen.len() >= CAPACITY {
+        seen.clear();
+    }
+    let entry = Seen {
+        schema: schema.clone(),
+        validator: found.clone(),
+    };
+    seen.insert(address, entry);
+    Ok(found)
+}
+
+/// Whether two values are the same JSON document (object keys in the same order).
+fn same_document(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((ka, va), (kb, vb))| ka == kb && same_document(va, vb))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_document(a, b))
+        }
+        _ => a == b,
+    }
+}
+
+/// The validator of `schema` by its text.
+fn by_text(schema: &Value) -> Result<Arc<Validator>, String> {
     let Ok(key) = serde_json::to_string(schema) else {
         return compile(schema);
     };
@@ -48,6 +100,10 @@ fn lock() -> std::sync::MutexGuard<'static, HashMap<String, Arc<Validator>>> {
     CACHE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+fn lock_seen() -> std::sync::MutexGuard<'static, HashMap<usize, Seen>> {
+    BY_ADDRESS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,6 +119,23 @@ mod tests {
         assert!(!Arc::ptr_eq(&first, &other));
         assert!(first.is_valid(&json!({"v": "x"})));
         assert!(!other.is_valid(&json!({"v": "x"})));
+    }
+
+    #[test]
+    fn another_schema_at_the_same_address_gets_its_own_validator() {
+        let mut schema = json!({"type": "object", "properties": {"v": {"type": "string"}}});
+        let first = validator(&schema).unwrap();
+        assert!(Arc::ptr_eq(&first, &validator(&schema).unwrap()));
+        // The same place now holds another schema, then one with the keys in another order.
+        schema = json!({"type": "object", "properties": {"v": {"type": "integer"}}});
+        let other = validator(&schema).unwrap();
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert!(other.is_valid(&json!({"v": 1})) && !other.is_valid(&json!({"v": "x"})));
+        schema = json!({"properties": {"v": {"type": "integer"}}, "type": "object"});
+        let reordered = validator(&schema).unwrap();
+        assert!(!Arc::ptr_eq(&other, &reordered));
+        assert!(same_document(&schema, &schema.clone()));
+        assert!(!same_document(&json!([1, 2]), &json!([1])));
     }
 
     #[test]

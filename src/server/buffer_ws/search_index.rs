@@ -10,14 +10,17 @@
 //! order, which reproduces the full scan exactly: the same first match and the same
 //! non-overlapping count (property-tested against the plain scan).
 //!
-//! The index is persistent: blocks' filters are shared (`Arc`), so cloning a document snapshot
-//! is cheap and a change copies only the block list and rebuilds the filters of the blocks it
-//! touches, in O(change + number of blocks).
-
-use std::sync::Arc;
+//! The filters are stored transposed ([`Columns`]: per filter bit, the blocks holding it), so
+//! a search reads only the needle's columns instead of every block's filter. A small change
+//! inside one block only adds its new grams to the filter, in O(change) (a filter may hold a
+//! few stale bits, which can only make a block a candidate in vain, never miss a match); the
+//! block is rebuilt once its changes add up to a quarter of its length, and a change that
+//! splits or merges blocks moves the later blocks' bits, in O(number of blocks).
 
 use memchr::memmem;
 use ropey::Rope;
+
+use super::search_columns::{Columns, FILTER_BITS, FILTER_WORDS, Filter};
 
 /// How often a needle occurs (non-overlapping, leftmost first, as `str::matches` counts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,11 +34,9 @@ pub enum Occurrences {
 pub const GRAM: usize = 4;
 /// Documents at least this long get an index; shorter ones are scanned (a few microseconds).
 pub const INDEX_THRESHOLD: usize = 256 * 1024;
-const FILTER_WORDS: usize = 128;
+/// `FILTER_BITS` is 2 to this.
 const FILTER_BITS_LOG2: u32 = 13;
-
-/// The bit filter of one block: 8192 bits, one hash per gram.
-type Filter = [u64; FILTER_WORDS];
+const _: () = assert!(FILTER_BITS == 1 << FILTER_BITS_LOG2);
 
 /// Block size bounds. Every block's length is within `min..=max`, except a document's only
 /// block, which may be shorter.
@@ -70,7 +71,12 @@ pub struct SearchIndex {
     params: Params,
     total: usize,
     lens: Vec<usize>,
-    filters: Vec<Arc<Filter>>,
+    /// The blocks' filters (8192 bits, one hash per gram), transposed.
+    columns: Columns,
+    /// Grams added to each block's filter in place since the filter was last built from the
+    /// text (see [`SearchIndex::replaced`]); the block is rebuilt once they reach a quarter of
+    /// its length, so stale bits stay few.
+    added: Vec<usize>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -87,10 +93,6 @@ impl std::fmt::Debug for SearchIndex {
 fn gram_bit(g: &[u8]) -> usize {
     let v = u32::from_le_bytes([g[0], g[1], g[2], g[3]]);
     (v.wrapping_mul(0x9E37_79B1) >> (32 - FILTER_BITS_LOG2)) as usize
-}
-
-fn has_bit(f: &Filter, bit: usize) -> bool {
-    f[bit / 64] & (1 << (bit % 64)) != 0
 }
 
 /// Copies the text's bytes `from..to` (clamped) into `buf`.
@@ -114,14 +116,14 @@ fn read_bytes(rope: &Rope, from: usize, to: usize, buf: &mut Vec<u8>) {
 }
 
 /// The filter of the block `start..start + len`: grams starting in it that end in the text.
-fn filter_of(rope: &Rope, start: usize, len: usize, buf: &mut Vec<u8>) -> Arc<Filter> {
+fn filter_of(rope: &Rope, start: usize, len: usize, buf: &mut Vec<u8>) -> Filter {
     read_bytes(rope, start, start + len + GRAM - 1, buf);
     let mut f: Filter = [0; FILTER_WORDS];
     for g in buf.windows(GRAM).take(len) {
         let bit = gram_bit(g);
         f[bit / 64] |= 1 << (bit % 64);
     }
-    Arc::new(f)
+    f
 }
 
 /// Lengths of the blocks `total` bytes are split into: near-equal, within the bounds.
@@ -138,19 +140,18 @@ impl SearchIndex {
         let lens: Vec<usize> = split(total, params).collect();
         let mut buf = Vec::with_capacity(params.max + GRAM);
         let mut start = 0;
-        let filters = lens
-            .iter()
-            .map(|&len| {
-                let f = filter_of(rope, start, len, &mut buf);
-                start += len;
-                f
-            })
-            .collect();
+        // Each block's filter goes into the columns as it is built (no list of all filters).
+        let mut columns = Columns::empty(lens.len());
+        for (i, &len) in lens.iter().enumerate() {
+            columns.add_filter(i, &filter_of(rope, start, len, &mut buf));
+            start += len;
+        }
         SearchIndex {
             params,
             total,
+            added: vec![0; lens.len()],
             lens,
-            filters,
+            columns,
         }
     }
 
@@ -163,20 +164,24 @@ impl SearchIndex {
         self.total == 0
     }
 
-    /// Heap bytes the index holds (filters with their `Arc` headers, and the block lists).
+    /// Heap bytes the index holds (the filters and the block lists).
     pub fn memory_bytes(&self) -> usize {
-        let filter = std::mem::size_of::<Filter>() + 2 * std::mem::size_of::<usize>();
-        self.filters.len() * (filter + std::mem::size_of::<Arc<Filter>>())
-            + self.lens.capacity() * std::mem::size_of::<usize>()
+        self.columns.memory_bytes()
+            + (self.lens.capacity() + self.added.capacity()) * std::mem::size_of::<usize>()
     }
 
     /// Updates the index after the bytes `start..old_end` of its text were replaced by
-    /// `new_len` bytes; `rope` is the text after the change. Rebuilds the blocks holding the
-    /// grams that changed (from `start - 3`), merging or splitting them to keep the bounds.
+    /// `new_len` bytes; `rope` is the text after the change. A change inside one block that
+    /// keeps it within the bounds adds the grams that changed to the filters in place
+    /// ([`SearchIndex::replaced_in_place`], O(change)); otherwise the blocks holding them (from
+    /// `start - 3`) are rebuilt, merged or split to keep the bounds.
     pub fn replaced(&mut self, rope: &Rope, start: usize, old_end: usize, new_len: usize) {
         // Clamped to the indexed text (a range past it would be a caller's bug, never a panic).
         let start = start.min(self.total);
         let old_end = old_end.clamp(start, self.total);
+        if self.replaced_in_place(rope, start, old_end, new_len) {
+            return;
+        }
         let from = start.saturating_sub(GRAM - 1);
         let (mut first, mut last) = (self.block_at(from), self.block_ending_at(old_end));
         last = last.max(first);
@@ -204,9 +209,62 @@ impl SearchIndex {
             lens.push(len);
             at += len;
         }
+        self.added.splice(first..=last, vec![0; lens.len()]);
         self.lens.splice(first..=last, lens);
-        self.filters.splice(first..=last, filters);
+        self.columns.splice(first..last + 1, &filters);
         self.total = new_total;
+    }
+
+    /// The update of a change inside one block (`start..old_end` within it) that leaves the
+    /// block within the bounds: the grams starting from `start - 3` up to the end of the new
+    /// text are added to the filters of the blocks they start in; nothing else moves (later
+    /// grams keep their bytes and their block). A filter then holds every gram of its block
+    /// and maybe a few that are gone: a stale bit can only make a block a candidate for
+    /// nothing, so searches stay exact. `false` (nothing done) when this does not apply.
+    fn replaced_in_place(
+        &mut self,
+        rope: &Rope,
+        start: usize,
+        old_end: usize,
+        new_len: usize,
+    ) -> bool {
+        if self.lens.len() < 2 {
+            return false;
+        }
+        let b = self.block_at(start);
+        let block_start: usize = self.lens[..b].iter().sum();
+        let from = start.saturating_sub(GRAM - 1);
+        if old_end > block_start + self.lens[b] {
+            return false;
+        }
+        // Within the block, so at most its length is removed.
+        let len = self.lens[b] - (old_end - start) + new_len;
+        // The grams before `start` may start in the previous block, never further back.
+        let reaches_back = from < block_start && (b == 0 || self.lens[b - 1] < GRAM);
+        // Gram starts whose gram changed (or, at the text's end, is gone), and removed ones:
+        // each may leave a stale bit, so each counts towards the block's rebuild.
+        let (grams, removed) = (start + new_len - from, old_end - start);
+        if reaches_back
+            || !(self.params.min..=self.params.max).contains(&len)
+            || (self.added[b] + grams + removed) * 4 > len
+        {
+            return false;
+        }
+        let mut buf = Vec::with_capacity(grams + GRAM - 1);
+        read_bytes(rope, from, start + new_len + GRAM - 1, &mut buf);
+        self.added[b] += removed;
+        for i in 0..grams {
+            let at = if from + i < block_start { b - 1 } else { b };
+            self.added[at] += 1;
+            // Near the text's end a gram start may have no whole gram any more.
+            let Some(g) = buf.get(i..i + GRAM) else {
+                continue;
+            };
+            self.columns.set(at, gram_bit(g));
+        }
+        self.total = self.total - removed + new_len;
+        self.lens[b] = len;
+        true
     }
 
     /// The block holding byte `at` (the last block when `at` is the end of the text).
@@ -245,25 +303,33 @@ impl SearchIndex {
             return Some(Occurrences::None);
         }
         let mut search = RegionSearch::new(rope, needle);
-        let mut grams = needle_grams(needle, self.params.min);
+        let candidates = self
+            .columns
+            .candidates(&needle_grams(needle, self.params.min));
         let mut pending: Option<(usize, usize)> = None;
         let mut start = 0;
-        for (i, &len) in self.lens.iter().enumerate() {
-            let next = self.filters.get(i + 1).map(|f| &**f);
-            if self.candidate(i, next, &mut grams) {
-                let region = (start, (start + len + m - 1).min(self.total));
-                pending = match pending {
-                    Some((s, e)) if region.0 <= e => Some((s, e.max(region.1))),
-                    Some(done) => {
-                        if search.scan(done) {
-                            return Some(Occurrences::Many);
-                        }
-                        Some(region)
-                    }
-                    None => Some(region),
-                };
+        // 64 blocks per candidate word; a word without candidates only moves `start` on.
+        for (&word, lens) in candidates.iter().zip(self.lens.chunks(64)) {
+            if word == 0 {
+                start += lens.iter().sum::<usize>();
+                continue;
             }
-            start += len;
+            for (j, &len) in lens.iter().enumerate() {
+                if word & (1 << j) != 0 {
+                    let region = (start, (start + len + m - 1).min(self.total));
+                    pending = match pending {
+                        Some((s, e)) if region.0 <= e => Some((s, e.max(region.1))),
+                        Some(done) => {
+                            if search.scan(done) {
+                                return Some(Occurrences::Many);
+                            }
+                            Some(region)
+                        }
+                        None => Some(region),
+                    };
+                }
+                start += len;
+            }
         }
         if let Some(done) = pending
             && search.scan(done)
@@ -273,41 +339,30 @@ impl SearchIndex {
         Some(search.found.map_or(Occurrences::None, Occurrences::One))
     }
 
-    /// Whether every pattern gram is in block `i`'s filter or the next one's. A gram that
-    /// rules a block out moves to the front: it is likely to rule out the next ones too.
-    fn candidate(&self, i: usize, next: Option<&Filter>, grams: &mut [usize]) -> bool {
-        let here = &*self.filters[i];
-        let miss = grams
-            .iter()
-            .position(|&bit| !has_bit(here, bit) && !next.is_some_and(|n| has_bit(n, bit)));
-        match miss {
-            Some(k) => {
-                grams[..=k].rotate_right(1);
-                false
-            }
-            None => true,
-        }
-    }
-
-    /// Checks the index against a fresh build of `rope` (tests and debugging).
+    /// Checks the index against a fresh build of `rope` (tests and debugging): the same
+    /// blocks, each filter holding at least the fresh one's bits, and exactly them when
+    /// nothing was added in place.
     #[cfg(test)]
     pub fn check(&self, rope: &Rope) -> Result<(), String> {
         let p = self.params;
         if self.total != rope.len_bytes() || self.lens.iter().sum::<usize>() != self.total {
             return Err(format!("lengths {:?} vs {}", self.lens, rope.len_bytes()));
         }
+        if self.added.len() != self.lens.len() || self.columns.blocks() != self.lens.len() {
+            return Err("block lists of different lengths".into());
+        }
         if self.lens.len() > 1 && self.lens.iter().any(|&l| l < p.min || l > p.max) {
             return Err(format!("block bounds {:?}", self.lens));
         }
         let mut buf = Vec::new();
         let mut start = 0;
-        for (i, &len) in self.lens.iter().enumerate() {
-            if *self.filters[i] != *filter_of(rope, start, len, &mut buf) {
-                return Err(format!("stale filter in block {i}"));
-            }
+        let mut fresh = Vec::with_capacity(self.lens.len());
+        for &len in &self.lens {
+            fresh.push(filter_of(rope, start, len, &mut buf));
             start += len;
         }
-        Ok(())
+        let exact: Vec<bool> = self.added.iter().map(|&a| a == 0).collect();
+        self.columns.check_against(&Columns::of(&fresh), &exact)
     }
 }
 
@@ -414,8 +469,9 @@ mod tests {
             );
         }
 
-        /// Edits applied through the update path leave the index equal to a fresh build, and
-        /// searches equal to the scan, over texts spanning several rope chunks.
+        /// Edits applied through the update path leave the index with a fresh build's blocks
+        /// and (at least) its filters, and searches equal to the scan, over texts spanning
+        /// several rope chunks.
         #[test]
         fn updated_index_equals_a_fresh_one(
             text in "[abc\n]{0,3000}",
@@ -442,6 +498,78 @@ mod tests {
                 );
             }
         }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(600))]
+        /// Small changes, most of them updated in place (added grams, stale bits kept): the
+        /// index stays a superset of a fresh one with the same blocks, and every search equals
+        /// the scan, including needles that were removed or created by the changes.
+        #[test]
+        fn in_place_updates_keep_searches_exact(
+            text in "[abc\n]{200,3000}",
+            edits in proptest::collection::vec(
+                (0usize..3100, 0usize..4, "[abc\n]{0,4}"), 1..40),
+            params in prop_oneof![
+                Just(Params { min: 16, target: 32, max: 64 }),
+                Just(Params { min: 4, target: 8, max: 13 }),
+            ],
+            needles in proptest::collection::vec((0usize..3000, 4usize..16, any::<bool>()), 1..6),
+        ) {
+            let original = text.clone();
+            let mut rope = Rope::from_str(&text);
+            let mut index = SearchIndex::build(&rope, params);
+            for (at, len, new) in edits {
+                let n = rope.len_chars();
+                let (s, e) = (at.min(n), (at + len).min(n));
+                rope.remove(s..e);
+                rope.insert(s, &new);
+                index.replaced(&rope, s, e, new.len());
+                prop_assert_eq!(index.check(&rope), Ok(()));
+            }
+            let text = rope.to_string();
+            for (at, len, from_original) in needles {
+                let source = if from_original { &original } else { &text };
+                let needle = needle_of(source, at, len, "abca", true);
+                prop_assert_eq!(
+                    indexed(&index, &rope, needle.as_bytes()),
+                    reference(text.as_bytes(), needle.as_bytes())
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_small_change_inside_a_block_is_added_in_place() {
+        let text: String = (0..400).map(|i| format!("{i:04}-")).collect();
+        let mut rope = Rope::from_str(&text);
+        let params = Params {
+            min: 16,
+            target: 32,
+            max: 64,
+        };
+        let mut index = SearchIndex::build(&rope, params);
+        let lens = index.lens.clone();
+        // "0100-" at 500 becomes "01zz-": block 15 (480..512) grows by one byte.
+        rope.remove(502..504);
+        rope.insert(502, "zzz");
+        index.replaced(&rope, 502, 504, 3);
+        index.check(&rope).unwrap();
+        assert_eq!(index.lens.len(), lens.len());
+        assert_eq!(index.lens[15], lens[15] + 1);
+        assert_eq!(index.added[15], 2 + 6);
+        assert_eq!(indexed(&index, &rope, b"01zzz-"), Occurrences::One(500));
+        assert_eq!(indexed(&index, &rope, b"0100-"), Occurrences::None);
+        // Grams past a quarter of the block rebuild it: exact again, then added to again.
+        rope.insert(505, "q");
+        index.replaced(&rope, 505, 505, 1);
+        index.check(&rope).unwrap();
+        assert_eq!((index.lens[15], index.added[15]), (lens[15] + 2, 0));
+        rope.insert(505, "q");
+        index.replaced(&rope, 505, 505, 1);
+        index.check(&rope).unwrap();
+        assert_eq!((index.lens[15], index.added[15]), (lens[15] + 3, 4));
+        assert_eq!(indexed(&index, &rope, b"01zzzqq-"), Occurrences::One(500));
     }
 
     #[test]
@@ -528,7 +656,9 @@ mod tests {
 
     #[test]
     fn default_index_is_small_next_to_the_text() {
-        let text: String = (0..40_000)
+        // 4 MB, ~480 blocks: large enough that rounding the columns up to whole words (up to
+        // 63 blocks' worth) is a small part, as it is for the large texts the index is for.
+        let text: String = (0..180_000)
             .map(|i| format!("fn line_{i:08}() {{}}\n"))
             .collect();
         let rope = Rope::from_str(&text);
