@@ -1,10 +1,12 @@
 //! The daemon's allocator setting: one glibc malloc arena.
 //!
 //! glibc gives threads that allocate concurrently arenas of their own (up to eight per core).
-//! The daemon's work hops between tokio's worker threads, so a turn's buffers are allocated in
-//! one arena and freed into another, and each arena keeps its own free memory: the daemon's RSS
-//! grew by ~19 MiB over 1,000 `edit` turns with default arenas and stayed flat (+0.15 MiB over
-//! 400) with one (BENCH.md, scenario 5). Two worker threads barely contend on one arena's lock.
+//! When the daemon's work hopped between tokio's worker threads, a turn's buffers were allocated
+//! in one arena and freed into another, and each arena kept its own free memory: RSS grew by
+//! ~19 MiB over 1,000 `edit` turns with default arenas and stayed flat (+0.15 MiB over 400) with
+//! one (BENCH.md, scenario 5). The daemon now runs on one thread, but buffers still cross to and
+//! from tokio's blocking pool (file reads, session syncs); one arena keeps that flat too, and
+//! the few threads barely contend on its lock.
 
 /// Limits glibc to a single malloc arena. Call before any thread is started.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]

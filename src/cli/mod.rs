@@ -84,9 +84,7 @@ pub fn main() -> ExitCode {
     };
     let env = EnvSource::from_process();
     let result = match cli.command {
-        // The server runs as a task on the runtime's workers rather than on this thread: its
-        // messages to and from the sessions' tasks then stay on the workers (a worker woken by
-        // stdin runs the framework and the task it wakes) instead of crossing threads each time.
+        // The server runs as a task, like the sessions' tasks it talks to.
         None => runtime.block_on(async {
             tokio::spawn(crate::server::serve_stdio())
                 .await
@@ -109,24 +107,25 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// The daemon serves many sessions at once: a worker per core. A headless run is one loop
-/// streaming one response: a single thread keeps the provider's reader, the loop and the JSON
-/// writer on one core with no cross-thread wake per delta (BENCH.md, scenario 2); blocking work
-/// (file searches, writes) still goes to tokio's blocking pool. The JSON lines batched during a
-/// burst of work are written when the thread runs out of work.
+/// Every command runs its async work on one thread; blocking work (file searches, reads,
+/// writes, session syncs) goes to tokio's blocking pool.
+/// - A headless run is one loop streaming one response: the provider's reader, the loop and the
+///   JSON writer share a core with no cross-thread wake per delta (BENCH.md, scenario 2). The
+///   JSON lines batched during a burst of work are written when the thread runs out of work.
+/// - The daemon's own work per message is small next to the cost of waking another thread (tens
+///   to hundreds of microseconds on a busy or virtual machine). On one thread every hand-off
+///   between the framework, a session, its provider stream and the output is a task switch,
+///   not a thread wake (BENCH.md, scenario 5, and the daemon's stream in scenario 2).
 fn runtime_for(command: &Option<Command>) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_all();
     match command {
-        Some(Command::Run(_) | Command::Demo(_)) => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .on_thread_park(output::flush_json_lines)
-            .build(),
-        _ => {
-            malloc::use_one_malloc_arena();
-            tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
+        Some(Command::Run(_) | Command::Demo(_)) => {
+            builder.on_thread_park(output::flush_json_lines);
         }
+        _ => malloc::use_one_malloc_arena(),
     }
+    builder.build()
 }
 
 fn list_sessions(
