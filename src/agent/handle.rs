@@ -308,6 +308,14 @@ impl Agent {
         lock(&self.shared.follow_up).enqueue(m);
     }
 
+    /// How many steering and follow-up messages are queued (without copying them).
+    pub fn queued_lens(&self) -> (usize, usize) {
+        (
+            lock(&self.shared.steering).len(),
+            lock(&self.shared.follow_up).len(),
+        )
+    }
+
     /// Every queued message: `(steering, follow-up)`.
     pub fn queued(&self) -> (Vec<AgentMessage>, Vec<AgentMessage>) {
         (

@@ -53,6 +53,15 @@ impl PendingQueue {
         self.items.clone()
     }
 
+    /// How many messages are queued.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
     /// Removes the message `distance` places from the tail (0 = the last queued), if it is still
     /// queued. Counted from the tail because polls drain from the front: a caller's mirror of
     /// the queue stays aligned with it at the tail.

@@ -46,7 +46,31 @@ pub const DEFAULT_DELTA_INTERVAL: Duration = Duration::from_millis(16);
 const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// An event waiting for the writer; `None` once the writer took it.
-type Slot = Arc<Mutex<Option<AgentEventParams>>>;
+type Slot = Arc<Mutex<Option<Waiting>>>;
+
+/// A queued event and the text of the deltas merged into it since. The text is kept apart and
+/// joined once, when the writer takes the event: looking up the event's `delta` in its JSON maps
+/// hashed two keys per streamed delta.
+struct Waiting {
+    params: AgentEventParams,
+    merged: String,
+}
+
+impl Waiting {
+    /// The event as written: its delta followed by the merged text.
+    fn into_params(self) -> AgentEventParams {
+        let Waiting { mut params, merged } = self;
+        if !merged.is_empty()
+            && let Some(Value::String(text)) = params
+                .event
+                .get_mut("assistantMessageEvent")
+                .and_then(|e| e.get_mut("delta"))
+        {
+            text.push_str(&merged);
+        }
+        params
+    }
+}
 
 enum Item {
     Event {
@@ -240,7 +264,7 @@ impl Writer {
             }
         }
         // Taking the event closes it to merges: later deltas queue anew.
-        let params = lock(&slot).take();
+        let params = lock(&slot).take().map(Waiting::into_params);
         if let Some(params) = params {
             self.sink.send(params).await;
         }
@@ -320,11 +344,14 @@ impl Emitter {
             _ => event,
         };
         state.seq += 1;
-        let slot: Slot = Arc::new(Mutex::new(Some(AgentEventParams {
-            session_id: self.session_id.clone(),
-            run_id: run_id.map(str::to_owned),
-            seq: state.seq,
-            event,
+        let slot: Slot = Arc::new(Mutex::new(Some(Waiting {
+            params: AgentEventParams {
+                session_id: self.session_id.clone(),
+                run_id: run_id.map(str::to_owned),
+                seq: state.seq,
+                event,
+            },
+            merged: String::new(),
         })));
         let block = delta.map(|(run, kind, index)| {
             let reuse = state
@@ -368,17 +395,13 @@ impl Emitter {
         }) else {
             return false;
         };
-        let mut waiting = lock(&t.slot);
-        let target = waiting
-            .as_mut()
-            .and_then(|p| p.event.get_mut("assistantMessageEvent"))
-            .and_then(|e| e.get_mut("delta"));
-        match target {
-            Some(Value::String(text)) => {
-                text.push_str(delta.text);
+        // A tail is only ever a delta whose `delta` is a string (`delta_block`).
+        match lock(&t.slot).as_mut() {
+            Some(waiting) => {
+                waiting.merged.push_str(delta.text);
                 true
             }
-            _ => false,
+            None => false,
         }
     }
 
@@ -412,17 +435,13 @@ fn delta_block(event: &Value) -> Option<(&'static str, u64)> {
 /// already took it.
 fn merge_into(slot: &Slot, event: Value) -> Option<Value> {
     let mut waiting = lock(slot);
-    let target = waiting
-        .as_mut()
-        .and_then(|p| p.event.get_mut("assistantMessageEvent"))
-        .and_then(|e| e.get_mut("delta"));
     let delta = event
         .get("assistantMessageEvent")
         .and_then(|e| e.get("delta"))
         .and_then(Value::as_str);
-    match (target, delta) {
-        (Some(Value::String(text)), Some(delta)) => {
-            text.push_str(delta);
+    match (waiting.as_mut(), delta) {
+        (Some(waiting), Some(delta)) => {
+            waiting.merged.push_str(delta);
             None
         }
         _ => Some(event),

@@ -245,14 +245,17 @@ async fn a_typed_delta_merges_only_into_a_waiting_delta_of_its_block() {
 
 #[test]
 fn merging_appends_until_the_writer_takes_the_event() {
-    let slot: Slot = Arc::new(Mutex::new(Some(AgentEventParams {
-        session_id: "s".into(),
-        run_id: Some("r".into()),
-        seq: 1,
-        event: delta("text_delta", 0, "ab"),
+    let slot: Slot = Arc::new(Mutex::new(Some(Waiting {
+        params: AgentEventParams {
+            session_id: "s".into(),
+            run_id: Some("r".into()),
+            seq: 1,
+            event: delta("text_delta", 0, "ab"),
+        },
+        merged: String::new(),
     })));
     assert!(merge_into(&slot, delta("text_delta", 0, "cd")).is_none());
-    let taken = lock(&slot).take().unwrap();
+    let taken = lock(&slot).take().unwrap().into_params();
     assert_eq!(taken.event, delta("text_delta", 0, "abcd"));
     assert_eq!(taken.seq, 1);
     let back = merge_into(&slot, delta("text_delta", 0, "ef"));

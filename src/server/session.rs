@@ -394,10 +394,11 @@ impl Session {
     /// Trims the id mirrors to the agent's queue lengths (queues drain from the front) and
     /// emits `queue_update` when anything changed; that update takes the pending `gate`.
     fn sync_queues(&self, st: &mut RunState, run_id: Option<&str>, gate: &mut Option<Gate>) {
-        let (steering, follow_up) = self.agent.queued();
-        let changed = st.steering.len() > steering.len() || st.follow_up.len() > follow_up.len();
-        st.steering.keep_last(steering.len());
-        st.follow_up.keep_last(follow_up.len());
+        // Called per event, streamed deltas included: lengths only, no copies of the queues.
+        let (steering, follow_up) = self.agent.queued_lens();
+        let changed = st.steering.len() > steering || st.follow_up.len() > follow_up;
+        st.steering.keep_last(steering);
+        st.follow_up.keep_last(follow_up);
         if changed {
             self.emitter
                 .emit(run_id, queue_event(&queues_of(st)), gate.take());
