@@ -4,6 +4,7 @@
 //! daemon's slowdown from one session to all of them is at most 1.15× the floor's slowdown
 //! from one client to as many concurrent clients); and the `$/agentEvent` wire cost per provider
 //! text delta (scenario 2's bar for the daemon) is ≤ 120 bytes (default options: paced deltas).
+//! Floor and daemon runs alternate within each repetition.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
@@ -51,13 +52,6 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
     let host = MockHost::start()?;
     let sandbox = Sandbox::new()?;
     let texts: Vec<String> = (0..size.sessions).map(|k| answer(k, size)).collect();
-    let (mut floor_one, mut floor_all) = (Vec::new(), Vec::new());
-    for _ in 0..ctx.reps {
-        host.push(response(&texts[0]));
-        floor_one.push(ctx.floor(&host, 1)?);
-        texts.iter().for_each(|t| host.push(response(t)));
-        floor_all.push(ctx.floor_with(&host, 1, size.sessions)?);
-    }
     let mut daemon = Daemon::spawn(&ctx.agent_bin, &sandbox.env(&host), &sandbox.project())?;
     daemon.initialize(&sandbox.project(), false)?;
     let cwd = sandbox.project().display().to_string();
@@ -71,12 +65,19 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
                 .to_string(),
         );
     }
+    // Floor and daemon alternate within each repetition, so a drift of the machine lands on
+    // both sides of the ratio.
+    let (mut floor_one, mut floor_all) = (Vec::new(), Vec::new());
     let (mut one, mut all, mut stats) = (Vec::new(), Vec::new(), Stats::default());
     for _ in 0..ctx.reps {
+        host.push(response(&texts[0]));
+        floor_one.push(ctx.floor(&host, 1)?);
         host.push(response(&texts[0]));
         let (wall, events) = stream(&mut daemon, &sessions[..1])?;
         stats.check(&events, &texts[..1], size)?;
         one.push(wall);
+        texts.iter().for_each(|t| host.push(response(t)));
+        floor_all.push(ctx.floor_with(&host, 1, size.sessions)?);
         texts.iter().for_each(|t| host.push(response(t)));
         let (wall, events) = stream(&mut daemon, &sessions)?;
         stats.check(&events, &texts, size)?;
