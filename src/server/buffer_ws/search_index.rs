@@ -448,6 +448,24 @@ mod tests {
         }
     }
 
+    /// Applies each `(at, len, new)` (clamped to the text) to the rope and the index, checking
+    /// the index after each.
+    fn apply_edits(
+        rope: &mut Rope,
+        index: &mut SearchIndex,
+        edits: Vec<(usize, usize, String)>,
+    ) -> Result<(), TestCaseError> {
+        for (at, len, new) in edits {
+            let n = rope.len_chars();
+            let (s, e) = (at.min(n), (at + len).min(n));
+            rope.remove(s..e);
+            rope.insert(s, &new);
+            index.replaced(rope, s, e, new.len());
+            prop_assert_eq!(index.check(rope), Ok(()));
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(3000))]
         #[test]
@@ -481,14 +499,7 @@ mod tests {
         ) {
             let mut rope = Rope::from_str(&text);
             let mut index = SearchIndex::build(&rope, SMALL);
-            for (at, len, new) in edits {
-                let n = rope.len_chars();
-                let (s, e) = (at.min(n), (at + len).min(n));
-                rope.remove(s..e);
-                rope.insert(s, &new);
-                index.replaced(&rope, s, e, new.len());
-                prop_assert_eq!(index.check(&rope), Ok(()));
-            }
+            apply_edits(&mut rope, &mut index, edits)?;
             let text = rope.to_string();
             for (at, len) in needles {
                 let needle = needle_of(&text, at, len, "abca", true);
@@ -519,14 +530,7 @@ mod tests {
             let original = text.clone();
             let mut rope = Rope::from_str(&text);
             let mut index = SearchIndex::build(&rope, params);
-            for (at, len, new) in edits {
-                let n = rope.len_chars();
-                let (s, e) = (at.min(n), (at + len).min(n));
-                rope.remove(s..e);
-                rope.insert(s, &new);
-                index.replaced(&rope, s, e, new.len());
-                prop_assert_eq!(index.check(&rope), Ok(()));
-            }
+            apply_edits(&mut rope, &mut index, edits)?;
             let text = rope.to_string();
             for (at, len, from_original) in needles {
                 let source = if from_original { &original } else { &text };
