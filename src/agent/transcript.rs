@@ -146,7 +146,7 @@ pub(crate) fn declarations_equal(a: &ToolDeclaration, b: &ToolDeclaration) -> bo
 /// Equality of the serialised texts without serialising (this runs every turn): same shape,
 /// keys in the same order (`Value`'s own equality ignores key order; pi's does not), numbers as
 /// written.
-fn same_text(a: &Value, b: &Value) -> bool {
+pub(crate) fn same_text(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()

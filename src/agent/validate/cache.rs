@@ -18,6 +18,8 @@ use std::sync::{Arc, LazyLock, Mutex};
 use jsonschema::Validator;
 use serde_json::Value;
 
+use crate::agent::transcript::same_text;
+
 /// Enough for every tool of several sessions; past it the cache starts over rather than grow
 /// without bound with generated schemas.
 const CAPACITY: usize = 256;
@@ -38,7 +40,7 @@ static BY_ADDRESS: LazyLock<Mutex<HashMap<usize, Seen>>> =
 pub(super) fn validator(schema: &Value) -> Result<Arc<Validator>, String> {
     let address = std::ptr::from_ref(schema) as usize;
     if let Some(seen) = lock_seen().get(&address)
-        && same_document(&seen.schema, schema)
+        && same_text(&seen.schema, schema)
     {
         return Ok(seen.validator.clone());
     }
@@ -53,22 +55,6 @@ pub(super) fn validator(schema: &Value) -> Result<Arc<Validator>, String> {
     };
     seen.insert(address, entry);
     Ok(found)
-}
-
-/// Whether two values are the same JSON document (object keys in the same order).
-fn same_document(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .zip(y)
-                    .all(|((ka, va), (kb, vb))| ka == kb && same_document(va, vb))
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_document(a, b))
-        }
-        _ => a == b,
-    }
 }
 
 /// The validator of `schema` by its text.
@@ -134,8 +120,8 @@ mod tests {
         schema = json!({"properties": {"v": {"type": "integer"}}, "type": "object"});
         let reordered = validator(&schema).unwrap();
         assert!(!Arc::ptr_eq(&other, &reordered));
-        assert!(same_document(&schema, &schema.clone()));
-        assert!(!same_document(&json!([1, 2]), &json!([1])));
+        assert!(same_text(&schema, &schema.clone()));
+        assert!(!same_text(&json!([1, 2]), &json!([1])));
     }
 
     #[test]
