@@ -15,7 +15,7 @@ use tower_lsp_server::ls_types::{
     DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams, Uri,
 };
 
-use crate::server::buffer_ws::search_index::{INDEX_THRESHOLD, Params, SearchIndex};
+use crate::server::buffer_ws::search_index::{INDEX_THRESHOLD, Params, SearchIndex, read_bytes};
 use crate::server::diagnostics::DiagnosticStore;
 use crate::server::position::{self, Encoding};
 use crate::tools::workspace::{
@@ -95,20 +95,7 @@ impl Document {
         let start = range.start.min(len);
         let end = range.end.min(len).max(start);
         let mut out = Vec::with_capacity(end - start);
-        if start == end {
-            return out;
-        }
-        let (chunks, mut at, _, _) = self.rope.chunks_at_byte(start);
-        for chunk in chunks {
-            let c = chunk.as_bytes();
-            let lo = start.saturating_sub(at);
-            let hi = (end - at).min(c.len());
-            out.extend_from_slice(&c[lo..hi]);
-            at += c.len();
-            if at >= end {
-                break;
-            }
-        }
+        read_bytes(&self.rope, start, end, &mut out);
         out
     }
 }
