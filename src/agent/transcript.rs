@@ -144,8 +144,8 @@ pub(crate) fn declarations_equal(a: &ToolDeclaration, b: &ToolDeclaration) -> bo
 }
 
 /// Equality of the serialised texts without serialising (this runs every turn): same shape,
-/// keys in the same order (`Value`'s own equality ignores key order; pi's does not), numbers as
-/// written.
+/// keys in the same order (`Value`'s own equality ignores key order; pi's does not), numbers
+/// spelled the same.
 pub(crate) fn same_text(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
@@ -157,8 +157,13 @@ pub(crate) fn same_text(a: &Value, b: &Value) -> bool {
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(va, vb)| same_text(va, vb))
         }
-        // `Number`'s equality says 0.0 == -0.0; their texts differ.
-        (Value::Number(x), Value::Number(y)) => x.to_string() == y.to_string(),
+        // `Number`'s equality says 0.0 == -0.0, whose texts differ: floats compare by bits
+        // (and an integer never equals a float: `1` and `1.0` are different texts).
+        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
+            _ if x.is_f64() != y.is_f64() => false,
+            (Some(p), Some(q)) if x.is_f64() => p.to_bits() == q.to_bits(),
+            _ => x == y,
+        },
         _ => a == b,
     }
 }

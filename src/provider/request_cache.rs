@@ -33,6 +33,7 @@ use crate::agent::message::{
     SystemMessage, TextContent, ThinkingContent, ToolCall, ToolDeclaration, ToolResultMessage,
     UserMessage,
 };
+use crate::agent::transcript::same_text;
 
 /// The shared cache handle (cloning shares it; `Default` makes a new empty one).
 #[derive(Clone, Default)]
@@ -470,23 +471,6 @@ fn same_map(a: &serde_json::Map<String, Value>, b: &serde_json::Map<String, Valu
         && a.iter()
             .zip(b)
             .all(|((ka, va), (kb, vb))| ka == kb && same_text(va, vb))
-}
-
-/// Same JSON text: same shape, keys in the same order, numbers spelled the same.
-pub fn same_text(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => same_map(x, y),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same_text(p, q))
-        }
-        // `Number`'s equality says 0.0 == -0.0, whose texts differ: floats compare by bits.
-        (Value::Number(x), Value::Number(y)) => match (x.as_f64(), y.as_f64()) {
-            _ if x.is_f64() != y.is_f64() => false,
-            (Some(p), Some(q)) if x.is_f64() => p.to_bits() == q.to_bits(),
-            _ => x == y,
-        },
-        _ => a == b,
-    }
 }
 
 /// Serialises each item, each followed by a comma; returns the text and, per item, the text's
