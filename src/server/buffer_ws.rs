@@ -145,8 +145,8 @@ impl BufferWorkspace {
             let confirmed = move |d: &Document| d.facts.fingerprint == expected;
             // The diff is built while the editor applies the edit (once the request is on its
             // way), not after the confirmation: it adds nothing to the tool's latency. It
-            // yields first: the writer woken by the request runs only once this task yields,
-            // and the request must not wait for the diff.
+            // yields first: a request that waits for queued events waits for the event writer,
+            // which runs only once this task yields, and the request must not wait for the diff.
             let (sent, diff) =
                 tokio::join!(editor.send_and_confirm(&doc, edits, confirmed), async {
                     tokio::task::yield_now().await;
