@@ -10,14 +10,15 @@
 use super::anthropic_request::{VERSION, build_request};
 use super::anthropic_stream::AnthropicParser;
 use super::assembler::{Assembler, spawn_provider};
-use super::transport::{HttpClients, HttpTarget, apply_model_headers, drive, streaming_client};
+use super::http;
+use super::transport::{HttpTarget, apply_model_headers, drive, streaming_client};
 use super::{AssistantEventStream, LlmContext, Model, StreamFn, StreamOptions, api_key};
 use crate::agent::message::StopReason;
 
 pub const API: &str = "anthropic-messages";
 
 pub struct AnthropicMessages {
-    client: Result<HttpClients, String>,
+    client: Result<http::Client, String>,
 }
 
 impl Default for AnthropicMessages {
@@ -104,8 +105,7 @@ impl StreamFn for AnthropicMessages {
                 headers,
                 body: request.body,
             };
-            let client = clients.for_url(&target.url).clone();
-            drive(&client, target, &options, asm, || {
+            drive(&clients, target, &options, asm, || {
                 AnthropicParser::new(model.clone())
             })
             .await;

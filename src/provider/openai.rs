@@ -13,9 +13,10 @@
 //! `StreamOptions::extra` keys: `toolChoice`, `headers` (null removes a default), `timeoutMs`.
 
 use super::assembler::{Assembler, spawn_provider};
+use super::http;
 use super::openai_request::{OpenAiCompat, build_body};
 use super::openai_stream::OpenAiParser;
-use super::transport::{HttpClients, HttpTarget, apply_model_headers, drive, streaming_client};
+use super::transport::{HttpTarget, apply_model_headers, drive, streaming_client};
 use super::{AssistantEventStream, LlmContext, Model, StreamFn, StreamOptions, api_key};
 use crate::agent::message::StopReason;
 
@@ -23,7 +24,7 @@ pub const API: &str = "openai-completions";
 
 /// Streams from `<baseUrl>/chat/completions`.
 pub struct OpenAiCompletions {
-    client: Result<HttpClients, String>,
+    client: Result<http::Client, String>,
 }
 
 impl Default for OpenAiCompletions {
@@ -120,8 +121,7 @@ impl StreamFn for OpenAiCompletions {
                 body,
             };
             let supports_finish = OpenAiCompat::for_model(&model).finish_reason;
-            let client = clients.for_url(&target.url).clone();
-            drive(&client, target, &options, asm, || {
+            drive(&clients, target, &options, asm, || {
                 OpenAiParser::new(model.clone(), supports_finish)
             })
             .await;

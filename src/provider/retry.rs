@@ -3,8 +3,6 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use reqwest::header::HeaderMap;
-
 /// Retries when the caller does not say (`StreamOptions::max_retries`).
 pub const DEFAULT_MAX_RETRIES: u32 = 3;
 /// Cap on one wait when the caller does not say (pi's `maxRetryDelayMs` default).
@@ -17,14 +15,9 @@ pub fn is_retryable_status(status: u16, body: &str) -> bool {
     matches!(status, 408 | 429) || status >= 500 || body.to_ascii_lowercase().contains("overloaded")
 }
 
-/// The server's requested delay, from `retry-after-ms` or `Retry-After`.
-pub fn server_delay(headers: &HeaderMap) -> Option<Duration> {
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-    };
+/// The server's requested delay, from `retry-after-ms` or `Retry-After` (read by `header`).
+pub fn server_delay<'a>(header: impl Fn(&str) -> Option<&'a str>) -> Option<Duration> {
+    let text = |name: &str| header(name).map(str::trim);
     if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
         return Some(Duration::from_millis(ms.max(0.0) as u64));
     }

@@ -9,6 +9,7 @@ use serde_json::Value;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use super::assembler::{Assembler, ConsumerGone};
+use super::http::{self, Buffered};
 use super::retry;
 use super::sse::{SseDecoder, SseEvent};
 use super::{AssistantMessageEvent, StreamOptions};
@@ -75,7 +76,7 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
 }
 
 /// A readable message from an error response body (the API's `error.message` when present).
-fn status_message(status: reqwest::StatusCode, body: &str) -> String {
+fn status_message(status: u16, reason: &str, body: &str) -> String {
     let detail = serde_json::from_str::<Value>(body)
         .ok()
         .and_then(|v| {
@@ -92,17 +93,16 @@ fn status_message(status: reqwest::StatusCode, body: &str) -> String {
     } else {
         detail
     };
-    format!(
-        "{} {}: {detail}",
-        status.as_u16(),
-        status.canonical_reason().unwrap_or("error")
-    )
+    let reason = http::canonical_reason(status)
+        .or(Some(reason).filter(|r| !r.is_empty()))
+        .unwrap_or("error");
+    format!("{status} {reason}: {detail}")
 }
 
 /// Sends `target` and streams the answer through a fresh parser per attempt; always ends the
 /// assembler with exactly one terminal event.
 pub(crate) async fn drive<P: WireParser>(
-    client: &reqwest::Client,
+    client: &http::Client,
     target: HttpTarget,
     options: &StreamOptions,
     mut asm: Assembler,
@@ -169,7 +169,7 @@ enum Attempt {
 }
 
 async fn attempt<P: WireParser>(
-    client: &reqwest::Client,
+    client: &http::Client,
     target: &HttpTarget,
     options: &StreamOptions,
     asm: &mut Assembler,
@@ -179,45 +179,41 @@ async fn attempt<P: WireParser>(
     if signal.is_cancelled() {
         return Attempt::Aborted;
     }
-    let mut request = client.post(&target.url).body(target.body.clone());
-    for (name, value) in &target.headers {
-        request = request.header(name, value);
-    }
     let idle = idle_timeout(options);
+    let sending = client.post(&target.url, &target.headers, target.body.as_bytes());
     let response = tokio::select! {
         _ = signal.cancelled() => return Attempt::Aborted,
-        response = tokio::time::timeout(idle, request.send()) => response,
+        response = tokio::time::timeout(idle, sending) => response,
     };
     let response = match response {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => return Attempt::Failed(format!("Connection error: {}", error_chain(&e))),
         Err(_) => return Attempt::Failed(timed_out(idle, "no response")),
     };
-    let status = response.status();
-    if !status.is_success() {
-        let server_delay = retry::server_delay(response.headers());
+    if !response.is_success() {
+        let status = response.status();
+        let server_delay = retry::server_delay(|name| response.header(name));
+        let reason = response.reason().to_string();
         let body = tokio::select! {
             _ = signal.cancelled() => return Attempt::Aborted,
-            body = response.text() => body.unwrap_or_default(),
+            body = response.text(ERROR_BODY_LIMIT) => body.unwrap_or_default(),
         };
-        let message = status_message(status, &body);
-        return if retry::is_retryable_status(status.as_u16(), &body) {
+        let message = status_message(status, &reason, &body);
+        return if retry::is_retryable_status(status, &body) {
             Attempt::Retryable(message, server_delay)
         } else {
             Attempt::Failed(message)
         };
     }
     let content_type = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
+        .header("content-type")
         .unwrap_or("")
         .to_ascii_lowercase();
     if content_type.contains("json") {
         // A server that ignored `stream: true` (or a proxy error page with status 200).
         let body = tokio::select! {
             _ = signal.cancelled() => return Attempt::Aborted,
-            body = response.text() => body.unwrap_or_default(),
+            body = response.text(ERROR_BODY_LIMIT) => body.unwrap_or_default(),
         };
         let shown: String = body.trim().chars().take(500).collect();
         return Attempt::Failed(format!(
@@ -227,20 +223,22 @@ async fn attempt<P: WireParser>(
     stream_body(response, options, asm, parser).await
 }
 
-/// Reads the body chunk by chunk and hands every complete event of a chunk to the parser before
-/// reading on: a fast stream delivers many events per read, and they are handled in one go.
+/// Hands every complete event to the parser, decoding the body out of what was already read,
+/// and reads from the connection only when nothing is left: a fast stream's read holds
+/// hundreds of events, handled without any I/O or waker in between.
 async fn stream_body<P: WireParser>(
-    mut response: reqwest::Response,
+    mut response: http::Response,
     options: &StreamOptions,
     asm: &mut Assembler,
     mut parser: P,
 ) -> Attempt {
     let mut decoder = SseDecoder::new();
-    // One abort waiter and one idle timer for the whole body, not one of each per chunk
-    // (registering and dropping them per read was a tenth of the per-delta cost).
+    // One abort waiter and one idle timer for the whole body, polled only when the
+    // connection has to be read (an abort is also checked before every event).
     let mut cancelled = CancelWaiter::new(&options.signal);
     let limit = idle_timeout(options);
     let mut idle = IdleTimer::new(limit);
+    let body = response.body();
     'read: loop {
         while let Some(event) = decoder.next_event() {
             if options.signal.is_cancelled() {
@@ -252,12 +250,20 @@ async fn stream_body<P: WireParser>(
                 Err(failure) => return failed(failure, options),
             }
         }
-        // Data first: when the body has a chunk ready (the task was woken for it), the abort
-        // waiter and the idle timer are not polled at all (a third of the per-delta wake cost);
-        // an abort is still seen at once, by the check below and before every event.
-        let next = tokio::select! {
+        match body.buffered() {
+            Ok(Buffered::Data(data)) => {
+                if let Err(e) = decoder.push(data) {
+                    return Attempt::Failed(format!("Malformed SSE stream: {e}"));
+                }
+                continue;
+            }
+            Ok(Buffered::End) => break,
+            Ok(Buffered::NeedRead) => {}
+            Err(e) => return lost(&e),
+        }
+        let read = tokio::select! {
             biased;
-            next = response.chunk() => next,
+            read = body.fill() => read,
             () = cancelled.wait() => return Attempt::Aborted,
             () = idle.expired() => return Attempt::Failed(timed_out(limit, "no event")),
         };
@@ -265,15 +271,8 @@ async fn stream_body<P: WireParser>(
             return Attempt::Aborted;
         }
         idle.touch();
-        let chunk = match next {
-            Ok(Some(chunk)) => chunk,
-            Ok(None) => break,
-            Err(e) => {
-                return Attempt::Failed(format!("Connection lost mid-stream: {}", error_chain(&e)));
-            }
-        };
-        if let Err(e) = decoder.push(&chunk) {
-            return Attempt::Failed(format!("Malformed SSE stream: {e}"));
+        if let Err(e) = read {
+            return lost(&e);
         }
     }
     if options.signal.is_cancelled() {
@@ -283,6 +282,16 @@ async fn stream_body<P: WireParser>(
         Ok(reason) => Attempt::Done(reason),
         Err(failure) => failed(failure, options),
     }
+}
+
+/// Most of an error response's body kept for its message.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+fn lost(error: &http::Error) -> Attempt {
+    Attempt::Failed(format!(
+        "Connection lost mid-stream: {}",
+        error_chain(error)
+    ))
 }
 
 /// Waits for a cancellation like `token.cancelled()`, without re-registering on every poll.
@@ -389,48 +398,12 @@ fn failed(failure: Failure, options: &StreamOptions) -> Attempt {
     }
 }
 
-/// Streaming HTTP clients: one honouring the system proxy settings, one direct for loopback
-/// servers (Ollama, llama.cpp, LM Studio, the test mock), which a proxy must never intercept.
-#[derive(Clone)]
-pub struct HttpClients {
-    proxied: reqwest::Client,
-    direct: reqwest::Client,
-}
-
-impl HttpClients {
-    /// The client for a request URL.
-    pub fn for_url(&self, url: &str) -> &reqwest::Client {
-        if is_loopback(url) {
-            &self.direct
-        } else {
-            &self.proxied
-        }
-    }
-}
-
-/// Whether a URL points at this machine.
-pub fn is_loopback(url: &str) -> bool {
-    let Ok(url) = reqwest::Url::parse(url) else {
-        return false;
-    };
-    let host = url.host_str().unwrap_or("");
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-/// Clients for streaming: a connect timeout, no overall timeout (idle time is limited per
-/// request, see [`DEFAULT_IDLE_TIMEOUT_MS`]). `Err` (TLS
-/// setup failed) is reported on each request rather than at construction.
-pub fn streaming_client() -> Result<HttpClients, String> {
-    let builder = || reqwest::Client::builder().connect_timeout(Duration::from_secs(30));
-    let error = |e: reqwest::Error| format!("cannot create the HTTP client: {}", error_chain(&e));
-    Ok(HttpClients {
-        proxied: builder().build().map_err(error)?,
-        direct: builder().no_proxy().build().map_err(error)?,
-    })
+/// The providers' HTTP client: the system proxies (loopback servers such as Ollama,
+/// llama.cpp, LM Studio and the test mock always direct), no overall timeout (idle time is
+/// limited per request, see [`DEFAULT_IDLE_TIMEOUT_MS`]). `Err` (TLS setup failed) is
+/// reported on each request rather than at construction.
+pub fn streaming_client() -> Result<http::Client, String> {
+    http::Client::new().map_err(|e| format!("cannot create the HTTP client: {}", error_chain(&e)))
 }
 
 /// Adds the model's configured headers, then the request's (`options.extra.headers`); a `null`
@@ -480,14 +453,5 @@ mod tests {
             .await
             .expect("the waiter woke on cancel")
             .unwrap();
-    }
-
-    #[test]
-    fn loopback_urls_bypass_proxies() {
-        assert!(is_loopback("http://127.0.0.1:8080/v1"));
-        assert!(is_loopback("http://localhost:11434/v1"));
-        assert!(is_loopback("http://[::1]:1234"));
-        assert!(!is_loopback("https://api.openai.com/v1"));
-        assert!(!is_loopback("not a url"));
     }
 }
