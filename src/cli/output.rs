@@ -36,22 +36,6 @@ static PENDING: Mutex<Vec<u8>> = Mutex::new(Vec::new());
 /// A batch this large is written at once, even while the runtime stays busy.
 pub const BATCH_BYTES: usize = 64 * 1024;
 
-/// Room asked for in a stdout pipe: a fast stream's burst of lines fits without the run
-/// stopping to wait for its reader (and the model's stream waiting behind it).
-const PIPE_BYTES: i32 = 1024 * 1024;
-
-/// Best effort, Linux: grows stdout's pipe from 64 KiB to [`PIPE_BYTES`] (or the system's
-/// limit). Without it, every 64 KiB of lines blocks the run until its reader catches up, and
-/// the provider's socket is not read meanwhile. Not a pipe, or not allowed: nothing changes.
-pub fn widen_stdout_pipe() {
-    #[cfg(target_os = "linux")]
-    {
-        use nix::fcntl::{FcntlArg, fcntl};
-        let stdout = std::io::stdout();
-        let _ = fcntl(&stdout, FcntlArg::F_SETPIPE_SZ(PIPE_BYTES));
-    }
-}
-
 /// Writes the pending JSON lines to stdout. Cheap when there are none.
 pub fn flush_json_lines() {
     let Ok(mut pending) = PENDING.lock() else {

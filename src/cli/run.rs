@@ -237,7 +237,6 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
         }
     };
     let renderer: Arc<dyn Renderer> = if plan.json {
-        crate::cli::output::widen_stdout_pipe();
         Arc::new(JsonRenderer)
     } else {
         Arc::new(HumanRenderer::default())
