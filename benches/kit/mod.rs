@@ -42,6 +42,16 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// Repetitions for a bar that is a ratio of paired runs: at least five in a benchmark, so
+    /// its median does not rest on one slow moment of the machine (smoke runs keep `reps`).
+    pub fn ratio_reps(&self) -> usize {
+        if self.floor_exe.is_some() {
+            self.reps.max(5)
+        } else {
+            self.reps
+        }
+    }
+
     /// The smoke-test context: the test build of the binary, direct children, `reps` runs.
     pub fn smoke(agent_bin: PathBuf, reps: usize) -> Ctx {
         Ctx {
