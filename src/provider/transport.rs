@@ -278,6 +278,7 @@ async fn stream_body<P: WireParser>(
     if options.signal.is_cancelled() {
         return Attempt::Aborted;
     }
+    body.skip_buffered();
     match parser.finish(asm).await {
         Ok(reason) => Attempt::Done(reason),
         Err(failure) => failed(failure, options),

@@ -161,6 +161,13 @@ impl Body {
         }
     }
 
+    /// Skips the rest of the body if it was already read (a stream's last event usually
+    /// arrives together with the body's end), so the connection can serve another request;
+    /// otherwise the connection is closed when the body is dropped. Never waits.
+    pub fn skip_buffered(&mut self) {
+        while let Ok(Buffered::Data(_)) = self.buffered() {}
+    }
+
     /// Reads more of the body from the connection (call after [`Buffered::NeedRead`]).
     pub async fn fill(&mut self) -> Result<(), Error> {
         let Some(conn) = self.conn.as_mut() else {
@@ -201,6 +208,18 @@ fn piece(left: u64, available: usize) -> usize {
 /// Decodes one line of chunk framing at the start of `bytes`: the state after it and the
 /// line's length, or `None` while the line is incomplete.
 fn chunk_line(chunk: Chunk, bytes: &[u8]) -> Result<Option<(Framing, usize)>, Error> {
+    // The usual lines, decoded without a search: a token's chunk is framed by both.
+    match chunk {
+        Chunk::DataEnd if bytes.starts_with(b"\r\n") => {
+            return Ok(Some((Framing::Chunked(Chunk::Size), 2)));
+        }
+        Chunk::Size => {
+            if let Some((size, len)) = plain_size_line(bytes) {
+                return Ok(Some((sized(size), len)));
+            }
+        }
+        _ => {}
+    }
     let Some(end) = memchr::memchr(b'\n', bytes) else {
         return if bytes.len() > MAX_CHUNK_LINE {
             Err(Error::Protocol("chunk header too long".into()))
@@ -212,10 +231,7 @@ fn chunk_line(chunk: Chunk, bytes: &[u8]) -> Result<Option<(Framing, usize)>, Er
     let next = match chunk {
         Chunk::DataEnd if line.is_empty() => Framing::Chunked(Chunk::Size),
         Chunk::DataEnd => return Err(Error::Protocol("chunk data longer than its size".into())),
-        Chunk::Size => match chunk_size(line)? {
-            0 => Framing::Chunked(Chunk::Trailers),
-            size => Framing::Chunked(Chunk::Data(size)),
-        },
+        Chunk::Size => sized(chunk_size(line)?),
         // The empty line ends the trailer section; trailer fields are not used.
         Chunk::Trailers if line.is_empty() => Framing::Done,
         Chunk::Trailers => Framing::Chunked(Chunk::Trailers),
@@ -223,6 +239,35 @@ fn chunk_line(chunk: Chunk, bytes: &[u8]) -> Result<Option<(Framing, usize)>, Er
         Chunk::Data(_) => return Ok(None),
     };
     Ok(Some((next, end + 1)))
+}
+
+fn sized(size: u64) -> Framing {
+    match size {
+        0 => Framing::Chunked(Chunk::Trailers),
+        size => Framing::Chunked(Chunk::Data(size)),
+    }
+}
+
+/// `HEX\r\n` with at most 15 digits: the size and the line's length. Anything else (an
+/// extension, a bare `\n`, an incomplete line) is left to the general path.
+fn plain_size_line(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut size = 0u64;
+    for (i, &byte) in bytes.iter().enumerate().take(17) {
+        let digit = match byte {
+            b'0'..=b'9' => byte - b'0',
+            b'a'..=b'f' => byte - b'a' + 10,
+            b'A'..=b'F' => byte - b'A' + 10,
+            b'\r' if i > 0 => {
+                return (bytes.get(i + 1) == Some(&b'\n')).then_some((size, i + 2));
+            }
+            _ => return None,
+        };
+        if i == 15 {
+            return None;
+        }
+        size = size << 4 | u64::from(digit);
+    }
+    None
 }
 
 /// The hex size before any `;extension`.
@@ -243,4 +288,42 @@ fn chunk_size(line: &[u8]) -> Result<u64, Error> {
     }
     let text = std::str::from_utf8(digits).map_err(|_| bad())?;
     u64::from_str_radix(text, 16).map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast size lines decode as the general path does, and leave it everything else.
+    #[test]
+    fn plain_size_lines_agree_with_the_general_parser() {
+        let cases: [&[u8]; 12] = [
+            b"0\r\n",
+            b"a0\r\n",
+            b"FfFf\r\n",
+            b"123456789abcdef\r\n",
+            b"1234567890abcdef\r\n",
+            b"5;x=1\r\n",
+            b"5 \r\n",
+            b"5\n",
+            b"\r\n",
+            b"5\r",
+            b"5",
+            b"g\r\n",
+        ];
+        for case in cases {
+            let general = chunk_line(Chunk::Size, case);
+            let plain = plain_size_line(case);
+            if let Some((size, len)) = plain {
+                let Ok(Some((framing, general_len))) = general else {
+                    panic!("{case:?}: the general path disagrees")
+                };
+                assert_eq!((framing, general_len), (sized(size), len), "{case:?}");
+            }
+        }
+        assert_eq!(plain_size_line(b"a0\r\nrest"), Some((160, 4)));
+        assert_eq!(plain_size_line(b"1234567890abcdef\r\n"), None);
+        assert_eq!(plain_size_line(b"5;x\r\n"), None);
+        assert!(chunk_line(Chunk::Size, b"1234567890abcdef\r\n").is_err());
+    }
 }

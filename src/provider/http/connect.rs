@@ -80,6 +80,21 @@ impl Connection {
         }
     }
 
+    /// Whether an idle connection can carry a request: nothing arrived on it meanwhile,
+    /// neither its end (the server closed it) nor bytes nobody asked for (a server's
+    /// "408 Request Timeout" before it closes). Checks without waiting.
+    pub fn is_idle(&mut self) -> bool {
+        if !self.buf.available().is_empty() || !self.buf.make_room() {
+            return false;
+        }
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut read = tokio::io::ReadBuf::new(&mut self.buf.data[self.buf.end..]);
+        matches!(
+            std::pin::Pin::new(&mut self.io).poll_read(&mut cx, &mut read),
+            std::task::Poll::Pending
+        )
+    }
+
     /// Reads once from the connection; `Ok(0)` at its end.
     pub async fn read_more(&mut self) -> std::io::Result<usize> {
         if !self.buf.make_room() {

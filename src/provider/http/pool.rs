@@ -31,16 +31,22 @@ pub fn key(target: &Target, proxy: Option<&ProxyUrl>) -> String {
 }
 
 impl Pool {
-    /// The most recently used idle connection to `key`, if one is young enough.
+    /// The most recently used idle connection to `key` that is young enough and still open.
     pub fn take(&self, key: &str) -> Option<Connection> {
         let mut idle = self.idle.lock().ok()?;
         let list = idle.get_mut(key)?;
         list.retain(|(since, _)| since.elapsed() < IDLE_LIMIT);
-        let conn = list.pop().map(|(_, conn)| conn);
+        let mut found = None;
+        while let Some((_, mut conn)) = list.pop() {
+            if conn.is_idle() {
+                found = Some(conn);
+                break;
+            }
+        }
         if list.is_empty() {
             idle.remove(key);
         }
-        conn
+        found
     }
 
     fn put(&self, key: String, conn: Connection) {

@@ -225,6 +225,99 @@ async fn a_body_dropped_early_closes_its_connection() {
     assert_eq!(client.inner.pool.idle_count(), 1);
 }
 
+#[tokio::test]
+async fn idle_connections_that_heard_from_the_server_are_not_reused() {
+    // Connection 0 answers once, then says "408" while idle (as servers do before closing an
+    // idle connection) and stays open; connection 1 answers normally.
+    let (addr, accepted) = server(|mut stream, n| async move {
+        let Some(_) = read_request(&mut stream).await else {
+            return;
+        };
+        let text = format!("answer from {n}");
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{text}",
+            text.len()
+        );
+        stream.write_all(answer.as_bytes()).await.unwrap();
+        if n == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            let timeout = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n";
+            stream.write_all(timeout).await.unwrap();
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    })
+    .await;
+    let client = client();
+    let url = format!("http://{addr}/");
+    let mut first = post(&client, &url).await.unwrap();
+    assert_eq!(collect(&mut first).await.unwrap(), b"answer from 0");
+    tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+    let mut second = post(&client, &url).await.unwrap();
+    assert_eq!(second.status(), 200);
+    assert_eq!(collect(&mut second).await.unwrap(), b"answer from 1");
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_connection_closed_as_the_request_arrives_is_replaced_once() {
+    // Connection 0 answers once, then reads the next request and closes without a byte.
+    let (addr, accepted) = server(|mut stream, n| async move {
+        let Some(_) = read_request(&mut stream).await else {
+            return;
+        };
+        let text = format!("answer from {n}");
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{text}",
+            text.len()
+        );
+        stream.write_all(answer.as_bytes()).await.unwrap();
+        if n == 0 {
+            read_request(&mut stream).await;
+        } else {
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        }
+    })
+    .await;
+    let client = client();
+    let url = format!("http://{addr}/");
+    let mut first = post(&client, &url).await.unwrap();
+    assert_eq!(collect(&mut first).await.unwrap(), b"answer from 0");
+    let mut second = post(&client, &url).await.unwrap();
+    assert_eq!(collect(&mut second).await.unwrap(), b"answer from 1");
+    assert_eq!(accepted.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_body_already_read_to_its_end_frees_its_connection_without_waiting() {
+    let (addr, _) = server(|mut stream, _| async move {
+        read_request(&mut stream).await;
+        let answer = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nlast\r\n0\r\n\r\n";
+        stream.write_all(answer).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    })
+    .await;
+    let client = client();
+    let mut response = post(&client, &format!("http://{addr}/")).await.unwrap();
+    // The last event is read; the chunked body's end is still unconsumed in the buffer.
+    loop {
+        match response.body().buffered().unwrap() {
+            Buffered::Data(data) => {
+                assert_eq!(data, b"last");
+                break;
+            }
+            Buffered::NeedRead => response.body().fill().await.unwrap(),
+            Buffered::End => panic!("the data comes first"),
+        }
+    }
+    while client.inner.pool.idle_count() == 0 {
+        response.body().skip_buffered();
+        if client.inner.pool.idle_count() == 0 {
+            response.body().fill().await.unwrap();
+        }
+    }
+    assert!(matches!(response.body().buffered().unwrap(), Buffered::End));
+}
+
 /// Answers every connection with `answer`, then closes it.
 async fn answering(answer: &'static [u8]) -> String {
     server(move |mut stream, _| async move {
