@@ -103,12 +103,13 @@ fn follow_up_poll(shared: &Arc<Shared>) -> QueuePollHook {
 
 /// The run's emit: reduce state first, then await every listener in subscription order.
 fn emitter(shared: &Arc<Shared>, cancel: &CancellationToken) -> Emit {
-    let shared = shared.clone();
-    let cancel = cancel.clone();
+    // One shared pair per run: an event then costs one reference count, where cloning the
+    // token itself takes a lock (it is cloned once more per listener, which owns its copy).
+    let run = Arc::new((shared.clone(), cancel.clone()));
     Arc::new(move |event: AgentEvent| {
-        let shared = shared.clone();
-        let cancel = cancel.clone();
+        let run = run.clone();
         Box::pin(async move {
+            let (shared, cancel) = &*run;
             lock(&shared.state).reduce(&event);
             let event = Arc::new(event);
             let listeners = lock(&shared.listeners).clone();
