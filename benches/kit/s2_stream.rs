@@ -96,7 +96,7 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
         .collect();
     ratios.sort_by(f64::total_cmp);
     report.line(format!(
-        "wall / floor wall per repetition: {}",
+        "wall / floor wall per repetition (the bar is their median): {}",
         ratios
             .iter()
             .map(|r| format!("{r:.2}"))
@@ -104,7 +104,7 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
             .join(", ")
     ));
     report.bar(Bar::new(
-        "wall / floor wall (median per repetition)",
+        "wall / floor wall",
         ratios[ratios.len() / 2],
         1.15,
         "×",

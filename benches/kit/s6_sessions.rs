@@ -120,7 +120,7 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
         slowdown(aa, fa)
     ));
     report.line(format!(
-        "slowdown ratio per repetition: {}",
+        "slowdown ratio per repetition (the bar is their median): {}",
         ratios
             .iter()
             .map(|r| format!("{r:.2}"))
@@ -142,7 +142,7 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
         "",
     ));
     report.bar(Bar::new(
-        "daemon slowdown / floor slowdown (median per repetition)",
+        "daemon slowdown / floor slowdown",
         ratio,
         1.15,
         "×",
