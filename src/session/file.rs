@@ -22,14 +22,30 @@ use serde_json::Value;
 
 use super::SessionError;
 
+/// A session file's lines, parsed.
+pub struct Loaded {
+    pub lines: Vec<Value>,
+    /// The file ends in a torn line (skipped) or lacks its final newline.
+    pub torn: bool,
+}
+
 /// Reads a session file. With `repair` (the caller holds the writer lock), a torn last line is
 /// dropped from the file and a missing final newline added; without it they are only skipped.
 pub fn load_lines(path: &Path, repair: bool) -> Result<Vec<Value>, SessionError> {
+    let loaded = read_lines(path)?;
+    if loaded.torn && repair {
+        repair_tail(path, &loaded.lines)?;
+    }
+    Ok(loaded.lines)
+}
+
+/// Reads and parses a session file without changing it.
+pub fn read_lines(path: &Path) -> Result<Loaded, SessionError> {
     let text = std::fs::read(path).map_err(|e| SessionError::io(path, e))?;
     let text = String::from_utf8_lossy(&text);
     let raw: Vec<&str> = text.split('\n').collect();
     let mut lines = Vec::with_capacity(raw.len());
-    let mut repaired = false;
+    let mut torn = false;
     let last_nonempty = raw.iter().rposition(|l| !l.trim().is_empty());
     for (index, line) in raw.iter().enumerate() {
         let line = line.strip_suffix('\r').unwrap_or(line);
@@ -38,7 +54,7 @@ pub fn load_lines(path: &Path, repair: bool) -> Result<Vec<Value>, SessionError>
         }
         match serde_json::from_str::<Value>(line) {
             Ok(value) => lines.push(value),
-            Err(_) if Some(index) == last_nonempty => repaired = true,
+            Err(_) if Some(index) == last_nonempty => torn = true,
             Err(e) => {
                 return Err(SessionError::Corrupt {
                     path: path.to_path_buf(),
@@ -48,19 +64,22 @@ pub fn load_lines(path: &Path, repair: bool) -> Result<Vec<Value>, SessionError>
             }
         }
     }
-    if !repaired && !text.is_empty() && !text.ends_with('\n') {
-        repaired = true;
+    if !torn && !text.is_empty() && !text.ends_with('\n') {
+        torn = true;
     }
-    if repaired && repair {
-        let mut body = String::new();
-        for value in &lines {
-            body.push_str(&value.to_string());
-            body.push('\n');
-        }
-        write_atomically(path, body.as_bytes())?;
-        tracing::warn!(path = %path.display(), "repaired a torn session file tail");
+    Ok(Loaded { lines, torn })
+}
+
+/// Rewrites a torn file as its whole lines (the caller holds the writer lock).
+pub fn repair_tail(path: &Path, lines: &[Value]) -> Result<(), SessionError> {
+    let mut body = String::new();
+    for value in lines {
+        body.push_str(&value.to_string());
+        body.push('\n');
     }
-    Ok(lines)
+    write_atomically(path, body.as_bytes())?;
+    tracing::warn!(path = %path.display(), "repaired a torn session file tail");
+    Ok(())
 }
 
 /// Writes `<path>.tmp`, syncs it, and renames it over `path` (pi's `publishFileAtomically`).

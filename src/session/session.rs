@@ -11,7 +11,7 @@ use crate::agent::message::{AgentMessage, ThinkingLevel, Usage};
 use super::SessionError;
 use super::context::{SessionContext, build_context, path_to};
 use super::entry::{CURRENT_VERSION, EntryKind, SessionEntry, SessionHeader};
-use super::file::{Writer, load_lines};
+use super::file::{Writer, read_lines, repair_tail};
 use super::migrate::{migrate, stamp_header};
 use super::time::iso_now;
 
@@ -104,11 +104,15 @@ impl Session {
         // Check that this is a session before repairing anything: a file that is not one (a
         // mistyped path, another JSONL file, a binary) is refused untouched, never "repaired"
         // into an empty file (pi refuses to overwrite a non-empty invalid file, #6002).
-        split_header(path, load_lines(path, false)?)?;
-        let loaded = load_lines(path, true)?;
-        // A repair replaced the file by rename; append to the new one.
-        writer.reopen()?;
-        let (mut header_raw, mut raw_entries) = split_header(path, loaded)?;
+        // The file is parsed once: checked, then repaired from the same lines.
+        let loaded = read_lines(path)?;
+        check_header(path, &loaded.lines)?;
+        if loaded.torn {
+            repair_tail(path, &loaded.lines)?;
+            // The repair replaced the file by rename; append to the new one.
+            writer.reopen()?;
+        }
+        let (mut header_raw, mut raw_entries) = split_header(path, loaded.lines)?;
         let version = header_raw
             .get("version")
             .and_then(Value::as_u64)
@@ -350,15 +354,25 @@ pub(super) fn split_header(
     path: &Path,
     mut lines: Vec<Value>,
 ) -> Result<(serde_json::Map<String, Value>, Vec<Value>), SessionError> {
-    if lines.is_empty() {
-        return Err(SessionError::invalid(path, "the file is empty".into()));
-    }
+    check_header(path, &lines)?;
     let entries = lines.split_off(1);
     match lines.pop() {
-        Some(Value::Object(h)) if h.get("type").and_then(Value::as_str) == Some("session") => {
-            Ok((h, entries))
-        }
+        Some(Value::Object(header)) => Ok((header, entries)),
         _ => Err(SessionError::invalid(
+            path,
+            "line 1 is not a session header".into(),
+        )),
+    }
+}
+
+/// The lines start with a session header.
+fn check_header(path: &Path, lines: &[Value]) -> Result<(), SessionError> {
+    match lines.first() {
+        None => Err(SessionError::invalid(path, "the file is empty".into())),
+        Some(Value::Object(h)) if h.get("type").and_then(Value::as_str) == Some("session") => {
+            Ok(())
+        }
+        Some(_) => Err(SessionError::invalid(
             path,
             "line 1 is not a session header".into(),
         )),
