@@ -40,12 +40,7 @@ impl Target {
                 )));
             }
         };
-        let host = match parsed.host() {
-            Some(url::Host::Domain(name)) => name.to_string(),
-            Some(url::Host::Ipv4(ip)) => ip.to_string(),
-            Some(url::Host::Ipv6(ip)) => ip.to_string(),
-            None => return Err(invalid("no host".into())),
-        };
+        let host = host_of(&parsed).ok_or_else(|| invalid("no host".into()))?;
         let written = parsed.host_str().unwrap_or_default();
         let authority = match parsed.port() {
             Some(port) => format!("{written}:{port}"),
@@ -73,6 +68,15 @@ impl Target {
         let scheme = if self.https { "https" } else { "http" };
         format!("{scheme}://{}", self.authority)
     }
+}
+
+/// A URL's host for connecting and for TLS: a name or an address, without brackets.
+pub fn host_of(url: &url::Url) -> Option<String> {
+    Some(match url.host()? {
+        url::Host::Domain(name) => name.to_string(),
+        url::Host::Ipv4(ip) => ip.to_string(),
+        url::Host::Ipv6(ip) => ip.to_string(),
+    })
 }
 
 /// The head of `POST target` with `headers` and a body of `body_len` bytes. Framing headers

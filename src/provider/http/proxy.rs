@@ -7,7 +7,7 @@
 use std::net::IpAddr;
 
 use super::Error;
-use super::head::Target;
+use super::head::{Target, host_of};
 
 /// A proxy: `http://` or `https://` (TLS to the proxy itself), with optional credentials.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,12 +37,7 @@ impl ProxyUrl {
                 ));
             }
         };
-        let host = match url.host() {
-            Some(url::Host::Domain(name)) => name.to_string(),
-            Some(url::Host::Ipv4(ip)) => ip.to_string(),
-            Some(url::Host::Ipv6(ip)) => ip.to_string(),
-            None => return Err(format!("no host in the proxy URL {text:?}")),
-        };
+        let host = host_of(&url).ok_or_else(|| format!("no host in the proxy URL {text:?}"))?;
         Ok(ProxyUrl {
             https,
             host,

@@ -89,6 +89,17 @@ async fn collect(response: &mut Response) -> Result<Vec<u8>, Error> {
     }
 }
 
+/// The first piece of body data, reading as needed.
+async fn first_piece(response: &mut Response) -> Vec<u8> {
+    loop {
+        match response.body().buffered().unwrap() {
+            Buffered::Data(data) => return data.to_vec(),
+            Buffered::NeedRead => response.body().fill().await.unwrap(),
+            Buffered::End => panic!("the body ended before any data"),
+        }
+    }
+}
+
 fn client() -> Client {
     Client::with(Proxies::none(), Vec::new()).unwrap()
 }
@@ -207,16 +218,7 @@ async fn a_body_dropped_early_closes_its_connection() {
     .await;
     let client = client();
     let mut response = post(&client, &format!("http://{addr}/")).await.unwrap();
-    loop {
-        match response.body().buffered().unwrap() {
-            Buffered::Data(data) => {
-                assert_eq!(data, b"01234");
-                break;
-            }
-            Buffered::NeedRead => response.body().fill().await.unwrap(),
-            Buffered::End => panic!("the body is not complete yet"),
-        }
-    }
+    assert_eq!(first_piece(&mut response).await, b"01234");
     drop(response);
     assert_eq!(client.inner.pool.idle_count(), 0);
     let mut response = post(&client, &format!("http://{addr}/")).await.unwrap();
@@ -225,20 +227,27 @@ async fn a_body_dropped_early_closes_its_connection() {
     assert_eq!(client.inner.pool.idle_count(), 1);
 }
 
+/// Reads a request and answers "answer from `n`" (kept alive); `false` at the connection's end.
+async fn answer_numbered(stream: &mut TcpStream, n: usize) -> bool {
+    if read_request(stream).await.is_none() {
+        return false;
+    }
+    let text = format!("answer from {n}");
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{text}",
+        text.len()
+    );
+    stream.write_all(answer.as_bytes()).await.is_ok()
+}
+
 #[tokio::test]
 async fn idle_connections_that_heard_from_the_server_are_not_reused() {
     // Connection 0 answers once, then says "408" while idle (as servers do before closing an
     // idle connection) and stays open; connection 1 answers normally.
     let (addr, accepted) = server(|mut stream, n| async move {
-        let Some(_) = read_request(&mut stream).await else {
+        if !answer_numbered(&mut stream, n).await {
             return;
-        };
-        let text = format!("answer from {n}");
-        let answer = format!(
-            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{text}",
-            text.len()
-        );
-        stream.write_all(answer.as_bytes()).await.unwrap();
+        }
         if n == 0 {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             let timeout = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n";
@@ -262,15 +271,9 @@ async fn idle_connections_that_heard_from_the_server_are_not_reused() {
 async fn a_connection_closed_as_the_request_arrives_is_replaced_once() {
     // Connection 0 answers once, then reads the next request and closes without a byte.
     let (addr, accepted) = server(|mut stream, n| async move {
-        let Some(_) = read_request(&mut stream).await else {
+        if !answer_numbered(&mut stream, n).await {
             return;
-        };
-        let text = format!("answer from {n}");
-        let answer = format!(
-            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{text}",
-            text.len()
-        );
-        stream.write_all(answer.as_bytes()).await.unwrap();
+        }
         if n == 0 {
             read_request(&mut stream).await;
         } else {
@@ -299,16 +302,7 @@ async fn a_body_already_read_to_its_end_frees_its_connection_without_waiting() {
     let client = client();
     let mut response = post(&client, &format!("http://{addr}/")).await.unwrap();
     // The last event is read; the chunked body's end is still unconsumed in the buffer.
-    loop {
-        match response.body().buffered().unwrap() {
-            Buffered::Data(data) => {
-                assert_eq!(data, b"last");
-                break;
-            }
-            Buffered::NeedRead => response.body().fill().await.unwrap(),
-            Buffered::End => panic!("the data comes first"),
-        }
-    }
+    assert_eq!(first_piece(&mut response).await, b"last");
     while client.inner.pool.idle_count() == 0 {
         response.body().skip_buffered();
         if client.inner.pool.idle_count() == 0 {
