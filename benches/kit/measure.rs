@@ -215,3 +215,23 @@ pub fn percentile(mut values: Vec<Duration>, p: f64) -> Duration {
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
+
+/// Per-repetition ratios, sorted: their median is the bar of a ratio scenario.
+pub struct Ratios(Vec<f64>);
+
+impl Ratios {
+    pub fn new(mut ratios: Vec<f64>) -> Ratios {
+        ratios.sort_by(f64::total_cmp);
+        Ratios(ratios)
+    }
+
+    pub fn median(&self) -> f64 {
+        self.0.get(self.0.len() / 2).copied().unwrap_or(f64::NAN)
+    }
+
+    /// `0.98, 1.02, …`, ascending.
+    pub fn listed(&self) -> String {
+        let texts: Vec<String> = self.0.iter().map(|r| format!("{r:.2}")).collect();
+        texts.join(", ")
+    }
+}

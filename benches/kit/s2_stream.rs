@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::lsp::{Daemon, Incoming, contains};
 
-use super::measure::ms;
+use super::measure::{Ratios, ms};
 use super::report::{Bar, Report};
 use super::{
     Ctx, MockHost, Sandbox, deltas_of, ensure_settled, json_lines, medians, streamed_text,
@@ -89,26 +89,18 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
         agent.last().map(|s| s.stdout_bytes).unwrap_or(0),
         floor.last().map(|s| s.stdout_bytes).unwrap_or(0)
     ));
-    let mut ratios: Vec<f64> = agent
-        .iter()
-        .zip(&floor)
-        .map(|(a, f)| a.wall.as_secs_f64() / f.wall.as_secs_f64().max(1e-9))
-        .collect();
-    ratios.sort_by(f64::total_cmp);
+    let ratios = Ratios::new(
+        agent
+            .iter()
+            .zip(&floor)
+            .map(|(a, f)| a.wall.as_secs_f64() / f.wall.as_secs_f64().max(1e-9))
+            .collect(),
+    );
     report.line(format!(
         "wall / floor wall per repetition (the bar is their median): {}",
-        ratios
-            .iter()
-            .map(|r| format!("{r:.2}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        ratios.listed()
     ));
-    report.bar(Bar::new(
-        "wall / floor wall",
-        ratios[ratios.len() / 2],
-        1.15,
-        "×",
-    ));
+    report.bar(Bar::new("wall / floor wall", ratios.median(), 1.15, "×"));
     report.bar(Bar::new(
         "JSONL bytes per text delta event",
         per_delta,

@@ -12,7 +12,7 @@ use agent_lsp::testing::MockResponse;
 use anyhow::ensure;
 use serde_json::json;
 
-use super::measure::{Sample, ms};
+use super::measure::{Ratios, Sample, ms};
 use super::report::{Bar, Report};
 use super::{Ctx, MockHost, Sandbox, deltas_of, ensure_settled, json_lines, medians};
 
@@ -127,28 +127,23 @@ pub fn run(ctx: &Ctx, base_bytes: usize) -> anyhow::Result<Report> {
         above(aw2, fw2),
         ac2.as_secs_f64() / ac1.as_secs_f64().max(1e-9)
     ));
-    let per_rep = |a: &[Sample], b: &[Sample]| -> Vec<f64> {
-        let mut ratios: Vec<f64> = a
-            .iter()
-            .zip(b)
-            .map(|(a, b)| b.wall.as_secs_f64() / a.wall.as_secs_f64().max(1e-9))
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        ratios
-    };
-    let shown = |ratios: &[f64]| {
-        let texts: Vec<String> = ratios.iter().map(|r| format!("{r:.2}")).collect();
-        texts.join(", ")
+    let per_rep = |a: &[Sample], b: &[Sample]| {
+        Ratios::new(
+            a.iter()
+                .zip(b)
+                .map(|(a, b)| b.wall.as_secs_f64() / a.wall.as_secs_f64().max(1e-9))
+                .collect(),
+        )
     };
     let agent = per_rep(&one.agent, &two.agent);
     report.line(format!(
         "wall(2×) / wall(1×) per repetition (the bar is their median): {}; the floor's: {}",
-        shown(&agent),
-        shown(&per_rep(&one.floor, &two.floor))
+        agent.listed(),
+        per_rep(&one.floor, &two.floor).listed()
     ));
     report.bar(Bar::new(
         "wall(2× input) / wall(1× input)",
-        agent[agent.len() / 2],
+        agent.median(),
         2.2,
         "×",
     ));

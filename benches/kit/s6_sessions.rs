@@ -17,7 +17,7 @@ use anyhow::{Context, ensure};
 use serde_json::{Value, json};
 
 use super::lsp::{Daemon, Incoming, contains};
-use super::measure::ms;
+use super::measure::{Ratios, ms};
 use super::report::{Bar, Report};
 use super::s2_stream;
 use super::{Ctx, MockHost, Sandbox, medians};
@@ -89,13 +89,13 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
     daemon.shutdown()?;
     let median = |v: Vec<Duration>| super::measure::median(v);
     let slowdown = |all: Duration, one: Duration| all.as_secs_f64() / one.as_secs_f64().max(1e-9);
-    let mut ratios: Vec<f64> = (0..one.len())
-        .map(|i| {
-            slowdown(all[i], one[i]) / slowdown(floor_all[i].wall, floor_one[i].wall).max(1e-9)
-        })
-        .collect();
-    ratios.sort_by(f64::total_cmp);
-    let ratio = ratios[ratios.len() / 2];
+    let ratios = Ratios::new(
+        (0..one.len())
+            .map(|i| {
+                slowdown(all[i], one[i]) / slowdown(floor_all[i].wall, floor_one[i].wall).max(1e-9)
+            })
+            .collect(),
+    );
     let (f1, fa) = (medians(&floor_one).0, medians(&floor_all).0);
     let runs = one.len();
     let (a1, aa) = (median(one), median(all));
@@ -121,11 +121,7 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
     ));
     report.line(format!(
         "slowdown ratio per repetition (the bar is their median): {}",
-        ratios
-            .iter()
-            .map(|r| format!("{r:.2}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        ratios.listed()
     ));
     report.line(format!(
         "{} events checked; {} provider text deltas in {} notifications, {:.1} wire bytes per \
@@ -143,7 +139,7 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
     ));
     report.bar(Bar::new(
         "daemon slowdown / floor slowdown",
-        ratio,
+        ratios.median(),
         1.15,
         "×",
     ));
