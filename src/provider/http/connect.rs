@@ -1,7 +1,12 @@
 //! Opening connections: TCP, through a proxy (forwarding or a `CONNECT` tunnel), TLS.
 
+use std::collections::VecDeque;
 use std::io::ErrorKind;
+use std::net::SocketAddr;
 use std::sync::Arc;
+
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -164,15 +169,73 @@ pub async fn open(
 }
 
 async fn tcp(host: &str, port: u16) -> Result<Box<dyn Io>, Error> {
-    let stream = TcpStream::connect((host, port))
+    let failed = |source| Error::Connect {
+        addr: format!("{host}:{port}"),
+        source,
+    };
+    let addrs = tokio::net::lookup_host((host, port))
         .await
-        .map_err(|source| Error::Connect {
-            addr: format!("{host}:{port}"),
-            source,
-        })?;
+        .map_err(failed)?;
+    let stream = race(interleaved(addrs.collect()), NEXT_ATTEMPT_AFTER)
+        .await
+        .map_err(failed)?;
     // Requests are written whole; a token's chunk should not wait for an ACK.
     stream.set_nodelay(true)?;
     Ok(Box::new(stream))
+}
+
+/// How long an address may take before the next one is tried alongside it (RFC 8305's
+/// "connection attempt delay"): a host whose IPv6 route is broken still connects over IPv4
+/// in a quarter second, not after the connect timeout.
+const NEXT_ATTEMPT_AFTER: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// The resolver's order, alternating address families from the first one (RFC 8305 §4).
+fn interleaved(addrs: Vec<SocketAddr>) -> Vec<SocketAddr> {
+    let Some(first) = addrs.first() else {
+        return addrs;
+    };
+    let first_v6 = first.is_ipv6();
+    let (mut same, mut other): (VecDeque<_>, VecDeque<_>) =
+        addrs.into_iter().partition(|a| a.is_ipv6() == first_v6);
+    let mut out = Vec::with_capacity(same.len() + other.len());
+    while let Some(addr) = same.pop_front() {
+        out.push(addr);
+        out.extend(other.pop_front());
+    }
+    out.extend(other);
+    out
+}
+
+/// Connects to the first address that answers: each attempt gets `delay` alone before the next
+/// starts beside it, and a failed attempt starts the next at once.
+async fn race(addrs: Vec<SocketAddr>, delay: std::time::Duration) -> std::io::Result<TcpStream> {
+    let mut waiting = addrs.into_iter();
+    let mut attempts = FuturesUnordered::new();
+    let mut last_error = None;
+    loop {
+        if attempts.is_empty() {
+            match waiting.next() {
+                Some(addr) => attempts.push(TcpStream::connect(addr)),
+                None => {
+                    return Err(last_error.unwrap_or_else(|| {
+                        std::io::Error::new(ErrorKind::NotFound, "the name has no address")
+                    }));
+                }
+            }
+        }
+        tokio::select! {
+            Some(result) = attempts.next() => match result {
+                Ok(stream) => return Ok(stream),
+                Err(e) => {
+                    last_error = Some(e);
+                    attempts.extend(waiting.next().map(TcpStream::connect));
+                }
+            },
+            () = tokio::time::sleep(delay), if waiting.len() > 0 => {
+                attempts.extend(waiting.next().map(TcpStream::connect));
+            }
+        }
+    }
 }
 
 async fn secure(
@@ -233,4 +296,40 @@ async fn tunnel(io: Box<dyn Io>, target: &Target, proxy: &ProxyUrl) -> Result<Bo
         return Err(failed("sent bytes after accepting the tunnel".into()));
     }
     Ok(conn.io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_families_alternate_from_the_first() {
+        let addr = |text: &str| text.parse::<SocketAddr>().unwrap();
+        let (a6, b6, c6) = (addr("[::1]:1"), addr("[::2]:1"), addr("[::3]:1"));
+        let (a4, b4) = (addr("127.0.0.1:1"), addr("127.0.0.2:1"));
+        assert_eq!(interleaved(vec![a6, b6, c6, a4, b4]), [a6, a4, b6, b4, c6]);
+        assert_eq!(interleaved(vec![a4, a6, b4, b6]), [a4, a6, b4, b6]);
+        assert_eq!(interleaved(vec![a4, b4]), [a4, b4]);
+        assert_eq!(interleaved(Vec::new()), Vec::<SocketAddr>::new());
+    }
+
+    /// A refused address gives way to the next at once; the one that answers wins.
+    #[tokio::test]
+    async fn the_first_address_that_answers_wins() {
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let refused = closed.local_addr().unwrap();
+        drop(closed);
+        let open = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let answering = open.local_addr().unwrap();
+        // With an hour between attempts, only the refusal can start the second one.
+        let hour = std::time::Duration::from_secs(3600);
+        let racing = race(vec![refused, answering], hour);
+        let stream = tokio::time::timeout(std::time::Duration::from_secs(60), racing)
+            .await
+            .expect("the refusal started the next attempt")
+            .unwrap();
+        assert_eq!(stream.peer_addr().unwrap(), answering);
+        let error = race(vec![refused], hour).await.unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::ConnectionRefused);
+    }
 }
