@@ -8,7 +8,9 @@
 //! socket when the buffer is empty ([`Body::fill`]): one read serves hundreds of tokens.
 //!
 //! What it does: `POST` with a complete body (the only request a provider makes), `http` and
-//! `https` (rustls with the Mozilla roots, HTTP/1.1 by ALPN), the system proxy settings
+//! `https` (rustls with the Mozilla roots, HTTP/1.1 by ALPN), a host's addresses tried as
+//! RFC 8305 says (families alternating, the next one 250 ms after the last: a broken IPv6
+//! route costs a quarter second, not the connect timeout), the system proxy settings
 //! (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`, as curl and reqwest read them; an
 //! `https` target is tunnelled with `CONNECT`), keep-alive connections reused across requests
 //! (a turn's next request skips the TCP and TLS handshakes), and every body framing of
