@@ -147,21 +147,24 @@ pub async fn open(
         None => format!("{}:{}", target.host, target.port),
     };
     let opening = async {
-        let Some(proxy) = proxy else {
-            let io = tcp(&target.host, target.port).await?;
-            return secure(tls, io, target).await;
+        let io = match proxy {
+            None => tcp(&target.host, target.port).await?,
+            Some(proxy) => {
+                let mut io = tcp(&proxy.host, proxy.port).await?;
+                if proxy.https {
+                    io = handshake(tls, io, &proxy.host).await?;
+                }
+                if !target.https {
+                    // A plain request is forwarded by the proxy as it is (absolute form).
+                    return Ok(Connection::new(io));
+                }
+                tunnel(io, target, proxy).await?
+            }
         };
-        let mut io = tcp(&proxy.host, proxy.port).await?;
-        if proxy.https {
-            io = handshake(tls, io, &proxy.host).await?;
-        }
         if !target.https {
             return Ok(Connection::new(io));
         }
-        let tunnel = tunnel(io, target, proxy).await?;
-        handshake(tls, tunnel, &target.host)
-            .await
-            .map(Connection::new)
+        handshake(tls, io, &target.host).await.map(Connection::new)
     };
     tokio::time::timeout(CONNECT_TIMEOUT, opening)
         .await
@@ -236,17 +239,6 @@ async fn race(addrs: Vec<SocketAddr>, delay: std::time::Duration) -> std::io::Re
             }
         }
     }
-}
-
-async fn secure(
-    tls: &Arc<rustls::ClientConfig>,
-    io: Box<dyn Io>,
-    target: &Target,
-) -> Result<Connection, Error> {
-    if !target.https {
-        return Ok(Connection::new(io));
-    }
-    handshake(tls, io, &target.host).await.map(Connection::new)
 }
 
 async fn handshake(

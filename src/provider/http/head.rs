@@ -99,19 +99,18 @@ pub fn request(
     out.extend_from_slice(target.authority.as_bytes());
     out.extend_from_slice(b"\r\n");
     let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
-    let defaults = [
-        ("accept", (!has("accept")).then(|| "*/*".to_string())),
-        (
-            "authorization",
-            target.credentials.clone().filter(|_| !has("authorization")),
-        ),
-        (
-            "proxy-authorization",
-            forwarded.and_then(|p| p.credentials.clone()),
-        ),
-    ];
-    for (name, value) in defaults.iter().filter_map(|(n, v)| Some((*n, v.as_ref()?))) {
-        line(&mut out, name, value);
+    if !has("accept") {
+        line(&mut out, "accept", "*/*");
+    }
+    if let Some(credentials) = target
+        .credentials
+        .as_deref()
+        .filter(|_| !has("authorization"))
+    {
+        line(&mut out, "authorization", credentials);
+    }
+    if let Some(credentials) = forwarded.and_then(|p| p.credentials.as_deref()) {
+        line(&mut out, "proxy-authorization", credentials);
     }
     for (name, value) in headers {
         check_header(name, value)?;
