@@ -29,17 +29,8 @@ pub struct Loaded {
     pub torn: bool,
 }
 
-/// Reads a session file. With `repair` (the caller holds the writer lock), a torn last line is
-/// dropped from the file and a missing final newline added; without it they are only skipped.
-pub fn load_lines(path: &Path, repair: bool) -> Result<Vec<Value>, SessionError> {
-    let loaded = read_lines(path)?;
-    if loaded.torn && repair {
-        repair_tail(path, &loaded.lines)?;
-    }
-    Ok(loaded.lines)
-}
-
-/// Reads and parses a session file without changing it.
+/// Reads and parses a session file without changing it: a torn last line and a missing final
+/// newline are skipped and reported in `torn` ([`repair_tail`] mends them, under the lock).
 pub fn read_lines(path: &Path) -> Result<Loaded, SessionError> {
     let text = std::fs::read(path).map_err(|e| SessionError::io(path, e))?;
     let text = String::from_utf8_lossy(&text);
@@ -382,7 +373,7 @@ mod tests {
             writer.append(&serde_json::json!({"i": i})).unwrap();
         }
         drop(writer);
-        let lines = load_lines(&dir.path().join("s.jsonl"), false).unwrap();
+        let lines = read_lines(&dir.path().join("s.jsonl")).unwrap().lines;
         assert_eq!(lines.len(), 100);
     }
 }

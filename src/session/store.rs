@@ -8,7 +8,7 @@ use crate::provider::Model;
 
 use super::SessionError;
 use super::entry::{EntryKind, SessionEntry, SessionHeader};
-use super::file::load_lines;
+use super::file::read_lines;
 use super::session::{Session, count_messages, split_header};
 
 /// A directory of sessions.
@@ -268,8 +268,7 @@ fn resolved_labels(entries: &[SessionEntry]) -> Vec<(String, String)> {
 
 /// Reads a session file without locking or repairing it.
 fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
-    let loaded = load_lines(path, false)?;
-    let (header, raw) = split_header(path, loaded)?;
+    let (header, raw) = split_header(path, read_lines(path)?.lines)?;
     let header: SessionHeader = serde_json::from_value(serde_json::Value::Object(header))
         .map_err(|e| SessionError::invalid(path, e.to_string()))?;
     let entries: Vec<SessionEntry> = raw
