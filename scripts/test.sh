@@ -19,7 +19,7 @@ cargo clippy --locked --all-targets -- -D warnings
 section "cargo test"
 # The HTTP client's TLS tests make their certificates with the openssl command.
 if ! command -v openssl >/dev/null 2>&1; then
-  apt-get install -y --no-install-recommends openssl >/dev/null
+  apt-get update -qq && apt-get install -y --no-install-recommends openssl >/dev/null
 fi
 cargo test --locked -- --test-threads="${AGENT_LSP_TEST_THREADS:-4}"
 
