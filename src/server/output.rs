@@ -38,8 +38,11 @@ enum Target {
 
 #[derive(Default)]
 struct State {
-    /// Bytes accepted but not yet written, in order.
+    /// Bytes accepted but not yet written, in order (behind [`State::writing`]).
     queued: Vec<u8>,
+    /// Bytes the flusher took from `queued` and is writing now: they still wait for the
+    /// client, so they count against [`HIGH_WATER`] until written.
+    writing: usize,
     /// The flusher owns the write side: producers only append to `queued`.
     flushing: bool,
     /// A write failed (the client is gone): further frames are dropped.
@@ -141,7 +144,8 @@ impl Output {
     /// Resolves when fewer than [`HIGH_WATER`] bytes wait (or the output is closed): the event
     /// writer waits here, so a slow client makes deltas merge instead of memory grow.
     pub async fn room(&self) {
-        self.wait_until(|s| s.queued.len() < HIGH_WATER).await;
+        self.wait_until(|s| s.queued.len() + s.writing < HIGH_WATER)
+            .await;
     }
 
     /// Resolves when everything accepted so far was written (or the output is closed).
@@ -206,20 +210,23 @@ async fn flusher(shared: Arc<Shared>, mut target: Target) {
                     break;
                 }
                 std::mem::swap(&mut batch, &mut state.queued);
+                state.writing = batch.len();
             }
-            // The queue is empty again: producers waiting for room may go on.
-            shared.drained.notify_waiters();
             if let Err(e) = write_all(&mut target, &batch).await {
                 tracing::debug!(%e, "stdout closed; dropping output");
                 let mut state = lock(&shared.state);
                 state.closed = true;
                 state.queued = Vec::new();
+                state.writing = 0;
                 state.flushing = false;
                 drop(state);
                 shared.drained.notify_waiters();
                 return;
             }
             batch.clear();
+            lock(&shared.state).writing = 0;
+            // The batch reached the client: producers waiting for room may go on.
+            shared.drained.notify_waiters();
         }
         shared.drained.notify_waiters();
     }
