@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod json;
 pub mod models;
 pub mod provider;
 pub mod server;

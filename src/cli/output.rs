@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use crate::agent::event::AgentEvent;
+use crate::json;
 use crate::agent::message::{AgentMessage, ContentBlock, Usage};
 use crate::provider::AssistantMessageEvent;
 
@@ -85,9 +86,9 @@ impl Renderer for JsonRenderer {
     }
 }
 
-/// Appends `event` as one JSON line. A delta inside `message_update` (one per token) is
-/// written directly, byte-identical to serde's output (tested); everything else goes through
-/// serde. A failed event leaves `out` as it was.
+/// Appends `event` as one JSON line, byte-identical to serde_json's output (tested). A delta
+/// inside `message_update` (one per token) is written directly; everything else goes through
+/// [`json::write`]. A failed event leaves `out` as it was.
 pub fn encode_line(event: &AgentEvent, out: &mut Vec<u8>) -> serde_json::Result<()> {
     let mark = out.len();
     let result = match event.streamed_delta() {
@@ -95,13 +96,13 @@ pub fn encode_line(event: &AgentEvent, out: &mut Vec<u8>) -> serde_json::Result<
             out.extend_from_slice(DELTA_HEAD);
             out.extend_from_slice(delta.kind.as_bytes());
             out.extend_from_slice(b"\",\"contentIndex\":");
-            serde_json::to_writer(&mut *out, &delta.content_index).map(|()| {
+            json::write(out, &delta.content_index).map(|()| {
                 out.extend_from_slice(b",\"delta\":");
-                write_json_str(out, delta.text);
+                json::write_str(out, delta.text);
                 out.extend_from_slice(b"}}");
             })
         }
-        None => serde_json::to_writer(&mut *out, event),
+        None => json::write(out, event),
     };
     match result {
         Ok(()) => out.push(b'\n'),
@@ -109,60 +110,6 @@ pub fn encode_line(event: &AgentEvent, out: &mut Vec<u8>) -> serde_json::Result<
     }
     result
 }
-
-/// Appends `text` as a JSON string exactly as serde_json writes it: `"` and `\` escaped,
-/// control characters as `\b \f \n \r \t` or `\u00xx` (lower-case hex), nothing else.
-/// Written a block at a time into a stack buffer, then copied out once: deltas are a few
-/// bytes, often mostly escapes (source code in tool-call arguments), where serde's writer
-/// calls per run, or a `Vec::push` per byte, cost more than the bytes themselves.
-fn write_json_str(out: &mut Vec<u8>, text: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    /// Input bytes per block; an escaped byte takes at most six.
-    const BLOCK: usize = 64;
-    out.push(b'"');
-    for block in text.as_bytes().chunks(BLOCK) {
-        let mut buf = [0u8; BLOCK * 6];
-        let mut n = 0;
-        for &byte in block {
-            match ESCAPE[usize::from(byte)] {
-                0 => {
-                    buf[n] = byte;
-                    n += 1;
-                }
-                b'u' => {
-                    let (high, low) = (HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xf)]);
-                    buf[n..n + 6].copy_from_slice(&[b'\\', b'u', b'0', b'0', high, low]);
-                    n += 6;
-                }
-                short => {
-                    buf[n] = b'\\';
-                    buf[n + 1] = short;
-                    n += 2;
-                }
-            }
-        }
-        out.extend_from_slice(&buf[..n]);
-    }
-    out.push(b'"');
-}
-
-/// For each byte: 0 when written as is, else the letter after its backslash (`u`: `\u00xx`).
-const ESCAPE: [u8; 256] = {
-    let mut table = [0; 256];
-    let mut byte = 0;
-    while byte < 0x20 {
-        table[byte] = b'u';
-        byte += 1;
-    }
-    table[0x08] = b'b';
-    table[0x0c] = b'f';
-    table[b'\n' as usize] = b'n';
-    table[b'\r' as usize] = b'r';
-    table[b'\t' as usize] = b't';
-    table[b'"' as usize] = b'"';
-    table[b'\\' as usize] = b'\\';
-    table
-};
 
 const DELTA_HEAD: &[u8] = b"{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"";
 

@@ -481,7 +481,7 @@ fn each_with_comma<T: serde::Serialize>(
     let mut out = Vec::new();
     let mut ends = Vec::with_capacity(items.len());
     for item in items {
-        serde_json::to_writer(&mut out, item)?;
+        crate::json::write(&mut out, item)?;
         out.push(b',');
         ends.push(out.len());
     }
