@@ -66,9 +66,10 @@ pub enum AgentError {
     NoRuntime,
 }
 
-/// Receives every event of a run with the run's cancellation token; `Err` fails the run.
+/// Receives every event of a run with the run's cancellation token (pi's `signal`; clone it
+/// to keep it in the returned future); `Err` fails the run.
 pub type AgentListener = Arc<
-    dyn Fn(Arc<AgentEvent>, CancellationToken) -> BoxFuture<'static, Result<(), String>>
+    dyn Fn(Arc<AgentEvent>, &CancellationToken) -> BoxFuture<'static, Result<(), String>>
         + Send
         + Sync,
 >;

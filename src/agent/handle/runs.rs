@@ -104,7 +104,7 @@ fn follow_up_poll(shared: &Arc<Shared>) -> QueuePollHook {
 /// The run's emit: reduce state first, then await every listener in subscription order.
 fn emitter(shared: &Arc<Shared>, cancel: &CancellationToken) -> Emit {
     // One shared pair per run: an event then costs one reference count, where cloning the
-    // token itself takes a lock (it is cloned once more per listener, which owns its copy).
+    // token itself takes a lock (listeners borrow it; one that keeps it clones it).
     let run = Arc::new((shared.clone(), cancel.clone()));
     Arc::new(move |event: AgentEvent| {
         let run = run.clone();
@@ -115,7 +115,7 @@ fn emitter(shared: &Arc<Shared>, cancel: &CancellationToken) -> Emit {
             let listeners = lock(&shared.listeners).clone();
             for (_, listener) in listeners.iter() {
                 // A panicking listener fails the run like a listener returning `Err`.
-                AssertUnwindSafe(listener(event.clone(), cancel.clone()))
+                AssertUnwindSafe(listener(event.clone(), cancel))
                     .catch_unwind()
                     .await
                     .map_err(|p| panic_text(p.as_ref()))??;
