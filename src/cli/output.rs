@@ -11,8 +11,8 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use crate::agent::event::AgentEvent;
-use crate::json;
 use crate::agent::message::{AgentMessage, ContentBlock, Usage};
+use crate::json;
 use crate::provider::AssistantMessageEvent;
 
 /// A sink for run events. Write errors (a closed pipe) are ignored: output is best effort,

@@ -28,12 +28,18 @@ fn the_word_mask_finds_the_first_escaped_byte() {
         for position in 0..8 {
             let mut word = [b'a'; 8];
             word[position] = byte;
-            assert_eq!(first(word), expected(word), "byte {byte:#04x} at {position}");
+            assert_eq!(
+                first(word),
+                expected(word),
+                "byte {byte:#04x} at {position}"
+            );
         }
     }
     // Every pair of bytes at every pair of positions: a borrow from one byte must not hide
     // or fake an escape in the other (bytes chosen around each boundary the tricks test).
-    let edges = [0x00, 0x01, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff];
+    let edges = [
+        0x00, 0x01, 0x1f, 0x20, 0x21, 0x22, 0x23, 0x5b, 0x5c, 0x5d, 0x7f, 0x80, 0xa2, 0xdc, 0xff,
+    ];
     for a in edges {
         for b in edges {
             for i in 0..8 {
