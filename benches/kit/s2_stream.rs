@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::lsp::{Daemon, Incoming, contains};
 
-use super::measure::{Ratios, ms};
+use super::measure::{Ratios, Sample, ms};
 use super::report::{Bar, Report};
 use super::{
     Ctx, MockHost, Sandbox, deltas_of, ensure_settled, json_lines, medians, streamed_text,
@@ -58,13 +58,27 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
     let mut per_delta = 0.0;
     // Floor and agent alternate, and the bar's ratio is taken per repetition (the two runs lie
     // within half a second) before the median: this machine's speed drifts between seconds.
-    for _ in 0..ctx.ratio_reps() {
-        host.push(response(&text, size));
-        floor.push(ctx.floor(&host, 1)?);
+    // Which of the two goes first alternates too, so neither side always meets the machine
+    // after the other has warmed (or disturbed) it.
+    // The mock's own time writing each answer, during the floor's run and during agent-lsp's.
+    let (mut floor_serving, mut agent_serving) = (Vec::new(), Vec::new());
+    let last_write = || host.mock.write_times().last().copied().unwrap_or_default();
+    for rep in 0..ctx.ratio_reps() {
+        if rep % 2 == 0 {
+            host.push(response(&text, size));
+            floor.push(ctx.floor(&host, 1)?);
+            floor_serving.push(last_write());
+        }
         host.push(response(&text, size));
         let (sample, stdout) = ctx.run_agent(&sandbox, &host, &[], "Write it all")?;
         per_delta = check_stream(&stdout, &text, size)?;
         agent.push(sample);
+        agent_serving.push(last_write());
+        if rep % 2 == 1 {
+            host.push(response(&text, size));
+            floor.push(ctx.floor(&host, 1)?);
+            floor_serving.push(last_write());
+        }
     }
     let wire = daemon_wire(ctx, &host, &sandbox, &text, size)?;
     let (fw, fcpu, _) = medians(&floor);
@@ -100,6 +114,12 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
         "wall / floor wall per repetition (the bar is their median): {}",
         ratios.listed()
     ));
+    report.line(serving_breakdown(
+        &floor,
+        &floor_serving,
+        &agent,
+        &agent_serving,
+    ));
     report.bar(Bar::new("wall / floor wall", ratios.median(), 1.15, "×"));
     report.bar(Bar::new(
         "JSONL bytes per text delta event",
@@ -109,6 +129,42 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
     ));
     wire.report(&mut report, fw);
     Ok(report)
+}
+
+/// Where the wall time goes, from the mock's own time writing the answer in each run: how long
+/// each client took beyond it (its start-up, and what it still had to do after the mock's last
+/// byte), and how much slower the mock served agent-lsp than the floor within a repetition.
+fn serving_breakdown(
+    floor: &[Sample],
+    floor_serving: &[Duration],
+    agent: &[Sample],
+    agent_serving: &[Duration],
+) -> String {
+    let beyond = |samples: &[Sample], serving: &[Duration]| {
+        let spans = samples
+            .iter()
+            .zip(serving)
+            .map(|(s, w)| s.wall.saturating_sub(*w));
+        ms(super::measure::median(spans.collect()))
+    };
+    let slower = Ratios::new(
+        agent_serving
+            .iter()
+            .zip(floor_serving)
+            .map(|(a, f)| a.as_secs_f64() / f.as_secs_f64().max(1e-9))
+            .collect(),
+    );
+    format!(
+        "the mock's own time writing the answer (median): {:.1} ms for the floor, {:.1} ms for \
+         agent-lsp; wall beyond it (median): floor {:.1} ms, agent-lsp {:.1} ms; the mock's \
+         time serving agent-lsp / serving the floor, per repetition: {} (median {:.2})",
+        ms(super::measure::median(floor_serving.to_vec())),
+        ms(super::measure::median(agent_serving.to_vec())),
+        beyond(floor, floor_serving),
+        beyond(agent, agent_serving),
+        slower.listed(),
+        slower.median()
+    )
 }
 
 /// What the daemon wrote for the answer, over all repetitions.

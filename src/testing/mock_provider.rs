@@ -54,6 +54,8 @@ struct State {
     queue: VecDeque<(usize, MockResponse)>,
     next_response: usize,
     requests: Vec<RecordedRequest>,
+    /// How long writing each answer took, in the order the writes ended.
+    write_times: Vec<Duration>,
     log: Option<std::fs::File>,
 }
 
@@ -118,6 +120,7 @@ impl MockProvider {
                 queue: script.responses.into_iter().enumerate().collect(),
                 next_response,
                 requests: Vec::new(),
+                write_times: Vec::new(),
                 log,
             }),
             started: Instant::now(),
@@ -157,6 +160,13 @@ impl MockProvider {
     /// Every request so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().requests.clone()
+    }
+
+    /// How long writing each answer took (from the status line to the last byte handed to the
+    /// socket), in the order the writes ended: the benchmarks' measure of the mock's own
+    /// serving time during a client's run.
+    pub fn write_times(&self) -> Vec<Duration> {
+        self.shared.lock().write_times.clone()
     }
 
     /// Every history-invariant violation so far.
@@ -266,7 +276,10 @@ async fn serve_connection(mut socket: TcpStream, shared: &Shared) -> std::io::Re
     // Record before answering so a client that finished reading always finds its request.
     let reply = decide(shared, &request, &mut record);
     shared.record(record);
-    reply.write(&mut socket).await
+    let started = Instant::now();
+    let result = reply.write(&mut socket).await;
+    shared.lock().write_times.push(started.elapsed());
+    result
 }
 
 fn route(request: &HttpRequest) -> Option<WireApi> {
