@@ -229,9 +229,27 @@ impl Ratios {
         self.0.get(self.0.len() / 2).copied().unwrap_or(f64::NAN)
     }
 
-    /// `0.98, 1.02, …`, ascending.
+    /// `0.98, 1.02, …`, ascending, then the median's 95 % confidence interval.
     pub fn listed(&self) -> String {
         let texts: Vec<String> = self.0.iter().map(|r| format!("{r:.2}")).collect();
-        texts.join(", ")
+        let (low, high) = self.median_interval();
+        format!(
+            "{} (median {:.3}, 95 % interval {low:.3}–{high:.3})",
+            texts.join(", "),
+            self.median()
+        )
+    }
+
+    /// A distribution-free 95 % confidence interval for the median: the order statistics
+    /// n/2 ∓ 0.98·√n (the normal approximation to the binomial), clamped to the samples.
+    pub fn median_interval(&self) -> (f64, f64) {
+        let n = self.0.len();
+        if n == 0 {
+            return (f64::NAN, f64::NAN);
+        }
+        let half_width = 0.98 * (n as f64).sqrt();
+        let low = ((n as f64 / 2.0 - half_width).floor().max(1.0) as usize).min(n) - 1;
+        let high = ((n as f64 / 2.0 + half_width).ceil() as usize).clamp(1, n) - 1;
+        (self.0[low], self.0[high])
     }
 }

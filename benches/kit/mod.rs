@@ -42,13 +42,13 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// Repetitions for a bar that is a ratio of paired runs: at least nine in a benchmark, so
-    /// its median does not rest on a few slow moments of the machine (one pair's ratio spreads
-    /// over 0.7–1.9 on this VM; medians of five spread over 0.98–1.31 for one build). Smoke
-    /// runs keep `reps`.
+    /// Repetitions for a bar that is a ratio of paired runs: at least 41 in a benchmark. One
+    /// pair's ratio spreads over 0.7–1.7 on this VM (standard deviation ≈0.22, the machine's
+    /// speed changing between two runs a third of a second apart), so the median of nine still
+    /// moves by ±0.1 from run to run; of 41, by about ±0.04. Smoke runs keep `reps`.
     pub fn ratio_reps(&self) -> usize {
         if self.floor_exe.is_some() {
-            self.reps.max(9)
+            self.reps.max(41)
         } else {
             self.reps
         }

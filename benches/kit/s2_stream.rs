@@ -157,13 +157,12 @@ fn serving_breakdown(
     format!(
         "the mock's own time writing the answer (median): {:.1} ms for the floor, {:.1} ms for \
          agent-lsp; wall beyond it (median): floor {:.1} ms, agent-lsp {:.1} ms; the mock's \
-         time serving agent-lsp / serving the floor, per repetition: {} (median {:.2})",
+         time serving agent-lsp / serving the floor, per repetition: {}",
         ms(super::measure::median(floor_serving.to_vec())),
         ms(super::measure::median(agent_serving.to_vec())),
         beyond(floor, floor_serving),
         beyond(agent, agent_serving),
-        slower.listed(),
-        slower.median()
+        slower.listed()
     )
 }
 

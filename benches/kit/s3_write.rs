@@ -6,7 +6,7 @@
 //! 2×, then 1× again, …) rather than all repetitions of 1× before all of 2×: a drift of the
 //! machine's speed during the run (other processes on the two cores, frequency) then lands on
 //! both sizes alike instead of on one side of the ratio. The bar is the median of the ratios
-//! of each repetition (its two agent runs lie within half a second), over at least nine.
+//! of each repetition (its two agent runs lie within half a second), over at least 41.
 
 use agent_lsp::testing::MockResponse;
 use anyhow::ensure;
