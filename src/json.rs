@@ -175,11 +175,29 @@ impl ser::Error for Unsupported {
 
 type Result<T = ()> = std::result::Result<T, Unsupported>;
 
+/// The ten integer methods of a `Serializer`, each handing its value to `self.integer`.
+macro_rules! integer_methods {
+    () => {
+        integer_methods!(
+            serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64,
+            serialize_i128: i128, serialize_u8: u8, serialize_u16: u16, serialize_u32: u32,
+            serialize_u64: u64, serialize_u128: u128
+        );
+    };
+    ($($method:ident: $ty:ty),*) => {
+        $(
+            fn $method(self, value: $ty) -> Result {
+                self.integer(value)
+            }
+        )*
+    };
+}
+
 struct Writer<'a> {
     out: &'a mut Vec<u8>,
 }
 
-impl Writer<'_> {
+impl<'a> Writer<'a> {
     fn reborrow(&mut self) -> Writer<'_> {
         Writer {
             out: &mut *self.out,
@@ -198,7 +216,17 @@ impl Writer<'_> {
         serde_json::to_writer(&mut *self.out, &value).map_err(|_| Unsupported)
     }
 
-    /// `{"variant":` before a variant's content; [`Writer::close_variant`] writes the `}`.
+    /// An array or object after its opening bracket.
+    fn open(self, bracket: u8, in_variant: bool) -> Compound<'a> {
+        self.out.push(bracket);
+        Compound {
+            out: self.out,
+            first: true,
+            in_variant,
+        }
+    }
+
+    /// `{"variant":` before a variant's content; the `}` comes after it.
     fn open_variant(&mut self, variant: &str) {
         self.out.push(b'{');
         write_str(self.out, variant);
@@ -265,45 +293,7 @@ impl<'a> ser::Serializer for Writer<'a> {
         Ok(())
     }
 
-    fn serialize_i8(self, value: i8) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_i16(self, value: i16) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_i32(self, value: i32) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_i64(self, value: i64) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_i128(self, value: i128) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_u8(self, value: u8) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_u16(self, value: u16) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_u32(self, value: u32) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_u64(self, value: u64) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_u128(self, value: u128) -> Result {
-        self.integer(value)
-    }
+    integer_methods!();
 
     fn serialize_f32(self, value: f32) -> Result {
         self.float(value)
@@ -324,12 +314,7 @@ impl<'a> ser::Serializer for Writer<'a> {
     }
 
     fn serialize_bytes(self, value: &[u8]) -> Result {
-        let mut array = Compound {
-            out: self.out,
-            first: true,
-            in_variant: false,
-        };
-        array.out.push(b'[');
+        let mut array = self.open(b'[', false);
         for byte in value {
             array.element(byte)?;
         }
@@ -379,12 +364,7 @@ impl<'a> ser::Serializer for Writer<'a> {
     }
 
     fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a>> {
-        self.out.push(b'[');
-        Ok(Compound {
-            out: self.out,
-            first: true,
-            in_variant: false,
-        })
+        Ok(self.open(b'[', false))
     }
 
     fn serialize_tuple(self, len: usize) -> Result<Compound<'a>> {
@@ -403,21 +383,11 @@ impl<'a> ser::Serializer for Writer<'a> {
         _len: usize,
     ) -> Result<Compound<'a>> {
         self.open_variant(variant);
-        self.out.push(b'[');
-        Ok(Compound {
-            out: self.out,
-            first: true,
-            in_variant: true,
-        })
+        Ok(self.open(b'[', true))
     }
 
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a>> {
-        self.out.push(b'{');
-        Ok(Compound {
-            out: self.out,
-            first: true,
-            in_variant: false,
-        })
+        Ok(self.open(b'{', false))
     }
 
     fn serialize_struct(self, _name: &'static str, len: usize) -> Result<Compound<'a>> {
@@ -432,66 +402,36 @@ impl<'a> ser::Serializer for Writer<'a> {
         _len: usize,
     ) -> Result<Compound<'a>> {
         self.open_variant(variant);
-        self.out.push(b'{');
-        Ok(Compound {
-            out: self.out,
-            first: true,
-            in_variant: true,
-        })
+        Ok(self.open(b'{', true))
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
+/// The array-like compounds: each element written in turn, `]` at the end.
+macro_rules! array_compound {
+    ($($trait:ident::$method:ident),*) => {
+        $(
+            impl ser::$trait for Compound<'_> {
+                type Ok = ();
+                type Error = Unsupported;
 
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
+                fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
+                    self.element(value)
+                }
 
-    fn end(self) -> Result {
-        self.close(b']')
-    }
+                fn end(self) -> Result {
+                    self.close(b']')
+                }
+            }
+        )*
+    };
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-
-    fn end(self) -> Result {
-        self.close(b']')
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-
-    fn end(self) -> Result {
-        self.close(b']')
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-
-    fn end(self) -> Result {
-        self.close(b']')
-    }
-}
+array_compound!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -517,31 +457,31 @@ impl ser::SerializeMap for Compound<'_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
+/// The object-like compounds with field names known up front.
+macro_rules! struct_compound {
+    ($($trait:ident),*) => {
+        $(
+            impl ser::$trait for Compound<'_> {
+                type Ok = ();
+                type Error = Unsupported;
 
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
-        self.field(key, value)
-    }
+                fn serialize_field<T: Serialize + ?Sized>(
+                    &mut self,
+                    key: &'static str,
+                    value: &T,
+                ) -> Result {
+                    self.field(key, value)
+                }
 
-    fn end(self) -> Result {
-        self.close(b'}')
-    }
+                fn end(self) -> Result {
+                    self.close(b'}')
+                }
+            }
+        )*
+    };
 }
 
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Unsupported;
-
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result {
-        self.field(key, value)
-    }
-
-    fn end(self) -> Result {
-        self.close(b'}')
-    }
-}
+struct_compound!(SerializeStruct, SerializeStructVariant);
 
 /// An object key: strings as they are, integers and bools quoted (as serde_json writes them);
 /// anything else is left to serde_json.
@@ -598,45 +538,7 @@ impl ser::Serializer for MapKey<'_> {
         self.quoted(if value { "true" } else { "false" })
     }
 
-    fn serialize_i8(self, value: i8) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_i16(self, value: i16) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_i32(self, value: i32) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_i64(self, value: i64) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_i128(self, value: i128) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_u8(self, value: u8) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_u16(self, value: u16) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_u32(self, value: u32) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_u64(self, value: u64) -> Result {
-        self.integer(value)
-    }
-
-    fn serialize_u128(self, value: u128) -> Result {
-        self.integer(value)
-    }
+    integer_methods!();
 
     fn serialize_f32(self, _value: f32) -> Result {
         Err(Unsupported)
