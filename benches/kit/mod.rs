@@ -22,6 +22,7 @@ pub mod s6_sessions;
 pub mod s7_resume;
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use agent_lsp::testing::{MockProvider, MockResponse, MockScript};
 use anyhow::Context;
@@ -169,6 +170,28 @@ impl MockHost {
 
     pub fn addr(&self) -> String {
         format!("127.0.0.1:{}", self.mock.port())
+    }
+
+    /// How many answers the mock has finished writing.
+    pub fn writes(&self) -> usize {
+        self.mock.write_times().len()
+    }
+
+    /// The mock's time writing answer number `index` (0-based, in the order writes ended). A
+    /// client can finish reading a moment before the mock's task records the write, so this
+    /// waits for it, up to a second.
+    pub fn write_time(&self, index: usize) -> anyhow::Result<Duration> {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        loop {
+            if let Some(time) = self.mock.write_times().get(index) {
+                return Ok(*time);
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the mock recorded no write number {index}"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }
 

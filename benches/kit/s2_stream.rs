@@ -62,22 +62,24 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
     // after the other has warmed (or disturbed) it.
     // The mock's own time writing each answer, during the floor's run and during agent-lsp's.
     let (mut floor_serving, mut agent_serving) = (Vec::new(), Vec::new());
-    let last_write = || host.mock.write_times().last().copied().unwrap_or_default();
     for rep in 0..ctx.ratio_reps() {
         if rep % 2 == 0 {
+            let writes = host.writes();
             host.push(response(&text, size));
             floor.push(ctx.floor(&host, 1)?);
-            floor_serving.push(last_write());
+            floor_serving.push(host.write_time(writes)?);
         }
+        let writes = host.writes();
         host.push(response(&text, size));
         let (sample, stdout) = ctx.run_agent(&sandbox, &host, &[], "Write it all")?;
         per_delta = check_stream(&stdout, &text, size)?;
         agent.push(sample);
-        agent_serving.push(last_write());
+        agent_serving.push(host.write_time(writes)?);
         if rep % 2 == 1 {
+            let writes = host.writes();
             host.push(response(&text, size));
             floor.push(ctx.floor(&host, 1)?);
-            floor_serving.push(last_write());
+            floor_serving.push(host.write_time(writes)?);
         }
     }
     let wire = daemon_wire(ctx, &host, &sandbox, &text, size)?;
