@@ -269,3 +269,8 @@ pub trait StreamFn: Send + Sync {
         options: StreamOptions,
     ) -> AssistantEventStream;
 }
+
+#[cfg(test)]
+mod request_golden_tests;
+#[cfg(test)]
+mod stream_golden_tests;
