@@ -1,32 +1,17 @@
 //! Anthropic Messages request building (§A4, §A13): system block, messages with merged tool
-//! results, thinking replay, tools with cache breakpoints, thinking budgets and betas.
-//!
-//! The body is serialised straight from the borrowed transcript (`messages.rs`), without a
-//! `serde_json::Value` tree of the history or a copy of it (issue 6, scenario 4); the messages
-//! array reuses what earlier requests of the conversation serialised
-//! ([`super::request_cache`]), so a turn serialises only its new messages.
+//! results, thinking replay, tools with cache breakpoints, thinking budgets and betas. The body
+//! is serialised per request from the transcript (`messages.rs` converts it).
 
-use serde::ser::{Serialize, Serializer};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use std::borrow::Cow;
-
-use super::openai_request::json_out::Fields;
 use super::openai_request::thinking_budget;
-use super::request_cache::RequestCache;
-use super::tool_fold::{self, ToolStrategy, compat_flag, current_system_prompt};
-use super::transform::{sanitize_id, sanitize_id_cow, transform_messages};
+use super::tool_fold::{self, ToolStrategy, compat_flag};
+use super::transform::{sanitize_id, transform_messages};
 use super::{LlmContext, Model, StreamOptions};
 use crate::agent::message::{AgentMessage, ThinkingLevel};
-use crate::agent::transcript::system_message_text;
+use crate::agent::transcript::{current_system_prompt, system_message_text};
 
 mod messages;
-#[cfg(test)]
-mod reference;
-#[cfg(test)]
-mod tests;
-
-use messages::{Tool, convert_messages, last_user_source};
 
 pub const VERSION: &str = "2023-06-01";
 const BETA_FINE_GRAINED: &str = "fine-grained-tool-streaming-2025-05-14";
@@ -44,11 +29,6 @@ pub fn normalize_id(id: &str) -> String {
     sanitize_id(id, 64)
 }
 
-/// [`normalize_id`], borrowing ids already in that form.
-pub fn normalize_id_cow(id: &str) -> Cow<'_, str> {
-    sanitize_id_cow(id, 64)
-}
-
 /// The tool strategy: "changes" when the model can take mid-conversation tool changes.
 fn wanted_strategy(model: &Model) -> ToolStrategy {
     let flag = |name| compat_flag(model, name).unwrap_or(false);
@@ -59,142 +39,63 @@ fn wanted_strategy(model: &Model) -> ToolStrategy {
     }
 }
 
-/// A top-level field value of the body.
-enum Top<'a> {
-    Json(Value),
-    Str(&'a str),
-    System {
-        text: String,
-        cache: &'a Value,
-    },
-    /// The messages array, written pre-serialised by [`build_request`].
-    Messages,
-    /// Already serialised JSON (the cached tool list).
-    Raw(String),
-}
-
-impl Serialize for Top<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Top::Json(v) => v.serialize(s),
-            Top::Str(v) => s.serialize_str(v),
-            Top::System { text, cache } => {
-                let block = json!({"type": "text", "text": text, "cache_control": cache});
-                s.collect_seq([block])
-            }
-            Top::Messages => Err(serde::ser::Error::custom(
-                "the messages array is written pre-serialised",
-            )),
-            Top::Raw(_) => Err(serde::ser::Error::custom(
-                "raw JSON is written by build_request",
-            )),
-        }
-    }
-}
-
-/// The request, its body serialised straight from the borrowed transcript.
+/// The request: the body serialised, and the betas it needs.
 pub fn build_request(
     model: &Model,
     context: &LlmContext,
     options: &StreamOptions,
 ) -> Result<AnthropicRequest, serde_json::Error> {
-    let history = transform_messages(&context.messages, model, normalize_id_cow);
-    let messages = || history.iter().map(|m| &**m);
-    let strategy = tool_fold::effective_strategy(wanted_strategy(model), messages());
-    let tools = tool_fold::request_tools(strategy, messages());
-    let cache = cache_control(model, options);
-    let mut body = Fields::with_capacity(10);
+    let history = transform_messages(&context.messages, model, normalize_id);
+    let strategy = tool_fold::effective_strategy(wanted_strategy(model), &history);
+    let tools = tool_fold::request_tools(strategy, &history);
+    let mut body = Map::new();
     let mut betas = Vec::new();
-    body.insert("model", Top::Str(&model.id));
+    body.insert("model".into(), json!(model.id));
     let level = options
         .reasoning
         .filter(|_| model.reasoning)
         .unwrap_or_default();
     let (max_tokens, budget) = token_limits(model, options, level);
-    body.insert("max_tokens", Top::Json(json!(max_tokens)));
-    body.insert("stream", Top::Json(Value::Bool(true)));
+    body.insert("max_tokens".into(), json!(max_tokens));
+    body.insert("stream".into(), json!(true));
     let system_text = match strategy {
-        ToolStrategy::None => current_system_prompt(messages()),
-        _ => messages()
+        ToolStrategy::None => current_system_prompt(&history),
+        _ => history
+            .iter()
             .find_map(AgentMessage::as_system)
             .map(system_message_text)
             .unwrap_or_default(),
     };
+    let cache = cache_control(model, options);
     if !system_text.is_empty() {
-        let system = Top::System {
-            text: system_text,
-            cache: &cache,
-        };
-        body.insert("system", system);
+        let system = json!([{"type": "text", "text": system_text, "cache_control": cache}]);
+        body.insert("system".into(), system);
     }
-    let messages_json = render_messages(&history, strategy, &cache, &options.request_cache)?;
-    body.insert("messages", Top::Messages);
+    let messages = messages::convert_messages(&history, strategy, &cache);
+    body.insert("messages".into(), Value::Array(messages));
     if !tools.is_empty() {
+        let mut decls: Vec<Value> = tools.iter().map(messages::tool_json).collect();
+        if let Some(last) = decls.last_mut() {
+            last["cache_control"] = cache.clone();
+        }
         // Per-tool eager input streaming replaces the fine-grained streaming beta where supported.
-        let eager = compat_flag(model, "supportsEagerToolInputStreaming").unwrap_or(false);
-        if !eager {
+        if compat_flag(model, "supportsEagerToolInputStreaming").unwrap_or(false) {
+            decls
+                .iter_mut()
+                .for_each(|d| d["eager_input_streaming"] = json!(true));
+        } else {
             betas.push(BETA_FINE_GRAINED);
         }
-        let last = tools.len() - 1;
-        let render = || {
-            let decls = tools.iter().enumerate().map(|(i, decl)| Tool {
-                decl,
-                cache: (i == last).then_some(&cache),
-                eager,
-            });
-            serde_json::to_string(&decls.collect::<Vec<_>>())
-        };
-        let form = ToolsForm {
-            cache: cache.to_string(),
-            eager,
-        };
-        let text = options.request_cache.tools_json(form, &tools, render)?;
-        body.insert("tools", Top::Raw(text));
+        body.insert("tools".into(), Value::Array(decls));
     }
     if strategy == ToolStrategy::Changes {
         betas.push(BETA_INLINE_TOOLS);
     }
     add_thinking(&mut body, &mut betas, model, options, level, budget);
     Ok(AnthropicRequest {
-        body: body.to_json_with(|v| match v {
-            Top::Messages => Some(messages_json.as_str()),
-            Top::Raw(text) => Some(text.as_str()),
-            _ => None,
-        })?,
+        body: serde_json::to_string(&body)?,
         betas,
     })
-}
-
-/// What shapes the serialised tool list besides the declarations.
-#[derive(PartialEq)]
-struct ToolsForm {
-    cache: String,
-    eager: bool,
-}
-
-/// What shapes a message's rendering besides the messages (the cache breakpoint goes on the
-/// last user message, which is always rendered fresh).
-#[derive(PartialEq)]
-struct Form(ToolStrategy);
-
-/// The messages array: the cached prefix (ending before the message that opens the last user
-/// message, which carries the cache breakpoint), then the messages rendered fresh.
-fn render_messages(
-    history: &[Cow<'_, AgentMessage>],
-    strategy: ToolStrategy,
-    cache_control: &Value,
-    cache: &RequestCache,
-) -> Result<String, serde_json::Error> {
-    let limit = last_user_source(history).unwrap_or(history.len());
-    let mut out = String::from("[");
-    cache.append_messages(&mut out, Form(strategy), history, limit, |start, cuts| {
-        convert_messages(history, start, strategy, cache_control, cuts)
-    })?;
-    if out.ends_with(',') {
-        out.pop();
-    }
-    out.push(']');
-    Ok(out)
 }
 
 /// `{"type": "ephemeral"}`, with `ttl: "1h"` when long retention is asked for
@@ -213,7 +114,7 @@ fn cache_control(model: &Model, options: &StreamOptions) -> Value {
 /// interleaved thinking; explicitly disabled for reasoning models when off. Temperature only
 /// without thinking.
 fn add_thinking(
-    body: &mut Fields<'_, Top<'_>>,
+    body: &mut Map<String, Value>,
     betas: &mut Vec<&'static str>,
     model: &Model,
     options: &StreamOptions,
@@ -223,21 +124,23 @@ fn add_thinking(
     let adaptive = compat_flag(model, "forceAdaptiveThinking").unwrap_or(false);
     match budget {
         Some(_) if adaptive => {
-            body.insert("thinking", Top::Json(json!({"type": "adaptive"})));
-            let effort = json!({"effort": adaptive_effort(level)});
-            body.insert("output_config", Top::Json(effort));
+            body.insert("thinking".into(), json!({"type": "adaptive"}));
+            body.insert(
+                "output_config".into(),
+                json!({"effort": adaptive_effort(level)}),
+            );
         }
         Some(budget) => {
             let thinking = json!({"type": "enabled", "budget_tokens": budget});
-            body.insert("thinking", Top::Json(thinking));
+            body.insert("thinking".into(), thinking);
             betas.push(BETA_INTERLEAVED);
         }
         None => {
             if model.reasoning {
-                body.insert("thinking", Top::Json(json!({"type": "disabled"})));
+                body.insert("thinking".into(), json!({"type": "disabled"}));
             }
             if let Some(t) = options.temperature {
-                body.insert("temperature", Top::Json(json!(t)));
+                body.insert("temperature".into(), json!(t));
             }
         }
     }

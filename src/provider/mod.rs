@@ -21,7 +21,6 @@ pub mod openai_chunk;
 pub mod openai_request;
 pub mod openai_stream;
 pub mod partial_json;
-pub mod request_cache;
 pub mod retry;
 pub mod router;
 pub mod scripted;
@@ -254,10 +253,6 @@ pub struct StreamOptions {
     pub max_retry_delay_ms: Option<u64>,
     /// Every other configuration key, passed through untouched (pi spreads its config).
     pub extra: Map<String, Value>,
-    /// The conversation's cache of serialised request messages: clones of these options (one
-    /// per request of an agent) share it, so a request serialises only messages no earlier
-    /// request rendered the same way. Opaque to the loop; a new one is empty.
-    pub request_cache: request_cache::RequestCache,
 }
 
 /// A function that streams one assistant response (pi's `StreamFn`).

@@ -6,10 +6,8 @@
 //! initial system message's tools at the top level and renders later additions in place.
 //! "Changes" also renders removals in place.
 
-use serde_json::Value;
-
-use crate::agent::message::{AgentMessage, SystemMessage, ToolDeclaration};
-use crate::agent::transcript::system_message_text;
+use crate::agent::message::{AgentMessage, ToolDeclaration};
+use crate::agent::transcript::{ToolSet, current_tools};
 
 /// How tool declarations reach the wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,50 +17,11 @@ pub enum ToolStrategy {
     Changes,
 }
 
-/// The transcript's tool set by reference (the replay of `transcript::ToolSet`, without
-/// copying every tool's JSON schema on every request).
-#[derive(Debug, Default)]
-pub struct ToolRefs<'a> {
-    tools: Vec<&'a ToolDeclaration>,
-}
-
-impl<'a> ToolRefs<'a> {
-    /// Applies one system message's declarations: removals first, then additions by name (a
-    /// re-declaration replaces in place).
-    pub fn apply(&mut self, system: &'a SystemMessage) {
-        for removed in system.tools_removed.iter().flatten() {
-            self.tools.retain(|t| t.name != removed.name);
-        }
-        for added in system.tools_added.iter().flatten() {
-            match self.tools.iter_mut().find(|t| t.name == added.name) {
-                Some(existing) => *existing = added,
-                None => self.tools.push(added),
-            }
-        }
-    }
-
-    pub fn as_slice(&self) -> &[&'a ToolDeclaration] {
-        &self.tools
-    }
-
-    pub fn into_vec(self) -> Vec<&'a ToolDeclaration> {
-        self.tools
-    }
-}
-
-/// The system messages of a history.
-fn systems<'a, I>(messages: I) -> impl Iterator<Item = &'a SystemMessage>
-where
-    I: IntoIterator<Item = &'a AgentMessage>,
-{
-    messages.into_iter().filter_map(AgentMessage::as_system)
-}
-
 /// True when no system message after the first removes or re-declares a tool.
-pub fn history_is_additive<'a>(messages: impl IntoIterator<Item = &'a AgentMessage>) -> bool {
-    let mut seen = ToolRefs::default();
+pub fn history_is_additive(messages: &[AgentMessage]) -> bool {
+    let mut seen = ToolSet::default();
     let mut first = true;
-    for system in systems(messages) {
+    for system in messages.iter().filter_map(AgentMessage::as_system) {
         if !first {
             if system.tools_removed.as_ref().is_some_and(|r| !r.is_empty()) {
                 return false;
@@ -83,10 +42,7 @@ pub fn history_is_additive<'a>(messages: impl IntoIterator<Item = &'a AgentMessa
 }
 
 /// The strategy actually usable for this history (falls back to `None` when not additive).
-pub fn effective_strategy<'a>(
-    wanted: ToolStrategy,
-    messages: impl IntoIterator<Item = &'a AgentMessage>,
-) -> ToolStrategy {
+pub fn effective_strategy(wanted: ToolStrategy, messages: &[AgentMessage]) -> ToolStrategy {
     match wanted {
         ToolStrategy::Additions if !history_is_additive(messages) => ToolStrategy::None,
         other => other,
@@ -95,66 +51,15 @@ pub fn effective_strategy<'a>(
 
 /// The top-level tool list for a strategy: everything current for `None`, else the tools of
 /// the initial system message (later ones are rendered in place).
-pub fn request_tools<'a>(
-    strategy: ToolStrategy,
-    messages: impl IntoIterator<Item = &'a AgentMessage>,
-) -> Vec<&'a ToolDeclaration> {
-    let mut systems = systems(messages);
+pub fn request_tools(strategy: ToolStrategy, messages: &[AgentMessage]) -> Vec<ToolDeclaration> {
     match strategy {
-        ToolStrategy::None => {
-            let mut tools = ToolRefs::default();
-            systems.for_each(|s| tools.apply(s));
-            tools.into_vec()
-        }
-        ToolStrategy::Additions | ToolStrategy::Changes => systems
-            .next()
-            .and_then(|s| s.tools_added.as_ref())
-            .map(|tools| tools.iter().collect())
+        ToolStrategy::None => current_tools(messages),
+        ToolStrategy::Additions | ToolStrategy::Changes => messages
+            .iter()
+            .find_map(AgentMessage::as_system)
+            .and_then(|s| s.tools_added.clone())
             .unwrap_or_default(),
     }
-}
-
-/// pi's `getCurrentSystemPrompt` without materialising the merged system message: contents
-/// joined with blank lines, sections merged by name (`null` deletes), then each section value.
-pub fn current_system_prompt<'a>(messages: impl IntoIterator<Item = &'a AgentMessage>) -> String {
-    let mut texts: Vec<String> = Vec::new();
-    let mut sections: Vec<(&'a str, &'a Value)> = Vec::new();
-    let mut any = false;
-    for system in systems(messages) {
-        any = true;
-        let text = system.content.to_text();
-        if !text.is_empty() {
-            texts.push(text);
-        }
-        for (name, value) in system.sections.iter().flatten() {
-            let slot = sections.iter().position(|(n, _)| n == name);
-            match (value, slot) {
-                (Value::Null, Some(i)) => {
-                    sections.remove(i);
-                }
-                (Value::Null, None) => {}
-                (_, Some(i)) => sections[i].1 = value,
-                (_, None) => sections.push((name, value)),
-            }
-        }
-    }
-    if !any {
-        return String::new();
-    }
-    if sections.is_empty() {
-        return texts.join("\n\n");
-    }
-    let merged = SystemMessage {
-        content: texts.join("\n\n").into(),
-        sections: Some(
-            sections
-                .into_iter()
-                .map(|(n, v)| (n.to_string(), v.clone()))
-                .collect(),
-        ),
-        ..SystemMessage::default()
-    };
-    system_message_text(&merged)
 }
 
 /// Reads a boolean compat flag of the model.
@@ -197,7 +102,7 @@ mod tests {
             effective_strategy(ToolStrategy::Additions, &additive),
             ToolStrategy::Additions
         );
-        let names = |tools: Vec<&ToolDeclaration>| {
+        let names = |tools: Vec<ToolDeclaration>| {
             tools
                 .into_iter()
                 .map(|t| t.name.clone())

@@ -5,7 +5,6 @@
 //! calls get a synthetic "No result provided" error result; results answering no pending call
 //! are dropped. Custom roles never reach a provider.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::agent::message::{
@@ -14,25 +13,9 @@ use crate::agent::message::{
 
 use super::Model;
 
-#[cfg(test)]
-pub(crate) mod fixtures;
-#[cfg(test)]
-pub(crate) mod legacy;
-
 /// Whether `message` came from exactly this model (provider, api and id).
 pub fn same_model(message: &AssistantMessage, model: &Model) -> bool {
     message.provider == model.provider && message.api == model.api && message.model == model.id
-}
-
-/// [`sanitize_id`], borrowing `id` when it is already in that form (the common case: ids the
-/// target API itself issued; this runs for every tool call of the history on every request).
-pub fn sanitize_id_cow(id: &str, max: usize) -> Cow<'_, str> {
-    let valid = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-';
-    if id.len() <= max && id.as_bytes().iter().all(valid) {
-        Cow::Borrowed(id)
-    } else {
-        Cow::Owned(sanitize_id(id, max))
-    }
 }
 
 /// Keeps `[a-zA-Z0-9_-]`, replaces the rest with `_`, and cuts to `max` characters.
@@ -49,55 +32,41 @@ pub fn sanitize_id(id: &str, max: usize) -> String {
         .collect()
 }
 
-/// The cleaned history (system messages kept in place for the tool-folding step), borrowing
-/// every message it does not change: a request is built once per turn from the whole
-/// transcript, so copying it here would make every turn O(history) in allocations.
-/// `normalize_id` borrows ids already in the target form.
-pub fn transform_messages<'a>(
-    messages: &'a [AgentMessage],
+/// The cleaned history (system messages kept in place for the tool-folding step).
+pub fn transform_messages(
+    messages: &[AgentMessage],
     model: &Model,
-    normalize_id: impl Fn(&str) -> Cow<'_, str>,
-) -> Vec<Cow<'a, AgentMessage>> {
+    normalize_id: impl Fn(&str) -> String,
+) -> Vec<AgentMessage> {
     let mut out = Vec::with_capacity(messages.len());
-    let mut ids: HashMap<&'a str, String> = HashMap::new();
-    let mut pending: Vec<(Cow<'a, str>, &'a str)> = Vec::new();
+    let mut ids: HashMap<String, String> = HashMap::new();
+    let mut pending: Vec<(String, String)> = Vec::new();
     for message in messages {
         match message {
             AgentMessage::Custom(_) => {}
-            AgentMessage::System(_) => out.push(Cow::Borrowed(message)),
+            AgentMessage::System(_) => out.push(message.clone()),
             AgentMessage::Assistant(a) if a.stop_reason.is_hard_exit() => {}
             AgentMessage::Assistant(a) => {
                 close_orphans(&mut out, &mut pending);
-                pending.extend(a.tool_calls().map(|c| {
-                    let id = normalize_id(&c.id);
-                    if id != c.id {
-                        ids.insert(&c.id, id.to_string());
-                    }
-                    (id, c.name.as_str())
-                }));
-                out.push(match convert_assistant(a, model, &normalize_id) {
-                    Some(converted) => Cow::Owned(AgentMessage::Assistant(converted)),
-                    None => Cow::Borrowed(message),
-                });
+                let converted = convert_assistant(a, model, &normalize_id, &mut ids);
+                pending = converted
+                    .tool_calls()
+                    .map(|c| (c.id.clone(), c.name.clone()))
+                    .collect();
+                out.push(AgentMessage::Assistant(converted));
             }
             AgentMessage::ToolResult(r) => {
-                let id = ids
-                    .get(r.tool_call_id.as_str())
-                    .map_or(r.tool_call_id.as_str(), String::as_str);
+                let id = ids.get(&r.tool_call_id).unwrap_or(&r.tool_call_id);
                 if let Some(pos) = pending.iter().position(|(p, _)| p == id) {
                     pending.remove(pos);
-                    out.push(if id == r.tool_call_id {
-                        Cow::Borrowed(message)
-                    } else {
-                        let mut result = r.clone();
-                        result.tool_call_id = id.to_string();
-                        Cow::Owned(AgentMessage::ToolResult(result))
-                    });
+                    let mut result = r.clone();
+                    result.tool_call_id = id.clone();
+                    out.push(AgentMessage::ToolResult(result));
                 }
             }
             AgentMessage::User(_) => {
                 close_orphans(&mut out, &mut pending);
-                out.push(Cow::Borrowed(message));
+                out.push(message.clone());
             }
         }
     }
@@ -105,45 +74,27 @@ pub fn transform_messages<'a>(
     out
 }
 
-fn close_orphans(out: &mut Vec<Cow<'_, AgentMessage>>, pending: &mut Vec<(Cow<'_, str>, &str)>) {
+fn close_orphans(out: &mut Vec<AgentMessage>, pending: &mut Vec<(String, String)>) {
     for (id, name) in pending.drain(..) {
-        out.push(Cow::Owned(AgentMessage::ToolResult(ToolResultMessage {
-            tool_call_id: id.into_owned(),
-            tool_name: name.to_string(),
+        out.push(AgentMessage::ToolResult(ToolResultMessage {
+            tool_call_id: id,
+            tool_name: name,
             content: vec![ContentBlock::text("No result provided")],
             is_error: true,
             ..ToolResultMessage::default()
-        })));
+        }));
     }
 }
 
-/// Whether converting `message` for `model` changes anything (the common case, a reply of the
-/// same model with ids already in the target form, does not and is borrowed as is).
-fn needs_conversion(
-    message: &AssistantMessage,
-    same: bool,
-    normalize_id: &impl Fn(&str) -> Cow<'_, str>,
-) -> bool {
-    message.stop_reason == StopReason::Pending
-        || message.content.iter().any(|block| match block {
-            ContentBlock::Thinking(_) => !same,
-            ContentBlock::ToolCall(call) => {
-                (!same && call.thought_signature.is_some()) || normalize_id(&call.id) != call.id
-            }
-            _ => false,
-        })
-}
-
-/// The converted message, or `None` when it would equal the original.
+/// Thinking of another model becomes text (signatures dropped); tool-call ids are normalized
+/// (recorded in `ids` for their results); a pending stop reason becomes `stop`.
 fn convert_assistant(
     message: &AssistantMessage,
     model: &Model,
-    normalize_id: &impl Fn(&str) -> Cow<'_, str>,
-) -> Option<AssistantMessage> {
+    normalize_id: &impl Fn(&str) -> String,
+    ids: &mut HashMap<String, String>,
+) -> AssistantMessage {
     let same = same_model(message, model);
-    if !needs_conversion(message, same, normalize_id) {
-        return None;
-    }
     let mut converted = message.clone();
     converted.content = Vec::with_capacity(message.content.len());
     for block in &message.content {
@@ -157,7 +108,9 @@ fn convert_assistant(
             }
             ContentBlock::ToolCall(call) => {
                 let mut call = call.clone();
-                call.id = normalize_id(&call.id).into_owned();
+                let id = normalize_id(&call.id);
+                ids.insert(call.id.clone(), id.clone());
+                call.id = id;
                 if !same {
                     call.thought_signature = None;
                 }
@@ -169,8 +122,12 @@ fn convert_assistant(
     if converted.stop_reason == StopReason::Pending {
         converted.stop_reason = StopReason::Stop;
     }
-    Some(converted)
+    converted
 }
+
+#[cfg(test)]
+#[path = "transform/fixtures_tests.rs"]
+pub(crate) mod fixtures;
 
 #[cfg(test)]
 mod tests {
@@ -199,26 +156,6 @@ mod tests {
     }
 
     #[test]
-    fn the_borrowing_sanitizer_equals_the_copying_one() {
-        let ids = [
-            "call_1",
-            "a|b",
-            "é",
-            "x".repeat(40).as_str(),
-            &"y".repeat(41),
-            "",
-            "a-b_C9",
-        ]
-        .map(str::to_string);
-        for id in &ids {
-            for max in [0, 5, 40, 64] {
-                assert_eq!(sanitize_id_cow(id, max), sanitize_id(id, max), "{id} {max}");
-            }
-        }
-        assert!(matches!(sanitize_id_cow("call_1", 40), Cow::Borrowed(_)));
-    }
-
-    #[test]
     fn drops_errors_fills_orphans_and_maps_ids() {
         let messages = vec![
             AgentMessage::user_text("hi"),
@@ -241,7 +178,7 @@ mod tests {
             }),
             AgentMessage::user_text("next"),
         ];
-        let out = transform_messages(&messages, &Model::default(), |id| sanitize_id_cow(id, 40));
+        let out = transform_messages(&messages, &Model::default(), |id| sanitize_id(id, 40));
         let roles: Vec<&str> = out.iter().map(|m| m.role()).collect();
         assert_eq!(
             roles,

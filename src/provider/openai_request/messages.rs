@@ -1,230 +1,40 @@
-//! Chat Completions messages serialised straight from the borrowed transcript (§A5): user text
-//! and image parts, assistant text/thinking/tool calls with the compat quirks, tool results
-//! (their images follow in a user message), and in-place system messages for the "additions"
-//! tool strategy.
+//! Chat Completions messages (§A5): user text and image parts, assistant text/thinking/tool
+//! calls with the compat quirks, tool results (their images follow in a user message), and
+//! in-place system messages for the "additions" tool strategy.
 
-use std::borrow::Cow;
+use serde_json::{Value, json};
 
-use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::Value;
-
-use super::OpenAiCompat;
-use super::json_out::{DataUrl, Fields, Joined, JsonText, Pick, to_text};
+use super::{OpenAiCompat, tool_json};
 use crate::agent::message::{
-    AgentMessage, AssistantMessage, ContentBlock, MessageContent, ToolCall, ToolDeclaration,
-    ToolResultMessage,
+    AgentMessage, AssistantMessage, ContentBlock, MessageContent, ToolResultMessage,
 };
-use crate::agent::transcript::system_message_text;
+use crate::agent::transcript::{current_system_prompt, system_message_text};
+use crate::provider::Model;
 use crate::provider::tool_fold::ToolStrategy;
 
-/// A string value of a message: borrowed, joined on the fly, or (rarely) built.
-pub enum Text<'a> {
-    Str(&'a str),
-    Joined(Joined<'a>),
-    Owned(String),
-}
-
-impl Serialize for Text<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Text::Str(t) => s.serialize_str(t),
-            Text::Joined(j) => j.serialize(s),
-            Text::Owned(t) => s.serialize_str(t),
-        }
-    }
-}
-
-/// One part of a user message's content array.
-pub enum Part<'a> {
-    Text(&'a str),
-    Image(DataUrl<'a>),
-}
-
-impl Serialize for Part<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(2))?;
-        match self {
-            Part::Text(text) => {
-                map.serialize_entry("type", "text")?;
-                map.serialize_entry("text", text)?;
-            }
-            Part::Image(url) => {
-                map.serialize_entry("type", "image_url")?;
-                map.serialize_entry("image_url", &UrlObject(url))?;
-            }
-        }
-        map.end()
-    }
-}
-
-struct UrlObject<'r, 'a>(&'r DataUrl<'a>);
-
-impl Serialize for UrlObject<'_, '_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(1))?;
-        map.serialize_entry("url", self.0)?;
-        map.end()
-    }
-}
-
-/// A tool in Chat Completions form.
-pub struct Tool<'a> {
-    pub decl: &'a ToolDeclaration,
-    pub strict: bool,
-}
-
-impl Serialize for Tool<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(2))?;
-        map.serialize_entry("type", "function")?;
-        map.serialize_entry("function", &Function(self))?;
-        map.end()
-    }
-}
-
-struct Function<'r, 'a>(&'r Tool<'a>);
-
-impl Serialize for Function<'_, '_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let decl = self.0.decl;
-        let mut map = s.serialize_map(None)?;
-        map.serialize_entry("name", &decl.name)?;
-        map.serialize_entry("description", &decl.description)?;
-        map.serialize_entry("parameters", &decl.parameters)?;
-        if self.0.strict {
-            map.serialize_entry("strict", &false)?;
-        }
-        map.end()
-    }
-}
-
-/// An assistant tool call: `{"id", "type": "function", "function": {"name", "arguments"}}`.
-pub struct Call<'a>(&'a ToolCall);
-
-impl Serialize for Call<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(3))?;
-        map.serialize_entry("id", &self.0.id)?;
-        map.serialize_entry("type", "function")?;
-        map.serialize_entry("function", &CallFunction(self.0))?;
-        map.end()
-    }
-}
-
-struct CallFunction<'a>(&'a ToolCall);
-
-impl Serialize for CallFunction<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut map = s.serialize_map(Some(2))?;
-        map.serialize_entry("name", &self.0.name)?;
-        map.serialize_entry("arguments", &JsonText(&self.0.arguments))?;
-        map.end()
-    }
-}
-
-/// A field value of an assistant message.
-pub enum Field<'a> {
-    Str(&'a str),
-    Text(Text<'a>),
-    Null,
-    Calls(Vec<Call<'a>>),
-    Values(Vec<Value>),
-}
-
-impl Serialize for Field<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Field::Str(t) => s.serialize_str(t),
-            Field::Text(t) => t.serialize(s),
-            Field::Null => s.serialize_unit(),
-            Field::Calls(calls) => calls.serialize(s),
-            Field::Values(values) => values.serialize(s),
-        }
-    }
-}
-
-/// One Chat Completions message.
-pub enum Message<'a> {
-    /// `{"role", "content": string}`.
-    Text { role: &'a str, content: Text<'a> },
-    /// `{"role": "user", "content": [parts]}`.
-    Parts(Vec<Part<'a>>),
-    /// A later system message of the "additions" strategy, with the tools it adds.
-    System {
-        content: String,
-        tools: Vec<Tool<'a>>,
-    },
-    /// Assistant fields in the order (and with the key semantics) of the old object building.
-    Assistant(Fields<'a, Field<'a>>),
-    Tool {
-        id: &'a str,
-        content: Text<'a>,
-        name: Option<&'a str>,
-    },
-}
-
-impl Serialize for Message<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Message::Assistant(fields) => fields.serialize(s),
-            Message::Text { role, content } => {
-                let mut map = s.serialize_map(Some(2))?;
-                map.serialize_entry("role", role)?;
-                map.serialize_entry("content", content)?;
-                map.end()
-            }
-            Message::Parts(parts) => {
-                let mut map = s.serialize_map(Some(2))?;
-                map.serialize_entry("role", "user")?;
-                map.serialize_entry("content", parts)?;
-                map.end()
-            }
-            Message::System { content, tools } => {
-                let mut map = s.serialize_map(None)?;
-                map.serialize_entry("role", "system")?;
-                map.serialize_entry("content", content)?;
-                if !tools.is_empty() {
-                    map.serialize_entry("tools", tools)?;
-                }
-                map.end()
-            }
-            Message::Tool { id, content, name } => {
-                let mut map = s.serialize_map(None)?;
-                map.serialize_entry("role", "tool")?;
-                map.serialize_entry("tool_call_id", id)?;
-                map.serialize_entry("content", content)?;
-                if let Some(name) = name {
-                    map.serialize_entry("name", name)?;
-                }
-                map.end()
-            }
-        }
-    }
-}
-
-/// The history from `start` on as Chat Completions messages (the system prompt of strategy
-/// "none" is the caller's). `start` must be a cut; every cut from it on is pushed to `cuts` as
-/// `(position, output messages so far)`: a position where no tool-result image waits for its
-/// user message, so the output so far covers exactly the messages before it.
-pub fn convert_messages<'a>(
-    history: &'a [Cow<'a, AgentMessage>],
-    start: usize,
-    system_role: &'static str,
+/// The messages array: the system prompt (all system messages folded, strategy "none"; else
+/// the first one, with later ones in place), then the conversation.
+pub fn convert_messages(
+    history: &[AgentMessage],
+    model: &Model,
     compat: &OpenAiCompat,
     strategy: ToolStrategy,
-    cuts: &mut Vec<(usize, usize)>,
-) -> Vec<Message<'a>> {
-    let rest = history.get(start..).unwrap_or_default();
-    let mut out = Vec::with_capacity(rest.len());
-    let before = history.get(..start).unwrap_or_default();
-    let mut first_system = !before
-        .iter()
-        .any(|m| matches!(**m, AgentMessage::System(_)));
-    let mut images: Vec<Part<'a>> = Vec::new();
-    for (position, message) in (start..).zip(rest.iter().map(|m| &**m)) {
-        if images.is_empty() {
-            cuts.push((position, out.len()));
+) -> Vec<Value> {
+    let system_role = if model.reasoning && compat.developer_role {
+        "developer"
+    } else {
+        "system"
+    };
+    let mut out = Vec::with_capacity(history.len() + 1);
+    if strategy == ToolStrategy::None {
+        let prompt = current_system_prompt(history);
+        if !prompt.is_empty() {
+            out.push(json!({"role": system_role, "content": prompt}));
         }
+    }
+    let mut first_system = true;
+    let mut images: Vec<Value> = Vec::new();
+    for message in history {
         if !matches!(message, AgentMessage::ToolResult(_)) {
             flush_tool_images(&mut out, &mut images, compat);
         }
@@ -233,72 +43,54 @@ pub fn convert_messages<'a>(
                 let text = system_message_text(system);
                 if first_system {
                     if !text.is_empty() {
-                        out.push(Message::Text {
-                            role: system_role,
-                            content: Text::Owned(text),
-                        });
+                        out.push(json!({"role": system_role, "content": text}));
                     }
                 } else {
+                    let mut m = json!({"role": "system", "content": text});
                     let added = system.tools_added.iter().flatten();
-                    let strict = compat.strict_mode;
-                    let tools = added.map(|decl| Tool { decl, strict }).collect();
-                    out.push(Message::System {
-                        content: text,
-                        tools,
-                    });
+                    let tools: Vec<Value> = added.map(|t| tool_json(t, compat)).collect();
+                    if !tools.is_empty() {
+                        m["tools"] = Value::Array(tools);
+                    }
+                    out.push(m);
                 }
                 first_system = false;
             }
-            AgentMessage::User(user) => out.extend(user_message(&user.content)),
-            AgentMessage::Assistant(a) => out.extend(assistant_message(a, compat)),
-            AgentMessage::ToolResult(r) => out.push(tool_result(r, compat, &mut images)),
+            AgentMessage::User(user) => out.extend(user_json(&user.content)),
+            AgentMessage::Assistant(a) => out.extend(assistant_json(a, compat)),
+            AgentMessage::ToolResult(r) => out.push(tool_result_json(r, compat, &mut images)),
             _ => {}
         }
-    }
-    if images.is_empty() {
-        cuts.push((history.len(), out.len()));
     }
     flush_tool_images(&mut out, &mut images, compat);
     out
 }
 
-fn image(block: &ContentBlock) -> Option<Part<'_>> {
-    match block {
-        ContentBlock::Image(i) => Some(Part::Image(DataUrl {
-            mime: &i.mime_type,
-            data: &i.data,
-        })),
-        _ => None,
-    }
+fn image_json(data: &str, mime: &str) -> Value {
+    json!({"type": "image_url", "image_url": {"url": format!("data:{mime};base64,{data}")}})
 }
 
-fn user_message(content: &MessageContent) -> Option<Message<'_>> {
-    let text = match content {
-        MessageContent::Text(text) if text.trim().is_empty() => return None,
-        MessageContent::Text(text) => Text::Str(text),
+fn user_json(content: &MessageContent) -> Option<Value> {
+    match content {
+        MessageContent::Text(text) if text.trim().is_empty() => None,
+        MessageContent::Text(text) => Some(json!({"role": "user", "content": text})),
         MessageContent::Blocks(blocks) => {
-            if blocks.iter().any(|b| matches!(b, ContentBlock::Image(_))) {
-                let parts = blocks.iter().filter_map(|b| match b {
-                    ContentBlock::Text(t) => Some(Part::Text(&t.text)),
-                    other => image(other),
-                });
-                return Some(Message::Parts(parts.collect()));
+            let has_image = blocks.iter().any(|b| matches!(b, ContentBlock::Image(_)));
+            if !has_image {
+                let text = content.to_text();
+                return (!text.trim().is_empty()).then(|| json!({"role": "user", "content": text}));
             }
-            let joined = Joined {
-                blocks,
-                pick: Pick::Text,
-                sep: "\n",
-            };
-            if joined.is_blank() {
-                return None;
-            }
-            Text::Joined(joined)
+            let parts: Vec<Value> = blocks
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::Text(t) => Some(json!({"type": "text", "text": t.text})),
+                    ContentBlock::Image(i) => Some(image_json(&i.data, &i.mime_type)),
+                    _ => None,
+                })
+                .collect();
+            Some(json!({"role": "user", "content": parts}))
         }
-    };
-    Some(Message::Text {
-        role: "user",
-        content: text,
-    })
+    }
 }
 
 /// A safe replay field name (the thinking signature of completions is the delta field's name).
@@ -306,70 +98,53 @@ fn replay_field(signature: Option<&str>) -> Option<&str> {
     signature.filter(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
 }
 
-fn assistant_message<'a>(
-    message: &'a AssistantMessage,
-    compat: &OpenAiCompat,
-) -> Option<Message<'a>> {
-    let blocks = &message.content;
-    let text = Joined {
-        blocks,
-        pick: Pick::Text,
-        sep: "",
-    };
-    let thinking = Joined {
-        blocks,
-        pick: Pick::Thinking,
-        sep: "\n\n",
-    };
-    let field = blocks.iter().find_map(|b| match b {
-        ContentBlock::Thinking(t) if !t.thinking.is_empty() => {
-            Some(replay_field(t.thinking_signature.as_deref()).unwrap_or("reasoning_content"))
+fn assistant_json(message: &AssistantMessage, compat: &OpenAiCompat) -> Option<Value> {
+    let mut text = String::new();
+    let mut thinking: Vec<(&str, &str)> = Vec::new();
+    let mut calls = Vec::new();
+    for block in &message.content {
+        match block {
+            ContentBlock::Text(t) => text.push_str(&t.text),
+            ContentBlock::Thinking(t) if !t.thinking.is_empty() => {
+                let field =
+                    replay_field(t.thinking_signature.as_deref()).unwrap_or("reasoning_content");
+                thinking.push((field, &t.thinking));
+            }
+            ContentBlock::ToolCall(call) => calls.push(json!({
+                "id": call.id, "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments.to_string()},
+            })),
+            _ => {}
         }
-        _ => None,
-    });
-    let calls: Vec<Call<'a>> = message.tool_calls().map(Call).collect();
-    let mut m = Fields::with_capacity(4);
-    m.insert("role", Field::Str("assistant"));
-    let content = match field {
-        Some(_) if compat.thinking_as_text => {
-            let mut joined = to_text(&thinking);
-            joined.push_str("\n\n");
-            joined.push_str(&to_text(&text));
-            Text::Owned(joined)
-        }
-        Some(field) => {
-            m.insert(field, Field::Text(Text::Joined(thinking)));
-            Text::Joined(text)
-        }
-        None => Text::Joined(text),
-    };
-    if compat.reasoning_content_on_assistant && !m.contains("reasoning_content") {
-        m.insert("reasoning_content", Field::Str(""));
     }
-    let (empty, blank) = match &content {
-        Text::Owned(t) => (t.is_empty(), t.trim().is_empty()),
-        Text::Joined(j) => (j.is_empty(), j.is_blank()),
-        Text::Str(t) => (t.is_empty(), t.trim().is_empty()),
-    };
-    if blank && calls.is_empty() {
+    let mut m = json!({"role": "assistant"});
+    if let Some((field, _)) = thinking.first() {
+        let joined: Vec<&str> = thinking.iter().map(|(_, t)| *t).collect();
+        if compat.thinking_as_text {
+            text = format!("{}\n\n{text}", joined.join("\n\n"));
+        } else {
+            m[*field] = json!(joined.join("\n\n"));
+        }
+    }
+    if compat.reasoning_content_on_assistant && m.get("reasoning_content").is_none() {
+        m["reasoning_content"] = json!("");
+    }
+    if text.trim().is_empty() && calls.is_empty() {
         return None;
     }
-    m.insert(
-        "content",
-        if empty {
-            Field::Null
-        } else {
-            Field::Text(content)
-        },
-    );
+    m["content"] = if text.is_empty() {
+        Value::Null
+    } else {
+        json!(text)
+    };
     if !calls.is_empty() {
-        m.insert("tool_calls", Field::Calls(calls));
+        m["tool_calls"] = Value::Array(calls);
     }
     let details = encrypted_details(message);
     if !details.is_empty() {
-        m.insert("reasoning_details", Field::Values(details));
+        m["reasoning_details"] = Value::Array(details);
     }
-    Some(Message::Assistant(m))
+    Some(m)
 }
 
 /// OpenRouter encrypted reasoning kept in tool calls' `thoughtSignature`, replayed as
@@ -382,47 +157,43 @@ fn encrypted_details(message: &AssistantMessage) -> Vec<Value> {
         .collect()
 }
 
-fn tool_result<'a>(
-    result: &'a ToolResultMessage,
+fn tool_result_json(
+    result: &ToolResultMessage,
     compat: &OpenAiCompat,
-    images: &mut Vec<Part<'a>>,
-) -> Message<'a> {
-    let texts = Joined {
-        blocks: &result.content,
-        pick: Pick::Text,
-        sep: "\n",
-    };
+    images: &mut Vec<Value>,
+) -> Value {
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(ContentBlock::as_text)
+        .collect();
     let before = images.len();
-    images.extend(result.content.iter().filter_map(image));
-    let content = match (texts.is_none(), images.len() > before) {
-        (false, _) => Text::Joined(texts),
-        (true, true) => Text::Str("(see attached image)"),
-        (true, false) => Text::Str("(no tool output)"),
-    };
-    Message::Tool {
-        id: &result.tool_call_id,
-        content,
-        name: compat.tool_result_name.then_some(result.tool_name.as_str()),
+    for block in &result.content {
+        if let ContentBlock::Image(i) = block {
+            images.push(image_json(&i.data, &i.mime_type));
+        }
     }
+    let text = match (texts.is_empty(), images.len() > before) {
+        (false, _) => texts.join("\n"),
+        (true, true) => "(see attached image)".to_string(),
+        (true, false) => "(no tool output)".to_string(),
+    };
+    let mut m = json!({"role": "tool", "tool_call_id": result.tool_call_id, "content": text});
+    if compat.tool_result_name {
+        m["name"] = json!(result.tool_name);
+    }
+    m
 }
 
 /// Images from tool results go in a user message after the results (tool messages are text).
-fn flush_tool_images<'a>(
-    out: &mut Vec<Message<'a>>,
-    images: &mut Vec<Part<'a>>,
-    compat: &OpenAiCompat,
-) {
+fn flush_tool_images(out: &mut Vec<Value>, images: &mut Vec<Value>, compat: &OpenAiCompat) {
     if images.is_empty() {
         return;
     }
     if compat.assistant_after_tool_result {
-        out.push(Message::Text {
-            role: "assistant",
-            content: Text::Str("I have processed the tool results."),
-        });
+        out.push(json!({"role": "assistant", "content": "I have processed the tool results."}));
     }
-    let mut parts = Vec::with_capacity(images.len() + 1);
-    parts.push(Part::Text("Attached image(s) from tool result:"));
+    let mut parts = vec![json!({"type": "text", "text": "Attached image(s) from tool result:"})];
     parts.append(images);
-    out.push(Message::Parts(parts));
+    out.push(json!({"role": "user", "content": parts}));
 }
