@@ -1,9 +1,7 @@
 //! Typed, borrowing view of one Anthropic Messages stream event's data.
 //!
-//! The per-token events (`content_block_delta`) are read into these structs instead of a
-//! `serde_json::Value`: no map per event, and the delta's text is borrowed straight from the SSE
-//! data when it has no escapes. Fields read once per message or block (`message`, `usage`,
-//! `content_block`) stay `Value`s. Like `Value::as_str`/`as_u64` before, a field of an
+//! The delta's strings borrow from the SSE data when they need no unescaping; fields read once
+//! per message or block (`message`, `usage`, `content_block`) are `Value`s. A field of an
 //! unexpected type is ignored rather than failing the event.
 
 use serde::Deserialize;
@@ -46,7 +44,7 @@ pub struct Delta<'a> {
 }
 
 /// Parses an event's data. Data that is valid JSON but not an object (no server sends it) reads
-/// as an event without fields, as the `Value`-based parsing did.
+/// as an event without fields.
 pub fn parse(data: &str) -> Result<EventData<'_>, serde_json::Error> {
     if data.trim_start().starts_with('{') {
         serde_json::from_str(data)

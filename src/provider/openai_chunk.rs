@@ -1,11 +1,9 @@
 //! Typed, borrowing view of one OpenAI Chat Completions stream chunk.
 //!
-//! Deserializing into these structs instead of `serde_json::Value` avoids building a map per
-//! chunk and borrows unescaped strings straight from the SSE data (the hot path: one chunk per
-//! token). String fields are lenient: a server putting a non-string where a string belongs
-//! (`null`, an object) gets the field ignored rather than the whole chunk rejected.
-//! Rare `Value` fields are boxed and only the first choice is kept: the structs stay small, as
-//! serde moves them by value several times per chunk.
+//! String fields borrow from the SSE data when they need no unescaping, and are lenient: a
+//! server putting a non-string where a string belongs (`null`, an object) gets the field
+//! ignored rather than the whole chunk rejected. Only the first choice is read (pi reads
+//! `choices[0]`). The lenient readers here also serve `anthropic_event.rs`.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -16,23 +14,6 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-#[path = "openai_chunk_fast.rs"]
-mod fast;
-#[path = "openai_chunk_template.rs"]
-mod template;
-
-pub use fast::special as json_special;
-pub use template::ChunkParser;
-
-/// Parses one chunk's JSON: the hand-written reader for the usual shapes, serde for anything
-/// it does not handle (same result either way; serde's error when the data is invalid).
-pub fn parse(data: &str) -> serde_json::Result<Chunk<'_>> {
-    match fast::parse(data) {
-        Some(chunk) => Ok(chunk),
-        None => serde_json::from_str(data),
-    }
-}
-
 /// A lenient string field: borrowed when the JSON string has no escapes.
 pub type Str<'a> = Option<Cow<'a, str>>;
 
@@ -42,14 +23,13 @@ pub struct Chunk<'a> {
     pub id: Str<'a>,
     #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub model: Str<'a>,
-    /// Only the first choice is read (pi reads `choices[0]`); the rest are skipped unparsed,
-    /// which saves a `Vec` per chunk on the hot path.
+    /// The first choice; the rest are skipped unparsed.
     #[serde(borrow, default)]
     pub choices: Option<FirstChoice<'a>>,
     #[serde(default)]
-    pub usage: Option<Box<Value>>,
+    pub usage: Option<Value>,
     #[serde(default)]
-    pub error: Option<Box<Value>>,
+    pub error: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -60,7 +40,7 @@ pub struct Choice<'a> {
     pub delta: Option<Delta<'a>>,
     /// Moonshot reports usage per choice.
     #[serde(default)]
-    pub usage: Option<Box<Value>>,
+    pub usage: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -77,7 +57,7 @@ pub struct Delta<'a> {
     pub tool_calls: Option<Vec<ToolCallDelta<'a>>>,
     /// OpenRouter: encrypted reasoning to replay with the tool call of the same id.
     #[serde(default)]
-    pub reasoning_details: Option<Box<Value>>,
+    pub reasoning_details: Option<Value>,
 }
 
 /// The first element of the `choices` array (`None` when it is empty).
@@ -285,10 +265,6 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for LenientObject<T> {
         Ok(None)
     }
 }
-
-#[cfg(test)]
-#[path = "openai_chunk_tests.rs"]
-mod fast_tests;
 
 #[cfg(test)]
 mod tests {

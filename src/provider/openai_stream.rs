@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::Model;
 use super::assembler::Assembler;
-use super::openai_chunk::{Chunk, ChunkParser, ToolCallDelta};
+use super::openai_chunk::{Chunk, ToolCallDelta};
 use super::sse::SseEvent;
 use super::transport::{Failure, Flow, WireParser};
 use crate::agent::message::{StopReason, ThinkingContent, Usage};
@@ -25,7 +25,6 @@ pub struct OpenAiParser {
     finish_reason: Option<String>,
     /// `reasoning.encrypted` details that arrived before their tool call, by id.
     pending_details: Vec<(String, String)>,
-    chunks: ChunkParser,
 }
 
 impl OpenAiParser {
@@ -38,7 +37,6 @@ impl OpenAiParser {
             tools: Vec::new(),
             finish_reason: None,
             pending_details: Vec::new(),
-            chunks: ChunkParser::default(),
         }
     }
 
@@ -84,7 +82,7 @@ impl OpenAiParser {
             };
             asm.text_delta(index, text).await?;
         }
-        if let Some(details) = delta.reasoning_details.as_deref().and_then(Value::as_array) {
+        if let Some(details) = delta.reasoning_details.as_ref().and_then(Value::as_array) {
             self.on_reasoning_details(asm, details);
         }
         for call in delta.tool_calls.iter().flatten() {
@@ -224,19 +222,13 @@ impl WireParser for OpenAiParser {
         if data.is_empty() {
             return Ok(Flow::Continue);
         }
-        // The chunk borrows the parser's template while `on_chunk` needs all of `self`.
-        let mut chunks = std::mem::take(&mut self.chunks);
-        let handled = match chunks.parse(data) {
-            Ok(chunk) => self.on_chunk(asm, &chunk).await,
-            Err(e) => {
-                let shown: String = data.chars().take(200).collect();
-                Err(Failure::error(format!(
-                    "Could not parse OpenAI stream chunk: {e}; data={shown}"
-                )))
-            }
-        };
-        self.chunks = chunks;
-        handled?;
+        let chunk = serde_json::from_str::<Chunk>(data).map_err(|e| {
+            let shown: String = data.chars().take(200).collect();
+            Failure::error(format!(
+                "Could not parse OpenAI stream chunk: {e}; data={shown}"
+            ))
+        })?;
+        self.on_chunk(asm, &chunk).await?;
         Ok(Flow::Continue)
     }
 

@@ -14,8 +14,6 @@
 
 use serde_json::{Map, Value};
 
-use super::openai_chunk::json_special;
-
 /// Containers may nest this deep (serde_json's own recursion limit).
 const MAX_DEPTH: usize = 128;
 
@@ -122,39 +120,16 @@ impl PartialJson {
         &self.buffer
     }
 
-    /// Feeds one delta; O(delta length) amortised. Inside a string, a run of plain characters
-    /// is copied at once (the state machine would push them one by one with nothing else to
-    /// do); everything else steps the state machine a character at a time.
+    /// Feeds one delta; O(delta length).
     pub fn push(&mut self, delta: &str) {
         self.buffer.push_str(delta);
-        let mut rest = delta;
-        while !matches!(self.top, Top::Failed(_)) {
-            if let Some(text) = self.plain_string() {
-                // Up to the next `"`, `\` or control character (all ASCII: the run ends on a
-                // character boundary), found eight bytes at a time; a control character is
-                // then stepped like any other.
-                let run = json_special(rest.as_bytes()).unwrap_or(rest.len());
-                text.push_str(&rest[..run]);
-                rest = &rest[run..];
-            }
-            let Some(c) = rest.chars().next() else {
+        for c in delta.chars() {
+            if matches!(self.top, Top::Failed(_)) {
                 return;
-            };
-            rest = &rest[c.len_utf8()..];
+            }
             if let Err(message) = self.step(c) {
                 self.top = Top::Failed(message);
             }
-        }
-    }
-
-    /// The text of the string being read, when its next plain character would just be appended
-    /// (no escape and no surrogate half pending).
-    fn plain_string(&mut self) -> Option<&mut String> {
-        match self.scalar.as_mut() {
-            Some(Scalar::Str(s)) if s.escape == Escape::None && s.pending_high.is_none() => {
-                Some(&mut s.text)
-            }
-            _ => None,
         }
     }
 

@@ -298,9 +298,8 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
-    /// Runs of plain string characters are copied in bulk: any split of the text (escapes,
-    /// surrogate halves, raw controls and broken input included) ends in the same state as
-    /// feeding it one character at a time.
+    /// Any split of the text (escapes, surrogate halves, raw controls and broken input
+    /// included) ends in the same state as feeding it one character at a time.
     #[test]
     fn any_split_equals_char_by_char(
         pieces in prop::collection::vec(
