@@ -181,3 +181,6 @@ pub fn token_limits(
     }
     (max_tokens, (budget > 0).then_some(budget))
 }
+
+#[cfg(test)]
+mod tests;

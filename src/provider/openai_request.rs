@@ -189,3 +189,6 @@ fn add_reasoning(body: &mut Map<String, Value>, level: ThinkingLevel, compat: &O
         set(field, json!(thinking_budget(level)));
     }
 }
+
+#[cfg(test)]
+mod tests;
