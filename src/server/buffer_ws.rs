@@ -6,14 +6,10 @@
 //! trusted), retried once from the fresh buffer, then saved so disk and buffer agree. Files that
 //! are not open are written on disk atomically.
 //!
-//! `edit` on an open document works on the rope ([`rope_edit`]): it searches the buffer in
-//! place (a large one through its occurrence index, [`search_index`], which skips the blocks
-//! that cannot hold a match), sends the matched ranges, and confirms by the mirror's version
-//! and fingerprint (maintained per change), so its cost does not grow with the document.
+//! `edit` on an open document ([`rope_edit`]) matches in the buffer's text, sends the matched
+//! ranges, and confirms by the mirror's version and fingerprint (maintained per change).
 
 mod rope_edit;
-mod search_columns;
-pub(crate) mod search_index;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -118,14 +114,14 @@ impl BufferWorkspace {
         path: PathBuf,
         req: EditRequest<'_>,
     ) -> Result<EditOutcome, ToolError> {
-        let Some(doc) = self.editor.docs.get_path(&path) else {
+        let Some(mut doc) = self.editor.docs.get_path(&path) else {
             return edit_by_rewrite(self, path, req).await;
         };
         if req.seen.is_some_and(|seen| seen != doc.facts.fingerprint) {
             return Err(seen_conflict(req.shown));
         }
         check_abort(req.cancel)?;
-        let Some(plan) = rope_edit::plan(&doc, req.edits) else {
+        let Some(mut plan) = rope_edit::plan(&doc, req.edits) else {
             return edit_by_rewrite(self, path, req).await;
         };
         if !req.apply {
@@ -136,7 +132,6 @@ impl BufferWorkspace {
             });
         }
         let editor = &self.editor;
-        let (mut doc, mut plan) = (without_index(doc), plan);
         let mut failure = String::new();
         for attempt in 0..2 {
             let after = rope_edit::applied(&doc, &plan);
@@ -180,19 +175,11 @@ impl BufferWorkspace {
                 let conflict = WorkspaceError::Conflict(path.display().to_string());
                 return Err(edit_write_error(req.shown, conflict));
             };
-            (doc, plan) = (without_index(fresh), fresh_plan);
+            (doc, plan) = (fresh, fresh_plan);
         }
         let e = editor_error(&path, format!("{failure} (tried twice)"));
         Err(edit_write_error(req.shown, e))
     }
-}
-
-/// A snapshot that is not searched again, without its share of the search index: the
-/// `didChange` confirming the edit then updates the live index in place instead of copying
-/// its block list.
-fn without_index(mut doc: Document) -> Document {
-    doc.index = None;
-    doc
 }
 
 /// The rope's text in one allocation of the right size (`to_string` goes through `Display` and
