@@ -69,7 +69,7 @@ impl Workspace for BufferWorkspace {
         Box::pin(async move {
             match open {
                 Some(doc) => Ok(FileSnapshot {
-                    bytes: rope_text(&doc.rope).into_bytes(),
+                    bytes: String::from(&doc.rope).into_bytes(),
                     fingerprint: doc.facts.fingerprint,
                     from_editor: true,
                 }),
@@ -138,19 +138,11 @@ impl BufferWorkspace {
             let edits = rope_edit::text_edits(&doc, &plan, editor.config.encoding);
             let expected = after.facts.fingerprint;
             let confirmed = move |d: &Document| d.facts.fingerprint == expected;
-            // The diff is built while the editor applies the edit (once the request is on its
-            // way), not after the confirmation: it adds nothing to the tool's latency. It
-            // yields first: a request that waits for queued events waits for the event writer,
-            // which runs only once this task yields, and the request must not wait for the diff.
-            let (sent, diff) =
-                tokio::join!(editor.send_and_confirm(&doc, edits, confirmed), async {
-                    tokio::task::yield_now().await;
-                    rope_edit::diff_of(&doc, &after, &plan, req.shown)
-                });
-            match sent {
+            match editor.send_and_confirm(&doc, edits, confirmed).await {
                 Ok(()) => {
+                    let diff = rope_edit::diff_of(&doc, &after, &plan, req.shown);
                     editor
-                        .save(&path, || rope_text(&after.rope).into_bytes())
+                        .save(&path, || String::from(&after.rope).into_bytes())
                         .await
                         .map_err(|e| edit_write_error(req.shown, e))?;
                     return Ok(EditOutcome {
@@ -182,16 +174,6 @@ impl BufferWorkspace {
     }
 }
 
-/// The rope's text in one allocation of the right size (`to_string` goes through `Display` and
-/// grows the string step by step, copying a large document several times).
-fn rope_text(rope: &ropey::Rope) -> String {
-    let mut text = String::with_capacity(rope.len_bytes());
-    for chunk in rope.chunks() {
-        text.push_str(chunk);
-    }
-    text
-}
-
 fn editor_error(path: &Path, reason: impl Into<String>) -> WorkspaceError {
     WorkspaceError::Editor {
         path: path.display().to_string(),
@@ -215,7 +197,7 @@ impl Editor {
                 // Closed meanwhile: the disk is the truth again.
                 return write_disk(path, target.into_bytes(), None).await;
             };
-            let current = rope_text(&doc.rope);
+            let current = String::from(&doc.rope);
             match &sent_against {
                 // First attempt: the tool computed `target` from the text it read; if the user
                 // changed the buffer since, writing it would clobber their change.

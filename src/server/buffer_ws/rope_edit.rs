@@ -54,7 +54,7 @@ pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
     if !doc.facts.fuzzy_invariant(&doc.rope) || !edits.iter().all(plain) {
         return None;
     }
-    let text = super::rope_text(&doc.rope);
+    let text = String::from(&doc.rope);
     let mut reps = Vec::with_capacity(edits.len());
     for e in edits {
         let needle = restore_line_endings(&e.old_text, crlf);
@@ -117,11 +117,7 @@ pub fn text_edits(doc: &Document, plan: &Plan, enc: Encoding) -> Vec<Value> {
 /// whole lines around the replacements only.
 pub fn diff_of(before: &Document, after: &Document, plan: &Plan, path: &str) -> DiffResult {
     excerpt_diff(before, after, plan, path).unwrap_or_else(|| {
-        let text = |d: &Document| {
-            let mut s = String::with_capacity(d.rope.len_bytes());
-            d.rope.chunks().for_each(|c| s.push_str(c));
-            normalize_to_lf(strip_bom(&s).1)
-        };
+        let text = |d: &Document| normalize_to_lf(strip_bom(&String::from(&d.rope)).1);
         diff(&text(before), &text(after), path)
     })
 }
