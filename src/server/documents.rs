@@ -4,7 +4,7 @@
 //! order, under a std mutex that is never held across an `.await`. Waiters (edit confirmation)
 //! are woken through a watch channel bumped after every change.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -231,7 +231,12 @@ struct Inner {
     encoding: Encoding,
     docs: HashMap<String, Document>,
     by_path: HashMap<PathBuf, String>,
+    /// URIs not open whose `didChange` was already logged (a flood logs one line each).
+    warned: HashSet<String>,
 }
+
+/// [`Inner::warned`] is cleared when it grows past this many URIs.
+const WARNED_LIMIT: usize = 256;
 
 /// The connection's document mirrors, shared by the shim, the handlers and the tools.
 #[derive(Clone)]
@@ -309,6 +314,7 @@ impl DocStore {
         if let Some(path) = lookup_path(&uri) {
             inner.by_path.insert(path, uri.clone());
         }
+        inner.warned.remove(&uri);
         inner.docs.insert(uri, doc);
         drop(inner);
         self.bump();
@@ -320,7 +326,12 @@ impl DocStore {
         let mut inner = self.lock();
         let enc = inner.encoding;
         let Some(doc) = inner.docs.get_mut(uri) else {
-            tracing::warn!(uri, "didChange for a document that is not open; ignored");
+            if inner.warned.len() >= WARNED_LIMIT {
+                inner.warned.clear();
+            }
+            if inner.warned.insert(uri.to_owned()) {
+                tracing::warn!(uri, "didChange for a document that is not open; ignored (logged once per document)");
+            }
             return;
         };
         for change in p.content_changes {
