@@ -330,7 +330,10 @@ impl DocStore {
                 inner.warned.clear();
             }
             if inner.warned.insert(uri.to_owned()) {
-                tracing::warn!(uri, "didChange for a document that is not open; ignored (logged once per document)");
+                tracing::warn!(
+                    uri,
+                    "didChange for a document that is not open; ignored (logged once per document)"
+                );
             }
             return;
         };

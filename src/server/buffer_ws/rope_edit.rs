@@ -49,7 +49,9 @@ pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
     // A BOM inside a needle could match the document's own BOM, which the whole-text path
     // strips before matching.
     let plain = |e: &Edit| {
-        !e.old_text.is_empty() && !e.old_text.contains('\u{FEFF}') && is_fuzzy_invariant(&e.old_text)
+        !e.old_text.is_empty()
+            && !e.old_text.contains('\u{FEFF}')
+            && is_fuzzy_invariant(&e.old_text)
     };
     if !doc.facts.fuzzy_invariant(&doc.rope) || !edits.iter().all(plain) {
         return None;

@@ -15,10 +15,11 @@ use crate::suite::support::lsp_client::{HANG_BOUND, LspClient, frame, path_uri};
 const WARNING: &str = "didChange for a document that is not open";
 
 fn did_change(uri: &str, version: i32) -> Vec<u8> {
-    frame(&json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
-        "textDocument": {"uri": uri, "version": version},
-        "contentChanges": [{"range": {"start": {"line": 0, "character": 0},
-                                      "end": {"line": 0, "character": 0}}, "text": "x"}]}}))
+    let zero = json!({"line": 0, "character": 0});
+    let insert = json!({"range": {"start": zero, "end": zero}, "text": "x"});
+    let params = json!({"textDocument": {"uri": uri, "version": version},
+                        "contentChanges": [insert]});
+    frame(&json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": params}))
 }
 
 /// The response to request `id` (server requests and notifications before it are skipped).
@@ -79,8 +80,8 @@ async fn a_flood_of_changes_to_an_unknown_document_logs_one_warning() {
     let flood: Vec<u8> = (1..=5_000).flat_map(|v| did_change(&ghost, v)).collect();
     stdin.write_all(&flood).await.unwrap();
     let get = |id: i64| {
-        frame(&json!({"jsonrpc": "2.0", "id": id, "method": "agent/getDocument",
-                      "params": {"uri": ghost}}))
+        let params = json!({"uri": ghost});
+        frame(&json!({"jsonrpc": "2.0", "id": id, "method": "agent/getDocument", "params": params}))
     };
     stdin.write_all(&get(2)).await.unwrap();
     let reply = response(&mut out, 2).await;
@@ -121,5 +122,9 @@ async fn a_flood_of_changes_to_an_unknown_document_logs_one_warning() {
         2,
         "one warning per flood (5,000 then 999 changes): {warnings:#?}"
     );
-    assert!(warnings.iter().all(|w| w.contains("WARN") && w.contains(&ghost)));
+    assert!(
+        warnings
+            .iter()
+            .all(|w| w.contains("WARN") && w.contains(&ghost))
+    );
 }
