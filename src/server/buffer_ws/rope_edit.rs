@@ -1,6 +1,6 @@
 //! `edit` on an open document: matched in the buffer's text, applied to the rope.
 //!
-//! [`plan`] finds every `oldText` in the text (one linear search each) under pi's rules. It
+//! [`plan`] finds every `oldText` in the rope's chunks (one pass each) under pi's rules. It
 //! takes this path only where it provably equals the whole-text path of `tools::edit`: the text
 //! is all-LF or all-CRLF, pi's fuzzy normalisation would not change it nor the `oldText`s (so
 //! exact matches and their count are what the fuzzy rules would find), and every `oldText`
@@ -56,11 +56,10 @@ pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
     if !doc.facts.fuzzy_invariant(&doc.rope) || !edits.iter().all(plain) {
         return None;
     }
-    let text = String::from(&doc.rope);
     let mut reps = Vec::with_capacity(edits.len());
     for e in edits {
         let needle = restore_line_endings(&e.old_text, crlf);
-        let start = unique_match(&text, &needle)?;
+        let start = unique_match(&doc.rope, needle.as_bytes())?;
         reps.push(Replacement {
             start,
             end: start + needle.len(),
@@ -71,18 +70,37 @@ pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
     if reps.windows(2).any(|w| w[0].end > w[1].start) {
         return None;
     }
-    let changes = reps.iter().any(|r| text[r.start..r.end] != r.text);
+    let changes = reps
+        .iter()
+        .any(|r| doc.bytes(r.start..r.end) != r.text.as_bytes());
     changes.then_some(Plan { reps, crlf })
 }
 
-/// Where `needle` occurs in `text` if it occurs exactly once (counted without overlaps, as
-/// `str::matches` and the whole-text path count).
-fn unique_match(text: &str, needle: &str) -> Option<usize> {
-    let mut hits = memmem::find_iter(text.as_bytes(), needle.as_bytes());
-    match (hits.next(), hits.next()) {
-        (Some(at), None) => Some(at),
-        _ => None,
+/// Where the (non-empty) `needle` starts in the rope if it starts at exactly one place. Two
+/// overlapping occurrences count as two, so this is `None` (and the whole-text path, which
+/// counts them as one, decides) wherever it could differ from `str::matches`.
+fn unique_match(rope: &Rope, needle: &[u8]) -> Option<usize> {
+    let finder = memmem::Finder::new(needle);
+    let keep = needle.len().saturating_sub(1);
+    // The last `keep` bytes already searched (a match may start there), then the next chunk:
+    // one pass over the text through a small buffer, matches across chunks included.
+    let (mut window, mut window_start) = (Vec::new(), 0);
+    let mut found = None;
+    for chunk in rope.chunks() {
+        window.extend_from_slice(chunk.as_bytes());
+        let mut from = 0;
+        while let Some(at) = finder.find(&window[from..]) {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(window_start + from + at);
+            from += at + 1;
+        }
+        let searched = window.len().saturating_sub(keep);
+        window.drain(..searched);
+        window_start += searched;
     }
+    found
 }
 
 /// `doc` with the plan applied (an O(1) clone of the rope, then the replacements; the facts
@@ -187,6 +205,37 @@ mod tests {
             builder._append_chunk(&piece.iter().collect::<String>());
         }
         builder._finish_no_fix()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+        /// The chunk search finds the one place a needle starts, across chunk boundaries, and
+        /// nothing when it starts at none or several (overlapping ones included).
+        #[test]
+        fn unique_match_equals_a_scan_of_the_text(
+            text in "[ab\n]{0,200}",
+            needle in "[ab\n]{1,12}",
+        ) {
+            let starts: Vec<usize> = (0..text.len())
+                .filter(|&i| text.as_bytes()[i..].starts_with(needle.as_bytes()))
+                .collect();
+            let want = (starts.len() == 1).then(|| starts[0]);
+            prop_assert_eq!(unique_match(&chunky(&text), needle.as_bytes()), want);
+            prop_assert_eq!(unique_match(&Rope::from_str(&text), needle.as_bytes()), want);
+        }
+    }
+
+    #[test]
+    fn unique_match_finds_long_needles_across_many_chunks() {
+        let text: String = (0..3000).map(|i| format!("line {i}\n")).collect();
+        let rope = chunky(&text);
+        assert!(rope.chunks().count() > 100);
+        let needle = "line 1499\nline 1500\nline 1501\n";
+        assert_eq!(unique_match(&rope, needle.as_bytes()), text.find(needle));
+        assert_eq!(unique_match(&rope, b"line 1"), None, "several");
+        assert_eq!(unique_match(&rope, b"line 3000"), None, "none");
+        // Overlapping starts count as two: the whole-text path decides.
+        assert_eq!(unique_match(&chunky("aaa"), b"aa"), None);
     }
 
     fn doc_of(text: &str) -> Document {
