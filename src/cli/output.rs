@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, Usage};
-use crate::json;
 use crate::provider::AssistantMessageEvent;
 
 /// A sink for run events. Write errors (a closed pipe) are ignored: output is best effort,
@@ -69,8 +68,13 @@ impl JsonRenderer {
 impl Renderer for JsonRenderer {
     fn event(&self, event: &AgentEvent) {
         self.push(|out| {
-            if let Err(e) = encode_line(event, out) {
-                tracing::error!("cannot serialise a {} event: {e}", event.kind());
+            let mark = out.len();
+            match serde_json::to_writer(&mut *out, event) {
+                Ok(()) => out.push(b'\n'),
+                Err(e) => {
+                    out.truncate(mark);
+                    tracing::error!("cannot serialise a {} event: {e}", event.kind());
+                }
             }
         });
     }
@@ -85,33 +89,6 @@ impl Renderer for JsonRenderer {
         flush_json_lines();
     }
 }
-
-/// Appends `event` as one JSON line, byte-identical to serde_json's output (tested). A delta
-/// inside `message_update` (one per token) is written directly; everything else goes through
-/// [`json::write`]. A failed event leaves `out` as it was.
-pub fn encode_line(event: &AgentEvent, out: &mut Vec<u8>) -> serde_json::Result<()> {
-    let mark = out.len();
-    let result = match event.streamed_delta() {
-        Some(delta) => {
-            out.extend_from_slice(DELTA_HEAD);
-            out.extend_from_slice(delta.kind.as_bytes());
-            out.extend_from_slice(b"\",\"contentIndex\":");
-            json::write(out, &delta.content_index).map(|()| {
-                out.extend_from_slice(b",\"delta\":");
-                json::write_str(out, delta.text);
-                out.extend_from_slice(b"}}");
-            })
-        }
-        None => json::write(out, event),
-    };
-    match result {
-        Ok(()) => out.push(b'\n'),
-        Err(_) => out.truncate(mark),
-    }
-    result
-}
-
-const DELTA_HEAD: &[u8] = b"{\"type\":\"message_update\",\"assistantMessageEvent\":{\"type\":\"";
 
 /// The default, for people.
 #[derive(Default)]
@@ -289,74 +266,6 @@ mod tests {
             usage_line(&run, &session),
             "tokens: 15.0k in (3000 cached), 450 out · cost $0.0123 · session $0.5000"
         );
-    }
-
-    fn delta_events(delta: &str) -> Vec<AgentEvent> {
-        let events = [
-            AssistantMessageEvent::TextDelta {
-                content_index: 0,
-                delta: delta.to_string(),
-            },
-            AssistantMessageEvent::ThinkingDelta {
-                content_index: 7,
-                delta: delta.to_string(),
-            },
-            AssistantMessageEvent::ToolCallDelta {
-                content_index: usize::MAX,
-                delta: delta.to_string(),
-            },
-        ];
-        events
-            .into_iter()
-            .map(|e| AgentEvent::MessageUpdate {
-                assistant_message_event: e,
-            })
-            .collect()
-    }
-
-    fn assert_like_serde(event: &AgentEvent) {
-        let mut direct = Vec::new();
-        encode_line(event, &mut direct).unwrap();
-        let mut expected = serde_json::to_vec(event).unwrap();
-        expected.push(b'\n');
-        assert_eq!(
-            String::from_utf8(direct).unwrap(),
-            String::from_utf8(expected).unwrap()
-        );
-    }
-
-    #[test]
-    fn delta_lines_are_byte_identical_to_serde() {
-        let tricky = "a\"b\\c/d\n\r\t\u{0}\u{1f}\u{7f}\u{e9}\u{2028}\u{1F600}{\"x\":[1]}";
-        for delta in ["", "fn ", tricky] {
-            for event in delta_events(delta) {
-                assert!(event.streamed_delta().is_some());
-                assert_like_serde(&event);
-            }
-        }
-        // Other events take serde's path.
-        assert_like_serde(&AgentEvent::TurnStart);
-        let start = AgentEvent::MessageUpdate {
-            assistant_message_event: AssistantMessageEvent::TextStart { content_index: 3 },
-        };
-        assert!(start.streamed_delta().is_none());
-        assert_like_serde(&start);
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn any_delta_encodes_like_serde(delta in "\\PC*|[\u{0}-\u{7f}]*") {
-            for event in delta_events(&delta) {
-                assert_like_serde(&event);
-            }
-        }
-
-        #[test]
-        fn escape_heavy_deltas_encode_like_serde(delta in "[\"\\\\\u{0}-\u{1f}a-z \u{7f}é😀]{0,200}") {
-            for event in delta_events(&delta) {
-                assert_like_serde(&event);
-            }
-        }
     }
 
     #[test]

@@ -6,14 +6,10 @@
 //! trusted), retried once from the fresh buffer, then saved so disk and buffer agree. Files that
 //! are not open are written on disk atomically.
 //!
-//! `edit` on an open document works on the rope ([`rope_edit`]): it searches the buffer in
-//! place (a large one through its occurrence index, [`search_index`], which skips the blocks
-//! that cannot hold a match), sends the matched ranges, and confirms by the mirror's version
-//! and fingerprint (maintained per change), so its cost does not grow with the document.
+//! `edit` on an open document ([`rope_edit`]) matches in the buffer's text, sends the matched
+//! ranges, and confirms by the mirror's version and fingerprint (maintained per change).
 
 mod rope_edit;
-mod search_columns;
-pub(crate) mod search_index;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -73,7 +69,7 @@ impl Workspace for BufferWorkspace {
         Box::pin(async move {
             match open {
                 Some(doc) => Ok(FileSnapshot {
-                    bytes: rope_text(&doc.rope).into_bytes(),
+                    bytes: String::from(&doc.rope).into_bytes(),
                     fingerprint: doc.facts.fingerprint,
                     from_editor: true,
                 }),
@@ -118,14 +114,14 @@ impl BufferWorkspace {
         path: PathBuf,
         req: EditRequest<'_>,
     ) -> Result<EditOutcome, ToolError> {
-        let Some(doc) = self.editor.docs.get_path(&path) else {
+        let Some(mut doc) = self.editor.docs.get_path(&path) else {
             return edit_by_rewrite(self, path, req).await;
         };
         if req.seen.is_some_and(|seen| seen != doc.facts.fingerprint) {
             return Err(seen_conflict(req.shown));
         }
         check_abort(req.cancel)?;
-        let Some(plan) = rope_edit::plan(&doc, req.edits) else {
+        let Some(mut plan) = rope_edit::plan(&doc, req.edits) else {
             return edit_by_rewrite(self, path, req).await;
         };
         if !req.apply {
@@ -136,26 +132,17 @@ impl BufferWorkspace {
             });
         }
         let editor = &self.editor;
-        let (mut doc, mut plan) = (without_index(doc), plan);
         let mut failure = String::new();
         for attempt in 0..2 {
             let after = rope_edit::applied(&doc, &plan);
             let edits = rope_edit::text_edits(&doc, &plan, editor.config.encoding);
             let expected = after.facts.fingerprint;
             let confirmed = move |d: &Document| d.facts.fingerprint == expected;
-            // The diff is built while the editor applies the edit (once the request is on its
-            // way), not after the confirmation: it adds nothing to the tool's latency. It
-            // yields first: a request that waits for queued events waits for the event writer,
-            // which runs only once this task yields, and the request must not wait for the diff.
-            let (sent, diff) =
-                tokio::join!(editor.send_and_confirm(&doc, edits, confirmed), async {
-                    tokio::task::yield_now().await;
-                    rope_edit::diff_of(&doc, &after, &plan, req.shown)
-                });
-            match sent {
+            match editor.send_and_confirm(&doc, edits, confirmed).await {
                 Ok(()) => {
+                    let diff = rope_edit::diff_of(&doc, &after, &plan, req.shown);
                     editor
-                        .save(&path, || rope_text(&after.rope).into_bytes())
+                        .save(&path, || String::from(&after.rope).into_bytes())
                         .await
                         .map_err(|e| edit_write_error(req.shown, e))?;
                     return Ok(EditOutcome {
@@ -180,29 +167,11 @@ impl BufferWorkspace {
                 let conflict = WorkspaceError::Conflict(path.display().to_string());
                 return Err(edit_write_error(req.shown, conflict));
             };
-            (doc, plan) = (without_index(fresh), fresh_plan);
+            (doc, plan) = (fresh, fresh_plan);
         }
         let e = editor_error(&path, format!("{failure} (tried twice)"));
         Err(edit_write_error(req.shown, e))
     }
-}
-
-/// A snapshot that is not searched again, without its share of the search index: the
-/// `didChange` confirming the edit then updates the live index in place instead of copying
-/// its block list.
-fn without_index(mut doc: Document) -> Document {
-    doc.index = None;
-    doc
-}
-
-/// The rope's text in one allocation of the right size (`to_string` goes through `Display` and
-/// grows the string step by step, copying a large document several times).
-fn rope_text(rope: &ropey::Rope) -> String {
-    let mut text = String::with_capacity(rope.len_bytes());
-    for chunk in rope.chunks() {
-        text.push_str(chunk);
-    }
-    text
 }
 
 fn editor_error(path: &Path, reason: impl Into<String>) -> WorkspaceError {
@@ -228,7 +197,7 @@ impl Editor {
                 // Closed meanwhile: the disk is the truth again.
                 return write_disk(path, target.into_bytes(), None).await;
             };
-            let current = rope_text(&doc.rope);
+            let current = String::from(&doc.rope);
             match &sent_against {
                 // First attempt: the tool computed `target` from the text it read; if the user
                 // changed the buffer since, writing it would clobber their change.

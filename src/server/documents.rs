@@ -4,7 +4,7 @@
 //! order, under a std mutex that is never held across an `.await`. Waiters (edit confirmation)
 //! are woken through a watch channel bumped after every change.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -15,7 +15,6 @@ use tower_lsp_server::ls_types::{
     DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams, Uri,
 };
 
-use crate::server::buffer_ws::search_index::{INDEX_THRESHOLD, Params, SearchIndex, read_bytes};
 use crate::server::diagnostics::DiagnosticStore;
 use crate::server::position::{self, Encoding};
 use crate::tools::workspace::{
@@ -30,41 +29,22 @@ pub struct Document {
     pub rope: Rope,
     /// Facts about `rope`'s text, kept current by every change.
     pub facts: DocFacts,
-    /// The occurrence index of a large text (`edit`'s exact search), kept current by every
-    /// change; shared with snapshots, so cloning a document stays cheap.
-    pub index: Option<Arc<SearchIndex>>,
 }
 
 impl Document {
     pub fn new(uri: String, version: i32, rope: Rope) -> Self {
-        let mut doc = Document {
+        Document {
             uri,
             version,
             facts: DocFacts::of(&rope),
             rope,
-            index: None,
-        };
-        doc.refresh_index();
-        doc
+        }
     }
 
     /// Replaces the whole text.
     pub fn set_text(&mut self, text: &str) {
         self.rope = Rope::from_str(text);
         self.facts = DocFacts::of(&self.rope);
-        self.index = None;
-        self.refresh_index();
-    }
-
-    /// Builds the index when the text has grown large, drops it when the text has shrunk well
-    /// below that (the gap keeps a text near the threshold from rebuilding it again and again).
-    pub fn refresh_index(&mut self) {
-        let len = self.rope.len_bytes();
-        if self.index.is_none() && len >= INDEX_THRESHOLD {
-            self.index = Some(Arc::new(SearchIndex::build(&self.rope, Params::DEFAULT)));
-        } else if len < INDEX_THRESHOLD / 2 {
-            self.index = None;
-        }
     }
 
     /// Replaces the chars `chars` (clamped to the text) with `text`, updating the facts from
@@ -81,10 +61,6 @@ impl Document {
         self.facts = self.facts.replaced(&head, &old, text.as_bytes(), &tail);
         self.rope.remove(cs..ce);
         self.rope.insert(cs, text);
-        if let Some(index) = &mut self.index {
-            // Copies the block list if a snapshot still shares it; the filters stay shared.
-            Arc::make_mut(index).replaced(&self.rope, s, e, text.len());
-        }
     }
 
     /// The bytes `range` of the text (any byte offsets, not only char boundaries), clamped to
@@ -95,7 +71,18 @@ impl Document {
         let start = range.start.min(len);
         let end = range.end.min(len).max(start);
         let mut out = Vec::with_capacity(end - start);
-        read_bytes(&self.rope, start, end, &mut out);
+        if start == end {
+            return out;
+        }
+        let (chunks, mut at, _, _) = self.rope.chunks_at_byte(start);
+        for chunk in chunks {
+            let c = chunk.as_bytes();
+            out.extend_from_slice(&c[start.saturating_sub(at)..(end - at).min(c.len())]);
+            at += c.len();
+            if at >= end {
+                break;
+            }
+        }
         out
     }
 }
@@ -244,7 +231,12 @@ struct Inner {
     encoding: Encoding,
     docs: HashMap<String, Document>,
     by_path: HashMap<PathBuf, String>,
+    /// URIs not open whose `didChange` was already logged (a flood logs one line each).
+    warned: HashSet<String>,
 }
+
+/// [`Inner::warned`] is cleared when it grows past this many URIs.
+const WARNED_LIMIT: usize = 256;
 
 /// The connection's document mirrors, shared by the shim, the handlers and the tools.
 #[derive(Clone)]
@@ -322,6 +314,7 @@ impl DocStore {
         if let Some(path) = lookup_path(&uri) {
             inner.by_path.insert(path, uri.clone());
         }
+        inner.warned.remove(&uri);
         inner.docs.insert(uri, doc);
         drop(inner);
         self.bump();
@@ -333,7 +326,15 @@ impl DocStore {
         let mut inner = self.lock();
         let enc = inner.encoding;
         let Some(doc) = inner.docs.get_mut(uri) else {
-            tracing::warn!(uri, "didChange for a document that is not open; ignored");
+            if inner.warned.len() >= WARNED_LIMIT {
+                inner.warned.clear();
+            }
+            if inner.warned.insert(uri.to_owned()) {
+                tracing::warn!(
+                    uri,
+                    "didChange for a document that is not open; ignored (logged once per document)"
+                );
+            }
             return;
         };
         for change in p.content_changes {
@@ -346,7 +347,6 @@ impl DocStore {
             }
         }
         doc.version = p.text_document.version;
-        doc.refresh_index();
         drop(inner);
         self.bump();
     }
@@ -395,7 +395,6 @@ impl DocStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::test_runner::TestCaseError;
     use serde_json::json;
 
     fn store_with(text: &str) -> DocStore {
@@ -464,64 +463,6 @@ mod tests {
                 proptest::prop_assert_eq!(doc.facts, DocFacts::of(&doc.rope));
             }
         }
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(24))]
-        /// A large document's search index follows every change (and snapshots keep the index
-        /// of their own text); small documents have none.
-        #[test]
-        fn large_documents_keep_their_index_current(
-            changes in proptest::collection::vec(
-                (0usize..310_000, 0usize..20_000, "[ab\n]{0,40}"), 1..8),
-        ) {
-            let text: String = (0..13_000).map(|i| format!("line {i:016}\n")).collect();
-            let mut doc = Document::new("file:///p".into(), 1, Rope::from_str(&text));
-            let snapshot = doc.clone();
-            for (at, len, text) in changes {
-                let n = doc.rope.len_chars();
-                let start = at.min(n);
-                doc.replace(start..(start + len).min(n), &text);
-                doc.refresh_index();
-                let index = doc.index.as_ref().ok_or_else(|| TestCaseError::fail("no index"))?;
-                proptest::prop_assert_eq!(index.check(&doc.rope), Ok(()));
-            }
-            let index = snapshot.index.as_ref().ok_or_else(|| TestCaseError::fail("no index"))?;
-            proptest::prop_assert_eq!(index.check(&snapshot.rope), Ok(()));
-        }
-    }
-
-    #[test]
-    fn the_index_comes_and_goes_with_the_size() {
-        let store = store_with("small");
-        assert!(store.get("file:///t/a.txt").unwrap().index.is_none());
-        let big = "x".repeat(INDEX_THRESHOLD);
-        change(&store, 2, json!([{"text": big}]));
-        let doc = store.get("file:///t/a.txt").unwrap();
-        doc.index.as_ref().unwrap().check(&doc.rope).unwrap();
-        // Shrinking a little keeps it current; shrinking a lot drops it.
-        change(
-            &store,
-            3,
-            json!([{"range":{"start":{"line":0,"character":10},"end":{"line":0,"character":1000}},"text":"yz"}]),
-        );
-        let doc = store.get("file:///t/a.txt").unwrap();
-        doc.index.as_ref().unwrap().check(&doc.rope).unwrap();
-        change(
-            &store,
-            4,
-            json!([{"range":{"start":{"line":0,"character":0},"end":{"line":0,"character":200000}},"text":""}]),
-        );
-        assert!(store.get("file:///t/a.txt").unwrap().index.is_none());
-        // Growing past the threshold through ranged changes builds it.
-        let grow = "y".repeat(INDEX_THRESHOLD);
-        change(
-            &store,
-            5,
-            json!([{"range":{"start":{"line":0,"character":0},"end":{"line":0,"character":0}},"text":grow}]),
-        );
-        let doc = store.get("file:///t/a.txt").unwrap();
-        doc.index.as_ref().unwrap().check(&doc.rope).unwrap();
     }
 
     #[test]

@@ -103,7 +103,7 @@ impl Output {
     pub fn send_message<T: Serialize>(&self, message: &T) -> Result<(), serde_json::Error> {
         let mut frame = Vec::with_capacity(512);
         frame.extend_from_slice(HEADER_SPACE);
-        crate::json::write(&mut frame, message)?;
+        serde_json::to_writer(&mut frame, message)?;
         let start = put_header(&mut frame);
         self.send_bytes(&frame[start..]);
         Ok(())

@@ -223,7 +223,7 @@ impl Writer {
     /// Appends one JSON line with a single write; the sync to disk follows in the background.
     pub fn append(&mut self, value: &impl serde::Serialize) -> Result<(), SessionError> {
         let mut line =
-            crate::json::to_vec(value).map_err(|e| SessionError::io(&self.path, e.into()))?;
+            serde_json::to_vec(value).map_err(|e| SessionError::io(&self.path, e.into()))?;
         line.push(b'\n');
         self.file
             .write_all(&line)

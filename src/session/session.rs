@@ -321,10 +321,10 @@ impl Session {
         let invalid = |e: serde_json::Error| {
             SessionError::invalid(self.path.as_deref().unwrap_or(Path::new("")), e.to_string())
         };
-        let mut out = crate::json::to_vec(&self.header).map_err(invalid)?;
+        let mut out = serde_json::to_vec(&self.header).map_err(invalid)?;
         out.push(b'\n');
         for entry in &self.entries {
-            crate::json::write(&mut out, entry).map_err(invalid)?;
+            serde_json::to_writer(&mut out, entry).map_err(invalid)?;
             out.push(b'\n');
         }
         Ok(out)

@@ -14,6 +14,7 @@ mod pacing;
 mod queue;
 mod rope_edits;
 mod runs;
+mod unknown_documents;
 
 use std::time::Duration;
 

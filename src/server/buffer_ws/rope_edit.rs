@@ -1,13 +1,11 @@
-//! `edit` on an open document's rope, without copying the document.
+//! `edit` on an open document: matched in the buffer's text, applied to the rope.
 //!
-//! [`plan`] finds every `oldText` by searching the rope's chunks (matches that span chunks
-//! included) and counts occurrences in the same pass, under pi's rules; a large document's
-//! search index narrows the search to the few blocks that can hold a match ([`find_in`]). It takes this path only
-//! where it provably equals the whole-text path of `tools::edit`: the text is all-LF or
-//! all-CRLF, pi's fuzzy normalisation would not change it nor the `oldText`s (so exact matches
-//! and their count are what the fuzzy rules would find), and every `oldText` occurs exactly
-//! once. Everything else (fuzzy matches, errors and their hints, mixed line endings) returns
-//! `None` and goes through the whole-text path, which stays the reference behaviour.
+//! [`plan`] finds every `oldText` in the rope's chunks (one pass each) under pi's rules. It
+//! takes this path only where it provably equals the whole-text path of `tools::edit`: the text
+//! is all-LF or all-CRLF, pi's fuzzy normalisation would not change it nor the `oldText`s (so
+//! exact matches and their count are what the fuzzy rules would find), and every `oldText`
+//! occurs exactly once. Everything else (fuzzy matches, errors and their hints, mixed line
+//! endings) returns `None` and goes through the whole-text path, which stays the reference.
 //!
 //! The result is sent as one `TextEdit` per replacement (trimmed to the differing middle), and
 //! the diff is computed on an excerpt of whole lines around the changes.
@@ -40,85 +38,6 @@ pub struct Plan {
     pub crlf: bool,
 }
 
-pub use super::search_index::Occurrences;
-
-/// Finds `needle` in the rope, stopping at the second occurrence. One pass over the chunks:
-/// matches inside a chunk through `memmem`, matches across a chunk boundary by searching the
-/// `needle.len() - 1` bytes on each side of it (only when the needle's first byte is there).
-pub fn find_unique(rope: &Rope, needle: &[u8]) -> Occurrences {
-    let Some(&first_byte) = needle.first() else {
-        return Occurrences::None;
-    };
-    let finder = memmem::Finder::new(needle);
-    let m = needle.len();
-    let mut found: Option<usize> = None;
-    // No match may start before this (the previous one ends there).
-    let mut next_allowed: usize = 0;
-    // The last `m - 1` bytes before `offset`, and a buffer joining them with what follows.
-    let mut pending: Vec<u8> = Vec::with_capacity(m);
-    let mut stitch: Vec<u8> = Vec::with_capacity(2 * m);
-    let mut offset: usize = 0;
-    for chunk in rope.chunks() {
-        let c = chunk.as_bytes();
-        let mut hits: Vec<usize> = Vec::new();
-        if !pending.is_empty() && memchr::memchr(first_byte, &pending).is_some() {
-            stitch.clear();
-            stitch.extend_from_slice(&pending);
-            if c.len() >= m - 1 {
-                stitch.extend_from_slice(&c[..m - 1]);
-            } else {
-                stitch.extend(rope.bytes_at(offset).take(m - 1));
-            }
-            let base = offset - pending.len();
-            let mut from = next_allowed.saturating_sub(base);
-            while from < pending.len() {
-                match finder.find(&stitch[from..]) {
-                    Some(j) if from + j < pending.len() => {
-                        hits.push(base + from + j);
-                        next_allowed = base + from + j + m;
-                        from += j + m;
-                    }
-                    _ => break,
-                }
-            }
-        }
-        let skip = next_allowed.saturating_sub(offset);
-        if skip < c.len() {
-            for j in finder.find_iter(&c[skip..]) {
-                hits.push(offset + skip + j);
-                next_allowed = offset + skip + j + m;
-            }
-        }
-        for hit in hits {
-            if found.is_some() {
-                return Occurrences::Many;
-            }
-            found = Some(hit);
-        }
-        if m > 1 {
-            if c.len() >= m - 1 {
-                pending.clear();
-                pending.extend_from_slice(&c[c.len() - (m - 1)..]);
-            } else {
-                pending.extend_from_slice(c);
-                let excess = pending.len().saturating_sub(m - 1);
-                pending.drain(..excess);
-            }
-        }
-        offset += c.len();
-    }
-    found.map_or(Occurrences::None, Occurrences::One)
-}
-
-/// Finds `needle` in the document, through its search index when it has one (same result as
-/// [`find_unique`], without reading most of a large text).
-pub fn find_in(doc: &Document, needle: &[u8]) -> Occurrences {
-    doc.index
-        .as_ref()
-        .and_then(|index| index.find_unique(&doc.rope, needle))
-        .unwrap_or_else(|| find_unique(&doc.rope, needle))
-}
-
 /// The replacements for `edits` on `doc`, or `None` when the whole-text path must decide
 /// (see the module docs).
 pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
@@ -127,23 +46,20 @@ pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
         LineEndings::Crlf => true,
         LineEndings::Mixed => return None,
     };
-    if !doc.facts.fuzzy_invariant(&doc.rope) {
+    // A BOM inside a needle could match the document's own BOM, which the whole-text path
+    // strips before matching.
+    let plain = |e: &Edit| {
+        !e.old_text.is_empty()
+            && !e.old_text.contains('\u{FEFF}')
+            && is_fuzzy_invariant(&e.old_text)
+    };
+    if !doc.facts.fuzzy_invariant(&doc.rope) || !edits.iter().all(plain) {
         return None;
     }
     let mut reps = Vec::with_capacity(edits.len());
     for e in edits {
-        // A BOM inside the needle could match the document's own BOM, which the whole-text
-        // path strips before matching.
-        if e.old_text.is_empty() || e.old_text.contains('\u{FEFF}') {
-            return None;
-        }
-        if !is_fuzzy_invariant(&e.old_text) {
-            return None;
-        }
         let needle = restore_line_endings(&e.old_text, crlf);
-        let Occurrences::One(start) = find_in(doc, needle.as_bytes()) else {
-            return None;
-        };
+        let start = unique_match(&doc.rope, needle.as_bytes())?;
         reps.push(Replacement {
             start,
             end: start + needle.len(),
@@ -160,12 +76,37 @@ pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
     changes.then_some(Plan { reps, crlf })
 }
 
+/// Where the (non-empty) `needle` starts in the rope if it starts at exactly one place. Two
+/// overlapping occurrences count as two, so this is `None` (and the whole-text path, which
+/// counts them as one, decides) wherever it could differ from `str::matches`.
+fn unique_match(rope: &Rope, needle: &[u8]) -> Option<usize> {
+    let finder = memmem::Finder::new(needle);
+    let keep = needle.len().saturating_sub(1);
+    // The last `keep` bytes already searched (a match may start there), then the next chunk:
+    // one pass over the text through a small buffer, matches across chunks included.
+    let (mut window, mut window_start) = (Vec::new(), 0);
+    let mut found = None;
+    for chunk in rope.chunks() {
+        window.extend_from_slice(chunk.as_bytes());
+        let mut from = 0;
+        while let Some(at) = finder.find(&window[from..]) {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(window_start + from + at);
+            from += at + 1;
+        }
+        let searched = window.len().saturating_sub(keep);
+        window.drain(..searched);
+        window_start += searched;
+    }
+    found
+}
+
 /// `doc` with the plan applied (an O(1) clone of the rope, then the replacements; the facts
 /// follow, so the new fingerprint costs nothing extra).
 pub fn applied(doc: &Document, plan: &Plan) -> Document {
     let mut after = doc.clone();
-    // `after` is never searched: updating a copy of the index would be wasted work.
-    after.index = None;
     // Last first: earlier offsets stay valid.
     for r in plan.reps.iter().rev() {
         let chars = after.rope.byte_to_char(r.start)..after.rope.byte_to_char(r.end);
@@ -196,11 +137,7 @@ pub fn text_edits(doc: &Document, plan: &Plan, enc: Encoding) -> Vec<Value> {
 /// whole lines around the replacements only.
 pub fn diff_of(before: &Document, after: &Document, plan: &Plan, path: &str) -> DiffResult {
     excerpt_diff(before, after, plan, path).unwrap_or_else(|| {
-        let text = |d: &Document| {
-            let mut s = String::with_capacity(d.rope.len_bytes());
-            d.rope.chunks().for_each(|c| s.push_str(c));
-            normalize_to_lf(strip_bom(&s).1)
-        };
+        let text = |d: &Document| normalize_to_lf(strip_bom(&String::from(&d.rope)).1);
         diff(&text(before), &text(after), path)
     })
 }
@@ -257,11 +194,10 @@ fn lines_from(rope: &Rope, from: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::buffer_ws::search_index::{Params, SearchIndex};
     use proptest::prelude::*;
 
-    /// A rope made of 3-char chunks, so matches cross chunk boundaries (ropey's own test
-    /// builder; the tree is not rebalanced, which search and edits do not need).
+    /// A rope made of 3-char chunks, so matches and excerpts cross chunk boundaries (ropey's
+    /// own test builder; the tree is not rebalanced, which edits do not need).
     fn chunky(text: &str) -> Rope {
         let chars: Vec<char> = text.chars().collect();
         let mut builder = ropey::RopeBuilder::new();
@@ -271,25 +207,35 @@ mod tests {
         builder._finish_no_fix()
     }
 
-    fn reference(text: &str, needle: &str) -> Occurrences {
-        let mut it = text.match_indices(needle);
-        match (it.next(), it.next()) {
-            (None, _) => Occurrences::None,
-            (Some((i, _)), None) => Occurrences::One(i),
-            _ => Occurrences::Many,
-        }
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(3000))]
+        /// The chunk search finds the one place a needle starts, across chunk boundaries, and
+        /// nothing when it starts at none or several (overlapping ones included).
         #[test]
-        fn rope_search_equals_str_search(
+        fn unique_match_equals_a_scan_of_the_text(
             text in "[ab\n]{0,200}",
             needle in "[ab\n]{1,12}",
         ) {
-            prop_assert_eq!(find_unique(&Rope::from_str(&text), needle.as_bytes()), reference(&text, &needle));
-            prop_assert_eq!(find_unique(&chunky(&text), needle.as_bytes()), reference(&text, &needle));
+            let starts: Vec<usize> = (0..text.len())
+                .filter(|&i| text.as_bytes()[i..].starts_with(needle.as_bytes()))
+                .collect();
+            let want = (starts.len() == 1).then(|| starts[0]);
+            prop_assert_eq!(unique_match(&chunky(&text), needle.as_bytes()), want);
+            prop_assert_eq!(unique_match(&Rope::from_str(&text), needle.as_bytes()), want);
         }
+    }
+
+    #[test]
+    fn unique_match_finds_long_needles_across_many_chunks() {
+        let text: String = (0..3000).map(|i| format!("line {i}\n")).collect();
+        let rope = chunky(&text);
+        assert!(rope.chunks().count() > 100);
+        let needle = "line 1499\nline 1500\nline 1501\n";
+        assert_eq!(unique_match(&rope, needle.as_bytes()), text.find(needle));
+        assert_eq!(unique_match(&rope, b"line 1"), None, "several");
+        assert_eq!(unique_match(&rope, b"line 3000"), None, "none");
+        // Overlapping starts count as two: the whole-text path decides.
+        assert_eq!(unique_match(&chunky("aaa"), b"aa"), None);
     }
 
     fn doc_of(text: &str) -> Document {
@@ -297,9 +243,6 @@ mod tests {
         // Built from pieces so that the rope has many chunks.
         doc.rope = chunky(text);
         doc.facts = crate::server::documents::DocFacts::of(&doc.rope);
-        // An index with small blocks, so the plans below go through the indexed search.
-        let index = SearchIndex::build(&doc.rope, Params::SMALL);
-        doc.index = Some(std::sync::Arc::new(index));
         doc
     }
 
@@ -369,31 +312,5 @@ mod tests {
             crate::tools::workspace::compute_edit(text.as_bytes(), &edits, "p").unwrap();
         assert_eq!(text_of(&after).as_bytes(), &bytes[..]);
         assert_eq!(excerpt_diff(&doc, &after, &p, "p").unwrap(), d);
-    }
-
-    #[test]
-    fn matches_across_many_small_chunks_and_long_needles() {
-        let text: String = (0..3000).map(|i| format!("line {i}\n")).collect();
-        let rope = chunky(&text);
-        assert!(rope.chunks().count() > 100);
-        // Ordinary chunks too: every line, wherever the chunk boundaries fall.
-        let plain = Rope::from_str(&text);
-        for i in 0..3000 {
-            let needle = format!("\nline {i}\n");
-            assert_eq!(
-                find_unique(&plain, needle.as_bytes()),
-                reference(&text, &needle),
-                "{needle:?}"
-            );
-        }
-        let needle = "line 1499\nline 1500\nline 1501\n";
-        assert_eq!(
-            find_unique(&rope, needle.as_bytes()),
-            reference(&text, needle)
-        );
-        assert_eq!(find_unique(&rope, b"line 1"), Occurrences::Many);
-        assert_eq!(find_unique(&rope, b"line 3000"), Occurrences::None);
-        // Non-overlapping counting, as `str::matches`: "aa" occurs once in "aaa".
-        assert_eq!(find_unique(&chunky("aaa"), b"aa"), Occurrences::One(0));
     }
 }

@@ -15,7 +15,7 @@ use crate::suite::support::lsp_client::{HANG_BOUND, LspClient, frame, path_uri};
 const DELTAS: usize = 20_000;
 
 /// One framed message from the daemon.
-async fn read_frame(reader: &mut BufReader<ChildStdout>) -> Value {
+pub(super) async fn read_frame(reader: &mut BufReader<ChildStdout>) -> Value {
     let mut len = 0;
     loop {
         let mut line = String::new();

@@ -1,8 +1,7 @@
-//! Daemon tests: `edit` on a buffer large enough for the search index (past its 256 KiB
-//! threshold), through the real binary. A sequence of edits (at the very start and end,
-//! across lines, on text earlier edits created, duplicates, misses) must give exactly the
-//! disk workspace's results and file, the reference behaviour, while every `didChange` keeps
-//! the index current.
+//! Daemon tests: `edit` on a large buffer (~590 KB), through the real binary. A sequence of
+//! edits (at the very start and end, across lines, on text earlier edits created, duplicates,
+//! misses) must give exactly the disk workspace's results and file, the reference behaviour,
+//! while every `didChange` keeps the mirror current.
 
 use super::*;
 use crate::suite::support::tool_harness::{Harness, text as result_text};
@@ -30,7 +29,7 @@ async fn edits_on_a_large_buffer_equal_the_disk_path() {
             "{         6000 }\nfn line_006001() -> u32",
             "{ 6000 }\nfn six_thousand_one() -> u64",
         ),
-        // Text the earlier edits wrote: found only if the index followed the didChanges.
+        // Text the earlier edits wrote: found only if the mirror followed the didChanges.
         edit_args("fn first()", "fn first_again()"),
         edit_args("// the end\n", "// the very end\n"),
         edit_args("six_thousand_one", "six_k_one"),
@@ -38,7 +37,7 @@ async fn edits_on_a_large_buffer_equal_the_disk_path() {
         edit_args("line_00500", "x"),
         edit_args("no such text", "x"),
         edit_args("fn six_thousand_one", "x"),
-        // A second occurrence written by an edit far from the first: an index that missed
+        // A second occurrence written by an edit far from the first: a search that missed
         // it would apply this edit instead of reporting both.
         edit_args("fn line_009000()", "fn line_000500()"),
         edit_args("fn line_000500()", "x"),
