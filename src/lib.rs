@@ -6,7 +6,6 @@
 
 pub mod agent;
 pub mod cli;
-pub mod json;
 pub mod models;
 pub mod provider;
 pub mod server;
