@@ -28,8 +28,22 @@ pub fn server_of(url: &reqwest::Url) -> String {
     }
 }
 
-/// Why a request to `url` got no response.
-pub fn connection_failure(url: &reqwest::Url, error: &reqwest::Error) -> String {
+/// The proxy a request to `url` goes through, picked from the environment as reqwest picks it
+/// (hyper-util's matcher): `scheme://host:port`, without credentials.
+pub fn env_proxy(url: &reqwest::Url) -> Option<String> {
+    let uri = url.as_str().parse::<http::Uri>().ok()?;
+    let matcher = hyper_util::client::proxy::matcher::Matcher::from_env();
+    let proxy = matcher.intercept(&uri)?;
+    let uri = proxy.uri();
+    Some(format!("{}://{}", uri.scheme_str()?, uri.authority()?))
+}
+
+/// Why a request to `url` (through `proxy`, if any) got no response.
+pub fn connection_failure(
+    url: &reqwest::Url,
+    proxy: Option<&str>,
+    error: &reqwest::Error,
+) -> String {
     let server = server_of(url);
     let causes = causes(error);
     if let Some(tls) = causes
@@ -45,28 +59,38 @@ pub fn connection_failure(url: &reqwest::Url, error: &reqwest::Error) -> String 
         };
         return format!("TLS handshake with {server} failed: {tls}{hint}");
     }
+    let why = deepest(&causes);
+    if let Some(proxy) = proxy
+        && why.starts_with("tunnel error")
+    {
+        return format!("the proxy {proxy} did not open a tunnel to {server}: {why}");
+    }
+    // What the connection was opened to.
+    let peer = match proxy {
+        Some(proxy) => format!("the proxy {proxy} (for {server})"),
+        None => server,
+    };
     // hyper-util's name for a failed lookup; the cause beneath is the resolver's message.
     if causes.iter().any(|cause| cause.to_string() == "dns error") {
-        let host = url.host_str().unwrap_or("");
-        return format!("cannot resolve {host}: {}", deepest(&causes));
+        let name = match proxy {
+            Some(_) => peer,
+            None => url.host_str().unwrap_or("").to_string(),
+        };
+        return format!("cannot resolve {name}: {why}");
     }
     if causes
         .iter()
         .any(|cause| io_kind(*cause) == Some(ErrorKind::ConnectionRefused))
     {
-        return format!("cannot connect to {server}: connection refused (is the server running?)");
-    }
-    let why = deepest(&causes);
-    if why.starts_with("tunnel error") {
-        return format!("the proxy did not open a tunnel to {server}: {why}");
+        return format!("cannot connect to {peer}: connection refused (is the server running?)");
     }
     if error.is_timeout() {
-        return format!("connecting to {server} timed out");
+        return format!("connecting to {peer} timed out");
     }
     if error.is_builder() {
         return format!("invalid request to {url}: {why}");
     }
-    format!("{server}: {why}")
+    format!("{peer}: {why}")
 }
 
 /// Why the body from `url` broke off.

@@ -9,7 +9,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 
 use super::assembler::{Assembler, ConsumerGone};
-use super::http_error::{connection_failure, error_chain, lost_mid_stream, server_of};
+use super::http_error::{connection_failure, env_proxy, error_chain, lost_mid_stream, server_of};
 use super::retry;
 use super::sse::{SseDecoder, SseEvent};
 use super::{AssistantMessageEvent, StreamOptions};
@@ -235,10 +235,9 @@ async fn attempt<P: WireParser>(
     let response = match response {
         Ok(Ok(response)) => response,
         Ok(Err(e)) => {
-            return Attempt::Failed(format!(
-                "Connection error: {}",
-                connection_failure(&url, &e)
-            ));
+            let proxy = (!is_loopback(&url)).then(|| env_proxy(&url)).flatten();
+            let why = connection_failure(&url, proxy.as_deref(), &e);
+            return Attempt::Failed(format!("Connection error: {why}"));
         }
         Err(_) => {
             let waited = format!("no response from {}", server_of(&url));

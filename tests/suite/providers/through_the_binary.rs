@@ -145,20 +145,34 @@ async fn a_page_that_is_not_an_event_stream_reaches_the_user() {
 }
 
 #[tokio::test]
-async fn a_proxy_refusing_the_tunnel_is_named_in_the_error() {
+async fn a_failing_proxy_is_named_in_the_error() {
     let (refusing, _) = server(|mut stream, _| async move {
         read_request(&mut stream).await;
         let refusal = b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n";
         let _ = tokio::io::AsyncWriteExt::write_all(&mut stream, refusal).await;
     })
     .await;
-    let proxy_url = format!("http://{refusing}");
     let base_url = format!("https://{PROXIED_HOST}/v1");
-    let out = run_at(&base_url, &[("HTTPS_PROXY", &proxy_url)], false).await;
+    let out = run_at(
+        &base_url,
+        &[("HTTPS_PROXY", &format!("http://{refusing}"))],
+        false,
+    )
+    .await;
     assert_eq!(out.status.code(), Some(1));
     let expected = format!(
-        "Connection error: the proxy did not open a tunnel to {PROXIED_HOST}: tunnel error: \
-         unsuccessful"
+        "Connection error: the proxy http://{refusing} did not open a tunnel to {PROXIED_HOST}: \
+         tunnel error: unsuccessful"
+    );
+    assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
+
+    let down = format!("127.0.0.1:{}", closed_port());
+    let proxy_url = format!("http://me:secret@{down}");
+    let out = run_at(&base_url, &[("ALL_PROXY", &proxy_url)], false).await;
+    assert_eq!(out.status.code(), Some(1));
+    let expected = format!(
+        "Connection error: cannot connect to the proxy http://{down} (for {PROXIED_HOST}): \
+         connection refused"
     );
     assert!(stderr(&out).contains(&expected), "{}", stderr(&out));
 }
