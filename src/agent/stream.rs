@@ -15,7 +15,6 @@ use crate::agent::message::{
     UserMessage, now_ms,
 };
 use crate::agent::tool_exec::{OPERATION_ABORTED, panic_text};
-use crate::provider::transport::CancelWaiter;
 use crate::provider::{AssistantMessageEvent, LlmContext, StreamFn, StreamOptions};
 
 /// The error text of a stream that ended without `done`/`error`.
@@ -163,14 +162,13 @@ impl Attempt {
                 .stream(model, LlmContext { messages }, options)
         });
         let mut stream = std::panic::catch_unwind(call).map_err(|p| panic_text(p.as_ref()))?;
-        // One abort waiter for the whole stream: creating one per event registered and
-        // unregistered a waiter each time the stream was momentarily empty (per delta).
-        let mut cancelled = CancelWaiter::new(req.cancel);
+        let cancelled = req.cancel.cancelled();
+        tokio::pin!(cancelled);
         let mut attempt = loop {
             let event = tokio::select! {
                 biased;
                 event = stream.next() => event,
-                () = cancelled.wait() => {
+                () = &mut cancelled => {
                     break Attempt {
                         message: partial.finish(StopReason::Aborted, OPERATION_ABORTED),
                         started: partial.started,

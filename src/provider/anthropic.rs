@@ -10,15 +10,14 @@
 use super::anthropic_request::{VERSION, build_request};
 use super::anthropic_stream::AnthropicParser;
 use super::assembler::{Assembler, spawn_provider};
-use super::http;
-use super::transport::{HttpTarget, apply_model_headers, drive, streaming_client};
+use super::transport::{HttpClient, HttpTarget, apply_model_headers, drive};
 use super::{AssistantEventStream, LlmContext, Model, StreamFn, StreamOptions, api_key};
 use crate::agent::message::StopReason;
 
 pub const API: &str = "anthropic-messages";
 
 pub struct AnthropicMessages {
-    client: Result<http::Client, String>,
+    client: HttpClient,
 }
 
 impl Default for AnthropicMessages {
@@ -30,7 +29,7 @@ impl Default for AnthropicMessages {
 impl AnthropicMessages {
     pub fn new() -> Self {
         AnthropicMessages {
-            client: streaming_client(),
+            client: HttpClient::new(),
         }
     }
 }
@@ -80,10 +79,6 @@ impl StreamFn for AnthropicMessages {
         let model = model.clone();
         spawn_provider(&model.clone(), move |sink| async move {
             let asm = Assembler::new(sink, &model);
-            let clients = match client {
-                Ok(clients) => clients,
-                Err(e) => return asm.fail(StopReason::Error, e).await,
-            };
             let key = api_key::resolve(&model, &options);
             if let Some(message) = api_key::missing_key_error(&model, key.as_deref()) {
                 return asm.fail(StopReason::Error, message).await;
@@ -105,7 +100,7 @@ impl StreamFn for AnthropicMessages {
                 headers,
                 body: request.body,
             };
-            drive(&clients, target, &options, asm, || {
+            drive(&client, target, &options, asm, || {
                 AnthropicParser::new(model.clone())
             })
             .await;

@@ -15,7 +15,7 @@ pub mod anthropic_request;
 pub mod anthropic_stream;
 pub mod api_key;
 pub mod assembler;
-pub mod http;
+pub mod http_error;
 pub mod openai;
 pub mod openai_chunk;
 pub mod openai_request;

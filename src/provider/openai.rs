@@ -13,10 +13,9 @@
 //! `StreamOptions::extra` keys: `toolChoice`, `headers` (null removes a default), `timeoutMs`.
 
 use super::assembler::{Assembler, spawn_provider};
-use super::http;
 use super::openai_request::{OpenAiCompat, build_body};
 use super::openai_stream::OpenAiParser;
-use super::transport::{HttpTarget, apply_model_headers, drive, streaming_client};
+use super::transport::{HttpClient, HttpTarget, apply_model_headers, drive};
 use super::{AssistantEventStream, LlmContext, Model, StreamFn, StreamOptions, api_key};
 use crate::agent::message::StopReason;
 
@@ -24,7 +23,7 @@ pub const API: &str = "openai-completions";
 
 /// Streams from `<baseUrl>/chat/completions`.
 pub struct OpenAiCompletions {
-    client: Result<http::Client, String>,
+    client: HttpClient,
 }
 
 impl Default for OpenAiCompletions {
@@ -36,7 +35,7 @@ impl Default for OpenAiCompletions {
 impl OpenAiCompletions {
     pub fn new() -> Self {
         OpenAiCompletions {
-            client: streaming_client(),
+            client: HttpClient::new(),
         }
     }
 }
@@ -88,10 +87,6 @@ impl StreamFn for OpenAiCompletions {
         let model = model.clone();
         spawn_provider(&model.clone(), move |sink| async move {
             let asm = Assembler::new(sink, &model);
-            let clients = match client {
-                Ok(clients) => clients,
-                Err(e) => return asm.fail(StopReason::Error, e).await,
-            };
             let key = api_key::resolve(&model, &options);
             if let Some(message) = api_key::missing_key_error(&model, key.as_deref()) {
                 return asm.fail(StopReason::Error, message).await;
@@ -121,7 +116,7 @@ impl StreamFn for OpenAiCompletions {
                 body,
             };
             let supports_finish = OpenAiCompat::for_model(&model).finish_reason;
-            drive(&clients, target, &options, asm, || {
+            drive(&client, target, &options, asm, || {
                 OpenAiParser::new(model.clone(), supports_finish)
             })
             .await;

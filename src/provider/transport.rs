@@ -1,15 +1,15 @@
-//! The HTTP side shared by the wire APIs: send the request (retrying before the first token),
-//! decode the SSE body ([`super::sse`]), and turn every failure into a terminal event.
+//! The HTTP side shared by the wire APIs: send the request with reqwest (retrying before the
+//! first token), decode the SSE body ([`super::sse`]), and turn every failure into a terminal
+//! event whose message says which server failed and why.
 
-use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use reqwest::StatusCode;
 use serde_json::Value;
-use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use super::assembler::{Assembler, ConsumerGone};
-use super::http::{self, Buffered};
+use super::http_error::{connection_failure, env_proxy, error_chain, lost_mid_stream, server_of};
 use super::retry;
 use super::sse::{SseDecoder, SseEvent};
 use super::{AssistantMessageEvent, StreamOptions};
@@ -60,23 +60,64 @@ pub(crate) trait WireParser {
 
 pub const ABORTED: &str = "Request was aborted";
 
-/// The error text with its sources, without repeating the same text.
-pub fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
+/// How long connecting may take (TCP, a proxy's tunnel and TLS together).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The providers' HTTP client. Proxies come from the environment as reqwest reads them
+/// (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`); loopback servers (Ollama, llama.cpp,
+/// LM Studio, the test mock) are always reached directly. No overall timeout: idle time is
+/// limited per request ([`DEFAULT_IDLE_TIMEOUT_MS`]). Cheap to clone (clones share the pools).
+#[derive(Clone, Default)]
+pub struct HttpClient {
+    clients: Arc<Clients>,
+}
+
+/// Built on first use: loading the system's certificates takes milliseconds.
+#[derive(Default)]
+struct Clients {
+    proxied: OnceLock<Result<reqwest::Client, String>>,
+    direct: OnceLock<Result<reqwest::Client, String>>,
+}
+
+impl HttpClient {
+    pub fn new() -> HttpClient {
+        HttpClient::default()
     }
-    text
+
+    /// The client for `url`, trusting the system's certificate store (or `SSL_CERT_FILE`) and
+    /// the Mozilla roots. `Err` (say, a certificate store with no usable certificate) fails
+    /// each request.
+    fn for_url(&self, url: &reqwest::Url) -> Result<&reqwest::Client, &String> {
+        let direct = is_loopback(url);
+        let client = if direct {
+            &self.clients.direct
+        } else {
+            &self.clients.proxied
+        };
+        let build = || {
+            let builder = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT);
+            let builder = if direct { builder.no_proxy() } else { builder };
+            builder
+                .build()
+                .map_err(|e| format!("cannot create the HTTP client: {}", error_chain(&e)))
+        };
+        client.get_or_init(build).as_ref()
+    }
+}
+
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let host = url.host_str().unwrap_or("").trim_matches(['[', ']']);
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => {
+            let host = host.to_ascii_lowercase();
+            host == "localhost" || host.ends_with(".localhost")
+        }
+    }
 }
 
 /// A readable message from an error response body (the API's `error.message` when present).
-fn status_message(status: u16, reason: &str, body: &str) -> String {
+fn status_message(status: StatusCode, body: &str) -> String {
     let detail = serde_json::from_str::<Value>(body)
         .ok()
         .and_then(|v| {
@@ -93,16 +134,14 @@ fn status_message(status: u16, reason: &str, body: &str) -> String {
     } else {
         detail
     };
-    let reason = http::canonical_reason(status)
-        .or(Some(reason).filter(|r| !r.is_empty()))
-        .unwrap_or("error");
-    format!("{status} {reason}: {detail}")
+    let reason = status.canonical_reason().unwrap_or("error");
+    format!("{} {reason}: {detail}", status.as_u16())
 }
 
 /// Sends `target` and streams the answer through a fresh parser per attempt; always ends the
 /// assembler with exactly one terminal event.
 pub(crate) async fn drive<P: WireParser>(
-    client: &http::Client,
+    client: &HttpClient,
     target: HttpTarget,
     options: &StreamOptions,
     mut asm: Assembler,
@@ -146,17 +185,13 @@ pub(crate) async fn drive<P: WireParser>(
         if asm.retry(notice).await.is_err() {
             return;
         }
-        if !sleep_or_abort(delay, options).await {
+        let waited = tokio::select! {
+            () = options.signal.cancelled() => false,
+            () = tokio::time::sleep(delay) => true,
+        };
+        if !waited {
             return asm.fail(StopReason::Aborted, ABORTED.into()).await;
         }
-    }
-}
-
-/// `false` when aborted during the wait.
-async fn sleep_or_abort(delay: Duration, options: &StreamOptions) -> bool {
-    tokio::select! {
-        _ = options.signal.cancelled() => false,
-        _ = tokio::time::sleep(delay) => true,
     }
 }
 
@@ -169,7 +204,7 @@ enum Attempt {
 }
 
 async fn attempt<P: WireParser>(
-    client: &http::Client,
+    client: &HttpClient,
     target: &HttpTarget,
     options: &StreamOptions,
     asm: &mut Assembler,
@@ -179,67 +214,100 @@ async fn attempt<P: WireParser>(
     if signal.is_cancelled() {
         return Attempt::Aborted;
     }
+    let url = match reqwest::Url::parse(&target.url) {
+        Ok(url) => url,
+        Err(e) => return Attempt::Failed(format!("Invalid URL {:?}: {e}", target.url)),
+    };
+    let http = match client.for_url(&url) {
+        Ok(http) => http,
+        Err(e) => return Attempt::Failed(e.clone()),
+    };
+    let mut request = http.post(url.clone());
+    for (name, value) in &target.headers {
+        request = request.header(name, value);
+    }
     let idle = idle_timeout(options);
-    let sending = client.post(&target.url, &target.headers, target.body.as_bytes());
+    let sending = request.body(target.body.clone()).send();
     let response = tokio::select! {
-        _ = signal.cancelled() => return Attempt::Aborted,
+        () = signal.cancelled() => return Attempt::Aborted,
         response = tokio::time::timeout(idle, sending) => response,
     };
     let response = match response {
         Ok(Ok(response)) => response,
-        Ok(Err(e)) => return Attempt::Failed(format!("Connection error: {}", error_chain(&e))),
-        Err(_) => return Attempt::Failed(timed_out(idle, "no response")),
+        Ok(Err(e)) => {
+            let proxy = (!is_loopback(&url)).then(|| env_proxy(&url)).flatten();
+            let why = connection_failure(&url, proxy.as_deref(), &e);
+            return Attempt::Failed(format!("Connection error: {why}"));
+        }
+        Err(_) => {
+            let waited = format!("no response from {}", server_of(&url));
+            return Attempt::Failed(timed_out(idle, &waited));
+        }
     };
-    if !response.is_success() {
-        let status = response.status();
-        let server_delay = retry::server_delay(|name| response.header(name));
-        let reason = response.reason().to_string();
-        let body = tokio::select! {
-            _ = signal.cancelled() => return Attempt::Aborted,
-            body = response.text(ERROR_BODY_LIMIT) => body.unwrap_or_default(),
+    let status = response.status();
+    if !status.is_success() {
+        let server_delay = retry::server_delay(|name| response.headers().get(name)?.to_str().ok());
+        let Some(body) = read_text(response, options, ERROR_BODY_LIMIT).await else {
+            return Attempt::Aborted;
         };
-        let message = status_message(status, &reason, &body);
-        return if retry::is_retryable_status(status, &body) {
+        let message = status_message(status, &body);
+        return if retry::is_retryable_status(status.as_u16(), &body) {
             Attempt::Retryable(message, server_delay)
         } else {
             Attempt::Failed(message)
         };
     }
     let content_type = response
-        .header("content-type")
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    if content_type.contains("json") {
-        // A server that ignored `stream: true` (or a proxy error page with status 200).
-        let body = tokio::select! {
-            _ = signal.cancelled() => return Attempt::Aborted,
-            body = response.text(ERROR_BODY_LIMIT) => body.unwrap_or_default(),
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).to_ascii_lowercase())
+        .unwrap_or_default();
+    if !may_be_event_stream(&content_type) {
+        // A server that ignored `stream: true`, a captive portal's page, a wrong base URL.
+        let Some(body) = read_text(response, options, SHOWN_BODY_LIMIT).await else {
+            return Attempt::Aborted;
         };
         let shown: String = body.trim().chars().take(500).collect();
         return Attempt::Failed(format!(
-            "Expected an event stream but the server answered {content_type}: {shown}"
+            "Expected an event stream but the server answered {content_type} ({status}) from {url}: {shown}"
         ));
     }
     stream_body(response, options, asm, parser).await
 }
 
-/// Hands every complete event to the parser, decoding the body out of what was already read,
-/// and reads from the connection only when nothing is left: a fast stream's read holds
-/// hundreds of events, handled without any I/O or waker in between.
+/// SSE comes as `text/event-stream`; minimal servers send it as `text/plain` or unlabelled.
+fn may_be_event_stream(content_type: &str) -> bool {
+    let media_type = content_type.split(';').next().unwrap_or("").trim();
+    matches!(media_type, "" | "text/event-stream" | "text/plain")
+}
+
+/// Hands every event of the body to the parser; the idle limit restarts with each chunk.
 async fn stream_body<P: WireParser>(
-    mut response: http::Response,
+    mut response: reqwest::Response,
     options: &StreamOptions,
     asm: &mut Assembler,
     mut parser: P,
 ) -> Attempt {
+    let url = response.url().clone();
     let mut decoder = SseDecoder::new();
-    // One abort waiter and one idle timer for the whole body, polled only when the
-    // connection has to be read (an abort is also checked before every event).
-    let mut cancelled = CancelWaiter::new(&options.signal);
     let limit = idle_timeout(options);
-    let mut idle = IdleTimer::new(limit);
-    let body = response.body();
+    let cancelled = options.signal.cancelled();
+    tokio::pin!(cancelled);
     'read: loop {
+        let chunk = tokio::select! {
+            biased;
+            () = &mut cancelled => return Attempt::Aborted,
+            chunk = tokio::time::timeout(limit, response.chunk()) => chunk,
+        };
+        let chunk = match chunk {
+            Ok(Ok(Some(chunk))) => chunk,
+            Ok(Ok(None)) => break,
+            Ok(Err(e)) => return Attempt::Failed(lost_mid_stream(&url, &e)),
+            Err(_) => return Attempt::Failed(timed_out(limit, "no event")),
+        };
+        if let Err(e) = decoder.push(&chunk) {
+            return Attempt::Failed(format!("Malformed SSE stream: {e}"));
+        }
         while let Some(event) = decoder.next_event() {
             if options.signal.is_cancelled() {
                 return Attempt::Aborted;
@@ -250,128 +318,43 @@ async fn stream_body<P: WireParser>(
                 Err(failure) => return failed(failure, options),
             }
         }
-        match body.buffered() {
-            Ok(Buffered::Data(data)) => {
-                if let Err(e) = decoder.push(data) {
-                    return Attempt::Failed(format!("Malformed SSE stream: {e}"));
-                }
-                continue;
-            }
-            Ok(Buffered::End) => break,
-            Ok(Buffered::NeedRead) => {}
-            Err(e) => return lost(&e),
-        }
-        let read = tokio::select! {
-            biased;
-            read = body.fill() => read,
-            () = cancelled.wait() => return Attempt::Aborted,
-            () = idle.expired() => return Attempt::Failed(timed_out(limit, "no event")),
-        };
-        if options.signal.is_cancelled() {
-            return Attempt::Aborted;
-        }
-        idle.touch();
-        if let Err(e) = read {
-            return lost(&e);
-        }
     }
     if options.signal.is_cancelled() {
         return Attempt::Aborted;
     }
-    body.skip_buffered();
     match parser.finish(asm).await {
         Ok(reason) => Attempt::Done(reason),
         Err(failure) => failed(failure, options),
     }
 }
 
+/// Up to `limit` bytes of the body as text (invalid UTF-8 replaced), what arrived until an
+/// error or the idle limit; `None` when aborted.
+async fn read_text(
+    mut response: reqwest::Response,
+    options: &StreamOptions,
+    limit: usize,
+) -> Option<String> {
+    let idle = idle_timeout(options);
+    let mut bytes = Vec::new();
+    while bytes.len() < limit {
+        let chunk = tokio::select! {
+            () = options.signal.cancelled() => return None,
+            chunk = tokio::time::timeout(idle, response.chunk()) => chunk,
+        };
+        let Ok(Ok(Some(chunk))) = chunk else {
+            break;
+        };
+        let room = limit - bytes.len();
+        bytes.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// Most of an error response's body kept for its message.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
-
-fn lost(error: &http::Error) -> Attempt {
-    Attempt::Failed(format!(
-        "Connection lost mid-stream: {}",
-        error_chain(error)
-    ))
-}
-
-/// Waits for a cancellation like `token.cancelled()`, without re-registering on every poll.
-///
-/// A stream's consumer polls its abort waiter once per delta (each time the stream is
-/// momentarily empty), and polling `WaitForCancellationFuture` takes two locks each time. Its
-/// waiter stays registered with the waker it was last polled with, so this polls it again only
-/// when the task's waker changes, and otherwise just checks the token (one lock).
-pub struct CancelWaiter<'a> {
-    token: &'a CancellationToken,
-    waiting: Pin<Box<WaitForCancellationFuture<'a>>>,
-    registered: Option<Waker>,
-}
-
-impl<'a> CancelWaiter<'a> {
-    pub fn new(token: &'a CancellationToken) -> Self {
-        CancelWaiter {
-            token,
-            waiting: Box::pin(token.cancelled()),
-            registered: None,
-        }
-    }
-
-    /// Resolves once the token is cancelled.
-    pub fn wait(&mut self) -> impl Future<Output = ()> + '_ {
-        std::future::poll_fn(|cx| self.poll_cancelled(cx))
-    }
-
-    fn poll_cancelled(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.token.is_cancelled() {
-            return Poll::Ready(());
-        }
-        if self
-            .registered
-            .as_ref()
-            .is_some_and(|waker| waker.will_wake(cx.waker()))
-        {
-            return Poll::Pending;
-        }
-        let polled = self.waiting.as_mut().poll(cx);
-        self.registered = Some(cx.waker().clone());
-        polled
-    }
-}
-
-/// The idle limit of one body: a single timer, armed for the limit after the last activity.
-/// Activity only records the time; the timer moves when it fires early.
-struct IdleTimer {
-    limit: Duration,
-    last: tokio::time::Instant,
-    sleep: std::pin::Pin<Box<tokio::time::Sleep>>,
-}
-
-impl IdleTimer {
-    fn new(limit: Duration) -> Self {
-        let last = tokio::time::Instant::now();
-        IdleTimer {
-            limit,
-            last,
-            sleep: Box::pin(tokio::time::sleep_until(last + limit)),
-        }
-    }
-
-    fn touch(&mut self) {
-        self.last = tokio::time::Instant::now();
-    }
-
-    /// Resolves once `limit` passed without activity.
-    async fn expired(&mut self) {
-        loop {
-            self.sleep.as_mut().await;
-            let deadline = self.last + self.limit;
-            if deadline <= tokio::time::Instant::now() {
-                return;
-            }
-            self.sleep.as_mut().reset(deadline);
-        }
-    }
-}
+/// The start of a body that is not an event stream, shown in the error.
+const SHOWN_BODY_LIMIT: usize = 2048;
 
 /// Inactivity limit: `timeoutMs` in the options, else 10 minutes (the OpenAI and Anthropic
 /// SDKs' default). It restarts with every chunk of the body, so long streams are fine; a server
@@ -399,14 +382,6 @@ fn failed(failure: Failure, options: &StreamOptions) -> Attempt {
     }
 }
 
-/// The providers' HTTP client: the system proxies (loopback servers such as Ollama,
-/// llama.cpp, LM Studio and the test mock always direct), no overall timeout (idle time is
-/// limited per request, see [`DEFAULT_IDLE_TIMEOUT_MS`]). `Err` (TLS setup failed) is
-/// reported on each request rather than at construction.
-pub fn streaming_client() -> Result<http::Client, String> {
-    http::Client::new().map_err(|e| format!("cannot create the HTTP client: {}", error_chain(&e)))
-}
-
 /// Adds the model's configured headers, then the request's (`options.extra.headers`); a `null`
 /// value removes a default header.
 pub fn apply_model_headers(
@@ -427,32 +402,5 @@ pub fn apply_model_headers(
             Value::String(s) => headers.push((name.clone(), s.clone())),
             other => headers.push((name.clone(), other.to_string())),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The waiter registered by its first pending poll still wakes its task after later polls
-    /// skipped re-registering.
-    #[tokio::test]
-    async fn cancel_waiter_wakes_after_skipped_polls() {
-        let token = CancellationToken::new();
-        let watched = token.clone();
-        let task = tokio::spawn(async move {
-            let mut waiter = CancelWaiter::new(&watched);
-            for _ in 0..3 {
-                let wait = tokio::time::timeout(Duration::from_millis(5), waiter.wait());
-                assert!(wait.await.is_err(), "not cancelled yet");
-            }
-            waiter.wait().await;
-        });
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        token.cancel();
-        tokio::time::timeout(Duration::from_secs(10), task)
-            .await
-            .expect("the waiter woke on cancel")
-            .unwrap();
     }
 }

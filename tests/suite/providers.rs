@@ -2,7 +2,10 @@
 //! provider layer streaming from it over loopback, for both wire APIs.
 
 mod common;
+mod connections;
 mod faults;
+mod loopback;
 mod mock_server;
 mod requests;
 mod streaming;
+mod through_the_binary;

@@ -15,12 +15,17 @@ pub fn model_for(api: &str, mock: &MockProvider) -> Model {
     } else {
         mock.openai_base_url()
     };
+    model_at(api, &base_url)
+}
+
+/// The test model of `api` at `base_url`.
+pub fn model_at(api: &str, base_url: &str) -> Model {
     Model {
         id: "mock-model".into(),
         name: "Mock".into(),
         api: api.into(),
         provider: "mock".into(),
-        base_url,
+        base_url: base_url.into(),
         reasoning: true,
         input: vec!["text".into(), "image".into()],
         cost: ModelCost {
