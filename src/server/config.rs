@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
-use tower_lsp_server::ls_types::{InitializeParams, PositionEncodingKind};
+use ls_types::{InitializeParams, PositionEncodingKind};
 
 use crate::server::documents::uri_to_path;
 use crate::server::events::DEFAULT_DELTA_INTERVAL;

@@ -7,7 +7,7 @@
 //! (ropey built with `cr_lines`, without `unicode_lines`).
 
 use ropey::Rope;
-use tower_lsp_server::ls_types::{Position, PositionEncodingKind, Range};
+use ls_types::{Position, PositionEncodingKind, Range};
 
 /// The unit of `Position::character` on this connection.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
