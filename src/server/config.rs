@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::Value;
 use ls_types::{InitializeParams, PositionEncodingKind};
+use serde_json::Value;
 
 use crate::server::documents::uri_to_path;
 use crate::server::events::DEFAULT_DELTA_INTERVAL;

@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::future::BoxFuture;
+use ls_types::{Diagnostic, DiagnosticSeverity, NumberOrString, Position};
 use ropey::Rope;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use ls_types::{Diagnostic, DiagnosticSeverity, NumberOrString, Position};
 
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use ropey::Rope;
-use tokio::sync::watch;
 use ls_types::{
     DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams, Uri,
 };
+use ropey::Rope;
+use tokio::sync::watch;
 
 use crate::server::buffer_ws::search_index::{INDEX_THRESHOLD, Params, SearchIndex, read_bytes};
 use crate::server::diagnostics::DiagnosticStore;

@@ -67,7 +67,9 @@ async fn next(written: &mut Written) -> Value {
 }
 
 fn text_of(p: &Value) -> &str {
-    p["event"]["assistantMessageEvent"]["delta"].as_str().unwrap()
+    p["event"]["assistantMessageEvent"]["delta"]
+        .as_str()
+        .unwrap()
 }
 
 fn seq(p: &Value) -> u64 {
@@ -88,7 +90,10 @@ async fn the_first_delta_goes_at_once_and_a_burst_waits_for_the_next_event() {
     let merged = next(&mut written).await;
     assert_eq!((text_of(&merged), seq(&merged)), ("bcd", 2));
     let end = next(&mut written).await;
-    assert_eq!((end["event"]["type"].as_str(), seq(&end)), (Some("agent_settled"), 3));
+    assert_eq!(
+        (end["event"]["type"].as_str(), seq(&end)),
+        (Some("agent_settled"), 3)
+    );
 }
 
 #[tokio::test]
@@ -103,7 +108,11 @@ async fn a_request_ends_the_hold_and_closes_merges() {
     // Queued after the request: must not join the delta before it.
     e.emit(Some("r"), delta("toolcall_delta", 1, "}"));
     assert_eq!(text_of(&next(&mut written).await), "\"a\"");
-    assert_eq!(next(&mut written).await["marker"], true, "not held by the pace");
+    assert_eq!(
+        next(&mut written).await["marker"],
+        true,
+        "not held by the pace"
+    );
     e.emit(Some("r"), end());
     let last = next(&mut written).await;
     assert_eq!((text_of(&last), seq(&last)), ("}", 3));
@@ -124,7 +133,10 @@ async fn deltas_further_apart_than_the_interval_are_written_one_by_one() {
 #[tokio::test]
 async fn sessions_merge_apart_and_other_blocks_do_not_merge() {
     let (out, mut written) = output(HOUR);
-    let (a, b) = (Emitter::new(out.clone(), "a", true), Emitter::new(out, "b", true));
+    let (a, b) = (
+        Emitter::new(out.clone(), "a", true),
+        Emitter::new(out, "b", true),
+    );
     a.emit(Some("r"), delta("text_delta", 0, "a1"));
     b.emit(Some("q"), delta("text_delta", 0, "b1"));
     let firsts = [next(&mut written).await, next(&mut written).await];
@@ -145,7 +157,12 @@ async fn sessions_merge_apart_and_other_blocks_do_not_merge() {
             .to_owned();
         got.push((p["sessionId"].as_str().unwrap().to_owned(), seq(&p), text));
     }
-    let want = [("a", 2, "a2a3"), ("b", 2, "b2b3"), ("a", 3, "t"), ("b", 3, "end")];
+    let want = [
+        ("a", 2, "a2a3"),
+        ("b", 2, "b2b3"),
+        ("a", 3, "t"),
+        ("b", 3, "end"),
+    ];
     let want: Vec<(String, u64, String)> = want
         .iter()
         .map(|(s, q, t)| (s.to_string(), *q, t.to_string()))
@@ -190,7 +207,10 @@ async fn a_delta_merges_only_into_a_waiting_delta_of_its_run_and_kind() {
     let merged = next(&mut written).await;
     assert_eq!((text_of(&merged), seq(&merged)), ("bc", 2));
     let other_run = next(&mut written).await;
-    assert_eq!((text_of(&other_run), other_run["runId"].as_str()), ("x", Some("r2")));
+    assert_eq!(
+        (text_of(&other_run), other_run["runId"].as_str()),
+        ("x", Some("r2"))
+    );
     assert_eq!(text_of(&next(&mut written).await), "y");
     assert_eq!(seq(&next(&mut written).await), 5);
     assert_eq!(e.last_seq(), 5);

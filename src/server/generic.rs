@@ -143,7 +143,12 @@ pub async fn run_finished(session: &Session, run_id: &str, outcome: &RunOutcome)
         };
         let shown: Result<Value, _> = ctx
             .out
-            .request("window/showDocument", params, Duration::from_secs(5), &never)
+            .request(
+                "window/showDocument",
+                params,
+                Duration::from_secs(5),
+                &never,
+            )
             .await;
         if let Err(e) = shown {
             tracing::info!(%e, "showDocument failed");

@@ -410,7 +410,10 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             if self.skip_line || pending.len() > self.limit {
                 self.start = self.buf.len();
                 if !std::mem::replace(&mut self.skip_line, true) {
-                    return refuse(code::INVALID_REQUEST, "invalid request: a message exceeds the size limit");
+                    return refuse(
+                        code::INVALID_REQUEST,
+                        "invalid request: a message exceeds the size limit",
+                    );
                 }
             }
             return Step::NeedMore;
@@ -421,7 +424,10 @@ impl<R: AsyncRead + Unpin> Reader<R> {
             return Step::Skipped;
         }
         if end > self.limit {
-            return refuse(code::INVALID_REQUEST, "invalid request: a message exceeds the size limit");
+            return refuse(
+                code::INVALID_REQUEST,
+                "invalid request: a message exceeds the size limit",
+            );
         }
         let line = self.buf[line_at..line_at + end].trim_ascii();
         if line.is_empty() {

@@ -56,10 +56,15 @@ fn messages_are_classified() {
     assert!(matches!(error, Incoming::Response { result: Err(e), .. } if e.message == "no"));
     // A wrong shape keeps its id; broken JSON has none.
     let wrong = parse_message(br#"{"jsonrpc":"2.0","id":4,"method":5}"#);
-    assert!(matches!(&wrong, Incoming::Malformed { id: Some(Id::Number(4)), error } if error.code == -32600));
+    assert!(
+        matches!(&wrong, Incoming::Malformed { id: Some(Id::Number(4)), error } if error.code == -32600)
+    );
     assert_eq!(code_of(&parse_message(b"{\"a\": nul")), Some(-32700));
     assert_eq!(code_of(&parse_message(b"[1,2]")), Some(-32600));
-    assert_eq!(code_of(&parse_message(br#"{"id":1,"method":"m"}"#)), Some(-32600));
+    assert_eq!(
+        code_of(&parse_message(br#"{"id":1,"method":"m"}"#)),
+        Some(-32600)
+    );
 }
 
 #[tokio::test]
@@ -82,7 +87,10 @@ async fn a_content_length_shorter_than_its_body_keeps_the_request_after_it() {
     let input = format!("{short}{}", frame(GOOD));
     let got = read_all(input.as_bytes(), Framing::ContentLength, MAX_FRAME).await;
     assert_eq!(got.last(), Some(&good()), "{got:?}");
-    assert!(got[..got.len() - 1].iter().all(|m| code_of(m).is_some()), "{got:?}");
+    assert!(
+        got[..got.len() - 1].iter().all(|m| code_of(m).is_some()),
+        "{got:?}"
+    );
 }
 
 #[tokio::test]
@@ -101,7 +109,10 @@ async fn other_headers_and_an_overflowing_length_are_handled() {
 
 #[tokio::test]
 async fn a_frame_over_the_limit_is_refused_and_skipped() {
-    let big = format!(r#"{{"jsonrpc":"2.0","method":"m","params":"{}"}}"#, "x".repeat(5000));
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","method":"m","params":"{}"}}"#,
+        "x".repeat(5000)
+    );
     let input = format!("{}{}", frame(&big), frame(GOOD));
     let got = read_all(input.as_bytes(), Framing::ContentLength, 1000).await;
     assert_eq!(got.len(), 2, "{got:?}");
@@ -113,7 +124,9 @@ async fn a_frame_over_the_limit_is_refused_and_skipped() {
 /// times: the buffer it keeps stays small (a rescan from the start would keep it all).
 #[tokio::test]
 async fn garbage_is_skipped_in_one_pass_and_reported_once() {
-    let garbage: Vec<u8> = (0..4_000_000u32).map(|i| b"x\r\n{}:"[i as usize % 6]).collect();
+    let garbage: Vec<u8> = (0..4_000_000u32)
+        .map(|i| b"x\r\n{}:"[i as usize % 6])
+        .collect();
     let (mut write, read) = tokio::io::duplex(4096);
     let input = [garbage, frame(GOOD).into_bytes()].concat();
     let writer = tokio::spawn(async move {
@@ -131,7 +144,10 @@ async fn garbage_is_skipped_in_one_pass_and_reported_once() {
 
 #[tokio::test]
 async fn lines_framing_reads_one_message_per_line() {
-    let input = format!("{GOOD}\n\n  {GOOD}\r\nnot json\n{}\n{GOOD}\n", "y".repeat(2000));
+    let input = format!(
+        "{GOOD}\n\n  {GOOD}\r\nnot json\n{}\n{GOOD}\n",
+        "y".repeat(2000)
+    );
     let got = read_all(input.as_bytes(), Framing::Lines, 1000).await;
     assert_eq!(got[0], good());
     assert_eq!(got[1], good());

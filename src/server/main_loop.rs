@@ -144,7 +144,9 @@ impl Server {
                 self.phase = Phase::ShutDown(sessions);
                 Ok(Value::Null)
             }
-            (Phase::Running(sessions), _) => dispatch::request(sessions, &self.docs, method, params),
+            (Phase::Running(sessions), _) => {
+                dispatch::request(sessions, &self.docs, method, params)
+            }
         }
     }
 

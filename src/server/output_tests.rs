@@ -15,7 +15,9 @@ async fn messages(read: DuplexStream) -> Vec<Value> {
     let mut out = Vec::new();
     while let Some(message) = reader.next().await {
         out.push(match message {
-            Incoming::Notification { method, params } => json!({"method": method, "params": params}),
+            Incoming::Notification { method, params } => {
+                json!({"method": method, "params": params})
+            }
             Incoming::Response { id, result } => json!({"id": id, "result": result.unwrap()}),
             other => panic!("unexpected {other:?}"),
         });
@@ -25,7 +27,11 @@ async fn messages(read: DuplexStream) -> Vec<Value> {
 
 fn note(p: u64, i: u64) -> Value {
     // Some frames are larger than the pipe holds, so writes end partially and wait.
-    let pad = if i.is_multiple_of(97) { 100_000 } else { (i % 13) as usize * 40 };
+    let pad = if i.is_multiple_of(97) {
+        100_000
+    } else {
+        (i % 13) as usize * 40
+    };
     json!({"p": p, "i": i, "pad": "z".repeat(pad)})
 }
 
@@ -55,7 +61,10 @@ async fn concurrent_producers_keep_frames_whole_and_in_their_order() {
     let got = reading.await.unwrap();
     let mut next: HashMap<u64, u64> = HashMap::new();
     for m in &got {
-        let (p, i) = (m["params"]["p"].as_u64().unwrap(), m["params"]["i"].as_u64().unwrap());
+        let (p, i) = (
+            m["params"]["p"].as_u64().unwrap(),
+            m["params"]["i"].as_u64().unwrap(),
+        );
         let expected = next.entry(p).or_default();
         assert_eq!(i, *expected, "producer {p} out of order");
         *expected += 1;
@@ -106,7 +115,10 @@ async fn lines_framing_writes_one_message_per_line() {
     drop(output);
     let mut text = String::new();
     read.read_to_string(&mut text).await.unwrap();
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert_eq!(lines[0]["params"]["x"], "line\nbreak");
 }

@@ -78,7 +78,12 @@ fn stored_record(id: &str) -> Result<Transcript> {
 }
 
 impl Sessions {
-    pub fn new(out: Outgoing, docs: DocStore, config: ConnConfig, mut warnings: Vec<String>) -> Self {
+    pub fn new(
+        out: Outgoing,
+        docs: DocStore,
+        config: ConnConfig,
+        mut warnings: Vec<String>,
+    ) -> Self {
         let model = resolve_model(&config);
         if let Err(e) = &model {
             warnings.push(format!("agent-lsp: {e}"));
@@ -212,8 +217,7 @@ impl Sessions {
                 (run_id, message_id, disposition(kind, started))
             }
             _ => {
-                let (run_id, message_id) =
-                    session.start_run(blocks).map_err(busy_or_agent)?;
+                let (run_id, message_id) = session.start_run(blocks).map_err(busy_or_agent)?;
                 (run_id, message_id, Disposition::Started)
             }
         };
@@ -233,9 +237,7 @@ impl Sessions {
     ) -> Result<QueueResult> {
         let blocks = message.into_user_blocks().map_err(invalid_params)?;
         let session = self.get(session_id)?;
-        let (run_id, message_id, started) = session
-            .enqueue(kind, blocks)
-            .map_err(busy_or_agent)?;
+        let (run_id, message_id, started) = session.enqueue(kind, blocks).map_err(busy_or_agent)?;
         Ok(QueueResult {
             session_id: session.id.clone(),
             run_id,
@@ -256,9 +258,7 @@ impl Sessions {
     }
 
     pub fn remove_queued(&self, session_id: &str, message_id: &str) -> Result<RemoveQueuedResult> {
-        let (removed, queues) = self
-            .get(session_id)?
-            .remove_queued(message_id);
+        let (removed, queues) = self.get(session_id)?.remove_queued(message_id);
         Ok(RemoveQueuedResult { removed, queues })
     }
 
