@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use ls_types::{InitializeParams, PositionEncodingKind};
 use serde_json::Value;
-use tower_lsp_server::ls_types::{InitializeParams, PositionEncodingKind};
 
 use crate::server::documents::uri_to_path;
 use crate::server::events::DEFAULT_DELTA_INTERVAL;

@@ -1,5 +1,5 @@
 //! What every session of a connection shares: the client, the mirrors, the settled
-//! configuration, the event hub, the model and the generic-client approval slots.
+//! configuration, the model and the generic-client approval slots.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -10,7 +10,6 @@ use crate::models::EnvSource;
 use crate::provider::{Model, StreamFn};
 use crate::server::config::ConnConfig;
 use crate::server::documents::DocStore;
-use crate::server::events::EventHub;
 use crate::server::outgoing::Outgoing;
 use crate::server::protocol::Decision;
 
@@ -21,7 +20,6 @@ pub struct ConnCtx {
     pub out: Outgoing,
     pub docs: DocStore,
     pub config: ConnConfig,
-    pub hub: EventHub,
     pub model: ModelChoice,
     pub stream_fn: Arc<dyn StreamFn>,
     /// Generic-client approvals waiting for `agent.approve` / `agent.reject`, by approval id.

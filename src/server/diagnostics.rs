@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::future::BoxFuture;
+use ls_types::{Diagnostic, DiagnosticSeverity, NumberOrString, Position};
 use ropey::Rope;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use tower_lsp_server::ls_types::{Diagnostic, DiagnosticSeverity, NumberOrString, Position};
 
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
@@ -228,7 +228,7 @@ fn describe(d: &Diagnostic) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tower_lsp_server::ls_types::Range;
+    use ls_types::Range;
 
     #[test]
     fn columns_count_characters_from_utf16_positions() {

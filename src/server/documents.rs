@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use ropey::Rope;
-use tokio::sync::watch;
-use tower_lsp_server::ls_types::{
+use ls_types::{
     DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams, Uri,
 };
+use ropey::Rope;
+use tokio::sync::watch;
 
 use crate::server::diagnostics::DiagnosticStore;
 use crate::server::position::{self, Encoding};

@@ -7,7 +7,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use ls_types::{
+    CodeAction, CodeActionKind, CodeActionOrCommand, Command, Diagnostic, DiagnosticSeverity,
+    MessageActionItem, MessageType, NumberOrString, ProgressParams, ProgressParamsValue,
+    PublishDiagnosticsParams, ShowDocumentParams, ShowMessageParams, ShowMessageRequestParams, Uri,
+    WorkDoneProgress, WorkDoneProgressBegin, WorkDoneProgressCreateParams, WorkDoneProgressEnd,
+    WorkDoneProgressReport,
+};
+use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -28,8 +35,26 @@ const ACTIONS: [(&str, Decision); 4] = [
     ("Block always", Decision::BlockAlways),
 ];
 
-fn token(run_id: &str) -> String {
-    format!("{TOKEN_PREFIX}{run_id}")
+fn token(run_id: &str) -> NumberOrString {
+    NumberOrString::String(format!("{TOKEN_PREFIX}{run_id}"))
+}
+
+fn progress(run_id: &str, value: WorkDoneProgress) -> ProgressParams {
+    ProgressParams {
+        token: token(run_id),
+        value: ProgressParamsValue::WorkDone(value),
+    }
+}
+
+fn report(message: String) -> WorkDoneProgress {
+    WorkDoneProgress::Report(WorkDoneProgressReport {
+        message: Some(message),
+        ..Default::default()
+    })
+}
+
+fn show_message(typ: MessageType, message: String) -> ShowMessageParams {
+    ShowMessageParams { typ, message }
 }
 
 /// Work-done progress tokens are this prefix plus the run id.
@@ -45,10 +70,13 @@ pub async fn on_event(session: &Session, run_id: &str, event: &AgentEvent) {
     let value = match event {
         AgentEvent::AgentStart => {
             let never = CancellationToken::new();
+            let params = WorkDoneProgressCreateParams {
+                token: token(run_id),
+            };
             let created: Result<Value, RequestError> = out
                 .request(
                     "window/workDoneProgress/create",
-                    json!({"token": token(run_id)}),
+                    params,
                     Duration::from_secs(5),
                     &never,
                 )
@@ -56,21 +84,20 @@ pub async fn on_event(session: &Session, run_id: &str, event: &AgentEvent) {
             if let Err(e) = created {
                 tracing::info!(%e, "client refused work-done progress");
             }
-            json!({"kind": "begin", "title": "agent-lsp", "message": "thinking…", "cancellable": true})
+            WorkDoneProgress::Begin(WorkDoneProgressBegin {
+                title: "agent-lsp".into(),
+                cancellable: Some(true),
+                message: Some("thinking…".into()),
+                percentage: None,
+            })
         }
         AgentEvent::ToolExecutionStart {
             tool_name, args, ..
-        } => {
-            json!({"kind": "report", "message": format!("{tool_name} {}", short(args))})
-        }
-        AgentEvent::TurnStart => json!({"kind": "report", "message": "thinking…"}),
+        } => report(format!("{tool_name} {}", short(args))),
+        AgentEvent::TurnStart => report("thinking…".into()),
         _ => return,
     };
-    out.notify(
-        "$/progress",
-        json!({"token": token(run_id), "value": value}),
-    )
-    .await;
+    out.notify("$/progress", progress(run_id, value));
 }
 
 fn short(args: &Value) -> String {
@@ -90,32 +117,35 @@ pub async fn run_finished(session: &Session, run_id: &str, outcome: &RunOutcome)
         return;
     }
     if ctx.config.work_done_progress {
-        ctx.out
-            .notify(
-                "$/progress",
-                json!({"token": token(run_id), "value": {"kind": "end"}}),
-            )
-            .await;
+        let end = WorkDoneProgress::End(WorkDoneProgressEnd { message: None });
+        ctx.out.notify("$/progress", progress(run_id, end));
     }
     let (typ, text) = match (&outcome.error, outcome.aborted) {
-        (_, true) => (2, "agent-lsp: aborted".to_owned()),
-        (Some(error), _) => (1, format!("agent-lsp: {error}")),
-        (None, false) => (3, final_text(&outcome.new_messages)),
+        (_, true) => (MessageType::WARNING, "agent-lsp: aborted".to_owned()),
+        (Some(error), _) => (MessageType::ERROR, format!("agent-lsp: {error}")),
+        (None, false) => (MessageType::INFO, final_text(&outcome.new_messages)),
     };
     ctx.out
-        .notify("window/showMessage", json!({"type": typ, "message": text}))
-        .await;
+        .notify("window/showMessage", show_message(typ, text));
     let Some(path) = write_transcript(session).await else {
         return;
     };
-    if ctx.config.show_document {
-        let uri = crate::server::documents::path_to_uri(&path).unwrap_or_default();
+    let uri = crate::server::documents::path_to_uri(&path).and_then(|u| u.parse::<Uri>().ok());
+    if ctx.config.show_document
+        && let Some(uri) = uri
+    {
         let never = CancellationToken::new();
+        let params = ShowDocumentParams {
+            uri,
+            external: None,
+            take_focus: Some(false),
+            selection: None,
+        };
         let shown: Result<Value, _> = ctx
             .out
             .request(
                 "window/showDocument",
-                json!({"uri": uri, "takeFocus": false}),
+                params,
                 Duration::from_secs(5),
                 &never,
             )
@@ -211,15 +241,21 @@ pub async fn ask(
         None => String::new(),
     };
     if ctx.config.message_actions {
-        let actions: Vec<Value> = ACTIONS.iter().map(|(t, _)| json!({"title": t})).collect();
-        let params = json!({"type": 2, "message": format!("agent-lsp: {}\n{detail}", request.title),
-                            "actions": actions});
-        let reply: Result<Option<Value>, RequestError> = ctx
+        let actions = ACTIONS.iter().map(|(title, _)| MessageActionItem {
+            title: (*title).to_owned(),
+            properties: Default::default(),
+        });
+        let params = ShowMessageRequestParams {
+            typ: MessageType::WARNING,
+            message: format!("agent-lsp: {}\n{detail}", request.title),
+            actions: Some(actions.collect()),
+        };
+        let reply: Result<Option<MessageActionItem>, RequestError> = ctx
             .out
             .request("window/showMessageRequest", params, timeout, cancel)
             .await;
         let title = match reply {
-            Ok(Some(item)) => item.get("title").and_then(Value::as_str).map(str::to_owned),
+            Ok(Some(item)) => Some(item.title),
             Ok(None) => None,
             Err(e) => return Err(format!("Approval failed ({e}): the tool call was not run")),
         };
@@ -268,14 +304,14 @@ async fn ask_with_diagnostic(
             reply: tx,
         },
     );
-    publish(ctx, &uri).await;
+    publish(ctx, &uri);
     let outcome = tokio::select! {
         r = rx => r.map_err(|_| "the approval was dropped".to_owned()),
         () = cancel.cancelled() => Err("The run was aborted before the tool call was approved".to_owned()),
         () = tokio::time::sleep(ctx.config.approval_timeout()) => Err("No approval in time: the tool call was not run".to_owned()),
     };
     ctx.pending().remove(&id);
-    publish(ctx, &uri).await;
+    publish(ctx, &uri);
     outcome.map(|decision| Answer {
         decision,
         reason: None,
@@ -284,32 +320,52 @@ async fn ask_with_diagnostic(
 }
 
 /// Publishes the pending-approval diagnostics of `uri` (none clears them).
-async fn publish(ctx: &ConnCtx, uri: &str) {
-    let diagnostics: Vec<Value> = ctx
+fn publish(ctx: &ConnCtx, uri: &str) {
+    let Ok(parsed) = uri.parse::<Uri>() else {
+        return;
+    };
+    let diagnostics = ctx
         .pending()
         .iter()
         .filter(|(_, p)| p.uri == uri)
-        .map(|(id, p)| json!({"range": {"start": {"line": p.line, "character": 0}, "end": {"line": p.line, "character": 0}},
-                               "severity": 3, "source": "agent-lsp", "code": id, "message": p.title}))
+        .map(|(id, p)| Diagnostic {
+            range: ls_types::Range::new(
+                ls_types::Position::new(p.line, 0),
+                ls_types::Position::new(p.line, 0),
+            ),
+            severity: Some(DiagnosticSeverity::INFORMATION),
+            code: Some(NumberOrString::String(id.clone())),
+            source: Some("agent-lsp".into()),
+            message: p.title.clone(),
+            ..Default::default()
+        })
         .collect();
-    ctx.out
-        .notify(
-            "textDocument/publishDiagnostics",
-            json!({"uri": uri, "diagnostics": diagnostics}),
-        )
-        .await;
+    let params = PublishDiagnosticsParams {
+        uri: parsed,
+        diagnostics,
+        version: None,
+    };
+    ctx.out.notify("textDocument/publishDiagnostics", params);
 }
 
 /// "Approve"/"Reject" code actions for the pending approvals of a document.
-pub fn code_actions(ctx: &ConnCtx, uri: &str) -> Vec<Value> {
+pub fn code_actions(ctx: &ConnCtx, uri: &str) -> Vec<CodeActionOrCommand> {
     ctx.pending()
         .iter()
         .filter(|(_, p)| p.uri == uri)
         .flat_map(|(id, p)| {
             [("Approve", command::APPROVE), ("Reject", command::REJECT)].map(|(label, cmd)| {
-                json!({"title": format!("{label}: {}", p.title.chars().take(60).collect::<String>()),
-                       "kind": "quickfix",
-                       "command": {"title": label, "command": cmd, "arguments": [id]}})
+                let title: String = p.title.chars().take(60).collect();
+                CodeActionOrCommand::CodeAction(CodeAction {
+                    title: format!("{label}: {title}"),
+                    kind: Some(CodeActionKind::QUICKFIX),
+                    command: Some(Command {
+                        title: label.into(),
+                        command: cmd.into(),
+                        arguments: Some(vec![Value::String(id.clone())]),
+                    }),
+                    ..Default::default()
+                })
             })
         })
         .collect()

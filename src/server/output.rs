@@ -1,311 +1,278 @@
-//! The daemon's one ordered output: every frame to the client (the framework's responses, the
-//! `$/agentEvent` notifications, server → client requests) goes through one [`Output`].
+//! The one ordered writer: every frame to the client — responses, `$/agentEvent` notifications,
+//! server → client requests and notifications — goes through one channel and one writer task,
+//! which writes them in the order they were queued.
 //!
-//! Why not the framework's client channel: tower-lsp-server sends a server-initiated message
-//! through a channel to its serve task, which encodes it and writes it. Every event and request
-//! therefore crossed a task (often a thread) and was serialised twice (typed params → `Value` →
-//! text). Here the producer encodes its frame once and, when nothing is waiting before it and
-//! stdout is a pipe or socket (how editors start a server), writes it with one non-blocking
-//! system call on its own task. Whatever the pipe does not take at once is queued in order and
-//! written by a flusher task; later frames queue behind it, so frames are never interleaved or
-//! reordered.
+//! Ordering by construction: the main loop queues a request's response slot ([`Output::reply_slot`])
+//! before it handles the request, so the response precedes everything the request starts; a run
+//! queues its events and its requests to the client on the same channel, so a request never
+//! overtakes the events before it.
 //!
-//! The framework keeps writing its own frames through [`FrameworkWriter`], which hands the
-//! output whole frames only, so its bytes can never land inside one of ours.
+//! Pacing: a streamed delta of a content block is written at once when none of that block was
+//! written in the last `deltaIntervalMs`; otherwise the writer holds it until that interval has
+//! passed (later deltas of the block merge into it meanwhile, see `events.rs`). Anything other
+//! than a delta queued behind it ends the hold at once. While the client reads slowly, the writer
+//! waits on its writes and queued deltas merge the same way.
 
-use std::io;
-use std::pin::Pin;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
+use std::time::Duration;
 
 use serde::Serialize;
-use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::Notify;
+use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::time::Instant;
 
-use crate::server::stdio::{NonBlocking, Stdout};
-use crate::server::wire::content_length;
+use crate::server::events::{Block, Slot};
+use crate::server::jsonrpc::{Framing, OutgoingMessage};
+use crate::server::protocol::method;
 
-/// Queued bytes above which [`Output::room`] waits: the client reads slower than we write.
-const HIGH_WATER: usize = 256 * 1024;
+/// Stands in for a due time beyond what `Instant` can hold.
+const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// Where the bytes go.
-enum Target {
-    /// A non-blocking pipe or socket: producers may write directly.
-    Direct(Arc<NonBlocking>),
-    /// Anything else (tokio's blocking stdout, test writers): only the flusher writes.
-    Writer(Box<dyn AsyncWrite + Send + Unpin>),
-}
-
-#[derive(Default)]
-struct State {
-    /// Bytes accepted but not yet written, in order (behind [`State::writing`]).
-    queued: Vec<u8>,
-    /// Bytes the flusher took from `queued` and is writing now: they still wait for the
-    /// client, so they count against [`HIGH_WATER`] until written.
-    writing: usize,
-    /// The flusher owns the write side: producers only append to `queued`.
-    flushing: bool,
-    /// A write failed (the client is gone): further frames are dropped.
-    closed: bool,
+enum Item {
+    /// An `$/agentEvent`; `block` is set for a mergeable delta, which the writer paces.
+    Event { slot: Slot, block: Option<Block> },
+    /// A whole encoded frame (a request or notification to the client).
+    Frame(Vec<u8>),
+    /// A response, filled in by the main loop once the request is handled.
+    Reply(oneshot::Receiver<Vec<u8>>),
+    /// Answered once every item before it was written.
+    Drained(oneshot::Sender<()>),
 }
 
 struct Shared {
-    state: Mutex<State>,
-    /// For direct writes; `None` when only the flusher may write.
-    direct: Option<Arc<NonBlocking>>,
-    /// Wakes the flusher (a stored permit, so a wake before it waits is not lost).
-    flush: Notify,
-    /// Wakes producers waiting for room and callers waiting for the queue to drain.
-    drained: Notify,
+    framing: Framing,
+    /// `deltaIntervalMs`, in nanoseconds (settled by `initialize`).
+    interval_ns: AtomicU64,
+    /// Queued items that end a pacing hold (anything but a delta), not yet taken.
+    urgent: AtomicUsize,
+    /// Wakes a holding writer when `urgent` grows.
+    wake: Notify,
+    /// Bumped by every non-event frame: a delta never merges across one (see `events.rs`).
+    epoch: AtomicU64,
+    /// A write failed: the client is gone.
+    closed: AtomicBool,
 }
 
-/// The connection's ordered output (cheap to clone).
+/// The connection's ordered output (cheap to clone). The writer ends when every clone is gone.
 #[derive(Clone)]
 pub struct Output {
+    tx: mpsc::UnboundedSender<Item>,
     shared: Arc<Shared>,
 }
 
-fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|e| e.into_inner())
+/// The place of one response in the output; dropping it unfilled skips it.
+pub struct ReplySlot {
+    framing: Framing,
+    tx: oneshot::Sender<Vec<u8>>,
+}
+
+impl ReplySlot {
+    pub fn fill<T: Serialize>(self, message: &T) {
+        match self.framing.encode(message) {
+            Ok(frame) => {
+                let _ = self.tx.send(frame);
+            }
+            Err(e) => tracing::error!(%e, "a response does not serialize"),
+        }
+    }
 }
 
 impl Output {
-    /// Output to the daemon's stdout; starts the flusher task.
-    pub fn start(stdout: Stdout) -> Self {
-        let target = match stdout {
-            Stdout::Reactor(fd) => Target::Direct(Arc::new(fd)),
-            Stdout::Blocking(stdout) => Target::Writer(Box::new(stdout)),
-        };
-        Self::start_with(target)
-    }
-
-    /// Output to any writer, written by the flusher only (tests, non-pipe stdout).
-    pub fn to_writer(writer: impl AsyncWrite + Send + Unpin + 'static) -> Self {
-        Self::start_with(Target::Writer(Box::new(writer)))
-    }
-
-    fn start_with(target: Target) -> Self {
-        let direct = match &target {
-            Target::Direct(fd) => Some(fd.clone()),
-            Target::Writer(_) => None,
-        };
+    /// Starts the writer task on `writer`.
+    pub fn start(writer: impl AsyncWrite + Send + Unpin + 'static, framing: Framing) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
-            direct,
-            flush: Notify::new(),
-            drained: Notify::new(),
+            framing,
+            interval_ns: AtomicU64::new(0),
+            urgent: AtomicUsize::new(0),
+            wake: Notify::new(),
+            epoch: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
         });
-        tokio::spawn(flusher(shared.clone(), target));
-        Output { shared }
+        let writer = Writer {
+            shared: shared.clone(),
+            sink: BufWriter::with_capacity(64 * 1024, Box::new(writer)),
+            written: HashMap::new(),
+        };
+        tokio::spawn(writer.run(rx));
+        Output { tx, shared }
     }
 
-    /// Sends one JSON-RPC message: `message` serialised once, framed, written or queued.
-    pub fn send_message<T: Serialize>(&self, message: &T) -> Result<(), serde_json::Error> {
-        let mut frame = Vec::with_capacity(512);
-        frame.extend_from_slice(HEADER_SPACE);
-        serde_json::to_writer(&mut frame, message)?;
-        let start = put_header(&mut frame);
-        self.send_bytes(&frame[start..]);
-        Ok(())
+    /// Sets the pace of streamed deltas (`ZERO`: no pacing).
+    pub fn set_delta_interval(&self, interval: Duration) {
+        let ns = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
+        self.shared.interval_ns.store(ns, Ordering::Relaxed);
     }
 
-    /// Sends bytes that are one or more whole frames.
-    pub fn send_bytes(&self, mut bytes: &[u8]) {
-        let mut state = lock(&self.shared.state);
-        if state.closed {
-            return;
-        }
-        if state.queued.is_empty()
-            && !state.flushing
-            && let Some(fd) = &self.shared.direct
-        {
-            // Nothing is ahead of us: write now, on this task, under the lock (the descriptor is
-            // non-blocking, so the lock is held for one short system call).
-            match fd.try_write(bytes) {
-                Ok(n) => bytes = &bytes[n..],
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => {
-                    tracing::debug!(%e, "stdout closed; dropping output");
-                    state.closed = true;
-                    return;
-                }
-            }
-            if bytes.is_empty() {
-                return;
-            }
-        }
-        state.queued.extend_from_slice(bytes);
-        if !state.flushing {
-            state.flushing = true;
-            self.shared.flush.notify_one();
+    /// Queues a notification to the client.
+    pub fn notify<P: Serialize>(&self, method: &str, params: P) {
+        self.send(&OutgoingMessage::notification(method, params));
+    }
+
+    /// Queues one message (a request or notification), encoded now.
+    pub fn send<T: Serialize>(&self, message: &T) {
+        match self.shared.framing.encode(message) {
+            Ok(frame) => self.queue(Item::Frame(frame)),
+            Err(e) => tracing::error!(%e, "a message to the client does not serialize"),
         }
     }
 
-    /// Resolves when fewer than [`HIGH_WATER`] bytes wait (or the output is closed): the event
-    /// writer waits here, so a slow client makes deltas merge instead of memory grow.
-    pub async fn room(&self) {
-        self.wait_until(|s| s.queued.len() + s.writing < HIGH_WATER)
-            .await;
+    /// Reserves the place of a response: everything queued after this call is written after it.
+    pub fn reply_slot(&self) -> ReplySlot {
+        let (tx, rx) = oneshot::channel();
+        self.queue(Item::Reply(rx));
+        ReplySlot {
+            framing: self.shared.framing,
+            tx,
+        }
     }
 
-    /// Resolves when everything accepted so far was written (or the output is closed).
+    /// Resolves once everything queued before the call was written (or the client is gone).
     pub async fn drained(&self) {
-        self.wait_until(|s| s.queued.is_empty() && !s.flushing)
-            .await;
-    }
-
-    async fn wait_until(&self, ready: impl Fn(&State) -> bool) {
-        loop {
-            let woken = self.shared.drained.notified();
-            tokio::pin!(woken);
-            // Registered before the check, so a drain right after it still wakes us.
-            woken.as_mut().enable();
-            {
-                let state = lock(&self.shared.state);
-                if state.closed || ready(&state) {
-                    return;
-                }
-            }
-            woken.await;
-        }
+        let (tx, rx) = oneshot::channel();
+        self.queue(Item::Drained(tx));
+        let _ = rx.await;
     }
 
     /// Whether a write failed (the client stopped reading for good).
     pub fn is_closed(&self) -> bool {
-        lock(&self.shared.state).closed
+        self.shared.closed.load(Ordering::SeqCst)
     }
 
-    /// An `AsyncWrite` for the framework, handing this output whole frames only.
-    pub fn framework_writer(&self) -> FrameworkWriter {
-        FrameworkWriter {
-            output: self.clone(),
-            partial: Vec::new(),
+    /// The current epoch (see [`Shared::epoch`]).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.shared.epoch.load(Ordering::SeqCst)
+    }
+
+    /// Queues an event; `block` marks a delta the writer may hold.
+    pub(crate) fn queue_event(&self, slot: Slot, block: Option<Block>) {
+        self.queue(Item::Event { slot, block });
+    }
+
+    fn queue(&self, item: Item) {
+        let urgent = !matches!(item, Item::Event { block: Some(_), .. });
+        if !matches!(item, Item::Event { .. }) {
+            self.shared.epoch.fetch_add(1, Ordering::SeqCst);
+        }
+        if urgent {
+            self.shared.urgent.fetch_add(1, Ordering::SeqCst);
+        }
+        if self.tx.send(item).is_err() {
+            tracing::debug!("output dropped: the connection is closing");
+        }
+        if urgent {
+            self.shared.wake.notify_waiters();
         }
     }
 }
 
-/// Room before the body for the longest header: `Content-Length: <20 digits>\r\n\r\n`.
-const HEADER_SPACE: &[u8] = &[b' '; 40];
-
-/// Writes the header right before the body that follows [`HEADER_SPACE`]; returns where the
-/// frame starts. The body is not moved.
-fn put_header(frame: &mut [u8]) -> usize {
-    let body_len = frame.len() - HEADER_SPACE.len();
-    let header = format!("Content-Length: {body_len}\r\n\r\n");
-    let start = HEADER_SPACE.len() - header.len();
-    frame[start..HEADER_SPACE.len()].copy_from_slice(header.as_bytes());
-    start
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Writes what producers queued, for as long as the output lives.
-async fn flusher(shared: Arc<Shared>, mut target: Target) {
-    let mut batch = Vec::new();
-    loop {
-        shared.flush.notified().await;
-        loop {
-            {
-                let mut state = lock(&shared.state);
-                if state.queued.is_empty() {
-                    state.flushing = false;
-                    break;
-                }
-                std::mem::swap(&mut batch, &mut state.queued);
-                state.writing = batch.len();
+/// The writer task's state.
+struct Writer {
+    shared: Arc<Shared>,
+    sink: BufWriter<Box<dyn AsyncWrite + Send + Unpin>>,
+    /// Per session, the last delta block written and when.
+    written: HashMap<Arc<str>, (Block, Instant)>,
+}
+
+impl Writer {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Item>) {
+        while let Some(item) = rx.recv().await {
+            if !matches!(item, Item::Event { block: Some(_), .. }) {
+                self.shared.urgent.fetch_sub(1, Ordering::SeqCst);
             }
-            if let Err(e) = write_all(&mut target, &batch).await {
+            let frame = match item {
+                Item::Event { slot, block } => self.event_frame(slot, block).await,
+                Item::Frame(frame) => Some(frame),
+                Item::Reply(reply) => reply.await.ok(),
+                Item::Drained(done) => {
+                    let _ = self.sink.flush().await;
+                    let _ = done.send(());
+                    None
+                }
+            };
+            let written = match frame {
+                Some(frame) => self.sink.write_all(&frame).await,
+                None => Ok(()),
+            };
+            // Batched while more is queued, flushed when the writer catches up.
+            let flushed = match written {
+                Ok(()) if rx.is_empty() => self.sink.flush().await,
+                other => other,
+            };
+            if let Err(e) = flushed {
                 tracing::debug!(%e, "stdout closed; dropping output");
-                let mut state = lock(&shared.state);
-                state.closed = true;
-                state.queued = Vec::new();
-                state.writing = 0;
-                state.flushing = false;
-                drop(state);
-                shared.drained.notify_waiters();
+                self.shared.closed.store(true, Ordering::SeqCst);
                 return;
             }
-            batch.clear();
-            lock(&shared.state).writing = 0;
-            // The batch reached the client: producers waiting for room may go on.
-            shared.drained.notify_waiters();
         }
-        shared.drained.notify_waiters();
     }
-}
 
-async fn write_all(target: &mut Target, mut bytes: &[u8]) -> io::Result<()> {
-    match target {
-        Target::Direct(fd) => {
-            while !bytes.is_empty() {
-                let n = std::future::poll_fn(|cx| fd.poll_write(cx, bytes)).await?;
-                if n == 0 {
-                    return Err(io::ErrorKind::WriteZero.into());
-                }
-                bytes = &bytes[n..];
+    /// The frame of one event, first holding a delta that comes too soon after its block's last.
+    async fn event_frame(&mut self, slot: Slot, block: Option<Block>) -> Option<Vec<u8>> {
+        let interval = Duration::from_nanos(self.shared.interval_ns.load(Ordering::Relaxed));
+        if let Some(block) = &block
+            && let Some((last, at)) = self.written.get(&block.session)
+            && last == block
+        {
+            // An interval too large to add (a client's whim) holds until an urgent item comes.
+            let due = at
+                .checked_add(interval)
+                .unwrap_or_else(|| Instant::now() + FOREVER);
+            if due > Instant::now() {
+                // What is written so far must not wait with the delta.
+                let _ = self.sink.flush().await;
+                hold(&self.shared, due).await;
             }
-            Ok(())
         }
-        Target::Writer(writer) => {
-            writer.write_all(bytes).await?;
-            writer.flush().await
+        // Taking the event closes it to merges: later deltas queue anew.
+        let params = lock(&slot).take()?.into_params();
+        if let Some(block) = block {
+            self.remember(block, interval);
         }
+        let message = OutgoingMessage::notification(method::EVENT, &params);
+        match self.shared.framing.encode(&message) {
+            Ok(frame) => Some(frame),
+            Err(e) => {
+                tracing::error!(%e, "an event does not serialize");
+                None
+            }
+        }
+    }
+
+    fn remember(&mut self, block: Block, interval: Duration) {
+        let now = Instant::now();
+        if self.written.len() >= 256 {
+            // Sessions come and go; entries older than the interval no longer hold anything.
+            self.written
+                .retain(|_, (_, at)| now.duration_since(*at) < interval);
+        }
+        self.written.insert(block.session.clone(), (block, now));
     }
 }
 
-/// The framework's stdout: bytes are held until they complete a frame, then handed to the
-/// output, so a frame written in several pieces is never split by someone else's frame.
-pub struct FrameworkWriter {
-    output: Output,
-    partial: Vec<u8>,
-}
-
-impl AsyncWrite for FrameworkWriter {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = &mut *self;
-        this.partial.extend_from_slice(buf);
-        let whole = whole_frames(&this.partial);
-        if whole > 0 {
-            this.output.send_bytes(&this.partial[..whole]);
-            this.partial.drain(..whole);
+/// Waits until `due`, or until an urgent item is queued behind.
+async fn hold(shared: &Shared, due: Instant) {
+    let sleep = tokio::time::sleep_until(due);
+    tokio::pin!(sleep);
+    loop {
+        let woken = shared.wake.notified();
+        tokio::pin!(woken);
+        // Registered before the check, so an urgent item queued after it still wakes us.
+        woken.as_mut().enable();
+        if shared.urgent.load(Ordering::SeqCst) > 0 {
+            return;
         }
-        Poll::Ready(Ok(buf.len()))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // Accepted bytes belong to the output now; it writes them in order.
-        Poll::Ready(Ok(()))
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-}
-
-/// The length of the longest prefix of `bytes` made of whole Content-Length frames. A header
-/// that cannot be parsed passes everything through: the framework only writes valid frames, and
-/// holding bytes forever would be worse than forwarding them.
-fn whole_frames(bytes: &[u8]) -> usize {
-    let mut pos = 0;
-    while pos < bytes.len() {
-        let rest = &bytes[pos..];
-        let Some(header_end) = rest.windows(4).position(|w| w == b"\r\n\r\n") else {
-            return pos;
-        };
-        let Some(len) = content_length(&rest[..header_end]) else {
-            return bytes.len();
-        };
-        let Some(end) = (header_end + 4).checked_add(len) else {
-            return bytes.len();
-        };
-        if rest.len() < end {
-            return pos;
+        tokio::select! {
+            () = &mut sleep => return,
+            () = woken => {}
         }
-        pos += end;
     }
-    pos
 }
 
 #[cfg(test)]

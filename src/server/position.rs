@@ -6,8 +6,8 @@
 //! line past the end means the end of the document. Line breaks are exactly `\n`, `\r\n` and `\r`
 //! (ropey built with `cr_lines`, without `unicode_lines`).
 
+use ls_types::{Position, PositionEncodingKind, Range};
 use ropey::Rope;
-use tower_lsp_server::ls_types::{Position, PositionEncodingKind, Range};
 
 /// The unit of `Position::character` on this connection.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

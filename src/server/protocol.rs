@@ -3,9 +3,12 @@
 //! **Invariant:** this module and `protocol.md` change together. Internal agent types reach the
 //! wire only through the fields below (`event`, `messages`, `args` are pi's JSON shapes).
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::agent::event::AgentEvent;
 use crate::agent::message::ContentBlock;
 
 /// The version advertised as `capabilities.experimental.agent.protocolVersion`.
@@ -22,6 +25,7 @@ pub mod method {
     pub const NEW_SESSION: &str = "agent/newSession";
     pub const GET_STATE: &str = "agent/getState";
     pub const GET_MESSAGES: &str = "agent/getMessages";
+    pub const GET_DOCUMENT: &str = "agent/getDocument";
     /// Server → client.
     pub const EVENT: &str = "$/agentEvent";
     pub const BEFORE_TOOL_CALL: &str = "agent/beforeToolCall";
@@ -189,8 +193,7 @@ pub struct QueueResult {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DiagnosticsParams {
     pub uri: String,
-    #[serde(default)]
-    pub diagnostics: Vec<tower_lsp_server::ls_types::Diagnostic>,
+    pub diagnostics: Vec<ls_types::Diagnostic>,
 }
 
 /// Params of `agent/removeQueued`.
@@ -266,14 +269,46 @@ pub struct MessagesResult {
     pub messages: Vec<Value>,
 }
 
-/// `$/agentEvent` params.
+/// Params of `agent/getDocument`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GetDocumentParams {
+    pub uri: String,
+}
+
+/// Result of `agent/getDocument`: the server's mirror of an open document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GetDocumentResult {
+    pub uri: String,
+    pub version: i32,
+    pub text: String,
+}
+
+/// `$/agentEvent` params.
+#[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentEventParams {
-    pub session_id: String,
-    pub run_id: Option<String>,
+    pub session_id: Arc<str>,
+    pub run_id: Option<Arc<str>>,
     pub seq: u64,
-    pub event: Value,
+    pub event: EventBody,
+}
+
+/// The `event` of `$/agentEvent`: the loop's event (pi's shapes) or a session event.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum EventBody {
+    Agent(Arc<AgentEvent>),
+    Session(SessionEvent),
+}
+
+/// Events of a session that do not come from the loop.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SessionEvent {
+    /// Either queue changed.
+    QueueUpdate(Queues),
+    /// The run is over and the session accepts a new prompt.
+    AgentSettled { aborted: bool },
 }
 
 /// `kind` of `agent/beforeToolCall`.
@@ -458,7 +493,7 @@ mod tests {
             method::BEFORE_TOOL_CALL,
             method::SAVE_DOCUMENTS,
             method::DIAGNOSTICS,
-            "agent/getDocument",
+            method::GET_DOCUMENT,
         ];
         let events = [
             "queue_update",

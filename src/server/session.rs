@@ -2,14 +2,13 @@
 //!
 //! **Invariant:** a session has at most one active run; `active` is set before the loop starts
 //! and cleared only after `agent_settled` was queued, so a prompt never races a finishing run.
-//! Every event goes through [`Emitter`], which numbers it; the first event of a run waits behind
-//! the gate of the response that announced the run.
+//! Every event goes through [`Emitter`], which numbers it.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::agent::event::AgentEvent;
@@ -18,8 +17,7 @@ use crate::agent::{Agent, AgentError, AgentHooks, AgentOptions, RunHandle};
 use crate::server::approval::ApprovalMemory;
 use crate::server::conn::ConnCtx;
 use crate::server::events::Emitter;
-use crate::server::protocol::{QueuedMessage, Queues};
-use crate::server::wire::Gate;
+use crate::server::protocol::{EventBody, QueuedMessage, Queues, SessionEvent};
 use crate::session::Session as Transcript;
 use crate::tools::Workspace;
 
@@ -33,15 +31,10 @@ pub enum SessionError {
     Agent(String),
 }
 
-struct ActiveRun {
-    run_id: String,
-    /// Released into the run's first event.
-    gate: Option<Gate>,
-}
-
 #[derive(Default)]
 struct RunState {
-    active: Option<ActiveRun>,
+    /// The active run's id.
+    active: Option<String>,
     last_run: Option<String>,
     steering: VecDeque<QueuedMessage>,
     follow_up: VecDeque<QueuedMessage>,
@@ -115,7 +108,7 @@ impl Session {
                 })
             }));
             Session {
-                emitter: ctx.hub.emitter(id.clone()),
+                emitter: Emitter::new(ctx.out.output().clone(), &id, ctx.config.events()),
                 id,
                 cwd,
                 agent,
@@ -135,21 +128,20 @@ impl Session {
 
     /// The active run's id, if any.
     pub fn active_run(&self) -> Option<String> {
-        self.lock().active.as_ref().map(|a| a.run_id.clone())
+        self.lock().active.clone()
     }
 
     /// Starts a run with a user message; returns `(runId, messageId)`.
     pub fn start_run(
         self: &Arc<Self>,
         blocks: Vec<ContentBlock>,
-        gate: Gate,
     ) -> Result<(String, String), SessionError> {
         let message_id = new_id();
         let mut st = self.lock();
         if st.active.is_some() {
             return Err(SessionError::Busy(crate::agent::handle::BUSY_PROMPT.into()));
         }
-        let run_id = self.begin(&mut st, Some(gate));
+        let run_id = self.begin(&mut st);
         match self.agent.prompt(vec![user_message(blocks)]) {
             Ok(handle) => {
                 drop(st);
@@ -163,12 +155,9 @@ impl Session {
         }
     }
 
-    fn begin(&self, st: &mut RunState, gate: Option<Gate>) -> String {
+    fn begin(&self, st: &mut RunState) -> String {
         let run_id = new_id();
-        st.active = Some(ActiveRun {
-            run_id: run_id.clone(),
-            gate,
-        });
+        st.active = Some(run_id.clone());
         st.last_run = Some(run_id.clone());
         self.idle.send_replace(false);
         run_id
@@ -185,12 +174,15 @@ impl Session {
         let outcome = handle.wait().await;
         crate::server::generic::run_finished(&self, &run_id, &outcome).await;
         let mut st = self.lock();
-        self.sync_queues(&mut st, Some(&run_id), &mut None);
-        let settled = json!({"type": "agent_settled", "aborted": outcome.aborted});
-        self.emitter.emit(Some(&run_id), settled, None);
+        self.sync_queues(&mut st, Some(&run_id));
+        let settled = SessionEvent::AgentSettled {
+            aborted: outcome.aborted,
+        };
+        self.emitter
+            .emit(Some(&run_id), EventBody::Session(settled));
         st.active = None;
         if !outcome.aborted && self.agent.has_queued_messages() {
-            let next = self.begin(&mut st, None);
+            let next = self.begin(&mut st);
             match self.agent.continue_run() {
                 Ok(handle) => {
                     drop(st);
@@ -212,15 +204,13 @@ impl Session {
         self: &Arc<Self>,
         kind: QueueKind,
         blocks: Vec<ContentBlock>,
-        gate: Gate,
     ) -> Result<(String, String, bool), SessionError> {
         let mut st = self.lock();
-        let Some(active) = st.active.as_ref() else {
+        let Some(run_id) = st.active.clone() else {
             drop(st);
-            let (run_id, message_id) = self.start_run(blocks, gate)?;
+            let (run_id, message_id) = self.start_run(blocks)?;
             return Ok((run_id, message_id, true));
         };
-        let run_id = active.run_id.clone();
         let message_id = new_id();
         let item = QueuedMessage {
             message_id: message_id.clone(),
@@ -237,8 +227,7 @@ impl Session {
                 st.follow_up.push_back(item);
             }
         }
-        self.emitter
-            .emit(Some(&run_id), queue_event(&queues_of(&st)), Some(gate));
+        self.emitter.emit(Some(&run_id), queue_event(&st));
         Ok((run_id, message_id, false))
     }
 
@@ -247,42 +236,32 @@ impl Session {
     }
 
     /// Drops both queues; returns what was removed.
-    pub fn clear_queues(&self, gate: Gate) -> Queues {
+    pub fn clear_queues(&self) -> Queues {
         let mut st = self.lock();
         self.agent.clear_all_queues();
         let removed = Queues {
             steering: st.steering.drain(..).collect(),
             follow_up: st.follow_up.drain(..).collect(),
         };
-        let run = st
-            .active
-            .as_ref()
-            .map(|a| a.run_id.clone())
-            .or(st.last_run.clone());
-        self.emitter
-            .emit(run.as_deref(), queue_event(&Queues::default()), Some(gate));
+        let run = st.active.clone().or(st.last_run.clone());
+        self.emitter.emit(run.as_deref(), queue_event(&st));
         removed
     }
 
     /// Removes one queued message by id, from the agent's queue and the id mirror; returns
     /// whether it was still queued (a message already delivered to the run is not removed).
-    pub fn remove_queued(&self, message_id: &str, gate: Gate) -> (bool, Queues) {
+    pub fn remove_queued(&self, message_id: &str) -> (bool, Queues) {
         let mut st = self.lock();
-        let run = st
-            .active
-            .as_ref()
-            .map(|a| a.run_id.clone())
-            .or(st.last_run.clone());
+        let run = st.active.clone().or(st.last_run.clone());
         // Trim first: the mirror then equals the agent's queues, so positions agree.
-        self.sync_queues(&mut st, run.as_deref(), &mut Some(gate.clone()));
+        self.sync_queues(&mut st, run.as_deref());
         let removed = self.remove_from(&mut st, message_id, QueueKind::Steer)
             || self.remove_from(&mut st, message_id, QueueKind::FollowUp);
         if !removed {
             // The loop may have taken it between the trim and the removal: report fresh queues.
-            self.sync_queues(&mut st, run.as_deref(), &mut Some(gate.clone()));
+            self.sync_queues(&mut st, run.as_deref());
         } else {
-            self.emitter
-                .emit(run.as_deref(), queue_event(&queues_of(&st)), Some(gate));
+            self.emitter.emit(run.as_deref(), queue_event(&st));
         }
         (removed, queues_of(&st))
     }
@@ -329,35 +308,16 @@ impl Session {
         if let AgentEvent::MessageEnd { message } = event.as_ref() {
             self.persist(message);
         }
-        // A streamed delta usually joins the previous one still waiting to be written: then
-        // it needs no JSON of its own (the per-delta cost of a fast stream).
-        let delta = event.streamed_delta();
-        let to_value = || match serde_json::to_value(event.as_ref()) {
-            Ok(v) => v,
-            Err(e) => json!({"type": "error", "message": format!("unserializable event: {e}")}),
-        };
-        let value = delta.is_none().then(to_value);
         let run_id = {
             let mut st = self.lock();
-            let run_id = st.active.as_ref().map(|a| a.run_id.clone());
-            let mut gate = st.active.as_mut().and_then(|a| a.gate.take());
-            self.sync_queues(&mut st, run_id.as_deref(), &mut gate);
-            let merged = gate.is_none()
-                && delta.is_some_and(|d| self.emitter.merge_delta(run_id.as_deref(), d));
-            if !merged {
-                let value = value.unwrap_or_else(to_value);
-                self.emitter.emit(run_id.as_deref(), value, gate);
-            }
+            let run_id = st.active.clone();
+            self.sync_queues(&mut st, run_id.as_deref());
+            self.emitter
+                .emit(run_id.as_deref(), EventBody::Agent(event.clone()));
             run_id
         };
         if let Some(run_id) = run_id {
             crate::server::generic::on_event(self, &run_id, event).await;
-        }
-        if delta.is_none() {
-            // Let the writer put a lifecycle event on the wire before the loop goes on. The
-            // loop's next step may be CPU work (the next request's body, a tool), and tokio
-            // runs a task woken by the running one (the writer) only once that one yields.
-            tokio::task::yield_now().await;
         }
     }
 
@@ -392,16 +352,14 @@ impl Session {
     }
 
     /// Trims the id mirrors to the agent's queue lengths (queues drain from the front) and
-    /// emits `queue_update` when anything changed; that update takes the pending `gate`.
-    fn sync_queues(&self, st: &mut RunState, run_id: Option<&str>, gate: &mut Option<Gate>) {
-        // Called per event, streamed deltas included: lengths only, no copies of the queues.
+    /// emits `queue_update` when anything changed.
+    fn sync_queues(&self, st: &mut RunState, run_id: Option<&str>) {
         let (steering, follow_up) = self.agent.queued_lens();
         let changed = st.steering.len() > steering || st.follow_up.len() > follow_up;
         st.steering.keep_last(steering);
         st.follow_up.keep_last(follow_up);
         if changed {
-            self.emitter
-                .emit(run_id, queue_event(&queues_of(st)), gate.take());
+            self.emitter.emit(run_id, queue_event(st));
         }
     }
 
@@ -436,8 +394,8 @@ fn queues_of(st: &RunState) -> Queues {
     }
 }
 
-fn queue_event(queues: &Queues) -> Value {
-    json!({"type": "queue_update", "steering": queues.steering, "followUp": queues.follow_up})
+fn queue_event(st: &RunState) -> EventBody {
+    EventBody::Session(SessionEvent::QueueUpdate(queues_of(st)))
 }
 
 fn agent_error(e: AgentError) -> SessionError {

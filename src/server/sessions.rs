@@ -6,21 +6,18 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use ls_types::{CodeActionOrCommand, CodeActionParams, ExecuteCommandParams};
 use serde_json::{Value, json};
-use tower_lsp_server::jsonrpc::{Error, Result};
-use tower_lsp_server::ls_types::{CodeActionParams, CodeActionResponse, ExecuteCommandParams};
 
 use crate::agent::AgentOptions;
 use crate::cli::prompt::default_system_prompt;
 use crate::provider::StreamOptions;
-use crate::server::backend::{invalid_params, rpc_error};
 use crate::server::buffer_ws::BufferWorkspace;
 use crate::server::config::ConnConfig;
 use crate::server::conn::{ConnCtx, resolve_model};
 use crate::server::diagnostics::DiagnosticsTool;
 use crate::server::documents::DocStore;
-use crate::server::events::EventHub;
-use crate::server::ordered::current_gate;
+use crate::server::jsonrpc::ResponseError;
 use crate::server::outgoing::Outgoing;
 use crate::server::protocol::{
     AbortResult, Decision, Disposition, MessagesResult, ModelRef, NewSessionResult, PromptMessage,
@@ -40,10 +37,16 @@ pub struct Sessions {
     default_session: Mutex<Option<String>>,
 }
 
-fn busy_or_agent(e: SessionError) -> Error {
+type Result<T> = std::result::Result<T, ResponseError>;
+
+fn invalid_params(message: impl Into<String>) -> ResponseError {
+    ResponseError::invalid_params(message)
+}
+
+fn busy_or_agent(e: SessionError) -> ResponseError {
     match e {
-        SessionError::Busy(text) => rpc_error(code::AGENT_BUSY, text),
-        SessionError::Agent(text) => rpc_error(-32603, text),
+        SessionError::Busy(text) => ResponseError::new(code::AGENT_BUSY, text),
+        SessionError::Agent(text) => ResponseError::internal(text),
     }
 }
 
@@ -56,7 +59,7 @@ fn new_record(cwd: &std::path::Path, model: &crate::provider::Model) -> Result<T
     match store() {
         Some(store) => store
             .create(cwd, Some(model))
-            .map_err(|e| rpc_error(-32603, format!("cannot create the session file: {e}"))),
+            .map_err(|e| ResponseError::internal(format!("cannot create the session file: {e}"))),
         None => Ok(Transcript::in_memory(cwd)),
     }
 }
@@ -76,19 +79,16 @@ fn stored_record(id: &str) -> Result<Transcript> {
 
 impl Sessions {
     pub fn new(
-        raw: Outgoing,
+        out: Outgoing,
         docs: DocStore,
         config: ConnConfig,
         mut warnings: Vec<String>,
     ) -> Self {
-        let hub = EventHub::start(raw.clone(), config.events(), config.delta_interval());
-        let out = raw.after_events(hub.clone());
         let model = resolve_model(&config);
         if let Err(e) = &model {
             warnings.push(format!("agent-lsp: {e}"));
         }
         let ctx = ConnCtx {
-            hub,
             out,
             docs,
             config,
@@ -135,7 +135,7 @@ impl Sessions {
             .ctx
             .model
             .clone()
-            .map_err(|e| rpc_error(code::NO_MODEL, e))?;
+            .map_err(|e| ResponseError::new(code::NO_MODEL, e))?;
         let cwd = match &resume {
             Some(record) => PathBuf::from(record.cwd()),
             None => cwd.unwrap_or_else(|| self.ctx.config.cwd.clone()),
@@ -206,7 +206,6 @@ impl Sessions {
     pub fn prompt(&self, p: PromptParams) -> Result<PromptResult> {
         let blocks = p.message.into_user_blocks().map_err(invalid_params)?;
         let session = self.session_or_default(p.session_id.as_deref())?;
-        let gate = current_gate();
         let result = match (session.active_run(), p.streaming_behavior) {
             (Some(_), Some(behavior)) => {
                 let kind = match behavior {
@@ -214,12 +213,11 @@ impl Sessions {
                     StreamingBehavior::FollowUp => QueueKind::FollowUp,
                 };
                 let (run_id, message_id, started) =
-                    session.enqueue(kind, blocks, gate).map_err(busy_or_agent)?;
+                    session.enqueue(kind, blocks).map_err(busy_or_agent)?;
                 (run_id, message_id, disposition(kind, started))
             }
             _ => {
-                let (run_id, message_id) =
-                    session.start_run(blocks, gate).map_err(busy_or_agent)?;
+                let (run_id, message_id) = session.start_run(blocks).map_err(busy_or_agent)?;
                 (run_id, message_id, Disposition::Started)
             }
         };
@@ -239,9 +237,7 @@ impl Sessions {
     ) -> Result<QueueResult> {
         let blocks = message.into_user_blocks().map_err(invalid_params)?;
         let session = self.get(session_id)?;
-        let (run_id, message_id, started) = session
-            .enqueue(kind, blocks, current_gate())
-            .map_err(busy_or_agent)?;
+        let (run_id, message_id, started) = session.enqueue(kind, blocks).map_err(busy_or_agent)?;
         Ok(QueueResult {
             session_id: session.id.clone(),
             run_id,
@@ -258,13 +254,11 @@ impl Sessions {
     }
 
     pub fn clear_queue(&self, session_id: &str) -> Result<Queues> {
-        Ok(self.get(session_id)?.clear_queues(current_gate()))
+        Ok(self.get(session_id)?.clear_queues())
     }
 
     pub fn remove_queued(&self, session_id: &str, message_id: &str) -> Result<RemoveQueuedResult> {
-        let (removed, queues) = self
-            .get(session_id)?
-            .remove_queued(message_id, current_gate());
+        let (removed, queues) = self.get(session_id)?.remove_queued(message_id);
         Ok(RemoveQueuedResult { removed, queues })
     }
 
@@ -336,7 +330,7 @@ impl Sessions {
     }
 
     /// `workspace/executeCommand` for generic clients.
-    pub async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Value> {
+    pub fn execute_command(&self, params: ExecuteCommandParams) -> Result<Value> {
         let arg = params.arguments.first().cloned().unwrap_or(Value::Null);
         let field = |name: &str| arg.get(name).and_then(Value::as_str).map(str::to_owned);
         let message = || -> Result<PromptMessage> {
@@ -357,7 +351,7 @@ impl Sessions {
             }
         };
         let to_value = |v: std::result::Result<Value, serde_json::Error>| {
-            v.map_err(|e| rpc_error(-32603, e.to_string()))
+            v.map_err(|e| ResponseError::internal(e.to_string()))
         };
         match params.command.as_str() {
             command::PROMPT => {
@@ -403,11 +397,8 @@ impl Sessions {
         }
     }
 
-    pub fn code_actions(&self, params: &CodeActionParams) -> CodeActionResponse {
+    pub fn code_actions(&self, params: &CodeActionParams) -> Vec<CodeActionOrCommand> {
         crate::server::generic::code_actions(&self.ctx, params.text_document.uri.as_str())
-            .into_iter()
-            .filter_map(|v| serde_json::from_value(v).ok())
-            .collect()
     }
 }
 

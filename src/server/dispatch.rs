@@ -1,0 +1,102 @@
+//! The table of client → server requests after `initialize`: each method's params parsed once
+//! (`-32602` when they do not fit), handed to [`Sessions`], its result serialised.
+
+use ls_types::{CodeActionParams, ExecuteCommandParams};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::server::documents::DocStore;
+use crate::server::jsonrpc::{ResponseError, code};
+use crate::server::main_loop::parse;
+use crate::server::protocol::{
+    GetDocumentParams, GetDocumentResult, NewSessionParams, QueueParams, RemoveQueuedParams,
+    SessionParams, method,
+};
+use crate::server::session::QueueKind;
+use crate::server::sessions::Sessions;
+
+/// The request methods (besides `initialize` and `shutdown`).
+const REQUESTS: [&str; 12] = [
+    method::PROMPT,
+    method::STEER,
+    method::FOLLOW_UP,
+    method::ABORT,
+    method::CLEAR_QUEUE,
+    method::REMOVE_QUEUED,
+    method::NEW_SESSION,
+    method::GET_STATE,
+    method::GET_MESSAGES,
+    method::GET_DOCUMENT,
+    "workspace/executeCommand",
+    "textDocument/codeAction",
+];
+
+pub fn is_request(method: &str) -> bool {
+    REQUESTS.contains(&method) || method == "initialize" || method == "shutdown"
+}
+
+/// Handles one request.
+pub fn request(
+    sessions: &Sessions,
+    docs: &DocStore,
+    method: &str,
+    params: Value,
+) -> Result<Value, ResponseError> {
+    match method {
+        method::PROMPT => to_value(sessions.prompt(parse(params)?)),
+        method::STEER | method::FOLLOW_UP => {
+            let p: QueueParams = parse(params)?;
+            let kind = if method == method::STEER {
+                QueueKind::Steer
+            } else {
+                QueueKind::FollowUp
+            };
+            to_value(sessions.enqueue(&p.session_id, p.message, kind))
+        }
+        method::ABORT => to_value(sessions.abort(&session_id(params)?)),
+        method::CLEAR_QUEUE => to_value(sessions.clear_queue(&session_id(params)?)),
+        method::REMOVE_QUEUED => {
+            let p: RemoveQueuedParams = parse(params)?;
+            to_value(sessions.remove_queued(&p.session_id, &p.message_id))
+        }
+        method::NEW_SESSION => {
+            let p: NewSessionParams = parse(params)?;
+            to_value(sessions.new_session(p.cwd, p.resume))
+        }
+        method::GET_STATE => to_value(sessions.state(&session_id(params)?)),
+        method::GET_MESSAGES => to_value(sessions.messages(&session_id(params)?)),
+        method::GET_DOCUMENT => to_value(get_document(docs, parse(params)?)),
+        "workspace/executeCommand" => {
+            let p: ExecuteCommandParams = parse(params)?;
+            sessions.execute_command(p)
+        }
+        "textDocument/codeAction" => {
+            let p: CodeActionParams = parse(params)?;
+            to_value(Ok(sessions.code_actions(&p)))
+        }
+        _ => Err(ResponseError::new(
+            code::METHOD_NOT_FOUND,
+            format!("method not found: {method}"),
+        )),
+    }
+}
+
+fn session_id(params: Value) -> Result<String, ResponseError> {
+    parse::<SessionParams>(params).map(|p| p.session_id)
+}
+
+fn to_value<T: Serialize>(result: Result<T, ResponseError>) -> Result<Value, ResponseError> {
+    serde_json::to_value(result?).map_err(|e| ResponseError::internal(e.to_string()))
+}
+
+/// `agent/getDocument`: what the server mirrors for one URI (for resync checks and tests).
+fn get_document(docs: &DocStore, p: GetDocumentParams) -> Result<GetDocumentResult, ResponseError> {
+    let doc = docs
+        .get(&p.uri)
+        .ok_or_else(|| ResponseError::invalid_params(format!("document {} is not open", p.uri)))?;
+    Ok(GetDocumentResult {
+        uri: p.uri,
+        version: doc.version,
+        text: doc.rope.to_string(),
+    })
+}
