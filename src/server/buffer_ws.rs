@@ -15,7 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use serde_json::{Value, json};
+use ls_types::{
+    ApplyWorkspaceEditParams, ApplyWorkspaceEditResponse, DocumentChanges, OneOf,
+    OptionalVersionedTextDocumentIdentifier, Range, TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::tool::ToolError;
@@ -252,23 +255,20 @@ impl Editor {
     async fn send_and_confirm(
         &self,
         doc: &Document,
-        edits: Vec<Value>,
+        edits: Vec<TextEdit>,
         confirmed: impl Fn(&Document) -> bool,
     ) -> Result<(), String> {
         let mut changes = self.docs.subscribe();
-        let params = self.apply_params(doc, edits);
+        let params = self.apply_params(doc, edits)?;
         let timeout = self.config.edit_timeout();
         let never = CancellationToken::new();
-        let reply: Result<Value, RequestError> = self
+        let reply: Result<ApplyWorkspaceEditResponse, RequestError> = self
             .out
             .request("workspace/applyEdit", params, timeout, &never)
             .await;
         match reply {
-            Ok(r) if r.get("applied") == Some(&Value::Bool(false)) => {
-                let reason = r
-                    .get("failureReason")
-                    .and_then(Value::as_str)
-                    .unwrap_or("no reason given");
+            Ok(r) if !r.applied => {
+                let reason = r.failure_reason.as_deref().unwrap_or("no reason given");
                 return Err(format!("the editor refused the edit ({reason})"));
             }
             Ok(_) => {}
@@ -298,14 +298,35 @@ impl Editor {
         }
     }
 
-    fn apply_params(&self, doc: &Document, edits: Vec<Value>) -> Value {
+    fn apply_params(
+        &self,
+        doc: &Document,
+        edits: Vec<TextEdit>,
+    ) -> Result<ApplyWorkspaceEditParams, String> {
+        let uri: Uri = (doc.uri.parse()).map_err(|e| format!("{}: {e}", doc.uri))?;
         let edit = if self.config.document_changes {
-            json!({"documentChanges": [{"textDocument": {"uri": doc.uri, "version": doc.version},
-                                         "edits": edits}]})
+            let text_document = OptionalVersionedTextDocumentIdentifier {
+                uri,
+                version: Some(doc.version),
+            };
+            let edits = edits.into_iter().map(OneOf::Left).collect();
+            WorkspaceEdit {
+                document_changes: Some(DocumentChanges::Edits(vec![TextDocumentEdit {
+                    text_document,
+                    edits,
+                }])),
+                ..Default::default()
+            }
         } else {
-            json!({"changes": {doc.uri.clone(): edits}})
+            WorkspaceEdit {
+                changes: Some([(uri, edits)].into()),
+                ..Default::default()
+            }
         };
-        json!({"label": "agent-lsp edit", "edit": edit})
+        Ok(ApplyWorkspaceEditParams {
+            label: Some("agent-lsp edit".into()),
+            edit,
+        })
     }
 
     /// Makes the disk agree with the buffer: the client saves, or we write the same bytes.
@@ -382,11 +403,11 @@ fn region(old: &str, new: &str) -> Region {
 
 /// One `TextEdit` replacing the differing middle of `old` (common prefix and suffix kept).
 /// `old` is the text of `doc.rope`.
-pub fn minimal_edit(doc: &Document, old: &str, new: &str, enc: Encoding) -> Value {
+pub fn minimal_edit(doc: &Document, old: &str, new: &str, enc: Encoding) -> TextEdit {
     let r = region(old, new);
     let start = position::to_position(&doc.rope, doc.rope.byte_to_char(r.start), enc);
     let end = position::to_position(&doc.rope, doc.rope.byte_to_char(r.old_end), enc);
-    json!({"range": {"start": start, "end": end}, "newText": &new[r.start..r.new_end]})
+    TextEdit::new(Range::new(start, end), new[r.start..r.new_end].to_owned())
 }
 
 /// Characters of context that anchor a change when it is carried over to a changed buffer.
@@ -421,10 +442,11 @@ pub fn rebase(old: &str, new: &str, fresh: &str) -> Option<String> {
 mod tests {
     use super::*;
     use ropey::Rope;
+    use serde_json::{Value, json};
 
     fn edit(old: &str, new: &str, enc: Encoding) -> Value {
         let doc = Document::new("file:///a".into(), 1, Rope::from_str(old));
-        minimal_edit(&doc, old, new, enc)
+        serde_json::to_value(minimal_edit(&doc, old, new, enc)).unwrap()
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod coalesce;
 mod diagnostics;
 mod edits;
 mod generic;
+mod hostile;
 mod indexed_edits;
 mod lifecycle;
 mod ordering;

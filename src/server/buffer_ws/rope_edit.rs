@@ -10,9 +10,9 @@
 //! The result is sent as one `TextEdit` per replacement (trimmed to the differing middle), and
 //! the diff is computed on an excerpt of whole lines around the changes.
 
+use ls_types::{Range, TextEdit};
 use memchr::memmem;
 use ropey::Rope;
-use serde_json::{Value, json};
 
 use crate::server::documents::{Document, LineEndings};
 use crate::server::position::{self, Encoding};
@@ -117,7 +117,7 @@ pub fn applied(doc: &Document, plan: &Plan) -> Document {
 
 /// The `TextEdit`s of the plan, each trimmed to the differing middle of its replacement, in
 /// positions of `doc` (all relative to it, as LSP requires of one edit's `TextEdit`s).
-pub fn text_edits(doc: &Document, plan: &Plan, enc: Encoding) -> Vec<Value> {
+pub fn text_edits(doc: &Document, plan: &Plan, enc: Encoding) -> Vec<TextEdit> {
     let mut out = Vec::with_capacity(plan.reps.len());
     for r in &plan.reps {
         let old = String::from_utf8_lossy(&doc.bytes(r.start..r.end)).into_owned();
@@ -126,9 +126,11 @@ pub fn text_edits(doc: &Document, plan: &Plan, enc: Encoding) -> Vec<Value> {
         }
         let region = super::region(&old, &r.text);
         let at = |byte: usize| position::to_position(&doc.rope, doc.rope.byte_to_char(byte), enc);
-        let (start, end) = (at(r.start + region.start), at(r.start + region.old_end));
-        out.push(json!({"range": {"start": start, "end": end},
-                        "newText": &r.text[region.start..region.new_end]}));
+        let range = Range::new(at(r.start + region.start), at(r.start + region.old_end));
+        out.push(TextEdit::new(
+            range,
+            r.text[region.start..region.new_end].to_owned(),
+        ));
     }
     out
 }
