@@ -6,7 +6,7 @@
 
 pub mod agent;
 pub mod cli;
-pub mod models;
+pub mod model_registry;
 pub mod provider;
 pub mod server;
 pub mod session;

@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 use crate::agent::event::AgentEvent;
 use crate::agent::hooks::{AgentHooks, QueuePollHook};
 use crate::agent::message::{AgentMessage, ThinkingLevel};
+use crate::agent::model::Model;
+use crate::agent::stream_contract::StreamOptions;
 use crate::agent::tool::ExecutionMode;
-use crate::provider::{Model, StreamOptions};
 
 /// Delivers one event; the loop awaits it (barrier semantics). `Err` fails the run.
 pub type Emit = Arc<dyn Fn(AgentEvent) -> BoxFuture<'static, Result<(), String>> + Send + Sync>;

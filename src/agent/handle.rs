@@ -9,7 +9,7 @@
 //! ```no_run
 //! # use std::sync::Arc;
 //! # use agent_lsp::agent::{Agent, AgentOptions};
-//! # async fn demo(stream_fn: Arc<dyn agent_lsp::provider::StreamFn>) {
+//! # async fn demo(stream_fn: Arc<dyn agent_lsp::agent::stream_contract::StreamFn>) {
 //! let agent = Agent::new(AgentOptions::new(stream_fn));
 //! agent.subscribe(Arc::new(|event, _cancel| {
 //!     Box::pin(async move {
@@ -40,11 +40,12 @@ use crate::agent::hooks::AgentHooks;
 use crate::agent::message::{
     AgentMessage, ContentBlock, MessageContent, ThinkingLevel, UserMessage, now_ms,
 };
+use crate::agent::model::Model;
 use crate::agent::queue::{PendingQueue, QueueMode};
 use crate::agent::state::AgentState;
+use crate::agent::stream_contract::{StreamFn, StreamOptions};
 use crate::agent::tool::{ExecutionMode, ToolRef};
 use crate::agent::transcript::{current_system_message, initial_system_message};
-use crate::provider::{Model, StreamFn, StreamOptions};
 
 pub const BUSY_PROMPT: &str = "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion.";
 pub const BUSY_CONTINUE: &str =

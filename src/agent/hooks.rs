@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, ThinkingLevel, ToolCall, ToolResultMessage, Usage,
 };
+use crate::agent::model::Model;
 use crate::agent::tool::{AgentToolResult, ToolRef};
-use crate::provider::Model;
 
 /// The result of an async hook: `Err` carries the failure's message.
 pub type HookFuture<T> = BoxFuture<'static, Result<T, String>>;

@@ -21,8 +21,8 @@ use crate::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolResultMessage, Usage, now_ms,
 };
 use crate::agent::stream::{Request, stream_assistant_response};
+use crate::agent::stream_contract::StreamFn;
 use crate::agent::transcript::IncrementalTools;
-use crate::provider::StreamFn;
 
 /// Runs a prompt: the prompts are declared, appended and emitted, then the loop runs.
 /// The caller's context is not mutated (the run works on its own copy).

@@ -1,14 +1,17 @@
 //! The agent core: pi's message model, tools, events and the agent loop.
 //!
-//! **Invariant:** nothing in `agent/` knows about LSP, JSON-RPC, editors or the disk. Providers
-//! reach it through [`crate::provider::StreamFn`], tools through [`tool::AgentTool`].
+//! **Invariant:** nothing in `agent/` knows about LSP, JSON-RPC, editors, the disk or HTTP, and
+//! nothing here imports `provider/`: the agent defines what it needs of a model
+//! ([`model::Model`], the [`stream_contract`]) and providers implement it; tools come in
+//! through [`tool::AgentTool`].
 //!
 //! Code map: [`loop_`] is pi's `runAgentLoop`/`runLoop` (turns, polls, hooks), [`stream`] one
 //! provider request, [`batch`] a turn's tool batch with events, [`tool_exec`] the single tool
 //! orchestrator (lookup, validation, hooks, execution; also [`tool_exec::run_tool_call`]),
 //! [`validate`] argument coercion and validation, [`declare`] `declareToolChanges`, [`convert`]
 //! the default `convertToLlm`, [`hooks`] the hook contracts, [`config`] the loop configuration,
-//! [`handle`] the [`Agent`] handle with [`state`] and [`queue`].
+//! [`handle`] the [`Agent`] handle with [`state`] and [`queue`]; [`model`] and
+//! [`stream_contract`] are what a provider implements.
 //!
 //! # doc/improvements: deliberate improvements over pi 1.6
 //!
@@ -58,9 +61,11 @@ pub mod handle;
 pub mod hooks;
 pub mod loop_;
 pub mod message;
+pub mod model;
 pub mod queue;
 pub mod state;
 pub mod stream;
+pub mod stream_contract;
 pub mod tool;
 pub mod tool_exec;
 pub mod transcript;

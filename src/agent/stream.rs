@@ -14,8 +14,8 @@ use crate::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent,
     UserMessage, now_ms,
 };
+use crate::agent::stream_contract::{AssistantMessageEvent, LlmContext, StreamFn, StreamOptions};
 use crate::agent::tool_exec::{OPERATION_ABORTED, panic_text};
-use crate::provider::{AssistantMessageEvent, LlmContext, StreamFn, StreamOptions};
 
 /// The error text of a stream that ended without `done`/`error`.
 pub const STREAM_ENDED_TEXT: &str = "Provider stream ended without a terminal event";

@@ -12,10 +12,10 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use crate::agent::message::{ContentBlock, StopReason, ToolCall};
+use crate::agent::model::Model;
 use crate::cli::approve::Approval;
 use crate::cli::run::{RunPlan, execute};
-use crate::models::ResolvedModel;
-use crate::provider::Model;
+use crate::model_registry::ResolvedModel;
 use crate::provider::scripted::{ScriptedProvider, scripted_message};
 use crate::session::Session;
 

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::models::EnvSource;
+use crate::model_registry::EnvSource;
 use crate::session::SessionStore;
 
 #[derive(Debug, Parser)]

@@ -6,7 +6,7 @@ use crate::agent::AgentListener;
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, Usage};
 use crate::cli::output::Renderer;
-use crate::models::{ResolvedModel, apply_cost};
+use crate::model_registry::{ResolvedModel, apply_cost};
 use crate::session::Session;
 
 /// Records every finished message in the session (with its cost) before it is shown, and sums

@@ -10,13 +10,13 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::agent::hooks::AgentHooks;
 use crate::agent::message::{AgentMessage, ThinkingLevel};
+use crate::agent::stream_contract::{StreamFn, StreamOptions};
 use crate::agent::{Agent, AgentOptions, RunHandle, RunOutcome};
 use crate::cli::approve::Approval;
 use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
 use crate::cli::prompt::default_system_prompt;
 use crate::cli::recorder::Recorder;
-use crate::models::{EnvSource, ResolvedModel, clamp_thinking, resolve_model};
-use crate::provider::{StreamFn, StreamOptions};
+use crate::model_registry::{EnvSource, ResolvedModel, clamp_thinking, resolve_model};
 use crate::session::{ForkPoint, Session, SessionContext, SessionStore, time::iso_now};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 

@@ -6,8 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use crate::models::EnvSource;
-use crate::provider::{Model, StreamFn};
+use crate::agent::model::Model;
+use crate::agent::stream_contract::StreamFn;
+use crate::model_registry::EnvSource;
 use crate::server::config::ConnConfig;
 use crate::server::documents::DocStore;
 use crate::server::outgoing::Outgoing;
@@ -42,12 +43,12 @@ impl ConnCtx {
     }
 }
 
-/// Picks the model as the CLI does (`models::resolve_model`): `initializationOptions.model`
+/// Picks the model as the CLI does (`model_registry::resolve_model`): `initializationOptions.model`
 /// ("provider/id"), else `AGENT_LSP_MODEL`, else the default for the configured keys or
 /// `OPENAI_BASE_URL`.
 pub fn resolve_model(config: &ConnConfig) -> ModelChoice {
     let env = EnvSource::from_process();
-    crate::models::resolve_model(config.options.model.as_deref(), &env)
+    crate::model_registry::resolve_model(config.options.model.as_deref(), &env)
         .map(|r| (r.model, r.api_key))
         .map_err(|e| e.to_string())
 }

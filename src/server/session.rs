@@ -330,7 +330,7 @@ impl Session {
             AgentMessage::Assistant(a) => {
                 let mut a = a.clone();
                 // `model()`, not `state().model`: the state holds the whole transcript.
-                crate::models::apply_cost(&self.agent.model(), &mut a.usage);
+                crate::model_registry::apply_cost(&self.agent.model(), &mut a.usage);
                 Some(AgentMessage::Assistant(a))
             }
             _ => None,

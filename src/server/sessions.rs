@@ -10,8 +10,8 @@ use ls_types::{CodeActionOrCommand, CodeActionParams, ExecuteCommandParams};
 use serde_json::{Value, json};
 
 use crate::agent::AgentOptions;
+use crate::agent::stream_contract::StreamOptions;
 use crate::cli::prompt::default_system_prompt;
-use crate::provider::StreamOptions;
 use crate::server::buffer_ws::BufferWorkspace;
 use crate::server::config::ConnConfig;
 use crate::server::conn::{ConnCtx, resolve_model};
@@ -55,7 +55,7 @@ const EDITOR_NOTE: &str = "You run inside the user's editor. Open files show the
 unsaved text, and your edits land in the editor's buffers (then saved to disk).";
 
 /// A new persisted session record for `cwd` (in memory when there is no session directory).
-fn new_record(cwd: &std::path::Path, model: &crate::provider::Model) -> Result<Transcript> {
+fn new_record(cwd: &std::path::Path, model: &crate::agent::model::Model) -> Result<Transcript> {
     match store() {
         Some(store) => store
             .create(cwd, Some(model))
@@ -65,7 +65,8 @@ fn new_record(cwd: &std::path::Path, model: &crate::provider::Model) -> Result<T
 }
 
 fn store() -> Option<SessionStore> {
-    SessionStore::default_dir(&crate::models::EnvSource::from_process()).map(SessionStore::new)
+    SessionStore::default_dir(&crate::model_registry::EnvSource::from_process())
+        .map(SessionStore::new)
 }
 
 /// A stored session (by id, unique id prefix or file path), to continue it.

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::models::EnvSource;
-use crate::provider::Model;
+use crate::agent::model::Model;
+use crate::model_registry::EnvSource;
 
 use super::SessionError;
 use super::entry::{EntryKind, SessionEntry, SessionHeader};

@@ -14,8 +14,8 @@ use crate::agent::event::AgentEvent;
 use crate::agent::hooks::{AgentContext, QueuePollHook};
 use crate::agent::loop_::{run_agent_loop, run_agent_loop_continue};
 use crate::agent::message::AgentMessage;
+use crate::agent::stream_contract::StreamFn;
 use crate::agent::tool_exec::panic_text;
-use crate::provider::StreamFn;
 
 impl Agent {
     /// The busy check and run registration, atomically; the guard ends the run when dropped.

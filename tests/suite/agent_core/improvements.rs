@@ -12,10 +12,12 @@ use agent_lsp::agent::message::{
     AgentMessage, ContentBlock, StopReason, ToolResultMessage, UserMessage,
 };
 use agent_lsp::agent::stream::{DISCARD_REASON, PROTOCOL_REPAIR_TEXT, STREAM_ENDED_TEXT};
+use agent_lsp::agent::stream_contract::{
+    AssistantEventStream, AssistantMessageEvent, event_channel,
+};
 use agent_lsp::agent::tool::{AgentToolResult, ExecutionMode};
 use agent_lsp::agent::transcript::{IncrementalTools, current_tools};
 use agent_lsp::agent::{Agent, AgentOptions};
-use agent_lsp::provider::{AssistantEventStream, AssistantMessageEvent, event_channel};
 use proptest::prelude::*;
 use serde_json::json;
 use tokio::sync::Notify;
