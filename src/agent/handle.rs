@@ -33,10 +33,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::config::{DEFAULT_ABORT_GRACE, LoopOutcome};
+use crate::agent::config::{DEFAULT_ABORT_GRACE, LoopOutcome, RunFailure};
 use crate::agent::declare::declarations;
 use crate::agent::event::AgentEvent;
-use crate::agent::hooks::AgentHooks;
+use crate::agent::hooks::{AgentHooks, CallbackError};
 use crate::agent::message::{
     AgentMessage, ContentBlock, MessageContent, ThinkingLevel, UserMessage, now_ms,
 };
@@ -70,7 +70,7 @@ pub enum AgentError {
 /// Receives every event of a run with the run's cancellation token (pi's `signal`; clone it
 /// to keep it in the returned future); `Err` fails the run.
 pub type AgentListener = Arc<
-    dyn Fn(Arc<AgentEvent>, &CancellationToken) -> BoxFuture<'static, Result<(), String>>
+    dyn Fn(Arc<AgentEvent>, &CancellationToken) -> BoxFuture<'static, Result<(), CallbackError>>
         + Send
         + Sync,
 >;
@@ -130,6 +130,8 @@ pub struct RunOutcome {
     pub aborted: bool,
     /// Set when the run failed or the final response was a provider error.
     pub error: Option<String>,
+    /// Why the run failed on the way (a hook, a listener, a panic), if it did.
+    pub failure: Option<RunFailure>,
 }
 
 impl From<LoopOutcome> for RunOutcome {
@@ -138,6 +140,7 @@ impl From<LoopOutcome> for RunOutcome {
             new_messages: o.new_messages,
             aborted: o.aborted,
             error: o.error,
+            failure: o.failure,
         }
     }
 }
@@ -152,10 +155,14 @@ impl RunHandle {
     pub async fn wait(self) -> RunOutcome {
         match self.join.await {
             Ok(outcome) => outcome,
-            Err(e) => RunOutcome {
-                error: Some(format!("Agent run task failed: {e}")),
-                ..RunOutcome::default()
-            },
+            Err(e) => {
+                let text = format!("Agent run task failed: {e}");
+                RunOutcome {
+                    error: Some(text.clone()),
+                    failure: Some(RunFailure::Panic(text)),
+                    ..RunOutcome::default()
+                }
+            }
         }
     }
 }

@@ -71,11 +71,11 @@ pub mod tool_exec;
 pub mod transcript;
 pub mod validate;
 
-pub use config::{AgentLoopConfig, Emit, LoopError, LoopOutcome};
+pub use config::{AgentLoopConfig, Emit, LoopError, LoopOutcome, RunFailure};
 pub use handle::{
     Agent, AgentError, AgentListener, AgentOptions, ListenerId, RunHandle, RunOutcome,
 };
-pub use hooks::{AgentContext, AgentHooks, TurnDecision, max_turns};
+pub use hooks::{AgentContext, AgentHooks, CallbackError, TurnDecision, max_turns};
 pub use loop_::{run_agent_loop, run_agent_loop_continue};
 pub use queue::QueueMode;
 pub use state::AgentState;

@@ -2,9 +2,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::agent::AgentListener;
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, Usage};
+use crate::agent::{AgentListener, CallbackError};
 use crate::cli::output::Renderer;
 use crate::model_registry::{ResolvedModel, apply_cost};
 use crate::session::Session;
@@ -20,7 +20,6 @@ pub struct Recorder {
 struct RecorderState {
     session: Option<Session>,
     run_usage: Usage,
-    failure: Option<String>,
 }
 
 impl Recorder {
@@ -49,7 +48,9 @@ impl Recorder {
             Box::pin(async move {
                 if let AgentEvent::MessageEnd { message } = &*event {
                     let mut message = (**message).clone();
-                    let mut state = inner.lock().map_err(|_| "recorder lock poisoned")?;
+                    let mut state = inner
+                        .lock()
+                        .map_err(|_| CallbackError::from("recorder lock poisoned"))?;
                     if let AgentMessage::Assistant(a) = &mut message {
                         apply_cost(&model, &mut a.usage);
                         state.run_usage.accumulate(&a.usage);
@@ -57,9 +58,7 @@ impl Recorder {
                     if let Some(session) = &mut state.session
                         && let Err(e) = session.append_owned_message(message)
                     {
-                        let text = format!("cannot record the session: {e}");
-                        state.failure = Some(text.clone());
-                        return Err(text);
+                        return Err(format!("cannot record the session: {e}").into());
                     }
                 }
                 renderer.event(&event);
@@ -80,9 +79,5 @@ impl Recorder {
             }
             Err(_) => (Usage::default(), Usage::default()),
         }
-    }
-
-    pub fn failure(&self) -> Option<String> {
-        self.inner.lock().ok().and_then(|s| s.failure.clone())
     }
 }

@@ -11,7 +11,7 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 use crate::agent::hooks::AgentHooks;
 use crate::agent::message::{AgentMessage, ThinkingLevel};
 use crate::agent::stream_contract::{StreamFn, StreamOptions};
-use crate::agent::{Agent, AgentOptions, RunHandle, RunOutcome};
+use crate::agent::{Agent, AgentOptions, RunFailure, RunHandle, RunOutcome};
 use crate::cli::approve::Approval;
 use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
 use crate::cli::prompt::default_system_prompt;
@@ -261,7 +261,8 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
     let aborted = stopped_by.is_some() || outcome.aborted;
     let error = outcome.error.clone().filter(|_| !aborted);
     renderer.settled(aborted, error.as_deref(), &run_usage, &session_usage);
-    if let Some(e) = recorder.failure() {
+    // The one listener is the recorder: the session could not be written.
+    if let Some(RunFailure::Listener(e)) = &outcome.failure {
         eprintln!("agent-lsp: {e}");
         return ExitCode::FAILURE;
     }

@@ -125,7 +125,7 @@ async fn provider_exploded_closes_the_run_with_a_synthetic_failure() {
 async fn convert_to_llm_throwing_gives_the_same_closed_shape() {
     let mut options = AgentOptions::new(MockStream::responses(vec![text_reply("x")]));
     options.hooks.convert_to_llm = Some(Arc::new(|_, _| {
-        Box::pin(async { Err("convert failed".to_string()) })
+        Box::pin(async { Err("convert failed".into()) })
     }));
     let agent = Agent::new(options);
     let rec = record(&agent);
