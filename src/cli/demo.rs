@@ -17,7 +17,7 @@ use crate::cli::approve::Approval;
 use crate::cli::run::{RunPlan, execute};
 use crate::model_registry::ResolvedModel;
 use crate::provider::scripted::{ScriptedProvider, scripted_message};
-use crate::session::Session;
+use crate::session::SessionFile;
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -55,7 +55,7 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
         ..Model::default()
     };
     let plan = RunPlan {
-        session: Session::in_memory(&dir),
+        session: SessionFile::in_memory(&dir),
         resolved: ResolvedModel {
             model,
             api_key: None,

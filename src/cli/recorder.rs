@@ -7,7 +7,7 @@ use crate::agent::message::{AgentMessage, Usage};
 use crate::agent::{AgentListener, CallbackError};
 use crate::cli::output::Renderer;
 use crate::model_registry::{ResolvedModel, apply_cost};
-use crate::session::Session;
+use crate::session::SessionFile;
 
 /// Records every finished message in the session (with its cost) before it is shown, and sums
 /// the run's usage.
@@ -18,12 +18,12 @@ pub struct Recorder {
 
 #[derive(Default)]
 struct RecorderState {
-    session: Option<Session>,
+    session: Option<SessionFile>,
     run_usage: Usage,
 }
 
 impl Recorder {
-    pub fn new(session: Session) -> Recorder {
+    pub fn new(session: SessionFile) -> Recorder {
         Recorder {
             inner: Arc::new(Mutex::new(RecorderState {
                 session: Some(session),
@@ -71,7 +71,7 @@ impl Recorder {
     pub fn totals(&self) -> (Usage, Usage) {
         match self.inner.lock() {
             Ok(state) => {
-                let session = state.session.as_ref().map(Session::usage);
+                let session = state.session.as_ref().map(SessionFile::usage);
                 (
                     state.run_usage.clone(),
                     session.unwrap_or_else(|| state.run_usage.clone()),

@@ -17,7 +17,7 @@ use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
 use crate::cli::prompt::default_system_prompt;
 use crate::cli::recorder::Recorder;
 use crate::model_registry::{EnvSource, ResolvedModel, clamp_thinking, resolve_model};
-use crate::session::{ForkPoint, Session, SessionContext, SessionStore, time::iso_now};
+use crate::session::{ForkPoint, SessionContext, SessionFile, SessionStore, time::iso_now};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
@@ -68,7 +68,7 @@ pub struct RunArgs {
 
 /// How one run is wired: everything `execute` needs, already resolved.
 pub struct RunPlan {
-    pub session: Session,
+    pub session: SessionFile,
     pub resolved: ResolvedModel,
     pub thinking: ThinkingLevel,
     pub cwd: PathBuf,
@@ -109,9 +109,9 @@ fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
     };
     let (resolved, thinking) = choose_model(&args, &context, env)?;
     let mut session = match origin {
-        Origin::New(None) => Session::in_memory(&cwd),
+        Origin::New(None) => SessionFile::in_memory(&cwd),
         Origin::New(Some(store)) => store.create(&cwd, None)?,
-        Origin::NewAt(path) => Session::create_at(&path, &cwd)?,
+        Origin::NewAt(path) => SessionFile::create_at(&path, &cwd)?,
         Origin::Existing(session) => session,
         Origin::ForkOf(store, source) => store.fork(&source, ForkPoint::Leaf)?.0,
     };
@@ -161,7 +161,7 @@ fn choose_model(
 
 /// Records a model or thinking level that differs from the session's, as pi does on a switch.
 fn record_settings(
-    session: &mut Session,
+    session: &mut SessionFile,
     context: &SessionContext,
     resolved: &ResolvedModel,
     thinking: ThinkingLevel,
@@ -186,9 +186,9 @@ enum Origin {
     New(Option<SessionStore>),
     /// A new session at this file (`--session PATH` for a file that does not exist yet).
     NewAt(PathBuf),
-    Existing(Session),
+    Existing(SessionFile),
     /// `--fork`: a copy of this session, made once the model is known.
-    ForkOf(SessionStore, Session),
+    ForkOf(SessionStore, SessionFile),
 }
 
 /// `a/b.jsonl`, `./x`: an argument meant as a file rather than a session id.

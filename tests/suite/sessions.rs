@@ -423,7 +423,7 @@ fn branching_moves_the_leaf_and_context_follows_it() {
     session
         .append_message(&AgentMessage::user_text("branch b"))
         .unwrap();
-    let texts = |s: &agent_lsp::session::Session| {
+    let texts = |s: &agent_lsp::session::SessionFile| {
         s.messages()
             .iter()
             .map(|m| match m {

@@ -1,4 +1,4 @@
-//! The sessions of one connection and the agent methods on them.
+//! The session table: the live sessions of one connection and the agent methods on them.
 //!
 //! Handlers here validate, take short locks and answer: runs live in their own tasks.
 
@@ -18,22 +18,22 @@ use crate::server::conn::{ConnCtx, resolve_model};
 use crate::server::diagnostics::DiagnosticsTool;
 use crate::server::documents::DocStore;
 use crate::server::jsonrpc::ResponseError;
+use crate::server::live_session::{LiveSession, QueueKind, SessionError};
 use crate::server::outgoing::Outgoing;
 use crate::server::protocol::{
     AbortResult, Decision, Disposition, MessagesResult, ModelRef, NewSessionResult, PromptMessage,
     PromptParams, PromptResult, QueueResult, Queues, RemoveQueuedResult, StateResult,
     StreamingBehavior, code, command,
 };
-use crate::server::session::{QueueKind, Session, SessionError};
 use crate::session::time::iso_now;
-use crate::session::{Session as Transcript, SessionStore};
+use crate::session::{SessionFile, SessionStore};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
 /// All sessions of the connection.
-pub struct Sessions {
+pub struct SessionTable {
     ctx: Arc<ConnCtx>,
     warnings: Vec<String>,
-    map: Mutex<HashMap<String, Arc<Session>>>,
+    map: Mutex<HashMap<String, Arc<LiveSession>>>,
     default_session: Mutex<Option<String>>,
 }
 
@@ -55,12 +55,12 @@ const EDITOR_NOTE: &str = "You run inside the user's editor. Open files show the
 unsaved text, and your edits land in the editor's buffers (then saved to disk).";
 
 /// A new persisted session record for `cwd` (in memory when there is no session directory).
-fn new_record(cwd: &std::path::Path, model: &crate::agent::model::Model) -> Result<Transcript> {
+fn new_record(cwd: &std::path::Path, model: &crate::agent::model::Model) -> Result<SessionFile> {
     match store() {
         Some(store) => store
             .create(cwd, Some(model))
             .map_err(|e| ResponseError::internal(format!("cannot create the session file: {e}"))),
-        None => Ok(Transcript::in_memory(cwd)),
+        None => Ok(SessionFile::in_memory(cwd)),
     }
 }
 
@@ -70,7 +70,7 @@ fn store() -> Option<SessionStore> {
 }
 
 /// A stored session (by id, unique id prefix or file path), to continue it.
-fn stored_record(id: &str) -> Result<Transcript> {
+fn stored_record(id: &str) -> Result<SessionFile> {
     let store =
         store().ok_or_else(|| invalid_params("there is no session directory to resume from"))?;
     store
@@ -78,7 +78,7 @@ fn stored_record(id: &str) -> Result<Transcript> {
         .map_err(|e| invalid_params(format!("cannot resume session {id:?}: {e}")))
 }
 
-impl Sessions {
+impl SessionTable {
     pub fn new(
         out: Outgoing,
         docs: DocStore,
@@ -97,7 +97,7 @@ impl Sessions {
             stream_fn: crate::provider::default_stream_fn(),
             pending_approvals: Mutex::default(),
         };
-        Sessions {
+        SessionTable {
             ctx: Arc::new(ctx),
             warnings,
             map: Mutex::default(),
@@ -109,11 +109,11 @@ impl Sessions {
         self.warnings.clone()
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LiveSession>>> {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn get(&self, id: &str) -> Result<Arc<Session>> {
+    pub fn get(&self, id: &str) -> Result<Arc<LiveSession>> {
         self.map()
             .get(id)
             .cloned()
@@ -121,7 +121,7 @@ impl Sessions {
     }
 
     /// Creates a session rooted at `cwd` (default: the connection's).
-    pub fn create(&self, cwd: Option<PathBuf>) -> Result<Arc<Session>> {
+    pub fn create(&self, cwd: Option<PathBuf>) -> Result<Arc<LiveSession>> {
         self.create_with(cwd, None)
     }
 
@@ -130,8 +130,8 @@ impl Sessions {
     fn create_with(
         &self,
         cwd: Option<PathBuf>,
-        resume: Option<Transcript>,
-    ) -> Result<Arc<Session>> {
+        resume: Option<SessionFile>,
+    ) -> Result<Arc<LiveSession>> {
         let (model, api_key) = self
             .ctx
             .model
@@ -183,12 +183,12 @@ impl Sessions {
             session_id: Some(id.clone()),
             ..StreamOptions::default()
         };
-        let session = Session::create(self.ctx.clone(), record, cwd, ws, options);
+        let session = LiveSession::create(self.ctx.clone(), record, cwd, ws, options);
         self.map().insert(id, session.clone());
         Ok(session)
     }
 
-    fn session_or_default(&self, id: Option<&str>) -> Result<Arc<Session>> {
+    fn session_or_default(&self, id: Option<&str>) -> Result<Arc<LiveSession>> {
         if let Some(id) = id {
             return self.get(id);
         }
@@ -310,7 +310,7 @@ impl Sessions {
 
     /// Aborts the run with this id, wherever it is; `false` when no such run is active.
     pub fn abort_run(&self, run_id: &str) -> bool {
-        let sessions: Vec<Arc<Session>> = self.map().values().cloned().collect();
+        let sessions: Vec<Arc<LiveSession>> = self.map().values().cloned().collect();
         sessions
             .iter()
             .find(|s| s.active_run().as_deref() == Some(run_id))
@@ -324,7 +324,7 @@ impl Sessions {
     }
 
     pub async fn wait_all_idle(&self) {
-        let sessions: Vec<Arc<Session>> = self.map().values().cloned().collect();
+        let sessions: Vec<Arc<LiveSession>> = self.map().values().cloned().collect();
         for session in sessions {
             session.wait_idle().await;
         }
