@@ -10,5 +10,6 @@ pub mod model_registry;
 pub mod provider;
 pub mod server;
 pub mod session;
+pub mod session_setup;
 pub mod testing;
 pub mod tools;

@@ -6,7 +6,6 @@ pub mod approve;
 pub mod demo;
 mod malloc;
 pub mod output;
-pub mod prompt;
 pub mod recorder;
 pub mod run;
 pub mod sessions_cmd;

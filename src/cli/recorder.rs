@@ -4,9 +4,10 @@ use std::sync::{Arc, Mutex};
 
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, Usage};
+use crate::agent::model::Model;
 use crate::agent::{AgentListener, CallbackError};
 use crate::cli::output::Renderer;
-use crate::model_registry::{ResolvedModel, apply_cost};
+use crate::model_registry::apply_cost;
 use crate::session::SessionFile;
 
 /// Records every finished message in the session (with its cost) before it is shown, and sums
@@ -32,10 +33,11 @@ impl Recorder {
         }
     }
 
-    pub fn listener(&self, resolved: &ResolvedModel, renderer: Arc<dyn Renderer>) -> AgentListener {
+    /// Records with the costs of `model` and shows events through `renderer`.
+    pub fn listener(&self, model: Model, renderer: Arc<dyn Renderer>) -> AgentListener {
         let inner = self.inner.clone();
         // Shared, not cloned per event: a stream emits one event per delta.
-        let model = Arc::new(resolved.model.clone());
+        let model = Arc::new(model);
         Arc::new(move |event: Arc<AgentEvent>, _cancel| {
             if !matches!(&*event, AgentEvent::MessageEnd { .. }) {
                 // Nothing to record: show it now (one event per delta takes this path).

@@ -14,12 +14,13 @@ use tokio::sync::watch;
 
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, UserMessage, now_ms};
-use crate::agent::{Agent, AgentError, AgentHooks, AgentOptions, RunHandle};
+use crate::agent::{Agent, AgentError, AgentHooks, RunHandle};
 use crate::server::approval::ApprovalMemory;
 use crate::server::conn::ConnCtx;
 use crate::server::events::Emitter;
 use crate::server::protocol::{EventBody, QueuedMessage, Queues, SessionEvent};
 use crate::session::SessionFile;
+use crate::session_setup::AssembledSession;
 use crate::tools::Workspace;
 
 /// Why a session refused a request.
@@ -82,14 +83,15 @@ fn text_of(blocks: &[ContentBlock]) -> String {
 }
 
 impl LiveSession {
-    /// Builds a session with its agent, tools and hooks; the agent forwards events to `emitter`.
-    pub fn create(
-        ctx: Arc<ConnCtx>,
-        record: SessionFile,
-        cwd: PathBuf,
-        workspace: Arc<dyn Workspace>,
-        options: AgentOptions,
-    ) -> Arc<LiveSession> {
+    /// Builds the session's agent with the daemon's approval hook; the agent forwards events
+    /// to `emitter`.
+    pub fn create(ctx: Arc<ConnCtx>, session: AssembledSession) -> Arc<LiveSession> {
+        let AssembledSession {
+            options,
+            record,
+            cwd,
+            workspace,
+        } = session;
         let id = record.id().to_owned();
         Arc::new_cyclic(|weak: &Weak<LiveSession>| {
             let mut options = options;
