@@ -13,12 +13,13 @@
 use std::time::{Duration, Instant};
 
 use agent_lsp::agent::message::{AgentMessage, StopReason};
+use agent_lsp::agent::model::Model;
+use agent_lsp::agent::stream_contract::{
+    AssistantMessageEvent, LlmContext, StreamFn, StreamOptions, event_channel,
+};
 use agent_lsp::provider::assembler::Assembler;
 use agent_lsp::provider::openai::OpenAiCompletions;
 use agent_lsp::provider::partial_json::PartialJson;
-use agent_lsp::provider::{
-    AssistantMessageEvent, LlmContext, Model, StreamFn, StreamOptions, event_channel,
-};
 use agent_lsp::testing::{MockProvider, MockResponse, MockScript, MockToolCall};
 use anyhow::{Context, bail};
 use serde_json::json;

@@ -1,14 +1,16 @@
 //! agent-lsp: a coding agent served to editors as a language server.
 //!
 //! See `ARCHITECTURE.md` for the code map. In short: [`agent`] is the loop (a port of pi's
-//! agent loop), [`provider`] streams model responses, [`tools`] are the coding tools,
-//! [`session`] persists conversations, [`server`] is the LSP daemon and [`cli`] the commands.
+//! agent loop), [`provider`] streams model responses, [`model_registry`] finds models,
+//! [`tools`] are the coding tools, [`session`] persists conversations, [`session_setup`]
+//! assembles a session for a front end, [`server`] is the LSP daemon and [`cli`] the commands.
 
 pub mod agent;
 pub mod cli;
-pub mod models;
+pub mod model_registry;
 pub mod provider;
 pub mod server;
 pub mod session;
+pub mod session_setup;
 pub mod testing;
 pub mod tools;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures_util::future::join_all;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::config::{AgentLoopConfig, Emit};
+use crate::agent::config::{AgentLoopConfig, Emit, RunFailure};
 use crate::agent::event::AgentEvent;
 use crate::agent::hooks::AgentContext;
 use crate::agent::message::{AgentMessage, AssistantMessage, ToolCall, ToolResultMessage};
@@ -42,7 +42,7 @@ pub(crate) async fn execute_tool_calls(
     config: &AgentLoopConfig,
     emit: &Emit,
     cancel: &CancellationToken,
-) -> Result<BatchResult, String> {
+) -> Result<BatchResult, RunFailure> {
     let calls: Vec<ToolCall> = assistant.tool_calls().cloned().collect();
     let sequential = config.tool_execution == ExecutionMode::Sequential
         || calls.iter().any(|c| {
@@ -82,7 +82,7 @@ pub(crate) async fn execute_tool_calls(
 async fn emit_result_message(
     emit: &Emit,
     outcome: &ToolCallOutcome,
-) -> Result<ToolResultMessage, String> {
+) -> Result<ToolResultMessage, RunFailure> {
     let message = outcome.to_message();
     let as_agent = AgentMessage::ToolResult(message.clone());
     emit(AgentEvent::MessageStart {
@@ -96,7 +96,7 @@ async fn emit_result_message(
     Ok(message)
 }
 
-async fn emit_start(emit: &Emit, call: &ToolCall) -> Result<(), String> {
+async fn emit_start(emit: &Emit, call: &ToolCall) -> Result<(), RunFailure> {
     emit(AgentEvent::ToolExecutionStart {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
@@ -105,7 +105,7 @@ async fn emit_start(emit: &Emit, call: &ToolCall) -> Result<(), String> {
     .await
 }
 
-async fn emit_end(emit: &Emit, outcome: &ToolCallOutcome) -> Result<(), String> {
+async fn emit_end(emit: &Emit, outcome: &ToolCallOutcome) -> Result<(), RunFailure> {
     emit(AgentEvent::ToolExecutionEnd {
         tool_call_id: outcome.tool_call.id.clone(),
         tool_name: outcome.tool_call.name.clone(),
@@ -130,7 +130,7 @@ fn update_sink(emit: &Emit, call: &ToolCall) -> UpdateSink {
 }
 
 /// Executes and finalizes a prepared call.
-async fn run_ready(ctx: &BatchCtx<'_>, ready: &ReadyCall) -> Result<ToolCallOutcome, String> {
+async fn run_ready(ctx: &BatchCtx<'_>, ready: &ReadyCall) -> Result<ToolCallOutcome, RunFailure> {
     let sink = update_sink(ctx.emit, &ready.tool_call);
     let outcome = execute_ready(ready, &ctx.pipeline, ctx.cancel, Some(&sink)).await?;
     Ok(finalize(
@@ -152,7 +152,7 @@ async fn prepare(ctx: &BatchCtx<'_>, call: &ToolCall) -> Prepared {
 async fn run_sequential(
     ctx: &BatchCtx<'_>,
     calls: &[ToolCall],
-) -> Result<Vec<(ToolCallOutcome, ToolResultMessage)>, String> {
+) -> Result<Vec<(ToolCallOutcome, ToolResultMessage)>, RunFailure> {
     let mut out = Vec::with_capacity(calls.len());
     for call in calls {
         emit_start(ctx.emit, call).await?;
@@ -170,7 +170,7 @@ async fn run_sequential(
 async fn run_parallel(
     ctx: &BatchCtx<'_>,
     calls: &[ToolCall],
-) -> Result<Vec<ToolCallOutcome>, String> {
+) -> Result<Vec<ToolCallOutcome>, RunFailure> {
     #[allow(clippy::large_enum_variant)] // Short-lived, one per tool call.
     enum Slot {
         Done(ToolCallOutcome),
@@ -211,7 +211,7 @@ async fn run_parallel(
 pub(crate) async fn fail_truncated_calls(
     assistant: &AssistantMessage,
     emit: &Emit,
-) -> Result<BatchResult, String> {
+) -> Result<BatchResult, RunFailure> {
     let mut messages = Vec::new();
     for call in assistant.tool_calls() {
         emit_start(emit, call).await?;

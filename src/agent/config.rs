@@ -7,13 +7,30 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::agent::event::AgentEvent;
-use crate::agent::hooks::{AgentHooks, QueuePollHook};
+use crate::agent::hooks::{AgentHooks, CallbackError, QueuePollHook};
 use crate::agent::message::{AgentMessage, ThinkingLevel};
+use crate::agent::model::Model;
+use crate::agent::stream_contract::StreamOptions;
 use crate::agent::tool::ExecutionMode;
-use crate::provider::{Model, StreamOptions};
 
 /// Delivers one event; the loop awaits it (barrier semantics). `Err` fails the run.
-pub type Emit = Arc<dyn Fn(AgentEvent) -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
+pub type Emit = Arc<dyn Fn(AgentEvent) -> BoxFuture<'static, Result<(), RunFailure>> + Send + Sync>;
+
+/// Why a run failed on the way (improvement 1): the loop closes the event sequence with a
+/// failure message whose `errorMessage` is this text, exactly as the failing code put it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RunFailure {
+    /// A hook or a queue poll failed (outside the tool pipeline, which turns a tool hook's
+    /// failure into the call's error result).
+    #[error("{0}")]
+    Hook(#[from] CallbackError),
+    /// A listener failed while an event was delivered.
+    #[error("{0}")]
+    Listener(CallbackError),
+    /// A listener, the stream function or the run's task panicked; the text says how.
+    #[error("{0}")]
+    Panic(String),
+}
 
 /// How long a tool that ignores cancellation may keep running after an abort before the loop
 /// abandons it (improvement 2).
@@ -75,6 +92,9 @@ pub struct LoopOutcome {
     pub aborted: bool,
     /// The run failed (a hook, listener or stream threw) or ended in a provider error.
     pub error: Option<String>,
+    /// Why the run failed on the way, if it did (not set for a provider error, which is a
+    /// response like any other).
+    pub failure: Option<RunFailure>,
 }
 
 /// Why `run_agent_loop_continue` refused to start (pi throws these synchronously).

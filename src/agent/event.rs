@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::message::{AgentMessage, AssistantMessage, ToolResultMessage};
+use crate::agent::stream_contract::AssistantMessageEvent;
 use crate::agent::tool::AgentToolResult;
-use crate::provider::AssistantMessageEvent;
 
 /// Whole messages and tool results are boxed: every streamed delta is moved through several
 /// channels and futures as an `AgentEvent`, so the enum is kept small.

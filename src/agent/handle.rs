@@ -9,7 +9,7 @@
 //! ```no_run
 //! # use std::sync::Arc;
 //! # use agent_lsp::agent::{Agent, AgentOptions};
-//! # async fn demo(stream_fn: Arc<dyn agent_lsp::provider::StreamFn>) {
+//! # async fn demo(stream_fn: Arc<dyn agent_lsp::agent::stream_contract::StreamFn>) {
 //! let agent = Agent::new(AgentOptions::new(stream_fn));
 //! agent.subscribe(Arc::new(|event, _cancel| {
 //!     Box::pin(async move {
@@ -33,18 +33,19 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::config::{DEFAULT_ABORT_GRACE, LoopOutcome};
+use crate::agent::config::{DEFAULT_ABORT_GRACE, LoopOutcome, RunFailure};
 use crate::agent::declare::declarations;
 use crate::agent::event::AgentEvent;
-use crate::agent::hooks::AgentHooks;
+use crate::agent::hooks::{AgentHooks, CallbackError};
 use crate::agent::message::{
     AgentMessage, ContentBlock, MessageContent, ThinkingLevel, UserMessage, now_ms,
 };
+use crate::agent::model::Model;
 use crate::agent::queue::{PendingQueue, QueueMode};
 use crate::agent::state::AgentState;
+use crate::agent::stream_contract::{StreamFn, StreamOptions};
 use crate::agent::tool::{ExecutionMode, ToolRef};
 use crate::agent::transcript::{current_system_message, initial_system_message};
-use crate::provider::{Model, StreamFn, StreamOptions};
 
 pub const BUSY_PROMPT: &str = "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion.";
 pub const BUSY_CONTINUE: &str =
@@ -69,7 +70,7 @@ pub enum AgentError {
 /// Receives every event of a run with the run's cancellation token (pi's `signal`; clone it
 /// to keep it in the returned future); `Err` fails the run.
 pub type AgentListener = Arc<
-    dyn Fn(Arc<AgentEvent>, &CancellationToken) -> BoxFuture<'static, Result<(), String>>
+    dyn Fn(Arc<AgentEvent>, &CancellationToken) -> BoxFuture<'static, Result<(), CallbackError>>
         + Send
         + Sync,
 >;
@@ -129,6 +130,8 @@ pub struct RunOutcome {
     pub aborted: bool,
     /// Set when the run failed or the final response was a provider error.
     pub error: Option<String>,
+    /// Why the run failed on the way (a hook, a listener, a panic), if it did.
+    pub failure: Option<RunFailure>,
 }
 
 impl From<LoopOutcome> for RunOutcome {
@@ -137,6 +140,7 @@ impl From<LoopOutcome> for RunOutcome {
             new_messages: o.new_messages,
             aborted: o.aborted,
             error: o.error,
+            failure: o.failure,
         }
     }
 }
@@ -151,10 +155,14 @@ impl RunHandle {
     pub async fn wait(self) -> RunOutcome {
         match self.join.await {
             Ok(outcome) => outcome,
-            Err(e) => RunOutcome {
-                error: Some(format!("Agent run task failed: {e}")),
-                ..RunOutcome::default()
-            },
+            Err(e) => {
+                let text = format!("Agent run task failed: {e}");
+                RunOutcome {
+                    error: Some(text.clone()),
+                    failure: Some(RunFailure::Panic(text)),
+                    ..RunOutcome::default()
+                }
+            }
         }
     }
 }

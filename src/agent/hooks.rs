@@ -1,9 +1,11 @@
 //! The loop's hook contracts (pi's `types.ts`): what each hook receives and may return.
 //!
 //! Every hook is an async closure returning a `BoxFuture<'static, …>`, so it receives owned
-//! (cheaply cloned: the transcript is an `Arc` snapshot) context plus the run's `CancellationToken`. A hook failure is `Err(String)`:
-//! in the tool pipeline it becomes an error tool result (as pi's `catch`), anywhere else it fails
-//! the run, and the core then closes the event sequence itself (see `loop_` docs).
+//! (cheaply cloned: the transcript is an `Arc` snapshot) context plus the run's
+//! `CancellationToken`. A hook failure is a [`CallbackError`]: in the tool pipeline it becomes an
+//! error tool result (as pi's `catch`), anywhere else it fails the run
+//! ([`crate::agent::config::RunFailure::Hook`]), and the core then closes the event sequence
+//! itself (see `loop_` docs).
 
 use std::sync::Arc;
 
@@ -14,11 +16,29 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, ThinkingLevel, ToolCall, ToolResultMessage, Usage,
 };
+use crate::agent::model::Model;
 use crate::agent::tool::{AgentToolResult, ToolRef};
-use crate::provider::Model;
 
-/// The result of an async hook: `Err` carries the failure's message.
-pub type HookFuture<T> = BoxFuture<'static, Result<T, String>>;
+/// The result of an async hook.
+pub type HookFuture<T> = BoxFuture<'static, Result<T, CallbackError>>;
+
+/// What a hook, a listener or a queue poll reports when it fails (pi: it throws): the message
+/// becomes the failed run's `errorMessage`, or the error result of the tool call it was about.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CallbackError(pub String);
+
+impl From<String> for CallbackError {
+    fn from(message: String) -> Self {
+        CallbackError(message)
+    }
+}
+
+impl From<&str> for CallbackError {
+    fn from(message: &str) -> Self {
+        CallbackError(message.to_string())
+    }
+}
 
 /// pi's `AgentContext`: the transcript and the executable tools (no system prompt field).
 ///

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::batch::{execute_tool_calls, fail_truncated_calls};
-use crate::agent::config::{AgentLoopConfig, Emit, LoopError, LoopOutcome};
+use crate::agent::config::{AgentLoopConfig, Emit, LoopError, LoopOutcome, RunFailure};
 use crate::agent::declare::declare_tool_changes;
 use crate::agent::event::AgentEvent;
 use crate::agent::hooks::{
@@ -21,8 +21,8 @@ use crate::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolResultMessage, Usage, now_ms,
 };
 use crate::agent::stream::{Request, stream_assistant_response};
+use crate::agent::stream_contract::StreamFn;
 use crate::agent::transcript::IncrementalTools;
-use crate::provider::StreamFn;
 
 /// Runs a prompt: the prompts are declared, appended and emitted, then the loop runs.
 /// The caller's context is not mutated (the run works on its own copy).
@@ -117,14 +117,14 @@ impl Run {
         }
     }
 
-    async fn emit(&mut self, event: AgentEvent) -> Result<(), String> {
+    async fn emit(&mut self, event: AgentEvent) -> Result<(), RunFailure> {
         if matches!(event, AgentEvent::AgentEnd { .. }) {
             self.agent_end_sent = true;
         }
         (self.emit)(event).await
     }
 
-    async fn start(&mut self, prompts: Vec<AgentMessage>) -> Result<LoopOutcome, String> {
+    async fn start(&mut self, prompts: Vec<AgentMessage>) -> Result<LoopOutcome, RunFailure> {
         let initial = declare_tool_changes(
             &self.context.messages,
             &self.context.tools,
@@ -148,20 +148,20 @@ impl Run {
         self.run_loop().await
     }
 
-    async fn resume(&mut self) -> Result<LoopOutcome, String> {
+    async fn resume(&mut self) -> Result<LoopOutcome, RunFailure> {
         self.emit(AgentEvent::AgentStart).await?;
         self.emit(AgentEvent::TurnStart).await?;
         self.run_loop().await
     }
 
-    async fn poll(&self, hook: Option<QueuePollHook>) -> Result<Vec<AgentMessage>, String> {
+    async fn poll(&self, hook: Option<QueuePollHook>) -> Result<Vec<AgentMessage>, RunFailure> {
         match hook {
-            Some(poll) => poll().await,
+            Some(poll) => Ok(poll().await?),
             None => Ok(Vec::new()),
         }
     }
 
-    async fn poll_steering(&self) -> Result<Vec<AgentMessage>, String> {
+    async fn poll_steering(&self) -> Result<Vec<AgentMessage>, RunFailure> {
         self.poll(self.config.get_steering_messages.clone()).await
     }
 
@@ -180,7 +180,7 @@ impl Run {
     }
 
     /// pi's `runLoop` (spec §3.2).
-    async fn run_loop(&mut self) -> Result<LoopOutcome, String> {
+    async fn run_loop(&mut self) -> Result<LoopOutcome, RunFailure> {
         // The finished turn's response and results; its full `AgentTurnContext` (a copy of the
         // whole context) is only built when a hook is there to receive it.
         let mut last_turn: Option<(AssistantMessage, Vec<ToolResultMessage>)> = None;
@@ -251,7 +251,7 @@ impl Run {
     async fn prepare_next_turn(
         &mut self,
         (message, results): (AssistantMessage, Vec<ToolResultMessage>),
-    ) -> Result<Vec<AgentMessage>, String> {
+    ) -> Result<Vec<AgentMessage>, RunFailure> {
         let Some(hook) = self.config.hooks.prepare_next_turn.clone() else {
             return Ok(Vec::new());
         };
@@ -272,7 +272,7 @@ impl Run {
     }
 
     /// Declares tool changes for, emits and appends the turn's input messages.
-    async fn append_input(&mut self, incoming: Vec<AgentMessage>) -> Result<(), String> {
+    async fn append_input(&mut self, incoming: Vec<AgentMessage>) -> Result<(), RunFailure> {
         let declared = declare_tool_changes(
             &self.context.messages,
             &self.context.tools,
@@ -295,7 +295,7 @@ impl Run {
     }
 
     /// `prepareRequest`: may replace context, model and level, but not add messages.
-    async fn prepare_request(&mut self) -> Result<(), String> {
+    async fn prepare_request(&mut self) -> Result<(), RunFailure> {
         let Some(hook) = self.config.hooks.prepare_request.clone() else {
             return Ok(());
         };
@@ -319,7 +319,7 @@ impl Run {
         Ok(())
     }
 
-    async fn request(&mut self) -> Result<AssistantMessage, String> {
+    async fn request(&mut self) -> Result<AssistantMessage, RunFailure> {
         let req = Request {
             config: &self.config,
             emit: &self.emit,
@@ -337,7 +337,7 @@ impl Run {
     async fn run_tools(
         &mut self,
         message: &AssistantMessage,
-    ) -> Result<(Vec<ToolResultMessage>, bool), String> {
+    ) -> Result<(Vec<ToolResultMessage>, bool), RunFailure> {
         if message.tool_calls().next().is_none() {
             return Ok((Vec::new(), false));
         }
@@ -362,7 +362,7 @@ impl Run {
     }
 
     /// `error`/`aborted`: `finishTurn` runs (its decision ignored), then the run ends.
-    async fn hard_exit(&mut self, message: AssistantMessage) -> Result<LoopOutcome, String> {
+    async fn hard_exit(&mut self, message: AssistantMessage) -> Result<LoopOutcome, RunFailure> {
         if let Some(finish) = self.config.hooks.finish_turn.clone() {
             finish(self.turn(&message, &[]), self.cancel.clone()).await?;
         }
@@ -374,7 +374,7 @@ impl Run {
         self.end().await
     }
 
-    async fn end(&mut self) -> Result<LoopOutcome, String> {
+    async fn end(&mut self) -> Result<LoopOutcome, RunFailure> {
         let messages = self.new_messages.clone();
         self.emit(AgentEvent::AgentEnd { messages }).await?;
         Ok(self.outcome())
@@ -394,18 +394,21 @@ impl Run {
             new_messages: self.new_messages.clone(),
             aborted,
             error,
+            failure: None,
         }
     }
 
     /// Improvement 1: closes the event sequence after a failure, like pi's Agent does, but
     /// inside the core and without giving up when a listener fails again.
-    async fn fail(&mut self, error: String) -> LoopOutcome {
+    async fn fail(&mut self, cause: RunFailure) -> LoopOutcome {
         let aborted = self.cancel.is_cancelled();
+        let error = cause.to_string();
         if self.agent_end_sent {
             return LoopOutcome {
                 new_messages: self.new_messages.clone(),
                 aborted,
                 error: Some(error),
+                failure: Some(cause),
             };
         }
         let failure = failure_message(&self.config, &error, aborted);
@@ -428,13 +431,17 @@ impl Run {
         for event in events {
             // A second failure is not allowed to drop `agent_end`.
             if let Err(again) = self.emit(event).await {
-                tracing::warn!("listener failed while closing a failed run: {again}");
+                tracing::warn!(
+                    ?cause,
+                    "listener failed while closing a failed run: {again}"
+                );
             }
         }
         LoopOutcome {
             new_messages: vec![as_agent],
             aborted,
             error: Some(error),
+            failure: Some(cause),
         }
     }
 }

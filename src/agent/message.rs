@@ -540,7 +540,7 @@ mod tests {
     /// of message and block.
     #[test]
     fn known_messages_serialise_as_through_a_value() {
-        let model = crate::provider::Model::default();
+        let model = crate::agent::model::Model::default();
         let mut messages = crate::provider::transform::fixtures::rich(&model);
         let full = json!({
             "role": "assistant", "content": [{"type": "text", "text": "x"}],

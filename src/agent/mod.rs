@@ -1,14 +1,17 @@
 //! The agent core: pi's message model, tools, events and the agent loop.
 //!
-//! **Invariant:** nothing in `agent/` knows about LSP, JSON-RPC, editors or the disk. Providers
-//! reach it through [`crate::provider::StreamFn`], tools through [`tool::AgentTool`].
+//! **Invariant:** nothing in `agent/` knows about LSP, JSON-RPC, editors, the disk or HTTP, and
+//! nothing here imports `provider/`: the agent defines what it needs of a model
+//! ([`model::Model`], the [`stream_contract`]) and providers implement it; tools come in
+//! through [`tool::AgentTool`].
 //!
 //! Code map: [`loop_`] is pi's `runAgentLoop`/`runLoop` (turns, polls, hooks), [`stream`] one
 //! provider request, [`batch`] a turn's tool batch with events, [`tool_exec`] the single tool
 //! orchestrator (lookup, validation, hooks, execution; also [`tool_exec::run_tool_call`]),
 //! [`validate`] argument coercion and validation, [`declare`] `declareToolChanges`, [`convert`]
 //! the default `convertToLlm`, [`hooks`] the hook contracts, [`config`] the loop configuration,
-//! [`handle`] the [`Agent`] handle with [`state`] and [`queue`].
+//! [`handle`] the [`Agent`] handle with [`state`] and [`queue`]; [`model`] and
+//! [`stream_contract`] are what a provider implements.
 //!
 //! # doc/improvements: deliberate improvements over pi 1.6
 //!
@@ -58,19 +61,21 @@ pub mod handle;
 pub mod hooks;
 pub mod loop_;
 pub mod message;
+pub mod model;
 pub mod queue;
 pub mod state;
 pub mod stream;
+pub mod stream_contract;
 pub mod tool;
 pub mod tool_exec;
 pub mod transcript;
 pub mod validate;
 
-pub use config::{AgentLoopConfig, Emit, LoopError, LoopOutcome};
+pub use config::{AgentLoopConfig, Emit, LoopError, LoopOutcome, RunFailure};
 pub use handle::{
     Agent, AgentError, AgentListener, AgentOptions, ListenerId, RunHandle, RunOutcome,
 };
-pub use hooks::{AgentContext, AgentHooks, TurnDecision, max_turns};
+pub use hooks::{AgentContext, AgentHooks, CallbackError, TurnDecision, max_turns};
 pub use loop_::{run_agent_loop, run_agent_loop_continue};
 pub use queue::QueueMode;
 pub use state::AgentState;

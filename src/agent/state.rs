@@ -2,9 +2,9 @@
 
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ThinkingLevel};
+use crate::agent::model::Model;
 use crate::agent::tool::ToolRef;
 use crate::agent::transcript::current_system_prompt;
-use crate::provider::Model;
 
 /// A snapshot of the Agent's state. Setting state emits no events.
 #[derive(Clone)]

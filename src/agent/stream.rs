@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::config::{AgentLoopConfig, Emit, merged_identity};
+use crate::agent::config::{AgentLoopConfig, Emit, RunFailure, merged_identity};
 use crate::agent::convert::{default_convert_shared, default_convert_to_llm};
 use crate::agent::event::AgentEvent;
 use crate::agent::hooks::AgentContext;
@@ -14,8 +14,8 @@ use crate::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent,
     UserMessage, now_ms,
 };
+use crate::agent::stream_contract::{AssistantMessageEvent, LlmContext, StreamFn, StreamOptions};
 use crate::agent::tool_exec::{OPERATION_ABORTED, panic_text};
-use crate::provider::{AssistantMessageEvent, LlmContext, StreamFn, StreamOptions};
 
 /// The error text of a stream that ended without `done`/`error`.
 pub const STREAM_ENDED_TEXT: &str = "Provider stream ended without a terminal event";
@@ -39,7 +39,7 @@ pub(crate) struct Request<'a> {
 pub(crate) async fn stream_assistant_response(
     context: &mut AgentContext,
     req: &Request<'_>,
-) -> Result<AssistantMessage, String> {
+) -> Result<AssistantMessage, RunFailure> {
     let config = req.config;
     let hooks = &config.hooks;
     // Without hooks the request's messages are a pure function of the context, which does not
@@ -101,7 +101,7 @@ pub(crate) async fn stream_assistant_response(
 async fn request_options(
     config: &AgentLoopConfig,
     cancel: &CancellationToken,
-) -> Result<StreamOptions, String> {
+) -> Result<StreamOptions, RunFailure> {
     let mut options = config.stream_options.clone();
     if let Some(get_key) = &config.hooks.get_api_key {
         let key = get_key(config.model.provider.clone(), cancel.clone()).await?;
@@ -143,7 +143,7 @@ impl Attempt {
         req: &Request<'_>,
         messages: Arc<Vec<AgentMessage>>,
         options: StreamOptions,
-    ) -> Result<Attempt, String> {
+    ) -> Result<Attempt, RunFailure> {
         let mut partial = Partial::new(req.config);
         if req.cancel.is_cancelled() {
             // Improvement 2: no provider request is started after an abort.
@@ -161,7 +161,8 @@ impl Attempt {
             req.stream_fn
                 .stream(model, LlmContext { messages }, options)
         });
-        let mut stream = std::panic::catch_unwind(call).map_err(|p| panic_text(p.as_ref()))?;
+        let mut stream = std::panic::catch_unwind(call)
+            .map_err(|p| RunFailure::Panic(panic_text(p.as_ref())))?;
         let cancelled = req.cancel.cancelled();
         tokio::pin!(cancelled);
         let mut attempt = loop {
@@ -229,7 +230,7 @@ impl Partial {
         &mut self,
         event: AssistantMessageEvent,
         emit: &Emit,
-    ) -> Result<Option<AssistantMessage>, String> {
+    ) -> Result<Option<AssistantMessage>, RunFailure> {
         match event {
             AssistantMessageEvent::Start { partial } => {
                 self.message = *partial;

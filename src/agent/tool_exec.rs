@@ -11,6 +11,7 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::config::RunFailure;
 use crate::agent::hooks::{
     AfterToolCallContext, AfterToolCallHook, AgentContext, BeforeToolCallContext,
     BeforeToolCallHook,
@@ -60,7 +61,7 @@ const BLOCKED_DEFAULT: &str = "Tool execution was blocked";
 
 /// Receives a running tool's partial results; `Err` fails the run (pi: the rejection escapes).
 pub type UpdateSink =
-    Arc<dyn Fn(AgentToolResult) -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
+    Arc<dyn Fn(AgentToolResult) -> BoxFuture<'static, Result<(), RunFailure>> + Send + Sync>;
 
 /// The hooks and knobs the pipeline needs.
 #[derive(Clone, Default)]
@@ -116,7 +117,7 @@ pub(crate) async fn prepare_tool_call(
         };
         let decision = match before(ctx, cancel.clone()).await {
             Ok(decision) => decision,
-            Err(text) => return Prepared::Immediate(ToolCallOutcome::immediate(call, text)),
+            Err(e) => return Prepared::Immediate(ToolCallOutcome::immediate(call, e.0)),
         };
         if cancel.is_cancelled() {
             return Prepared::Immediate(ToolCallOutcome::immediate(call, OPERATION_ABORTED));
@@ -151,7 +152,7 @@ pub(crate) async fn execute_ready(
     pipeline: &ToolPipeline,
     cancel: &CancellationToken,
     on_update: Option<&UpdateSink>,
-) -> Result<ToolCallOutcome, String> {
+) -> Result<ToolCallOutcome, RunFailure> {
     let (updater, mut rx) = ToolUpdater::channel();
     let started = Instant::now();
     // A panicking tool becomes an error result instead of taking the run down with it.
@@ -168,7 +169,7 @@ pub(crate) async fn execute_ready(
         tokio::time::sleep(grace).await;
     };
     tokio::pin!(abandon);
-    let mut update_error: Option<String> = None;
+    let mut update_error: Option<RunFailure> = None;
     let settled = loop {
         tokio::select! {
             biased;
@@ -258,8 +259,8 @@ pub(crate) async fn finalize(
             };
             outcome.is_error = a.is_error.unwrap_or(outcome.is_error);
         }
-        Err(text) => {
-            outcome.result = AgentToolResult::text(text);
+        Err(e) => {
+            outcome.result = AgentToolResult::text(e.0);
             outcome.is_error = true;
         }
     }
@@ -321,7 +322,7 @@ pub async fn run_tool_call(call: &ToolCall, options: RunToolCallOptions) -> Tool
     let outcome = match execute_ready(&ready, &pipeline, cancel, sink.as_ref()).await {
         Ok(outcome) => outcome,
         // Unreachable with an infallible sink; kept total rather than panicking.
-        Err(text) => ToolCallOutcome::immediate(call, text),
+        Err(failure) => ToolCallOutcome::immediate(call, failure.to_string()),
     };
     finalize(outcome, &ready, &context, assistant, &pipeline, cancel).await
 }

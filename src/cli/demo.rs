@@ -12,12 +12,12 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use crate::agent::message::{ContentBlock, StopReason, ToolCall};
+use crate::agent::model::Model;
 use crate::cli::approve::Approval;
 use crate::cli::run::{RunPlan, execute};
-use crate::models::ResolvedModel;
-use crate::provider::Model;
+use crate::model_registry::{EnvSource, ResolvedModel};
 use crate::provider::scripted::{ScriptedProvider, scripted_message};
-use crate::session::Session;
+use crate::session_setup::{ModelChoice, RecordChoice, SessionSpec};
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {
@@ -55,17 +55,21 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
         ..Model::default()
     };
     let plan = RunPlan {
-        session: Session::in_memory(&dir),
-        resolved: ResolvedModel {
-            model,
-            api_key: None,
+        session: SessionSpec {
+            cwd: dir.clone(),
+            cwd_is_explicit: true,
+            extra_roots: Vec::new(),
+            model: ModelChoice::Given(Box::new(ResolvedModel {
+                model,
+                api_key: None,
+            })),
+            thinking: None,
+            record: RecordChoice::New(None),
+            stream_fn: Arc::new(demo_model()),
+            env: EnvSource::default(),
         },
-        thinking: Default::default(),
-        cwd: dir.clone(),
-        extra_roots: Vec::new(),
         approval: Approval::All,
         json: args.json,
-        stream_fn: Arc::new(demo_model()),
         prompt: PROMPT.into(),
     };
     let code = execute(plan).await;

@@ -6,7 +6,6 @@ pub mod approve;
 pub mod demo;
 mod malloc;
 pub mod output;
-pub mod prompt;
 pub mod recorder;
 pub mod run;
 pub mod sessions_cmd;
@@ -16,7 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::models::EnvSource;
+use crate::model_registry::EnvSource;
 use crate::session::SessionStore;
 
 #[derive(Debug, Parser)]

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, Usage};
-use crate::provider::AssistantMessageEvent;
+use crate::agent::stream_contract::AssistantMessageEvent;
 
 /// A sink for run events. Write errors (a closed pipe) are ignored: output is best effort,
 /// the session file is the record.

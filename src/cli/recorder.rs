@@ -2,12 +2,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::agent::AgentListener;
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, Usage};
+use crate::agent::model::Model;
+use crate::agent::{AgentListener, CallbackError};
 use crate::cli::output::Renderer;
-use crate::models::{ResolvedModel, apply_cost};
-use crate::session::Session;
+use crate::model_registry::apply_cost;
+use crate::session::SessionFile;
 
 /// Records every finished message in the session (with its cost) before it is shown, and sums
 /// the run's usage.
@@ -18,13 +19,12 @@ pub struct Recorder {
 
 #[derive(Default)]
 struct RecorderState {
-    session: Option<Session>,
+    session: Option<SessionFile>,
     run_usage: Usage,
-    failure: Option<String>,
 }
 
 impl Recorder {
-    pub fn new(session: Session) -> Recorder {
+    pub fn new(session: SessionFile) -> Recorder {
         Recorder {
             inner: Arc::new(Mutex::new(RecorderState {
                 session: Some(session),
@@ -33,10 +33,11 @@ impl Recorder {
         }
     }
 
-    pub fn listener(&self, resolved: &ResolvedModel, renderer: Arc<dyn Renderer>) -> AgentListener {
+    /// Records with the costs of `model` and shows events through `renderer`.
+    pub fn listener(&self, model: Model, renderer: Arc<dyn Renderer>) -> AgentListener {
         let inner = self.inner.clone();
         // Shared, not cloned per event: a stream emits one event per delta.
-        let model = Arc::new(resolved.model.clone());
+        let model = Arc::new(model);
         Arc::new(move |event: Arc<AgentEvent>, _cancel| {
             if !matches!(&*event, AgentEvent::MessageEnd { .. }) {
                 // Nothing to record: show it now (one event per delta takes this path).
@@ -49,7 +50,9 @@ impl Recorder {
             Box::pin(async move {
                 if let AgentEvent::MessageEnd { message } = &*event {
                     let mut message = (**message).clone();
-                    let mut state = inner.lock().map_err(|_| "recorder lock poisoned")?;
+                    let mut state = inner
+                        .lock()
+                        .map_err(|_| CallbackError::from("recorder lock poisoned"))?;
                     if let AgentMessage::Assistant(a) = &mut message {
                         apply_cost(&model, &mut a.usage);
                         state.run_usage.accumulate(&a.usage);
@@ -57,9 +60,7 @@ impl Recorder {
                     if let Some(session) = &mut state.session
                         && let Err(e) = session.append_owned_message(message)
                     {
-                        let text = format!("cannot record the session: {e}");
-                        state.failure = Some(text.clone());
-                        return Err(text);
+                        return Err(format!("cannot record the session: {e}").into());
                     }
                 }
                 renderer.event(&event);
@@ -72,7 +73,7 @@ impl Recorder {
     pub fn totals(&self) -> (Usage, Usage) {
         match self.inner.lock() {
             Ok(state) => {
-                let session = state.session.as_ref().map(Session::usage);
+                let session = state.session.as_ref().map(SessionFile::usage);
                 (
                     state.run_usage.clone(),
                     session.unwrap_or_else(|| state.run_usage.clone()),
@@ -80,9 +81,5 @@ impl Recorder {
             }
             Err(_) => (Usage::default(), Usage::default()),
         }
-    }
-
-    pub fn failure(&self) -> Option<String> {
-        self.inner.lock().ok().and_then(|s| s.failure.clone())
     }
 }

@@ -10,15 +10,15 @@ use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use crate::agent::hooks::AgentHooks;
 use crate::agent::message::{AgentMessage, ThinkingLevel};
-use crate::agent::{Agent, AgentOptions, RunHandle, RunOutcome};
+use crate::agent::{Agent, RunFailure, RunHandle, RunOutcome};
 use crate::cli::approve::Approval;
 use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
-use crate::cli::prompt::default_system_prompt;
 use crate::cli::recorder::Recorder;
-use crate::models::{EnvSource, ResolvedModel, clamp_thinking, resolve_model};
-use crate::provider::{StreamFn, StreamOptions};
-use crate::session::{ForkPoint, Session, SessionContext, SessionStore, time::iso_now};
-use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
+use crate::model_registry::EnvSource;
+use crate::session::SessionStore;
+use crate::session_setup::{
+    Headless, ModelChoice, RecordChoice, SessionSpec, SetupError, assemble,
+};
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -66,23 +66,17 @@ pub struct RunArgs {
     pub prompt: Vec<String>,
 }
 
-/// How one run is wired: everything `execute` needs, already resolved.
+/// How one run is wired: the session to assemble and what the command adds to it.
 pub struct RunPlan {
-    pub session: Session,
-    pub resolved: ResolvedModel,
-    pub thinking: ThinkingLevel,
-    pub cwd: PathBuf,
-    /// Directories outside `cwd` the tools may touch (`--add-dir`).
-    pub extra_roots: Vec<PathBuf>,
+    pub session: SessionSpec,
     pub approval: Approval,
     pub json: bool,
-    pub stream_fn: Arc<dyn StreamFn>,
     pub prompt: String,
 }
 
 /// Resolves the arguments, runs, and maps the outcome to an exit status.
 pub async fn run(args: RunArgs, env: EnvSource) -> ExitCode {
-    let plan = match plan(args, &env) {
+    let plan = match plan(args, env) {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("agent-lsp: {e:#}");
@@ -92,103 +86,39 @@ pub async fn run(args: RunArgs, env: EnvSource) -> ExitCode {
     execute(plan).await
 }
 
-fn plan(args: RunArgs, env: &EnvSource) -> anyhow::Result<RunPlan> {
+fn plan(args: RunArgs, env: EnvSource) -> anyhow::Result<RunPlan> {
     let prompt = prompt_text(&args.prompt)?;
-    let explicit_cwd = args.cwd.is_some();
+    let cwd_is_explicit = args.cwd.is_some();
     let cwd = match &args.cwd {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
     let cwd = std::fs::canonicalize(&cwd)
         .with_context(|| format!("no such directory: {}", cwd.display()))?;
-    // Nothing is created before the model resolves, so a failed start leaves no empty session.
-    let origin = find_session(&args, env, &cwd)?;
-    let context = match &origin {
-        Origin::New(_) | Origin::NewAt(_) => SessionContext::default(),
-        Origin::Existing(s) | Origin::ForkOf(_, s) => s.context(),
-    };
-    let (resolved, thinking) = choose_model(&args, &context, env)?;
-    let mut session = match origin {
-        Origin::New(None) => Session::in_memory(&cwd),
-        Origin::New(Some(store)) => store.create(&cwd, None)?,
-        Origin::NewAt(path) => Session::create_at(&path, &cwd)?,
-        Origin::Existing(session) => session,
-        Origin::ForkOf(store, source) => store.fork(&source, ForkPoint::Leaf)?.0,
-    };
-    let cwd = match Path::new(session.cwd()) {
-        stored if !explicit_cwd && stored.is_dir() => stored.to_path_buf(),
-        _ => cwd,
-    };
-    record_settings(&mut session, &context, &resolved, thinking)?;
-    Ok(RunPlan {
-        session,
-        resolved,
-        thinking,
-        cwd,
-        extra_roots: args.add_dir,
-        approval: args.approve,
-        json: args.json,
-        stream_fn: crate::provider::default_stream_fn(),
-        prompt,
-    })
-}
-
-/// The model (`--model`, else the session's, else the default) and the thinking level
-/// (`--thinking`, else the session's), clamped to what the model accepts.
-fn choose_model(
-    args: &RunArgs,
-    context: &SessionContext,
-    env: &EnvSource,
-) -> anyhow::Result<(ResolvedModel, ThinkingLevel)> {
-    let spec = args.model.clone().or_else(|| {
-        context
-            .model
-            .as_ref()
-            .map(|m| format!("{}/{}", m.provider, m.model_id))
-    });
-    let resolved = resolve_model(spec.as_deref(), env)?;
-    let requested = match &args.thinking {
-        Some(level) => ThinkingLevel::parse(level).with_context(|| {
+    let thinking = match &args.thinking {
+        Some(level) => Some(ThinkingLevel::parse(level).with_context(|| {
             format!(
                 "unknown thinking level {level:?}; use off, minimal, low, medium, high or xhigh"
             )
-        })?,
-        None => context.thinking_level,
+        })?),
+        None => None,
     };
-    let thinking = clamp_thinking(&resolved.model, requested);
-    Ok((resolved, thinking))
-}
-
-/// Records a model or thinking level that differs from the session's, as pi does on a switch.
-fn record_settings(
-    session: &mut Session,
-    context: &SessionContext,
-    resolved: &ResolvedModel,
-    thinking: ThinkingLevel,
-) -> anyhow::Result<()> {
-    let model = &resolved.model;
-    let current = context
-        .model
-        .as_ref()
-        .map(|m| (m.provider.as_str(), m.model_id.as_str()));
-    if current != Some((model.provider.as_str(), model.id.as_str())) {
-        session.append_model_change(&model.provider, &model.id)?;
-    }
-    if thinking != context.thinking_level {
-        session.append_thinking_level(thinking)?;
-    }
-    Ok(())
-}
-
-/// Where the run's session comes from.
-enum Origin {
-    /// A new session, stored (`Some`) or in memory (`None`, `--no-session`).
-    New(Option<SessionStore>),
-    /// A new session at this file (`--session PATH` for a file that does not exist yet).
-    NewAt(PathBuf),
-    Existing(Session),
-    /// `--fork`: a copy of this session, made once the model is known.
-    ForkOf(SessionStore, Session),
+    let record = find_session(&args, &env, &cwd)?;
+    Ok(RunPlan {
+        session: SessionSpec {
+            cwd,
+            cwd_is_explicit,
+            extra_roots: args.add_dir,
+            model: ModelChoice::Named(args.model),
+            thinking,
+            record,
+            stream_fn: crate::provider::default_stream_fn(),
+            env,
+        },
+        approval: args.approve,
+        json: args.json,
+        prompt,
+    })
 }
 
 /// `a/b.jsonl`, `./x`: an argument meant as a file rather than a session id.
@@ -196,9 +126,10 @@ fn looks_like_path(arg: &str) -> bool {
     arg.contains(std::path::MAIN_SEPARATOR) || arg.ends_with(".jsonl")
 }
 
-fn find_session(args: &RunArgs, env: &EnvSource, cwd: &Path) -> anyhow::Result<Origin> {
+/// Where the run is recorded: `--no-session`, `--session`, `--fork`, `--continue`, or new.
+fn find_session(args: &RunArgs, env: &EnvSource, cwd: &Path) -> anyhow::Result<RecordChoice> {
     if args.no_session {
-        return Ok(Origin::New(None));
+        return Ok(RecordChoice::New(None));
     }
     let dir = match &args.session_dir {
         Some(dir) => dir.clone(),
@@ -210,20 +141,20 @@ fn find_session(args: &RunArgs, env: &EnvSource, cwd: &Path) -> anyhow::Result<O
     if let Some(id) = &args.session {
         // pi's `--session <path>`: a path that does not exist yet starts a new session there.
         if looks_like_path(id) && !Path::new(id).exists() {
-            return Ok(Origin::NewAt(PathBuf::from(id)));
+            return Ok(RecordChoice::NewAt(PathBuf::from(id)));
         }
-        return Ok(Origin::Existing(store.open(id)?));
+        return Ok(RecordChoice::Resume(store.open(id)?));
     }
     if let Some(id) = &args.fork {
         let source = store.open(id)?;
-        return Ok(Origin::ForkOf(store, source));
+        return Ok(RecordChoice::Fork(store, source));
     }
     if args.continue_
         && let Some(latest) = store.latest_for_cwd(cwd)?
     {
-        return Ok(Origin::Existing(latest));
+        return Ok(RecordChoice::Resume(latest));
     }
-    Ok(Origin::New(Some(store)))
+    Ok(RecordChoice::New(Some(store)))
 }
 
 /// Runs the plan's prompt to settlement. Ctrl-C (SIGINT) or SIGTERM aborts the run cleanly (the
@@ -261,7 +192,8 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
     let aborted = stopped_by.is_some() || outcome.aborted;
     let error = outcome.error.clone().filter(|_| !aborted);
     renderer.settled(aborted, error.as_deref(), &run_usage, &session_usage);
-    if let Some(e) = recorder.failure() {
+    // The one listener is the recorder: the session could not be written.
+    if let Some(RunFailure::Listener(e)) = &outcome.failure {
         eprintln!("agent-lsp: {e}");
         return ExitCode::FAILURE;
     }
@@ -322,41 +254,22 @@ impl Signals {
 }
 
 fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<(Agent, Recorder)> {
-    let workspace: Arc<dyn Workspace> = Arc::new(
-        DiskWorkspace::new(&plan.cwd, plan.extra_roots.clone()).with_context(|| {
-            format!(
-                "cannot open the workspace {} (or a directory given with --add-dir)",
-                plan.cwd.display()
-            )
-        })?,
-    );
-    let session_id = plan.session.id().to_string();
-    let tools = coding_tools(
-        workspace,
-        ToolOptions {
-            env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],
-            ..Default::default()
-        },
-    );
-    let mut options = AgentOptions::new(plan.stream_fn.clone());
-    options.model = plan.resolved.model.clone();
-    options.thinking_level = plan.thinking;
-    let date = iso_now();
-    options.system_prompt = Some(default_system_prompt(&plan.cwd, &date[..10]));
-    options.tools = tools;
-    options.messages = plan.session.messages();
+    let session = assemble(plan.session, &Headless).map_err(|e| match e {
+        SetupError::Workspace { cwd, source } => anyhow::Error::new(source).context(format!(
+            "cannot open the workspace {} (or a directory given with --add-dir)",
+            cwd.display()
+        )),
+        other => other.into(),
+    })?;
+    let mut options = session.options;
     options.hooks = AgentHooks {
         before_tool_call: plan.approval.hook(),
         ..Default::default()
     };
-    options.stream_options = StreamOptions {
-        api_key: plan.resolved.api_key.clone(),
-        session_id: Some(session_id),
-        ..Default::default()
-    };
+    let model = options.model.clone();
     let agent = Agent::new(options);
-    let recorder = Recorder::new(plan.session);
-    agent.subscribe(recorder.listener(&plan.resolved, renderer));
+    let recorder = Recorder::new(session.record);
+    agent.subscribe(recorder.listener(model, renderer));
     Ok((agent, recorder))
 }
 

@@ -9,10 +9,12 @@
 
 use super::anthropic_request::{VERSION, build_request};
 use super::anthropic_stream::AnthropicParser;
+use super::api_key;
 use super::assembler::{Assembler, spawn_provider};
 use super::transport::{HttpClient, HttpTarget, apply_model_headers, drive};
-use super::{AssistantEventStream, LlmContext, Model, StreamFn, StreamOptions, api_key};
 use crate::agent::message::StopReason;
+use crate::agent::model::Model;
+use crate::agent::stream_contract::{AssistantEventStream, LlmContext, StreamFn, StreamOptions};
 
 pub const API: &str = "anthropic-messages";
 

@@ -7,8 +7,9 @@ use serde_json::{Map, Value, json};
 use super::openai_request::thinking_budget;
 use super::tool_fold::{self, ToolStrategy, compat_flag};
 use super::transform::{sanitize_id, transform_messages};
-use super::{LlmContext, Model, StreamOptions};
 use crate::agent::message::{AgentMessage, ThinkingLevel};
+use crate::agent::model::Model;
+use crate::agent::stream_contract::{LlmContext, StreamOptions};
 use crate::agent::transcript::{current_system_prompt, system_message_text};
 
 mod messages;

@@ -3,12 +3,12 @@
 
 use serde_json::Value;
 
-use super::Model;
 use super::anthropic_event::{self, EventData};
 use super::assembler::Assembler;
 use super::sse::SseEvent;
 use super::transport::{Failure, Flow, WireParser};
 use crate::agent::message::{StopReason, ThinkingContent, Usage};
+use crate::agent::model::Model;
 
 pub struct AnthropicParser {
     model: Model,

@@ -1,7 +1,8 @@
 //! API key resolution for a request: the caller's key, else the provider's environment
 //! variable (pi's `getEnvApiKey` map, §A10).
 
-use super::{Model, StreamOptions};
+use crate::agent::model::Model;
+use crate::agent::stream_contract::StreamOptions;
 
 /// The environment variables consulted for a provider id, in order.
 pub fn env_vars(provider: &str) -> &'static [&'static str] {

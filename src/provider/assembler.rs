@@ -7,12 +7,13 @@
 use serde_json::Value;
 
 use super::partial_json::PartialJson;
-use super::{
-    AssistantEventSink, AssistantEventStream, AssistantMessageEvent, Model, event_channel,
-};
 use crate::agent::message::{
     AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent, ToolCall, Usage,
     now_ms,
+};
+use crate::agent::model::Model;
+use crate::agent::stream_contract::{
+    AssistantEventSink, AssistantEventStream, AssistantMessageEvent, event_channel,
 };
 
 /// Per-block streaming state, parallel to `message.content`.

@@ -12,12 +12,14 @@
 //! "additions"), `sendSessionAffinityHeaders` + `sessionAffinityFormat`.
 //! `StreamOptions::extra` keys: `toolChoice`, `headers` (null removes a default), `timeoutMs`.
 
+use super::api_key;
 use super::assembler::{Assembler, spawn_provider};
 use super::openai_request::{OpenAiCompat, build_body};
 use super::openai_stream::OpenAiParser;
 use super::transport::{HttpClient, HttpTarget, apply_model_headers, drive};
-use super::{AssistantEventStream, LlmContext, Model, StreamFn, StreamOptions, api_key};
 use crate::agent::message::StopReason;
+use crate::agent::model::Model;
+use crate::agent::stream_contract::{AssistantEventStream, LlmContext, StreamFn, StreamOptions};
 
 pub const API: &str = "openai-completions";
 

@@ -5,8 +5,9 @@ use serde_json::{Map, Value, json};
 
 use super::tool_fold::{self, ToolStrategy, compat_flag};
 use super::transform::{sanitize_id, transform_messages};
-use super::{LlmContext, Model, StreamOptions};
 use crate::agent::message::{AgentMessage, ThinkingLevel, ToolDeclaration};
+use crate::agent::model::Model;
+use crate::agent::stream_contract::{LlmContext, StreamOptions};
 
 mod messages;
 

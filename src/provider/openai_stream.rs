@@ -3,12 +3,12 @@
 
 use serde_json::Value;
 
-use super::Model;
 use super::assembler::Assembler;
 use super::openai_chunk::{Chunk, ToolCallDelta};
 use super::sse::SseEvent;
 use super::transport::{Failure, Flow, WireParser};
 use crate::agent::message::{StopReason, ThinkingContent, Usage};
+use crate::agent::model::Model;
 
 struct ToolSlot {
     stream_index: Option<u64>,

@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 use super::anthropic_request::build_request;
 use super::openai_request::build_body;
 use super::transform::fixtures;
-use super::{LlmContext, Model, StreamOptions};
 use crate::agent::message::{AgentMessage, ThinkingLevel};
+use crate::agent::model::Model;
+use crate::agent::stream_contract::{LlmContext, StreamOptions};
 
 /// `text` (compact JSON) with a line break and indentation after every `{`, `[` and `,`.
 fn pretty(text: &str) -> String {

@@ -7,10 +7,11 @@ use super::anthropic::{self, AnthropicMessages};
 use super::assembler::error_message;
 use super::openai::{self, OpenAiCompletions};
 use super::scripted::{self, ScriptedProvider};
-use super::{
-    AssistantEventStream, AssistantMessageEvent, LlmContext, Model, StreamFn, StreamOptions,
-};
 use crate::agent::message::StopReason;
+use crate::agent::model::Model;
+use crate::agent::stream_contract::{
+    AssistantEventStream, AssistantMessageEvent, LlmContext, StreamFn, StreamOptions,
+};
 
 /// Dispatches each request to the provider registered for its model's `api`.
 #[derive(Clone, Default)]

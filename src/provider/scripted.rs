@@ -10,10 +10,11 @@ use serde_json::Value;
 
 use super::assembler::{Assembler, ConsumerGone, spawn_provider, with_cost};
 use super::transport::ABORTED;
-use super::{AssistantEventStream, LlmContext, Model, StreamFn, StreamOptions};
 use crate::agent::message::{
     AssistantMessage, ContentBlock, StopReason, ThinkingContent, ToolCall, Usage,
 };
+use crate::agent::model::Model;
+use crate::agent::stream_contract::{AssistantEventStream, LlmContext, StreamFn, StreamOptions};
 
 pub const API: &str = "scripted";
 /// Characters per delta cycle through these sizes (pi chops 3–5 "tokens" of 4 characters).
@@ -237,7 +238,7 @@ async fn play(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::AssistantMessageEvent;
+    use crate::agent::stream_contract::AssistantMessageEvent;
     use serde_json::json;
 
     fn model() -> Model {

@@ -5,10 +5,10 @@
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use super::{
-    AssistantMessageEvent, LlmContext, Model, ModelCost, StreamOptions, default_stream_fn,
-};
+use super::default_stream_fn;
 use crate::agent::message::{AgentMessage, AssistantMessage};
+use crate::agent::model::{Model, ModelCost};
+use crate::agent::stream_contract::{AssistantMessageEvent, LlmContext, StreamOptions};
 
 /// Answers the first request on a loopback port with `sse` as an event stream; the base URL.
 async fn serve_once(sse: &'static str) -> String {

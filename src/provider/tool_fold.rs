@@ -63,7 +63,7 @@ pub fn request_tools(strategy: ToolStrategy, messages: &[AgentMessage]) -> Vec<T
 }
 
 /// Reads a boolean compat flag of the model.
-pub fn compat_flag(model: &super::Model, name: &str) -> Option<bool> {
+pub fn compat_flag(model: &crate::agent::model::Model, name: &str) -> Option<bool> {
     model.compat.as_ref()?.get(name)?.as_bool()
 }
 

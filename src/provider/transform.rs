@@ -11,7 +11,7 @@ use crate::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolResultMessage,
 };
 
-use super::Model;
+use crate::agent::model::Model;
 
 /// Whether `message` came from exactly this model (provider, api and id).
 pub fn same_model(message: &AssistantMessage, model: &Model) -> bool {

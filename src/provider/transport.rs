@@ -12,8 +12,8 @@ use super::assembler::{Assembler, ConsumerGone};
 use super::http_error::{connection_failure, env_proxy, error_chain, lost_mid_stream, server_of};
 use super::retry;
 use super::sse::{SseDecoder, SseEvent};
-use super::{AssistantMessageEvent, StreamOptions};
 use crate::agent::message::StopReason;
+use crate::agent::stream_contract::{AssistantMessageEvent, StreamOptions};
 
 /// What to send.
 pub struct HttpTarget {
@@ -386,7 +386,7 @@ fn failed(failure: Failure, options: &StreamOptions) -> Attempt {
 /// value removes a default header.
 pub fn apply_model_headers(
     headers: &mut Vec<(String, String)>,
-    model: &super::Model,
+    model: &crate::agent::model::Model,
     options: &StreamOptions,
 ) {
     let from_options = options.extra.get("headers").and_then(Value::as_object);

@@ -11,15 +11,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult};
 use crate::server::approval::{kind_of, policy_for};
+use crate::server::live_session::LiveSession;
 use crate::server::outgoing::RequestError;
 use crate::server::protocol::{
     ApprovalPolicy, BeforeToolCallParams, BeforeToolCallResult as Answer, Decision, Preview,
     ToolKind, method,
 };
-use crate::server::session::Session;
 use crate::tools::{ToolPreview, preview};
 
-pub fn before_tool_call_hook(session: Weak<Session>) -> BeforeToolCallHook {
+pub fn before_tool_call_hook(session: Weak<LiveSession>) -> BeforeToolCallHook {
     Arc::new(
         move |ctx: BeforeToolCallContext, cancel: CancellationToken| {
             let session = session.clone();
@@ -43,7 +43,7 @@ fn block(reason: String, terminate: bool) -> BeforeToolCallResult {
 }
 
 async fn decide(
-    session: &Arc<Session>,
+    session: &Arc<LiveSession>,
     ctx: BeforeToolCallContext,
     cancel: CancellationToken,
 ) -> Option<BeforeToolCallResult> {
@@ -110,7 +110,7 @@ async fn decide(
 }
 
 async fn ask_agent_client(
-    session: &Arc<Session>,
+    session: &Arc<LiveSession>,
     request: &BeforeToolCallParams,
     cancel: &CancellationToken,
 ) -> Result<Answer, String> {
@@ -134,7 +134,7 @@ async fn ask_agent_client(
 
 /// The `agent/beforeToolCall` params for a call: kind, a one-line title and a preview.
 pub async fn approval_request(
-    session: &Arc<Session>,
+    session: &Arc<LiveSession>,
     ctx: &BeforeToolCallContext,
 ) -> BeforeToolCallParams {
     let tool = &ctx.tool_call.name;

@@ -1,26 +1,30 @@
 //! What every session of a connection shares: the client, the mirrors, the settled
-//! configuration, the model and the generic-client approval slots.
+//! configuration, the model and the generic-client approval slots; and what the daemon adds to
+//! every session it sets up ([`FrontEnd`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use crate::models::EnvSource;
-use crate::provider::{Model, StreamFn};
+use crate::agent::stream_contract::StreamFn;
+use crate::agent::tool::ToolRef;
+use crate::model_registry::{EnvSource, ResolvedModel};
+use crate::server::buffer_ws::BufferWorkspace;
 use crate::server::config::ConnConfig;
+use crate::server::diagnostics::DiagnosticsTool;
 use crate::server::documents::DocStore;
 use crate::server::outgoing::Outgoing;
 use crate::server::protocol::Decision;
-
-/// The model sessions use, or why there is none (reported on `agent/prompt`).
-pub type ModelChoice = Result<(Model, Option<String>), String>;
+use crate::session_setup::FrontEnd;
+use crate::tools::{DiskWorkspace, Workspace};
 
 pub struct ConnCtx {
     pub out: Outgoing,
     pub docs: DocStore,
     pub config: ConnConfig,
-    pub model: ModelChoice,
+    /// The model sessions use, or why there is none (reported on `agent/prompt`).
+    pub model: Result<ResolvedModel, String>,
     pub stream_fn: Arc<dyn StreamFn>,
     /// Generic-client approvals waiting for `agent.approve` / `agent.reject`, by approval id.
     pub pending_approvals: Mutex<HashMap<String, PendingApproval>>,
@@ -42,12 +46,38 @@ impl ConnCtx {
     }
 }
 
-/// Picks the model as the CLI does (`models::resolve_model`): `initializationOptions.model`
+/// Picks the model as the CLI does (`model_registry::resolve_model`): `initializationOptions.model`
 /// ("provider/id"), else `AGENT_LSP_MODEL`, else the default for the configured keys or
 /// `OPENAI_BASE_URL`.
-pub fn resolve_model(config: &ConnConfig) -> ModelChoice {
+pub fn resolve_model(config: &ConnConfig) -> Result<ResolvedModel, String> {
     let env = EnvSource::from_process();
-    crate::models::resolve_model(config.options.model.as_deref(), &env)
-        .map(|r| (r.model, r.api_key))
+    crate::model_registry::resolve_model(config.options.model.as_deref(), &env)
         .map_err(|e| e.to_string())
+}
+
+/// What the model is told about the editor, after the system prompt.
+const EDITOR_NOTE: &str = "You run inside the user's editor. Open files show the editor's \
+unsaved text, and your edits land in the editor's buffers (then saved to disk).";
+
+/// The daemon's part of every session: the tools see and edit the editor's buffers, the model
+/// is told so, and the editor's diagnostics are a tool.
+impl FrontEnd for ConnCtx {
+    fn workspace(&self, disk: DiskWorkspace) -> Arc<dyn Workspace> {
+        let (docs, out, config) = (self.docs.clone(), self.out.clone(), self.config.clone());
+        Arc::new(BufferWorkspace::new(disk, docs, out, config))
+    }
+
+    fn prompt_note(&self) -> Option<&str> {
+        Some(EDITOR_NOTE)
+    }
+
+    fn extra_tools(&self, workspace: &Arc<dyn Workspace>) -> Vec<ToolRef> {
+        if !self.config.diagnostics() {
+            return Vec::new();
+        }
+        vec![Arc::new(DiagnosticsTool::new(
+            workspace.clone(),
+            self.docs.clone(),
+        ))]
+    }
 }

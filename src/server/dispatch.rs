@@ -1,5 +1,5 @@
 //! The table of client → server requests after `initialize`: each method's params parsed once
-//! (`-32602` when they do not fit), handed to [`Sessions`], its result serialised.
+//! (`-32602` when they do not fit), handed to [`SessionTable`], its result serialised.
 
 use ls_types::{CodeActionParams, ExecuteCommandParams};
 use serde::Serialize;
@@ -7,13 +7,13 @@ use serde_json::Value;
 
 use crate::server::documents::DocStore;
 use crate::server::jsonrpc::{ResponseError, code};
+use crate::server::live_session::QueueKind;
 use crate::server::main_loop::parse;
 use crate::server::protocol::{
     GetDocumentParams, GetDocumentResult, NewSessionParams, QueueParams, RemoveQueuedParams,
     SessionParams, method,
 };
-use crate::server::session::QueueKind;
-use crate::server::sessions::Sessions;
+use crate::server::session_table::SessionTable;
 
 /// The request methods (besides `initialize` and `shutdown`).
 const REQUESTS: [&str; 12] = [
@@ -37,7 +37,7 @@ pub fn is_request(method: &str) -> bool {
 
 /// Handles one request.
 pub fn request(
-    sessions: &Sessions,
+    sessions: &SessionTable,
     docs: &DocStore,
     method: &str,
     params: Value,

@@ -11,7 +11,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::agent::event::AgentEvent;
-use crate::provider::AssistantMessageEvent;
+use crate::agent::stream_contract::AssistantMessageEvent;
 use crate::server::output::Output;
 use crate::server::protocol::{AgentEventParams, EventBody};
 

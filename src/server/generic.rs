@@ -22,11 +22,11 @@ use crate::agent::RunOutcome;
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, MessageContent};
 use crate::server::conn::{ConnCtx, PendingApproval};
+use crate::server::live_session::{LiveSession, new_id};
 use crate::server::outgoing::RequestError;
 use crate::server::protocol::{
     BeforeToolCallParams, BeforeToolCallResult as Answer, Decision, Preview, command,
 };
-use crate::server::session::{Session, new_id};
 
 const ACTIONS: [(&str, Decision); 4] = [
     ("Allow", Decision::Allow),
@@ -61,7 +61,7 @@ fn show_message(typ: MessageType, message: String) -> ShowMessageParams {
 pub const TOKEN_PREFIX: &str = "agent-lsp/";
 
 /// Progress for generic clients, from the run's events.
-pub async fn on_event(session: &Session, run_id: &str, event: &AgentEvent) {
+pub async fn on_event(session: &LiveSession, run_id: &str, event: &AgentEvent) {
     let config = &session.ctx.config;
     if !config.is_generic() || !config.work_done_progress {
         return;
@@ -111,7 +111,7 @@ fn short(args: &Value) -> String {
 }
 
 /// Ends progress, shows the answer and the transcript (generic clients only).
-pub async fn run_finished(session: &Session, run_id: &str, outcome: &RunOutcome) {
+pub async fn run_finished(session: &LiveSession, run_id: &str, outcome: &RunOutcome) {
     let ctx = &session.ctx;
     if !ctx.config.is_generic() {
         return;
@@ -188,7 +188,7 @@ fn state_dir() -> Option<PathBuf> {
 }
 
 /// Renders the session as Markdown under the state dir; returns the file.
-async fn write_transcript(session: &Session) -> Option<PathBuf> {
+async fn write_transcript(session: &LiveSession) -> Option<PathBuf> {
     let dir = state_dir()?.join("agent-lsp").join("transcripts");
     let mut md = format!("# agent-lsp session {}\n\n", session.id);
     for message in &session.agent.state().messages {
@@ -229,7 +229,7 @@ async fn write_transcript(session: &Session) -> Option<PathBuf> {
 
 /// Asks a generic client: a message request with buttons, else a diagnostic with code actions.
 pub async fn ask(
-    session: &Arc<Session>,
+    session: &Arc<LiveSession>,
     request: &BeforeToolCallParams,
     cancel: &CancellationToken,
 ) -> Result<Answer, String> {

@@ -26,7 +26,7 @@ use crate::server::jsonrpc::{Incoming, Reader, Response, ResponseError, code};
 use crate::server::outgoing::{Outgoing, Replies};
 use crate::server::output::Output;
 use crate::server::protocol::{PROTOCOL_VERSION, command, method};
-use crate::server::sessions::Sessions;
+use crate::server::session_table::SessionTable;
 
 /// How the loop ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,8 +39,8 @@ pub enum Exit {
 
 enum Phase {
     Uninitialized,
-    Running(Arc<Sessions>),
-    ShutDown(Arc<Sessions>),
+    Running(Arc<SessionTable>),
+    ShutDown(Arc<SessionTable>),
 }
 
 /// The connection's state, owned by the main loop.
@@ -64,7 +64,7 @@ impl Server {
     }
 
     /// The sessions, once `initialize` created them.
-    pub fn sessions(&self) -> Option<&Arc<Sessions>> {
+    pub fn sessions(&self) -> Option<&Arc<SessionTable>> {
         match &self.phase {
             Phase::Uninitialized => None,
             Phase::Running(s) | Phase::ShutDown(s) => Some(s),
@@ -168,7 +168,7 @@ impl Server {
             ..Default::default()
         };
         let out = Outgoing::new(self.output.clone(), self.replies.clone());
-        let sessions = Sessions::new(out, self.docs.clone(), config, warnings);
+        let sessions = SessionTable::new(out, self.docs.clone(), config, warnings);
         self.phase = Phase::Running(Arc::new(sessions));
         serde_json::to_value(result).map_err(|e| ResponseError::internal(e.to_string()))
     }

@@ -7,9 +7,9 @@
 //! - `protocol`: every wire type; `config`: what `initialize` settles;
 //! - `position` + `documents`: ropey mirrors and the one position module;
 //! - `outgoing`: the one registry of server → client requests (timeouts, cancellation);
-//! - `sessions` (the connection's sessions and the agent methods), `session` (one session: its
-//!   agent, runs, queues with ids, persistence), `events` (numbering and merging of
-//!   `$/agentEvent`s), `conn` (what sessions share);
+//! - `session_table` (the connection's sessions and the agent methods), `live_session` (one
+//!   session: its agent, runs, queues with ids, persistence), `events` (numbering and merging
+//!   of `$/agentEvent`s), `conn` (what sessions share);
 //! - `diagnostics`: the editor's forwarded diagnostics and the `diagnostics` tool;
 //! - `approval` (policy and "always" memory), `ask` (the `beforeToolCall` hook);
 //! - `buffer_ws`: the tools' `Workspace` over editor buffers (applyEdit, confirm, save);
@@ -26,13 +26,13 @@ pub mod documents;
 pub mod events;
 pub mod generic;
 pub mod jsonrpc;
+pub mod live_session;
 pub mod main_loop;
 pub mod outgoing;
 pub mod output;
 pub mod position;
 pub mod protocol;
-pub mod session;
-pub mod sessions;
+pub mod session_table;
 
 use std::time::Duration;
 

@@ -271,7 +271,7 @@ mod tests {
                 self.0.serialize_via_map(s)
             }
         }
-        let model = crate::provider::Model::default();
+        let model = crate::agent::model::Model::default();
         let messages = crate::provider::transform::fixtures::rich(&model);
         for (i, message) in messages.into_iter().enumerate() {
             let entry = SessionEntry {

@@ -1,20 +1,19 @@
 //! Sessions persisted as JSONL in pi's session format v3 (spec §C).
 //!
-//! A [`SessionStore`] is a directory of session files; a [`Session`] is one open file holding an
+//! A [`SessionStore`] is a directory of session files; a [`SessionFile`] is one open file holding an
 //! entry tree (`id`/`parentId`) whose current branch ends at the leaf. Files are append-only and
 //! synced per entry, with one writer per file (a pid lock file) and torn-tail repair on open, so
 //! a killed run loses at most the message that was still streaming.
 //!
 //! Entry points: [`SessionStore::create`], [`SessionStore::open`],
 //! [`SessionStore::latest_for_cwd`], [`SessionStore::list`], [`SessionStore::fork`],
-//! [`Session::append_message`], [`Session::messages`].
+//! [`SessionFile::append_message`], [`SessionFile::messages`].
 
 mod context;
 mod entry;
 mod file;
 mod migrate;
-#[allow(clippy::module_inception)] // `session::session` holds the `Session` type itself.
-mod session;
+mod session_file;
 mod store;
 pub mod time;
 
@@ -22,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 pub use context::{ModelRef, SessionContext};
 pub use entry::{CURRENT_VERSION, EntryKind, SessionEntry, SessionHeader};
-pub use session::Session;
+pub use session_file::SessionFile;
 pub use store::{ForkPoint, SessionStore, SessionSummary};
 
 /// Why a session could not be opened or written.

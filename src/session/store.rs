@@ -3,13 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::models::EnvSource;
-use crate::provider::Model;
+use crate::agent::model::Model;
+use crate::model_registry::EnvSource;
 
 use super::SessionError;
 use super::entry::{EntryKind, SessionEntry, SessionHeader};
 use super::file::read_lines;
-use super::session::{Session, count_messages, split_header};
+use super::session_file::{SessionFile, count_messages, split_header};
 
 /// A directory of sessions.
 #[derive(Clone, Debug)]
@@ -81,8 +81,8 @@ impl SessionStore {
     }
 
     /// Creates a session for `cwd`; with a model, the first entry records it.
-    pub fn create(&self, cwd: &Path, model: Option<&Model>) -> Result<Session, SessionError> {
-        let mut session = Session::create_in(&self.dir_for_cwd(cwd), cwd, None)?;
+    pub fn create(&self, cwd: &Path, model: Option<&Model>) -> Result<SessionFile, SessionError> {
+        let mut session = SessionFile::create_in(&self.dir_for_cwd(cwd), cwd, None)?;
         if let Some(model) = model {
             session.append_model_change(&model.provider, &model.id)?;
         }
@@ -90,15 +90,15 @@ impl SessionStore {
     }
 
     /// Opens a session by file path, full id, or unique id prefix.
-    pub fn open(&self, id_or_path: &str) -> Result<Session, SessionError> {
+    pub fn open(&self, id_or_path: &str) -> Result<SessionFile, SessionError> {
         let as_path = Path::new(id_or_path);
         if as_path.is_file() {
-            return Session::open_path(as_path);
+            return SessionFile::open_path(as_path);
         }
         // Files are named `<stamp>_<id>.jsonl` (as pi names them): a single file whose name
         // carries the id is opened without a listing, which parses every session whole.
         if let [one] = self.files_named(id_or_path).as_slice() {
-            let session = Session::open_path(one)?;
+            let session = SessionFile::open_path(one)?;
             if session.id().starts_with(id_or_path) {
                 return Ok(session);
             }
@@ -109,10 +109,10 @@ impl SessionStore {
             .filter(|s| s.id.starts_with(id_or_path))
             .collect();
         match matches.as_slice() {
-            [one] => Session::open_path(&one.path),
+            [one] => SessionFile::open_path(&one.path),
             [] => Err(SessionError::NotFound(id_or_path.into())),
             many => match many.iter().find(|s| s.id == id_or_path) {
-                Some(exact) => Session::open_path(&exact.path),
+                Some(exact) => SessionFile::open_path(&exact.path),
                 None => Err(SessionError::Ambiguous(id_or_path.into(), many.len())),
             },
         }
@@ -147,12 +147,12 @@ impl SessionStore {
     }
 
     /// The most recently modified session of `cwd`, if any (`--continue`).
-    pub fn latest_for_cwd(&self, cwd: &Path) -> Result<Option<Session>, SessionError> {
+    pub fn latest_for_cwd(&self, cwd: &Path) -> Result<Option<SessionFile>, SessionError> {
         let latest = self
             .list_in(&self.dir_for_cwd(cwd))?
             .into_iter()
             .max_by_key(|s| s.updated_ms);
-        latest.map(|s| Session::open_path(&s.path)).transpose()
+        latest.map(|s| SessionFile::open_path(&s.path)).transpose()
     }
 
     /// Every readable session under the root, most recently updated first.
@@ -205,9 +205,9 @@ impl SessionStore {
     /// user message, that message's text.
     pub fn fork(
         &self,
-        source: &Session,
+        source: &SessionFile,
         at: ForkPoint<'_>,
-    ) -> Result<(Session, Option<String>), SessionError> {
+    ) -> Result<(SessionFile, Option<String>), SessionError> {
         let (leaf, selected) = match at {
             ForkPoint::Leaf => (source.leaf_id().map(str::to_string), None),
             ForkPoint::BeforeUserMessage(id) => {
@@ -227,7 +227,7 @@ impl SessionStore {
         };
         let cwd = PathBuf::from(source.cwd());
         let parent = source.path().map(|p| p.to_string_lossy().into_owned());
-        let mut fork = Session::create_in(&self.dir_for_cwd(&cwd), &cwd, parent)?;
+        let mut fork = SessionFile::create_in(&self.dir_for_cwd(&cwd), &cwd, parent)?;
         let path: Vec<SessionEntry> = super::context::path_to(source.entries(), leaf.as_deref())
             .into_iter()
             .cloned()

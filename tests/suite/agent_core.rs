@@ -13,8 +13,10 @@ use agent_lsp::agent::handle::{
     BUSY_CONTINUE, BUSY_PROMPT, BUSY_RESET, CONTINUE_FROM_ASSISTANT, NO_MESSAGES,
 };
 use agent_lsp::agent::message::{AgentMessage, StopReason, SystemMessage};
+use agent_lsp::agent::stream_contract::{
+    AssistantEventSink, AssistantEventStream, StreamFn, event_channel,
+};
 use agent_lsp::agent::{Agent, AgentError, AgentListener, AgentOptions, QueueMode};
-use agent_lsp::provider::{AssistantEventSink, AssistantEventStream, StreamFn, event_channel};
 use serde_json::json;
 
 use crate::suite::support::mock_stream::*;
@@ -57,10 +59,12 @@ pub(crate) fn gated() -> (AssistantEventSink, Arc<MockStream>) {
 pub(crate) async fn finish_gate(sink: &AssistantEventSink) {
     let message = text_reply("released");
     assert!(
-        sink.send(agent_lsp::provider::AssistantMessageEvent::Done {
-            reason: StopReason::Stop,
-            message: Box::new(message),
-        })
+        sink.send(
+            agent_lsp::agent::stream_contract::AssistantMessageEvent::Done {
+                reason: StopReason::Stop,
+                message: Box::new(message),
+            }
+        )
         .await
     );
 }
@@ -121,7 +125,7 @@ async fn provider_exploded_closes_the_run_with_a_synthetic_failure() {
 async fn convert_to_llm_throwing_gives_the_same_closed_shape() {
     let mut options = AgentOptions::new(MockStream::responses(vec![text_reply("x")]));
     options.hooks.convert_to_llm = Some(Arc::new(|_, _| {
-        Box::pin(async { Err("convert failed".to_string()) })
+        Box::pin(async { Err("convert failed".into()) })
     }));
     let agent = Agent::new(options);
     let rec = record(&agent);

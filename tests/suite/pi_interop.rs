@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use agent_lsp::agent::message::{AgentMessage, ContentBlock, ThinkingLevel};
-use agent_lsp::session::Session;
+use agent_lsp::session::SessionFile;
 
 use super::support::pi_session::assert_valid_pi_v3;
 
@@ -22,7 +22,7 @@ fn a_genuine_pi_1_6_0_session_opens_with_its_tool_turn() {
     let dir = tempfile::tempdir().unwrap();
     let path = copy_fixture(dir.path());
     let original = std::fs::read_to_string(&path).unwrap();
-    let session = Session::open_path(&path).unwrap();
+    let session = SessionFile::open_path(&path).unwrap();
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
         original,
@@ -77,7 +77,7 @@ fn a_genuine_pi_1_6_0_session_continues_as_valid_v3() {
     let dir = tempfile::tempdir().unwrap();
     let path = copy_fixture(dir.path());
     let original = std::fs::read_to_string(&path).unwrap();
-    let mut session = Session::open_path(&path).unwrap();
+    let mut session = SessionFile::open_path(&path).unwrap();
     let leaf = session.leaf_id().unwrap().to_string();
     let id = session
         .append_message(&AgentMessage::user_text("what next?"))

@@ -11,8 +11,8 @@ use agent_lsp::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, MessageContent, StopReason, ThinkingLevel,
     ToolCall, ToolResultMessage, Usage,
 };
-use agent_lsp::models::EnvSource;
-use agent_lsp::provider::Model;
+use agent_lsp::agent::model::Model;
+use agent_lsp::model_registry::EnvSource;
 use agent_lsp::session::{EntryKind, ForkPoint, SessionError, SessionStore};
 use serde_json::json;
 
@@ -423,7 +423,7 @@ fn branching_moves_the_leaf_and_context_follows_it() {
     session
         .append_message(&AgentMessage::user_text("branch b"))
         .unwrap();
-    let texts = |s: &agent_lsp::session::Session| {
+    let texts = |s: &agent_lsp::session::SessionFile| {
         s.messages()
             .iter()
             .map(|m| match m {

@@ -9,13 +9,13 @@ use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use super::{Agent, AgentError, RunGuard, RunHandle, RunOutcome, Shared, lock};
-use crate::agent::config::{AgentLoopConfig, Emit};
+use crate::agent::config::{AgentLoopConfig, Emit, RunFailure};
 use crate::agent::event::AgentEvent;
 use crate::agent::hooks::{AgentContext, QueuePollHook};
 use crate::agent::loop_::{run_agent_loop, run_agent_loop_continue};
 use crate::agent::message::AgentMessage;
+use crate::agent::stream_contract::StreamFn;
 use crate::agent::tool_exec::panic_text;
-use crate::provider::StreamFn;
 
 impl Agent {
     /// The busy check and run registration, atomically; the guard ends the run when dropped.
@@ -118,7 +118,8 @@ fn emitter(shared: &Arc<Shared>, cancel: &CancellationToken) -> Emit {
                 AssertUnwindSafe(listener(event.clone(), cancel))
                     .catch_unwind()
                     .await
-                    .map_err(|p| panic_text(p.as_ref()))??;
+                    .map_err(|p| RunFailure::Panic(panic_text(p.as_ref())))?
+                    .map_err(RunFailure::Listener)?;
             }
             Ok(())
         })

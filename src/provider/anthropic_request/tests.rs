@@ -4,8 +4,9 @@ use serde_json::{Map, Value, json};
 
 use super::build_request;
 use crate::agent::message::ThinkingLevel;
+use crate::agent::model::Model;
+use crate::agent::stream_contract::{LlmContext, StreamOptions};
 use crate::provider::transform::fixtures;
-use crate::provider::{LlmContext, Model, StreamOptions};
 
 fn model(reasoning: bool, max_tokens: u64, compat: Value) -> Model {
     Model {

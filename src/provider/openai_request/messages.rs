@@ -8,8 +8,8 @@ use super::{OpenAiCompat, tool_json};
 use crate::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, MessageContent, ToolResultMessage,
 };
+use crate::agent::model::Model;
 use crate::agent::transcript::{current_system_prompt, system_message_text};
-use crate::provider::Model;
 use crate::provider::tool_fold::ToolStrategy;
 
 /// The messages array: the system prompt (all system messages folded, strategy "none"; else

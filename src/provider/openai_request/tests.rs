@@ -4,8 +4,9 @@ use serde_json::{Map, Value, json};
 
 use super::build_body;
 use crate::agent::message::ThinkingLevel;
+use crate::agent::model::Model;
+use crate::agent::stream_contract::{LlmContext, StreamOptions};
 use crate::provider::transform::fixtures;
-use crate::provider::{LlmContext, Model, StreamOptions};
 
 fn model(reasoning: bool, base_url: &str, compat: Value) -> Model {
     Model {

@@ -10,7 +10,7 @@ use crate::agent::message::{
     UserMessage,
 };
 use crate::agent::message::{CustomMessage, MessageContent};
-use crate::provider::Model;
+use crate::agent::model::Model;
 
 pub fn tool(name: &str) -> ToolDeclaration {
     ToolDeclaration {

@@ -12,10 +12,12 @@ use agent_lsp::agent::message::{
     AgentMessage, ContentBlock, StopReason, ToolResultMessage, UserMessage,
 };
 use agent_lsp::agent::stream::{DISCARD_REASON, PROTOCOL_REPAIR_TEXT, STREAM_ENDED_TEXT};
+use agent_lsp::agent::stream_contract::{
+    AssistantEventStream, AssistantMessageEvent, event_channel,
+};
 use agent_lsp::agent::tool::{AgentToolResult, ExecutionMode};
 use agent_lsp::agent::transcript::{IncrementalTools, current_tools};
 use agent_lsp::agent::{Agent, AgentOptions};
-use agent_lsp::provider::{AssistantEventStream, AssistantMessageEvent, event_channel};
 use proptest::prelude::*;
 use serde_json::json;
 use tokio::sync::Notify;
@@ -47,7 +49,7 @@ async fn i1_failing_listener_closes_the_sequence_with_exactly_one_agent_end() {
         );
         Box::pin(async move {
             if fail {
-                Err("listener broke".to_string())
+                Err("listener broke".into())
             } else {
                 Ok(())
             }
@@ -64,9 +66,7 @@ async fn i1_failing_listener_closes_the_sequence_with_exactly_one_agent_end() {
 #[tokio::test]
 async fn i1_a_listener_failing_on_every_event_still_gets_exactly_one_agent_end() {
     let (agent, rec) = agent_with(MockStream::responses(vec![text_reply("ok")]));
-    agent.subscribe(Arc::new(|_, _| {
-        Box::pin(async { Err("always".to_string()) })
-    }));
+    agent.subscribe(Arc::new(|_, _| Box::pin(async { Err("always".into()) })));
     let outcome = agent.prompt_text("go").unwrap().wait().await;
     assert_eq!(outcome.error.as_deref(), Some("always"));
     assert_eq!(
@@ -85,7 +85,7 @@ async fn i1_a_listener_failing_on_every_event_still_gets_exactly_one_agent_end()
 async fn i1_failing_hook_in_a_raw_loop_closes_the_sequence() {
     let mut cfg = loop_config();
     cfg.hooks.prepare_request = Some(Arc::new(|_, _| {
-        Box::pin(async { Err("prepare failed".to_string()) })
+        Box::pin(async { Err("prepare failed".into()) })
     }));
     let rec = Recorder::default();
     let outcome = run_agent_loop(

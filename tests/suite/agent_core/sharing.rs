@@ -8,7 +8,10 @@ use agent_lsp::agent::config::AgentLoopConfig;
 use agent_lsp::agent::hooks::{AfterToolCallHook, AgentContext, BeforeToolCallHook};
 use agent_lsp::agent::loop_::run_agent_loop;
 use agent_lsp::agent::message::{AgentMessage, CustomMessage};
-use agent_lsp::provider::{AssistantEventStream, LlmContext, Model, StreamFn, StreamOptions};
+use agent_lsp::agent::model::Model;
+use agent_lsp::agent::stream_contract::{
+    AssistantEventStream, LlmContext, StreamFn, StreamOptions,
+};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

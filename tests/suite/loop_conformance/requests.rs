@@ -7,7 +7,7 @@ use agent_lsp::agent::config::AgentLoopConfig;
 use agent_lsp::agent::hooks::{AgentLoopTurnUpdate, AgentRequestUpdate, TurnDecision};
 use agent_lsp::agent::loop_::run_agent_loop;
 use agent_lsp::agent::message::{AgentMessage, SystemMessage, ThinkingLevel};
-use agent_lsp::provider::Model;
+use agent_lsp::agent::model::Model;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

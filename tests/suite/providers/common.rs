@@ -1,9 +1,11 @@
 //! Helpers for provider tests: models pointing at the mock, event collection, contract checks.
 
 use agent_lsp::agent::message::{AssistantMessage, StopReason};
-use agent_lsp::provider::{
-    AssistantMessageEvent, LlmContext, Model, ModelCost, StreamFn, StreamOptions, default_stream_fn,
+use agent_lsp::agent::model::{Model, ModelCost};
+use agent_lsp::agent::stream_contract::{
+    AssistantMessageEvent, LlmContext, StreamFn, StreamOptions,
 };
+use agent_lsp::provider::default_stream_fn;
 use agent_lsp::testing::{MockProvider, MockScript};
 
 /// The two wire APIs under test.

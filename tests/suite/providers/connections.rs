@@ -4,7 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use agent_lsp::provider::{ProviderRouter, StreamOptions};
+use agent_lsp::agent::stream_contract::StreamOptions;
+use agent_lsp::provider::ProviderRouter;
 use tokio::io::AsyncWriteExt;
 
 use super::common::*;

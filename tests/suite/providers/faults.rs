@@ -2,9 +2,11 @@
 //! cut connections, malformed SSE, missing terminal events, odd stop reasons, aborts.
 
 use agent_lsp::agent::message::StopReason;
-use agent_lsp::provider::{
-    AssistantMessageEvent, LlmContext, Model, ProviderRouter, StreamFn, StreamOptions,
+use agent_lsp::agent::model::Model;
+use agent_lsp::agent::stream_contract::{
+    AssistantMessageEvent, LlmContext, StreamFn, StreamOptions,
 };
+use agent_lsp::provider::ProviderRouter;
 
 use super::common::*;
 

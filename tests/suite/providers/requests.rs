@@ -6,7 +6,7 @@ use agent_lsp::agent::message::{
     SystemMessage, ThinkingContent, ThinkingLevel, ToolCall, ToolDeclaration, ToolReference,
     ToolResultMessage,
 };
-use agent_lsp::provider::{LlmContext, StreamOptions};
+use agent_lsp::agent::stream_contract::{LlmContext, StreamOptions};
 use serde_json::{Value, json};
 
 use super::common::*;
@@ -409,12 +409,12 @@ async fn hosted_apis_without_a_key_fail_before_any_request() {
         ("anthropic-messages", "https://api.anthropic.com"),
     ] {
         // A provider id with no environment variable, so the test never depends on the host's env.
-        let model = agent_lsp::provider::Model {
+        let model = agent_lsp::agent::model::Model {
             id: "m".into(),
             api: api.into(),
             provider: "keyless-test".into(),
             base_url: base_url.into(),
-            ..agent_lsp::provider::Model::default()
+            ..agent_lsp::agent::model::Model::default()
         };
         let events = run(&model, user_context("x"), StreamOptions::default()).await;
         assert_eq!(error_text(&events), "No API key for provider: keyless-test");

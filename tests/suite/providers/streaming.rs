@@ -1,7 +1,7 @@
 //! Successful streams from the mock, for both APIs: text, thinking, tool calls, usage, UTF-8.
 
 use agent_lsp::agent::message::{ContentBlock, StopReason};
-use agent_lsp::provider::{AssistantMessageEvent, StreamOptions};
+use agent_lsp::agent::stream_contract::{AssistantMessageEvent, StreamOptions};
 use serde_json::json;
 
 use super::common::*;

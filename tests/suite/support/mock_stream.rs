@@ -12,10 +12,11 @@ use agent_lsp::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, MessageContent, StopReason, ToolCall,
     ToolDeclaration, UserMessage, now_ms,
 };
-use agent_lsp::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
-use agent_lsp::provider::{
-    AssistantEventStream, AssistantMessageEvent, LlmContext, Model, StreamFn, StreamOptions,
+use agent_lsp::agent::model::Model;
+use agent_lsp::agent::stream_contract::{
+    AssistantEventStream, AssistantMessageEvent, LlmContext, StreamFn, StreamOptions,
 };
+use agent_lsp::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

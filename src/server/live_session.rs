@@ -1,4 +1,5 @@
-//! One session: an [`Agent`], its run state, queues (with message ids) and approval memory.
+//! One live session of the daemon: an [`Agent`], its run state, queues (with message ids),
+//! approval memory and the [`SessionFile`] it is recorded in.
 //!
 //! **Invariant:** a session has at most one active run; `active` is set before the loop starts
 //! and cleared only after `agent_settled` was queued, so a prompt never races a finishing run.
@@ -13,12 +14,13 @@ use tokio::sync::watch;
 
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, UserMessage, now_ms};
-use crate::agent::{Agent, AgentError, AgentHooks, AgentOptions, RunHandle};
+use crate::agent::{Agent, AgentError, AgentHooks, RunHandle};
 use crate::server::approval::ApprovalMemory;
 use crate::server::conn::ConnCtx;
 use crate::server::events::Emitter;
 use crate::server::protocol::{EventBody, QueuedMessage, Queues, SessionEvent};
-use crate::session::Session as Transcript;
+use crate::session::SessionFile;
+use crate::session_setup::AssembledSession;
 use crate::tools::Workspace;
 
 /// Why a session refused a request.
@@ -47,7 +49,7 @@ pub enum QueueKind {
     FollowUp,
 }
 
-pub struct Session {
+pub struct LiveSession {
     pub id: String,
     pub cwd: PathBuf,
     pub agent: Agent,
@@ -56,7 +58,7 @@ pub struct Session {
     pub workspace: Arc<dyn Workspace>,
     pub memory: Mutex<ApprovalMemory>,
     /// The persisted transcript (pi's JSONL v3), appended at every `message_end`.
-    record: Mutex<Transcript>,
+    record: Mutex<SessionFile>,
     state: Mutex<RunState>,
     idle: watch::Sender<bool>,
 }
@@ -80,17 +82,18 @@ fn text_of(blocks: &[ContentBlock]) -> String {
         .join("\n")
 }
 
-impl Session {
-    /// Builds a session with its agent, tools and hooks; the agent forwards events to `emitter`.
-    pub fn create(
-        ctx: Arc<ConnCtx>,
-        record: Transcript,
-        cwd: PathBuf,
-        workspace: Arc<dyn Workspace>,
-        options: AgentOptions,
-    ) -> Arc<Session> {
+impl LiveSession {
+    /// Builds the session's agent with the daemon's approval hook; the agent forwards events
+    /// to `emitter`.
+    pub fn create(ctx: Arc<ConnCtx>, session: AssembledSession) -> Arc<LiveSession> {
+        let AssembledSession {
+            options,
+            record,
+            cwd,
+            workspace,
+        } = session;
         let id = record.id().to_owned();
-        Arc::new_cyclic(|weak: &Weak<Session>| {
+        Arc::new_cyclic(|weak: &Weak<LiveSession>| {
             let mut options = options;
             options.hooks = AgentHooks {
                 before_tool_call: Some(crate::server::ask::before_tool_call_hook(weak.clone())),
@@ -107,7 +110,7 @@ impl Session {
                     Ok(())
                 })
             }));
-            Session {
+            LiveSession {
                 emitter: Emitter::new(ctx.out.output().clone(), &id, ctx.config.events()),
                 id,
                 cwd,
@@ -330,7 +333,7 @@ impl Session {
             AgentMessage::Assistant(a) => {
                 let mut a = a.clone();
                 // `model()`, not `state().model`: the state holds the whole transcript.
-                crate::models::apply_cost(&self.agent.model(), &mut a.usage);
+                crate::model_registry::apply_cost(&self.agent.model(), &mut a.usage);
                 Some(AgentMessage::Assistant(a))
             }
             _ => None,

@@ -1,4 +1,5 @@
-//! One open session: the entry tree in memory, appended to disk entry by entry.
+//! One session file (pi's JSONL v3), open: the entry tree in memory, appended to disk entry by
+//! entry.
 
 use std::collections::HashSet;
 use std::os::unix::fs::DirBuilderExt;
@@ -17,7 +18,7 @@ use super::time::iso_now;
 
 /// An open session. Every `append_*` writes and syncs one line before returning, so what a
 /// caller has appended survives a crash. In-memory sessions (`--no-session`) have no file.
-pub struct Session {
+pub struct SessionFile {
     path: Option<PathBuf>,
     header: SessionHeader,
     entries: Vec<SessionEntry>,
@@ -26,9 +27,9 @@ pub struct Session {
     writer: Option<Writer>,
 }
 
-impl std::fmt::Debug for Session {
+impl std::fmt::Debug for SessionFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session")
+        f.debug_struct("SessionFile")
             .field("id", &self.header.id)
             .field("path", &self.path)
             .field("entries", &self.entries.len())
@@ -36,32 +37,32 @@ impl std::fmt::Debug for Session {
     }
 }
 
-impl Session {
+impl SessionFile {
     /// A new session in `dir`, named as pi names it (`<ISO time>_<session id>.jsonl`, with `:`
     /// and `.` replaced by `-`); the header is written at once.
     pub(super) fn create_in(
         dir: &Path,
         cwd: &Path,
         parent_session: Option<String>,
-    ) -> Result<Session, SessionError> {
+    ) -> Result<SessionFile, SessionError> {
         let header = new_header(cwd, parent_session);
         let stamp = header.timestamp.replace([':', '.'], "-");
         let path = dir.join(format!("{stamp}_{}.jsonl", header.id));
-        Session::create_with(path, header)
+        SessionFile::create_with(path, header)
     }
 
     /// A new session at exactly `path` (pi's `--session <path>` for a file that does not exist).
-    pub fn create_at(path: &Path, cwd: &Path) -> Result<Session, SessionError> {
+    pub fn create_at(path: &Path, cwd: &Path) -> Result<SessionFile, SessionError> {
         if path.exists() {
             return Err(SessionError::Refused(format!(
                 "{} already exists; open it instead",
                 path.display()
             )));
         }
-        Session::create_with(path.to_path_buf(), new_header(cwd, None))
+        SessionFile::create_with(path.to_path_buf(), new_header(cwd, None))
     }
 
-    fn create_with(path: PathBuf, header: SessionHeader) -> Result<Session, SessionError> {
+    fn create_with(path: PathBuf, header: SessionHeader) -> Result<SessionFile, SessionError> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             // Conversations can hold secrets from the project: private to the user.
             std::fs::DirBuilder::new()
@@ -72,7 +73,7 @@ impl Session {
         }
         let mut writer = Writer::open(&path)?;
         writer.append(&header)?;
-        Ok(Session {
+        Ok(SessionFile {
             path: Some(path),
             header,
             entries: Vec::new(),
@@ -83,8 +84,8 @@ impl Session {
     }
 
     /// A session that is never written (`--no-session`).
-    pub fn in_memory(cwd: &Path) -> Session {
-        Session {
+    pub fn in_memory(cwd: &Path) -> SessionFile {
+        SessionFile {
             path: None,
             header: new_header(cwd, None),
             entries: Vec::new(),
@@ -96,7 +97,7 @@ impl Session {
 
     /// Opens an existing file for writing: takes the writer lock, repairs a torn tail, migrates
     /// older versions to v3 (rewriting the file atomically). The leaf is the last entry.
-    pub fn open_path(path: &Path) -> Result<Session, SessionError> {
+    pub fn open_path(path: &Path) -> Result<SessionFile, SessionError> {
         if !path.is_file() {
             return Err(SessionError::NotFound(path.display().to_string()));
         }
@@ -135,7 +136,7 @@ impl Session {
             .map(SessionEntry::from_value)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| SessionError::invalid(path, e.to_string()))?;
-        let mut session = Session {
+        let mut session = SessionFile {
             path: Some(path.to_path_buf()),
             ids: entries.iter().map(|e| e.id.clone()).collect(),
             leaf: entries.last().map(|e| e.id.clone()),
@@ -249,7 +250,7 @@ impl Session {
         self.append_owned_message(message.clone())
     }
 
-    /// [`Session::append_message`] for a message the caller already owns (no copy).
+    /// [`SessionFile::append_message`] for a message the caller already owns (no copy).
     pub fn append_owned_message(&mut self, message: AgentMessage) -> Result<String, SessionError> {
         let role = message.role();
         if role == "compactionSummary" || role == "branchSummary" {

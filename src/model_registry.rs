@@ -1,4 +1,5 @@
-//! The model registry: `provider/id` strings, built-in models, and the user's models.json.
+//! The model registry: finds an [`crate::agent::model::Model`] by `provider/id` among the
+//! built-in models and the user's models.json, with its API key.
 //!
 //! Resolution order for the model: `--model`, else `AGENT_LSP_MODEL`, else the first provider with
 //! a key in the environment (Anthropic, then OpenAI), else `OPENAI_BASE_URL` alone (a local
@@ -15,7 +16,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use crate::agent::message::{ThinkingLevel, Usage};
-use crate::provider::Model;
+use crate::agent::model::Model;
 
 pub use builtin::builtin_models;
 pub use config::{ModelsFile, ProviderConfig};

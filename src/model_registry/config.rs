@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::provider::{Model, ModelCost};
+use crate::agent::model::{Model, ModelCost};
 
 use super::{EnvSource, ModelError};
 

@@ -1,10 +1,11 @@
-//! The default system prompt for coding runs.
+//! The system prompt every session starts with.
 
 use std::path::Path;
 
-/// A short coding-agent prompt: how to work, how to use the tools, where we are.
-pub fn default_system_prompt(cwd: &Path, date: &str) -> String {
-    format!(
+/// A short coding-agent prompt (how to work, how to use the tools, where we are), then the
+/// front end's own note, if it has one.
+pub fn system_prompt(cwd: &Path, date: &str, note: Option<&str>) -> String {
+    let mut prompt = format!(
         "You are an expert coding assistant working in the user's project. You help by reading \
 code, making focused changes, and running commands to check them.
 
@@ -20,5 +21,10 @@ allow it.
 Current working directory: {}
 Today's date: {date}",
         cwd.display()
-    )
+    );
+    if let Some(note) = note {
+        prompt.push_str("\n\n");
+        prompt.push_str(note);
+    }
+    prompt
 }

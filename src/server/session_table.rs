@@ -1,4 +1,4 @@
-//! The sessions of one connection and the agent methods on them.
+//! The session table: the live sessions of one connection and the agent methods on them.
 //!
 //! Handlers here validate, take short locks and answer: runs live in their own tasks.
 
@@ -9,31 +9,26 @@ use std::sync::{Arc, Mutex};
 use ls_types::{CodeActionOrCommand, CodeActionParams, ExecuteCommandParams};
 use serde_json::{Value, json};
 
-use crate::agent::AgentOptions;
-use crate::cli::prompt::default_system_prompt;
-use crate::provider::StreamOptions;
-use crate::server::buffer_ws::BufferWorkspace;
+use crate::model_registry::EnvSource;
 use crate::server::config::ConnConfig;
 use crate::server::conn::{ConnCtx, resolve_model};
-use crate::server::diagnostics::DiagnosticsTool;
 use crate::server::documents::DocStore;
 use crate::server::jsonrpc::ResponseError;
+use crate::server::live_session::{LiveSession, QueueKind, SessionError};
 use crate::server::outgoing::Outgoing;
 use crate::server::protocol::{
     AbortResult, Decision, Disposition, MessagesResult, ModelRef, NewSessionResult, PromptMessage,
     PromptParams, PromptResult, QueueResult, Queues, RemoveQueuedResult, StateResult,
     StreamingBehavior, code, command,
 };
-use crate::server::session::{QueueKind, Session, SessionError};
-use crate::session::time::iso_now;
-use crate::session::{Session as Transcript, SessionStore};
-use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
+use crate::session::{SessionFile, SessionStore};
+use crate::session_setup::{ModelChoice, RecordChoice, SessionSpec, SetupError, assemble};
 
 /// All sessions of the connection.
-pub struct Sessions {
+pub struct SessionTable {
     ctx: Arc<ConnCtx>,
     warnings: Vec<String>,
-    map: Mutex<HashMap<String, Arc<Session>>>,
+    map: Mutex<HashMap<String, Arc<LiveSession>>>,
     default_session: Mutex<Option<String>>,
 }
 
@@ -50,26 +45,13 @@ fn busy_or_agent(e: SessionError) -> ResponseError {
     }
 }
 
-/// What the model is told about the editor, after the CLI's system prompt.
-const EDITOR_NOTE: &str = "You run inside the user's editor. Open files show the editor's \
-unsaved text, and your edits land in the editor's buffers (then saved to disk).";
-
-/// A new persisted session record for `cwd` (in memory when there is no session directory).
-fn new_record(cwd: &std::path::Path, model: &crate::provider::Model) -> Result<Transcript> {
-    match store() {
-        Some(store) => store
-            .create(cwd, Some(model))
-            .map_err(|e| ResponseError::internal(format!("cannot create the session file: {e}"))),
-        None => Ok(Transcript::in_memory(cwd)),
-    }
-}
-
+/// The user's session store; `None` when there is no directory for it (sessions stay in memory).
 fn store() -> Option<SessionStore> {
-    SessionStore::default_dir(&crate::models::EnvSource::from_process()).map(SessionStore::new)
+    SessionStore::default_dir(&EnvSource::from_process()).map(SessionStore::new)
 }
 
 /// A stored session (by id, unique id prefix or file path), to continue it.
-fn stored_record(id: &str) -> Result<Transcript> {
+fn stored_record(id: &str) -> Result<SessionFile> {
     let store =
         store().ok_or_else(|| invalid_params("there is no session directory to resume from"))?;
     store
@@ -77,7 +59,7 @@ fn stored_record(id: &str) -> Result<Transcript> {
         .map_err(|e| invalid_params(format!("cannot resume session {id:?}: {e}")))
 }
 
-impl Sessions {
+impl SessionTable {
     pub fn new(
         out: Outgoing,
         docs: DocStore,
@@ -96,7 +78,7 @@ impl Sessions {
             stream_fn: crate::provider::default_stream_fn(),
             pending_approvals: Mutex::default(),
         };
-        Sessions {
+        SessionTable {
             ctx: Arc::new(ctx),
             warnings,
             map: Mutex::default(),
@@ -108,11 +90,11 @@ impl Sessions {
         self.warnings.clone()
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<LiveSession>>> {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn get(&self, id: &str) -> Result<Arc<Session>> {
+    pub fn get(&self, id: &str) -> Result<Arc<LiveSession>> {
         self.map()
             .get(id)
             .cloned()
@@ -120,7 +102,7 @@ impl Sessions {
     }
 
     /// Creates a session rooted at `cwd` (default: the connection's).
-    pub fn create(&self, cwd: Option<PathBuf>) -> Result<Arc<Session>> {
+    pub fn create(&self, cwd: Option<PathBuf>) -> Result<Arc<LiveSession>> {
         self.create_with(cwd, None)
     }
 
@@ -129,65 +111,41 @@ impl Sessions {
     fn create_with(
         &self,
         cwd: Option<PathBuf>,
-        resume: Option<Transcript>,
-    ) -> Result<Arc<Session>> {
-        let (model, api_key) = self
-            .ctx
-            .model
-            .clone()
-            .map_err(|e| ResponseError::new(code::NO_MODEL, e))?;
-        let cwd = match &resume {
-            Some(record) => PathBuf::from(record.cwd()),
-            None => cwd.unwrap_or_else(|| self.ctx.config.cwd.clone()),
+        resume: Option<SessionFile>,
+    ) -> Result<Arc<LiveSession>> {
+        let model = (self.ctx.model.clone()).map_err(|e| ResponseError::new(code::NO_MODEL, e))?;
+        let extra_roots = &self.ctx.config.options.extra_roots;
+        let spec = SessionSpec {
+            cwd_is_explicit: cwd.is_some(),
+            cwd: cwd.unwrap_or_else(|| self.ctx.config.cwd.clone()),
+            extra_roots: extra_roots.iter().map(PathBuf::from).collect(),
+            model: ModelChoice::Given(Box::new(model)),
+            thinking: None,
+            record: match resume {
+                Some(record) => RecordChoice::Resume(record),
+                None => RecordChoice::New(store()),
+            },
+            stream_fn: self.ctx.stream_fn.clone(),
+            env: EnvSource::from_process(),
         };
-        let extra_roots: Vec<PathBuf> = (self.ctx.config.options.extra_roots.iter())
-            .map(PathBuf::from)
-            .collect();
-        let disk = DiskWorkspace::new(&cwd, extra_roots).map_err(|e| {
-            invalid_params(format!(
-                "cannot use {} as the session's cwd (with initializationOptions.extraRoots {:?}): {e}",
-                cwd.display(),
-                self.ctx.config.options.extra_roots
-            ))
+        let session = assemble(spec, &*self.ctx).map_err(|e| match e {
+            SetupError::Workspace { cwd, source } => invalid_params(format!(
+                "cannot use {} as the session's cwd (with initializationOptions.extraRoots \
+                 {extra_roots:?}): {source}",
+                cwd.display()
+            )),
+            SetupError::Model(e) => ResponseError::new(code::NO_MODEL, e.to_string()),
+            SetupError::Record(e) => {
+                ResponseError::internal(format!("cannot write the session file: {e}"))
+            }
         })?;
-        let cwd = disk.root().to_path_buf();
-        let ws = Arc::new(BufferWorkspace::new(
-            disk,
-            self.ctx.docs.clone(),
-            self.ctx.out.clone(),
-            self.ctx.config.clone(),
-        ));
-        let record = match resume {
-            Some(record) => record,
-            None => new_record(&cwd, &model)?,
-        };
-        let id = record.id().to_owned();
-        let mut options = AgentOptions::new(self.ctx.stream_fn.clone());
-        options.model = model;
-        options.messages = record.messages();
-        let date = iso_now();
-        let base = default_system_prompt(&cwd, date.get(..10).unwrap_or(&date));
-        options.system_prompt = Some(format!("{base}\n\n{EDITOR_NOTE}"));
-        let tool_options = ToolOptions {
-            env: vec![("AGENT_LSP_SESSION_ID".into(), id.clone())],
-            ..ToolOptions::default()
-        };
-        options.tools = coding_tools(ws.clone(), tool_options);
-        if self.ctx.config.diagnostics() {
-            let tool = DiagnosticsTool::new(ws.clone(), self.ctx.docs.clone());
-            options.tools.push(Arc::new(tool));
-        }
-        options.stream_options = StreamOptions {
-            api_key,
-            session_id: Some(id.clone()),
-            ..StreamOptions::default()
-        };
-        let session = Session::create(self.ctx.clone(), record, cwd, ws, options);
-        self.map().insert(id, session.clone());
-        Ok(session)
+        let id = session.record.id().to_owned();
+        let live = LiveSession::create(self.ctx.clone(), session);
+        self.map().insert(id, live.clone());
+        Ok(live)
     }
 
-    fn session_or_default(&self, id: Option<&str>) -> Result<Arc<Session>> {
+    fn session_or_default(&self, id: Option<&str>) -> Result<Arc<LiveSession>> {
         if let Some(id) = id {
             return self.get(id);
         }
@@ -309,7 +267,7 @@ impl Sessions {
 
     /// Aborts the run with this id, wherever it is; `false` when no such run is active.
     pub fn abort_run(&self, run_id: &str) -> bool {
-        let sessions: Vec<Arc<Session>> = self.map().values().cloned().collect();
+        let sessions: Vec<Arc<LiveSession>> = self.map().values().cloned().collect();
         sessions
             .iter()
             .find(|s| s.active_run().as_deref() == Some(run_id))
@@ -323,7 +281,7 @@ impl Sessions {
     }
 
     pub async fn wait_all_idle(&self) {
-        let sessions: Vec<Arc<Session>> = self.map().values().cloned().collect();
+        let sessions: Vec<Arc<LiveSession>> = self.map().values().cloned().collect();
         for session in sessions {
             session.wait_idle().await;
         }

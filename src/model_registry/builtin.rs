@@ -1,7 +1,7 @@
 //! Built-in OpenAI and Anthropic models: context windows, output limits and prices (USD per
 //! million tokens, as published by the vendors; cache write is Anthropic's 5-minute rate).
 
-use crate::provider::{Model, ModelCost};
+use crate::agent::model::{Model, ModelCost};
 
 use super::EnvSource;
 

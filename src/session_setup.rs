@@ -1,0 +1,198 @@
+//! Session setup: the one place a session is assembled, for every front end (`agent-lsp run`,
+//! the daemon, and the ones to come).
+//!
+//! A front end says what it wants in a [`SessionSpec`] and what it adds of its own through
+//! [`FrontEnd`]; [`assemble`] resolves the model, opens or creates the session file, opens the
+//! workspace and builds the loop's options (system prompt, tools, restored messages, stream
+//! options). The front end then only adds its hooks (approval) and listeners (rendering,
+//! forwarding) and runs the agent. Whatever every session needs belongs here, not in a front end.
+
+mod system_prompt;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::agent::AgentOptions;
+use crate::agent::message::ThinkingLevel;
+use crate::agent::stream_contract::{StreamFn, StreamOptions};
+use crate::agent::tool::ToolRef;
+use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking, resolve_model};
+use crate::session::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
+use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
+
+pub use system_prompt::system_prompt;
+
+/// What a front end asks for.
+pub struct SessionSpec {
+    /// The project directory: where the tools work and the session is filed. A resumed session
+    /// keeps its own directory when that still exists, unless `cwd_is_explicit`.
+    pub cwd: PathBuf,
+    pub cwd_is_explicit: bool,
+    /// Further directories the tools may read and change.
+    pub extra_roots: Vec<PathBuf>,
+    pub model: ModelChoice,
+    /// Requested reasoning effort; `None` keeps the session's (off for a new one). Either is
+    /// clamped to what the model accepts.
+    pub thinking: Option<ThinkingLevel>,
+    pub record: RecordChoice,
+    pub stream_fn: Arc<dyn StreamFn>,
+    /// The environment models and keys are resolved from.
+    pub env: EnvSource,
+}
+
+/// Which model the session talks to.
+pub enum ModelChoice {
+    /// `provider/id` from the registry; `None`: the resumed session's model, else the default.
+    Named(Option<String>),
+    /// A model the front end resolved itself (the daemon's, once per connection; the demo's).
+    Given(Box<ResolvedModel>),
+}
+
+/// Where the session is recorded.
+pub enum RecordChoice {
+    /// A new session file in this store; `None`: kept in memory only.
+    New(Option<SessionStore>),
+    /// A new session file at exactly this path (pi's `--session <path>` for a missing file).
+    NewAt(PathBuf),
+    /// Continue this stored session: its messages, model and thinking level.
+    Resume(SessionFile),
+    /// Continue in a copy of this stored session, made in the store once everything resolved.
+    Fork(SessionStore, SessionFile),
+}
+
+/// What a front end adds to every session it opens; each method defaults to the headless run's.
+pub trait FrontEnd {
+    /// The tools' workspace over the session's directories.
+    fn workspace(&self, disk: DiskWorkspace) -> Arc<dyn Workspace> {
+        Arc::new(disk)
+    }
+
+    /// A paragraph after the system prompt.
+    fn prompt_note(&self) -> Option<&str> {
+        None
+    }
+
+    /// Tools besides the coding tools, over the session's workspace.
+    fn extra_tools(&self, _workspace: &Arc<dyn Workspace>) -> Vec<ToolRef> {
+        Vec::new()
+    }
+}
+
+/// The front end with nothing of its own: files on disk, the coding tools.
+pub struct Headless;
+
+impl FrontEnd for Headless {}
+
+/// A session ready to run.
+pub struct AssembledSession {
+    /// Model, thinking level, system prompt, tools, restored messages and stream options; the
+    /// front end adds its hooks before building the agent.
+    pub options: AgentOptions,
+    /// The session file, with any model or thinking change already recorded.
+    pub record: SessionFile,
+    /// The canonical project directory.
+    pub cwd: PathBuf,
+    pub workspace: Arc<dyn Workspace>,
+}
+
+/// Why a session could not be set up; front ends word these their own way.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error("cannot open the workspace {} or one of its extra directories", cwd.display())]
+    Workspace {
+        cwd: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Record(#[from] SessionError),
+}
+
+/// Builds the session. Nothing is created on disk before the model and the workspace resolved,
+/// so a failed start leaves no empty session file.
+pub fn assemble(
+    spec: SessionSpec,
+    front_end: &dyn FrontEnd,
+) -> Result<AssembledSession, SetupError> {
+    let stored = match &spec.record {
+        RecordChoice::Resume(file) | RecordChoice::Fork(_, file) => Some(file),
+        RecordChoice::New(_) | RecordChoice::NewAt(_) => None,
+    };
+    let context = stored.map(SessionFile::context).unwrap_or_default();
+    let resolved = match spec.model {
+        ModelChoice::Given(resolved) => *resolved,
+        ModelChoice::Named(name) => {
+            let name = name.or_else(|| {
+                (context.model.as_ref()).map(|m| format!("{}/{}", m.provider, m.model_id))
+            });
+            resolve_model(name.as_deref(), &spec.env)?
+        }
+    };
+    let thinking = clamp_thinking(
+        &resolved.model,
+        spec.thinking.unwrap_or(context.thinking_level),
+    );
+    let cwd = match stored.map(|file| Path::new(file.cwd())) {
+        Some(own) if !spec.cwd_is_explicit && own.is_dir() => own.to_path_buf(),
+        _ => spec.cwd,
+    };
+    let disk = DiskWorkspace::new(&cwd, spec.extra_roots)
+        .map_err(|source| SetupError::Workspace { cwd, source })?;
+    let cwd = disk.root().to_path_buf();
+    let workspace = front_end.workspace(disk);
+    let mut record = match spec.record {
+        RecordChoice::New(None) => SessionFile::in_memory(&cwd),
+        RecordChoice::New(Some(store)) => store.create(&cwd, None)?,
+        RecordChoice::NewAt(path) => SessionFile::create_at(&path, &cwd)?,
+        RecordChoice::Resume(file) => file,
+        RecordChoice::Fork(store, source) => store.fork(&source, ForkPoint::Leaf)?.0,
+    };
+    record_settings(&mut record, &context, &resolved, thinking)?;
+    let session_id = record.id().to_string();
+    let mut tools = coding_tools(
+        workspace.clone(),
+        ToolOptions {
+            env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],
+            ..ToolOptions::default()
+        },
+    );
+    tools.extend(front_end.extra_tools(&workspace));
+    let date = crate::session::time::iso_now();
+    let today = date.get(..10).unwrap_or(&date);
+    let mut options = AgentOptions::new(spec.stream_fn);
+    options.model = resolved.model;
+    options.thinking_level = thinking;
+    options.system_prompt = Some(system_prompt(&cwd, today, front_end.prompt_note()));
+    options.tools = tools;
+    options.messages = record.messages();
+    options.stream_options = StreamOptions {
+        api_key: resolved.api_key,
+        session_id: Some(session_id),
+        ..StreamOptions::default()
+    };
+    Ok(AssembledSession {
+        options,
+        record,
+        cwd,
+        workspace,
+    })
+}
+
+/// Records a model or thinking level that differs from the session's, as pi does on a switch.
+fn record_settings(
+    record: &mut SessionFile,
+    context: &SessionContext,
+    resolved: &ResolvedModel,
+    thinking: ThinkingLevel,
+) -> Result<(), SessionError> {
+    let model = &resolved.model;
+    let current = (context.model.as_ref()).map(|m| (m.provider.as_str(), m.model_id.as_str()));
+    if current != Some((model.provider.as_str(), model.id.as_str())) {
+        record.append_model_change(&model.provider, &model.id)?;
+    }
+    if thinking != context.thinking_level {
+        record.append_thinking_level(thinking)?;
+    }
+    Ok(())
+}
