@@ -26,10 +26,6 @@ impl Incoming {
         self.value.is_none()
     }
 
-    pub fn method(&self) -> Option<&str> {
-        self.value.as_ref()?.get("method")?.as_str()
-    }
-
     pub fn parse(&self) -> anyhow::Result<Value> {
         match &self.value {
             Some(v) => Ok(v.clone()),
@@ -45,7 +41,7 @@ pub struct Daemon {
     rx: Receiver<Incoming>,
     next_id: i64,
     /// Messages received while waiting for a response, in order.
-    pub backlog: Vec<Incoming>,
+    backlog: Vec<Incoming>,
 }
 
 /// How long any single wait may take before the scenario fails (never hangs).

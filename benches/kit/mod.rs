@@ -284,11 +284,6 @@ impl Sandbox {
         std::fs::canonicalize(self.project.path()).unwrap_or(self.project.path().into())
     }
 
-    /// Where `run` stores sessions here.
-    pub fn sessions_dir(&self) -> PathBuf {
-        self.home.path().join("data/agent-lsp/sessions")
-    }
-
     pub fn env(&self, host: &MockHost) -> Vec<(String, String)> {
         self.env_for(&host.mock.openai_base_url())
     }
@@ -310,6 +305,8 @@ impl Sandbox {
         let mut env = self.env(host);
         env.push(("PI_CODING_AGENT_DIR".into(), dir.display().to_string()));
         env.push(("TMPDIR".into(), self.home.path().display().to_string()));
+        // No version check or other network use: the bench touches only loopback.
+        env.push(("PI_OFFLINE".into(), "1".into()));
         Ok(env)
     }
 
