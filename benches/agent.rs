@@ -121,7 +121,9 @@ fn run(options: &Options) -> anyhow::Result<bool> {
     println!("{}", machine());
     match &ctx.pi {
         Some(pi) => println!("pi: {} {}", pi.node.display(), pi.cli.display()),
-        None => println!("pi: not installed, its column stays empty"),
+        None => println!(
+            "pi: not run (AGENT_LSP_BENCH_PI_NODE and _CLI unset; scripts/bench.sh sets them)"
+        ),
     }
     let mut table = String::from(TABLE_HEAD);
     let mut all_met = true;

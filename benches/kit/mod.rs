@@ -114,7 +114,7 @@ impl Ctx {
     /// pi's figure for a bar: `figure` formatted, or why there is none.
     pub fn pi_figure(&self, figure: Option<f64>, unit: &str) -> String {
         match (&self.pi, figure) {
-            (None, _) => "not installed".into(),
+            (None, _) => "not run".into(),
             (Some(_), Some(value)) => report::number(value, unit),
             (Some(_), None) => "not measured".into(),
         }
