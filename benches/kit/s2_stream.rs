@@ -240,11 +240,6 @@ pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
     report.bar(
         Bar::figure("daemon CPU per delta", lsp.cpu_per_delta(size), "µs").pi("n/a: no LSP daemon"),
     );
-    report.bar(Bar::figure(
-        "floor CPU per delta",
-        floor.cpu_per_delta(size),
-        "µs",
-    ));
     Ok(report)
 }
 
