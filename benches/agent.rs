@@ -1,9 +1,12 @@
-//! The scenario benchmarks of issue 6 (see BENCH.md): agent-lsp's own cost measured against
-//! the floor of just serving the model's stream, as ratios taken in the same run.
+//! The scenario benchmarks (see BENCH.md): agent-lsp's own cost measured against the floor of
+//! just serving the model's stream, in the same run, with pi's figures on the same mock beside
+//! them when pi is installed (`AGENT_LSP_BENCH_PI_NODE`, `AGENT_LSP_BENCH_PI_CLI`; scripts/bench.sh
+//! installs it).
 //!
 //! `cargo bench --bench agent [-- [SCENARIO…] [--reps N] [--quick] [--edits N] [--markdown FILE]]`
-//! (SCENARIO: 1 cold, 2 stream, 3 write, 4 turns, 5 daemon edits, 6 daemon sessions,
-//! 7 resume; default all). `--quick` uses the smoke sizes. Exits 1 when a bar is missed.
+//! (SCENARIO: 1 cold, 2 stream, 4 turns, 5 daemon edits, 6 daemon sessions, 7 resume; default
+//! all; 3 was retired with its bar). `--quick` uses the smoke sizes. Exits 1 when a bar is
+//! missed.
 //! Without `--bench` (as `cargo test --all-targets` runs it) it only says how to run it. The
 //! binary also serves as its own measuring wrapper (`__measure`) and floor client (`__floor`);
 //! see `kit/measure.rs`.
@@ -15,17 +18,14 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use kit::measure::{self, Runner};
-use kit::report::Report;
-use kit::{Ctx, floor};
-
-const SCENARIOS: [&str; 7] = ["1", "2", "3", "4", "5", "6", "7"];
+use kit::report::{Report, TABLE_HEAD};
+use kit::{Ctx, Pi, floor};
 
 /// The order of a full run: the scenarios whose bars are absolute times (per turn, per edit,
-/// a resume) before the long ratio scenarios. After a minute or two of both cores busy (41
-/// repetitions each of 2, 3 and 6), this VM runs slower for a while; a ratio to a floor taken
-/// in the same moment absorbs that, an absolute time does not (BENCH.md, "Machine and
-/// conditions").
-const FULL_RUN_ORDER: [&str; 7] = ["1", "4", "5", "7", "2", "3", "6"];
+/// a resume) before the long ratio scenario 2. After a minute of both cores busy, this VM runs
+/// slower for a while; a ratio to a floor taken in the same moment absorbs that, an absolute
+/// time does not (BENCH.md, "Machine and conditions").
+const SCENARIOS: [&str; 6] = ["1", "4", "5", "7", "2", "6"];
 
 struct Options {
     scenarios: Vec<String>,
@@ -100,7 +100,7 @@ fn parse(args: &[String]) -> anyhow::Result<Options> {
         }
     }
     if options.scenarios.is_empty() {
-        options.scenarios = FULL_RUN_ORDER.map(String::from).to_vec();
+        options.scenarios = SCENARIOS.map(String::from).to_vec();
     }
     Ok(options)
 }
@@ -116,21 +116,28 @@ fn run(options: &Options) -> anyhow::Result<bool> {
         runner: Runner::Wrapper(exe.clone()),
         floor_exe: Some(exe),
         reps: options.reps,
+        pi: Pi::from_env(),
     };
-    let mut markdown = format!("{}\n", machine());
-    println!("{markdown}");
+    println!("{}", machine());
+    match &ctx.pi {
+        Some(pi) => println!("pi: {} {}", pi.node.display(), pi.cli.display()),
+        None => println!(
+            "pi: not run (AGENT_LSP_BENCH_PI_NODE and _CLI unset; scripts/bench.sh sets them)"
+        ),
+    }
+    let mut table = String::from(TABLE_HEAD);
     let mut all_met = true;
     for scenario in &options.scenarios {
+        println!("\n[{}] load average {}", now(), load());
         let report = scenario_report(&ctx, scenario, options)
             .with_context(|| format!("scenario {scenario}"))?;
         all_met &= report.all_met();
-        let text = report.markdown();
-        println!("{text}");
-        markdown.push_str(&text);
-        markdown.push('\n');
+        print!("{}", report.text());
+        table.push_str(&report.table_rows());
     }
+    println!("\n[{}] load average {}\n\n{table}", now(), load());
     if let Some(path) = &options.markdown {
-        std::fs::write(path, &markdown)?;
+        std::fs::write(path, &table)?;
     }
     println!(
         "{}",
@@ -154,7 +161,6 @@ fn scenario_report(ctx: &Ctx, scenario: &str, options: &Options) -> anyhow::Resu
             };
             kit::s2_stream::run(ctx, size)
         }
-        "3" => kit::s3_write::run(ctx, pick(kit::s3_write::FULL_BASE_BYTES, 4_000)),
         "4" => kit::s4_turns::run(ctx, pick(kit::s4_turns::FULL_TURNS, 5)),
         "5" => {
             let size = kit::s5_edits::Size {
@@ -170,7 +176,7 @@ fn scenario_report(ctx: &Ctx, scenario: &str, options: &Options) -> anyhow::Resu
             };
             kit::s6_sessions::run(ctx, size)
         }
-        "7" => kit::s7_resume::run(ctx.reps, pick(kit::s7_resume::FULL_MESSAGES, 200)),
+        "7" => kit::s7_resume::run(ctx, pick(kit::s7_resume::FULL_MESSAGES, 200)),
         other => bail!("no scenario {other}"),
     }
 }
@@ -186,4 +192,27 @@ fn machine() -> String {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     format!("Machine: {model}, {cores} cores, Linux {}", kernel.trim())
+}
+
+/// `/proc/loadavg`'s three averages: the machine is shared, and a result measured under load
+/// says so.
+fn load() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The time of day (UTC), to match a result with the machine's load at the time.
+fn now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!(
+        "{:02}:{:02}:{:02} UTC",
+        secs / 3600 % 24,
+        secs / 60 % 60,
+        secs % 60
+    )
 }

@@ -1,30 +1,28 @@
-//! Provider streaming throughput: how much each streamed delta costs.
+//! Streamed tool arguments: why the provider parses them incrementally (`PartialJson`, made by
+//! hand) instead of re-parsing the buffer on every delta as pi does.
 //!
-//! Run: `cargo bench --bench stream_throughput` (release profile). Measures
-//! 1. 100k one-byte text deltas through the OpenAI provider from the loopback mock (HTTP, SSE,
-//!    chunk parsing, event channel),
-//! 2. the same 100k deltas through the loop-free event path only (assembler + channel),
-//! 3. one 200 KB tool argument in 8-byte deltas through the OpenAI provider (incremental JSON),
-//! 4. the incremental argument parser alone against re-parsing the buffer on every delta
-//!    (pi's approach), on the same 200 KB argument.
+//! Run: `cargo bench --bench stream_throughput` (release profile). Measures one 200 KB tool
+//! argument in 8-byte deltas
+//! 1. through the OpenAI provider from the loopback mock (HTTP, SSE, chunk parsing, incremental
+//!    JSON, event channel),
+//! 2. through the incremental argument parser alone,
+//! 3. re-parsed whole with serde_json after every delta (pi's approach).
 //!
 //! Each case runs a few times; the best run is reported (least disturbed by other load).
 
 use std::time::{Duration, Instant};
 
-use agent_lsp::agent::message::{AgentMessage, StopReason};
+use agent_lsp::agent::message::AgentMessage;
 use agent_lsp::agent::model::Model;
 use agent_lsp::agent::stream_contract::{
-    AssistantMessageEvent, LlmContext, StreamFn, StreamOptions, event_channel,
+    AssistantMessageEvent, LlmContext, StreamFn, StreamOptions,
 };
-use agent_lsp::provider::assembler::Assembler;
 use agent_lsp::provider::openai::OpenAiCompletions;
 use agent_lsp::provider::partial_json::PartialJson;
 use agent_lsp::testing::{MockProvider, MockResponse, MockScript, MockToolCall};
-use anyhow::{Context, bail};
+use anyhow::bail;
 use serde_json::json;
 
-const TEXT_DELTAS: usize = 100_000;
 const ARGUMENT_BYTES: usize = 200 * 1024;
 const ARGUMENT_DELTA: usize = 8;
 const RUNS: usize = 3;
@@ -55,10 +53,6 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn cases() -> anyhow::Result<Vec<Row>> {
-    let text = MockResponse {
-        chunk_size: Some(1),
-        ..MockResponse::text("x".repeat(TEXT_DELTAS))
-    };
     let argument = argument_text();
     let tool = MockResponse {
         chunk_size: Some(ARGUMENT_DELTA),
@@ -72,16 +66,6 @@ async fn cases() -> anyhow::Result<Vec<Row>> {
     };
     let argument_deltas = argument.len().div_ceil(ARGUMENT_DELTA);
     Ok(vec![
-        Row {
-            case: "OpenAI provider from mock, text",
-            deltas: TEXT_DELTAS,
-            best: best(|| via_mock(text.clone(), TEXT_DELTAS)).await?,
-        },
-        Row {
-            case: "event path only (assembler + channel), text",
-            deltas: TEXT_DELTAS,
-            best: best(event_path).await?,
-        },
         Row {
             case: "OpenAI provider from mock, 200 KB tool argument",
             deltas: argument_deltas,
@@ -142,10 +126,7 @@ async fn via_mock(response: MockResponse, expected_deltas: usize) -> anyhow::Res
     let mut deltas = 0;
     let mut last = None;
     while let Some(event) = stream.next().await {
-        if matches!(
-            event,
-            AssistantMessageEvent::TextDelta { .. } | AssistantMessageEvent::ToolCallDelta { .. }
-        ) {
+        if matches!(event, AssistantMessageEvent::ToolCallDelta { .. }) {
             deltas += 1;
         }
         last = Some(event);
@@ -166,29 +147,6 @@ async fn via_mock(response: MockResponse, expected_deltas: usize) -> anyhow::Res
         bail!("expected {expected_deltas} deltas, saw {deltas}");
     }
     Ok(elapsed)
-}
-
-async fn event_path() -> anyhow::Result<Duration> {
-    let (sink, mut stream) = event_channel();
-    let model = Model::default();
-    let started = Instant::now();
-    let producer = tokio::spawn(async move {
-        let mut asm = Assembler::new(sink, &model);
-        let index = asm.text_start().await.ok()?;
-        for _ in 0..TEXT_DELTAS {
-            asm.text_delta(index, "x").await.ok()?;
-        }
-        asm.done(StopReason::Stop).await.ok()
-    });
-    let mut count = 0;
-    while let Some(event) = stream.next().await {
-        count += usize::from(matches!(event, AssistantMessageEvent::TextDelta { .. }));
-    }
-    producer.await?.context("consumer vanished")?;
-    if count != TEXT_DELTAS {
-        bail!("saw {count} deltas");
-    }
-    Ok(started.elapsed())
 }
 
 async fn parse_incremental(argument: &str) -> anyhow::Result<Duration> {

@@ -20,7 +20,7 @@ pub fn fetch(addr: &str, requests: usize) -> anyhow::Result<u64> {
 }
 
 /// One request per body, in order, each read to the end of the connection. Replaying the
-/// bodies agent-lsp sent makes the mock do the same work for the floor as for the agent
+/// bodies a client sent makes the mock do the same work for the floor as for that client
 /// (reading and checking a history that grows every turn), so only the client side differs.
 pub fn fetch_bodies<'a>(
     addr: &str,
@@ -56,29 +56,8 @@ pub fn fetch_bodies<'a>(
     Ok(total)
 }
 
-/// `parallel` clients at once, each making `requests` sequential requests; the total bytes.
-pub fn fetch_parallel(addr: &str, requests: usize, parallel: usize) -> anyhow::Result<u64> {
-    if parallel <= 1 {
-        return fetch(addr, requests);
-    }
-    let clients: Vec<_> = (0..parallel)
-        .map(|_| {
-            let addr = addr.to_string();
-            std::thread::spawn(move || fetch(&addr, requests))
-        })
-        .collect();
-    let mut total = 0;
-    for client in clients {
-        total += client
-            .join()
-            .map_err(|_| anyhow::anyhow!("a floor client thread panicked"))??;
-    }
-    Ok(total)
-}
-
-/// The floor process's entry point: `__floor ADDR REQUESTS PARALLEL`, or `__floor ADDR
-/// --bodies FILE` to replay the request bodies in FILE (one JSON body per line). Prints the
-/// bytes received.
+/// The floor process's entry point: `__floor ADDR REQUESTS`, or `__floor ADDR --bodies FILE`
+/// to replay the request bodies in FILE (one JSON body per line). Prints the bytes received.
 pub fn floor_main(args: &[String]) -> anyhow::Result<()> {
     let bytes = match args {
         [addr, flag, file] if flag == "--bodies" => {
@@ -86,12 +65,8 @@ pub fn floor_main(args: &[String]) -> anyhow::Result<()> {
                 .with_context(|| format!("cannot read the request bodies in {file}"))?;
             fetch_bodies(addr, text.lines())?
         }
-        [addr, requests, parallel] => {
-            let requests: usize = requests.parse().context("REQUESTS must be a number")?;
-            let parallel: usize = parallel.parse().context("PARALLEL must be a number")?;
-            fetch_parallel(addr, requests, parallel)?
-        }
-        _ => bail!("usage: __floor HOST:PORT REQUESTS PARALLEL | __floor HOST:PORT --bodies FILE"),
+        [addr, requests] => fetch(addr, requests.parse().context("REQUESTS must be a number")?)?,
+        _ => bail!("usage: __floor HOST:PORT REQUESTS | __floor HOST:PORT --bodies FILE"),
     };
     println!("{bytes}");
     Ok(())

@@ -3,6 +3,7 @@
 //! unparsed (raw bytes) so that the client's own JSON work does not compete with the daemon for
 //! the two cores while it streams; the scenario parses them after the run.
 
+use std::collections::{BTreeMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -25,10 +26,6 @@ impl Incoming {
         self.value.is_none()
     }
 
-    pub fn method(&self) -> Option<&str> {
-        self.value.as_ref()?.get("method")?.as_str()
-    }
-
     pub fn parse(&self) -> anyhow::Result<Value> {
         match &self.value {
             Some(v) => Ok(v.clone()),
@@ -44,7 +41,7 @@ pub struct Daemon {
     rx: Receiver<Incoming>,
     next_id: i64,
     /// Messages received while waiting for a response, in order.
-    pub backlog: Vec<Incoming>,
+    backlog: Vec<Incoming>,
 }
 
 /// How long any single wait may take before the scenario fails (never hangs).
@@ -178,6 +175,66 @@ impl Daemon {
         Ok(result)
     }
 
+    /// `agent/newSession` in `cwd`; returns the session id.
+    pub fn new_session(&mut self, cwd: &Path) -> anyhow::Result<String> {
+        let created = self.request(
+            "agent/newSession",
+            json!({"cwd": cwd.display().to_string()}),
+        )?;
+        Ok(created["sessionId"]
+            .as_str()
+            .context("agent/newSession without sessionId")?
+            .to_string())
+    }
+
+    /// Prompts every session at once; returns the wall time until the last `agent_settled`
+    /// and every event received meanwhile (unparsed).
+    pub fn prompt_all(&mut self, sessions: &[String]) -> anyhow::Result<(Duration, Vec<Incoming>)> {
+        let started = Instant::now();
+        let mut prompts = HashSet::new();
+        for session in sessions {
+            prompts.insert(self.request_start(
+                "agent/prompt",
+                json!({"sessionId": session, "message": "Stream your answer"}),
+            )?);
+        }
+        let (mut events, mut settled, mut last) = (Vec::new(), 0, started);
+        while settled < sessions.len() {
+            let message = self.next()?;
+            if message.is_event() {
+                if contains(&message.raw, b"\"agent_settled\"") {
+                    settled += 1;
+                    last = message.at;
+                }
+                events.push(message);
+                continue;
+            }
+            let value = message.parse()?;
+            if let Some(id) = value.get("id").and_then(Value::as_i64)
+                && prompts.contains(&id)
+                && let Some(error) = value.get("error")
+            {
+                bail!("agent/prompt failed: {error}");
+            }
+        }
+        Ok((last.saturating_duration_since(started), events))
+    }
+
+    /// CPU time the daemon has used so far (all threads), from `/proc/PID/stat`.
+    pub fn cpu(&self) -> anyhow::Result<Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))?;
+        // The fields after the command name (which may hold spaces) in parentheses; utime and
+        // stime are fields 14 and 15, in USER_HZ ticks (100 per second on Linux).
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let ticks = |i: usize| -> anyhow::Result<u64> {
+            Ok(fields.get(i).context("a short /proc stat line")?.parse()?)
+        };
+        Ok(Duration::from_millis((ticks(11)? + ticks(12)?) * 10))
+    }
+
     /// Peak and current resident set of the daemon (KiB), from `/proc`.
     pub fn memory_kib(&self) -> (u64, u64) {
         let status =
@@ -239,6 +296,50 @@ fn read_frame<R: BufRead>(reader: &mut R) -> std::io::Result<Option<Vec<u8>>> {
     let mut body = vec![0u8; length];
     reader.read_exact(&mut body)?;
     Ok(Some(body))
+}
+
+/// What a check of the daemon's events found.
+#[derive(Default)]
+pub struct EventCheck {
+    pub events: usize,
+    /// Text-delta notifications (each may carry several provider deltas).
+    pub notifications: usize,
+    /// Events lost, repeated or out of order, and answers not rebuilt exactly.
+    pub anomalies: usize,
+    /// The last `seq` seen per session, across checks.
+    last_seq: BTreeMap<String, u64>,
+}
+
+impl EventCheck {
+    /// Every session's `seq` runs on by one, and each session's text deltas rebuild exactly
+    /// one of `texts`, each used once. The daemon may merge the deltas of a client that falls
+    /// behind (protocol.md, `$/agentEvent`): fewer notifications are fine, the text must be
+    /// exact.
+    pub fn check(&mut self, events: &[Incoming], texts: &[String]) -> anyhow::Result<()> {
+        let mut streamed: BTreeMap<String, String> = BTreeMap::new();
+        for incoming in events {
+            let value = incoming.parse()?;
+            let params = &value["params"];
+            let session = params["sessionId"].as_str().unwrap_or_default().to_string();
+            let seq = params["seq"].as_u64().unwrap_or(0);
+            let last = self.last_seq.entry(session.clone()).or_insert(0);
+            self.anomalies += usize::from(seq != *last + 1);
+            *last = seq;
+            self.events += 1;
+            let event = &params["event"]["assistantMessageEvent"];
+            if event["type"] == "text_delta" {
+                let text = streamed.entry(session).or_default();
+                text.push_str(event["delta"].as_str().unwrap_or_default());
+                self.notifications += 1;
+            }
+        }
+        let mut unused: HashSet<&str> = texts.iter().map(String::as_str).collect();
+        for text in streamed.values() {
+            self.anomalies += usize::from(!unused.remove(text.as_str()));
+        }
+        self.anomalies += unused.len();
+        Ok(())
+    }
 }
 
 pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {

@@ -229,14 +229,15 @@ impl Ratios {
         self.0.get(self.0.len() / 2).copied().unwrap_or(f64::NAN)
     }
 
-    /// `0.98, 1.02, …`, ascending, then the median's 95 % confidence interval.
-    pub fn listed(&self) -> String {
-        let texts: Vec<String> = self.0.iter().map(|r| format!("{r:.2}")).collect();
+    /// `1.08 (95 % interval 1.03–1.12, range 0.71–1.62)`.
+    pub fn summary(&self) -> String {
         let (low, high) = self.median_interval();
+        let (first, last) = (self.0.first(), self.0.last());
         format!(
-            "{} (median {:.3}, 95 % interval {low:.3}–{high:.3})",
-            texts.join(", "),
-            self.median()
+            "{:.3} (95 % interval {low:.3}–{high:.3}, range {:.2}–{:.2})",
+            self.median(),
+            first.copied().unwrap_or(f64::NAN),
+            last.copied().unwrap_or(f64::NAN)
         )
     }
 

@@ -1,9 +1,9 @@
-//! The benchmark kit of issue 6, shared by the benchmark (`benches/agent.rs`, full sizes, exact
-//! rusage) and the smoke tests (`tests/suite/bench_smoke.rs`, small sizes) so that the
-//! scenarios never rot. Each scenario serves the model from the in-process loopback mock
-//! ([`MockHost`]), measures the floor (a plain client reading the same stream) and agent-lsp in
-//! the same run, checks that agent-lsp's output is complete and right, and returns a [`Report`]
-//! with its bars.
+//! The benchmark kit, shared by the benchmark (`benches/agent.rs`, full sizes, exact rusage)
+//! and the smoke tests (`tests/suite/bench_smoke.rs`, small sizes) so that the scenarios never
+//! rot. Each scenario serves the model from the in-process loopback mock ([`MockHost`]),
+//! measures the floor (a plain client reading the same stream) and agent-lsp in the same run
+//! (and pi, when installed, on the same mock), checks that every client's output is complete
+//! and right, and returns a [`Report`] with its bars.
 
 // Each of the two targets that include this kit uses a different subset of it.
 #![allow(dead_code)]
@@ -15,7 +15,6 @@ pub mod proxy;
 pub mod report;
 pub mod s1_cold;
 pub mod s2_stream;
-pub mod s3_write;
 pub mod s4_turns;
 pub mod s5_edits;
 pub mod s6_sessions;
@@ -26,10 +25,11 @@ use std::time::{Duration, Instant};
 
 use agent_lsp::testing::{MockProvider, MockResponse, MockScript};
 use anyhow::Context;
+use serde_json::json;
 
 use measure::{Cmd, Runner, Sample};
 
-/// How a scenario runs: which binary, how children are measured, how many repetitions.
+/// How a scenario runs: which binaries, how children are measured, how many repetitions.
 #[derive(Clone, Debug)]
 pub struct Ctx {
     /// The `agent-lsp` binary (release for the benchmark).
@@ -40,13 +40,49 @@ pub struct Ctx {
     pub floor_exe: Option<PathBuf>,
     /// Repetitions per measurement (the median is reported).
     pub reps: usize,
+    /// pi, run beside agent-lsp where a scenario can run it.
+    pub pi: Option<Pi>,
+}
+
+/// pi 1.6 (`node …/pi-coding-agent/dist/cli.js`), as `scripts/bench.sh` installs it.
+#[derive(Clone, Debug)]
+pub struct Pi {
+    pub node: PathBuf,
+    pub cli: PathBuf,
+}
+
+impl Pi {
+    /// From `AGENT_LSP_BENCH_PI_NODE` and `AGENT_LSP_BENCH_PI_CLI`, when both are set.
+    pub fn from_env() -> Option<Pi> {
+        Some(Pi {
+            node: std::env::var_os("AGENT_LSP_BENCH_PI_NODE")?.into(),
+            cli: std::env::var_os("AGENT_LSP_BENCH_PI_CLI")?.into(),
+        })
+    }
+}
+
+/// Who answers a prompt in `--json` mode: agent-lsp (`run --json`) or pi (`--mode json`),
+/// whose event lines have the same shape (tests/interop case 3).
+#[derive(Clone, Copy, Debug)]
+pub enum Client<'a> {
+    AgentLsp,
+    Pi(&'a Pi),
+}
+
+impl Client<'_> {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Client::AgentLsp => "agent-lsp",
+            Client::Pi(_) => "pi",
+        }
+    }
 }
 
 impl Ctx {
     /// Repetitions for a bar that is a ratio of paired runs: at least 41 in a benchmark. One
-    /// pair's ratio spreads over 0.7–1.7 on this VM (standard deviation ≈0.22, the machine's
-    /// speed changing between two runs a third of a second apart), so the median of nine still
-    /// moves by ±0.1 from run to run; of 41, by about ±0.04. Smoke runs keep `reps`.
+    /// pair's ratio spreads over 0.7–1.7 on this VM (the machine's speed changes between two
+    /// runs a third of a second apart), so the median of nine still moves by ±0.1 from run to
+    /// run; of 41, by about ±0.04. Smoke runs keep `reps`.
     pub fn ratio_reps(&self) -> usize {
         if self.floor_exe.is_some() {
             self.reps.max(41)
@@ -55,22 +91,44 @@ impl Ctx {
         }
     }
 
-    /// The smoke-test context: the test build of the binary, direct children, `reps` runs.
+    /// Repetitions for `client`: pi's runs take seconds, and its figure is a comparison, not a
+    /// bar.
+    pub fn reps_for(&self, client: Client) -> usize {
+        match client {
+            Client::AgentLsp => self.reps,
+            Client::Pi(_) => self.reps.min(3),
+        }
+    }
+
+    /// The smoke-test context: the test build of the binary, direct children, `reps` runs, no pi.
     pub fn smoke(agent_bin: PathBuf, reps: usize) -> Ctx {
         Ctx {
             agent_bin,
             runner: Runner::Direct,
             floor_exe: None,
             reps,
+            pi: None,
+        }
+    }
+
+    /// pi's figure for a bar: `figure` formatted, or why there is none.
+    pub fn pi_figure(&self, figure: Option<f64>, unit: &str) -> String {
+        match (&self.pi, figure) {
+            (None, _) => "not run".into(),
+            (Some(_), Some(value)) => report::number(value, unit),
+            (Some(_), None) => "not measured".into(),
         }
     }
 
     /// The floor: `requests` sequential streams read to the end by a plain client.
     pub fn floor(&self, host: &MockHost, requests: usize) -> anyhow::Result<Sample> {
-        self.floor_with(host, requests, 1)
+        if self.floor_exe.is_none() {
+            return in_process_floor(|| floor::fetch(&host.addr(), requests));
+        }
+        self.floor_process(host, &[requests.to_string()])
     }
 
-    /// The floor replaying `bodies` (the requests agent-lsp made) one after another, so the
+    /// The floor replaying `bodies` (the requests a client made) one after another, so the
     /// mock does the same work for both and only the client differs.
     pub fn floor_replay(&self, host: &MockHost, bodies: &[String]) -> anyhow::Result<Sample> {
         if self.floor_exe.is_none() {
@@ -82,19 +140,6 @@ impl Ctx {
         let file = dir.path().join("bodies.jsonl");
         std::fs::write(&file, bodies.join("\n"))?;
         self.floor_process(host, &["--bodies".into(), file.display().to_string()])
-    }
-
-    /// The floor with `parallel` concurrent clients, each making `requests` requests.
-    pub fn floor_with(
-        &self,
-        host: &MockHost,
-        requests: usize,
-        parallel: usize,
-    ) -> anyhow::Result<Sample> {
-        if self.floor_exe.is_none() {
-            return in_process_floor(|| floor::fetch_parallel(&host.addr(), requests, parallel));
-        }
-        self.floor_process(host, &[requests.to_string(), parallel.to_string()])
     }
 
     /// Runs the floor process (`__floor ADDR ARGS…`) through the runner.
@@ -117,24 +162,44 @@ impl Ctx {
         Ok(sample)
     }
 
-    /// `agent-lsp run --json -m openai/gpt-4.1 <extra…> <prompt>` in `sandbox` against `host`.
-    pub fn run_agent(
+    /// `client` answering `prompt` with JSON event lines on stdout: agent-lsp's `run --json`
+    /// or pi's `--mode json`, in `sandbox` against `host`, with `extra` arguments (both take
+    /// `--session FILE`).
+    pub fn run_json(
         &self,
+        client: Client,
         sandbox: &Sandbox,
         host: &MockHost,
         extra: &[&str],
         prompt: &str,
     ) -> anyhow::Result<(Sample, Vec<u8>)> {
-        let mut args: Vec<String> = ["run", "--json", "-m", "openai/gpt-4.1"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let (program, head, env) = match client {
+            Client::AgentLsp => (
+                self.agent_bin.clone(),
+                vec!["run", "--json", "-m", "openai/gpt-4.1"],
+                sandbox.env(host),
+            ),
+            Client::Pi(pi) => {
+                let cli = pi.cli.to_str().context("pi's path is not UTF-8")?;
+                let head = vec![
+                    cli,
+                    "--provider",
+                    "mock",
+                    "--model",
+                    "mock-model",
+                    "--mode",
+                    "json",
+                ];
+                (pi.node.clone(), head, sandbox.pi_env(host)?)
+            }
+        };
+        let mut args: Vec<String> = head.iter().map(|s| s.to_string()).collect();
         args.extend(extra.iter().map(|s| s.to_string()));
         args.push(prompt.to_string());
         let cmd = Cmd {
-            program: self.agent_bin.clone(),
+            program,
             args,
-            env: sandbox.env(host),
+            env,
             cwd: sandbox.project(),
         };
         self.runner.run(&cmd)
@@ -219,13 +284,30 @@ impl Sandbox {
         std::fs::canonicalize(self.project.path()).unwrap_or(self.project.path().into())
     }
 
-    /// Where `run` stores sessions here.
-    pub fn sessions_dir(&self) -> PathBuf {
-        self.home.path().join("data/agent-lsp/sessions")
-    }
-
     pub fn env(&self, host: &MockHost) -> Vec<(String, String)> {
         self.env_for(&host.mock.openai_base_url())
+    }
+
+    /// pi's environment: this sandbox's, with pi's agent directory (`PI_CODING_AGENT_DIR`, read
+    /// by pi 1.6's `getAgentDir`) holding a `models.json` that declares provider `mock` (OpenAI
+    /// Chat Completions) at `host`, as tests/interop does.
+    pub fn pi_env(&self, host: &MockHost) -> anyhow::Result<Vec<(String, String)>> {
+        let dir = self.home.path().join("pi-agent");
+        std::fs::create_dir_all(&dir)?;
+        let models = json!({"providers": {"mock": {
+            "baseUrl": host.mock.openai_base_url(),
+            "api": "openai-completions",
+            "apiKey": "bench-key",
+            // gpt-4.1's limits, which agent-lsp uses: no compaction of the long session.
+            "models": [{"id": "mock-model", "name": "Mock", "contextWindow": 1_047_576, "maxTokens": 32_768}]
+        }}});
+        std::fs::write(dir.join("models.json"), models.to_string())?;
+        let mut env = self.env(host);
+        env.push(("PI_CODING_AGENT_DIR".into(), dir.display().to_string()));
+        env.push(("TMPDIR".into(), self.home.path().display().to_string()));
+        // No version check or other network use: the bench touches only loopback.
+        env.push(("PI_OFFLINE".into(), "1".into()));
+        Ok(env)
     }
 
     /// The environment with the OpenAI provider at `openai_base_url`.

@@ -1,68 +1,83 @@
 //! Scenario 1: one tiny turn, cold process. `agent-lsp run --json` answers one prompt with a
-//! five-byte answer; the floor is a fresh process fetching the same stream. Bars: wall under
-//! 30 ms and peak RSS under 15 MiB above the floor.
+//! five-byte answer (recording a session, the default); the floor is a fresh process fetching
+//! the same stream. Bars: wall ≤ 30 ms and peak RSS ≤ 15 MiB above the floor. pi
+//! (`--mode json`) runs the same turn on the same mock.
 
 use agent_lsp::testing::MockResponse;
 use anyhow::ensure;
 
-use super::measure::ms;
+use super::measure::{Sample, ms};
 use super::report::{Bar, Report};
-use super::{Ctx, MockHost, Sandbox, ensure_settled, json_lines, medians, streamed_text};
+use super::{Client, Ctx, MockHost, Sandbox, ensure_settled, json_lines, medians, streamed_text};
 
 const ANSWER: &str = "Hello";
 
+/// A client's figures above the floor: wall (ms) and peak RSS (MiB, when measured).
+struct Above {
+    wall: f64,
+    rss: Option<f64>,
+}
+
 pub fn run(ctx: &Ctx) -> anyhow::Result<Report> {
     let host = MockHost::start()?;
-    let sandbox = Sandbox::new()?;
-    let (mut floor, mut agent) = (Vec::new(), Vec::new());
-    for _ in 0..ctx.reps {
-        host.push(MockResponse::text(ANSWER));
-        floor.push(ctx.floor(&host, 1)?);
-        host.push(MockResponse::text(ANSWER));
-        let (sample, stdout) = ctx.run_agent(&sandbox, &host, &[], "Say hello")?;
-        check_answer(&stdout)?;
-        agent.push(sample);
-    }
-    let (fw, fcpu, frss) = medians(&floor);
-    let (aw, acpu, arss) = medians(&agent);
-    let mut report = Report::new("1. One tiny turn, cold process (`agent-lsp run --json`)");
-    report.line(format!(
-        "median of {} runs: agent wall {:.2} ms, CPU {:.2} ms; floor wall {:.2} ms, CPU {:.2} ms",
-        ctx.reps,
-        ms(aw),
-        ms(acpu),
-        ms(fw),
-        ms(fcpu)
-    ));
-    report.bar(Bar::new(
-        "wall above the floor",
-        ms(aw.saturating_sub(fw)),
-        30.0,
-        "ms",
-    ));
-    match (arss, frss) {
-        (Some(a), Some(f)) => {
-            report.line(format!(
-                "median peak RSS: agent {:.1} MiB, floor {:.1} MiB",
-                a as f64 / 1024.0,
-                f as f64 / 1024.0
-            ));
-            report.bar(Bar::new(
-                "peak RSS above the floor",
-                a.saturating_sub(f) as f64 / 1024.0,
-                15.0,
-                "MiB",
-            ));
-        }
-        _ => report.line("peak RSS not measured (direct children: smoke run)"),
+    let mut report = Report::new("1 cold tiny turn");
+    let ours = measure(ctx, &host, Client::AgentLsp, &mut report)?;
+    let pi = ctx
+        .pi
+        .as_ref()
+        .map(|pi| measure(ctx, &host, Client::Pi(pi), &mut report));
+    let pi = pi.transpose()?;
+    report.bar(
+        Bar::new("wall above the floor", ours.wall, 30.0, "ms")
+            .pi(ctx.pi_figure(pi.as_ref().map(|p| p.wall), "ms")),
+    );
+    match ours.rss {
+        Some(rss) => report.bar(
+            Bar::new("peak RSS above the floor", rss, 15.0, "MiB")
+                .pi(ctx.pi_figure(pi.as_ref().and_then(|p| p.rss), "MiB")),
+        ),
+        None => report.line("peak RSS not measured (direct children: smoke run)"),
     }
     Ok(report)
 }
 
-/// The run printed the answer as text deltas and settled without error.
-fn check_answer(stdout: &[u8]) -> anyhow::Result<()> {
-    let lines = json_lines(stdout)?;
-    let text = streamed_text(&lines);
-    ensure!(text == ANSWER, "the run streamed {text:?}, not {ANSWER:?}");
-    ensure_settled(&lines)
+/// Floor and `client` in turns; one detail line; the client's medians above the floor's.
+fn measure(
+    ctx: &Ctx,
+    host: &MockHost,
+    client: Client,
+    report: &mut Report,
+) -> anyhow::Result<Above> {
+    let sandbox = Sandbox::new()?;
+    let (mut floor, mut runs): (Vec<Sample>, Vec<Sample>) = (Vec::new(), Vec::new());
+    for _ in 0..ctx.reps_for(client) {
+        host.push(MockResponse::text(ANSWER));
+        floor.push(ctx.floor(host, 1)?);
+        host.push(MockResponse::text(ANSWER));
+        let (sample, stdout) = ctx.run_json(client, &sandbox, host, &[], "Say hello")?;
+        let lines = json_lines(&stdout)?;
+        let text = streamed_text(&lines);
+        ensure!(text == ANSWER, "{} streamed {text:?}", client.name());
+        ensure_settled(&lines)?;
+        runs.push(sample);
+    }
+    let (fw, _, frss) = medians(&floor);
+    let (wall, cpu, rss) = medians(&runs);
+    let mib = |k: u64| k as f64 / 1024.0;
+    report.line(format!(
+        "{}: wall {:.1} ms, CPU {:.1} ms{}; floor wall {:.1} ms{} (medians of {})",
+        client.name(),
+        ms(wall),
+        ms(cpu),
+        rss.map(|k| format!(", peak RSS {:.1} MiB", mib(k)))
+            .unwrap_or_default(),
+        ms(fw),
+        frss.map(|k| format!(", RSS {:.1} MiB", mib(k)))
+            .unwrap_or_default(),
+        runs.len()
+    ));
+    Ok(Above {
+        wall: ms(wall.saturating_sub(fw)),
+        rss: rss.zip(frss).map(|(a, f)| mib(a.saturating_sub(f))),
+    })
 }

@@ -1,22 +1,23 @@
 //! Scenario 2: a long answer streamed as many small deltas (400 KB in 100,000 deltas at full
-//! size). Bars: agent-lsp's wall ≤ 1.15 × the floor's (a plain client reading the same stream
-//! from the same mock), and ≤ 120 bytes on the wire per provider delta, both for `run --json`
-//! (JSONL) and for the daemon's `$/agentEvent` notifications (default `initializationOptions`,
-//! so with the default delta pace; protocol.md §4.1).
+//! size), through `run --json` (every delta a JSONL line) and through the daemon (a new
+//! session per prompt, `$/agentEvent` with default options). Bars: wall ≤ 1.3 × the floor's (a
+//! plain client reading the same stream from the same mock), for both; CPU per delta printed.
+//!
+//! Each repetition runs the floor, `run --json` and the daemon back to back (the floor first
+//! in even repetitions, last in odd ones), and the bars are the medians of the per-repetition
+//! ratios over at least 41 repetitions: this machine's speed drifts between seconds, and a
+//! ratio of two runs a fraction of a second apart absorbs that. pi (`--mode json`) streams the
+//! same answer, paired with floor runs of its own.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_lsp::testing::MockResponse;
-use anyhow::{Context, ensure};
-use serde_json::{Value, json};
+use anyhow::ensure;
 
-use super::lsp::{Daemon, Incoming, contains};
-
-use super::measure::{Ratios, Sample, ms};
+use super::lsp::{Daemon, EventCheck};
+use super::measure::{Ratios, median, ms};
 use super::report::{Bar, Report};
-use super::{
-    Ctx, MockHost, Sandbox, deltas_of, ensure_settled, json_lines, medians, streamed_text,
-};
+use super::{Client, Ctx, MockHost, Sandbox, deltas_of, ensure_settled, json_lines, streamed_text};
 
 /// Sizes: `deltas` deltas of `delta_bytes` bytes each.
 #[derive(Clone, Copy, Debug)]
@@ -29,6 +30,8 @@ pub const FULL: Size = Size {
     deltas: 100_000,
     delta_bytes: 4,
 };
+
+const BAR: f64 = 1.3;
 
 /// An answer of `deltas × delta_bytes` ASCII bytes that changes from delta to delta.
 pub fn answer(size: Size) -> String {
@@ -43,251 +46,221 @@ pub fn answer(size: Size) -> String {
     text
 }
 
-fn response(text: &str, size: Size) -> MockResponse {
+pub fn response(text: &str, size: Size) -> MockResponse {
     MockResponse {
         chunk_size: Some(size.delta_bytes),
         ..MockResponse::text(text)
     }
 }
 
+/// One side's runs: walls and CPU times, and the mock's own time writing each answer.
+#[derive(Default)]
+struct Side {
+    walls: Vec<Duration>,
+    cpu: Duration,
+    serving: Vec<Duration>,
+}
+
+impl Side {
+    fn ratios(&self, floor: &Side) -> Ratios {
+        Ratios::new(
+            self.walls
+                .iter()
+                .zip(&floor.walls)
+                .map(|(a, f)| a.as_secs_f64() / f.as_secs_f64().max(1e-9))
+                .collect(),
+        )
+    }
+
+    /// Microseconds of CPU per provider delta.
+    fn cpu_per_delta(&self, size: Size) -> f64 {
+        self.cpu.as_secs_f64() * 1e6 / (self.walls.len() * size.deltas).max(1) as f64
+    }
+
+    fn median_wall(&self) -> f64 {
+        ms(median(self.walls.clone()))
+    }
+}
+
+/// The runs of one scenario: what the host serves and checks, and the sandbox both use.
+struct Bench<'a> {
+    ctx: &'a Ctx,
+    host: MockHost,
+    sandbox: Sandbox,
+    text: String,
+    size: Size,
+}
+
+impl Bench<'_> {
+    /// Runs `measure` with the answer queued; records its wall, CPU and the mock's time.
+    fn side(
+        &self,
+        side: &mut Side,
+        measure: impl FnOnce() -> anyhow::Result<(Duration, Duration)>,
+    ) -> anyhow::Result<()> {
+        let writes = self.host.writes();
+        self.host.push(response(&self.text, self.size));
+        let (wall, cpu) = measure()?;
+        side.walls.push(wall);
+        side.cpu += cpu;
+        side.serving.push(self.host.write_time(writes)?);
+        Ok(())
+    }
+
+    fn floor(&self, side: &mut Side) -> anyhow::Result<()> {
+        self.side(side, || {
+            let sample = self.ctx.floor(&self.host, 1)?;
+            Ok((sample.wall, sample.cpu))
+        })
+    }
+
+    fn json(&self, client: Client, side: &mut Side) -> anyhow::Result<()> {
+        self.side(side, || {
+            let (sample, stdout) =
+                self.ctx
+                    .run_json(client, &self.sandbox, &self.host, &[], "Write it all")?;
+            check_stream(&stdout, &self.text, self.size, client)?;
+            Ok((sample.wall, sample.cpu))
+        })
+    }
+
+    fn daemon(
+        &self,
+        daemon: &mut Daemon,
+        check: &mut EventCheck,
+        side: &mut Side,
+    ) -> anyhow::Result<()> {
+        let session = daemon.new_session(&self.sandbox.project())?;
+        self.side(side, || {
+            let cpu = daemon.cpu()?;
+            let (wall, events) = daemon.prompt_all(std::slice::from_ref(&session))?;
+            let cpu = daemon.cpu()?.saturating_sub(cpu);
+            check.check(&events, std::slice::from_ref(&self.text))?;
+            ensure!(
+                check.anomalies == 0,
+                "the daemon lost, reordered or garbled events"
+            );
+            Ok((wall, cpu))
+        })
+    }
+}
+
 pub fn run(ctx: &Ctx, size: Size) -> anyhow::Result<Report> {
-    let host = MockHost::start()?;
-    let sandbox = Sandbox::new()?;
-    let text = answer(size);
-    let (mut floor, mut agent) = (Vec::new(), Vec::new());
-    let mut per_delta = 0.0;
-    // Floor and agent alternate, and the bar's ratio is taken per repetition (the two runs lie
-    // within half a second) before the median: this machine's speed drifts between seconds.
-    // Which of the two goes first alternates too, so neither side always meets the machine
-    // after the other has warmed (or disturbed) it.
-    // The mock's own time writing each answer, during the floor's run and during agent-lsp's.
-    let (mut floor_serving, mut agent_serving) = (Vec::new(), Vec::new());
+    let bench = Bench {
+        ctx,
+        host: MockHost::start()?,
+        sandbox: Sandbox::new()?,
+        text: answer(size),
+        size,
+    };
+    let project = bench.sandbox.project();
+    let mut daemon = Daemon::spawn(&ctx.agent_bin, &bench.sandbox.env(&bench.host), &project)?;
+    daemon.initialize(&project, false)?;
+    let (mut floor, mut json, mut lsp) = (Side::default(), Side::default(), Side::default());
+    let mut check = EventCheck::default();
     for rep in 0..ctx.ratio_reps() {
         if rep % 2 == 0 {
-            let writes = host.writes();
-            host.push(response(&text, size));
-            floor.push(ctx.floor(&host, 1)?);
-            floor_serving.push(host.write_time(writes)?);
+            bench.floor(&mut floor)?;
         }
-        let writes = host.writes();
-        host.push(response(&text, size));
-        let (sample, stdout) = ctx.run_agent(&sandbox, &host, &[], "Write it all")?;
-        per_delta = check_stream(&stdout, &text, size)?;
-        agent.push(sample);
-        agent_serving.push(host.write_time(writes)?);
+        bench.json(Client::AgentLsp, &mut json)?;
+        bench.daemon(&mut daemon, &mut check, &mut lsp)?;
         if rep % 2 == 1 {
-            let writes = host.writes();
-            host.push(response(&text, size));
-            floor.push(ctx.floor(&host, 1)?);
-            floor_serving.push(host.write_time(writes)?);
+            bench.floor(&mut floor)?;
         }
     }
-    let wire = daemon_wire(ctx, &host, &sandbox, &text, size)?;
-    let (fw, fcpu, _) = medians(&floor);
-    let (aw, acpu, arss) = medians(&agent);
+    daemon.shutdown()?;
+    let pi = match &ctx.pi {
+        Some(pi) => {
+            let (mut pi_floor, mut pi_json) = (Side::default(), Side::default());
+            for _ in 0..ctx.reps_for(Client::Pi(pi)) {
+                bench.floor(&mut pi_floor)?;
+                bench.json(Client::Pi(pi), &mut pi_json)?;
+            }
+            Some((pi_floor, pi_json))
+        }
+        None => None,
+    };
+
     let mut report = Report::new(format!(
-        "2. A {} KB answer in {} deltas (`agent-lsp run --json`)",
+        "2 a {} KB answer in {} deltas",
         size.deltas * size.delta_bytes / 1000,
         size.deltas
     ));
+    let served = |side: &Side| ms(median(side.serving.clone()));
     report.line(format!(
-        "median of {} runs: agent wall {:.1} ms, CPU {:.1} ms{}; floor wall {:.1} ms, CPU {:.1} ms",
-        agent.len(),
-        ms(aw),
-        ms(acpu),
-        arss.map(|k| format!(", peak RSS {:.1} MiB", k as f64 / 1024.0))
-            .unwrap_or_default(),
-        ms(fw),
-        ms(fcpu)
+        "{} repetitions, medians: floor {:.1} ms, `run --json` {:.1} ms, daemon {:.1} ms; \
+         the mock's own time writing the answer: {:.1} / {:.1} / {:.1} ms",
+        floor.walls.len(),
+        floor.median_wall(),
+        json.median_wall(),
+        lsp.median_wall(),
+        served(&floor),
+        served(&json),
+        served(&lsp),
+    ));
+    let (json_ratios, lsp_ratios) = (json.ratios(&floor), lsp.ratios(&floor));
+    report.line(format!(
+        "per-repetition ratios: `run --json` {}; daemon {}",
+        json_ratios.summary(),
+        lsp_ratios.summary()
     ));
     report.line(format!(
-        "agent stdout {} bytes; floor read {} bytes from the mock",
-        agent.last().map(|s| s.stdout_bytes).unwrap_or(0),
-        floor.last().map(|s| s.stdout_bytes).unwrap_or(0)
+        "daemon: {} events checked, {} text-delta notifications for {} provider deltas",
+        check.events,
+        check.notifications,
+        lsp.walls.len() * size.deltas
     ));
-    let ratios = Ratios::new(
-        agent
-            .iter()
-            .zip(&floor)
-            .map(|(a, f)| a.wall.as_secs_f64() / f.wall.as_secs_f64().max(1e-9))
-            .collect(),
+    if let Some((pi_floor, pi_json)) = &pi {
+        report.line(format!(
+            "pi: {:.1} ms (median of {}), floor {:.1} ms",
+            pi_json.median_wall(),
+            pi_json.walls.len(),
+            pi_floor.median_wall()
+        ));
+    }
+    let pi_ratio = pi.as_ref().map(|(f, j)| j.ratios(f).median());
+    let pi_cpu = pi.as_ref().map(|(_, j)| j.cpu_per_delta(size));
+    report.bar(
+        Bar::new(
+            "`run --json` wall / floor wall",
+            json_ratios.median(),
+            BAR,
+            "×",
+        )
+        .pi(ctx.pi_figure(pi_ratio, "×")),
     );
-    report.line(format!(
-        "wall / floor wall per repetition (the bar is their median): {}",
-        ratios.listed()
-    ));
-    report.line(serving_breakdown(
-        &floor,
-        &floor_serving,
-        &agent,
-        &agent_serving,
-    ));
-    report.bar(Bar::new("wall / floor wall", ratios.median(), 1.15, "×"));
-    report.bar(Bar::new(
-        "JSONL bytes per text delta event",
-        per_delta,
-        120.0,
-        "B",
-    ));
-    wire.report(&mut report, fw);
+    report.bar(
+        Bar::new("daemon wall / floor wall", lsp_ratios.median(), BAR, "×")
+            .pi("n/a: no LSP daemon"),
+    );
+    report.bar(
+        Bar::figure("`run --json` CPU per delta", json.cpu_per_delta(size), "µs")
+            .pi(ctx.pi_figure(pi_cpu, "µs")),
+    );
+    report.bar(
+        Bar::figure("daemon CPU per delta", lsp.cpu_per_delta(size), "µs").pi("n/a: no LSP daemon"),
+    );
     Ok(report)
 }
 
-/// Where the wall time goes, from the mock's own time writing the answer in each run: how long
-/// each client took beyond it (its start-up, and what it still had to do after the mock's last
-/// byte), and how much slower the mock served agent-lsp than the floor within a repetition.
-fn serving_breakdown(
-    floor: &[Sample],
-    floor_serving: &[Duration],
-    agent: &[Sample],
-    agent_serving: &[Duration],
-) -> String {
-    let beyond = |samples: &[Sample], serving: &[Duration]| {
-        let spans = samples
-            .iter()
-            .zip(serving)
-            .map(|(s, w)| s.wall.saturating_sub(*w));
-        ms(super::measure::median(spans.collect()))
-    };
-    let slower = Ratios::new(
-        agent_serving
-            .iter()
-            .zip(floor_serving)
-            .map(|(a, f)| a.as_secs_f64() / f.as_secs_f64().max(1e-9))
-            .collect(),
-    );
-    format!(
-        "the mock's own time writing the answer (median): {:.1} ms for the floor, {:.1} ms for \
-         agent-lsp; wall beyond it (median): floor {:.1} ms, agent-lsp {:.1} ms; the mock's \
-         time serving agent-lsp / serving the floor, per repetition: {}",
-        ms(super::measure::median(floor_serving.to_vec())),
-        ms(super::measure::median(agent_serving.to_vec())),
-        beyond(floor, floor_serving),
-        beyond(agent, agent_serving),
-        slower.listed()
-    )
-}
-
-/// What the daemon wrote for the answer, over all repetitions.
-#[derive(Default)]
-struct Wire {
-    provider_deltas: usize,
-    notifications: usize,
-    /// Bytes of the text-delta notifications, frame headers included.
-    delta_bytes: usize,
-    /// Bytes of every `$/agentEvent` of the runs (the final messages carry the whole answer).
-    event_bytes: usize,
-    walls: Vec<Duration>,
-}
-
-impl Wire {
-    fn report(&self, report: &mut Report, floor: Duration) {
-        let wall = super::measure::median(self.walls.clone());
-        report.line(format!(
-            "daemon (`$/agentEvent`, default options): {} notifications for {} provider text \
-             deltas ({:.1} deltas each), {:.1} B per notification; all events {:.1} B per \
-             provider delta; prompt → agent_settled {:.1} ms (median), {:.2} × the floor",
-            self.notifications,
-            self.provider_deltas,
-            self.provider_deltas as f64 / self.notifications.max(1) as f64,
-            self.delta_bytes as f64 / self.notifications.max(1) as f64,
-            self.event_bytes as f64 / self.provider_deltas.max(1) as f64,
-            ms(wall),
-            wall.as_secs_f64() / floor.as_secs_f64().max(1e-9)
-        ));
-        report.bar(Bar::new(
-            "`$/agentEvent` bytes per provider text delta",
-            self.delta_bytes as f64 / self.provider_deltas.max(1) as f64,
-            120.0,
-            "B",
-        ));
-    }
-}
-
-/// Streams the answer `ctx.reps` times through one daemon session; checks every run's text
-/// and `seq` and counts the bytes of the notifications.
-fn daemon_wire(
-    ctx: &Ctx,
-    host: &MockHost,
-    sandbox: &Sandbox,
-    text: &str,
-    size: Size,
-) -> anyhow::Result<Wire> {
-    let mut daemon = Daemon::spawn(&ctx.agent_bin, &sandbox.env(host), &sandbox.project())?;
-    daemon.initialize(&sandbox.project(), false)?;
-    let (mut wire, mut last_seq) = (Wire::default(), 0);
-    for _ in 0..ctx.reps {
-        host.push(response(text, size));
-        let started = Instant::now();
-        daemon.request_start("agent/prompt", json!({"message": "Write it all"}))?;
-        let mut events: Vec<Incoming> = Vec::new();
-        loop {
-            let message = daemon.next()?;
-            if !message.is_event() {
-                continue;
-            }
-            let settled = contains(&message.raw, b"\"agent_settled\"");
-            events.push(message);
-            if settled {
-                break;
-            }
-        }
-        wire.walls
-            .push(events.last().map_or(started, |e| e.at) - started);
-        let mut streamed = String::new();
-        for incoming in &events {
-            let value: Value = incoming.parse()?;
-            let params = &value["params"];
-            let seq = params["seq"].as_u64().context("an event without seq")?;
-            ensure!(seq == last_seq + 1, "seq {seq} after {last_seq}");
-            last_seq = seq;
-            let frame = incoming.raw.len()
-                + format!("Content-Length: {}\r\n\r\n", incoming.raw.len()).len();
-            wire.event_bytes += frame;
-            let event = &params["event"]["assistantMessageEvent"];
-            if event["type"] == "text_delta" {
-                streamed.push_str(event["delta"].as_str().unwrap_or_default());
-                wire.notifications += 1;
-                wire.delta_bytes += frame;
-            }
-        }
-        ensure!(
-            streamed == text,
-            "the daemon's deltas differ from the answer ({} bytes, expected {})",
-            streamed.len(),
-            text.len()
-        );
-        wire.provider_deltas += size.deltas;
-    }
-    daemon.shutdown()?;
-    Ok(wire)
-}
-
-/// Every delta arrived, in order, as its own event; returns the mean JSONL bytes per delta line.
-fn check_stream(stdout: &[u8], text: &str, size: Size) -> anyhow::Result<f64> {
+/// Every delta arrived, in order, as its own event, and the run settled.
+fn check_stream(stdout: &[u8], text: &str, size: Size, client: Client) -> anyhow::Result<()> {
     let lines = json_lines(stdout)?;
     ensure_settled(&lines)?;
     let streamed = streamed_text(&lines);
     ensure!(
         streamed == text,
-        "the streamed text differs ({} bytes, expected {})",
+        "{} streamed {} bytes, expected {}",
+        client.name(),
         streamed.len(),
         text.len()
     );
     let count = deltas_of(&lines, "text_delta").count();
     ensure!(
         count == size.deltas,
-        "{count} text delta events for {} deltas",
+        "{} printed {count} text delta events for {} deltas",
+        client.name(),
         size.deltas
     );
-    let bytes: usize = stdout
-        .split(|b| *b == b'\n')
-        .filter(|l| l.starts_with(br#"{"type":"message_update""#) && memfind(l, b"text_delta"))
-        .map(|l| l.len() + 1)
-        .sum();
-    Ok(bytes as f64 / count as f64)
-}
-
-fn memfind(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
+    Ok(())
 }

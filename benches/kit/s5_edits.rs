@@ -1,15 +1,14 @@
 //! Scenario 5: the daemon with a large document open (10 MB at full size) and many `edit` tool
 //! calls (1,000), each applied through `workspace/applyEdit` and echoed by the client's
-//! `didChange`. Bars: p50 ≤ 1 ms and p99 ≤ 5 ms server time per edit; memory flat.
+//! `didChange`. Bars: p50 ≤ 5 ms and p99 ≤ 20 ms server time per edit; memory flat. pi has
+//! no LSP daemon.
 //!
 //! Server time of one edit, from the client's clock: from the moment the model's response
 //! passed the relay ([`super::proxy`]; everything after is the daemon's) to the arrival of
-//! `applyEdit`, plus
-//! from the client's `didChange` to the `tool_execution_end` event, minus the client's time
-//! answering the `agent/saveDocuments` in between (from its arrival, or the `didChange` if it
-//! came earlier, to the answer). The
-//! client's own time (applying the edit, answering `agent/saveDocuments`) and the model's time
-//! are excluded; the pipe transit is included.
+//! `applyEdit`, plus from the client's `didChange` to the `tool_execution_end` event, minus the
+//! client's time answering the `agent/saveDocuments` in between. The client's own time
+//! (applying the edit, answering) and the model's time are excluded; the pipe transit is
+//! included.
 
 use std::time::{Duration, Instant};
 
@@ -242,7 +241,7 @@ fn report(
     let p50 = percentile(times.to_vec(), 50.0);
     let p99 = percentile(times.to_vec(), 99.0);
     let mut report = Report::new(format!(
-        "5. Daemon: a {:.0} MB document, {} `edit` calls through applyEdit + didChange",
+        "5 daemon: a {:.1} MB document, {} `edit`s",
         size.doc_bytes as f64 / 1e6,
         size.edits
     ));
@@ -263,19 +262,23 @@ fn report(
             .join(", "),
         mib(peak)
     ));
-    report.bar(Bar::new("p50 server time per edit", ms(p50), 1.0, "ms"));
-    report.bar(Bar::new("p99 server time per edit", ms(p99), 5.0, "ms"));
+    let no_pi = "n/a: no LSP daemon";
+    report.bar(Bar::new("p50 server time per edit", ms(p50), 5.0, "ms").pi(no_pi));
+    report.bar(Bar::new("p99 server time per edit", ms(p99), 20.0, "ms").pi(no_pi));
     // Flat: from the first sample (after 10% of the edits) to the last, the daemon grows by
     // less than one copy of the document (a leak of any per-edit copy would be far above).
     let growth = match (rss.first(), rss.last()) {
         (Some(first), Some(last)) => mib(last.saturating_sub(*first)),
         _ => 0.0,
     };
-    report.bar(Bar::new(
-        "RSS growth, 10% → 100% of the edits",
-        growth,
-        size.doc_bytes as f64 / (1024.0 * 1024.0),
-        "MiB",
-    ));
+    report.bar(
+        Bar::new(
+            "RSS growth, 10% → 100% of the edits",
+            growth,
+            size.doc_bytes as f64 / (1024.0 * 1024.0),
+            "MiB",
+        )
+        .pi(no_pi),
+    );
     Ok(report)
 }
