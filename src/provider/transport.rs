@@ -84,6 +84,13 @@ impl HttpClient {
         HttpClient::default()
     }
 
+    /// The reqwest client for `url` (direct for loopback, else through the environment's
+    /// proxy), for MCP servers over HTTP.
+    pub fn client_for(&self, url: &str) -> Result<reqwest::Client, String> {
+        let url = reqwest::Url::parse(url).map_err(|e| format!("{url}: {e}"))?;
+        self.for_url(&url).cloned().map_err(Clone::clone)
+    }
+
     /// The client for `url`, trusting the system's certificate store (or `SSL_CERT_FILE`) and
     /// the Mozilla roots. `Err` (say, a certificate store with no usable certificate) fails
     /// each request.
