@@ -105,12 +105,10 @@ impl ServerConfig {
     /// The command line or URL, as shown to the user in a trust prompt.
     pub fn describe(&self) -> String {
         match &self.transport {
-            Transport::Stdio { command, args, .. } => {
-                std::iter::once(command.as_str())
-                    .chain(args.iter().map(String::as_str))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            }
+            Transport::Stdio { command, args, .. } => std::iter::once(command.as_str())
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
             Transport::Http { url, .. } => url.clone(),
         }
     }
@@ -166,11 +164,21 @@ pub fn load_file(
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), Vec::new()),
-        Err(e) => return (Vec::new(), vec![error(&origin, "", format!("cannot read: {e}"))]),
+        Err(e) => {
+            return (
+                Vec::new(),
+                vec![error(&origin, "", format!("cannot read: {e}"))],
+            );
+        }
     };
     let value: Value = match serde_json::from_str(&text) {
         Ok(value) => value,
-        Err(e) => return (Vec::new(), vec![error(&origin, "", format!("not JSON: {e}"))]),
+        Err(e) => {
+            return (
+                Vec::new(),
+                vec![error(&origin, "", format!("not JSON: {e}"))],
+            );
+        }
     };
     match value.get("mcpServers") {
         Some(servers) => parse_servers(servers, &origin, env),
@@ -186,7 +194,10 @@ pub fn parse_servers(
     env: &EnvSource,
 ) -> (Vec<ServerConfig>, Vec<ConfigError>) {
     let Some(map) = servers.as_object() else {
-        return (Vec::new(), vec![error(origin, "mcpServers", "expected an object")]);
+        return (
+            Vec::new(),
+            vec![error(origin, "mcpServers", "expected an object")],
+        );
     };
     let mut good = Vec::new();
     let mut errors = Vec::new();
@@ -215,7 +226,12 @@ fn parse_entry(
     origin: &Origin,
     env: &EnvSource,
 ) -> Result<ServerConfig, EntryError> {
-    let at = |key: &str| format!("mcpServers.{name}{}{key}", if key.is_empty() { "" } else { "." });
+    let at = |key: &str| {
+        format!(
+            "mcpServers.{name}{}{key}",
+            if key.is_empty() { "" } else { "." }
+        )
+    };
     let fail = |key: &str, message: &str| (at(key), message.to_owned());
     if name.is_empty() {
         return Err(fail("", "a server needs a name"));
@@ -231,7 +247,9 @@ fn parse_entry(
             env: string_map(entry.get("env"), env).map_err(|m| fail("env", &m))?,
             cwd: match entry.get("cwd") {
                 None | Some(Value::Null) => None,
-                Some(cwd) => Some(PathBuf::from(string(cwd, env).map_err(|m| fail("cwd", &m))?)),
+                Some(cwd) => Some(PathBuf::from(
+                    string(cwd, env).map_err(|m| fail("cwd", &m))?,
+                )),
             },
         },
         (None, Some(url)) => {
@@ -271,8 +289,12 @@ fn parse_entry(
 
 fn approval(value: Option<&Value>) -> Result<Approval, EntryError> {
     let policy = |v: &Value, key: &str| {
-        serde_json::from_value::<Policy>(v.clone())
-            .map_err(|_| (key.to_owned(), "expected \"allow\", \"ask\" or \"block\"".to_owned()))
+        serde_json::from_value::<Policy>(v.clone()).map_err(|_| {
+            (
+                key.to_owned(),
+                "expected \"allow\", \"ask\" or \"block\"".to_owned(),
+            )
+        })
     };
     match value {
         None | Some(Value::Null) => Ok(Approval::default()),

@@ -72,15 +72,22 @@ fn a_broken_entry_names_its_key_and_the_others_still_load() {
     );
     let unset = errors.iter().find(|e| e.key.ends_with("env")).unwrap();
     assert!(unset.message.contains("NOPE is not set"), "{unset}");
-    assert!(unset.to_string().starts_with("initializationOptions.mcpServers: "));
+    assert!(
+        unset
+            .to_string()
+            .starts_with("initializationOptions.mcpServers: ")
+    );
 }
 
 #[test]
 fn files_name_themselves_in_errors_and_later_sources_win() {
     let dir = tempfile::tempdir().unwrap();
     let user = dir.path().join("mcp.json");
-    std::fs::write(&user, r#"{"mcpServers": {"a": {"command": "one"}, "b": {"command": "b"}}}"#)
-        .unwrap();
+    std::fs::write(
+        &user,
+        r#"{"mcpServers": {"a": {"command": "one"}, "b": {"command": "b"}}}"#,
+    )
+    .unwrap();
     let project = project_file(dir.path());
     std::fs::write(&project, r#"{"mcpServers": {"a": {"command": "two"}}}"#).unwrap();
     let broken = dir.path().join("broken.json");
@@ -98,7 +105,10 @@ fn files_name_themselves_in_errors_and_later_sources_win() {
     assert!(servers.is_empty());
     assert!(errors[0].to_string().contains("broken.json"), "{errors:?}");
     let missing = dir.path().join("missing.json");
-    assert_eq!(load_file(&missing, Origin::File(missing.clone()), &env()), (vec![], vec![]));
+    assert_eq!(
+        load_file(&missing, Origin::File(missing.clone()), &env()),
+        (vec![], vec![])
+    );
 }
 
 #[test]

@@ -116,10 +116,7 @@ impl McpSession {
 
     /// [`McpSession::tools`] as agent tools.
     pub fn tool_refs(&self) -> Vec<ToolRef> {
-        self.tools()
-            .into_iter()
-            .map(|t| t as ToolRef)
-            .collect()
+        self.tools().into_iter().map(|t| t as ToolRef).collect()
     }
 
     /// What an MCP tool of this session is (for approvals), by its agent-side name.

@@ -193,18 +193,15 @@ impl Server {
         let due = {
             let inner = lock(&self.inner);
             match inner.state {
-                State::Ready | State::Disabled | State::Untrusted => return,
-                State::Starting => None,
+                State::Ready | State::Starting | State::Disabled | State::Untrusted => return,
                 State::Failed if inner.failures_in_a_row > MAX_RESTARTS => return,
                 State::Failed => inner
                     .failed_at
                     .map(|at| at + BACKOFF * 2u32.pow(inner.failures_in_a_row.saturating_sub(1))),
             }
         };
-        if let Some(due) = due {
-            if due > Instant::now() {
-                return;
-            }
+        if due.is_some_and(|due| due > Instant::now()) {
+            return;
         }
         self.start().await;
     }
@@ -362,7 +359,11 @@ impl Server {
         let arguments = match args {
             Value::Object(map) => map,
             Value::Null => Default::default(),
-            other => return Err(CallError::Failed(format!("arguments must be an object, not {other}"))),
+            other => {
+                return Err(CallError::Failed(format!(
+                    "arguments must be an object, not {other}"
+                )));
+            }
         };
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(rmcp::model::Request::new(params));
@@ -393,14 +394,18 @@ impl Server {
                 lock(&self.inner).failures_in_a_row = 0;
                 serde_json::to_value(result).map_err(|e| CallError::Failed(e.to_string()))
             }
-            Ok(Ok(other)) => Err(CallError::Failed(format!("an unexpected answer: {other:?}"))),
+            Ok(Ok(other)) => Err(CallError::Failed(format!(
+                "an unexpected answer: {other:?}"
+            ))),
             Ok(Err(ServiceError::McpError(e))) => Err(CallError::Failed(format!(
                 "the server answered with an error: {} ({})",
                 e.message, e.code.0
             ))),
             Ok(Err(e)) => Err(CallError::Failed(e.to_string())),
             // The connection went away mid-call: the server exited or broke its stream.
-            Err(_) => Err(CallError::Failed("the server exited during the call".into())),
+            Err(_) => Err(CallError::Failed(
+                "the server exited during the call".into(),
+            )),
         }
     }
 

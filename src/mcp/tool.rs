@@ -42,7 +42,9 @@ impl McpTool {
     pub fn new(server: Arc<Server>, tool: &Tool, name: String) -> Self {
         let annotations = tool.annotations.as_ref();
         let read_only = annotations.and_then(|a| a.read_only_hint).unwrap_or(false);
-        let destructive = annotations.and_then(|a| a.destructive_hint).unwrap_or(false);
+        let destructive = annotations
+            .and_then(|a| a.destructive_hint)
+            .unwrap_or(false);
         let idempotent = annotations.and_then(|a| a.idempotent_hint).unwrap_or(false);
         let kind = match (read_only, destructive, idempotent) {
             (true, _, _) => "read",
@@ -155,9 +157,9 @@ pub fn unique_names(pairs: &[(String, String)]) -> Vec<String> {
 
 fn with_hash(base: &str, full: &str) -> String {
     // FNV-1a: stable across runs and builds, unlike std's hasher.
-    let hash = full
-        .bytes()
-        .fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    let hash = full.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
     format!("{base}_{hash:08x}")
 }
 
@@ -168,9 +170,7 @@ pub fn normalize_schema(schema: Value) -> Value {
         _ => serde_json::Map::new(),
     };
     schema.insert("type".into(), json!("object"));
-    schema
-        .entry("properties")
-        .or_insert_with(|| json!({}));
+    schema.entry("properties").or_insert_with(|| json!({}));
     Value::Object(schema)
 }
 
@@ -211,7 +211,10 @@ pub fn convert_result(result: &Value, info: &McpToolInfo) -> AgentToolResult {
                     .as_str()
                     .map(|d| format!(": {d}"))
                     .unwrap_or_default();
-                texts.push(format!("[resource link: {name} ({}){described}]", text("uri")));
+                texts.push(format!(
+                    "[resource link: {name} ({}){described}]",
+                    text("uri")
+                ));
             }
             other => texts.push(format!("[{other} content not shown]")),
         }
@@ -243,8 +246,8 @@ pub fn convert_result(result: &Value, info: &McpToolInfo) -> AgentToolResult {
 /// The text for the model, cut like `bash` output (the tail kept) with pi's notice.
 fn truncated(text: &str) -> (String, Option<Value>) {
     // A final newline ends the last line rather than starting an empty one.
-    let text = text.strip_suffix('\n').unwrap_or(text);
-    let trunc = truncate_tail(text, Limits::default());
+    let lines = text.strip_suffix('\n').unwrap_or(text);
+    let trunc = truncate_tail(lines, Limits::default());
     if !trunc.truncated {
         return (text.to_owned(), None);
     }
