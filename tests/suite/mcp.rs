@@ -8,7 +8,7 @@ mod real;
 use std::path::{Path, PathBuf};
 
 use agent_lsp::mcp::config::{McpConfig, Origin, parse_servers};
-use agent_lsp::models::EnvSource;
+use agent_lsp::model_registry::EnvSource;
 use serde_json::{Value, json};
 
 /// The fault server's entry (`extra` merged into it).
