@@ -70,11 +70,24 @@ impl McpHub {
         server
     }
 
-    /// Stops every running server (shutdown, stdin closed).
-    pub fn stop_all(&self) {
-        let map = self.servers.lock().unwrap_or_else(|e| e.into_inner());
-        for server in map.values().filter_map(Weak::upgrade) {
+    /// Stops every server (shutdown, stdin closed, the end of a run): each gets EOF and a
+    /// moment to exit, then its process group is killed.
+    pub async fn shutdown(&self) {
+        let servers: Vec<Arc<Server>> = {
+            let map = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+            map.values().filter_map(Weak::upgrade).collect()
+        };
+        for server in &servers {
             server.stop();
+        }
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
+        while servers.iter().any(|s| s.running_group().is_some())
+            && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        for server in &servers {
+            server.kill_group(nix::sys::signal::Signal::SIGKILL);
         }
     }
 }
@@ -125,6 +138,21 @@ impl McpSession {
             .into_iter()
             .find(|t| t.declaration().name == name)
             .map(|t| t.info().clone())
+    }
+
+    /// Starts the servers that waited for the user to trust the project.
+    pub fn trust(&self) {
+        for server in &self.servers {
+            server.trust();
+        }
+    }
+
+    /// The configured servers waiting for the project's trust.
+    pub fn untrusted(&self) -> Vec<ServerConfig> {
+        (self.servers.iter())
+            .filter(|s| s.status().state == State::Untrusted)
+            .map(|s| s.config.clone())
+            .collect()
     }
 
     pub fn status(&self) -> Vec<ServerStatus> {

@@ -71,6 +71,10 @@ struct Inner {
     generation: u64,
     failures_in_a_row: u32,
     failed_at: Option<Instant>,
+    /// The stdio child's process group.
+    group: Option<i32>,
+    /// The server announced a changed tool list that is not listed yet.
+    refreshing: bool,
 }
 
 /// One configured server (shared by the sessions that use it).
@@ -118,6 +122,8 @@ impl Server {
                 generation: 0,
                 failures_in_a_row: 0,
                 failed_at: None,
+                group: None,
+                refreshing: false,
             }),
             changed: watch::channel(0).0,
             starting: tokio::sync::Mutex::new(()),
@@ -187,6 +193,20 @@ impl Server {
         self.bump();
     }
 
+    /// The user trusted the project: an untrusted server starts now.
+    pub fn trust(self: &Arc<Self>) {
+        {
+            let mut inner = lock(&self.inner);
+            if inner.state != State::Untrusted {
+                return;
+            }
+            inner.state = State::Starting;
+        }
+        self.bump();
+        let server = self.clone();
+        tokio::spawn(async move { server.start().await });
+    }
+
     /// Starts a stopped server again when its backoff allows (the "next use"); returns once it
     /// is ready or failed.
     pub async fn ensure_started(self: &Arc<Self>) {
@@ -206,11 +226,15 @@ impl Server {
         self.start().await;
     }
 
-    /// Waits until the server is no longer starting.
+    /// Waits until the server is no longer starting and its tool list is current.
     pub async fn settled(&self) {
         let mut changes = self.subscribe();
         loop {
-            if lock(&self.inner).state != State::Starting {
+            let busy = {
+                let inner = lock(&self.inner);
+                inner.state == State::Starting || inner.refreshing
+            };
+            if !busy {
                 return;
             }
             if changes.changed().await.is_err() {
@@ -260,6 +284,7 @@ impl Server {
                     .stderr(Stdio::piped())
                     .spawn()
                     .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                lock(&self.inner).group = transport.id().and_then(|id| i32::try_from(id).ok());
                 if let Some(stderr) = stderr {
                     tokio::spawn(log_stderr(self.config.name.clone(), stderr));
                 }
@@ -328,18 +353,23 @@ impl Server {
         }
     }
 
-    /// Lists the tools again (after `notifications/tools/list_changed`).
+    /// Lists the tools again (after `notifications/tools/list_changed`); until then the server
+    /// is not [`Server::settled`], so the next request waits for the new list.
     async fn refresh_tools(self: Arc<Self>) {
-        let Some(peer) = lock(&self.inner).peer.clone() else {
-            return;
+        let peer = lock(&self.inner).peer.clone();
+        let listed = match peer {
+            Some(peer) => peer.list_all_tools().await.map_err(|e| e.to_string()),
+            None => Err("not connected".into()),
         };
-        match peer.list_all_tools().await {
-            Ok(tools) => {
-                lock(&self.inner).tools = tools;
-                self.bump();
+        {
+            let mut inner = lock(&self.inner);
+            inner.refreshing = false;
+            match listed {
+                Ok(tools) => inner.tools = tools,
+                Err(e) => tracing::warn!(server = self.config.name, %e, "tools/list failed"),
             }
-            Err(e) => tracing::warn!(server = self.name(), %e, "tools/list failed"),
         }
+        self.bump();
     }
 
     /// Calls `tool` with `args`; `Ok` is the server's `CallToolResult` as JSON. `cancel` (an
@@ -352,10 +382,13 @@ impl Server {
         updates: ToolUpdater,
     ) -> Result<Value, CallError> {
         self.ensure_started().await;
-        let peer = lock(&self.inner).peer.clone().ok_or_else(|| {
-            let status = self.status();
-            CallError::Unavailable(status.error.unwrap_or_else(|| "not running".into()))
-        })?;
+        let peer = lock(&self.inner).peer.clone();
+        let Some(peer) = peer else {
+            let error = self.status().error;
+            return Err(CallError::Unavailable(
+                error.unwrap_or_else(|| "not running".into()),
+            ));
+        };
         let arguments = match args {
             Value::Object(map) => map,
             Value::Null => Default::default(),
@@ -409,7 +442,8 @@ impl Server {
         }
     }
 
-    /// Stops the server (its child and process group with it).
+    /// Stops the server: the connection closes (a stdio child gets EOF, then SIGTERM, as MCP
+    /// asks), in the background.
     pub fn stop(&self) {
         let mut inner = lock(&self.inner);
         inner.peer = None;
@@ -417,11 +451,27 @@ impl Server {
             stop.cancel();
         }
     }
+
+    /// Whether the stdio child's process group still has a process.
+    pub fn running_group(&self) -> Option<i32> {
+        let group = lock(&self.inner).group?;
+        let alive = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), None).is_ok();
+        alive.then_some(group)
+    }
+
+    /// Ends the stdio child's whole process group at once (what `npx` started with it).
+    pub fn kill_group(&self, signal: nix::sys::signal::Signal) {
+        if let Some(group) = self.running_group() {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), signal);
+        }
+    }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // The last session using it is gone, perhaps with the runtime: do not leave it behind.
         self.stop();
+        self.kill_group(nix::sys::signal::Signal::SIGTERM);
     }
 }
 
@@ -489,6 +539,8 @@ impl ClientHandler for Handler {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         if let Some(server) = self.server.upgrade() {
+            // Marked before the listing starts: a request about to go out waits for it.
+            lock(&server.inner).refreshing = true;
             tokio::spawn(server.refresh_tools());
         }
     }

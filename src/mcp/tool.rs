@@ -105,7 +105,11 @@ impl AgentTool for McpTool {
         let server = self.server.clone();
         let info = self.info.clone();
         Box::pin(async move {
-            match server.call(&info.tool, args, &cancel, on_update).await {
+            let outcome = server.call(&info.tool, args, &cancel, on_update).await;
+            // Notifications the server sent before its answer (a changed tool list, progress)
+            // are handled on tasks of their own: let them run before the loop goes on.
+            tokio::task::yield_now().await;
+            match outcome {
                 Ok(result) => Ok(convert_result(&result, &info)),
                 Err(CallError::Aborted) => Err(ToolError::new("Operation aborted")),
                 Err(e) => Err(ToolError::new(format!(

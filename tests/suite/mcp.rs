@@ -4,6 +4,7 @@
 
 mod client;
 mod real;
+mod through_run;
 
 use std::path::{Path, PathBuf};
 
