@@ -288,10 +288,9 @@ async fn report_mcp(tools: &SessionTools) {
             (State::Ready, _) => format!("started with {} tools", status.tools.len()),
             (State::Failed, Some(error)) => format!("failed: {error}"),
             (State::Disabled, _) => "disabled".into(),
-            (State::Untrusted, _) => format!(
-                "not started: the project's .mcp.json is not trusted (run with \
-                 --trust-project-mcp to start its servers)"
-            ),
+            (State::Untrusted, _) => "not started: the project's .mcp.json is not trusted (run \
+                                       with --trust-project-mcp to start its servers)"
+                .into(),
             (state, _) => format!("{state:?}"),
         };
         eprintln!("agent-lsp: MCP server {}: {line}", status.name);

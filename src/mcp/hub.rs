@@ -16,10 +16,13 @@ use crate::mcp::server::{Server, ServerStatus, State};
 use crate::mcp::tool::{McpTool, McpToolInfo, unique_names};
 use crate::provider::transport::HttpClient;
 
+/// Servers by the directory they run for and their entry's key.
+type Running = HashMap<(PathBuf, String), Weak<Server>>;
+
 /// The running servers, by working directory and entry.
 #[derive(Clone, Default)]
 pub struct McpHub {
-    servers: Arc<Mutex<HashMap<(PathBuf, String), Weak<Server>>>>,
+    servers: Arc<Mutex<Running>>,
     http: HttpClient,
 }
 

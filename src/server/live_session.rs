@@ -445,14 +445,9 @@ impl LiveSession {
                         );
                     }
                 }
-                let run = {
-                    let st = session.lock();
-                    st.active.clone().or(st.last_run.clone())
-                };
+                // A session's servers belong to no run: `runId` is null.
                 let update = SessionEvent::McpUpdate { servers };
-                session
-                    .emitter
-                    .emit(run.as_deref(), EventBody::Session(update));
+                session.emitter.emit(None, EventBody::Session(update));
                 drop(session);
                 watch.changed().await;
             }

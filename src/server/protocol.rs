@@ -508,6 +508,7 @@ mod tests {
             method::SAVE_DOCUMENTS,
             method::DIAGNOSTICS,
             method::GET_DOCUMENT,
+            method::MCP_STATUS,
         ];
         let events = [
             "queue_update",
@@ -524,6 +525,7 @@ mod tests {
             "tool_execution_update",
             "tool_execution_end",
             "provider_retry",
+            "mcp_update",
         ];
         let fields = [
             "sessionId",
@@ -570,6 +572,12 @@ mod tests {
             "removed",
             "diagnostics",
             "uri",
+            "mcpServers",
+            "startupTimeoutMs",
+            "toolTimeoutMs",
+            "servers",
+            "state",
+            "untrusted",
         ];
         let all = methods
             .iter()
