@@ -26,12 +26,12 @@ fn entry(start_delay_ms: u64) -> Value {
     json!({"command": server.display().to_string(), "args": [start_delay_ms.to_string()]})
 }
 
-fn config(servers: Value) -> McpConfig {
+fn config(servers: Value) -> anyhow::Result<McpConfig> {
     let (servers, errors) = parse_servers(&servers, &Origin::Editor, &EnvSource::from_process());
-    assert!(errors.is_empty(), "{errors:?}");
+    anyhow::ensure!(errors.is_empty(), "{errors:?}");
     let mut config = McpConfig::default();
     config.merge(servers);
-    config
+    Ok(config)
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -40,19 +40,16 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 /// The median of (call wall − the server's own time), in ms.
-async fn call_overhead(calls: usize) -> f64 {
+async fn call_overhead(calls: usize) -> anyhow::Result<f64> {
     let hub = McpHub::new();
-    let session = hub.attach(
-        &std::env::temp_dir(),
-        &config(json!({"echo": entry(0)})),
-        true,
-    );
+    let servers = config(json!({"echo": entry(0)}))?;
+    let session = hub.attach(&std::env::temp_dir(), &servers, true);
     session.ready().await;
     let tool = session
         .tools()
         .into_iter()
         .find(|t| t.declaration().name == "echo__timed_echo")
-        .expect("the timed echo tool");
+        .ok_or_else(|| anyhow::anyhow!("no timed echo tool: {:?}", session.status()))?;
     let mut overheads = Vec::with_capacity(calls);
     for _ in 0..calls {
         let started = Instant::now();
@@ -63,19 +60,18 @@ async fn call_overhead(calls: usize) -> f64 {
                 CancellationToken::new(),
                 ToolUpdater::none(),
             )
-            .await
-            .expect("a result");
+            .await?;
         let wall = started.elapsed().as_secs_f64() * 1e3;
-        let text = serde_json::to_value(&result.content).expect("json")[0]["text"].clone();
+        let text = serde_json::to_value(&result.content)?[0]["text"].clone();
         let own_ms: f64 = text.as_str().and_then(|t| t.parse().ok()).unwrap_or(0.0) / 1e3;
         overheads.push(wall - own_ms);
     }
     hub.shutdown().await;
-    median(overheads)
+    Ok(median(overheads))
 }
 
 /// Start-up of `delays` servers attached together, until all are ready, in ms.
-async fn start_up(delays: &[u64]) -> f64 {
+async fn start_up(delays: &[u64]) -> anyhow::Result<f64> {
     let servers: serde_json::Map<String, Value> = delays
         .iter()
         .enumerate()
@@ -83,16 +79,17 @@ async fn start_up(delays: &[u64]) -> f64 {
         .collect();
     let hub = McpHub::new();
     let started = Instant::now();
-    let session = hub.attach(&std::env::temp_dir(), &config(Value::Object(servers)), true);
+    let session = hub.attach(
+        &std::env::temp_dir(),
+        &config(Value::Object(servers))?,
+        true,
+    );
     session.ready().await;
     let took = started.elapsed();
-    assert!(
-        session.status().iter().all(|s| s.error.is_none()),
-        "{:?}",
-        session.status()
-    );
+    let status = session.status();
+    anyhow::ensure!(status.iter().all(|s| s.error.is_none()), "{status:?}");
     hub.shutdown().await;
-    took.as_secs_f64() * 1e3
+    Ok(took.as_secs_f64() * 1e3)
 }
 
 fn line(name: &str, figure: f64, bar: &str, met: bool) -> bool {
@@ -113,15 +110,28 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|n| n.parse().ok())
         .unwrap_or(100);
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let measured = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .expect("a runtime");
-    let all_met = runtime.block_on(async {
-        let overhead = call_overhead(calls).await;
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| runtime.block_on(measure(calls)));
+    match measured {
+        Ok(true) => {}
+        Ok(false) => std::process::exit(1),
+        Err(e) => {
+            eprintln!("bench: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Runs both measurements; `Ok(false)` when a bar is missed.
+async fn measure(calls: usize) -> anyhow::Result<bool> {
+    {
+        let overhead = call_overhead(calls).await?;
         let delays = [200, 400, 600];
-        let slowest: Vec<f64> = futures_util_median(3, || start_up(&delays[2..])).await;
-        let together: Vec<f64> = futures_util_median(3, || start_up(&delays)).await;
+        let slowest = repeated(3, || start_up(&delays[2..])).await?;
+        let together = repeated(3, || start_up(&delays)).await?;
         let (slowest, together) = (median(slowest), median(together));
         let calls_met = line(
             &format!("MCP call above the server's own time ({calls} calls)"),
@@ -141,23 +151,20 @@ fn main() {
             &format!("≤ {slowest:.0} + {START_BAR_MS} ms"),
             together <= slowest + START_BAR_MS,
         );
-        calls_met && start_met
-    });
-    if !all_met {
-        std::process::exit(1);
+        Ok(calls_met && start_met)
     }
 }
 
 /// Runs `f` `n` times, one after another.
-async fn futures_util_median<F, Fut>(n: usize, f: F) -> Vec<f64>
+async fn repeated<F, Fut>(n: usize, f: F) -> anyhow::Result<Vec<f64>>
 where
     F: Fn() -> Fut,
-    Fut: std::future::Future<Output = f64>,
+    Fut: std::future::Future<Output = anyhow::Result<f64>>,
 {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
-        out.push(f().await);
+        out.push(f().await?);
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    out
+    Ok(out)
 }
