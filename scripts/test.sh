@@ -16,6 +16,10 @@ cargo fmt --all -- --check
 section "clippy"
 cargo clippy --locked --all-targets -- -D warnings
 
+section "MCP test servers"
+# The MCP tests run the reference servers from npm (pinned; cached under /var/tmp/agent-lsp-e2e).
+bash scripts/install-mcp-servers.sh >/dev/null
+
 section "cargo test"
 # The HTTP client's TLS tests make their certificates with the openssl command.
 if ! command -v openssl >/dev/null 2>&1; then

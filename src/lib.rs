@@ -2,11 +2,12 @@
 //!
 //! See `ARCHITECTURE.md` for the code map. In short: [`agent`] is the loop (a port of pi's
 //! agent loop), [`provider`] streams model responses, [`model_registry`] finds models,
-//! [`tools`] are the coding tools, [`session`] persists conversations, [`session_setup`]
+//! [`tools`] are the coding tools, [`mcp`] brings MCP servers' tools, [`session`] persists conversations, [`session_setup`]
 //! assembles a session for a front end, [`server`] is the LSP daemon and [`cli`] the commands.
 
 pub mod agent;
 pub mod cli;
+pub mod mcp;
 pub mod model_registry;
 pub mod provider;
 pub mod server;

@@ -7,19 +7,24 @@
 //! options). The front end then only adds its hooks (approval) and listeners (rendering,
 //! forwarding) and runs the agent. Whatever every session needs belongs here, not in a front end.
 
+pub mod mcp;
 mod system_prompt;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::agent::AgentOptions;
-use crate::agent::message::ThinkingLevel;
+use crate::agent::declare::declarations;
+use crate::agent::message::{AgentMessage, MessageContent, ThinkingLevel};
 use crate::agent::stream_contract::{StreamFn, StreamOptions};
 use crate::agent::tool::ToolRef;
+use crate::agent::transcript::initial_system_message;
+use crate::mcp::config::ConfigError;
 use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking, resolve_model};
 use crate::session::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
+pub use mcp::{McpSource, McpSpec, SessionTools};
 pub use system_prompt::system_prompt;
 
 /// What a front end asks for.
@@ -38,6 +43,8 @@ pub struct SessionSpec {
     pub stream_fn: Arc<dyn StreamFn>,
     /// The environment models and keys are resolved from.
     pub env: EnvSource,
+    /// The MCP servers whose tools the session offers.
+    pub mcp: McpSpec,
 }
 
 /// Which model the session talks to.
@@ -93,6 +100,10 @@ pub struct AssembledSession {
     /// The canonical project directory.
     pub cwd: PathBuf,
     pub workspace: Arc<dyn Workspace>,
+    /// The session's tools as they change (its MCP servers started in the background).
+    pub tools: Arc<SessionTools>,
+    /// Broken MCP configuration files or entries (the rest still loaded).
+    pub mcp_errors: Vec<ConfigError>,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -158,14 +169,21 @@ pub fn assemble(
         },
     );
     tools.extend(front_end.extra_tools(&workspace));
+    let (tools, mcp_errors) = mcp::attach(&spec.mcp, &cwd, &spec.env, tools);
+    let tools = Arc::new(tools);
     let date = crate::session::time::iso_now();
     let today = date.get(..10).unwrap_or(&date);
     let mut options = AgentOptions::new(spec.stream_fn);
     options.model = resolved.model;
     options.thinking_level = thinking;
-    options.system_prompt = Some(system_prompt(&cwd, today, front_end.prompt_note()));
-    options.tools = tools;
-    options.messages = record.messages();
+    let prompt = system_prompt(&cwd, today, front_end.prompt_note());
+    options.messages = with_initial_system_message(record.messages(), &prompt, tools.base());
+    options.system_prompt = Some(prompt);
+    options.tools = tools.current();
+    if !tools.mcp.is_empty() {
+        options.hooks.prepare_run = Some(tools.prepare_run_hook());
+        options.hooks.prepare_next_turn = Some(tools.next_turn_hook());
+    }
     options.stream_options = StreamOptions {
         api_key: resolved.api_key,
         session_id: Some(session_id),
@@ -176,7 +194,31 @@ pub fn assemble(
         record,
         cwd,
         workspace,
+        tools,
+        mcp_errors,
     })
+}
+
+/// The stored messages of a session, with the system prompt and fixed tools first when the
+/// session starts with a pure tool declaration (MCP tools that appeared before its first prompt):
+/// the agent puts them first only when the transcript does not start with a system message, and
+/// the first run's own initial message is never stored.
+fn with_initial_system_message(
+    mut messages: Vec<AgentMessage>,
+    prompt: &str,
+    tools: &[ToolRef],
+) -> Vec<AgentMessage> {
+    let declaration_only = matches!(messages.first(), Some(AgentMessage::System(s))
+    if s.sections.is_none() && match &s.content {
+        MessageContent::Text(text) => text.is_empty(),
+        MessageContent::Blocks(blocks) => blocks.is_empty(),
+    });
+    if declaration_only
+        && let Some(initial) = initial_system_message(Some(prompt), &declarations(tools))
+    {
+        messages.insert(0, AgentMessage::System(initial));
+    }
+    messages
 }
 
 /// Records a model or thinking level that differs from the session's, as pi does on a switch.

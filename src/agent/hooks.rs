@@ -189,6 +189,15 @@ pub type PrepareRequestHook = Arc<
         + Send
         + Sync,
 >;
+/// agent-lsp's, not pi's: awaited when a run starts, before the loop takes its context (an abort
+/// ends the wait); `Some` replaces the agent's tools. For tools that appear over time, such as
+/// those of MCP servers still starting, so the run's first request already declares them.
+pub type PrepareRunHook = Arc<
+    dyn Fn(CancellationToken) -> BoxFuture<'static, Option<Vec<crate::agent::tool::ToolRef>>>
+        + Send
+        + Sync,
+>;
+
 pub type PrepareNextTurnHook = Arc<
     dyn Fn(AgentTurnContext, CancellationToken) -> HookFuture<Option<AgentLoopTurnUpdate>>
         + Send
@@ -214,6 +223,8 @@ pub struct AgentHooks {
     pub prepare_request: Option<PrepareRequestHook>,
     pub prepare_next_turn: Option<PrepareNextTurnHook>,
     pub finish_turn: Option<FinishTurnHook>,
+    /// Not pi's: see [`PrepareRunHook`].
+    pub prepare_run: Option<PrepareRunHook>,
     pub get_api_key: Option<GetApiKeyHook>,
 }
 

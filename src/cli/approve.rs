@@ -8,6 +8,9 @@ use std::sync::Arc;
 use clap::ValueEnum;
 
 use crate::agent::hooks::{BeforeToolCallHook, BeforeToolCallResult};
+use crate::mcp::config::Policy;
+use crate::mcp::tool::McpToolInfo;
+use crate::session_setup::SessionTools;
 use crate::tools::is_read_only;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -40,13 +43,31 @@ impl Approval {
         }
     }
 
-    /// The loop hook enforcing this mode (`None` when everything is allowed).
-    pub fn hook(self) -> Option<BeforeToolCallHook> {
-        if self == Approval::All {
-            return None;
+    /// Why an MCP tool is refused: its server's `approval` decides first; otherwise MCP tools
+    /// run only under `--approve all` (read-only hints are the server's claim, not ours).
+    pub fn mcp_refusal(self, tool: &str, info: &McpToolInfo) -> Option<String> {
+        match (info.policy, self) {
+            (Some(Policy::Allow), _) | (Some(Policy::Ask) | None, Approval::All) => None,
+            (Some(Policy::Block), _) => Some(format!(
+                "Tool `{tool}` was not run: the MCP server {}'s configuration blocks it.",
+                info.server
+            )),
+            _ => Some(format!(
+                "Tool `{tool}` (MCP server {}) was not run: MCP tools run only with --approve \
+                 all, or with \"approval\": \"allow\" in the server's mcpServers entry.",
+                info.server
+            )),
         }
+    }
+
+    /// The loop hook enforcing this mode over the session's tools.
+    pub fn hook(self, tools: Arc<SessionTools>) -> Option<BeforeToolCallHook> {
         Some(Arc::new(move |ctx, _cancel| {
-            let refusal = self.refusal(&ctx.tool_call.name);
+            let tool = &ctx.tool_call.name;
+            let refusal = match tools.mcp_info(tool) {
+                Some(info) => self.mcp_refusal(tool, &info),
+                None => self.refusal(tool),
+            };
             Box::pin(async move {
                 Ok(refusal.map(|reason| BeforeToolCallResult {
                     block: true,

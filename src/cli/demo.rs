@@ -67,6 +67,7 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
             record: RecordChoice::New(None),
             stream_fn: Arc::new(demo_model()),
             env: EnvSource::default(),
+            mcp: Default::default(),
         },
         approval: Approval::All,
         json: args.json,

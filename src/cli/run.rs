@@ -14,10 +14,13 @@ use crate::agent::{Agent, RunFailure, RunHandle, RunOutcome};
 use crate::cli::approve::Approval;
 use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
 use crate::cli::recorder::Recorder;
+use crate::mcp::McpHub;
+use crate::mcp::server::State;
 use crate::model_registry::EnvSource;
 use crate::session::SessionStore;
 use crate::session_setup::{
-    Headless, ModelChoice, RecordChoice, SessionSpec, SetupError, assemble,
+    Headless, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec, SessionTools, SetupError,
+    assemble,
 };
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
@@ -61,6 +64,13 @@ pub struct RunArgs {
     /// outside the project and these directories are refused.
     #[arg(long = "add-dir", value_name = "DIR")]
     pub add_dir: Vec<PathBuf>,
+    /// A file with MCP servers (`{"mcpServers": …}`), after the user's and the project's
+    /// (repeatable; later files win by name).
+    #[arg(long = "mcp-config", value_name = "FILE")]
+    pub mcp_config: Vec<PathBuf>,
+    /// Start the MCP servers of the project's `.mcp.json` without having been allowed before.
+    #[arg(long)]
+    pub trust_project_mcp: bool,
     /// The prompt (several words are joined with spaces); `-` reads it from stdin.
     #[arg(required = true)]
     pub prompt: Vec<String>,
@@ -114,6 +124,11 @@ fn plan(args: RunArgs, env: EnvSource) -> anyhow::Result<RunPlan> {
             record,
             stream_fn: crate::provider::default_stream_fn(),
             env,
+            mcp: McpSpec {
+                hub: Some(McpHub::new()),
+                sources: args.mcp_config.into_iter().map(McpSource::File).collect(),
+                trust_project: args.trust_project_mcp,
+            },
         },
         approval: args.approve,
         json: args.json,
@@ -173,18 +188,27 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
         Arc::new(HumanRenderer::default())
     };
     let prompt = plan.prompt.clone();
-    let started = build_agent(plan, renderer.clone()).and_then(|(agent, recorder)| {
-        let handle = agent.prompt(vec![AgentMessage::user_text(prompt)])?;
-        Ok((agent, recorder, handle))
-    });
-    let (agent, recorder, handle) = match started {
-        Ok(started) => started,
+    let hub = plan.session.mcp.hub.clone();
+    let (agent, recorder, tools) = match build_agent(plan, renderer.clone()) {
+        Ok(built) => built,
         Err(e) => {
             eprintln!("agent-lsp: {e:#}");
             return ExitCode::FAILURE;
         }
     };
-    let (outcome, stopped_by) = match signals.wait_or_abort(&agent, handle).await {
+    report_mcp(&tools).await;
+    let handle = match agent.prompt(vec![AgentMessage::user_text(prompt)]) {
+        Ok(handle) => handle,
+        Err(e) => {
+            eprintln!("agent-lsp: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let settled = signals.wait_or_abort(&agent, handle).await;
+    if let Some(hub) = hub {
+        hub.shutdown().await;
+    }
+    let (outcome, stopped_by) = match settled {
         Settled::Run(outcome, stopped_by) => (outcome, stopped_by),
         Settled::ExitNow(code) => return ExitCode::from(code),
     };
@@ -253,7 +277,30 @@ impl Signals {
     }
 }
 
-fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<(Agent, Recorder)> {
+/// One stderr line per MCP server once they started (or failed), and what needs the user.
+async fn report_mcp(tools: &SessionTools) {
+    if tools.mcp.is_empty() {
+        return;
+    }
+    tools.mcp.ready().await;
+    for status in tools.mcp.status() {
+        let line = match (status.state, &status.error) {
+            (State::Ready, _) => format!("started with {} tools", status.tools.len()),
+            (State::Failed, Some(error)) => format!("failed: {error}"),
+            (State::Disabled, _) => "disabled".into(),
+            (State::Untrusted, _) => "not started: the project's .mcp.json is not trusted (run \
+                                       with --trust-project-mcp to start its servers)"
+                .into(),
+            (state, _) => format!("{state:?}"),
+        };
+        eprintln!("agent-lsp: MCP server {}: {line}", status.name);
+    }
+}
+
+fn build_agent(
+    plan: RunPlan,
+    renderer: Arc<dyn Renderer>,
+) -> anyhow::Result<(Agent, Recorder, Arc<SessionTools>)> {
     let session = assemble(plan.session, &Headless).map_err(|e| match e {
         SetupError::Workspace { cwd, source } => anyhow::Error::new(source).context(format!(
             "cannot open the workspace {} (or a directory given with --add-dir)",
@@ -261,16 +308,19 @@ fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<(Ag
         )),
         other => other.into(),
     })?;
+    for error in &session.mcp_errors {
+        eprintln!("agent-lsp: {error}");
+    }
     let mut options = session.options;
     options.hooks = AgentHooks {
-        before_tool_call: plan.approval.hook(),
-        ..Default::default()
+        before_tool_call: plan.approval.hook(session.tools.clone()),
+        ..options.hooks
     };
     let model = options.model.clone();
     let agent = Agent::new(options);
     let recorder = Recorder::new(session.record);
     agent.subscribe(recorder.listener(model, renderer));
-    Ok((agent, recorder))
+    Ok((agent, recorder, session.tools))
 }
 
 /// The prompt words joined, or stdin for `-`; refuses an empty prompt before any work starts.

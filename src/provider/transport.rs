@@ -84,6 +84,13 @@ impl HttpClient {
         HttpClient::default()
     }
 
+    /// The reqwest client for `url` (direct for loopback, else through the environment's
+    /// proxy), for MCP servers over HTTP.
+    pub fn client_for(&self, url: &str) -> Result<reqwest::Client, String> {
+        let url = reqwest::Url::parse(url).map_err(|e| format!("{url}: {e}"))?;
+        self.for_url(&url).cloned().map_err(Clone::clone)
+    }
+
     /// The client for `url`, trusting the system's certificate store (or `SSL_CERT_FILE`) and
     /// the Mozilla roots. `Err` (say, a certificate store with no usable certificate) fails
     /// each request.
@@ -95,7 +102,7 @@ impl HttpClient {
             &self.clients.proxied
         };
         let build = || {
-            let builder = reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT);
+            let builder = client_builder().connect_timeout(CONNECT_TIMEOUT);
             let builder = if direct { builder.no_proxy() } else { builder };
             builder
                 .build()
@@ -103,6 +110,18 @@ impl HttpClient {
         };
         client.get_or_init(build).as_ref()
     }
+}
+
+/// A reqwest builder with the crate's TLS set-up: rustls on ring, the system's certificates
+/// (its store, or `SSL_CERT_FILE` / `SSL_CERT_DIR`, through the platform verifier) and the
+/// Mozilla roots. MCP servers over HTTP use it too.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    // Whoever installs a provider first wins; ring is what the crate builds with.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mozilla = webpki_root_certs::TLS_SERVER_ROOT_CERTS
+        .iter()
+        .filter_map(|der| reqwest::Certificate::from_der(der).ok());
+    reqwest::Client::builder().tls_certs_merge(mozilla)
 }
 
 fn is_loopback(url: &reqwest::Url) -> bool {

@@ -10,6 +10,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult};
+use crate::mcp::config::Policy;
+use crate::mcp::tool::McpToolInfo;
 use crate::server::approval::{kind_of, policy_for};
 use crate::server::live_session::LiveSession;
 use crate::server::outgoing::RequestError;
@@ -48,7 +50,12 @@ async fn decide(
     cancel: CancellationToken,
 ) -> Option<BeforeToolCallResult> {
     let tool = ctx.tool_call.name.clone();
-    match policy_for(&session.ctx.config.options.approval, &tool) {
+    let approval = &session.ctx.config.options.approval;
+    let policy = match session.tools.mcp_info(&tool) {
+        Some(info) => mcp_policy(&info, approval, &tool),
+        None => policy_for(approval, &tool),
+    };
+    match policy {
         ApprovalPolicy::Allow => return None,
         ApprovalPolicy::Block => {
             return Some(block(
@@ -109,6 +116,64 @@ async fn decide(
     }
 }
 
+/// An MCP tool's policy: its server entry's `approval`, else `initializationOptions.approval`
+/// naming the tool, else ask (read-only hints included: they are the server's claim).
+fn mcp_policy(
+    info: &McpToolInfo,
+    approval: &std::collections::HashMap<String, ApprovalPolicy>,
+    tool: &str,
+) -> ApprovalPolicy {
+    match info.policy {
+        Some(Policy::Allow) => ApprovalPolicy::Allow,
+        Some(Policy::Block) => ApprovalPolicy::Block,
+        Some(Policy::Ask) => ApprovalPolicy::Ask,
+        None => approval.get(tool).copied().unwrap_or(ApprovalPolicy::Ask),
+    }
+}
+
+/// Asks whether the project's `.mcp.json` may start its servers (one request naming them and
+/// their commands); the answer is remembered for the project. No answer leaves them stopped.
+pub async fn ask_project_trust(session: Arc<LiveSession>) {
+    let servers = session.tools.untrusted();
+    let root = session.tools.project().display().to_string();
+    let listing: Vec<String> = servers
+        .iter()
+        .map(|s| format!("{}: {}", s.name, s.describe()))
+        .collect();
+    let request = BeforeToolCallParams {
+        session_id: session.id.clone(),
+        run_id: String::new(),
+        tool_call_id: format!("mcp-trust-{}", crate::server::live_session::new_id()),
+        tool_name: "mcp_servers".into(),
+        args: serde_json::json!({"project": root, "servers": servers.iter()
+            .map(|s| serde_json::json!({"name": s.name, "command": s.describe()}))
+            .collect::<Vec<_>>()}),
+        kind: ToolKind::Execute,
+        title: format!("Start the MCP servers of {root}/.mcp.json?"),
+        preview: Some(Preview::Command {
+            command: listing.join("\n"),
+            cwd: root,
+        }),
+    };
+    let never = CancellationToken::new();
+    let answer = if session.ctx.config.approvals() {
+        ask_agent_client(&session, &request, &never).await
+    } else if session.ctx.config.is_generic() {
+        crate::server::generic::ask(&session, &request, &never).await
+    } else {
+        return;
+    };
+    match answer {
+        Ok(answer) => {
+            let allowed = matches!(answer.decision, Decision::Allow | Decision::AllowAlways);
+            session.tools.decide_trust(allowed);
+        }
+        Err(e) => {
+            tracing::info!(session = session.id, %e, "the project's MCP servers stay stopped")
+        }
+    }
+}
+
 async fn ask_agent_client(
     session: &Arc<LiveSession>,
     request: &BeforeToolCallParams,
@@ -138,7 +203,10 @@ pub async fn approval_request(
     ctx: &BeforeToolCallContext,
 ) -> BeforeToolCallParams {
     let tool = &ctx.tool_call.name;
-    let kind = kind_of(tool);
+    let mcp = session.tools.mcp_info(tool);
+    let kind = mcp
+        .as_ref()
+        .map_or_else(|| kind_of(tool), |info| mcp_kind(info.kind));
     let preview = match preview(&session.workspace, tool, &ctx.args).await {
         Some(ToolPreview::Diff {
             abs_path, patch, ..
@@ -159,8 +227,20 @@ pub async fn approval_request(
         tool_name: tool.clone(),
         args: ctx.args.clone(),
         kind,
-        title: title(tool, kind, &ctx.args),
+        title: match &mcp {
+            Some(info) => format!("{}: {}", info.title, ctx.args),
+            None => title(tool, kind, &ctx.args),
+        },
         preview,
+    }
+}
+
+fn mcp_kind(kind: &str) -> ToolKind {
+    match kind {
+        "read" => ToolKind::Read,
+        "edit" => ToolKind::Edit,
+        "delete" => ToolKind::Delete,
+        _ => ToolKind::Other,
     }
 }
 

@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 
 use crate::agent::stream_contract::StreamFn;
 use crate::agent::tool::ToolRef;
+use crate::mcp::McpHub;
 use crate::model_registry::{EnvSource, ResolvedModel};
 use crate::server::buffer_ws::BufferWorkspace;
 use crate::server::config::ConnConfig;
@@ -26,6 +27,8 @@ pub struct ConnCtx {
     /// The model sessions use, or why there is none (reported on `agent/prompt`).
     pub model: Result<ResolvedModel, String>,
     pub stream_fn: Arc<dyn StreamFn>,
+    /// The connection's MCP servers, shared by its sessions.
+    pub mcp: McpHub,
     /// Generic-client approvals waiting for `agent.approve` / `agent.reject`, by approval id.
     pub pending_approvals: Mutex<HashMap<String, PendingApproval>>,
 }

@@ -16,7 +16,7 @@ use crate::server::protocol::{
 use crate::server::session_table::SessionTable;
 
 /// The request methods (besides `initialize` and `shutdown`).
-const REQUESTS: [&str; 12] = [
+const REQUESTS: [&str; 13] = [
     method::PROMPT,
     method::STEER,
     method::FOLLOW_UP,
@@ -27,6 +27,7 @@ const REQUESTS: [&str; 12] = [
     method::GET_STATE,
     method::GET_MESSAGES,
     method::GET_DOCUMENT,
+    method::MCP_STATUS,
     "workspace/executeCommand",
     "textDocument/codeAction",
 ];
@@ -66,6 +67,7 @@ pub fn request(
         method::GET_STATE => to_value(sessions.state(&session_id(params)?)),
         method::GET_MESSAGES => to_value(sessions.messages(&session_id(params)?)),
         method::GET_DOCUMENT => to_value(get_document(docs, parse(params)?)),
+        method::MCP_STATUS => to_value(sessions.mcp_status(&session_id(params)?)),
         "workspace/executeCommand" => {
             let p: ExecuteCommandParams = parse(params)?;
             sessions.execute_command(p)

@@ -15,12 +15,13 @@ use tokio::sync::watch;
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, UserMessage, now_ms};
 use crate::agent::{Agent, AgentError, AgentHooks, RunHandle};
+use crate::mcp::server::State;
 use crate::server::approval::ApprovalMemory;
 use crate::server::conn::ConnCtx;
 use crate::server::events::Emitter;
 use crate::server::protocol::{EventBody, QueuedMessage, Queues, SessionEvent};
 use crate::session::SessionFile;
-use crate::session_setup::AssembledSession;
+use crate::session_setup::{AssembledSession, SessionTools};
 use crate::tools::Workspace;
 
 /// Why a session refused a request.
@@ -56,6 +57,8 @@ pub struct LiveSession {
     pub emitter: Emitter,
     pub ctx: Arc<ConnCtx>,
     pub workspace: Arc<dyn Workspace>,
+    /// The session's tools, its MCP servers' included.
+    pub tools: Arc<SessionTools>,
     pub memory: Mutex<ApprovalMemory>,
     /// The persisted transcript (pi's JSONL v3), appended at every `message_end`.
     record: Mutex<SessionFile>,
@@ -91,6 +94,8 @@ impl LiveSession {
             record,
             cwd,
             workspace,
+            tools,
+            ..
         } = session;
         let id = record.id().to_owned();
         Arc::new_cyclic(|weak: &Weak<LiveSession>| {
@@ -117,6 +122,7 @@ impl LiveSession {
                 agent,
                 ctx,
                 workspace,
+                tools,
                 memory: Mutex::default(),
                 record: Mutex::new(record),
                 state: Mutex::default(),
@@ -405,5 +411,49 @@ fn agent_error(e: AgentError) -> SessionError {
     match e {
         AgentError::Busy(text) => SessionError::Busy(text),
         other => SessionError::Agent(other.to_string()),
+    }
+}
+
+impl LiveSession {
+    /// Follows the session's MCP servers: an `mcp_update` event at every change (and one now),
+    /// a generic client's message when a server fails, and the question whether the project's
+    /// `.mcp.json` may start its servers.
+    pub fn watch_mcp(self: &Arc<Self>) {
+        if self.tools.mcp.is_empty() {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let mut watch = self.tools.mcp.watch();
+        tokio::spawn(async move {
+            let mut failed = std::collections::HashSet::new();
+            loop {
+                let Some(session) = weak.upgrade() else {
+                    return;
+                };
+                let servers = session.tools.mcp.status();
+                for server in &servers {
+                    if server.state != State::Failed {
+                        failed.remove(&server.name);
+                    } else if failed.insert(server.name.clone()) && session.ctx.config.is_generic()
+                    {
+                        let why = server.error.as_deref().unwrap_or("it stopped");
+                        let text = format!("agent-lsp: MCP server {} failed: {why}", server.name);
+                        crate::server::generic::show(
+                            &session.ctx,
+                            ls_types::MessageType::ERROR,
+                            text,
+                        );
+                    }
+                }
+                // A session's servers belong to no run: `runId` is null.
+                let update = SessionEvent::McpUpdate { servers };
+                session.emitter.emit(None, EventBody::Session(update));
+                drop(session);
+                watch.changed().await;
+            }
+        });
+        if self.tools.needs_trust() {
+            tokio::spawn(crate::server::ask::ask_project_trust(self.clone()));
+        }
     }
 }

@@ -141,6 +141,8 @@ impl Server {
             (Phase::Running(sessions), "shutdown") => {
                 let sessions = sessions.clone();
                 sessions.abort_all();
+                let stopping = sessions.clone();
+                tokio::spawn(async move { stopping.stop_mcp().await });
                 self.phase = Phase::ShutDown(sessions);
                 Ok(Value::Null)
             }

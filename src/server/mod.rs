@@ -56,6 +56,7 @@ pub async fn serve_stdio() -> anyhow::Result<()> {
     if let Some(sessions) = server.sessions() {
         sessions.abort_all();
         let _ = tokio::time::timeout(Duration::from_secs(3), sessions.wait_all_idle()).await;
+        sessions.stop_mcp().await;
     }
     let _ = tokio::time::timeout(Duration::from_secs(3), output.drained()).await;
     std::process::exit(if exit == Exit::Clean { 0 } else { 1 });

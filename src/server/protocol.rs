@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::agent::event::AgentEvent;
 use crate::agent::message::ContentBlock;
+pub use crate::mcp::server::ServerStatus;
 
 /// The version advertised as `capabilities.experimental.agent.protocolVersion`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -26,6 +27,7 @@ pub mod method {
     pub const GET_STATE: &str = "agent/getState";
     pub const GET_MESSAGES: &str = "agent/getMessages";
     pub const GET_DOCUMENT: &str = "agent/getDocument";
+    pub const MCP_STATUS: &str = "agent/mcpStatus";
     /// Server → client.
     pub const EVENT: &str = "$/agentEvent";
     pub const BEFORE_TOOL_CALL: &str = "agent/beforeToolCall";
@@ -309,6 +311,16 @@ pub enum SessionEvent {
     QueueUpdate(Queues),
     /// The run is over and the session accepts a new prompt.
     AgentSettled { aborted: bool },
+    /// A state, error or tool list of the session's MCP servers changed.
+    McpUpdate { servers: Vec<ServerStatus> },
+}
+
+/// Result of `agent/mcpStatus`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpStatusResult {
+    pub session_id: String,
+    pub servers: Vec<ServerStatus>,
 }
 
 /// `kind` of `agent/beforeToolCall`.
@@ -412,6 +424,8 @@ pub struct InitOptions {
     pub extra_roots: Vec<String>,
     /// The pace of `$/agentEvent` deltas of one content block (ms; 0 = every delta at once).
     pub delta_interval_ms: Option<u64>,
+    /// MCP servers (`{"NAME": {command…} | {url…}}`), after the user's and the project's.
+    pub mcp_servers: Option<Value>,
 }
 
 #[cfg(test)]
@@ -494,6 +508,7 @@ mod tests {
             method::SAVE_DOCUMENTS,
             method::DIAGNOSTICS,
             method::GET_DOCUMENT,
+            method::MCP_STATUS,
         ];
         let events = [
             "queue_update",
@@ -510,6 +525,7 @@ mod tests {
             "tool_execution_update",
             "tool_execution_end",
             "provider_retry",
+            "mcp_update",
         ];
         let fields = [
             "sessionId",
@@ -556,6 +572,12 @@ mod tests {
             "removed",
             "diagnostics",
             "uri",
+            "mcpServers",
+            "startupTimeoutMs",
+            "toolTimeoutMs",
+            "servers",
+            "state",
+            "untrusted",
         ];
         let all = methods
             .iter()

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use ls_types::{CodeActionOrCommand, CodeActionParams, ExecuteCommandParams};
 use serde_json::{Value, json};
 
+use crate::mcp::McpHub;
 use crate::model_registry::EnvSource;
 use crate::server::config::ConnConfig;
 use crate::server::conn::{ConnCtx, resolve_model};
@@ -17,12 +18,15 @@ use crate::server::jsonrpc::ResponseError;
 use crate::server::live_session::{LiveSession, QueueKind, SessionError};
 use crate::server::outgoing::Outgoing;
 use crate::server::protocol::{
-    AbortResult, Decision, Disposition, MessagesResult, ModelRef, NewSessionResult, PromptMessage,
-    PromptParams, PromptResult, QueueResult, Queues, RemoveQueuedResult, StateResult,
-    StreamingBehavior, code, command,
+    AbortResult, Decision, Disposition, McpStatusResult, MessagesResult, ModelRef,
+    NewSessionResult, PromptMessage, PromptParams, PromptResult, QueueResult, Queues,
+    RemoveQueuedResult, StateResult, StreamingBehavior, code, command,
 };
 use crate::session::{SessionFile, SessionStore};
-use crate::session_setup::{ModelChoice, RecordChoice, SessionSpec, SetupError, assemble};
+use crate::session_setup::{
+    McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec, SetupError, assemble,
+};
+use ls_types::MessageType;
 
 /// All sessions of the connection.
 pub struct SessionTable {
@@ -76,6 +80,7 @@ impl SessionTable {
             config,
             model,
             stream_fn: crate::provider::default_stream_fn(),
+            mcp: McpHub::new(),
             pending_approvals: Mutex::default(),
         };
         SessionTable {
@@ -127,6 +132,14 @@ impl SessionTable {
             },
             stream_fn: self.ctx.stream_fn.clone(),
             env: EnvSource::from_process(),
+            mcp: McpSpec {
+                hub: Some(self.ctx.mcp.clone()),
+                sources: (self.ctx.config.options.mcp_servers.clone())
+                    .map(McpSource::Editor)
+                    .into_iter()
+                    .collect(),
+                trust_project: false,
+            },
         };
         let session = assemble(spec, &*self.ctx).map_err(|e| match e {
             SetupError::Workspace { cwd, source } => invalid_params(format!(
@@ -140,8 +153,16 @@ impl SessionTable {
             }
         })?;
         let id = session.record.id().to_owned();
+        for error in &session.mcp_errors {
+            crate::server::generic::show(
+                &self.ctx,
+                MessageType::ERROR,
+                format!("agent-lsp: {error}"),
+            );
+        }
         let live = LiveSession::create(self.ctx.clone(), session);
         self.map().insert(id, live.clone());
+        live.watch_mcp();
         Ok(live)
     }
 
@@ -255,6 +276,20 @@ impl SessionTable {
             last_seq: session.emitter.last_seq(),
             session_file: session.record_path().map(|p| p.display().to_string()),
         })
+    }
+
+    /// `agent/mcpStatus`: the session's MCP servers.
+    pub fn mcp_status(&self, session_id: &str) -> Result<McpStatusResult> {
+        let session = self.get(session_id)?;
+        Ok(McpStatusResult {
+            session_id: session.id.clone(),
+            servers: session.tools.mcp.status(),
+        })
+    }
+
+    /// Stops the connection's MCP servers (shutdown, stdin closed).
+    pub async fn stop_mcp(&self) {
+        self.ctx.mcp.shutdown().await;
     }
 
     pub fn messages(&self, session_id: &str) -> Result<MessagesResult> {

@@ -59,6 +59,7 @@
 
 mod http;
 mod invariants;
+pub mod mcp_server;
 mod mock_provider;
 mod script;
 mod wire;

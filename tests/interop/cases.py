@@ -4,6 +4,7 @@
 2. pi writes a session with a tool call; `agent-lsp run --session FILE` continues it.
 3. The same scripted read-and-answer run through `pi --mode json` and `agent-lsp run --json`:
    same event types in the same order, same key sets, apart from the documented differences.
+4. A session whose MCP tools were declared through its transcript continues in pi.
 """
 
 import json
@@ -165,6 +166,39 @@ def case_event_shapes_match(box: Sandbox):
     check(not undocumented, "undocumented event-shape differences:\n    " + "\n    ".join(undocumented))
 
 
+def case_mcp_declared_session_opens_in_pi(box: Sandbox):
+    """A session whose MCP tools were declared through the transcript (system messages with
+    `toolsAdded`) still opens and continues in pi."""
+    server = Path(os.environ["INTEROP_ROOT"]) / "tests/fixtures/mcp/fault_server.py"
+    config = box.root / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"fault": {"command": "python3", "args": [str(server)]}}}))
+    script = [{"toolCalls": [{"id": "call_1", "name": "fault__echo", "arguments": {"text": "hi"}}]},
+              {"text": "echoed."}]
+    mock = Mock(box.root, "agent-lsp", script)
+    try:
+        sessions = box.root / "sessions"
+        expect_ok(box.agent_lsp(mock, ["--session-dir", str(sessions), "--approve", "all",
+                                       "--mcp-config", str(config), "echo it"]), "agent-lsp run")
+    finally:
+        mock.close()
+    files = sorted(sessions.rglob("*.jsonl"))
+    check(len(files) == 1, f"agent-lsp wrote {len(files)} session files")
+    before = read_entries(files[0])
+    declared = [e for e in before if e["type"] == "message" and e["message"]["role"] == "system"
+                and any(t["name"] == "fault__echo" for t in e["message"].get("toolsAdded", []))]
+    check(len(declared) == 1, "the MCP tools are declared in the session file")
+    mock = Mock(box.root, "pi", [{"text": "pi continues."}])
+    try:
+        proc = box.pi(mock, ["--session", str(files[0]), "-p", "what next?"])
+        expect_ok(proc, "pi --session")
+        check(proc.stdout.strip() == "pi continues.", f"pi printed {proc.stdout!r}")
+    finally:
+        mock.close()
+    after = read_entries(files[0])
+    check(after[: len(before)] == before, "pi rewrote entries agent-lsp had written")
+    check_tree(after, "the continued session")
+
+
 def pi_version_is_pinned():
     out = subprocess.run([PI_NODE, PI_CLI, "--version"], capture_output=True, text=True, timeout=60,
                          env={"PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir()})
@@ -182,6 +216,7 @@ def main():
         ("pi session continues in agent-lsp",
          lambda box: case_pi_session_continues_in_agent_lsp(box, fixtures_out)),
         ("event shapes: pi --mode json vs agent-lsp run --json", case_event_shapes_match),
+        ("a session with MCP tools declared opens in pi", case_mcp_declared_session_opens_in_pi),
     ]
     passed = failed = 0
     for name, run in cases:

@@ -10,6 +10,7 @@ mod generic;
 mod hostile;
 mod indexed_edits;
 mod lifecycle;
+mod mcp;
 mod ordering;
 mod pacing;
 mod queue;

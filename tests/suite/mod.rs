@@ -5,6 +5,7 @@ mod bench_smoke;
 mod cli;
 mod daemon;
 mod loop_conformance;
+mod mcp;
 mod pi_interop;
 mod providers;
 mod sessions;

@@ -161,6 +161,17 @@ export interface GetDocumentResult { uri: string; version: number; text: string 
 /** `agent/getMessages` (§3.7). */
 export interface GetMessagesResult { sessionId: string; messages: AgentMessage[] }
 
+/** One MCP server of a session (`agent/mcpStatus`, `mcp_update`; §3.10). */
+export interface McpServerStatus {
+  name: string;
+  state: 'starting' | 'ready' | 'failed' | 'disabled' | 'untrusted';
+  error?: string;
+  tools: string[];
+}
+
+/** `agent/mcpStatus` (§3.10). */
+export interface McpStatusResult { sessionId: string; servers: McpServerStatus[] }
+
 /** JSON-RPC error codes of §3. */
 export const ErrorCodes = { parseError: -32700, invalidRequest: -32600, invalidParams: -32602, methodNotFound: -32601, agentBusy: -32001, notInitialized: -32002, noModel: -32003 } as const;
 
@@ -173,6 +184,8 @@ export interface InitializationOptions {
   cwd?: string;
   /** Pace of streamed deltas on `$/agentEvent` in ms (§1.1; default 16, 0 = every delta at once). */
   deltaIntervalMs?: number;
+  /** MCP servers whose tools sessions offer (§1.1, §3.10). */
+  mcpServers?: Record<string, unknown>;
 }
 
 /**
@@ -203,6 +216,7 @@ export const Methods = {
   getState: 'agent/getState',
   getMessages: 'agent/getMessages',
   getDocument: 'agent/getDocument',
+  mcpStatus: 'agent/mcpStatus',
   diagnostics: 'agent/diagnostics',
   event: '$/agentEvent',
   beforeToolCall: 'agent/beforeToolCall',

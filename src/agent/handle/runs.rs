@@ -50,6 +50,7 @@ impl Agent {
         let shared = self.shared.clone();
         let join = tokio::spawn(async move {
             let _guard = guard;
+            prepare_run(&shared, &cancel).await;
             let (context, config, stream_fn) = run_inputs(&shared, skip_initial_steering);
             let emit = emitter(&shared, &cancel);
             RunOutcome::from(
@@ -63,6 +64,7 @@ impl Agent {
         let shared = self.shared.clone();
         let join = tokio::spawn(async move {
             let _guard = guard;
+            prepare_run(&shared, &cancel).await;
             let (context, config, stream_fn) = run_inputs(&shared, false);
             let emit = emitter(&shared, &cancel);
             match run_agent_loop_continue(context, config, emit, cancel, stream_fn).await {
@@ -127,6 +129,20 @@ fn emitter(shared: &Arc<Shared>, cancel: &CancellationToken) -> Emit {
 }
 
 /// The context snapshot and loop configuration of a new run.
+/// Runs the `prepare_run` hook, if any, and takes the tools it gives (an abort ends the wait).
+async fn prepare_run(shared: &Arc<Shared>, cancel: &CancellationToken) {
+    let Some(hook) = lock(&shared.settings).hooks.prepare_run.clone() else {
+        return;
+    };
+    let tools = tokio::select! {
+        tools = hook(cancel.clone()) => tools,
+        () = cancel.cancelled() => None,
+    };
+    if let Some(tools) = tools {
+        lock(&shared.state).tools = tools;
+    }
+}
+
 fn run_inputs(
     shared: &Arc<Shared>,
     skip_initial_steering: bool,

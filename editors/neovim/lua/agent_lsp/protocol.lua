@@ -21,6 +21,7 @@ M.methods = {
   get_messages = "agent/getMessages",
   get_document = "agent/getDocument",
   remove_queued = "agent/removeQueued",
+  mcp_status = "agent/mcpStatus",
 }
 
 --- Client -> server notifications. `agent/diagnostics {uri, diagnostics: lsp.Diagnostic[]}`

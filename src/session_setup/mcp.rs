@@ -1,0 +1,191 @@
+//! A session's MCP servers: which configuration applies, whether the project's servers may start,
+//! and the session's tools as they change (the coding tools plus the ready servers' tools).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::agent::hooks::{AgentLoopTurnUpdate, PrepareNextTurnHook, PrepareRunHook};
+use crate::agent::tool::ToolRef;
+use crate::agent::transcript::declarations_equal;
+use crate::mcp::config::{self, ConfigError, McpConfig, Origin, ServerConfig};
+use crate::mcp::tool::McpToolInfo;
+use crate::mcp::trust::{Trust, TrustStore};
+use crate::mcp::{McpHub, McpSession};
+use crate::model_registry::EnvSource;
+
+/// What a front end says about MCP servers.
+#[derive(Clone, Default)]
+pub struct McpSpec {
+    /// The connection's (or process's) running servers; `None`: no MCP servers at all.
+    pub hub: Option<McpHub>,
+    /// The front end's own sources, after the user's file and the project's `.mcp.json`.
+    pub sources: Vec<McpSource>,
+    /// Start the project's servers without asking (`run --trust-project-mcp`).
+    pub trust_project: bool,
+}
+
+/// A source of `mcpServers`, later ones overriding earlier ones by name.
+#[derive(Clone, Debug)]
+pub enum McpSource {
+    /// A file holding `{"mcpServers": …}` (`run --mcp-config FILE`).
+    File(PathBuf),
+    /// The editor's `initializationOptions.mcpServers`.
+    Editor(Value),
+    /// The list an ACP client sent with the session.
+    Client(Value),
+}
+
+/// A session's tools: the fixed ones and those of its MCP servers.
+pub struct SessionTools {
+    base: Vec<ToolRef>,
+    pub mcp: McpSession,
+    /// Where the project's trust is remembered, and for which project.
+    trust: (TrustStore, PathBuf),
+    /// What was remembered for the project's servers when the session started.
+    remembered: Trust,
+}
+
+impl SessionTools {
+    /// The fixed tools (coding tools and the front end's).
+    pub fn base(&self) -> &[ToolRef] {
+        &self.base
+    }
+
+    /// The tools now: the fixed ones, then the ready servers' tools.
+    pub fn current(&self) -> Vec<ToolRef> {
+        let mut tools = self.base.clone();
+        tools.extend(self.mcp.tool_refs());
+        tools
+    }
+
+    /// What an MCP tool is (for approvals); `None` for the fixed tools.
+    pub fn mcp_info(&self, name: &str) -> Option<McpToolInfo> {
+        self.mcp.info(name)
+    }
+
+    /// The project's servers waiting for the user's trust (empty when none wait).
+    pub fn untrusted(&self) -> Vec<ServerConfig> {
+        self.mcp.untrusted()
+    }
+
+    /// Whether the user should be asked about the project's servers: some wait, and no answer
+    /// for them is remembered.
+    pub fn needs_trust(&self) -> bool {
+        self.remembered == Trust::Unknown && !self.mcp.untrusted().is_empty()
+    }
+
+    /// The project directory whose `.mcp.json` the trust is about.
+    pub fn project(&self) -> &Path {
+        &self.trust.1
+    }
+
+    /// Records the user's answer for the project's servers; on yes they start.
+    pub fn decide_trust(&self, allowed: bool) {
+        let (store, root) = &self.trust;
+        let servers = self.mcp.untrusted();
+        if let Err(e) = store.remember(root, &servers, allowed) {
+            tracing::warn!(%e, "cannot remember the MCP trust decision");
+        }
+        if allowed {
+            self.mcp.trust();
+        }
+    }
+
+    /// Waits for starting servers when a run starts, so its first request declares their tools.
+    pub fn prepare_run_hook(self: &Arc<Self>) -> PrepareRunHook {
+        let tools = self.clone();
+        Arc::new(move |_cancel| {
+            let tools = tools.clone();
+            Box::pin(async move {
+                tools.mcp.ready().await;
+                Some(tools.current())
+            })
+        })
+    }
+
+    /// Before each further turn: servers that exited get their next use, and a change of tools
+    /// becomes the context's, which the loop then declares through the transcript.
+    pub fn next_turn_hook(self: &Arc<Self>) -> PrepareNextTurnHook {
+        let tools = self.clone();
+        Arc::new(move |turn, _cancel| {
+            let tools = tools.clone();
+            Box::pin(async move {
+                tools.mcp.ready().await;
+                let current = tools.current();
+                let same = current.len() == turn.context.tools.len()
+                    && current
+                        .iter()
+                        .zip(&turn.context.tools)
+                        .all(|(a, b)| declarations_equal(a.declaration(), b.declaration()));
+                if same {
+                    return Ok(None);
+                }
+                let mut context = turn.context;
+                context.tools = current;
+                Ok(Some(AgentLoopTurnUpdate {
+                    context: Some(context),
+                    ..Default::default()
+                }))
+            })
+        })
+    }
+}
+
+/// The session's MCP servers, started (those of an untrusted project wait), and the problems
+/// found in the configuration.
+pub fn attach(
+    spec: &McpSpec,
+    cwd: &Path,
+    env: &EnvSource,
+    base: Vec<ToolRef>,
+) -> (SessionTools, Vec<ConfigError>) {
+    let store = TrustStore::new(env);
+    let (config, errors) = load(spec, cwd, env);
+    let remembered = store.decision(cwd, config.project_servers());
+    let session = match &spec.hub {
+        Some(hub) => {
+            let trusted = spec.trust_project || remembered == Trust::Allowed;
+            hub.attach(cwd, &config, trusted)
+        }
+        None => McpSession::default(),
+    };
+    let tools = SessionTools {
+        base,
+        mcp: session,
+        trust: (store, cwd.to_path_buf()),
+        remembered,
+    };
+    (tools, errors)
+}
+
+/// The merged configuration: the user's file, the project's `.mcp.json`, the front end's sources.
+fn load(spec: &McpSpec, cwd: &Path, env: &EnvSource) -> (McpConfig, Vec<ConfigError>) {
+    let mut merged = McpConfig::default();
+    let mut errors = Vec::new();
+    if spec.hub.is_none() {
+        return (merged, errors);
+    }
+    let mut add = |(servers, problems): (Vec<ServerConfig>, Vec<ConfigError>)| {
+        merged.merge(servers);
+        errors.extend(problems);
+    };
+    if let Some(user) = config::user_file(env) {
+        add(config::load_file(&user, Origin::User(user.clone()), env));
+    }
+    let project = config::project_file(cwd);
+    add(config::load_file(
+        &project,
+        Origin::Project(project.clone()),
+        env,
+    ));
+    for source in &spec.sources {
+        add(match source {
+            McpSource::File(path) => config::load_file(path, Origin::File(path.clone()), env),
+            McpSource::Editor(value) => config::parse_servers(value, &Origin::Editor, env),
+            McpSource::Client(value) => config::parse_servers(value, &Origin::Client, env),
+        });
+    }
+    (merged, errors)
+}

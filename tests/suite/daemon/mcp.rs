@@ -1,0 +1,258 @@
+//! Daemon tests: MCP servers as a session's tools through the real binary: the tools reach the
+//! model, MCP calls go through the approval path naming the server, status and events, the
+//! project file's trust question (asked once, remembered), and clear errors for broken entries.
+
+use super::*;
+use crate::suite::mcp::{fault_entry, npm_servers};
+
+async fn daemon_with(
+    servers: Value,
+    responses: Vec<MockResponse>,
+    env: Vec<(String, String)>,
+) -> (MockProvider, LspClient) {
+    let mock = MockProvider::start(MockScript { responses }).await.unwrap();
+    let client = LspClient::spawn(Spawn {
+        provider_url: Some(mock.openai_base_url()),
+        env,
+    })
+    .await;
+    client
+        .initialize(LspClient::agent_caps(false), json!({"mcpServers": servers}))
+        .await;
+    (mock, client)
+}
+
+fn mcp_updates(client: &LspClient, session: &str) -> Vec<Value> {
+    client
+        .events(session)
+        .into_iter()
+        .filter(|e| e["event"]["type"] == "mcp_update")
+        .map(|e| e["event"]["servers"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn mcp_tools_reach_the_model_after_an_approval_naming_the_server() {
+    let (mock, client) = daemon_with(
+        json!({"fault": fault_entry(json!({}))}),
+        vec![
+            MockResponse::tool_call("c1", "fault__echo", json!({"text": "hi"})),
+            MockResponse::tool_call("c2", "fault__read_only", json!({})),
+            MockResponse::text("done"),
+        ],
+        vec![],
+    )
+    .await;
+    let (session, run, id) = prompt(&client, json!({"message": "use it"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    assert_run_invariants(&client, &session, &run, id);
+    assert_eq!(tool_results(&events)[0], ("echo: hi".to_owned(), false));
+    let asked = requests_of(&client, "agent/beforeToolCall");
+    assert_eq!(
+        asked.len(),
+        2,
+        "MCP tools ask by default, read-only hinted ones too"
+    );
+    assert_eq!(asked[0]["params"]["toolName"], "fault__echo");
+    assert_eq!(asked[0]["params"]["kind"], "other");
+    assert!(
+        asked[0]["params"]["title"]
+            .as_str()
+            .unwrap()
+            .contains("MCP server fault"),
+        "{}",
+        asked[0]["params"]
+    );
+    assert_eq!(asked[1]["params"]["kind"], "read");
+    let status = client
+        .request("agent/mcpStatus", json!({"sessionId": session}))
+        .await;
+    assert_eq!(status["servers"][0]["name"], "fault");
+    assert_eq!(status["servers"][0]["state"], "ready");
+    assert!(
+        status["servers"][0]["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("echo"))
+    );
+    let updates = mcp_updates(&client, &session);
+    assert!(
+        updates.iter().any(|s| s[0]["state"] == "ready"),
+        "an mcp_update says the server is ready: {updates:?}"
+    );
+    let first = &mock.requests()[0].body;
+    let names: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"fault__echo"),
+        "declared before the first request: {names:?}"
+    );
+}
+
+#[tokio::test]
+async fn server_filesystem_through_the_daemon() {
+    let fs = npm_servers().join("@modelcontextprotocol/server-filesystem/dist/index.js");
+    let root = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(root.path()).unwrap();
+    std::fs::write(root.join("data.txt"), "filesystem via the daemon\n").unwrap();
+    let path = root.join("data.txt").display().to_string();
+    let (_mock, client) = daemon_with(
+        json!({"fs": {"command": "node", "args": [fs.display().to_string(), root.display().to_string()],
+                      "approval": {"tools": {"read_text_file": "allow"}}}}),
+        vec![
+            MockResponse::tool_call("c1", "fs__read_text_file", json!({"path": path})),
+            MockResponse::text("done"),
+        ],
+        vec![],
+    )
+    .await;
+    let (session, run, _) = prompt(&client, json!({"message": "read"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    assert_eq!(
+        tool_results(&events)[0],
+        ("filesystem via the daemon\n".to_owned(), false)
+    );
+    assert!(
+        requests_of(&client, "agent/beforeToolCall").is_empty(),
+        "allowed by its entry"
+    );
+}
+
+#[tokio::test]
+async fn a_project_file_is_started_only_once_trusted_and_the_answer_is_remembered() {
+    let state = tempfile::tempdir().unwrap();
+    let shared = vec![(
+        "XDG_STATE_HOME".to_owned(),
+        state.path().display().to_string(),
+    )];
+    let project_file = |client: &LspClient| {
+        std::fs::write(
+            client.workspace.path().join(".mcp.json"),
+            json!({"mcpServers": {"proj": fault_entry(json!({}))}}).to_string(),
+        )
+        .unwrap();
+    };
+    // First the user says no: nothing starts, and that is remembered too.
+    let (_mock, client) = daemon_with(json!({}), vec![], shared.clone()).await;
+    project_file(&client);
+    client.set_approvals(Box::new(|p| {
+        (p["toolName"] == "mcp_servers").then(|| json!({"decision": "block"}))
+    }));
+    let created = client.request("agent/newSession", json!({})).await;
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    let asked = client
+        .wait_for("the trust question", |m| {
+            m["method"] == "agent/beforeToolCall"
+        })
+        .await;
+    let p = &asked["params"];
+    assert_eq!(p["toolName"], "mcp_servers");
+    assert!(
+        p["preview"]["command"]
+            .as_str()
+            .unwrap()
+            .contains("proj: python3"),
+        "{p}"
+    );
+    assert!(p["title"].as_str().unwrap().contains(".mcp.json"), "{p}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let status = client
+        .request("agent/mcpStatus", json!({"sessionId": session}))
+        .await;
+    assert_eq!(status["servers"][0]["state"], "untrusted", "{status}");
+    drop(client);
+
+    // A new daemon remembers the "no"; then the user allows it in another project copy.
+    let (_mock, client) = daemon_with(json!({}), vec![], shared.clone()).await;
+    project_file(&client);
+    client.set_approvals(Box::new(|p| {
+        (p["toolName"] == "mcp_servers").then(|| json!({"decision": "allow"}))
+    }));
+    let created = client.request("agent/newSession", json!({})).await;
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    let status = tokio::time::timeout(HANG_BOUND, async {
+        loop {
+            let status = client
+                .request("agent/mcpStatus", json!({"sessionId": session}))
+                .await;
+            if status["servers"][0]["state"] == "ready" {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("allowed servers start");
+    assert!(
+        status["servers"][0]["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("echo"))
+    );
+    // A second session of the same project is not asked again.
+    let before = requests_of(&client, "agent/beforeToolCall").len();
+    client.request("agent/newSession", json!({})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(requests_of(&client, "agent/beforeToolCall").len(), before);
+}
+
+#[tokio::test]
+async fn broken_entries_and_failing_servers_are_shown_and_the_session_works() {
+    let mock = MockProvider::start(MockScript {
+        responses: vec![MockResponse::text("fine")],
+    })
+    .await
+    .unwrap();
+    let client = LspClient::spawn(Spawn {
+        provider_url: Some(mock.openai_base_url()),
+        env: vec![],
+    })
+    .await;
+    // A generic client: failures reach it as messages.
+    let root = path_uri(client.workspace.path());
+    client
+        .request(
+            "initialize",
+            json!({"processId": null, "rootUri": root, "capabilities": {},
+                   "initializationOptions": {"mcpServers": {
+                       "bad": {"command": ["not", "a", "string"]},
+                       "crash": fault_entry(json!({"env": {"FAULT_CRASH_ON_START": "1"}}))}}}),
+        )
+        .await;
+    client.notify("initialized", json!({})).await;
+    let result = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "agent.prompt", "arguments": ["hi"]}),
+        )
+        .await;
+    assert!(result["runId"].is_string(), "{result}");
+    let bad = client
+        .wait_for("the broken entry", |m| {
+            m["method"] == "window/showMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("mcpServers.bad.command")
+        })
+        .await;
+    assert_eq!(bad["params"]["type"], 1, "an error");
+    client
+        .wait_for("the failed server", |m| {
+            m["method"] == "window/showMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("MCP server crash failed")
+        })
+        .await;
+    client
+        .wait_for("the answer", |m| {
+            m["method"] == "window/showMessage" && m["params"]["message"] == "fine"
+        })
+        .await;
+}
