@@ -208,7 +208,7 @@ impl LoopGuard {
                         action: GuardAction::Stopped,
                         count: n,
                         tool_name: None,
-                        message: format!("Stopped after {n} turns: the turn limit was reached."),
+                        message: format!("Stopped: the run reached its turn limit ({n})."),
                     });
                 }
                 Ok(decision)
