@@ -102,7 +102,24 @@ impl LoopGuard {
         lock(&self.stopped).take()
     }
 
-    fn tell(&self, event: GuardEvent) {
+    fn tell(&self, guard: Guard, action: GuardAction, count: usize, tool: Option<&str>) {
+        let message = match (guard, action, tool.unwrap_or_default()) {
+            (Guard::MaxTurns, ..) => format!("Stopped: the run reached its turn limit ({count})."),
+            (_, GuardAction::Warned, t) => {
+                format!("The model made the same {t} call {count} times in a row.")
+            }
+            (_, _, t) => {
+                format!("Stopped: the model made the same {t} call {count} times in a row.")
+            }
+        };
+        let tool_name = tool.map(str::to_string);
+        let event = GuardEvent {
+            guard,
+            action,
+            count,
+            tool_name,
+            message,
+        };
         let observer = lock(&self.observer).clone();
         if let Some(observer) = observer {
             observer(&event);
@@ -143,13 +160,7 @@ impl LoopGuard {
                  times in a row, so the run is stopped here."
             )
         } else {
-            self.tell(GuardEvent {
-                guard: Guard::RepeatedCall,
-                action: GuardAction::Warned,
-                count,
-                tool_name: Some(name.clone()),
-                message: format!("The model made the same {name} call {count} times in a row."),
-            });
+            self.tell(Guard::RepeatedCall, GuardAction::Warned, count, Some(name));
             format!(
                 "[agent-lsp] You made this exact call ({name} with the same arguments) {count} \
                  times in a row. Its result will not change. Do not repeat it: use the result \
@@ -185,16 +196,8 @@ impl LoopGuard {
                     .max_by_key(|(count, _)| *count);
                 if let Some((count, call)) = repeated.filter(|(n, _)| stop_at > 0 && *n >= stop_at)
                 {
-                    guard.tell(GuardEvent {
-                        guard: Guard::RepeatedCall,
-                        action: GuardAction::Stopped,
-                        count,
-                        tool_name: Some(call.name.clone()),
-                        message: format!(
-                            "Stopped: the model made the same {} call {count} times in a row.",
-                            call.name
-                        ),
-                    });
+                    let tool = Some(call.name.as_str());
+                    guard.tell(Guard::RepeatedCall, GuardAction::Stopped, count, tool);
                     return Ok(Some(TurnDecision::End));
                 }
                 let Some(turn_limit) = turn_limit else {
@@ -203,13 +206,7 @@ impl LoopGuard {
                 let wants_more = turn.message.tool_calls().next().is_some();
                 let decision = turn_limit(turn, cancel).await?;
                 if let (Some(TurnDecision::End), Some(n), true) = (decision, limit, wants_more) {
-                    guard.tell(GuardEvent {
-                        guard: Guard::MaxTurns,
-                        action: GuardAction::Stopped,
-                        count: n,
-                        tool_name: None,
-                        message: format!("Stopped: the run reached its turn limit ({n})."),
-                    });
+                    guard.tell(Guard::MaxTurns, GuardAction::Stopped, n, None);
                 }
                 Ok(decision)
             })

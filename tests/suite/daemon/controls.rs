@@ -3,24 +3,12 @@
 
 use super::*;
 
-/// `(role, text)` of each message of an OpenAI request body (tool results as `tool`).
+/// `(role, text)` of each message of an OpenAI request body but the system prompt.
 fn openai_texts(body: &Value) -> Vec<(String, String)> {
-    let messages = body["messages"].as_array().unwrap();
-    messages
-        .iter()
-        .filter(|m| m["role"] != "system" && m["role"] != "developer")
-        .map(|m| {
-            let text = match &m["content"] {
-                Value::String(s) => s.clone(),
-                Value::Array(parts) => parts
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join(""),
-                _ => String::new(),
-            };
-            (m["role"].as_str().unwrap().to_owned(), text)
-        })
+    let texts = crate::suite::support::cli_run::request_texts(body);
+    texts
+        .into_iter()
+        .filter(|(role, _)| role != "system")
         .collect()
 }
 
@@ -520,5 +508,72 @@ async fn max_turns_ends_a_run_per_session_or_per_connection() {
         stop["event"],
         json!({"type": "loop_guard", "guard": "max_turns", "action": "stopped", "count": 1,
                "message": "Stopped: the run reached its turn limit (1)."})
+    );
+}
+
+/// `initializationOptions.model` is the default of new sessions only: a fork made after a
+/// switch keeps the model its source used at that point.
+#[tokio::test]
+async fn a_fork_keeps_the_model_its_source_switched_to() {
+    let mock = MockProvider::start(MockScript {
+        responses: vec![
+            MockResponse::text("a1"),
+            MockResponse::text("a2"),
+            MockResponse::text("a3"),
+        ],
+    })
+    .await
+    .unwrap();
+    let client = LspClient::spawn(Spawn {
+        provider_url: Some(mock.openai_base_url()),
+        env: vec![
+            ("ANTHROPIC_BASE_URL".into(), mock.anthropic_base_url()),
+            ("ANTHROPIC_API_KEY".into(), "anthropic-key".into()),
+        ],
+    })
+    .await;
+    client
+        .initialize(
+            LspClient::agent_caps(false),
+            json!({"model": "openai/mock-model"}),
+        )
+        .await;
+    let (session, run, _) = prompt(&client, json!({"message": "q1"})).await;
+    client.wait_settled(&session, &run).await;
+    client
+        .request(
+            "agent/setModel",
+            json!({"sessionId": session, "model": "anthropic/claude-haiku-4-5"}),
+        )
+        .await;
+    let second = client
+        .request(
+            "agent/prompt",
+            json!({"sessionId": session, "message": "q2"}),
+        )
+        .await;
+    client
+        .wait_settled(&session, second["runId"].as_str().unwrap())
+        .await;
+    let forked = client
+        .request(
+            "agent/forkSession",
+            json!({"sessionId": session, "messageId": second["messageId"]}),
+        )
+        .await;
+    let fork = forked["sessionId"].as_str().unwrap();
+    let state = client
+        .request("agent/getState", json!({"sessionId": fork}))
+        .await;
+    assert_eq!(
+        state["model"],
+        json!({"provider": "anthropic", "id": "claude-haiku-4-5"})
+    );
+    let (_, run, _) = prompt(&client, json!({"sessionId": fork, "message": "q3"})).await;
+    client.wait_settled(fork, &run).await;
+    let paths: Vec<String> = mock.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(
+        paths,
+        ["/v1/chat/completions", "/v1/messages", "/v1/messages"]
     );
 }
