@@ -204,7 +204,7 @@ impl Renderer for HumanRenderer {
     fn loop_guard(&self, event: &GuardEvent) {
         // A stop is reported once, on stderr, when the run settles.
         if event.action == crate::session_setup::loop_guard::GuardAction::Warned {
-            self.line(&format!("[loop guard] {}", event.message));
+            eprintln!("loop guard: {}", event.message);
         }
     }
 

@@ -82,6 +82,15 @@ async fn the_repeated_call_guard_notes_the_third_call_and_stops_the_sixth() {
         .filter(|l| l.to_string().contains("[agent-lsp]"))
         .count();
     assert_eq!(noted, 4);
+    // Without --json: warnings and the stop on stderr.
+    let human = env.run(&["run", "--model", MODEL, "read a.txt"]).await;
+    assert_eq!(human.status.code(), Some(1));
+    let err = stderr(&human);
+    assert!(
+        err.contains("loop guard: The model made the same read call 3 times in a row.")
+            && err.contains("agent-lsp: Stopped: the model made the same read call 6 times"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
