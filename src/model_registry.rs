@@ -133,6 +133,27 @@ pub fn available_models(env: &EnvSource) -> Result<Vec<Model>, ModelError> {
     Ok(Registry::load(env)?.models)
 }
 
+/// Every model the user can use now: the built-ins and models.json entries whose provider has a
+/// key (or needs none), then the models a local Ollama has installed.
+pub fn usable_models(env: &EnvSource) -> Result<Vec<Model>, ModelError> {
+    let registry = Registry::load(env)?;
+    let mut models: Vec<Model> = (registry.models.iter())
+        .filter(|m| registry.has_key(m, env))
+        .cloned()
+        .collect();
+    for name in ollama::probe(&registry.env_ollama_host).unwrap_or_default() {
+        if !models
+            .iter()
+            .any(|m| m.provider == "ollama" && m.id == name)
+        {
+            let mut model = builtin::ollama_template(&registry.env_ollama_host);
+            (model.id, model.name) = (name.clone(), name);
+            models.push(model);
+        }
+    }
+    Ok(models)
+}
+
 /// Fills `usage.cost` from the model's per-million prices (pi's `calculateCost`), unless the
 /// provider already reported a cost.
 pub fn apply_cost(model: &Model, usage: &mut Usage) {
@@ -323,6 +344,12 @@ impl Registry {
             None => {}
         }
         text
+    }
+
+    /// Whether the model's key is there, without running a configured key command.
+    fn has_key(&self, model: &Model, env: &EnvSource) -> bool {
+        let configured = (self.providers.get(&model.provider)).is_some_and(|c| c.api_key.is_some());
+        configured || self.api_key(model, env).is_ok()
     }
 
     fn api_key(&self, model: &Model, env: &EnvSource) -> Result<Option<String>, ModelError> {

@@ -7,7 +7,10 @@
 //! options). The front end then only adds its hooks (approval) and listeners (rendering,
 //! forwarding) and runs the agent. Whatever every session needs belongs here, not in a front end.
 
+pub mod controls;
+pub mod loop_guard;
 pub mod mcp;
+pub mod stats;
 mod system_prompt;
 
 use std::path::{Path, PathBuf};
@@ -24,6 +27,8 @@ use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking
 use crate::session::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
+pub use controls::{LiveSettings, ModelInfo, SessionControls, SwitchError};
+pub use loop_guard::{GuardEvent, LoopGuard, LoopLimits};
 pub use mcp::{McpSource, McpSpec, SessionTools};
 pub use system_prompt::system_prompt;
 
@@ -45,6 +50,8 @@ pub struct SessionSpec {
     pub env: EnvSource,
     /// The MCP servers whose tools the session offers.
     pub mcp: McpSpec,
+    /// The turn limit and the repeated-call guard.
+    pub limits: LoopLimits,
 }
 
 /// Which model the session talks to.
@@ -53,6 +60,9 @@ pub enum ModelChoice {
     Named(Option<String>),
     /// A model the front end resolved itself (the daemon's, once per connection; the demo's).
     Given(Box<ResolvedModel>),
+    /// The resumed session's own model when it still resolves, else this one (`provider/id`;
+    /// `None`: the registry's default).
+    Default(Option<String>),
 }
 
 /// Where the session is recorded.
@@ -104,6 +114,10 @@ pub struct AssembledSession {
     pub tools: Arc<SessionTools>,
     /// Broken MCP configuration files or entries (the rest still loaded).
     pub mcp_errors: Vec<ConfigError>,
+    /// The live model and thinking level (switched through it, also mid-run).
+    pub controls: Arc<SessionControls>,
+    /// The turn limit and the repeated-call guard (their events, why a run was stopped).
+    pub guard: Arc<LoopGuard>,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -138,6 +152,13 @@ pub fn assemble(
                 (context.model.as_ref()).map(|m| format!("{}/{}", m.provider, m.model_id))
             });
             resolve_model(name.as_deref(), &spec.env)?
+        }
+        ModelChoice::Default(default) => {
+            let own = (context.model.as_ref()).map(|m| format!("{}/{}", m.provider, m.model_id));
+            match own.map(|own| resolve_model(Some(&own), &spec.env)) {
+                Some(Ok(own)) => own,
+                _ => resolve_model(default.as_deref(), &spec.env)?,
+            }
         }
     };
     let thinking = clamp_thinking(
@@ -174,8 +195,14 @@ pub fn assemble(
     let date = crate::session::time::iso_now();
     let today = date.get(..10).unwrap_or(&date);
     let mut options = AgentOptions::new(spec.stream_fn);
-    options.model = resolved.model;
+    options.model = resolved.model.clone();
     options.thinking_level = thinking;
+    let controls = Arc::new(SessionControls::new(resolved, thinking, spec.env.clone()));
+    let guard = Arc::new(LoopGuard::new(spec.limits));
+    options.hooks.prepare_request = Some(controls.prepare_request_hook());
+    options.hooks.get_api_key = Some(controls.api_key_hook());
+    options.hooks.after_tool_call = guard.after_tool_call_hook();
+    options.hooks.finish_turn = guard.finish_turn_hook();
     let prompt = system_prompt(&cwd, today, front_end.prompt_note());
     options.messages = with_initial_system_message(record.messages(), &prompt, tools.base());
     options.system_prompt = Some(prompt);
@@ -184,8 +211,8 @@ pub fn assemble(
         options.hooks.prepare_run = Some(tools.prepare_run_hook());
         options.hooks.prepare_next_turn = Some(tools.next_turn_hook());
     }
+    // The key comes per request with the model (`controls`), never from the template.
     options.stream_options = StreamOptions {
-        api_key: resolved.api_key,
         session_id: Some(session_id),
         ..StreamOptions::default()
     };
@@ -196,6 +223,8 @@ pub fn assemble(
         workspace,
         tools,
         mcp_errors,
+        controls,
+        guard,
     })
 }
 

@@ -378,6 +378,14 @@ impl Agent {
         lock(&self.shared.follow_up).mode = mode;
     }
 
+    /// `(steering, follow-up)` queue modes.
+    pub fn queue_modes(&self) -> (QueueMode, QueueMode) {
+        (
+            lock(&self.shared.steering).mode,
+            lock(&self.shared.follow_up).mode,
+        )
+    }
+
     /// Aborts the active run; `true` when a run was active.
     pub fn abort(&self) -> bool {
         match lock(&self.shared.active).as_ref() {

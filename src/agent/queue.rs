@@ -2,8 +2,9 @@
 
 use crate::agent::message::AgentMessage;
 
-/// How many queued messages one poll takes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// How many queued messages one poll takes (pi's names: `"one-at-a-time"`, `"all"`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum QueueMode {
     /// One message per poll (pi's default `"one-at-a-time"`).
     #[default]

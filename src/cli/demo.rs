@@ -68,6 +68,7 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
             stream_fn: Arc::new(demo_model()),
             env: EnvSource::default(),
             mcp: Default::default(),
+            limits: Default::default(),
         },
         approval: Approval::All,
         json: args.json,

@@ -26,7 +26,7 @@ use crate::session::SessionStore;
     long_about = "A coding agent served to editors as a language server.\n\n\
         Without a command, agent-lsp serves LSP over stdin/stdout for an editor. `run` answers \
         one prompt in a terminal or script, `demo` shows a scripted session without a model, \
-        `sessions list` shows stored sessions.\n\n\
+        `sessions list | fork | rename` manage stored sessions.\n\n\
         Models: --model provider/id with ANTHROPIC_API_KEY, OPENAI_API_KEY (OPENAI_BASE_URL / \
         ANTHROPIC_BASE_URL for other endpoints), ollama/<name> for a local Ollama, or \
         providers in $XDG_CONFIG_HOME/agent-lsp/models.json."
@@ -68,6 +68,29 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Copy a session up to (not including) one of its user messages into a new session, as pi
+    /// forks; without a message id, list the session's user messages and their ids.
+    Fork {
+        /// The session (id, id prefix, or file path).
+        session: String,
+        /// The user message to fork before (its entry id in the session file).
+        message_id: Option<String>,
+        #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
+        session_dir: Option<PathBuf>,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Name a session (pi's session name; `sessions list` shows it).
+    Rename {
+        /// The session (id, id prefix, or file path).
+        session: String,
+        /// The new name (several words are joined with spaces).
+        #[arg(required = true)]
+        name: Vec<String>,
+        #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
+        session_dir: Option<PathBuf>,
+    },
 }
 
 /// Parses the arguments and runs the chosen command.
@@ -91,11 +114,7 @@ pub fn main() -> ExitCode {
         }),
         Some(Command::Run(args)) => return runtime.block_on(run::run(args, env)),
         Some(Command::Demo(args)) => return runtime.block_on(demo::demo(args)),
-        Some(Command::Sessions(SessionsCommand::List {
-            cwd,
-            session_dir,
-            json,
-        })) => list_sessions(cwd, session_dir, json, &env),
+        Some(Command::Sessions(command)) => sessions(command, &env),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -127,20 +146,34 @@ fn runtime_for(command: &Option<Command>) -> std::io::Result<tokio::runtime::Run
     builder.build()
 }
 
-fn list_sessions(
-    cwd: Option<PathBuf>,
-    session_dir: Option<PathBuf>,
-    json: bool,
-    env: &EnvSource,
-) -> anyhow::Result<()> {
-    let dir = match session_dir {
-        Some(dir) => dir,
-        None => SessionStore::default_dir(env).ok_or_else(|| {
-            anyhow::anyhow!("no session directory: set HOME, XDG_DATA_HOME or --session-dir")
-        })?,
+fn sessions(command: SessionsCommand, env: &EnvSource) -> anyhow::Result<()> {
+    let store = |dir: Option<PathBuf>| match dir.or_else(|| SessionStore::default_dir(env)) {
+        Some(dir) => Ok(SessionStore::new(dir)),
+        None => Err(anyhow::anyhow!(
+            "no session directory: set HOME, XDG_DATA_HOME or --session-dir"
+        )),
     };
-    let cwd = cwd.map(|c| sessions_cmd::absolute(&c)).transpose()?;
-    sessions_cmd::list(&SessionStore::new(dir), cwd.as_deref(), json)
+    match command {
+        SessionsCommand::List {
+            cwd,
+            session_dir,
+            json,
+        } => {
+            let cwd = cwd.map(|c| sessions_cmd::absolute(&c)).transpose()?;
+            sessions_cmd::list(&store(session_dir)?, cwd.as_deref(), json)
+        }
+        SessionsCommand::Fork {
+            session,
+            message_id,
+            session_dir,
+            json,
+        } => sessions_cmd::fork(&store(session_dir)?, &session, message_id.as_deref(), json),
+        SessionsCommand::Rename {
+            session,
+            name,
+            session_dir,
+        } => sessions_cmd::rename(&store(session_dir)?, &session, &name.join(" ")),
+    }
 }
 
 /// Logs go to stderr only: stdout is the protocol.

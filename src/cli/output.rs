@@ -13,13 +13,17 @@ use serde_json::{Value, json};
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, Usage};
 use crate::agent::stream_contract::AssistantMessageEvent;
+use crate::session_setup::loop_guard::{Guard, GuardEvent};
 
 /// A sink for run events. Write errors (a closed pipe) are ignored: output is best effort,
 /// the session file is the record.
 pub trait Renderer: Send + Sync {
     fn event(&self, event: &AgentEvent);
-    /// Called once after the run, with the run's and the session's usage.
-    fn settled(&self, aborted: bool, error: Option<&str>, run: &Usage, session: &Usage);
+    /// A loop guard warned or stopped the run.
+    fn loop_guard(&self, event: &GuardEvent);
+    /// Called once after the run: whether it was aborted or stopped by a guard, the run's and
+    /// the session's usage.
+    fn settled(&self, aborted: bool, stopped: Option<Guard>, run: &Usage, session: &Usage);
 }
 
 /// `--json`. Lines are collected and written to stdout in batches: whenever the async runtime
@@ -79,8 +83,25 @@ impl Renderer for JsonRenderer {
         });
     }
 
-    fn settled(&self, aborted: bool, _error: Option<&str>, _run: &Usage, _session: &Usage) {
-        let line = json!({"type": "agent_settled", "aborted": aborted}).to_string();
+    fn loop_guard(&self, event: &GuardEvent) {
+        let mut line = json!({"type": "loop_guard"});
+        if let (Value::Object(line), Ok(Value::Object(fields))) =
+            (&mut line, serde_json::to_value(event))
+        {
+            line.extend(fields);
+        }
+        self.push(|out| {
+            out.extend_from_slice(line.to_string().as_bytes());
+            out.push(b'\n');
+        });
+    }
+
+    fn settled(&self, aborted: bool, stopped: Option<Guard>, _run: &Usage, _session: &Usage) {
+        let mut line = json!({"type": "agent_settled", "aborted": aborted});
+        if let Some(guard) = stopped {
+            line["stopReason"] = json!(guard);
+        }
+        let line = line.to_string();
         self.push(|out| {
             out.extend_from_slice(line.as_bytes());
             out.push(b'\n');
@@ -180,7 +201,14 @@ impl Renderer for HumanRenderer {
         }
     }
 
-    fn settled(&self, aborted: bool, _error: Option<&str>, run: &Usage, session: &Usage) {
+    fn loop_guard(&self, event: &GuardEvent) {
+        // A stop is reported once, on stderr, when the run settles.
+        if event.action == crate::session_setup::loop_guard::GuardAction::Warned {
+            eprintln!("loop guard: {}", event.message);
+        }
+    }
+
+    fn settled(&self, aborted: bool, _stopped: Option<Guard>, run: &Usage, session: &Usage) {
         if aborted {
             self.line("[aborted]");
         }

@@ -4,11 +4,11 @@ use std::sync::{Arc, Mutex};
 
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, Usage};
-use crate::agent::model::Model;
 use crate::agent::{AgentListener, CallbackError};
 use crate::cli::output::Renderer;
 use crate::model_registry::apply_cost;
 use crate::session::SessionFile;
+use crate::session_setup::SessionControls;
 
 /// Records every finished message in the session (with its cost) before it is shown, and sums
 /// the run's usage.
@@ -33,11 +33,14 @@ impl Recorder {
         }
     }
 
-    /// Records with the costs of `model` and shows events through `renderer`.
-    pub fn listener(&self, model: Model, renderer: Arc<dyn Renderer>) -> AgentListener {
+    /// Records with the costs of the model that wrote each message, and shows events through
+    /// `renderer`.
+    pub fn listener(
+        &self,
+        controls: Arc<SessionControls>,
+        renderer: Arc<dyn Renderer>,
+    ) -> AgentListener {
         let inner = self.inner.clone();
-        // Shared, not cloned per event: a stream emits one event per delta.
-        let model = Arc::new(model);
         Arc::new(move |event: Arc<AgentEvent>, _cancel| {
             if !matches!(&*event, AgentEvent::MessageEnd { .. }) {
                 // Nothing to record: show it now (one event per delta takes this path).
@@ -45,7 +48,7 @@ impl Recorder {
                 return Box::pin(std::future::ready(Ok(())));
             }
             let inner = inner.clone();
-            let model = model.clone();
+            let controls = controls.clone();
             let renderer = renderer.clone();
             Box::pin(async move {
                 if let AgentEvent::MessageEnd { message } = &*event {
@@ -54,7 +57,7 @@ impl Recorder {
                         .lock()
                         .map_err(|_| CallbackError::from("recorder lock poisoned"))?;
                     if let AgentMessage::Assistant(a) = &mut message {
-                        apply_cost(&model, &mut a.usage);
+                        apply_cost(&controls.model_of(a), &mut a.usage);
                         state.run_usage.accumulate(&a.usage);
                     }
                     if let Some(session) = &mut state.session

@@ -19,8 +19,8 @@ use crate::mcp::server::State;
 use crate::model_registry::EnvSource;
 use crate::session::SessionStore;
 use crate::session_setup::{
-    Headless, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec, SessionTools, SetupError,
-    assemble,
+    GuardEvent, Headless, LoopGuard, LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice,
+    SessionSpec, SessionTools, SetupError, assemble,
 };
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
@@ -71,6 +71,16 @@ pub struct RunArgs {
     /// Start the MCP servers of the project's `.mcp.json` without having been allowed before.
     #[arg(long)]
     pub trust_project_mcp: bool,
+    /// End the run after this many model responses (turns).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_turns: Option<u64>,
+    /// When the model makes the same tool call this many times in a row, its result says so
+    /// (0: never).
+    #[arg(long, value_name = "N", default_value_t = LoopLimits::default().warn_at)]
+    pub loop_guard_warn: usize,
+    /// When the model makes the same tool call this many times in a row, the run ends (0: never).
+    #[arg(long, value_name = "N", default_value_t = LoopLimits::default().stop_at)]
+    pub loop_guard_stop: usize,
     /// The prompt (several words are joined with spaces); `-` reads it from stdin.
     #[arg(required = true)]
     pub prompt: Vec<String>,
@@ -128,6 +138,11 @@ fn plan(args: RunArgs, env: EnvSource) -> anyhow::Result<RunPlan> {
                 hub: Some(McpHub::new()),
                 sources: args.mcp_config.into_iter().map(McpSource::File).collect(),
                 trust_project: args.trust_project_mcp,
+            },
+            limits: LoopLimits {
+                max_turns: args.max_turns.map(|n| n as usize),
+                warn_at: args.loop_guard_warn,
+                stop_at: args.loop_guard_stop,
             },
         },
         approval: args.approve,
@@ -189,7 +204,7 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
     };
     let prompt = plan.prompt.clone();
     let hub = plan.session.mcp.hub.clone();
-    let (agent, recorder, tools) = match build_agent(plan, renderer.clone()) {
+    let (agent, recorder, tools, guard) = match build_agent(plan, renderer.clone()) {
         Ok(built) => built,
         Err(e) => {
             eprintln!("agent-lsp: {e:#}");
@@ -214,8 +229,12 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
     };
     let (run_usage, session_usage) = recorder.totals();
     let aborted = stopped_by.is_some() || outcome.aborted;
-    let error = outcome.error.clone().filter(|_| !aborted);
-    renderer.settled(aborted, error.as_deref(), &run_usage, &session_usage);
+    let stopped = guard.take_stop();
+    let error = (outcome.error.clone())
+        .or_else(|| stopped.as_ref().map(|s| s.message.clone()))
+        .filter(|_| !aborted);
+    let stop_reason = stopped.as_ref().map(|s| s.guard);
+    renderer.settled(aborted, stop_reason, &run_usage, &session_usage);
     // The one listener is the recorder: the session could not be written.
     if let Some(RunFailure::Listener(e)) = &outcome.failure {
         eprintln!("agent-lsp: {e}");
@@ -297,10 +316,9 @@ async fn report_mcp(tools: &SessionTools) {
     }
 }
 
-fn build_agent(
-    plan: RunPlan,
-    renderer: Arc<dyn Renderer>,
-) -> anyhow::Result<(Agent, Recorder, Arc<SessionTools>)> {
+type Built = (Agent, Recorder, Arc<SessionTools>, Arc<LoopGuard>);
+
+fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<Built> {
     let session = assemble(plan.session, &Headless).map_err(|e| match e {
         SetupError::Workspace { cwd, source } => anyhow::Error::new(source).context(format!(
             "cannot open the workspace {} (or a directory given with --add-dir)",
@@ -316,11 +334,14 @@ fn build_agent(
         before_tool_call: plan.approval.hook(session.tools.clone()),
         ..options.hooks
     };
-    let model = options.model.clone();
     let agent = Agent::new(options);
     let recorder = Recorder::new(session.record);
-    agent.subscribe(recorder.listener(model, renderer));
-    Ok((agent, recorder, session.tools))
+    let shown = renderer.clone();
+    session
+        .guard
+        .observe(move |event: &GuardEvent| shown.loop_guard(event));
+    agent.subscribe(recorder.listener(session.controls, renderer));
+    Ok((agent, recorder, session.tools, session.guard))
 }
 
 /// The prompt words joined, or stdin for `-`; refuses an empty prompt before any work starts.

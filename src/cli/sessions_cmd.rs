@@ -1,13 +1,15 @@
-//! `agent-lsp sessions list`: the stored sessions, newest first.
+//! `agent-lsp sessions list | fork | rename`: the stored sessions.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::session::{SessionStore, SessionSummary, time::iso_from_ms};
+use crate::agent::message::AgentMessage;
+use crate::session::{EntryKind, ForkPoint, SessionStore, SessionSummary, time::iso_from_ms};
 
-/// Prints one line per session: id, updated time, message count, name, cwd.
+/// Prints one line per session, newest first: id, updated time, message count, title (the name,
+/// else the first prompt), cwd.
 pub fn list(store: &SessionStore, cwd: Option<&Path>, json: bool) -> anyhow::Result<()> {
     let sessions = match cwd {
         Some(cwd) => store.list_for_cwd(cwd),
@@ -28,7 +30,7 @@ pub fn list(store: &SessionStore, cwd: Option<&Path>, json: bool) -> anyhow::Res
     writeln!(
         out,
         "{:<36}  {:<24}  {:>4}  {:<24}  CWD",
-        "ID", "UPDATED", "MSGS", "NAME"
+        "ID", "UPDATED", "MSGS", "TITLE"
     )?;
     for s in &sessions {
         writeln!(
@@ -37,7 +39,7 @@ pub fn list(store: &SessionStore, cwd: Option<&Path>, json: bool) -> anyhow::Res
             s.id,
             iso_from_ms(s.updated_ms),
             s.message_count,
-            s.name.as_deref().unwrap_or("-"),
+            clip(&s.title(), 24),
             s.cwd
         )?;
     }
@@ -50,6 +52,7 @@ fn summary_json(s: &SessionSummary) -> serde_json::Value {
         "path": s.path,
         "cwd": s.cwd,
         "name": s.name,
+        "title": s.title(),
         "created": s.created,
         "updated": iso_from_ms(s.updated_ms),
         "messageCount": s.message_count,
@@ -59,4 +62,73 @@ fn summary_json(s: &SessionSummary) -> serde_json::Value {
 /// `--cwd` made absolute, so it matches the cwd stored in session headers.
 pub fn absolute(dir: &Path) -> anyhow::Result<PathBuf> {
     std::fs::canonicalize(dir).with_context(|| format!("no such directory: {}", dir.display()))
+}
+
+fn clip(text: &str, width: usize) -> String {
+    match text.chars().count() {
+        0 => "-".into(),
+        n if n <= width => text.into(),
+        _ => format!("{}…", text.chars().take(width - 1).collect::<String>()),
+    }
+}
+
+/// Forks `session` before the user message `message_id` and prints the new session's id and
+/// file; without a message id, prints the user messages of its branch (id, first line).
+pub fn fork(
+    store: &SessionStore,
+    session: &str,
+    message_id: Option<&str>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let source = store.open(session)?;
+    let mut out = std::io::stdout().lock();
+    let Some(message_id) = message_id else {
+        for entry in source.branch_path() {
+            if let EntryKind::Message {
+                message: AgentMessage::User(user),
+            } = &entry.kind
+            {
+                let text = user.content.to_text();
+                let line = text.lines().next().unwrap_or_default();
+                match json {
+                    true => writeln!(
+                        out,
+                        "{}",
+                        serde_json::json!({"messageId": entry.id, "text": text})
+                    )?,
+                    false => writeln!(out, "{}  {line}", entry.id)?,
+                }
+            }
+        }
+        return Ok(());
+    };
+    let (fork, _) = store
+        .fork(&source, ForkPoint::BeforeUserMessage(message_id))
+        .with_context(|| format!("cannot fork {session} at {message_id}"))?;
+    let path = fork
+        .path()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    match json {
+        true => writeln!(
+            out,
+            "{}",
+            serde_json::json!({"id": fork.id(), "path": path})
+        )?,
+        false => writeln!(out, "{}  {path}", fork.id())?,
+    }
+    Ok(())
+}
+
+/// Names `session` (pi's `session_info` entry).
+pub fn rename(store: &SessionStore, session: &str, name: &str) -> anyhow::Result<()> {
+    let mut record = store.open(session)?;
+    record.set_name(name)?;
+    writeln!(
+        std::io::stdout(),
+        "{}  {}",
+        record.id(),
+        record.name().unwrap_or_default()
+    )?;
+    Ok(())
 }

@@ -10,13 +10,13 @@ use crate::server::jsonrpc::{ResponseError, code};
 use crate::server::live_session::QueueKind;
 use crate::server::main_loop::parse;
 use crate::server::protocol::{
-    GetDocumentParams, GetDocumentResult, NewSessionParams, QueueParams, RemoveQueuedParams,
-    SessionParams, method,
+    ForkSessionParams, GetDocumentParams, GetDocumentResult, ListSessionsParams, QueueParams,
+    RemoveQueuedParams, SessionParams, SetModelParams, SetThinkingLevelParams, method,
 };
 use crate::server::session_table::SessionTable;
 
 /// The request methods (besides `initialize` and `shutdown`).
-const REQUESTS: [&str; 13] = [
+const REQUESTS: [&str; 21] = [
     method::PROMPT,
     method::STEER,
     method::FOLLOW_UP,
@@ -30,6 +30,14 @@ const REQUESTS: [&str; 13] = [
     method::MCP_STATUS,
     "workspace/executeCommand",
     "textDocument/codeAction",
+    method::LIST_MODELS,
+    method::SET_MODEL,
+    method::SET_THINKING_LEVEL,
+    method::SET_QUEUE_MODES,
+    method::GET_STATS,
+    method::LIST_SESSIONS,
+    method::FORK_SESSION,
+    method::RENAME_SESSION,
 ];
 
 pub fn is_request(method: &str) -> bool {
@@ -60,10 +68,7 @@ pub fn request(
             let p: RemoveQueuedParams = parse(params)?;
             to_value(sessions.remove_queued(&p.session_id, &p.message_id))
         }
-        method::NEW_SESSION => {
-            let p: NewSessionParams = parse(params)?;
-            to_value(sessions.new_session(p.cwd, p.resume))
-        }
+        method::NEW_SESSION => to_value(sessions.new_session(parse(params)?)),
         method::GET_STATE => to_value(sessions.state(&session_id(params)?)),
         method::GET_MESSAGES => to_value(sessions.messages(&session_id(params)?)),
         method::GET_DOCUMENT => to_value(get_document(docs, parse(params)?)),
@@ -76,6 +81,26 @@ pub fn request(
             let p: CodeActionParams = parse(params)?;
             to_value(Ok(sessions.code_actions(&p)))
         }
+        method::LIST_MODELS => to_value(sessions.list_models()),
+        method::SET_MODEL => {
+            let p: SetModelParams = parse(params)?;
+            to_value(sessions.set_model(&p.session_id, &p.model))
+        }
+        method::SET_THINKING_LEVEL => {
+            let p: SetThinkingLevelParams = parse(params)?;
+            to_value(sessions.set_thinking_level(&p.session_id, p.level))
+        }
+        method::SET_QUEUE_MODES => to_value(sessions.set_queue_modes(parse(params)?)),
+        method::GET_STATS => to_value(sessions.stats(&session_id(params)?)),
+        method::LIST_SESSIONS => {
+            let p: ListSessionsParams = parse(params)?;
+            to_value(sessions.list_sessions(p.cwd))
+        }
+        method::FORK_SESSION => {
+            let p: ForkSessionParams = parse(params)?;
+            to_value(sessions.fork_session(&p.session_id, &p.message_id))
+        }
+        method::RENAME_SESSION => to_value(sessions.rename_session(parse(params)?)),
         _ => Err(ResponseError::new(
             code::METHOD_NOT_FOUND,
             format!("method not found: {method}"),

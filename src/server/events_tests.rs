@@ -33,7 +33,10 @@ fn delta(kind: &str, index: usize, text: &str) -> EventBody {
 }
 
 fn end() -> EventBody {
-    EventBody::Session(SessionEvent::AgentSettled { aborted: false })
+    EventBody::Session(SessionEvent::AgentSettled {
+        aborted: false,
+        stop_reason: None,
+    })
 }
 
 const HOUR: Duration = Duration::from_secs(3600);

@@ -20,8 +20,8 @@ use crate::server::approval::ApprovalMemory;
 use crate::server::conn::ConnCtx;
 use crate::server::events::Emitter;
 use crate::server::protocol::{EventBody, QueuedMessage, Queues, SessionEvent};
-use crate::session::SessionFile;
-use crate::session_setup::{AssembledSession, SessionTools};
+use crate::session::{EntryKind, SessionFile};
+use crate::session_setup::{AssembledSession, LoopGuard, SessionControls, SessionTools};
 use crate::tools::Workspace;
 
 /// Why a session refused a request.
@@ -41,6 +41,9 @@ struct RunState {
     last_run: Option<String>,
     steering: VecDeque<QueuedMessage>,
     follow_up: VecDeque<QueuedMessage>,
+    /// The ids of user messages given to the agent and not yet recorded, in delivery order:
+    /// each is recorded under the `messageId` its request was answered with.
+    unrecorded: VecDeque<String>,
 }
 
 /// Which queue a message goes to.
@@ -59,9 +62,12 @@ pub struct LiveSession {
     pub workspace: Arc<dyn Workspace>,
     /// The session's tools, its MCP servers' included.
     pub tools: Arc<SessionTools>,
+    /// The live model and thinking level.
+    pub controls: Arc<SessionControls>,
+    pub guard: Arc<LoopGuard>,
     pub memory: Mutex<ApprovalMemory>,
     /// The persisted transcript (pi's JSONL v3), appended at every `message_end`.
-    record: Mutex<SessionFile>,
+    pub record: Mutex<SessionFile>,
     state: Mutex<RunState>,
     idle: watch::Sender<bool>,
 }
@@ -95,6 +101,8 @@ impl LiveSession {
             cwd,
             workspace,
             tools,
+            controls,
+            guard,
             ..
         } = session;
         let id = record.id().to_owned();
@@ -105,6 +113,16 @@ impl LiveSession {
                 ..options.hooks
             };
             let agent = Agent::new(options);
+            let guard_session = weak.clone();
+            guard.observe(move |event| {
+                if let Some(session) = guard_session.upgrade() {
+                    let run = session.active_run();
+                    let event = SessionEvent::LoopGuard(event.clone());
+                    session
+                        .emitter
+                        .emit(run.as_deref(), EventBody::Session(event));
+                }
+            });
             let listener_session = weak.clone();
             agent.subscribe(Arc::new(move |event, _cancel| {
                 let session = listener_session.clone();
@@ -123,6 +141,8 @@ impl LiveSession {
                 ctx,
                 workspace,
                 tools,
+                controls,
+                guard,
                 memory: Mutex::default(),
                 record: Mutex::new(record),
                 state: Mutex::default(),
@@ -145,12 +165,13 @@ impl LiveSession {
         self: &Arc<Self>,
         blocks: Vec<ContentBlock>,
     ) -> Result<(String, String), SessionError> {
-        let message_id = new_id();
+        let message_id = self.reserve_id();
         let mut st = self.lock();
         if st.active.is_some() {
             return Err(SessionError::Busy(crate::agent::handle::BUSY_PROMPT.into()));
         }
         let run_id = self.begin(&mut st);
+        st.unrecorded.push_back(message_id.clone());
         match self.agent.prompt(vec![user_message(blocks)]) {
             Ok(handle) => {
                 drop(st);
@@ -159,9 +180,19 @@ impl LiveSession {
             }
             Err(e) => {
                 st.active = None;
+                st.unrecorded.pop_back();
                 Err(agent_error(e))
             }
         }
+    }
+
+    /// A message id: the session file entry id the message will be recorded under.
+    fn reserve_id(&self) -> String {
+        self.record().reserve_id()
+    }
+
+    pub fn record(&self) -> MutexGuard<'_, SessionFile> {
+        self.record.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn begin(&self, st: &mut RunState) -> String {
@@ -184,8 +215,14 @@ impl LiveSession {
         crate::server::generic::run_finished(&self, &run_id, &outcome).await;
         let mut st = self.lock();
         self.sync_queues(&mut st, Some(&run_id));
+        let stopped = self.guard.take_stop();
+        if let Some(stop) = stopped.as_ref().filter(|_| self.ctx.config.is_generic()) {
+            let text = format!("agent-lsp: {}", stop.message);
+            crate::server::generic::show(&self.ctx, ls_types::MessageType::WARNING, text);
+        }
         let settled = SessionEvent::AgentSettled {
             aborted: outcome.aborted,
+            stop_reason: stopped.map(|s| s.guard),
         };
         self.emitter
             .emit(Some(&run_id), EventBody::Session(settled));
@@ -214,13 +251,13 @@ impl LiveSession {
         kind: QueueKind,
         blocks: Vec<ContentBlock>,
     ) -> Result<(String, String, bool), SessionError> {
+        let message_id = self.reserve_id();
         let mut st = self.lock();
         let Some(run_id) = st.active.clone() else {
             drop(st);
             let (run_id, message_id) = self.start_run(blocks)?;
             return Ok((run_id, message_id, true));
         };
-        let message_id = new_id();
         let item = QueuedMessage {
             message_id: message_id.clone(),
             text: text_of(&blocks),
@@ -338,16 +375,26 @@ impl LiveSession {
         let costed = match message {
             AgentMessage::Assistant(a) => {
                 let mut a = a.clone();
-                // `model()`, not `state().model`: the state holds the whole transcript.
-                crate::model_registry::apply_cost(&self.agent.model(), &mut a.usage);
+                // Priced by the model that wrote it (the session may have switched since).
+                crate::model_registry::apply_cost(&self.controls.model_of(&a), &mut a.usage);
                 Some(AgentMessage::Assistant(a))
             }
             _ => None,
         };
-        let mut record = self.record.lock().unwrap_or_else(|e| e.into_inner());
-        let appended = match costed {
-            Some(costed) => record.append_owned_message(costed),
-            None => record.append_message(message),
+        let named = match message {
+            AgentMessage::User(_) => self.lock().unrecorded.pop_front(),
+            _ => None,
+        };
+        let mut record = self.record();
+        let appended = match (costed, named) {
+            (Some(costed), _) => record.append_owned_message(costed),
+            (None, Some(id)) => record.append_as(
+                id,
+                EntryKind::Message {
+                    message: message.clone(),
+                },
+            ),
+            (None, None) => record.append_message(message),
         };
         if let Err(e) = appended {
             tracing::warn!(session = self.id, %e, "cannot record the session");
@@ -356,8 +403,7 @@ impl LiveSession {
 
     /// The session file, if it is stored on disk.
     pub fn record_path(&self) -> Option<PathBuf> {
-        let record = self.record.lock().unwrap_or_else(|e| e.into_inner());
-        record.path().map(PathBuf::from)
+        self.record().path().map(PathBuf::from)
     }
 
     /// Trims the id mirrors to the agent's queue lengths (queues drain from the front) and
@@ -365,8 +411,12 @@ impl LiveSession {
     fn sync_queues(&self, st: &mut RunState, run_id: Option<&str>) {
         let (steering, follow_up) = self.agent.queued_lens();
         let changed = st.steering.len() > steering || st.follow_up.len() > follow_up;
-        st.steering.keep_last(steering);
-        st.follow_up.keep_last(follow_up);
+        // Dropped from the front: delivered to the run, to be recorded under their ids.
+        let delivered = (st.steering.keep_last(steering).into_iter())
+            .chain(st.follow_up.keep_last(follow_up))
+            .map(|m| m.message_id);
+        let delivered: Vec<String> = delivered.collect();
+        st.unrecorded.extend(delivered);
         if changed {
             self.emitter.emit(run_id, queue_event(st));
         }
@@ -383,16 +433,15 @@ impl LiveSession {
     }
 }
 
-/// Drops items from the front until `len` remain.
-trait TruncateFront {
-    fn keep_last(&mut self, len: usize);
+/// Drops items from the front until `len` remain; returns them.
+trait TruncateFront<T> {
+    fn keep_last(&mut self, len: usize) -> Vec<T>;
 }
 
-impl<T> TruncateFront for VecDeque<T> {
-    fn keep_last(&mut self, len: usize) {
-        while self.len() > len {
-            self.pop_front();
-        }
+impl<T> TruncateFront<T> for VecDeque<T> {
+    fn keep_last(&mut self, len: usize) -> Vec<T> {
+        let excess = self.len().saturating_sub(len);
+        self.drain(..excess).collect()
     }
 }
 

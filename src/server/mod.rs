@@ -7,7 +7,9 @@
 //! - `protocol`: every wire type; `config`: what `initialize` settles;
 //! - `position` + `documents`: ropey mirrors and the one position module;
 //! - `outgoing`: the one registry of server → client requests (timeouts, cancellation);
-//! - `session_table` (the connection's sessions and the agent methods), `live_session` (one
+//! - `session_table` (the connection's sessions and the agent methods), `controls` (live
+//!   model, thinking level, queue modes, stats; listing, forking, renaming stored sessions),
+//!   `live_session` (one
 //!   session: its agent, runs, queues with ids, persistence), `events` (numbering and merging
 //!   of `$/agentEvent`s), `conn` (what sessions share);
 //! - `diagnostics`: the editor's forwarded diagnostics and the `diagnostics` tool;
@@ -20,6 +22,7 @@ pub mod ask;
 pub mod buffer_ws;
 pub mod config;
 pub mod conn;
+pub mod controls;
 pub mod diagnostics;
 pub mod dispatch;
 pub mod documents;

@@ -9,8 +9,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agent::event::AgentEvent;
-use crate::agent::message::ContentBlock;
+use crate::agent::message::{ContentBlock, ThinkingLevel};
+use crate::agent::queue::QueueMode;
 pub use crate::mcp::server::ServerStatus;
+use crate::session_setup::loop_guard::{Guard, GuardEvent};
+use crate::session_setup::{LiveSettings, ModelInfo};
 
 /// The version advertised as `capabilities.experimental.agent.protocolVersion`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -28,6 +31,14 @@ pub mod method {
     pub const GET_MESSAGES: &str = "agent/getMessages";
     pub const GET_DOCUMENT: &str = "agent/getDocument";
     pub const MCP_STATUS: &str = "agent/mcpStatus";
+    pub const LIST_MODELS: &str = "agent/listModels";
+    pub const SET_MODEL: &str = "agent/setModel";
+    pub const SET_THINKING_LEVEL: &str = "agent/setThinkingLevel";
+    pub const SET_QUEUE_MODES: &str = "agent/setQueueModes";
+    pub const GET_STATS: &str = "agent/getStats";
+    pub const LIST_SESSIONS: &str = "agent/listSessions";
+    pub const FORK_SESSION: &str = "agent/forkSession";
+    pub const RENAME_SESSION: &str = "agent/renameSession";
     /// Server → client.
     pub const EVENT: &str = "$/agentEvent";
     pub const BEFORE_TOOL_CALL: &str = "agent/beforeToolCall";
@@ -227,12 +238,16 @@ pub struct AbortResult {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NewSessionParams {
     #[serde(default)]
     pub cwd: Option<String>,
     /// A stored session to continue (id, unique id prefix or file path).
     #[serde(default)]
     pub resume: Option<String>,
+    /// Responses per run (overrides `initializationOptions.maxTurns`).
+    #[serde(default)]
+    pub max_turns: Option<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -254,6 +269,9 @@ pub struct StateResult {
     pub session_id: String,
     pub cwd: String,
     pub model: Option<ModelRef>,
+    pub thinking_level: ThinkingLevel,
+    pub steering_mode: QueueMode,
+    pub follow_up_mode: QueueMode,
     pub is_streaming: bool,
     pub run_id: Option<String>,
     #[serde(flatten)]
@@ -310,7 +328,17 @@ pub enum SessionEvent {
     /// Either queue changed.
     QueueUpdate(Queues),
     /// The run is over and the session accepts a new prompt.
-    AgentSettled { aborted: bool },
+    #[serde(rename_all = "camelCase")]
+    AgentSettled {
+        aborted: bool,
+        /// The loop guard that ended the run, if one did.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stop_reason: Option<Guard>,
+    },
+    /// The session's model or thinking level changed (`agent/setModel`, `agent/setThinkingLevel`).
+    ModelUpdate(LiveSettings),
+    /// A loop guard warned about a repeated call, or stopped the run.
+    LoopGuard(GuardEvent),
     /// A state, error or tool list of the session's MCP servers changed.
     McpUpdate { servers: Vec<ServerStatus> },
 }
@@ -426,6 +454,116 @@ pub struct InitOptions {
     pub delta_interval_ms: Option<u64>,
     /// MCP servers (`{"NAME": {command…} | {url…}}`), after the user's and the project's.
     pub mcp_servers: Option<Value>,
+    /// Responses per run (default: no limit); `agent/newSession` may set its own.
+    pub max_turns: Option<usize>,
+    pub loop_guard: LoopGuardOptions,
+}
+
+/// `initializationOptions.loopGuard`: the same tool call this many times in a row gets a note
+/// (`warnAt`, default 3) or ends the run (`stopAt`, default 6); 0 turns either off.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LoopGuardOptions {
+    pub warn_at: Option<usize>,
+    pub stop_at: Option<usize>,
+}
+
+/// Result of `agent/listModels`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ListModelsResult {
+    pub models: Vec<ModelInfo>,
+}
+
+/// Params of `agent/setModel`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetModelParams {
+    pub session_id: String,
+    /// `provider/id` (or a bare id), as `initializationOptions.model`.
+    pub model: String,
+}
+
+/// Params of `agent/setThinkingLevel`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetThinkingLevelParams {
+    pub session_id: String,
+    pub level: ThinkingLevel,
+}
+
+/// Params of `agent/setQueueModes`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetQueueModesParams {
+    pub session_id: String,
+    #[serde(default)]
+    pub steering: Option<QueueMode>,
+    #[serde(default)]
+    pub follow_up: Option<QueueMode>,
+}
+
+/// Result of `agent/setQueueModes`: both modes after the call.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueModesResult {
+    pub steering: QueueMode,
+    pub follow_up: QueueMode,
+}
+
+/// Params of `agent/listSessions`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ListSessionsParams {
+    pub cwd: Option<String>,
+}
+
+/// One stored session.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub session_id: String,
+    /// The session's name, else its first prompt (first line).
+    pub title: String,
+    pub name: Option<String>,
+    pub cwd: String,
+    /// ISO times.
+    pub created: String,
+    pub modified: String,
+    pub message_count: usize,
+    pub file: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ListSessionsResult {
+    pub sessions: Vec<SessionInfo>,
+}
+
+/// Params of `agent/forkSession`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkSessionParams {
+    pub session_id: String,
+    /// A user message's id (the `messageId` its prompt was answered with, or its entry id in
+    /// the session file).
+    pub message_id: String,
+}
+
+/// Result of `agent/forkSession`: the new session, and the text of the message it was forked
+/// before (to edit and send again).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkSessionResult {
+    pub session_id: String,
+    pub cwd: String,
+    pub text: Option<String>,
+}
+
+/// Params and result of `agent/renameSession`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RenameSessionParams {
+    pub session_id: String,
+    pub name: String,
 }
 
 #[cfg(test)]
@@ -509,6 +647,14 @@ mod tests {
             method::DIAGNOSTICS,
             method::GET_DOCUMENT,
             method::MCP_STATUS,
+            method::LIST_MODELS,
+            method::SET_MODEL,
+            method::SET_THINKING_LEVEL,
+            method::SET_QUEUE_MODES,
+            method::GET_STATS,
+            method::LIST_SESSIONS,
+            method::FORK_SESSION,
+            method::RENAME_SESSION,
         ];
         let events = [
             "queue_update",
@@ -526,6 +672,8 @@ mod tests {
             "tool_execution_end",
             "provider_retry",
             "mcp_update",
+            "model_update",
+            "loop_guard",
         ];
         let fields = [
             "sessionId",
@@ -578,6 +726,41 @@ mod tests {
             "servers",
             "state",
             "untrusted",
+            "maxTurns",
+            "loopGuard",
+            "warnAt",
+            "stopAt",
+            "stopReason",
+            "thinkingLevel",
+            "steeringMode",
+            "followUpMode",
+            "models",
+            "contextWindow",
+            "maxTokens",
+            "thinkingLevels",
+            "level",
+            "one-at-a-time",
+            "userMessages",
+            "assistantMessages",
+            "toolCalls",
+            "toolResults",
+            "totalMessages",
+            "cacheRead",
+            "cacheWrite",
+            "contextUsage",
+            "percent",
+            "sessions",
+            "created",
+            "modified",
+            "file",
+            "text",
+            "guard",
+            "action",
+            "warned",
+            "stopped",
+            "repeated_call",
+            "max_turns",
+            "count",
         ];
         let all = methods
             .iter()

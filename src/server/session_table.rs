@@ -19,12 +19,12 @@ use crate::server::live_session::{LiveSession, QueueKind, SessionError};
 use crate::server::outgoing::Outgoing;
 use crate::server::protocol::{
     AbortResult, Decision, Disposition, McpStatusResult, MessagesResult, ModelRef,
-    NewSessionResult, PromptMessage, PromptParams, PromptResult, QueueResult, Queues,
-    RemoveQueuedResult, StateResult, StreamingBehavior, code, command,
+    NewSessionParams, NewSessionResult, PromptMessage, PromptParams, PromptResult, QueueResult,
+    Queues, RemoveQueuedResult, StateResult, StreamingBehavior, code, command,
 };
 use crate::session::{SessionFile, SessionStore};
 use crate::session_setup::{
-    McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec, SetupError, assemble,
+    LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec, SetupError, assemble,
 };
 use ls_types::MessageType;
 
@@ -50,12 +50,12 @@ fn busy_or_agent(e: SessionError) -> ResponseError {
 }
 
 /// The user's session store; `None` when there is no directory for it (sessions stay in memory).
-fn store() -> Option<SessionStore> {
+pub(super) fn store() -> Option<SessionStore> {
     SessionStore::default_dir(&EnvSource::from_process()).map(SessionStore::new)
 }
 
 /// A stored session (by id, unique id prefix or file path), to continue it.
-fn stored_record(id: &str) -> Result<SessionFile> {
+pub(super) fn stored_record(id: &str) -> Result<SessionFile> {
     let store =
         store().ok_or_else(|| invalid_params("there is no session directory to resume from"))?;
     store
@@ -108,23 +108,37 @@ impl SessionTable {
 
     /// Creates a session rooted at `cwd` (default: the connection's).
     pub fn create(&self, cwd: Option<PathBuf>) -> Result<Arc<LiveSession>> {
-        self.create_with(cwd, None)
+        self.create_with(cwd, None, None)
     }
 
-    /// Creates a session; with `resume`, it continues that stored session (its cwd, messages
-    /// and file) instead of starting a new one.
+    /// A live session continuing this stored session (a fork, just made).
+    pub(super) fn resume_record(&self, record: SessionFile) -> Result<Arc<LiveSession>> {
+        self.create_with(None, Some(record), None)
+    }
+
+    /// Creates a session; with `resume`, it continues that stored session (its cwd, messages,
+    /// model and file) instead of starting a new one.
     fn create_with(
         &self,
         cwd: Option<PathBuf>,
         resume: Option<SessionFile>,
+        max_turns: Option<usize>,
     ) -> Result<Arc<LiveSession>> {
-        let model = (self.ctx.model.clone()).map_err(|e| ResponseError::new(code::NO_MODEL, e))?;
-        let extra_roots = &self.ctx.config.options.extra_roots;
+        let options = &self.ctx.config.options;
+        // `initializationOptions.model` is the default of new sessions; a resumed one keeps its own.
+        let model = match &resume {
+            Some(_) => ModelChoice::Default(options.model.clone()),
+            None => ModelChoice::Given(Box::new(
+                (self.ctx.model.clone()).map_err(|e| ResponseError::new(code::NO_MODEL, e))?,
+            )),
+        };
+        let extra_roots = &options.extra_roots;
+        let defaults = LoopLimits::default();
         let spec = SessionSpec {
             cwd_is_explicit: cwd.is_some(),
             cwd: cwd.unwrap_or_else(|| self.ctx.config.cwd.clone()),
             extra_roots: extra_roots.iter().map(PathBuf::from).collect(),
-            model: ModelChoice::Given(Box::new(model)),
+            model,
             thinking: None,
             record: match resume {
                 Some(record) => RecordChoice::Resume(record),
@@ -139,6 +153,11 @@ impl SessionTable {
                     .into_iter()
                     .collect(),
                 trust_project: false,
+            },
+            limits: LoopLimits {
+                max_turns: max_turns.or(options.max_turns),
+                warn_at: options.loop_guard.warn_at.unwrap_or(defaults.warn_at),
+                stop_at: options.loop_guard.stop_at.unwrap_or(defaults.stop_at),
             },
         };
         let session = assemble(spec, &*self.ctx).map_err(|e| match e {
@@ -241,16 +260,12 @@ impl SessionTable {
         Ok(RemoveQueuedResult { removed, queues })
     }
 
-    pub fn new_session(
-        &self,
-        cwd: Option<String>,
-        resume: Option<String>,
-    ) -> Result<NewSessionResult> {
-        let session = match resume {
-            None => self.create(cwd.map(PathBuf::from))?,
+    pub fn new_session(&self, p: NewSessionParams) -> Result<NewSessionResult> {
+        let session = match p.resume {
+            None => self.create_with(p.cwd.map(PathBuf::from), None, p.max_turns)?,
             Some(id) => match self.get(&id) {
                 Ok(loaded) => loaded,
-                Err(_) => self.create_with(None, Some(stored_record(&id)?))?,
+                Err(_) => self.create_with(None, Some(stored_record(&id)?), p.max_turns)?,
             },
         };
         Ok(NewSessionResult {
@@ -262,6 +277,7 @@ impl SessionTable {
     pub fn state(&self, session_id: &str) -> Result<StateResult> {
         let session = self.get(session_id)?;
         let state = session.agent.state();
+        let (steering_mode, follow_up_mode) = session.agent.queue_modes();
         Ok(StateResult {
             session_id: session.id.clone(),
             cwd: session.cwd.display().to_string(),
@@ -269,6 +285,9 @@ impl SessionTable {
                 provider: state.model.provider.clone(),
                 id: state.model.id.clone(),
             }),
+            thinking_level: state.thinking_level,
+            steering_mode,
+            follow_up_mode,
             is_streaming: session.active_run().is_some(),
             run_id: session.last_run(),
             queues: session.queues(),
@@ -372,9 +391,13 @@ impl SessionTable {
                 let session = self.session_or_default(field("sessionId").as_deref())?;
                 to_value(serde_json::to_value(self.abort(&session.id)?))
             }
-            command::NEW_SESSION => to_value(serde_json::to_value(
-                self.new_session(field("cwd"), field("resume"))?,
-            )),
+            command::NEW_SESSION => to_value(serde_json::to_value(self.new_session(
+                NewSessionParams {
+                    cwd: field("cwd"),
+                    resume: field("resume"),
+                    max_turns: None,
+                },
+            )?)),
             command::APPROVE | command::REJECT => {
                 let id = arg
                     .as_str()

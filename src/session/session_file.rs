@@ -229,8 +229,21 @@ impl SessionFile {
 
     /// Appends an entry as a child of the leaf, writes and syncs it; returns its id.
     pub fn append(&mut self, kind: EntryKind) -> Result<String, SessionError> {
+        let id = self.reserve_id();
+        self.append_as(id, kind)
+    }
+
+    /// A new entry id, kept free for an entry appended later with [`SessionFile::append_as`]
+    /// (a front end names a message before it is recorded).
+    pub fn reserve_id(&mut self) -> String {
+        new_entry_id(&mut self.ids)
+    }
+
+    /// [`SessionFile::append`] with an id from [`SessionFile::reserve_id`].
+    pub fn append_as(&mut self, id: String, kind: EntryKind) -> Result<String, SessionError> {
+        self.ids.insert(id.clone());
         let entry = SessionEntry {
-            id: new_entry_id(&mut self.ids),
+            id,
             parent_id: self.leaf.clone(),
             timestamp: iso_now(),
             kind,

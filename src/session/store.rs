@@ -29,6 +29,18 @@ pub struct SessionSummary {
     /// Last modification of the file (milliseconds since the epoch).
     pub updated_ms: i64,
     pub message_count: usize,
+    /// The first line of the first user message, if any.
+    pub first_prompt: Option<String>,
+}
+
+impl SessionSummary {
+    /// What a listing shows: the session's name, else its first prompt.
+    pub fn title(&self) -> String {
+        self.name
+            .clone()
+            .or_else(|| self.first_prompt.clone())
+            .unwrap_or_default()
+    }
 }
 
 /// Where a fork starts.
@@ -297,5 +309,18 @@ fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
         created: header.timestamp,
         updated_ms,
         message_count: count_messages(&entries),
+        first_prompt: entries.iter().find_map(|e| match &e.kind {
+            EntryKind::Message {
+                message: crate::agent::message::AgentMessage::User(user),
+            } => Some(
+                user.content
+                    .to_text()
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            _ => None,
+        }),
     })
 }

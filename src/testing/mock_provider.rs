@@ -342,6 +342,15 @@ impl Reply {
     }
 }
 
+/// Another serving of a repeating response: its tool calls get ids of their own.
+fn repeated(response: &MockResponse, request: usize) -> MockResponse {
+    let mut response = response.clone();
+    for call in &mut response.tool_calls {
+        call.id = format!("{}-{request}", call.id);
+    }
+    response
+}
+
 fn decide(shared: &Shared, request: &HttpRequest, record: &mut RecordedRequest) -> Reply {
     let Some(api) = route(request) else {
         record.status = 404;
@@ -355,7 +364,16 @@ fn decide(shared: &Shared, request: &HttpRequest, record: &mut RecordedRequest) 
         record.violation = Some(violation);
         return Reply::plain(400, error_body("invalid_request_error", &message));
     }
-    let next = shared.lock().queue.pop_front();
+    let next = {
+        let mut state = shared.lock();
+        let request = state.requests.len();
+        match state.queue.front() {
+            Some((index, response)) if response.repeat => {
+                Some((*index, repeated(response, request)))
+            }
+            _ => state.queue.pop_front(),
+        }
+    };
     let Some((index, response)) = next else {
         record.status = 500;
         return Reply::plain(500, error_body("mock_error", "no more scripted responses"));

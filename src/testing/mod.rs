@@ -52,6 +52,8 @@
 //!   `message_delta`; `streamError` (Anthropic) ends the stream with an `overloaded_error` `event: error`
 //!   (the only event when the response has no content).
 //! - `id` (default `mock-<n>`), `model` (default: the requested model).
+//! - `repeat: true` serves the response to every later request (a model stuck in a loop); each
+//!   serving's tool call ids get `-<request index>` appended.
 //!
 //! The binary `agent-lsp-mock --script FILE [--port N] [--log FILE.jsonl]` serves a script file
 //! and prints [`MockProvider::announcement`] as one JSON line; it stops when killed or when its

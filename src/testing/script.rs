@@ -182,6 +182,10 @@ pub struct MockResponse {
     /// The reported model (default: the requested model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Serve this response to every request from now on (the script never moves past it), each
+    /// tool call id suffixed with `-<request index>` so every call is a new one.
+    #[serde(default)]
+    pub repeat: bool,
 }
 
 impl MockResponse {

@@ -206,6 +206,46 @@ async fn steering_all_delivers_every_queued_message_in_one_poll() {
     assert_eq!(requests, [vec!["go", "a", "b"]]);
 }
 
+/// pi's agent test "continue() should keep one-at-a-time steering semantics from assistant
+/// tail": two steering messages queued after an assistant reply, then `continue()`.
+async fn continued_steering(mode: QueueMode) -> (Vec<Vec<String>>, Vec<String>) {
+    let stream = MockStream::responses(vec![text_reply("Processed")]);
+    let mut options = AgentOptions::new(stream.clone());
+    options.steering_mode = mode;
+    options.messages = vec![
+        user("Initial"),
+        AgentMessage::Assistant(text_reply("Initial response")),
+    ];
+    let agent = Agent::new(options);
+    agent.steer(user("Steering 1"));
+    agent.steer(user("Steering 2"));
+    agent.continue_run().unwrap().wait().await;
+    assert!(!agent.has_queued_messages());
+    let requests = (stream.calls().iter())
+        .map(|c| c.context.messages.iter().filter_map(user_text).collect())
+        .collect();
+    let roles = (agent.state().messages.iter().skip(2))
+        .map(|m| m.role().to_string())
+        .collect();
+    (requests, roles)
+}
+
+#[tokio::test]
+async fn continue_from_an_assistant_tail_delivers_steering_by_queue_mode() {
+    let (requests, roles) = continued_steering(QueueMode::OneAtATime).await;
+    assert_eq!(
+        requests,
+        [
+            vec!["Initial", "Steering 1"],
+            vec!["Initial", "Steering 1", "Steering 2"]
+        ]
+    );
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+    let (requests, roles) = continued_steering(QueueMode::All).await;
+    assert_eq!(requests, [vec!["Initial", "Steering 1", "Steering 2"]]);
+    assert_eq!(roles, ["user", "user", "assistant"]);
+}
+
 #[tokio::test]
 async fn follow_ups_wait_until_the_agent_would_stop() {
     let stream = MockStream::responses(vec![text_reply("ok")]);

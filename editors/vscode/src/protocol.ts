@@ -102,7 +102,9 @@ export type AgentEvent =
   | { type: 'tool_execution_end'; toolCallId: string; toolName: string; result: AgentToolResult; isError: boolean; durationMs?: number }
   | { type: 'provider_retry'; attempt: number; maxAttempts: number; delayMs: number; errorMessage: string }
   | { type: 'queue_update'; steering: QueuedMessage[]; followUp: QueuedMessage[] }
-  | { type: 'agent_settled'; aborted: boolean };
+  | { type: 'agent_settled'; aborted: boolean; stopReason?: LoopGuardKind }
+  | ({ type: 'model_update' } & LiveSettings)
+  | { type: 'loop_guard'; guard: LoopGuardKind; action: 'warned' | 'stopped'; count: number; toolName?: string; message: string };
 
 /** `$/agentEvent` notification params. */
 export interface AgentEventParams { sessionId: string; runId: string | null; seq: number; event: AgentEvent }
@@ -138,7 +140,7 @@ export interface RemoveQueuedResult { removed: boolean; steering: QueuedMessage[
 export interface SessionParams { sessionId: string }
 export interface AbortResult { aborted: boolean }
 /** §3.5: `resume` continues a stored session (id, unique id prefix or file path). */
-export interface NewSessionParams { cwd?: string; resume?: string }
+export interface NewSessionParams { cwd?: string; resume?: string; maxTurns?: number }
 export interface NewSessionResult { sessionId: string; cwd: string }
 
 /** `agent/getState` (§3.6). */
@@ -146,6 +148,9 @@ export interface SessionState {
   sessionId: string;
   cwd: string;
   model: { provider: string; id: string } | null;
+  thinkingLevel: ThinkingLevel;
+  steeringMode: QueueMode;
+  followUpMode: QueueMode;
   isStreaming: boolean;
   runId: string | null;
   steering: QueuedMessage[];
@@ -172,6 +177,62 @@ export interface McpServerStatus {
 /** `agent/mcpStatus` (§3.10). */
 export interface McpStatusResult { sessionId: string; servers: McpServerStatus[] }
 
+export type ThinkingLevel = 'off' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
+export type QueueMode = 'one-at-a-time' | 'all';
+/** §3.13: the loop guard that warned or stopped a run. */
+export type LoopGuardKind = 'repeated_call' | 'max_turns';
+
+/** A model of `agent/listModels` (§3.11); `cost` in USD per million tokens. */
+export interface ModelInfo {
+  provider: string;
+  id: string;
+  name: string;
+  api: string;
+  contextWindow: number;
+  maxTokens: number;
+  reasoning: boolean;
+  thinkingLevels: ThinkingLevel[];
+  input: ('text' | 'image')[];
+  cost: { input: number; output: number; cacheRead: number; cacheWrite: number };
+}
+export interface ListModelsResult { models: ModelInfo[] }
+/** `agent/setModel`, `agent/setThinkingLevel` (§3.11) and the `model_update` event. */
+export interface LiveSettings { model: ModelInfo; thinkingLevel: ThinkingLevel }
+export interface SetModelParams { sessionId: string; model: string }
+export interface SetThinkingLevelParams { sessionId: string; level: ThinkingLevel }
+export interface SetQueueModesParams { sessionId: string; steering?: QueueMode; followUp?: QueueMode }
+export interface QueueModesResult { steering: QueueMode; followUp: QueueMode }
+/** `agent/getStats` (§3.11): pi's `get_session_stats`. */
+export interface SessionStats {
+  sessionFile: string | null;
+  sessionId: string;
+  userMessages: number;
+  assistantMessages: number;
+  toolCalls: number;
+  toolResults: number;
+  totalMessages: number;
+  tokens: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
+  cost: number;
+  contextUsage: { tokens: number | null; contextWindow: number; percent: number | null } | null;
+}
+/** A stored session (`agent/listSessions`, §3.12). */
+export interface SessionInfo {
+  sessionId: string;
+  title: string;
+  name: string | null;
+  cwd: string;
+  created: string;
+  modified: string;
+  messageCount: number;
+  file: string;
+}
+export interface ListSessionsParams { cwd?: string }
+export interface ListSessionsResult { sessions: SessionInfo[] }
+/** §3.12: `messageId` is the user message's session entry id. */
+export interface ForkSessionParams { sessionId: string; messageId: string }
+export interface ForkSessionResult { sessionId: string; cwd: string; text: string | null }
+export interface RenameSessionParams { sessionId: string; name: string }
+
 /** JSON-RPC error codes of §3. */
 export const ErrorCodes = { parseError: -32700, invalidRequest: -32600, invalidParams: -32602, methodNotFound: -32601, agentBusy: -32001, notInitialized: -32002, noModel: -32003 } as const;
 
@@ -186,6 +247,9 @@ export interface InitializationOptions {
   deltaIntervalMs?: number;
   /** MCP servers whose tools sessions offer (§1.1, §3.10). */
   mcpServers?: Record<string, unknown>;
+  /** The turn limit and the repeated-call guard (§3.13). */
+  maxTurns?: number;
+  loopGuard?: { warnAt?: number; stopAt?: number };
 }
 
 /**
@@ -217,6 +281,14 @@ export const Methods = {
   getMessages: 'agent/getMessages',
   getDocument: 'agent/getDocument',
   mcpStatus: 'agent/mcpStatus',
+  listModels: 'agent/listModels',
+  setModel: 'agent/setModel',
+  setThinkingLevel: 'agent/setThinkingLevel',
+  setQueueModes: 'agent/setQueueModes',
+  getStats: 'agent/getStats',
+  listSessions: 'agent/listSessions',
+  forkSession: 'agent/forkSession',
+  renameSession: 'agent/renameSession',
   diagnostics: 'agent/diagnostics',
   event: '$/agentEvent',
   beforeToolCall: 'agent/beforeToolCall',

@@ -22,6 +22,14 @@ M.methods = {
   get_document = "agent/getDocument",
   remove_queued = "agent/removeQueued",
   mcp_status = "agent/mcpStatus",
+  list_models = "agent/listModels",
+  set_model = "agent/setModel",
+  set_thinking_level = "agent/setThinkingLevel",
+  set_queue_modes = "agent/setQueueModes",
+  get_stats = "agent/getStats",
+  list_sessions = "agent/listSessions",
+  fork_session = "agent/forkSession",
+  rename_session = "agent/renameSession",
 }
 
 --- Client -> server notifications. `agent/diagnostics {uri, diagnostics: lsp.Diagnostic[]}`
@@ -67,7 +75,12 @@ M.errors = {
 M.preview_types = { diff = "diff", command = "command" }
 
 --- Session events added to pi's AgentEvent stream by the daemon.
-M.session_events = { queue_update = "queue_update", agent_settled = "agent_settled" }
+M.session_events = {
+  queue_update = "queue_update",
+  agent_settled = "agent_settled",
+  model_update = "model_update",
+  loop_guard = "loop_guard",
+}
 
 --- Shapes (protocol.md):
 ---   agent/prompt      {sessionId?, message, streamingBehavior?} -> {sessionId, runId, messageId, disposition}
@@ -75,8 +88,16 @@ M.session_events = { queue_update = "queue_update", agent_settled = "agent_settl
 ---   agent/abort       {sessionId} -> {aborted}
 ---   agent/clearQueue  {sessionId} -> {steering, followUp}
 ---   agent/removeQueued {sessionId, messageId} -> {removed, steering, followUp}
----   agent/newSession  {cwd?, resume?} -> {sessionId, cwd}   (resume: a stored session id, prefix or file)
----   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile}
+---   agent/newSession  {cwd?, resume?, maxTurns?} -> {sessionId, cwd}   (resume: a stored session id, prefix or file)
+---   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, thinkingLevel, steeringMode, followUpMode, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile}
+---   agent/listModels  {} -> {models: [{provider, id, name, api, contextWindow, maxTokens, reasoning, thinkingLevels, input, cost}]}
+---   agent/setModel    {sessionId, model} -> {model, thinkingLevel}   (from the next request, also mid-run)
+---   agent/setThinkingLevel {sessionId, level} -> {model, thinkingLevel}
+---   agent/setQueueModes {sessionId, steering?, followUp?} -> {steering, followUp}   ("all" | "one-at-a-time")
+---   agent/getStats    {sessionId} -> {sessionFile, sessionId, userMessages, assistantMessages, toolCalls, toolResults, totalMessages, tokens, cost, contextUsage}
+---   agent/listSessions {cwd?} -> {sessions: [{sessionId, title, name, cwd, created, modified, messageCount, file}]}
+---   agent/forkSession {sessionId, messageId} -> {sessionId, cwd, text}
+---   agent/renameSession {sessionId, name} -> {sessionId, name}
 ---   agent/getMessages {sessionId} -> {sessionId, messages}
 ---   agent/getDocument {uri} -> {uri, version, text}   (the daemon's mirror of an open document)
 ---   $/agentEvent      {sessionId, runId, seq, event}
