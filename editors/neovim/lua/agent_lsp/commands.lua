@@ -170,25 +170,32 @@ local function restart(on_done)
 end
 
 --- Shows the current session's model, or switches to `spec` ("provider/id").
---- The protocol sets the model per daemon (`initializationOptions.model`), so switching
---- restarts the daemon, then resumes the current session (stored by the daemon) on the new one.
+--- With a current session the switch is live (`agent/setModel`): its next request, even in the
+--- middle of a run, goes to the new model with the whole history. Without one, `spec` becomes the
+--- daemon's default (`initializationOptions.model`), which takes a restart.
 ---@param spec string?
 ---@param on_result fun(model: string?)?
 function M.model(spec, on_result)
   if spec then
     config.options.model = spec
-    local previous = state.current
-    restart(function()
-      local function done()
+    if not state.current then
+      restart(function()
         chat.paragraph("_model: " .. spec .. "_")
         if on_result then
           on_result(spec)
         end
+      end)
+      return
+    end
+    -- A refusal (unknown model, missing key) is shown by `request` with the daemon's message.
+    lsp().request(protocol.methods.set_model, { sessionId = state.current, model = spec }, function(result)
+      if type(result) ~= "table" or type(result.model) ~= "table" then
+        return
       end
-      if previous then
-        sessions.resume(previous, done)
-      else
-        done()
+      local m = result.model.provider .. "/" .. tostring(result.model.id)
+      chat.paragraph("_model: " .. m .. "_")
+      if on_result then
+        on_result(m)
       end
     end)
     return
