@@ -58,6 +58,20 @@ pub fn flush_json_lines() {
 }
 
 impl JsonRenderer {
+    /// One line `{"type": kind, …value's fields}`.
+    fn push_typed(&self, kind: &str, value: &impl serde::Serialize) {
+        let mut line = json!({ "type": kind });
+        if let (Value::Object(line), Ok(Value::Object(fields))) =
+            (&mut line, serde_json::to_value(value))
+        {
+            line.extend(fields);
+        }
+        self.push(|out| {
+            out.extend_from_slice(line.to_string().as_bytes());
+            out.push(b'\n');
+        });
+    }
+
     fn push(&self, encode: impl FnOnce(&mut Vec<u8>)) {
         let full = match PENDING.lock() {
             Ok(mut pending) => {
@@ -87,16 +101,7 @@ impl Renderer for JsonRenderer {
     }
 
     fn loop_guard(&self, event: &GuardEvent) {
-        let mut line = json!({"type": "loop_guard"});
-        if let (Value::Object(line), Ok(Value::Object(fields))) =
-            (&mut line, serde_json::to_value(event))
-        {
-            line.extend(fields);
-        }
-        self.push(|out| {
-            out.extend_from_slice(line.to_string().as_bytes());
-            out.push(b'\n');
-        });
+        self.push_typed("loop_guard", event);
     }
 
     fn settled(&self, aborted: bool, stopped: Option<Guard>, _run: &Usage, _session: &Usage) {
@@ -114,16 +119,7 @@ impl Renderer for JsonRenderer {
     }
 
     fn command(&self, outcome: &BuiltinOutcome) {
-        let mut line = json!({"type": "command"});
-        if let (Value::Object(line), Ok(Value::Object(fields))) =
-            (&mut line, serde_json::to_value(outcome))
-        {
-            line.extend(fields);
-        }
-        self.push(|out| {
-            out.extend_from_slice(line.to_string().as_bytes());
-            out.push(b'\n');
-        });
+        self.push_typed("command", outcome);
         flush_json_lines();
     }
 }

@@ -9,9 +9,9 @@ use crate::server::jsonrpc::ResponseError;
 use crate::server::live_session::{LiveSession, QueueKind, SessionError};
 use crate::server::protocol::{
     CommandAnswer, CommandReply, Disposition, EventBody, ExpandingReply, ListCommandsResult,
-    SessionEvent, StreamingBehavior, code,
+    SessionEvent, StreamingBehavior,
 };
-use crate::server::session_table::SessionTable;
+use crate::server::session_table::{SessionTable, busy_or_agent};
 use crate::session_setup::commands::{CommandError, run_builtin};
 use crate::session_setup::{Builtin, CommandInfo, Expansion};
 
@@ -135,7 +135,7 @@ pub fn prepare(
 
 fn builtin_reply(session: &Arc<LiveSession>, builtin: &Builtin) -> Result<CommandAnswer> {
     if matches!(builtin, Builtin::Compact { .. }) && session.active_run().is_some() {
-        return Err(busy(SessionError::Busy(
+        return Err(busy_or_agent(SessionError::Busy(
             "Cannot compact while the agent is running".into(),
         )));
     }
@@ -167,13 +167,6 @@ fn builtin_reply(session: &Arc<LiveSession>, builtin: &Builtin) -> Result<Comman
         disposition: Disposition::Command,
         outcome,
     }))
-}
-
-fn busy(e: SessionError) -> ResponseError {
-    match e {
-        SessionError::Busy(text) => ResponseError::new(code::AGENT_BUSY, text),
-        SessionError::Agent(text) => ResponseError::internal(text),
-    }
 }
 
 impl LiveSession {

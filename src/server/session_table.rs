@@ -44,7 +44,7 @@ fn invalid_params(message: impl Into<String>) -> ResponseError {
     ResponseError::invalid_params(message)
 }
 
-fn busy_or_agent(e: SessionError) -> ResponseError {
+pub(super) fn busy_or_agent(e: SessionError) -> ResponseError {
     match e {
         SessionError::Busy(text) => ResponseError::new(code::AGENT_BUSY, text),
         SessionError::Agent(text) => ResponseError::internal(text),

@@ -210,28 +210,11 @@ async fn templates_expand_with_arguments_before_the_loop() {
 
 #[tokio::test]
 async fn slash_model_switches_the_next_request_and_slash_compact_is_refused_clearly() {
-    let mock = MockProvider::start(MockScript {
-        responses: vec![
-            MockResponse::text("from openai"),
-            MockResponse::text("from claude"),
-        ],
-    })
-    .await
-    .unwrap();
-    let client = LspClient::spawn(Spawn {
-        provider_url: Some(mock.openai_base_url()),
-        env: vec![
-            ("ANTHROPIC_BASE_URL".into(), mock.anthropic_base_url()),
-            ("ANTHROPIC_API_KEY".into(), "anthropic-key".into()),
-        ],
-    })
+    let (mock, client) = two_provider_setup(vec![
+        MockResponse::text("from openai"),
+        MockResponse::text("from claude"),
+    ])
     .await;
-    client
-        .initialize(
-            LspClient::agent_caps(false),
-            json!({"model": "openai/mock-model"}),
-        )
-        .await;
     let root = std::fs::canonicalize(client.workspace.path()).unwrap();
     let session = new_session(&client, &root).await;
     prompt_and_settle(&client, &session, "first").await;
