@@ -142,6 +142,8 @@ async fn templates_expand_with_arguments_before_the_loop() {
             MockResponse::text("reviewed"),
             MockResponse::text("fixed"),
             MockResponse::text("unknown went through"),
+            MockResponse::text("followed up"),
+            MockResponse::text("skilled"),
         ],
         LspClient::agent_caps(false),
         json!({}),
@@ -155,6 +157,11 @@ async fn templates_expand_with_arguments_before_the_loop() {
     write(
         &root.join(".claude/commands/fix.md"),
         "Fix the issue $ARGUMENTS and add a test.\n",
+    );
+    let skill = root.join(".agent-lsp/skills/deploy/SKILL.md");
+    write(
+        &skill,
+        "---\nname: deploy\ndescription: Deploy the app\n---\n\nRun ./deploy.sh.\n",
     );
     let session = new_session(&client, &root).await;
 
@@ -198,6 +205,32 @@ async fn templates_expand_with_arguments_before_the_loop() {
         "Fix the issue #12 and add a test.\n"
     );
     assert_eq!(last_user_text(&requests[2].body), "/nope keep me");
+    // agent/followUp (and agent/steer) expand too; idle, the message starts a run.
+    let (id, rx) = client
+        .request_start(
+            "agent/followUp",
+            json!({"sessionId": session, "message": "/fix #13"}),
+        )
+        .await;
+    let answer = tokio::time::timeout(HANG_BOUND, rx).await.unwrap().unwrap();
+    assert_eq!(answer["id"], id);
+    let run = answer["result"]["runId"].as_str().unwrap().to_owned();
+    client.wait_settled(&session, &run).await;
+    assert_eq!(
+        last_user_text(&mock.requests()[3].body),
+        "Fix the issue #13 and add a test.\n"
+    );
+    prompt_and_settle(&client, &session, "/skill:deploy to staging").await;
+    assert_eq!(
+        last_user_text(&mock.requests()[4].body),
+        format!(
+            "<skill name=\"deploy\" location=\"{}\">\nReferences are relative to {}.\n\n\
+             Run ./deploy.sh.\n</skill>\n\nto staging",
+            skill.display(),
+            skill.parent().unwrap().display()
+        )
+    );
+    assert_eq!(find("skill:deploy")["source"], "skill");
     // The transcript holds the expanded text, as pi records it.
     let messages = client
         .request("agent/getMessages", json!({"sessionId": session}))
