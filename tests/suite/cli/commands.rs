@@ -6,7 +6,9 @@ use std::path::Path;
 
 use agent_lsp::testing::MockResponse;
 
-use super::super::support::cli_run::{CliEnv, request_texts, stderr, stdout};
+use serde_json::json;
+
+use super::super::support::cli_run::{CliEnv, json_lines, request_texts, stderr, stdout};
 use super::{MODEL, mock};
 
 fn write(path: &Path, text: &str) {
@@ -98,6 +100,23 @@ async fn run_expands_templates_and_slash_model_switches_the_session() {
         "model: anthropic/claude-sonnet-4-5 (thinking off)",
         "the switch was recorded in the session"
     );
+
+    let out = env.run(&["run", "--json", "-c", "/model"]).await;
+    let lines = json_lines(&out);
+    assert_eq!(lines.len(), 1, "{}", stdout(&out));
+    assert_eq!(
+        (
+            &lines[0]["type"],
+            &lines[0]["command"],
+            &lines[0]["model"]["id"]
+        ),
+        (
+            &json!("command"),
+            &json!("model"),
+            &json!("claude-sonnet-4-5")
+        )
+    );
+    assert_eq!(lines[0]["thinkingLevel"], "off");
 
     let out = env.run(&["run", "-c", "and", "now?"]).await;
     assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
