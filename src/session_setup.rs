@@ -7,6 +7,7 @@
 //! options). The front end then only adds its hooks (approval) and listeners (rendering,
 //! forwarding) and runs the agent. Whatever every session needs belongs here, not in a front end.
 
+pub mod compaction;
 pub mod controls;
 pub mod loop_guard;
 pub mod mcp;
@@ -22,11 +23,16 @@ use crate::agent::message::{AgentMessage, MessageContent, ThinkingLevel};
 use crate::agent::stream_contract::{StreamFn, StreamOptions};
 use crate::agent::tool::ToolRef;
 use crate::agent::transcript::initial_system_message;
+use crate::compaction::{CompactionOptions, CompactionSettings};
 use crate::mcp::config::ConfigError;
 use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking, resolve_model};
 use crate::session::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
+pub use compaction::{
+    CompactError, Compacted, CompactionEnd, CompactionEvent, Compactor, CompactorParts,
+    SharedRecord,
+};
 pub use controls::{LiveSettings, ModelInfo, SessionControls, SwitchError};
 pub use loop_guard::{GuardEvent, LoopGuard, LoopLimits};
 pub use mcp::{McpSource, McpSpec, SessionTools};
@@ -52,6 +58,8 @@ pub struct SessionSpec {
     pub mcp: McpSpec,
     /// The turn limit and the repeated-call guard.
     pub limits: LoopLimits,
+    /// The front end's compaction settings, over the user's `settings.json`.
+    pub compaction: CompactionOptions,
 }
 
 /// Which model the session talks to.
@@ -105,8 +113,9 @@ pub struct AssembledSession {
     /// Model, thinking level, system prompt, tools, restored messages and stream options; the
     /// front end adds its hooks before building the agent.
     pub options: AgentOptions,
-    /// The session file, with any model or thinking change already recorded.
-    pub record: SessionFile,
+    /// The session file, with any model or thinking change already recorded; shared with the
+    /// compactor.
+    pub record: SharedRecord,
     /// The canonical project directory.
     pub cwd: PathBuf,
     pub workspace: Arc<dyn Workspace>,
@@ -118,6 +127,11 @@ pub struct AssembledSession {
     pub controls: Arc<SessionControls>,
     /// The turn limit and the repeated-call guard (their events, why a run was stopped).
     pub guard: Arc<LoopGuard>,
+    /// The session's compactions (`agent/compact`, `/compact`, and the automatic ones); the
+    /// front end attaches its agent and observes its events.
+    pub compactor: Arc<Compactor>,
+    /// Configuration the session could not use (a broken `settings.json`), for the user.
+    pub warnings: Vec<String>,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -199,12 +213,26 @@ pub fn assemble(
     options.thinking_level = thinking;
     let controls = Arc::new(SessionControls::new(resolved, thinking, spec.env.clone()));
     let guard = Arc::new(LoopGuard::new(spec.limits));
-    options.hooks.prepare_request = Some(controls.prepare_request_hook());
+    let (settings, warnings) = compaction_settings(&spec.env, &spec.compaction);
+    let prompt = system_prompt(&cwd, today, front_end.prompt_note());
+    let record = Arc::new(std::sync::Mutex::new(record));
+    let compactor = Arc::new(Compactor::new(CompactorParts {
+        settings,
+        controls: controls.clone(),
+        stream_fn: options.stream_fn.clone(),
+        record: record.clone(),
+        tools: tools.clone(),
+        system_prompt: prompt.clone(),
+        session_id: session_id.clone(),
+    }));
+    let live_model = Some(controls.prepare_request_hook());
+    options.hooks.prepare_request = Some(compactor.prepare_request_hook(live_model));
+    options.hooks.recover_error = Some(compactor.recover_error_hook());
     options.hooks.get_api_key = Some(controls.api_key_hook());
     options.hooks.after_tool_call = guard.after_tool_call_hook();
     options.hooks.finish_turn = guard.finish_turn_hook();
-    let prompt = system_prompt(&cwd, today, front_end.prompt_note());
-    options.messages = with_initial_system_message(record.messages(), &prompt, tools.base());
+    let stored = record.lock().map(|r| r.messages()).unwrap_or_default();
+    options.messages = with_initial_system_message(stored, &prompt, tools.base());
     options.system_prompt = Some(prompt);
     options.tools = tools.current();
     if !tools.mcp.is_empty() {
@@ -225,14 +253,31 @@ pub fn assemble(
         mcp_errors,
         controls,
         guard,
+        compactor,
+        warnings,
     })
+}
+
+/// pi's defaults, then the user's `settings.json`, then the front end's layer.
+fn compaction_settings(
+    env: &EnvSource,
+    front_end: &CompactionOptions,
+) -> (CompactionSettings, Vec<String>) {
+    let mut settings = CompactionSettings::default();
+    let mut warnings = Vec::new();
+    match compaction::user_settings(env) {
+        Ok(user) => settings.merge(&user),
+        Err(e) => warnings.push(e),
+    }
+    settings.merge(front_end);
+    (settings, warnings)
 }
 
 /// The stored messages of a session, with the system prompt and fixed tools first when the
 /// session starts with a pure tool declaration (MCP tools that appeared before its first prompt):
 /// the agent puts them first only when the transcript does not start with a system message, and
 /// the first run's own initial message is never stored.
-fn with_initial_system_message(
+pub(crate) fn with_initial_system_message(
     mut messages: Vec<AgentMessage>,
     prompt: &str,
     tools: &[ToolRef],

@@ -69,6 +69,7 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
             env: EnvSource::default(),
             mcp: Default::default(),
             limits: Default::default(),
+            compaction: Default::default(),
         },
         approval: Approval::All,
         json: args.json,

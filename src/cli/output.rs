@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, Usage};
 use crate::agent::stream_contract::AssistantMessageEvent;
+use crate::session_setup::CompactionEvent;
 use crate::session_setup::loop_guard::{Guard, GuardEvent};
 
 /// A sink for run events. Write errors (a closed pipe) are ignored: output is best effort,
@@ -21,6 +22,8 @@ pub trait Renderer: Send + Sync {
     fn event(&self, event: &AgentEvent);
     /// A loop guard warned or stopped the run.
     fn loop_guard(&self, event: &GuardEvent);
+    /// A compaction started or ended.
+    fn compaction(&self, event: &CompactionEvent);
     /// Called once after the run: whether it was aborted or stopped by a guard, the run's and
     /// the session's usage.
     fn settled(&self, aborted: bool, stopped: Option<Guard>, run: &Usage, session: &Usage);
@@ -93,6 +96,16 @@ impl Renderer for JsonRenderer {
         self.push(|out| {
             out.extend_from_slice(line.to_string().as_bytes());
             out.push(b'\n');
+        });
+    }
+
+    fn compaction(&self, event: &CompactionEvent) {
+        let line = serde_json::to_string(event);
+        self.push(|out| {
+            if let Ok(line) = line {
+                out.extend_from_slice(line.as_bytes());
+                out.push(b'\n');
+            }
         });
     }
 
@@ -205,6 +218,22 @@ impl Renderer for HumanRenderer {
         // A stop is reported once, on stderr, when the run settles.
         if event.action == crate::session_setup::loop_guard::GuardAction::Warned {
             eprintln!("loop guard: {}", event.message);
+        }
+    }
+
+    fn compaction(&self, event: &CompactionEvent) {
+        match event {
+            CompactionEvent::CompactionStart { reason } => {
+                eprintln!("compacting the session ({})…", reason.as_str());
+            }
+            CompactionEvent::CompactionEnd(end) => match (&end.result, &end.error_message) {
+                (Some(result), _) => eprintln!(
+                    "compacted: about {} tokens before, {} after",
+                    result.tokens_before, result.estimated_tokens_after
+                ),
+                (None, Some(error)) => eprintln!("{error}"),
+                (None, None) => eprintln!("compaction cancelled"),
+            },
         }
     }
 

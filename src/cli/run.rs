@@ -14,13 +14,14 @@ use crate::agent::{Agent, RunFailure, RunHandle, RunOutcome};
 use crate::cli::approve::Approval;
 use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
 use crate::cli::recorder::Recorder;
+use crate::compaction::CompactionOptions;
 use crate::mcp::McpHub;
 use crate::mcp::server::State;
 use crate::model_registry::EnvSource;
 use crate::session::SessionStore;
 use crate::session_setup::{
-    GuardEvent, Headless, LoopGuard, LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice,
-    SessionSpec, SessionTools, SetupError, assemble,
+    CompactionEvent, GuardEvent, Headless, LoopGuard, LoopLimits, McpSource, McpSpec, ModelChoice,
+    RecordChoice, SessionSpec, SessionTools, SetupError, assemble,
 };
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
@@ -81,6 +82,10 @@ pub struct RunArgs {
     /// When the model makes the same tool call this many times in a row, the run ends (0: never).
     #[arg(long, value_name = "N", default_value_t = LoopLimits::default().stop_at)]
     pub loop_guard_stop: usize,
+    /// Compact the session once its context passes this many tokens (default: the model's
+    /// context window minus compaction.reserveTokens, as pi).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub compact_threshold: Option<u64>,
     /// The prompt (several words are joined with spaces); `-` reads it from stdin.
     #[arg(required = true)]
     pub prompt: Vec<String>,
@@ -143,6 +148,10 @@ fn plan(args: RunArgs, env: EnvSource) -> anyhow::Result<RunPlan> {
                 max_turns: args.max_turns.map(|n| n as usize),
                 warn_at: args.loop_guard_warn,
                 stop_at: args.loop_guard_stop,
+            },
+            compaction: CompactionOptions {
+                threshold_tokens: args.compact_threshold,
+                ..CompactionOptions::default()
             },
         },
         approval: args.approve,
@@ -329,12 +338,18 @@ fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<Bui
     for error in &session.mcp_errors {
         eprintln!("agent-lsp: {error}");
     }
+    for warning in &session.warnings {
+        eprintln!("agent-lsp: {warning}");
+    }
     let mut options = session.options;
     options.hooks = AgentHooks {
         before_tool_call: plan.approval.hook(session.tools.clone()),
         ..options.hooks
     };
     let agent = Agent::new(options);
+    session.compactor.attach(&agent);
+    let shown = renderer.clone();
+    (session.compactor).observe(move |event: &CompactionEvent| shown.compaction(event));
     let recorder = Recorder::new(session.record);
     let shown = renderer.clone();
     session

@@ -103,6 +103,13 @@ impl Server {
         match message {
             Incoming::Request { id, method, params } => {
                 let slot = self.output.reply_slot();
+                if method == crate::server::protocol::method::COMPACT
+                    && let Phase::Running(sessions) = &self.phase
+                {
+                    // Answered when the compaction ends, from its own task.
+                    sessions.compact(id, params, slot);
+                    return None;
+                }
                 let result = self.request(&method, params);
                 if let Err(e) = &result {
                     tracing::debug!(method, %e, "request failed");

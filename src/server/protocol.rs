@@ -39,6 +39,7 @@ pub mod method {
     pub const LIST_SESSIONS: &str = "agent/listSessions";
     pub const FORK_SESSION: &str = "agent/forkSession";
     pub const RENAME_SESSION: &str = "agent/renameSession";
+    pub const COMPACT: &str = "agent/compact";
     /// Server → client.
     pub const EVENT: &str = "$/agentEvent";
     pub const BEFORE_TOOL_CALL: &str = "agent/beforeToolCall";
@@ -71,6 +72,8 @@ pub mod command {
 pub mod code {
     pub const AGENT_BUSY: i64 = -32001;
     pub const NO_MODEL: i64 = -32003;
+    /// `agent/compact` did not compact (nothing to compact, cancelled, the summary failed).
+    pub const COMPACTION_FAILED: i64 = -32004;
 }
 
 /// `capabilities.experimental.agent` sent by the client.
@@ -341,6 +344,32 @@ pub enum SessionEvent {
     LoopGuard(GuardEvent),
     /// A state, error or tool list of the session's MCP servers changed.
     McpUpdate { servers: Vec<ServerStatus> },
+    /// A compaction started (pi's event).
+    CompactionStart {
+        reason: crate::compaction::CompactionReason,
+    },
+    /// A compaction ended: with its result, aborted, or failed (pi's event).
+    CompactionEnd(Box<crate::session_setup::CompactionEnd>),
+}
+
+impl From<crate::session_setup::CompactionEvent> for SessionEvent {
+    fn from(event: crate::session_setup::CompactionEvent) -> Self {
+        use crate::session_setup::CompactionEvent as E;
+        match event {
+            E::CompactionStart { reason } => SessionEvent::CompactionStart { reason },
+            E::CompactionEnd(end) => SessionEvent::CompactionEnd(end),
+        }
+    }
+}
+
+/// Params of `agent/compact`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactParams {
+    pub session_id: String,
+    /// What the summary should focus on (pi's `customInstructions`).
+    #[serde(default)]
+    pub instructions: Option<String>,
 }
 
 /// Result of `agent/mcpStatus`.
@@ -457,6 +486,9 @@ pub struct InitOptions {
     /// Responses per run (default: no limit); `agent/newSession` may set its own.
     pub max_turns: Option<usize>,
     pub loop_guard: LoopGuardOptions,
+    /// `{enabled, reserveTokens, keepRecentTokens, thresholdTokens}`, over the user's
+    /// `settings.json`.
+    pub compaction: crate::compaction::CompactionOptions,
 }
 
 /// `initializationOptions.loopGuard`: the same tool call this many times in a row gets a note
