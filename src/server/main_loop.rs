@@ -102,14 +102,15 @@ impl Server {
     fn handle(&mut self, message: Incoming) -> Option<Exit> {
         match message {
             Incoming::Request { id, method, params } => {
-                let slot = self.output.reply_slot();
                 if method == crate::server::protocol::method::COMPACT
                     && let Phase::Running(sessions) = &self.phase
                 {
-                    // Answered when the compaction ends, from its own task.
-                    sessions.compact(id, params, slot);
+                    // Answered when the compaction ends, after its events (as pi's RPC), from
+                    // its own task: no place is reserved, so nothing else waits for it.
+                    sessions.compact(id, params, self.output.clone());
                     return None;
                 }
+                let slot = self.output.reply_slot();
                 let result = self.request(&method, params);
                 if let Err(e) = &result {
                     tracing::debug!(method, %e, "request failed");

@@ -17,7 +17,7 @@ use crate::server::documents::DocStore;
 use crate::server::jsonrpc::{Id, Response, ResponseError};
 use crate::server::live_session::{LiveSession, QueueKind, SessionError};
 use crate::server::outgoing::Outgoing;
-use crate::server::output::ReplySlot;
+use crate::server::output::Output;
 use crate::server::protocol::{
     AbortResult, CompactParams, Decision, Disposition, McpStatusResult, MessagesResult, ModelRef,
     NewSessionParams, NewSessionResult, PromptMessage, PromptParams, PromptResult, QueueResult,
@@ -326,16 +326,16 @@ impl SessionTable {
         })
     }
 
-    /// `agent/compact`: answered in `slot` when the compaction ends (its events follow the
-    /// answer, as a run's events follow the answer that named it).
-    pub fn compact(&self, id: Id, params: Value, slot: ReplySlot) {
+    /// `agent/compact`: answered when the compaction ends, after its `compaction_start` and
+    /// `compaction_end` (pi's RPC order); refusals are answered at once.
+    pub fn compact(&self, id: Id, params: Value, output: Output) {
         let started = crate::server::main_loop::parse::<CompactParams>(params).and_then(|p| {
             let session = self.get(&p.session_id)?;
             session.compact(p.instructions).map_err(busy_or_agent)
         });
         let compaction = match started {
             Ok(compaction) => compaction,
-            Err(e) => return slot.fill(&Response::new(Some(&id), Err(e))),
+            Err(e) => return output.send(&Response::new(Some(&id), Err(e))),
         };
         tokio::spawn(async move {
             let result = match compaction.await {
@@ -348,7 +348,7 @@ impl SessionTable {
                 )),
                 Err(e) => Err(ResponseError::new(code::COMPACTION_FAILED, e.to_string())),
             };
-            slot.fill(&Response::new(Some(&id), result));
+            output.send(&Response::new(Some(&id), result));
         });
     }
 

@@ -4,6 +4,7 @@
 mod abort;
 mod approvals;
 mod coalesce;
+mod compaction;
 mod controls;
 mod diagnostics;
 mod edits;
