@@ -323,3 +323,193 @@ pub fn prepare(branch: &[&SessionEntry], settings: &CompactionSettings) -> Optio
         files,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::agent::message::{AssistantMessage, ToolCall, ToolResultMessage, UserMessage};
+
+    fn entry(id: usize, kind: EntryKind) -> SessionEntry {
+        SessionEntry {
+            id: format!("e{id}"),
+            parent_id: id.checked_sub(1).map(|p| format!("e{p}")),
+            timestamp: "2026-12-01T00:00:00.000Z".into(),
+            kind,
+        }
+    }
+
+    fn user(text: &str) -> EntryKind {
+        EntryKind::Message {
+            message: AgentMessage::User(UserMessage::text(text)),
+        }
+    }
+
+    fn said(text: &str) -> EntryKind {
+        EntryKind::Message {
+            message: AgentMessage::Assistant(AssistantMessage {
+                content: vec![ContentBlock::text(text)],
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn call(tool: &str, path: &str) -> EntryKind {
+        EntryKind::Message {
+            message: AgentMessage::Assistant(AssistantMessage {
+                content: vec![ContentBlock::ToolCall(ToolCall {
+                    id: "c".into(),
+                    name: tool.into(),
+                    arguments: json!({"path": path}),
+                    ..Default::default()
+                })],
+                stop_reason: StopReason::ToolUse,
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn result(text: &str) -> EntryKind {
+        EntryKind::Message {
+            message: AgentMessage::ToolResult(ToolResultMessage {
+                tool_call_id: "c".into(),
+                tool_name: "read".into(),
+                content: vec![ContentBlock::text(text)],
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn branch(kinds: Vec<EntryKind>) -> Vec<SessionEntry> {
+        kinds
+            .into_iter()
+            .enumerate()
+            .map(|(i, k)| entry(i, k))
+            .collect()
+    }
+
+    fn keep(tokens: u64) -> CompactionSettings {
+        CompactionSettings {
+            keep_recent_tokens: tokens,
+            ..CompactionSettings::default()
+        }
+    }
+
+    #[test]
+    fn estimates_are_characters_over_four_rounded_up() {
+        let message = AgentMessage::User(UserMessage::text("12345"));
+        assert_eq!(estimate_tokens(&message), 2);
+        let EntryKind::Message { message } = call("read", "a") else {
+            unreachable!()
+        };
+        // "read" + {"path":"a"}
+        assert_eq!(estimate_tokens(&message), (4 + 12usize).div_ceil(4) as u64);
+    }
+
+    #[test]
+    fn the_cut_is_never_at_a_tool_result() {
+        let entries = branch(vec![
+            user("old question"),
+            said("old answer"),
+            user("read it"),
+            call("read", "a.txt"),
+            result(&"x".repeat(400)),
+        ]);
+        let path: Vec<&SessionEntry> = entries.iter().collect();
+        let prep = prepare(&path, &keep(10)).unwrap();
+        // The result alone passes the budget: its call is kept with it, the turn is split.
+        assert_eq!(prep.first_kept_entry_id, "e3");
+        assert!(prep.is_split_turn);
+        assert_eq!(prep.messages_to_summarize.len(), 2);
+        assert_eq!(prep.turn_prefix_messages.len(), 1);
+        assert!(
+            prep.files.lists().read_files.is_empty(),
+            "the kept call is not summarised"
+        );
+    }
+
+    #[test]
+    fn a_cut_at_a_prompt_is_not_a_split_and_lists_the_files() {
+        let entries = branch(vec![
+            user("read it"),
+            call("read", "a.txt"),
+            result("alpha"),
+            call("edit", "b.txt"),
+            result("done"),
+            said("finished"),
+            user(&"new ".repeat(20)),
+        ]);
+        let path: Vec<&SessionEntry> = entries.iter().collect();
+        let prep = prepare(&path, &keep(5)).unwrap();
+        assert_eq!(prep.first_kept_entry_id, "e6");
+        assert!(!prep.is_split_turn);
+        assert_eq!(prep.messages_to_summarize.len(), 6);
+        let lists = prep.files.lists();
+        assert_eq!(lists.read_files, ["a.txt"]);
+        assert_eq!(lists.modified_files, ["b.txt"]);
+    }
+
+    #[test]
+    fn nothing_to_compact_when_everything_fits_or_the_branch_ends_compacted() {
+        let mut entries = branch(vec![user("hi"), said("hello")]);
+        let path: Vec<&SessionEntry> = entries.iter().collect();
+        assert!(prepare(&path, &keep(20_000)).is_none());
+        entries.push(entry(
+            2,
+            EntryKind::Compaction {
+                summary: "s".into(),
+                first_kept_entry_id: "e1".into(),
+                tokens_before: 1,
+                details: None,
+                from_hook: None,
+            },
+        ));
+        let path: Vec<&SessionEntry> = entries.iter().collect();
+        assert!(prepare(&path, &keep(1)).is_none());
+    }
+
+    #[test]
+    fn after_a_compaction_its_kept_part_and_summary_carry_over() {
+        let entries = branch(vec![
+            user("one"),
+            call("read", "a.txt"),
+            result("alpha"),
+            said("answer one"),
+            EntryKind::Compaction {
+                summary: "S1".into(),
+                first_kept_entry_id: "e3".into(),
+                tokens_before: 1,
+                details: Some(json!({"readFiles": ["a.txt"], "modifiedFiles": ["z.txt"]})),
+                from_hook: None,
+            },
+            user("two"),
+            said("answer two"),
+            user("three"),
+        ]);
+        let path: Vec<&SessionEntry> = entries.iter().collect();
+        let prep = prepare(&path, &keep(1)).unwrap();
+        assert_eq!(prep.previous_summary.as_deref(), Some("S1"));
+        assert_eq!(prep.first_kept_entry_id, "e7");
+        // From the previous kept part on: "answer one", "two", "answer two".
+        assert_eq!(prep.messages_to_summarize.len(), 3);
+        let lists = prep.files.lists();
+        assert_eq!(
+            (lists.read_files, lists.modified_files),
+            (vec!["a.txt".to_string()], vec!["z.txt".to_string()])
+        );
+    }
+
+    #[test]
+    fn small_windows_cap_reserve_and_kept_tokens_at_a_quarter() {
+        let settings = CompactionSettings::default().for_window(32_768);
+        assert_eq!(
+            (settings.reserve_tokens, settings.keep_recent_tokens),
+            (8192, 8192)
+        );
+        let big = CompactionSettings::default().for_window(200_000);
+        assert_eq!(big, CompactionSettings::default());
+        assert!(big.should_compact(183_617, 200_000));
+        assert!(!big.should_compact(183_616, 200_000));
+    }
+}
