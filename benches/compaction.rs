@@ -18,7 +18,9 @@ use agent_lsp::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolCall, Usage,
 };
 use agent_lsp::agent::model::Model;
-use agent_lsp::agent::stream_contract::{LlmContext, StreamOptions};
+use agent_lsp::agent::stream_contract::{
+    AssistantEventStream, LlmContext, StreamFn, StreamOptions, event_channel,
+};
 use agent_lsp::agent::{Agent, AgentListener};
 use agent_lsp::compaction::summary::SYSTEM_PROMPT;
 use agent_lsp::model_registry::{EnvSource, ResolvedModel};
@@ -68,7 +70,6 @@ fn respond(
     context: &LlmContext,
     options: &StreamOptions,
 ) -> AssistantMessage {
-    let started = Instant::now();
     let bytes = build_body(wire, context, options).map_or(0, |b| b.len());
     let summary = text_of(context) == Some(SYSTEM_PROMPT);
     let content = if summary {
@@ -110,11 +111,45 @@ fn respond(
         bytes,
         summary,
     });
-    if summary {
-        let us = started.elapsed().as_micros() as u64;
-        log.summary_us.fetch_add(us, Ordering::Relaxed);
-    }
     message
+}
+
+/// The scripted model, timed: a summary request's time, from the request to its last event,
+/// is the model's share of a compaction.
+struct Timed {
+    inner: ScriptedProvider,
+    log: Arc<Mutex<Log>>,
+}
+
+impl StreamFn for Timed {
+    fn stream(
+        &self,
+        model: &Model,
+        context: LlmContext,
+        options: StreamOptions,
+    ) -> AssistantEventStream {
+        let started = Instant::now();
+        let summary = text_of(&context) == Some(SYSTEM_PROMPT);
+        let mut inner = self.inner.stream(model, context, options);
+        let (sink, stream) = event_channel();
+        let log = self.log.clone();
+        tokio::spawn(async move {
+            while let Some(event) = inner.next().await {
+                let terminal = event.is_terminal();
+                if terminal && summary {
+                    let us = started.elapsed().as_micros() as u64;
+                    log.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .summary_us
+                        .fetch_add(us, Ordering::Relaxed);
+                }
+                if !sink.send(event).await || terminal {
+                    break;
+                }
+            }
+        });
+        stream
+    }
 }
 
 fn main() -> ExitCode {
@@ -187,7 +222,10 @@ async fn run(turns: usize) -> anyhow::Result<bool> {
             })),
             thinking: None,
             record: RecordChoice::New(Some(SessionStore::new(store_dir.path()))),
-            stream_fn: Arc::new(provider),
+            stream_fn: Arc::new(Timed {
+                inner: provider,
+                log: log.clone(),
+            }),
             env: EnvSource::default(),
             mcp: Default::default(),
             limits: Default::default(),
@@ -243,7 +281,6 @@ fn recorder(record: agent_lsp::session_setup::SharedRecord) -> AgentListener {
         Box::pin(std::future::ready(Ok(())))
     })
 }
-
 
 fn report(log: &Mutex<Log>, times: &Times) -> bool {
     let log = log.lock().unwrap_or_else(|e| e.into_inner());

@@ -352,17 +352,13 @@ impl Compactor {
         if matches!(last.stop_reason, StopReason::Aborted | StopReason::Error) {
             return false;
         }
-        if self
-            .latest_compaction_ms()
-            .is_some_and(|at| last.timestamp <= at)
-        {
-            return false;
-        }
         let tokens = match context_tokens(&last.usage) {
             0 => estimate_context_tokens(messages),
             reported => reported,
         };
+        // The file is only read past the threshold: most requests never touch it.
         settings.should_compact(tokens, model.context_window)
+            && !(self.latest_compaction_ms()).is_some_and(|at| last.timestamp <= at)
     }
 
     fn latest_compaction_ms(&self) -> Option<i64> {

@@ -14,12 +14,14 @@ import os
 import shutil
 import subprocess
 import sys
+import queue
 import tempfile
+import threading
 import traceback
 from pathlib import Path
 
 from harness import (Mock, Sandbox, CaseError, check, check_read_history, check_tree, expect_ok,
-                     read_entries, text_of, wire_messages, PI_CLI, PI_NODE)
+                     read_entries, text_of, wire_messages, PI_CLI, PI_NODE, TIMEOUT)
 
 READ_THEN_ANSWER = [
     {"toolCalls": [{"id": "call_1", "name": "read", "arguments": {"path": "a.txt"}}]},
@@ -246,22 +248,34 @@ def case_agent_lsp_compacted_session_continues_in_pi(box: Sandbox):
 
 
 def pi_rpc(box: Sandbox, mock: Mock, commands, args):
-    """Runs `pi --mode rpc`, sending each command after the previous one's `until` line."""
+    """Runs `pi --mode rpc`, sending each command once the previous one's `until` event came (pi
+    1.6.0 left a `compact` sent right after `agent_end`, before `agent_settled`, unanswered).
+    stdout is read by a thread, so a silent pi fails the case after the harness's timeout."""
     proc = box.pi_popen(mock, ["--mode", "rpc", *args])
+    events = queue.Queue()
+
+    def read():
+        for line in proc.stdout:
+            events.put(json.loads(line))
+        events.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
     lines = []
     try:
         for command, until in commands:
             proc.stdin.write(json.dumps(command) + "\n")
             proc.stdin.flush()
             while True:
-                line = proc.stdout.readline()
-                check(line, f"pi exited before {until!r}; stderr: {proc.stderr.read()[-2000:]}")
-                event = json.loads(line)
+                try:
+                    event = events.get(timeout=TIMEOUT)
+                except queue.Empty:
+                    raise CaseError(f"pi said nothing for {TIMEOUT} s after {command['type']}") from None
+                check(event is not None, f"pi exited after {[e.get('type') for e in lines[-4:]]}")
                 lines.append(event)
                 if until(event):
                     break
     finally:
-        proc.stdin.close()
+        proc.kill()
         proc.wait(timeout=60)
     return lines
 
@@ -272,7 +286,7 @@ def case_pi_compacted_session_resumes_in_agent_lsp(box: Sandbox):
     try:
         lines = pi_rpc(box, mock, [
             ({"id": "1", "type": "prompt", "message": "read a.txt"},
-             lambda e: e.get("type") == "agent_end"),
+             lambda e: e.get("type") == "agent_settled"),
             ({"id": "2", "type": "compact"},
              lambda e: e.get("type") == "response" and e.get("id") == "2"),
         ], [])
