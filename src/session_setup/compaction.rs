@@ -358,7 +358,7 @@ impl Compactor {
         };
         // The file is only read past the threshold: most requests never touch it.
         settings.should_compact(tokens, model.context_window)
-            && !(self.latest_compaction_ms()).is_some_and(|at| last.timestamp <= at)
+            && (self.latest_compaction_ms()).is_none_or(|at| last.timestamp > at)
     }
 
     fn latest_compaction_ms(&self) -> Option<i64> {
