@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod compaction;
 pub mod mcp;
 pub mod model_registry;
 pub mod provider;

@@ -8,6 +8,7 @@
 //! forwarding) and runs the agent. Whatever every session needs belongs here, not in a front end.
 
 pub mod commands;
+pub mod compaction;
 pub mod controls;
 pub mod loop_guard;
 pub mod mcp;
@@ -24,12 +25,17 @@ use crate::agent::message::{AgentMessage, MessageContent, ThinkingLevel};
 use crate::agent::stream_contract::{StreamFn, StreamOptions};
 use crate::agent::tool::ToolRef;
 use crate::agent::transcript::initial_system_message;
+use crate::compaction::{CompactionOptions, CompactionSettings};
 use crate::mcp::config::ConfigError;
 use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking, resolve_model};
 use crate::session::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
 pub use commands::{Builtin, CommandInfo, Expansion, SessionCommands};
+pub use compaction::{
+    CompactError, Compacted, CompactionEnd, CompactionEvent, Compactor, CompactorParts,
+    SharedRecord,
+};
 pub use controls::{LiveSettings, ModelInfo, SessionControls, SwitchError};
 pub use loop_guard::{GuardEvent, LoopGuard, LoopLimits};
 pub use mcp::{McpSource, McpSpec, SessionTools};
@@ -57,6 +63,8 @@ pub struct SessionSpec {
     pub limits: LoopLimits,
     /// Load `AGENTS.md`/`CLAUDE.md` into the system prompt (`--no-context-files` turns it off).
     pub context_files: bool,
+    /// The front end's compaction settings, over the user's `settings.json`.
+    pub compaction: CompactionOptions,
 }
 
 /// Which model the session talks to.
@@ -110,8 +118,9 @@ pub struct AssembledSession {
     /// Model, thinking level, system prompt, tools, restored messages and stream options; the
     /// front end adds its hooks before building the agent.
     pub options: AgentOptions,
-    /// The session file, with any model or thinking change already recorded.
-    pub record: SessionFile,
+    /// The session file, with any model or thinking change already recorded; shared with the
+    /// compactor.
+    pub record: SharedRecord,
     /// The canonical project directory.
     pub cwd: PathBuf,
     pub workspace: Arc<dyn Workspace>,
@@ -127,6 +136,11 @@ pub struct AssembledSession {
     pub context_files: Vec<PathBuf>,
     /// The session's slash commands (templates, skills, built-ins).
     pub commands: SessionCommands,
+    /// The session's compactions (`agent/compact`, `/compact`, and the automatic ones); the
+    /// front end attaches its agent and observes its events.
+    pub compactor: Arc<Compactor>,
+    /// Configuration the session could not use (a broken `settings.json`), for the user.
+    pub warnings: Vec<String>,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -208,14 +222,28 @@ pub fn assemble(
     options.thinking_level = thinking;
     let controls = Arc::new(SessionControls::new(resolved, thinking, spec.env.clone()));
     let guard = Arc::new(LoopGuard::new(spec.limits));
-    options.hooks.prepare_request = Some(controls.prepare_request_hook());
-    options.hooks.get_api_key = Some(controls.api_key_hook());
-    options.hooks.after_tool_call = guard.after_tool_call_hook();
-    options.hooks.finish_turn = guard.finish_turn_hook();
+    let (settings, warnings) = compaction_settings(&spec.env, &spec.compaction);
     let found = resources::load(&cwd, &spec.env, spec.context_files);
     let mut prompt = system_prompt(&cwd, today, front_end.prompt_note());
     prompt.push_str(&resources::prompt_sections(&found));
-    options.messages = with_initial_system_message(record.messages(), &prompt, tools.base());
+    let record = Arc::new(std::sync::Mutex::new(record));
+    let compactor = Arc::new(Compactor::new(CompactorParts {
+        settings,
+        controls: controls.clone(),
+        stream_fn: options.stream_fn.clone(),
+        record: record.clone(),
+        tools: tools.clone(),
+        system_prompt: prompt.clone(),
+        session_id: session_id.clone(),
+    }));
+    let live_model = Some(controls.prepare_request_hook());
+    options.hooks.prepare_request = Some(compactor.prepare_request_hook(live_model));
+    options.hooks.recover_error = Some(compactor.recover_error_hook());
+    options.hooks.get_api_key = Some(controls.api_key_hook());
+    options.hooks.after_tool_call = guard.after_tool_call_hook();
+    options.hooks.finish_turn = guard.finish_turn_hook();
+    let stored = record.lock().map(|r| r.messages()).unwrap_or_default();
+    options.messages = with_initial_system_message(stored, &prompt, tools.base());
     options.system_prompt = Some(prompt);
     options.tools = tools.current();
     if !tools.mcp.is_empty() {
@@ -238,14 +266,31 @@ pub fn assemble(
         guard,
         context_files: found.context_files.iter().map(|f| f.path.clone()).collect(),
         commands: SessionCommands::new(&found),
+        compactor,
+        warnings,
     })
+}
+
+/// pi's defaults, then the user's `settings.json`, then the front end's layer.
+fn compaction_settings(
+    env: &EnvSource,
+    front_end: &CompactionOptions,
+) -> (CompactionSettings, Vec<String>) {
+    let mut settings = CompactionSettings::default();
+    let mut warnings = Vec::new();
+    match compaction::user_settings(env) {
+        Ok(user) => settings.merge(&user),
+        Err(e) => warnings.push(e),
+    }
+    settings.merge(front_end);
+    (settings, warnings)
 }
 
 /// The stored messages of a session, with the system prompt and fixed tools first when the
 /// session starts with a pure tool declaration (MCP tools that appeared before its first prompt):
 /// the agent puts them first only when the transcript does not start with a system message, and
 /// the first run's own initial message is never stored.
-fn with_initial_system_message(
+pub(crate) fn with_initial_system_message(
     mut messages: Vec<AgentMessage>,
     prompt: &str,
     tools: &[ToolRef],

@@ -220,7 +220,21 @@ pub struct Agent {
 
 mod runs;
 
+/// A handle that does not keep the agent alive (for hooks the agent itself holds).
+#[derive(Clone)]
+pub struct WeakAgent(std::sync::Weak<Shared>);
+
+impl WeakAgent {
+    pub fn upgrade(&self) -> Option<Agent> {
+        self.0.upgrade().map(|shared| Agent { shared })
+    }
+}
+
 impl Agent {
+    pub fn downgrade(&self) -> WeakAgent {
+        WeakAgent(Arc::downgrade(&self.shared))
+    }
+
     pub fn new(options: AgentOptions) -> Agent {
         let mut messages = options.messages;
         let starts_with_system = matches!(messages.first(), Some(AgentMessage::System(_)));

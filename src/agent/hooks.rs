@@ -207,6 +207,24 @@ pub type PrepareNextTurnHook = Arc<
 pub type FinishTurnHook = Arc<
     dyn Fn(AgentTurnContext, CancellationToken) -> HookFuture<Option<TurnDecision>> + Send + Sync,
 >;
+/// What `recoverError` sees: the failed response (already in `context`, last) and how many
+/// recoveries this run already made.
+#[derive(Clone, Debug)]
+pub struct RecoverErrorContext {
+    pub message: AssistantMessage,
+    pub context: AgentContext,
+    pub attempts: u32,
+}
+
+/// agent-lsp's, not pi's: called when a response ends in `error`, before the run ends. `Some`
+/// retries the request with this context (the failed response stays in the run's messages and
+/// events, not in the retried context); `None` ends the run as pi does. For recovering from a
+/// context overflow by compacting (`session_setup/compaction.rs`), which pi does after the run.
+pub type RecoverErrorHook = Arc<
+    dyn Fn(RecoverErrorContext, CancellationToken) -> HookFuture<Option<AgentContext>>
+        + Send
+        + Sync,
+>;
 /// Receives the provider name; `None` or `""` falls back to the configured API key.
 pub type GetApiKeyHook =
     Arc<dyn Fn(String, CancellationToken) -> HookFuture<Option<String>> + Send + Sync>;
@@ -225,6 +243,8 @@ pub struct AgentHooks {
     pub finish_turn: Option<FinishTurnHook>,
     /// Not pi's: see [`PrepareRunHook`].
     pub prepare_run: Option<PrepareRunHook>,
+    /// Not pi's: see [`RecoverErrorHook`].
+    pub recover_error: Option<RecoverErrorHook>,
     pub get_api_key: Option<GetApiKeyHook>,
 }
 

@@ -15,7 +15,8 @@ use crate::agent::config::{AgentLoopConfig, Emit, LoopError, LoopOutcome, RunFai
 use crate::agent::declare::declare_tool_changes;
 use crate::agent::event::AgentEvent;
 use crate::agent::hooks::{
-    AgentContext, AgentTurnContext, PrepareRequestContext, QueuePollHook, TurnDecision,
+    AgentContext, AgentTurnContext, PrepareRequestContext, QueuePollHook, RecoverErrorContext,
+    TurnDecision,
 };
 use crate::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolResultMessage, Usage, now_ms,
@@ -95,6 +96,8 @@ struct Run {
     new_messages: Vec<AgentMessage>,
     tools: IncrementalTools,
     agent_end_sent: bool,
+    /// Failed responses `recoverError` retried in this run.
+    recoveries: u32,
 }
 
 impl Run {
@@ -114,6 +117,7 @@ impl Run {
             new_messages: Vec::new(),
             tools: IncrementalTools::default(),
             agent_end_sent: false,
+            recoveries: 0,
         }
     }
 
@@ -199,8 +203,14 @@ impl Run {
                 }
                 incoming.append(&mut pending);
                 self.append_input(incoming).await?;
-                self.prepare_request().await?;
-                let message = self.request().await?;
+                let message = loop {
+                    self.prepare_request().await?;
+                    let message = self.request().await?;
+                    match self.recover(&message).await? {
+                        Some(context) => self.retry_with(context, message).await?,
+                        None => break message,
+                    }
+                };
                 if message.stop_reason.is_hard_exit() {
                     return self.hard_exit(message).await;
                 }
@@ -359,6 +369,41 @@ impl Run {
             self.new_messages.push(message);
         }
         Ok((batch.messages, !batch.terminate))
+    }
+
+    /// `recoverError` for a response that ended in `error`: the context to retry with, if any.
+    async fn recover(
+        &mut self,
+        message: &AssistantMessage,
+    ) -> Result<Option<AgentContext>, RunFailure> {
+        let Some(hook) = self.config.hooks.recover_error.clone() else {
+            return Ok(None);
+        };
+        if message.stop_reason != StopReason::Error || self.cancel.is_cancelled() {
+            return Ok(None);
+        }
+        let ctx = RecoverErrorContext {
+            message: message.clone(),
+            context: self.context.clone(),
+            attempts: self.recoveries,
+        };
+        self.recoveries += 1;
+        Ok(hook(ctx, self.cancel.clone()).await?)
+    }
+
+    /// Closes the failed turn and opens the retry's, on the recovered context.
+    async fn retry_with(
+        &mut self,
+        context: AgentContext,
+        failed: AssistantMessage,
+    ) -> Result<(), RunFailure> {
+        self.emit(AgentEvent::TurnEnd {
+            message: Box::new(failed),
+            tool_results: Vec::new(),
+        })
+        .await?;
+        self.replace_context(context);
+        self.emit(AgentEvent::TurnStart).await
     }
 
     /// `error`/`aborted`: `finishTurn` runs (its decision ignored), then the run ends.

@@ -70,6 +70,7 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
             mcp: Default::default(),
             limits: Default::default(),
             context_files: false,
+            compaction: Default::default(),
         },
         approval: Approval::All,
         json: args.json,

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, Usage};
 use crate::agent::stream_contract::AssistantMessageEvent;
+use crate::session_setup::CompactionEvent;
 use crate::session_setup::commands::BuiltinOutcome;
 use crate::session_setup::loop_guard::{Guard, GuardEvent};
 
@@ -22,6 +23,8 @@ pub trait Renderer: Send + Sync {
     fn event(&self, event: &AgentEvent);
     /// A loop guard warned or stopped the run.
     fn loop_guard(&self, event: &GuardEvent);
+    /// A compaction started or ended.
+    fn compaction(&self, event: &CompactionEvent);
     /// Called once after the run: whether it was aborted or stopped by a guard, the run's and
     /// the session's usage.
     fn settled(&self, aborted: bool, stopped: Option<Guard>, run: &Usage, session: &Usage);
@@ -102,6 +105,16 @@ impl Renderer for JsonRenderer {
 
     fn loop_guard(&self, event: &GuardEvent) {
         self.push_typed("loop_guard", event);
+    }
+
+    fn compaction(&self, event: &CompactionEvent) {
+        let line = serde_json::to_string(event);
+        self.push(|out| {
+            if let Ok(line) = line {
+                out.extend_from_slice(line.as_bytes());
+                out.push(b'\n');
+            }
+        });
     }
 
     fn settled(&self, aborted: bool, stopped: Option<Guard>, _run: &Usage, _session: &Usage) {
@@ -221,6 +234,22 @@ impl Renderer for HumanRenderer {
         }
     }
 
+    fn compaction(&self, event: &CompactionEvent) {
+        match event {
+            CompactionEvent::CompactionStart { reason } => {
+                eprintln!("compacting the session ({})…", reason.as_str());
+            }
+            CompactionEvent::CompactionEnd(end) => match (&end.result, &end.error_message) {
+                (Some(result), _) => eprintln!(
+                    "compacted: about {} tokens before, {} after",
+                    result.tokens_before, result.estimated_tokens_after
+                ),
+                (None, Some(error)) => eprintln!("{error}"),
+                (None, None) => eprintln!("compaction cancelled"),
+            },
+        }
+    }
+
     fn settled(&self, aborted: bool, _stopped: Option<Guard>, run: &Usage, session: &Usage) {
         if aborted {
             self.line("[aborted]");
@@ -239,6 +268,9 @@ impl Renderer for HumanRenderer {
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default()
             )),
+            // The compaction's own events said what happened; the summary is the result.
+            BuiltinOutcome::Compacted(result) => self.line(&result.summary),
+            BuiltinOutcome::CompactStarted => {}
         }
     }
 }

@@ -7,8 +7,8 @@ use crate::agent::message::{AgentMessage, Usage};
 use crate::agent::{AgentListener, CallbackError};
 use crate::cli::output::Renderer;
 use crate::model_registry::apply_cost;
-use crate::session::SessionFile;
-use crate::session_setup::SessionControls;
+use crate::session::{SessionError, SessionFile};
+use crate::session_setup::{SessionControls, SharedRecord};
 
 /// Records every finished message in the session (with its cost) before it is shown, and sums
 /// the run's usage.
@@ -19,12 +19,12 @@ pub struct Recorder {
 
 #[derive(Default)]
 struct RecorderState {
-    session: Option<SessionFile>,
+    session: Option<SharedRecord>,
     run_usage: Usage,
 }
 
 impl Recorder {
-    pub fn new(session: SessionFile) -> Recorder {
+    pub fn new(session: SharedRecord) -> Recorder {
         Recorder {
             inner: Arc::new(Mutex::new(RecorderState {
                 session: Some(session),
@@ -60,9 +60,14 @@ impl Recorder {
                         apply_cost(&controls.model_of(a), &mut a.usage);
                         state.run_usage.accumulate(&a.usage);
                     }
-                    if let Some(session) = &mut state.session
-                        && let Err(e) = session.append_owned_message(message)
-                    {
+                    let appended = match &state.session {
+                        Some(session) => session
+                            .lock()
+                            .map_err(|_| SessionError::Refused("session lock poisoned".into()))
+                            .and_then(|mut s| s.append_owned_message(message)),
+                        None => Ok(String::new()),
+                    };
+                    if let Err(e) = appended {
                         return Err(format!("cannot record the session: {e}").into());
                     }
                 }
@@ -74,9 +79,9 @@ impl Recorder {
 
     /// Runs `f` on the session file (an in-memory one when the run is not recorded).
     pub fn with_session<T>(&self, f: impl FnOnce(&mut SessionFile) -> T) -> T {
-        let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        match &mut state.session {
-            Some(session) => f(session),
+        let state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match &state.session {
+            Some(session) => f(&mut session.lock().unwrap_or_else(|e| e.into_inner())),
             None => f(&mut SessionFile::in_memory(std::path::Path::new("."))),
         }
     }
@@ -85,7 +90,8 @@ impl Recorder {
     pub fn totals(&self) -> (Usage, Usage) {
         match self.inner.lock() {
             Ok(state) => {
-                let session = state.session.as_ref().map(SessionFile::usage);
+                let session = (state.session.as_ref())
+                    .and_then(|s| s.lock().ok().map(|s| SessionFile::usage(&s)));
                 (
                     state.run_usage.clone(),
                     session.unwrap_or_else(|| state.run_usage.clone()),

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Args;
 use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio_util::sync::CancellationToken;
 
 use crate::agent::hooks::AgentHooks;
 use crate::agent::message::{AgentMessage, ThinkingLevel};
@@ -14,15 +15,16 @@ use crate::agent::{Agent, RunFailure, RunHandle, RunOutcome};
 use crate::cli::approve::Approval;
 use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
 use crate::cli::recorder::Recorder;
+use crate::compaction::CompactionOptions;
 use crate::mcp::McpHub;
 use crate::mcp::server::State;
 use crate::model_registry::EnvSource;
 use crate::session::SessionStore;
-use crate::session_setup::commands::run_builtin;
+use crate::session_setup::commands::{Builtin, BuiltinOutcome, CommandError, compact, run_model};
 use crate::session_setup::{
-    Expansion, GuardEvent, Headless, LoopGuard, LoopLimits, McpSource, McpSpec, ModelChoice,
-    RecordChoice, SessionCommands, SessionControls, SessionSpec, SessionTools, SetupError,
-    assemble,
+    CompactionEvent, Compactor, Expansion, GuardEvent, Headless, LoopGuard, LoopLimits, McpSource,
+    McpSpec, ModelChoice, RecordChoice, SessionCommands, SessionControls, SessionSpec,
+    SessionTools, SetupError, assemble,
 };
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
@@ -86,6 +88,10 @@ pub struct RunArgs {
     /// Leave out the AGENTS.md / CLAUDE.md files (global and from / down to --cwd).
     #[arg(long)]
     pub no_context_files: bool,
+    /// Compact the session once its context passes this many tokens (default: the model's
+    /// context window minus compaction.reserveTokens, as pi).
+    #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub compact_threshold: Option<u64>,
     /// The prompt (several words are joined with spaces); `-` reads it from stdin. `/name args`
     /// runs a prompt template, a skill, an MCP prompt or a built-in (`/model`, `/compact`).
     #[arg(required = true)]
@@ -153,6 +159,10 @@ fn plan(args: RunArgs, env: EnvSource, verbose: bool) -> anyhow::Result<RunPlan>
                 stop_at: args.loop_guard_stop,
             },
             context_files: !args.no_context_files,
+            compaction: CompactionOptions {
+                threshold_tokens: args.compact_threshold,
+                ..CompactionOptions::default()
+            },
         },
         approval: args.approve,
         json: args.json,
@@ -230,6 +240,7 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
         controls,
         commands,
         context_files,
+        compactor,
     } = built;
     if verbose {
         for path in &context_files {
@@ -251,9 +262,16 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
             }
         },
         Expansion::Builtin(builtin) => {
-            let done = recorder.with_session(|record| {
-                run_builtin(&builtin, &agent, record, &controls).map_err(|e| e.to_string())
-            });
+            let done = match builtin {
+                Builtin::Model { spec } => recorder
+                    .with_session(|record| run_model(spec.as_deref(), &agent, record, &controls)),
+                Builtin::Compact { instructions } => {
+                    compact(&compactor, instructions, &CancellationToken::new())
+                        .await
+                        .map(|result| BuiltinOutcome::Compacted(Box::new(result)))
+                        .map_err(CommandError::from)
+                }
+            };
             if let Some(hub) = hub {
                 hub.shutdown().await;
             }
@@ -382,6 +400,7 @@ struct Built {
     controls: Arc<SessionControls>,
     commands: SessionCommands,
     context_files: Vec<PathBuf>,
+    compactor: Arc<Compactor>,
 }
 
 fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<Built> {
@@ -395,12 +414,18 @@ fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<Bui
     for error in &session.mcp_errors {
         eprintln!("agent-lsp: {error}");
     }
+    for warning in &session.warnings {
+        eprintln!("agent-lsp: {warning}");
+    }
     let mut options = session.options;
     options.hooks = AgentHooks {
         before_tool_call: plan.approval.hook(session.tools.clone()),
         ..options.hooks
     };
     let agent = Agent::new(options);
+    session.compactor.attach(&agent);
+    let shown = renderer.clone();
+    (session.compactor).observe(move |event: &CompactionEvent| shown.compaction(event));
     let recorder = Recorder::new(session.record);
     let shown = renderer.clone();
     session
@@ -415,6 +440,7 @@ fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<Bui
         controls: session.controls,
         commands: session.commands,
         context_files: session.context_files,
+        compactor: session.compactor,
     })
 }
 

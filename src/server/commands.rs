@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use crate::agent::message::{ContentBlock, TextContent};
 use crate::server::jsonrpc::ResponseError;
-use crate::server::live_session::{LiveSession, QueueKind, SessionError};
+use crate::server::live_session::{LiveSession, QueueKind};
 use crate::server::protocol::{
     CommandAnswer, CommandReply, Disposition, EventBody, ExpandingReply, ListCommandsResult,
     SessionEvent, StreamingBehavior,
 };
 use crate::server::session_table::{SessionTable, busy_or_agent};
-use crate::session_setup::commands::{CommandError, run_builtin};
+use crate::session_setup::commands::{BuiltinOutcome, run_model};
 use crate::session_setup::{Builtin, CommandInfo, Expansion};
 
 type Result<T> = std::result::Result<T, ResponseError>;
@@ -134,28 +134,24 @@ pub fn prepare(
 }
 
 fn builtin_reply(session: &Arc<LiveSession>, builtin: &Builtin) -> Result<CommandAnswer> {
-    if matches!(builtin, Builtin::Compact { .. }) && session.active_run().is_some() {
-        return Err(busy_or_agent(SessionError::Busy(
-            "Cannot compact while the agent is running".into(),
-        )));
-    }
-    let outcome = run_builtin(
-        builtin,
-        &session.agent,
-        &mut session.record(),
-        &session.controls,
-    )
-    .map_err(|e| match e {
-        CommandError::Switch(e) => ResponseError::invalid_params(e.to_string()),
-        CommandError::Unavailable(text) => {
-            ResponseError::new(crate::server::jsonrpc::code::METHOD_NOT_FOUND, text)
+    let outcome = match builtin {
+        Builtin::Compact { instructions } => {
+            // As `agent/compact`, but answered at once: the result comes with `compaction_end`.
+            let compaction = session
+                .compact(instructions.clone())
+                .map_err(busy_or_agent)?;
+            tokio::spawn(compaction);
+            BuiltinOutcome::CompactStarted
         }
-    })?;
-    if let (
-        Builtin::Model { spec: Some(_) },
-        crate::session_setup::commands::BuiltinOutcome::Model(s),
-    ) = (builtin, &outcome)
-    {
+        Builtin::Model { spec } => run_model(
+            spec.as_deref(),
+            &session.agent,
+            &mut session.record(),
+            &session.controls,
+        )
+        .map_err(|e| ResponseError::invalid_params(e.to_string()))?,
+    };
+    if let (Builtin::Model { spec: Some(_) }, BuiltinOutcome::Model(s)) = (builtin, &outcome) {
         let run = session.active_run();
         let event = SessionEvent::ModelUpdate(s.clone());
         session

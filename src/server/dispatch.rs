@@ -16,7 +16,8 @@ use crate::server::protocol::{
 use crate::server::session_table::SessionTable;
 
 /// The request methods (besides `initialize` and `shutdown`).
-const REQUESTS: [&str; 22] = [
+const REQUESTS: [&str; 23] = [
+    method::COMPACT,
     method::PROMPT,
     method::STEER,
     method::FOLLOW_UP,

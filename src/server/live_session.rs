@@ -6,15 +6,18 @@
 //! Every event goes through [`Emitter`], which numbers it.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use serde_json::Value;
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, UserMessage, now_ms};
 use crate::agent::{Agent, AgentError, AgentHooks, RunHandle};
+use crate::compaction::CompactionResult;
 use crate::mcp::server::State;
 use crate::server::approval::ApprovalMemory;
 use crate::server::conn::ConnCtx;
@@ -22,7 +25,8 @@ use crate::server::events::Emitter;
 use crate::server::protocol::{EventBody, QueuedMessage, Queues, SessionEvent};
 use crate::session::{EntryKind, SessionFile};
 use crate::session_setup::{
-    AssembledSession, LoopGuard, SessionCommands, SessionControls, SessionTools,
+    AssembledSession, CompactError, Compactor, LoopGuard, SessionCommands, SessionControls,
+    SessionTools, SharedRecord,
 };
 use crate::tools::Workspace;
 
@@ -73,10 +77,17 @@ pub struct LiveSession {
     pub context_files: Vec<PathBuf>,
     pub memory: Mutex<ApprovalMemory>,
     /// The persisted transcript (pi's JSONL v3), appended at every `message_end`.
-    pub record: Mutex<SessionFile>,
+    pub record: SharedRecord,
+    pub compactor: Arc<Compactor>,
     state: Mutex<RunState>,
     idle: watch::Sender<bool>,
 }
+
+/// A prompt while `agent/compact` runs.
+const COMPACTING: &str = "A compaction is running; prompt again after its compaction_end";
+/// `agent/compact` while a run is active.
+const COMPACT_BUSY: &str =
+    "Cannot compact while a run is active; abort it or wait for agent_settled";
 
 pub fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()
@@ -111,9 +122,10 @@ impl LiveSession {
             guard,
             commands,
             context_files,
+            compactor,
             ..
         } = session;
-        let id = record.id().to_owned();
+        let id = record.lock().map(|r| r.id().to_owned()).unwrap_or_default();
         Arc::new_cyclic(|weak: &Weak<LiveSession>| {
             let mut options = options;
             options.hooks = AgentHooks {
@@ -121,6 +133,17 @@ impl LiveSession {
                 ..options.hooks
             };
             let agent = Agent::new(options);
+            compactor.attach(&agent);
+            let compaction_session = weak.clone();
+            compactor.observe(move |event| {
+                if let Some(session) = compaction_session.upgrade() {
+                    let run = session.active_run();
+                    let event = SessionEvent::from(event.clone());
+                    session
+                        .emitter
+                        .emit(run.as_deref(), EventBody::Session(event));
+                }
+            });
             let guard_session = weak.clone();
             guard.observe(move |event| {
                 if let Some(session) = guard_session.upgrade() {
@@ -154,7 +177,8 @@ impl LiveSession {
                 commands,
                 context_files,
                 memory: Mutex::default(),
-                record: Mutex::new(record),
+                record,
+                compactor,
                 state: Mutex::default(),
                 idle: watch::channel(true).0,
             }
@@ -179,6 +203,9 @@ impl LiveSession {
         let mut st = self.lock();
         if st.active.is_some() {
             return Err(SessionError::Busy(crate::agent::handle::BUSY_PROMPT.into()));
+        }
+        if self.compactor.is_running() {
+            return Err(SessionError::Busy(COMPACTING.into()));
         }
         let run_id = self.begin(&mut st);
         st.unrecorded.push_back(message_id.clone());
@@ -342,11 +369,33 @@ impl LiveSession {
         taken.is_some()
     }
 
-    /// Aborts the active run (its pending approvals are cancelled through the run's token).
+    /// Aborts the active run (its pending approvals are cancelled through the run's token) and
+    /// a compaction; whether there was either.
     pub fn abort(&self) -> bool {
         let active = self.lock().active.is_some();
         self.agent.abort();
-        active
+        let compacting = self.compactor.abort();
+        active || compacting
+    }
+
+    /// `agent/compact`: refused while a run is active; the compaction is reserved now (prompts
+    /// are refused until it ends) and runs when the returned future is polled.
+    pub fn compact(
+        &self,
+        instructions: Option<String>,
+    ) -> Result<impl Future<Output = Result<CompactionResult, CompactError>> + use<>, SessionError>
+    {
+        let st = self.lock();
+        if st.active.is_some() {
+            return Err(SessionError::Busy(COMPACT_BUSY.into()));
+        }
+        let compaction = crate::session_setup::commands::compact(
+            &self.compactor,
+            instructions,
+            &CancellationToken::new(),
+        );
+        drop(st);
+        Ok(compaction)
     }
 
     pub fn last_run(&self) -> Option<String> {

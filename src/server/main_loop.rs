@@ -102,6 +102,14 @@ impl Server {
     fn handle(&mut self, message: Incoming) -> Option<Exit> {
         match message {
             Incoming::Request { id, method, params } => {
+                if method == crate::server::protocol::method::COMPACT
+                    && let Phase::Running(sessions) = &self.phase
+                {
+                    // Answered when the compaction ends, after its events (as pi's RPC), from
+                    // its own task: no place is reserved, so nothing else waits for it.
+                    sessions.compact(id, params, self.output.clone());
+                    return None;
+                }
                 let slot = self.output.reply_slot();
                 let result = self.request(&method, params);
                 if let Err(e) = &result {

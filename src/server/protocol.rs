@@ -41,6 +41,7 @@ pub mod method {
     pub const FORK_SESSION: &str = "agent/forkSession";
     pub const RENAME_SESSION: &str = "agent/renameSession";
     pub const LIST_COMMANDS: &str = "agent/listCommands";
+    pub const COMPACT: &str = "agent/compact";
     /// Server → client.
     pub const EVENT: &str = "$/agentEvent";
     pub const BEFORE_TOOL_CALL: &str = "agent/beforeToolCall";
@@ -73,6 +74,8 @@ pub mod command {
 pub mod code {
     pub const AGENT_BUSY: i64 = -32001;
     pub const NO_MODEL: i64 = -32003;
+    /// `agent/compact` did not compact (nothing to compact, cancelled, the summary failed).
+    pub const COMPACTION_FAILED: i64 = -32004;
 }
 
 /// `capabilities.experimental.agent` sent by the client.
@@ -396,6 +399,32 @@ pub enum SessionEvent {
     CommandsUpdate { commands: Vec<CommandInfo> },
     /// A slash command could not be carried out (an MCP prompt that failed to arrive).
     CommandError { command: String, message: String },
+    /// A compaction started (pi's event).
+    CompactionStart {
+        reason: crate::compaction::CompactionReason,
+    },
+    /// A compaction ended: with its result, aborted, or failed (pi's event).
+    CompactionEnd(Box<crate::session_setup::CompactionEnd>),
+}
+
+impl From<crate::session_setup::CompactionEvent> for SessionEvent {
+    fn from(event: crate::session_setup::CompactionEvent) -> Self {
+        use crate::session_setup::CompactionEvent as E;
+        match event {
+            E::CompactionStart { reason } => SessionEvent::CompactionStart { reason },
+            E::CompactionEnd(end) => SessionEvent::CompactionEnd(end),
+        }
+    }
+}
+
+/// Params of `agent/compact`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactParams {
+    pub session_id: String,
+    /// What the summary should focus on (pi's `customInstructions`).
+    #[serde(default)]
+    pub instructions: Option<String>,
 }
 
 /// Result of `agent/mcpStatus`.
@@ -514,6 +543,9 @@ pub struct InitOptions {
     pub loop_guard: LoopGuardOptions,
     /// `false`: no `AGENTS.md` / `CLAUDE.md` in the system prompt (default: loaded).
     pub context_files: Option<bool>,
+    /// `{enabled, reserveTokens, keepRecentTokens, thresholdTokens}`, over the user's
+    /// `settings.json`.
+    pub compaction: crate::compaction::CompactionOptions,
 }
 
 /// `initializationOptions.loopGuard`: the same tool call this many times in a row gets a note

@@ -16,17 +16,19 @@ use crate::server::commands::{Delivered, Delivery, Prepared, prepare};
 use crate::server::config::ConnConfig;
 use crate::server::conn::{ConnCtx, resolve_model};
 use crate::server::documents::DocStore;
-use crate::server::jsonrpc::ResponseError;
+use crate::server::jsonrpc::{Id, Response, ResponseError};
 use crate::server::live_session::{LiveSession, QueueKind, SessionError};
 use crate::server::outgoing::Outgoing;
+use crate::server::output::Output;
 use crate::server::protocol::{
-    AbortResult, Decision, Disposition, McpStatusResult, MessagesResult, ModelRef,
+    AbortResult, CompactParams, Decision, Disposition, McpStatusResult, MessagesResult, ModelRef,
     NewSessionParams, NewSessionResult, PromptMessage, PromptParams, PromptReply, PromptResult,
     QueueResult, Queues, RemoveQueuedResult, StateResult, StreamingBehavior, code, command,
 };
 use crate::session::{SessionFile, SessionStore};
 use crate::session_setup::{
-    LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec, SetupError, assemble,
+    CompactError, LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec,
+    SetupError, assemble,
 };
 use ls_types::MessageType;
 
@@ -162,6 +164,7 @@ impl SessionTable {
                 stop_at: options.loop_guard.stop_at.unwrap_or(defaults.stop_at),
             },
             context_files: options.context_files.unwrap_or(true),
+            compaction: options.compaction.clone(),
         };
         let session = assemble(spec, &*self.ctx).map_err(|e| match e {
             SetupError::Workspace { cwd, source } => invalid_params(format!(
@@ -174,7 +177,11 @@ impl SessionTable {
                 ResponseError::internal(format!("cannot write the session file: {e}"))
             }
         })?;
-        let id = session.record.id().to_owned();
+        let id = (session.record.lock())
+            .map_or_else(|e| e.into_inner().id().to_owned(), |r| r.id().to_owned());
+        for warning in &session.warnings {
+            tracing::warn!("{warning}");
+        }
         for error in &session.mcp_errors {
             crate::server::generic::show(
                 &self.ctx,
@@ -320,6 +327,32 @@ impl SessionTable {
             session_id: session.id.clone(),
             messages: session.messages(),
         })
+    }
+
+    /// `agent/compact`: answered when the compaction ends, after its `compaction_start` and
+    /// `compaction_end` (pi's RPC order); refusals are answered at once.
+    pub fn compact(&self, id: Id, params: Value, output: Output) {
+        let started = crate::server::main_loop::parse::<CompactParams>(params).and_then(|p| {
+            let session = self.get(&p.session_id)?;
+            session.compact(p.instructions).map_err(busy_or_agent)
+        });
+        let compaction = match started {
+            Ok(compaction) => compaction,
+            Err(e) => return output.send(&Response::new(Some(&id), Err(e))),
+        };
+        tokio::spawn(async move {
+            let result = match compaction.await {
+                Ok(result) => {
+                    serde_json::to_value(result).map_err(|e| ResponseError::internal(e.to_string()))
+                }
+                Err(CompactError::Busy) => Err(ResponseError::new(
+                    code::AGENT_BUSY,
+                    CompactError::Busy.to_string(),
+                )),
+                Err(e) => Err(ResponseError::new(code::COMPACTION_FAILED, e.to_string())),
+            };
+            output.send(&Response::new(Some(&id), result));
+        });
     }
 
     /// Aborts the run with this id, wherever it is; `false` when no such run is active.

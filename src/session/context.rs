@@ -56,9 +56,13 @@ pub fn path_to<'a>(entries: &'a [SessionEntry], leaf: Option<&str>) -> Vec<&'a S
 
 /// Builds the context for the path ending at `leaf`.
 pub fn build_context(entries: &[SessionEntry], leaf: Option<&str>) -> SessionContext {
-    let path = path_to(entries, leaf);
+    context_of_path(&path_to(entries, leaf))
+}
+
+/// The context of a root→leaf path of entries.
+pub fn context_of_path(path: &[&SessionEntry]) -> SessionContext {
     let mut context = SessionContext::default();
-    for entry in &path {
+    for entry in path {
         match &entry.kind {
             EntryKind::ThinkingLevelChange { thinking_level } => {
                 context.thinking_level = ThinkingLevel::parse(thinking_level).unwrap_or_default();
@@ -112,7 +116,7 @@ pub fn build_context(entries: &[SessionEntry], leaf: Option<&str>) -> SessionCon
 }
 
 /// The LLM-ready message an entry contributes, if any.
-fn entry_message(entry: &SessionEntry) -> Option<AgentMessage> {
+pub fn entry_message(entry: &SessionEntry) -> Option<AgentMessage> {
     let stamp = ms_from_iso(&entry.timestamp).unwrap_or(0);
     match &entry.kind {
         EntryKind::Message { message } => convert_message(message),

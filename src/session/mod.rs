@@ -9,7 +9,7 @@
 //! [`SessionStore::latest_for_cwd`], [`SessionStore::list`], [`SessionStore::fork`],
 //! [`SessionFile::append_message`], [`SessionFile::messages`].
 
-mod context;
+pub mod context;
 mod entry;
 mod file;
 mod migrate;

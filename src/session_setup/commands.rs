@@ -11,8 +11,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::agent::Agent;
+use crate::compaction::{CompactionReason, CompactionResult};
 use crate::session::SessionFile;
+use crate::session_setup::compaction::{CompactError, Compactor};
 use crate::session_setup::controls::{LiveSettings, SessionControls, SwitchError};
 use crate::session_setup::resources::{PromptTemplate, Resources, Skill, front_matter};
 
@@ -43,6 +47,12 @@ pub enum Builtin {
 pub enum BuiltinOutcome {
     /// `/model`: the session's model and thinking level (after the switch, if one was asked).
     Model(LiveSettings),
+    /// `/compact`, awaited (`run`): pi's `CompactionResult`.
+    #[serde(rename = "compact")]
+    Compacted(Box<CompactionResult>),
+    /// `/compact` in the daemon: started; its result comes with `compaction_end`.
+    #[serde(rename = "compact")]
+    CompactStarted,
 }
 
 /// Why a built-in command failed.
@@ -50,38 +60,32 @@ pub enum BuiltinOutcome {
 pub enum CommandError {
     #[error(transparent)]
     Switch(#[from] SwitchError),
-    /// What the command needs is not part of this build.
-    #[error("{0}")]
-    Unavailable(&'static str),
+    #[error(transparent)]
+    Compact(#[from] CompactError),
 }
 
-/// Runs a built-in command on a session, for every front end (the daemon checks first that
-/// no run is active where the command needs that).
-pub fn run_builtin(
-    builtin: &Builtin,
+/// Runs `/model` on a session, for every front end (`/compact` is [`compact`], which awaits).
+pub fn run_model(
+    spec: Option<&str>,
     agent: &Agent,
     record: &mut SessionFile,
     controls: &SessionControls,
 ) -> Result<BuiltinOutcome, CommandError> {
-    match builtin {
-        Builtin::Model { spec: None } => Ok(BuiltinOutcome::Model(controls.settings())),
-        Builtin::Model { spec: Some(spec) } => Ok(BuiltinOutcome::Model(
-            controls.set_model(agent, record, spec)?,
-        )),
-        Builtin::Compact { instructions } => compact(agent, record, instructions.as_deref()),
-    }
+    Ok(BuiltinOutcome::Model(match spec {
+        None => controls.settings(),
+        Some(spec) => controls.set_model(agent, record, spec)?,
+    }))
 }
 
-/// `/compact [instructions]`: the one place both front ends compact from. Compaction itself
-/// (pi's C7) is not in this build yet; this is where its entry point is to be called.
+/// `/compact [instructions]`: a manual compaction, as `agent/compact` (the compaction is
+/// reserved when this is called, so prompts are refused from then on; it runs when awaited).
 pub fn compact(
-    _agent: &Agent,
-    _record: &mut SessionFile,
-    _instructions: Option<&str>,
-) -> Result<BuiltinOutcome, CommandError> {
-    Err(CommandError::Unavailable(
-        "/compact is not available: this build has no compaction yet",
-    ))
+    compactor: &Arc<Compactor>,
+    instructions: Option<String>,
+    cancel: &CancellationToken,
+) -> impl Future<Output = Result<CompactionResult, CompactError>> + Send + use<> {
+    let compaction = compactor.compact(CompactionReason::Manual, instructions, cancel, false);
+    async move { compaction.await.map(|done| done.result) }
 }
 
 /// What a prompt's text turned into.

@@ -184,17 +184,22 @@ impl SessionControls {
         })
     }
 
+    /// The key of this provider as the session last resolved it.
+    pub fn api_key_for(&self, provider: &str) -> Option<String> {
+        let current = self.lock();
+        let of_provider = current
+            .used
+            .iter()
+            .rev()
+            .find(|r| r.model.provider == provider);
+        of_provider.and_then(|r| r.api_key.clone())
+    }
+
     /// Per request, the key of the request's provider as the session last resolved it.
     pub fn api_key_hook(self: &Arc<Self>) -> GetApiKeyHook {
         let controls = self.clone();
         Arc::new(move |provider, _cancel| {
-            let current = controls.lock();
-            let of_provider = current
-                .used
-                .iter()
-                .rev()
-                .find(|r| r.model.provider == provider);
-            let key = of_provider.and_then(|r| r.api_key.clone());
+            let key = controls.api_key_for(&provider);
             Box::pin(std::future::ready(Ok(key)))
         })
     }

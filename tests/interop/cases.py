@@ -5,6 +5,8 @@
 3. The same scripted read-and-answer run through `pi --mode json` and `agent-lsp run --json`:
    same event types in the same order, same key sets, apart from the documented differences.
 4. A session whose MCP tools were declared through its transcript continues in pi.
+5. agent-lsp compacts a session in the middle of a run; pi continues it from the summary.
+6. pi compacts a session (RPC `compact`); agent-lsp continues it with the request pi sends.
 """
 
 import json
@@ -12,12 +14,14 @@ import os
 import shutil
 import subprocess
 import sys
+import queue
 import tempfile
+import threading
 import traceback
 from pathlib import Path
 
 from harness import (Mock, Sandbox, CaseError, check, check_read_history, check_tree, expect_ok,
-                     read_entries, wire_messages, PI_CLI, PI_NODE)
+                     read_entries, text_of, wire_messages, PI_CLI, PI_NODE, TIMEOUT)
 
 READ_THEN_ANSWER = [
     {"toolCalls": [{"id": "call_1", "name": "read", "arguments": {"path": "a.txt"}}]},
@@ -199,6 +203,123 @@ def case_mcp_declared_session_opens_in_pi(box: Sandbox):
     check_tree(after, "the continued session")
 
 
+SUMMARY = "## Goal\nRead a.txt."
+
+
+def case_agent_lsp_compacted_session_continues_in_pi(box: Sandbox):
+    """`--compact-threshold` past the read call's usage, `keepRecentTokens: 1`: the turn is split
+    (the call and its result are kept), so pi's context is the summary, the kept call, its
+    result, the answer and the new prompt."""
+    config = box.home / "config" / "agent-lsp"
+    config.mkdir(parents=True)
+    (config / "settings.json").write_text(json.dumps({"compaction": {"keepRecentTokens": 1}}))
+    script = [dict(READ_THEN_ANSWER[0], usage={"input": 500, "output": 20}),
+              {"text": SUMMARY}, READ_THEN_ANSWER[1]]
+    mock = Mock(box.root, "agent-lsp", script)
+    try:
+        sessions = box.root / "sessions"
+        expect_ok(box.agent_lsp(mock, ["--session-dir", str(sessions), "--compact-threshold", "100",
+                                       "read a.txt"]), "agent-lsp run")
+        check(len(mock.requests()) == 3, f"agent-lsp made {len(mock.requests())} requests")
+    finally:
+        mock.close()
+    files = sorted(sessions.rglob("*.jsonl"))
+    before = read_entries(files[0])
+    compactions = [e for e in before if e["type"] == "compaction"]
+    check(len(compactions) == 1, f"agent-lsp stored {len(compactions)} compactions")
+    mock = Mock(box.root, "pi", [{"text": "pi continues."}])
+    try:
+        proc = box.pi(mock, ["--session", str(files[0]), "-p", "what next?"])
+        expect_ok(proc, "pi --session")
+        check(proc.stdout.strip() == "pi continues.", f"pi printed {proc.stdout!r}")
+        requests = mock.requests()
+    finally:
+        mock.close()
+    after = read_entries(files[0])
+    check(after[: len(before)] == before, "pi rewrote entries agent-lsp had written")
+    check_tree(after, "the continued session")
+    messages = wire_messages(requests[0])
+    roles = [m["role"] for m in messages]
+    check(roles == ["user", "assistant", "tool", "assistant", "user"], f"pi's context roles {roles}")
+    first = text_of(messages[0]["content"])
+    check(SUMMARY in first and "compacted into the following summary" in first,
+          f"pi's first message {first!r}")
+    check(text_of(messages[3]["content"]) == ANSWER, f"pi's kept answer {messages[3]}")
+
+
+def pi_rpc(box: Sandbox, mock: Mock, commands, args):
+    """Runs `pi --mode rpc`, sending each command once the previous one's `until` event came (pi
+    1.6.0 left a `compact` sent right after `agent_end`, before `agent_settled`, unanswered).
+    stdout is read by a thread, so a silent pi fails the case after the harness's timeout."""
+    proc = box.pi_popen(mock, ["--mode", "rpc", *args])
+    events = queue.Queue()
+
+    def read():
+        for line in proc.stdout:
+            events.put(json.loads(line))
+        events.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    lines = []
+    try:
+        for command, until in commands:
+            proc.stdin.write(json.dumps(command) + "\n")
+            proc.stdin.flush()
+            while True:
+                try:
+                    event = events.get(timeout=TIMEOUT)
+                except queue.Empty:
+                    raise CaseError(f"pi said nothing for {TIMEOUT} s after {command['type']}") from None
+                check(event is not None, f"pi exited after {[e.get('type') for e in lines[-4:]]}")
+                lines.append(event)
+                if until(event):
+                    break
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+    return lines
+
+
+def case_pi_compacted_session_resumes_in_agent_lsp(box: Sandbox):
+    (box.agent_dir / "settings.json").write_text(json.dumps({"compaction": {"keepRecentTokens": 1}}))
+    mock = Mock(box.root, "pi", READ_THEN_ANSWER + [{"text": SUMMARY}])
+    try:
+        lines = pi_rpc(box, mock, [
+            ({"id": "1", "type": "prompt", "message": "read a.txt"},
+             lambda e: e.get("type") == "agent_settled"),
+            ({"id": "2", "type": "compact"},
+             lambda e: e.get("type") == "response" and e.get("id") == "2"),
+        ], [])
+    finally:
+        mock.close()
+    answer = lines[-1]
+    check(answer.get("success") is True, f"pi's compact answered {answer}")
+    files = box.pi_session_files()
+    check(len(files) == 1, f"pi wrote {len(files)} session files")
+    check(any(e["type"] == "compaction" for e in read_entries(files[0])), "pi stored no compaction")
+    theirs, ours = box.root / "theirs.jsonl", box.root / "ours.jsonl"
+    shutil.copyfile(files[0], theirs)
+    shutil.copyfile(files[0], ours)
+    mock = Mock(box.root, "pi-continue", [{"text": "continued."}])
+    try:
+        expect_ok(box.pi(mock, ["--session", str(theirs), "-p", "what next?"]), "pi --session")
+        pi_request = mock.requests()[0]
+    finally:
+        mock.close()
+    mock = Mock(box.root, "agent-lsp", [{"text": "continued."}])
+    try:
+        expect_ok(box.agent_lsp(mock, ["--session", str(ours), "what next?"]), "agent-lsp --session")
+        our_request = mock.requests()[0]
+    finally:
+        mock.close()
+    def context(request):
+        return [(m["role"], text_of(m.get("content"))) for m in wire_messages(request)]
+    check(context(our_request) == context(pi_request),
+          f"contexts differ:\n  pi:        {context(pi_request)}\n  agent-lsp: {context(our_request)}")
+    check(any(SUMMARY in text for _, text in context(our_request)), "the summary is not in the context")
+    check_tree(read_entries(ours), "the continued session")
+
+
 def pi_version_is_pinned():
     out = subprocess.run([PI_NODE, PI_CLI, "--version"], capture_output=True, text=True, timeout=60,
                          env={"PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir()})
@@ -217,6 +338,10 @@ def main():
          lambda box: case_pi_session_continues_in_agent_lsp(box, fixtures_out)),
         ("event shapes: pi --mode json vs agent-lsp run --json", case_event_shapes_match),
         ("a session with MCP tools declared opens in pi", case_mcp_declared_session_opens_in_pi),
+        ("a session compacted by agent-lsp continues in pi",
+         case_agent_lsp_compacted_session_continues_in_pi),
+        ("a session compacted by pi resumes in agent-lsp with pi's context",
+         case_pi_compacted_session_resumes_in_agent_lsp),
     ]
     passed = failed = 0
     for name, run in cases:

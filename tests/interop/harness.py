@@ -90,6 +90,17 @@ class Sandbox:
 
     def pi(self, mock: Mock, args):
         """Runs pi with a models.json declaring provider `mock` (OpenAI completions) at the mock."""
+        cmd, env = self.pi_command(mock, args)
+        return subprocess.run(cmd, cwd=self.project, env=env, capture_output=True, text=True,
+                              timeout=TIMEOUT)
+
+    def pi_popen(self, mock: Mock, args):
+        """pi as a child with pipes (for `--mode rpc`)."""
+        cmd, env = self.pi_command(mock, args)
+        return subprocess.Popen(cmd, cwd=self.project, env=env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def pi_command(self, mock: Mock, args):
         models = {
             "providers": {
                 "mock": {
@@ -104,8 +115,7 @@ class Sandbox:
         (self.agent_dir / "models.json").write_text(json.dumps(models))
         env = self.base_env() | {"PI_CODING_AGENT_DIR": str(self.agent_dir)}
         cmd = [PI_NODE, PI_CLI, "--provider", "mock", "--model", "mock-model", *args]
-        return subprocess.run(cmd, cwd=self.project, env=env, capture_output=True, text=True,
-                              timeout=TIMEOUT)
+        return cmd, env
 
     def agent_lsp(self, mock: Mock, args):
         env = self.base_env() | {"OPENAI_BASE_URL": mock.base_url, "OPENAI_API_KEY": "test-key"}

@@ -2,6 +2,7 @@
 //! environment (temp HOME and XDG dirs, no inherited variables; see `support::cli_run`).
 
 mod commands;
+mod compaction;
 mod controls;
 mod demo_help;
 mod models;

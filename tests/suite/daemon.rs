@@ -5,6 +5,7 @@ mod abort;
 mod approvals;
 mod coalesce;
 mod commands;
+mod compaction;
 mod controls;
 mod diagnostics;
 mod edits;

@@ -242,7 +242,7 @@ async fn templates_expand_with_arguments_before_the_loop() {
 }
 
 #[tokio::test]
-async fn slash_model_switches_the_next_request_and_slash_compact_is_refused_clearly() {
+async fn slash_model_switches_the_next_request() {
     let (mock, client) = two_provider_setup(vec![
         MockResponse::text("from openai"),
         MockResponse::text("from claude"),
@@ -293,15 +293,6 @@ async fn slash_model_switches_the_next_request_and_slash_compact_is_refused_clea
     assert_eq!(requests[0].path, "/v1/chat/completions");
     assert_eq!(requests[1].path, "/v1/messages");
     assert_eq!(requests[1].body["model"], "claude-sonnet-4-5");
-
-    let compact = client
-        .request_raw(
-            "agent/prompt",
-            json!({"sessionId": session, "message": "/compact keep the API"}),
-        )
-        .await;
-    let message = compact["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("/compact is not available"), "{compact}");
 }
 
 #[tokio::test]
