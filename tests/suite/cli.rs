@@ -4,6 +4,7 @@
 mod controls;
 mod demo_help;
 mod models;
+mod responses;
 mod run;
 mod sessions;
 mod signals;
