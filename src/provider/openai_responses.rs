@@ -6,12 +6,14 @@
 //! block (its summary as the text) whose `thinkingSignature` is the whole item as JSON, replayed
 //! verbatim; assistant text carries `textSignature` `{"v":1,"id":<message item id>}`; tool calls
 //! have ids `<call_id>|<item id>`. `model.compat` flags: `supportsDeveloperRole` [true],
-//! `supportsStrictMode` [official OpenAI], `supportsMaxOutputTokens` [true].
-//! `StreamOptions::extra` keys: `toolChoice`, `headers`, `timeoutMs`.
+//! `supportsStrictMode` [official OpenAI], `supportsMaxOutputTokens` [true],
+//! `supportsLongCacheRetention` [true]. `StreamOptions::extra` keys: `toolChoice`,
+//! `cacheRetention` (`none`: no prompt cache key or session headers; `long`: 24 h retention),
+//! `headers`, `timeoutMs`.
 
 use super::api_key;
 use super::assembler::{Assembler, spawn_provider};
-use super::openai_responses_request::build_body;
+use super::openai_responses_request::{build_body, cache_retention};
 use super::openai_responses_stream::ResponsesParser;
 use super::transport::{HttpClient, HttpTarget, apply_model_headers, drive};
 use crate::agent::message::StopReason;
@@ -52,7 +54,7 @@ fn headers(model: &Model, options: &StreamOptions, key: Option<String>) -> Vec<(
     if let Some(key) = key {
         headers.push(("authorization".to_string(), format!("Bearer {key}")));
     }
-    if let Some(session) = &options.session_id {
+    if let (Some(session), false) = (&options.session_id, cache_retention(options) == "none") {
         headers.push(("session-id".to_string(), session.clone()));
         headers.push(("x-client-request-id".to_string(), session.clone()));
     }

@@ -28,6 +28,8 @@ pub struct ResponsesCompat {
     pub strict_mode: bool,
     /// `supportsMaxOutputTokens` [true].
     pub max_output_tokens: bool,
+    /// `supportsLongCacheRetention` [true]: `cacheRetention: "long"` keeps the prompt cache 24 h.
+    pub long_cache_retention: bool,
 }
 
 impl ResponsesCompat {
@@ -38,6 +40,7 @@ impl ResponsesCompat {
             developer_role: flag("supportsDeveloperRole", true),
             strict_mode: flag("supportsStrictMode", official),
             max_output_tokens: flag("supportsMaxOutputTokens", true),
+            long_cache_retention: flag("supportsLongCacheRetention", true),
         }
     }
 }
@@ -58,9 +61,13 @@ pub fn build_body(
     let items = input::convert_input(&history, model, &compat);
     body.insert("input".into(), Value::Array(items));
     body.insert("stream".into(), json!(true));
-    if let Some(session) = &options.session_id {
+    let retention = cache_retention(options);
+    if let (Some(session), false) = (&options.session_id, retention == "none") {
         let key: String = session.chars().take(PROMPT_CACHE_KEY_MAX).collect();
         body.insert("prompt_cache_key".into(), json!(key));
+    }
+    if retention == "long" && compat.long_cache_retention {
+        body.insert("prompt_cache_retention".into(), json!("24h"));
     }
     body.insert("store".into(), json!(false));
     if let (Some(max), true) = (max_tokens(model, options), compat.max_output_tokens) {
@@ -90,6 +97,12 @@ pub fn build_body(
         body.insert("include".into(), json!(["reasoning.encrypted_content"]));
     }
     serde_json::to_string(&body)
+}
+
+/// `StreamOptions::extra.cacheRetention`: `none`, `short` (the default) or `long`.
+pub fn cache_retention(options: &StreamOptions) -> &str {
+    let retention = options.extra.get("cacheRetention").and_then(Value::as_str);
+    retention.unwrap_or("short")
 }
 
 /// A function tool in Responses form (flat, not nested under `function`).

@@ -177,3 +177,30 @@ fn ids_are_normalized_as_pi_does() {
     assert_eq!(short_hash("msg_abc"), "6piae0s8vela");
     assert_eq!(short_hash("héllo😀"), "1olj6nu1frhbfw");
 }
+
+#[test]
+fn cache_retention_sets_the_key_and_its_lifetime() {
+    let model = gpt5();
+    let with = |retention: &str| {
+        let mut options = StreamOptions {
+            session_id: Some("s".repeat(70)),
+            ..StreamOptions::default()
+        };
+        options
+            .extra
+            .insert("cacheRetention".into(), json!(retention));
+        let text = build_body(&model, &LlmContext::new(tool_turn(&model)), &options).unwrap();
+        serde_json::from_str::<Value>(&text).unwrap()
+    };
+    let long = with("long");
+    assert_eq!(
+        long["prompt_cache_key"],
+        "s".repeat(64),
+        "cut to 64 characters"
+    );
+    assert_eq!(long["prompt_cache_retention"], "24h");
+    let short = with("short");
+    assert!(short.get("prompt_cache_retention").is_none());
+    let none = with("none");
+    assert!(none.get("prompt_cache_key").is_none());
+}

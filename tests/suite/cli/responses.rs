@@ -63,6 +63,10 @@ async fn a_tool_run_replays_the_reasoning_item_on_the_next_request() {
             json!(["reasoning.encrypted_content"])
         );
         assert_eq!(request.body["reasoning"]["effort"], "high");
+        // pi's session affinity: the session id as the prompt cache key and in headers.
+        let session = request.header("session-id").expect("a session-id header");
+        assert_eq!(request.header("x-client-request-id"), Some(session));
+        assert_eq!(request.body["prompt_cache_key"], session);
     }
     let input = requests[1].body["input"].as_array().unwrap();
     let kinds: Vec<&str> = input
