@@ -440,6 +440,65 @@ impl WireParser for ResponsesParser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::stream_contract::event_channel;
+    use std::borrow::Cow;
+
+    /// Feeds `events` (JSON texts) to a parser; the finished message or the failure's text.
+    fn parse(events: &[Value]) -> Result<(StopReason, Value), String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let (sink, _stream) = event_channel();
+            let model = Model::default();
+            let mut asm = Assembler::new(sink, &model);
+            let mut parser = ResponsesParser::new(model);
+            let fail = |f: Failure| match f {
+                Failure::Error { message, .. } => message,
+                Failure::Gone => "gone".into(),
+            };
+            for event in events {
+                let data = event.to_string();
+                let sse = SseEvent {
+                    event: Cow::Borrowed("message"),
+                    data: Cow::Owned(data),
+                };
+                parser.on_event(&mut asm, sse).await.map_err(fail)?;
+            }
+            let reason = parser.finish(&mut asm).await.map_err(fail)?;
+            asm.end_all().await.map_err(|_| "gone".to_string())?;
+            Ok((reason, serde_json::to_value(&asm.message.content).unwrap()))
+        })
+    }
+
+    fn call_added() -> Value {
+        json!({"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "function_call", "id": "fc_1", "call_id": "c", "name": "read",
+                        "arguments": ""}})
+    }
+
+    fn completed() -> Value {
+        json!({"type": "response.completed", "response": {"status": "completed"}})
+    }
+
+    #[test]
+    fn complete_arguments_that_do_not_continue_the_deltas_replace_them() {
+        let delta = json!({"type": "response.function_call_arguments.delta", "output_index": 0,
+                           "delta": "{\"x"});
+        let done = json!({"type": "response.output_item.done", "output_index": 0,
+                          "item": {"type": "function_call", "id": "fc_1", "call_id": "c",
+                                   "name": "read", "arguments": "{\"path\":\"b\"}"}});
+        let (reason, content) = parse(&[call_added(), delta.clone(), done, completed()]).unwrap();
+        assert_eq!(reason, StopReason::ToolUse);
+        assert_eq!(content[0]["arguments"], json!({"path": "b"}));
+        assert_eq!(content[0]["id"], "c|fc_1");
+        // Without its output_item.done the call is never handed to the agent.
+        let error = parse(&[call_added(), delta, completed()]).unwrap_err();
+        assert_eq!(
+            error,
+            "OpenAI Responses stream completed with an unfinished tool call: read (c|fc_1)"
+        );
+    }
 
     #[test]
     fn status_table_matches_pi() {
