@@ -10,6 +10,11 @@
 //! `supportsLongCacheRetention` [true]. `StreamOptions::extra` keys: `toolChoice`,
 //! `cacheRetention` (`none`: no prompt cache key or session headers; `long`: 24 h retention),
 //! `headers`, `timeoutMs`.
+//!
+//! Where this differs from pi 1.6: encrypted reasoning is asked for whenever the model reasons
+//! (pi: only with thinking on; an effort-less request still reasons), a stored reasoning item
+//! without encrypted content is not replayed (the API cannot resolve it with `store: false`),
+//! and OpenAI's `input_transformations` are not recorded as message diagnostics.
 
 use super::api_key;
 use super::assembler::{Assembler, spawn_provider};

@@ -94,6 +94,10 @@ pub fn build_body(
             "reasoning".into(),
             json!({"effort": effort(level), "summary": "auto"}),
         );
+    }
+    if model.reasoning {
+        // Unlike pi, also with thinking off: such a model still reasons at its default effort,
+        // and a reasoning item without its encrypted content cannot be replayed statelessly.
         body.insert("include".into(), json!(["reasoning.encrypted_content"]));
     }
     serde_json::to_string(&body)

@@ -153,13 +153,14 @@ fn assistant_items(out: &mut Vec<Value>, message: &AssistantMessage, model: &Mod
     for block in &message.content {
         match block {
             // The reasoning item as the API sent it, encrypted content and all. A signature
-            // that is not one (another API's, a hand-edited session) is not sent.
+            // that is not one (another API's, a hand-edited session) is not sent, nor an item
+            // without encrypted content: with `store: false` the server cannot resolve it.
             ContentBlock::Thinking(t) => {
                 let item = t
                     .thinking_signature
                     .as_deref()
                     .and_then(|s| serde_json::from_str::<Value>(s).ok());
-                out.extend(item.filter(Value::is_object));
+                out.extend(item.filter(replayable));
             }
             ContentBlock::Text(t) => {
                 let signature = t.text_signature.as_deref().filter(|_| same);
@@ -215,6 +216,12 @@ fn assistant_items(out: &mut Vec<Value>, message: &AssistantMessage, model: &Mod
             ContentBlock::Image(_) => {}
         }
     }
+}
+
+/// A stored reasoning item that can go back: an object with its encrypted content.
+fn replayable(item: &Value) -> bool {
+    let encrypted = item.get("encrypted_content").and_then(Value::as_str);
+    item.is_object() && encrypted.is_some_and(|e| !e.is_empty())
 }
 
 /// The output: the text parts joined, or text and images as parts for a vision model.

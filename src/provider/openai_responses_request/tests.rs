@@ -93,11 +93,19 @@ fn the_reasoning_item_goes_back_verbatim_with_its_call() {
 }
 
 #[test]
-fn thinking_off_sends_no_reasoning() {
+fn thinking_off_sends_no_reasoning_but_still_asks_for_encrypted_content() {
     let model = gpt5();
-    let body = body(&model, tool_turn(&model), Some(ThinkingLevel::Off));
-    assert!(body.get("reasoning").is_none() && body.get("include").is_none());
-    assert_eq!(body["max_output_tokens"], 32_000);
+    let off = body(&model, tool_turn(&model), Some(ThinkingLevel::Off));
+    assert!(off.get("reasoning").is_none());
+    assert_eq!(off["include"], json!(["reasoning.encrypted_content"]));
+    assert_eq!(off["max_output_tokens"], 32_000);
+    let plain = Model {
+        id: "gpt-4.1".into(),
+        reasoning: false,
+        ..gpt5()
+    };
+    let plain = body(&plain, vec![AgentMessage::user_text("hi")], None);
+    assert!(plain.get("include").is_none());
 }
 
 #[test]
@@ -151,6 +159,19 @@ fn responses_reasoning_never_reaches_chat_completions_or_anthropic() {
         "ids are sanitized: {}",
         request.body
     );
+}
+
+#[test]
+fn reasoning_items_without_encrypted_content_are_not_replayed() {
+    let model = gpt5();
+    let mut history = tool_turn(&model);
+    if let AgentMessage::Assistant(a) = &mut history[1]
+        && let ContentBlock::Thinking(t) = &mut a.content[0]
+    {
+        t.thinking_signature = Some(r#"{"id":"rs_1","type":"reasoning","summary":[]}"#.into());
+    }
+    let body = body(&model, history, Some(ThinkingLevel::High));
+    assert_eq!(body["input"][1]["type"], "message", "{}", body["input"]);
 }
 
 #[test]
