@@ -7,9 +7,11 @@
 //! options). The front end then only adds its hooks (approval) and listeners (rendering,
 //! forwarding) and runs the agent. Whatever every session needs belongs here, not in a front end.
 
+pub mod commands;
 pub mod controls;
 pub mod loop_guard;
 pub mod mcp;
+pub mod resources;
 pub mod stats;
 mod system_prompt;
 
@@ -27,6 +29,7 @@ use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking
 use crate::session::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
+pub use commands::{Builtin, CommandInfo, Expansion, SessionCommands};
 pub use controls::{LiveSettings, ModelInfo, SessionControls, SwitchError};
 pub use loop_guard::{GuardEvent, LoopGuard, LoopLimits};
 pub use mcp::{McpSource, McpSpec, SessionTools};
@@ -52,6 +55,8 @@ pub struct SessionSpec {
     pub mcp: McpSpec,
     /// The turn limit and the repeated-call guard.
     pub limits: LoopLimits,
+    /// Load `AGENTS.md`/`CLAUDE.md` into the system prompt (`--no-context-files` turns it off).
+    pub context_files: bool,
 }
 
 /// Which model the session talks to.
@@ -118,6 +123,10 @@ pub struct AssembledSession {
     pub controls: Arc<SessionControls>,
     /// The turn limit and the repeated-call guard (their events, why a run was stopped).
     pub guard: Arc<LoopGuard>,
+    /// The context files in the system prompt, in its order.
+    pub context_files: Vec<PathBuf>,
+    /// The session's slash commands (templates, skills, built-ins).
+    pub commands: SessionCommands,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -203,7 +212,9 @@ pub fn assemble(
     options.hooks.get_api_key = Some(controls.api_key_hook());
     options.hooks.after_tool_call = guard.after_tool_call_hook();
     options.hooks.finish_turn = guard.finish_turn_hook();
-    let prompt = system_prompt(&cwd, today, front_end.prompt_note());
+    let found = resources::load(&cwd, &spec.env, spec.context_files);
+    let mut prompt = system_prompt(&cwd, today, front_end.prompt_note());
+    prompt.push_str(&resources::prompt_sections(&found));
     options.messages = with_initial_system_message(record.messages(), &prompt, tools.base());
     options.system_prompt = Some(prompt);
     options.tools = tools.current();
@@ -225,6 +236,8 @@ pub fn assemble(
         mcp_errors,
         controls,
         guard,
+        context_files: found.context_files.iter().map(|f| f.path.clone()).collect(),
+        commands: SessionCommands::new(&found),
     })
 }
 

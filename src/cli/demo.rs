@@ -69,10 +69,12 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
             env: EnvSource::default(),
             mcp: Default::default(),
             limits: Default::default(),
+            context_files: false,
         },
         approval: Approval::All,
         json: args.json,
         prompt: PROMPT.into(),
+        verbose: false,
     };
     let code = execute(plan).await;
     if args.keep {

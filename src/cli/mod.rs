@@ -112,7 +112,7 @@ pub fn main() -> ExitCode {
                 .await
                 .unwrap_or_else(|e| Err(anyhow::anyhow!("the server task ended: {e}")))
         }),
-        Some(Command::Run(args)) => return runtime.block_on(run::run(args, env)),
+        Some(Command::Run(args)) => return runtime.block_on(run::run(args, env, cli.verbose > 0)),
         Some(Command::Demo(args)) => return runtime.block_on(demo::demo(args)),
         Some(Command::Sessions(command)) => sessions(command, &env),
     };

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, Usage};
 use crate::agent::stream_contract::AssistantMessageEvent;
+use crate::session_setup::commands::BuiltinOutcome;
 use crate::session_setup::loop_guard::{Guard, GuardEvent};
 
 /// A sink for run events. Write errors (a closed pipe) are ignored: output is best effort,
@@ -24,6 +25,8 @@ pub trait Renderer: Send + Sync {
     /// Called once after the run: whether it was aborted or stopped by a guard, the run's and
     /// the session's usage.
     fn settled(&self, aborted: bool, stopped: Option<Guard>, run: &Usage, session: &Usage);
+    /// A built-in command (`/model`) ran instead of a prompt.
+    fn command(&self, outcome: &BuiltinOutcome);
 }
 
 /// `--json`. Lines are collected and written to stdout in batches: whenever the async runtime
@@ -55,6 +58,20 @@ pub fn flush_json_lines() {
 }
 
 impl JsonRenderer {
+    /// One line `{"type": kind, …value's fields}`.
+    fn push_typed(&self, kind: &str, value: &impl serde::Serialize) {
+        let mut line = json!({ "type": kind });
+        if let (Value::Object(line), Ok(Value::Object(fields))) =
+            (&mut line, serde_json::to_value(value))
+        {
+            line.extend(fields);
+        }
+        self.push(|out| {
+            out.extend_from_slice(line.to_string().as_bytes());
+            out.push(b'\n');
+        });
+    }
+
     fn push(&self, encode: impl FnOnce(&mut Vec<u8>)) {
         let full = match PENDING.lock() {
             Ok(mut pending) => {
@@ -84,16 +101,7 @@ impl Renderer for JsonRenderer {
     }
 
     fn loop_guard(&self, event: &GuardEvent) {
-        let mut line = json!({"type": "loop_guard"});
-        if let (Value::Object(line), Ok(Value::Object(fields))) =
-            (&mut line, serde_json::to_value(event))
-        {
-            line.extend(fields);
-        }
-        self.push(|out| {
-            out.extend_from_slice(line.to_string().as_bytes());
-            out.push(b'\n');
-        });
+        self.push_typed("loop_guard", event);
     }
 
     fn settled(&self, aborted: bool, stopped: Option<Guard>, _run: &Usage, _session: &Usage) {
@@ -107,6 +115,11 @@ impl Renderer for JsonRenderer {
             out.push(b'\n');
         });
         // Everything is on stdout before `run` returns.
+        flush_json_lines();
+    }
+
+    fn command(&self, outcome: &BuiltinOutcome) {
+        self.push_typed("command", outcome);
         flush_json_lines();
     }
 }
@@ -213,6 +226,20 @@ impl Renderer for HumanRenderer {
             self.line("[aborted]");
         }
         self.line(&usage_line(run, session));
+    }
+
+    fn command(&self, outcome: &BuiltinOutcome) {
+        match outcome {
+            BuiltinOutcome::Model(settings) => self.line(&format!(
+                "model: {}/{} (thinking {})",
+                settings.model.provider,
+                settings.model.id,
+                serde_json::to_value(settings.thinking_level)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
+            )),
+        }
     }
 }
 

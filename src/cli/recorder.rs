@@ -72,6 +72,15 @@ impl Recorder {
         })
     }
 
+    /// Runs `f` on the session file (an in-memory one when the run is not recorded).
+    pub fn with_session<T>(&self, f: impl FnOnce(&mut SessionFile) -> T) -> T {
+        let mut state = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        match &mut state.session {
+            Some(session) => f(session),
+            None => f(&mut SessionFile::in_memory(std::path::Path::new("."))),
+        }
+    }
+
     /// (this run's usage, the whole session's usage).
     pub fn totals(&self) -> (Usage, Usage) {
         match self.inner.lock() {

@@ -18,9 +18,11 @@ use crate::mcp::McpHub;
 use crate::mcp::server::State;
 use crate::model_registry::EnvSource;
 use crate::session::SessionStore;
+use crate::session_setup::commands::run_builtin;
 use crate::session_setup::{
-    GuardEvent, Headless, LoopGuard, LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice,
-    SessionSpec, SessionTools, SetupError, assemble,
+    Expansion, GuardEvent, Headless, LoopGuard, LoopLimits, McpSource, McpSpec, ModelChoice,
+    RecordChoice, SessionCommands, SessionControls, SessionSpec, SessionTools, SetupError,
+    assemble,
 };
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
@@ -81,7 +83,11 @@ pub struct RunArgs {
     /// When the model makes the same tool call this many times in a row, the run ends (0: never).
     #[arg(long, value_name = "N", default_value_t = LoopLimits::default().stop_at)]
     pub loop_guard_stop: usize,
-    /// The prompt (several words are joined with spaces); `-` reads it from stdin.
+    /// Leave out the AGENTS.md / CLAUDE.md files (global and from / down to --cwd).
+    #[arg(long)]
+    pub no_context_files: bool,
+    /// The prompt (several words are joined with spaces); `-` reads it from stdin. `/name args`
+    /// runs a prompt template, a skill, an MCP prompt or a built-in (`/model`, `/compact`).
     #[arg(required = true)]
     pub prompt: Vec<String>,
 }
@@ -92,11 +98,13 @@ pub struct RunPlan {
     pub approval: Approval,
     pub json: bool,
     pub prompt: String,
+    /// `-v`: the context files loaded, on stderr.
+    pub verbose: bool,
 }
 
 /// Resolves the arguments, runs, and maps the outcome to an exit status.
-pub async fn run(args: RunArgs, env: EnvSource) -> ExitCode {
-    let plan = match plan(args, env) {
+pub async fn run(args: RunArgs, env: EnvSource, verbose: bool) -> ExitCode {
+    let plan = match plan(args, env, verbose) {
         Ok(plan) => plan,
         Err(e) => {
             eprintln!("agent-lsp: {e:#}");
@@ -106,7 +114,7 @@ pub async fn run(args: RunArgs, env: EnvSource) -> ExitCode {
     execute(plan).await
 }
 
-fn plan(args: RunArgs, env: EnvSource) -> anyhow::Result<RunPlan> {
+fn plan(args: RunArgs, env: EnvSource, verbose: bool) -> anyhow::Result<RunPlan> {
     let prompt = prompt_text(&args.prompt)?;
     let cwd_is_explicit = args.cwd.is_some();
     let cwd = match &args.cwd {
@@ -144,10 +152,12 @@ fn plan(args: RunArgs, env: EnvSource) -> anyhow::Result<RunPlan> {
                 warn_at: args.loop_guard_warn,
                 stop_at: args.loop_guard_stop,
             },
+            context_files: !args.no_context_files,
         },
         approval: args.approve,
         json: args.json,
         prompt,
+        verbose,
     })
 }
 
@@ -203,15 +213,62 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
         Arc::new(HumanRenderer::default())
     };
     let prompt = plan.prompt.clone();
+    let verbose = plan.verbose;
     let hub = plan.session.mcp.hub.clone();
-    let (agent, recorder, tools, guard) = match build_agent(plan, renderer.clone()) {
+    let built = match build_agent(plan, renderer.clone()) {
         Ok(built) => built,
         Err(e) => {
             eprintln!("agent-lsp: {e:#}");
             return ExitCode::FAILURE;
         }
     };
+    let Built {
+        agent,
+        recorder,
+        tools,
+        guard,
+        controls,
+        commands,
+        context_files,
+    } = built;
+    if verbose {
+        for path in &context_files {
+            eprintln!("agent-lsp: context file {}", path.display());
+        }
+    }
     report_mcp(&tools).await;
+    let prompt = match commands.expand(&prompt, |server, name| tools.mcp.has_prompt(server, name)) {
+        Expansion::Text(text) => text,
+        Expansion::Mcp {
+            server,
+            prompt,
+            args,
+        } => match tools.mcp.get_prompt(&server, &prompt, &args).await {
+            Ok(text) => text,
+            Err(e) => {
+                eprintln!("agent-lsp: /{server}:{prompt}: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        Expansion::Builtin(builtin) => {
+            let done = recorder.with_session(|record| {
+                run_builtin(&builtin, &agent, record, &controls).map_err(|e| e.to_string())
+            });
+            if let Some(hub) = hub {
+                hub.shutdown().await;
+            }
+            return match done {
+                Ok(outcome) => {
+                    renderer.command(&outcome);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("agent-lsp: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+    };
     let handle = match agent.prompt(vec![AgentMessage::user_text(prompt)]) {
         Ok(handle) => handle,
         Err(e) => {
@@ -316,7 +373,16 @@ async fn report_mcp(tools: &SessionTools) {
     }
 }
 
-type Built = (Agent, Recorder, Arc<SessionTools>, Arc<LoopGuard>);
+/// The run's agent and what the command still needs of its session.
+struct Built {
+    agent: Agent,
+    recorder: Recorder,
+    tools: Arc<SessionTools>,
+    guard: Arc<LoopGuard>,
+    controls: Arc<SessionControls>,
+    commands: SessionCommands,
+    context_files: Vec<PathBuf>,
+}
 
 fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<Built> {
     let session = assemble(plan.session, &Headless).map_err(|e| match e {
@@ -340,8 +406,16 @@ fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<Bui
     session
         .guard
         .observe(move |event: &GuardEvent| shown.loop_guard(event));
-    agent.subscribe(recorder.listener(session.controls, renderer));
-    Ok((agent, recorder, session.tools, session.guard))
+    agent.subscribe(recorder.listener(session.controls.clone(), renderer));
+    Ok(Built {
+        agent,
+        recorder,
+        tools: session.tools,
+        guard: session.guard,
+        controls: session.controls,
+        commands: session.commands,
+        context_files: session.context_files,
+    })
 }
 
 /// The prompt words joined, or stdin for `-`; refuses an empty prompt before any work starts.

@@ -143,6 +143,37 @@ impl McpSession {
             .map(|t| t.info().clone())
     }
 
+    /// The ready servers' prompts, as `(server, prompt)`.
+    pub fn prompts(&self) -> Vec<(String, rmcp::model::Prompt)> {
+        (self.servers.iter())
+            .flat_map(|s| s.prompts().into_iter().map(|p| (s.name().to_owned(), p)))
+            .collect()
+    }
+
+    pub fn has_prompt(&self, server: &str, prompt: &str) -> bool {
+        (self.servers.iter())
+            .any(|s| s.name() == server && s.prompts().iter().any(|p| p.name == prompt))
+    }
+
+    /// `prompts/get` with `args` given in the order of the prompt's arguments (the rest joined
+    /// into the last one), as the text of its messages.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        prompt: &str,
+        args: &[String],
+    ) -> Result<String, String> {
+        let found = self.servers.iter().find(|s| s.name() == server);
+        let server = found.ok_or_else(|| format!("no MCP server {server:?}"))?;
+        let declared = server.prompts().into_iter().find(|p| p.name == prompt);
+        let names: Vec<String> = (declared.and_then(|p| p.arguments).unwrap_or_default())
+            .into_iter()
+            .map(|a| a.name)
+            .collect();
+        let result = server.get_prompt(prompt, positional(&names, args)).await?;
+        Ok(crate::mcp::tool::prompt_text(&result))
+    }
+
     /// Starts the servers that waited for the user to trust the project.
     pub fn trust(&self) {
         for server in &self.servers {
@@ -172,6 +203,22 @@ impl McpSession {
             receivers: self.servers.iter().map(|s| s.subscribe()).collect(),
         }
     }
+}
+
+/// Positional arguments by the prompt's argument names; extra words go to the last argument.
+fn positional(names: &[String], args: &[String]) -> serde_json::Map<String, serde_json::Value> {
+    let mut map = serde_json::Map::new();
+    for (i, name) in names.iter().enumerate() {
+        let value = if i + 1 == names.len() {
+            args.get(i..).map(|rest| rest.join(" "))
+        } else {
+            args.get(i).cloned()
+        };
+        if let Some(value) = value.filter(|v| !v.is_empty()) {
+            map.insert(name.clone(), value.into());
+        }
+    }
+    map
 }
 
 /// Changes of a session's servers (see [`McpSession::watch`]).

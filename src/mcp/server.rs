@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientRequest,
-    ElicitRequestParams, ElicitResult, Implementation, InitializeRequestParams,
-    ProgressNotificationParam, ServerResult, Tool,
+    ElicitRequestParams, ElicitResult, GetPromptRequestParams, Implementation,
+    InitializeRequestParams, ProgressNotificationParam, Prompt, ServerResult, Tool,
 };
 use rmcp::service::{
     NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RunningService,
@@ -64,6 +64,8 @@ struct Inner {
     state: State,
     error: Option<String>,
     tools: Vec<Tool>,
+    /// The server's prompts (slash commands), when it offers any.
+    prompts: Vec<Prompt>,
     peer: Option<Peer<RoleClient>>,
     /// Stops the running connection (and the child).
     stop: Option<CancellationToken>,
@@ -117,6 +119,7 @@ impl Server {
                 state: initial,
                 error: None,
                 tools: Vec::new(),
+                prompts: Vec::new(),
                 peer: None,
                 stop: None,
                 generation: 0,
@@ -158,6 +161,33 @@ impl Server {
         }
     }
 
+    /// The prompts of a ready server (none otherwise).
+    pub fn prompts(&self) -> Vec<Prompt> {
+        let inner = lock(&self.inner);
+        match inner.state {
+            State::Ready => inner.prompts.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// `prompts/get`: the prompt's messages as JSON (`GetPromptResult`).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<Value, String> {
+        let peer = lock(&self.inner).peer.clone();
+        let peer = peer.ok_or_else(|| "the MCP server is not running".to_string())?;
+        let mut params = GetPromptRequestParams::new(name);
+        params.arguments = Some(arguments);
+        let timeout = self.config.tool_timeout;
+        let result = tokio::time::timeout(timeout, peer.get_prompt(params))
+            .await
+            .map_err(|_| format!("no answer within {} ms", timeout.as_millis()))?
+            .map_err(|e| format!("prompts/get failed: {e}"))?;
+        serde_json::to_value(result).map_err(|e| e.to_string())
+    }
+
     /// Connects unless connected; on failure the server is `failed` with the reason.
     pub async fn start(self: &Arc<Self>) {
         let _one = self.starting.lock().await;
@@ -178,10 +208,12 @@ impl Server {
         };
         match outcome {
             Ok((peer, tools, stop)) => {
+                let prompts = list_prompts(&peer, self.name()).await;
                 let mut inner = lock(&self.inner);
                 inner.state = State::Ready;
                 inner.error = None;
                 inner.tools = tools;
+                inner.prompts = prompts;
                 inner.peer = Some(peer);
                 inner.stop = Some(stop);
             }
@@ -372,6 +404,16 @@ impl Server {
         self.bump();
     }
 
+    /// Lists the prompts again (after `notifications/prompts/list_changed`).
+    async fn refresh_prompts(self: Arc<Self>) {
+        let peer = lock(&self.inner).peer.clone();
+        if let Some(peer) = peer {
+            let prompts = list_prompts(&peer, self.name()).await;
+            lock(&self.inner).prompts = prompts;
+        }
+        self.bump();
+    }
+
     /// Calls `tool` with `args`; `Ok` is the server's `CallToolResult` as JSON. `cancel` (an
     /// abort) sends `notifications/cancelled`; the entry's `toolTimeoutMs` ends the call too.
     pub async fn call(
@@ -488,6 +530,20 @@ pub enum CallError {
     Failed(String),
 }
 
+/// The server's prompts, when its capabilities offer them; a failed listing is logged.
+async fn list_prompts(peer: &Peer<RoleClient>, name: &str) -> Vec<Prompt> {
+    let offers = peer
+        .peer_info()
+        .is_some_and(|i| i.capabilities.prompts.is_some());
+    if !offers {
+        return Vec::new();
+    }
+    peer.list_all_prompts().await.unwrap_or_else(|e| {
+        tracing::warn!(server = name, %e, "prompts/list failed");
+        Vec::new()
+    })
+}
+
 async fn log_stderr(name: String, stderr: tokio::process::ChildStderr) {
     let mut lines = tokio::io::BufReader::new(stderr).lines();
     while let Ok(Some(line)) = lines.next_line().await {
@@ -542,6 +598,12 @@ impl ClientHandler for Handler {
             // Marked before the listing starts: a request about to go out waits for it.
             lock(&server.inner).refreshing = true;
             tokio::spawn(server.refresh_tools());
+        }
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(server) = self.server.upgrade() {
+            tokio::spawn(server.refresh_prompts());
         }
     }
 

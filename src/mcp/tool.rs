@@ -247,6 +247,19 @@ pub fn convert_result(result: &Value, info: &McpToolInfo) -> AgentToolResult {
     }
 }
 
+/// A `prompts/get` result as one prompt text: the text of its messages (and of embedded text
+/// resources), in order, separated by blank lines.
+pub fn prompt_text(result: &Value) -> String {
+    let messages = result.get("messages").and_then(Value::as_array);
+    let texts = messages.into_iter().flatten().filter_map(|m| {
+        let content = m.get("content")?;
+        (content.get("text"))
+            .or_else(|| content.pointer("/resource/text"))
+            .and_then(Value::as_str)
+    });
+    texts.collect::<Vec<_>>().join("\n\n")
+}
+
 /// The text for the model, cut like `bash` output (the tail kept) with pi's notice.
 fn truncated(text: &str) -> (String, Option<Value>) {
     // A final newline ends the last line rather than starting an empty one.

@@ -16,7 +16,7 @@ use crate::server::protocol::{
 use crate::server::session_table::SessionTable;
 
 /// The request methods (besides `initialize` and `shutdown`).
-const REQUESTS: [&str; 21] = [
+const REQUESTS: [&str; 22] = [
     method::PROMPT,
     method::STEER,
     method::FOLLOW_UP,
@@ -38,6 +38,7 @@ const REQUESTS: [&str; 21] = [
     method::LIST_SESSIONS,
     method::FORK_SESSION,
     method::RENAME_SESSION,
+    method::LIST_COMMANDS,
 ];
 
 pub fn is_request(method: &str) -> bool {
@@ -101,6 +102,7 @@ pub fn request(
             to_value(sessions.fork_session(&p.session_id, &p.message_id))
         }
         method::RENAME_SESSION => to_value(sessions.rename_session(parse(params)?)),
+        method::LIST_COMMANDS => to_value(sessions.list_commands(&session_id(params)?)),
         _ => Err(ResponseError::new(
             code::METHOD_NOT_FOUND,
             format!("method not found: {method}"),

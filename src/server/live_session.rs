@@ -21,7 +21,9 @@ use crate::server::conn::ConnCtx;
 use crate::server::events::Emitter;
 use crate::server::protocol::{EventBody, QueuedMessage, Queues, SessionEvent};
 use crate::session::{EntryKind, SessionFile};
-use crate::session_setup::{AssembledSession, LoopGuard, SessionControls, SessionTools};
+use crate::session_setup::{
+    AssembledSession, LoopGuard, SessionCommands, SessionControls, SessionTools,
+};
 use crate::tools::Workspace;
 
 /// Why a session refused a request.
@@ -65,6 +67,10 @@ pub struct LiveSession {
     /// The live model and thinking level.
     pub controls: Arc<SessionControls>,
     pub guard: Arc<LoopGuard>,
+    /// The session's slash commands (MCP prompts come from `tools`).
+    pub commands: SessionCommands,
+    /// The context files in its system prompt.
+    pub context_files: Vec<PathBuf>,
     pub memory: Mutex<ApprovalMemory>,
     /// The persisted transcript (pi's JSONL v3), appended at every `message_end`.
     pub record: Mutex<SessionFile>,
@@ -103,6 +109,8 @@ impl LiveSession {
             tools,
             controls,
             guard,
+            commands,
+            context_files,
             ..
         } = session;
         let id = record.id().to_owned();
@@ -143,6 +151,8 @@ impl LiveSession {
                 tools,
                 controls,
                 guard,
+                commands,
+                context_files,
                 memory: Mutex::default(),
                 record: Mutex::new(record),
                 state: Mutex::default(),

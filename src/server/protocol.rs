@@ -12,8 +12,9 @@ use crate::agent::event::AgentEvent;
 use crate::agent::message::{ContentBlock, ThinkingLevel};
 use crate::agent::queue::QueueMode;
 pub use crate::mcp::server::ServerStatus;
+use crate::session_setup::commands::BuiltinOutcome;
 use crate::session_setup::loop_guard::{Guard, GuardEvent};
-use crate::session_setup::{LiveSettings, ModelInfo};
+use crate::session_setup::{CommandInfo, LiveSettings, ModelInfo};
 
 /// The version advertised as `capabilities.experimental.agent.protocolVersion`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -39,6 +40,7 @@ pub mod method {
     pub const LIST_SESSIONS: &str = "agent/listSessions";
     pub const FORK_SESSION: &str = "agent/forkSession";
     pub const RENAME_SESSION: &str = "agent/renameSession";
+    pub const LIST_COMMANDS: &str = "agent/listCommands";
     /// Server → client.
     pub const EVENT: &str = "$/agentEvent";
     pub const BEFORE_TOOL_CALL: &str = "agent/beforeToolCall";
@@ -145,6 +147,53 @@ pub enum Disposition {
     Started,
     Steered,
     FollowUp,
+    /// A built-in command (`/model`, `/compact`) ran; no message was sent.
+    Command,
+    /// An MCP prompt is being fetched; the message then goes as the prompt would have.
+    Expanding,
+}
+
+/// What `agent/prompt`, `agent/steer` and `agent/followUp` answer: the message's run, or what a
+/// slash command did instead.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum PromptReply<T> {
+    Sent(T),
+    Answered(Box<CommandAnswer>),
+}
+
+/// A slash command's answer in place of a message's.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum CommandAnswer {
+    Command(CommandReply),
+    Expanding(ExpandingReply),
+}
+
+/// A built-in command's answer: `disposition: "command"` and the command's result.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandReply {
+    pub session_id: String,
+    pub disposition: Disposition,
+    #[serde(flatten)]
+    pub outcome: BuiltinOutcome,
+}
+
+/// An MCP prompt being fetched: `disposition: "expanding"`, the command's name, and the id its
+/// message will have; a failure comes as a `command_error` event.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpandingReply {
+    pub session_id: String,
+    pub disposition: Disposition,
+    pub command: String,
+}
+
+/// Result of `agent/listCommands`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ListCommandsResult {
+    pub commands: Vec<CommandInfo>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -280,6 +329,8 @@ pub struct StateResult {
     pub last_seq: u64,
     /// The session's JSONL file (pi's v3 format), when stored on disk.
     pub session_file: Option<String>,
+    /// The `AGENTS.md` / `CLAUDE.md` files in the system prompt, in its order.
+    pub context_files: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -341,6 +392,10 @@ pub enum SessionEvent {
     LoopGuard(GuardEvent),
     /// A state, error or tool list of the session's MCP servers changed.
     McpUpdate { servers: Vec<ServerStatus> },
+    /// The session's slash commands changed (an MCP server's prompts arrived or changed).
+    CommandsUpdate { commands: Vec<CommandInfo> },
+    /// A slash command could not be carried out (an MCP prompt that failed to arrive).
+    CommandError { command: String, message: String },
 }
 
 /// Result of `agent/mcpStatus`.
@@ -457,6 +512,8 @@ pub struct InitOptions {
     /// Responses per run (default: no limit); `agent/newSession` may set its own.
     pub max_turns: Option<usize>,
     pub loop_guard: LoopGuardOptions,
+    /// `false`: no `AGENTS.md` / `CLAUDE.md` in the system prompt (default: loaded).
+    pub context_files: Option<bool>,
 }
 
 /// `initializationOptions.loopGuard`: the same tool call this many times in a row gets a note

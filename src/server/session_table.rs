@@ -9,8 +9,10 @@ use std::sync::{Arc, Mutex};
 use ls_types::{CodeActionOrCommand, CodeActionParams, ExecuteCommandParams};
 use serde_json::{Value, json};
 
+use crate::agent::message::ContentBlock;
 use crate::mcp::McpHub;
 use crate::model_registry::EnvSource;
+use crate::server::commands::{Delivered, Delivery, Prepared, prepare};
 use crate::server::config::ConnConfig;
 use crate::server::conn::{ConnCtx, resolve_model};
 use crate::server::documents::DocStore;
@@ -19,8 +21,8 @@ use crate::server::live_session::{LiveSession, QueueKind, SessionError};
 use crate::server::outgoing::Outgoing;
 use crate::server::protocol::{
     AbortResult, Decision, Disposition, McpStatusResult, MessagesResult, ModelRef,
-    NewSessionParams, NewSessionResult, PromptMessage, PromptParams, PromptResult, QueueResult,
-    Queues, RemoveQueuedResult, StateResult, StreamingBehavior, code, command,
+    NewSessionParams, NewSessionResult, PromptMessage, PromptParams, PromptReply, PromptResult,
+    QueueResult, Queues, RemoveQueuedResult, StateResult, StreamingBehavior, code, command,
 };
 use crate::session::{SessionFile, SessionStore};
 use crate::session_setup::{
@@ -42,7 +44,7 @@ fn invalid_params(message: impl Into<String>) -> ResponseError {
     ResponseError::invalid_params(message)
 }
 
-fn busy_or_agent(e: SessionError) -> ResponseError {
+pub(super) fn busy_or_agent(e: SessionError) -> ResponseError {
     match e {
         SessionError::Busy(text) => ResponseError::new(code::AGENT_BUSY, text),
         SessionError::Agent(text) => ResponseError::internal(text),
@@ -159,6 +161,7 @@ impl SessionTable {
                 warn_at: options.loop_guard.warn_at.unwrap_or(defaults.warn_at),
                 stop_at: options.loop_guard.stop_at.unwrap_or(defaults.stop_at),
             },
+            context_files: options.context_files.unwrap_or(true),
         };
         let session = assemble(spec, &*self.ctx).map_err(|e| match e {
             SetupError::Workspace { cwd, source } => invalid_params(format!(
@@ -182,6 +185,7 @@ impl SessionTable {
         let live = LiveSession::create(self.ctx.clone(), session);
         self.map().insert(id, live.clone());
         live.watch_mcp();
+        live.watch_commands();
         Ok(live)
     }
 
@@ -201,30 +205,21 @@ impl SessionTable {
         Ok(session)
     }
 
-    pub fn prompt(&self, p: PromptParams) -> Result<PromptResult> {
+    pub fn prompt(&self, p: PromptParams) -> Result<PromptReply<PromptResult>> {
         let blocks = p.message.into_user_blocks().map_err(invalid_params)?;
         let session = self.session_or_default(p.session_id.as_deref())?;
-        let result = match (session.active_run(), p.streaming_behavior) {
-            (Some(_), Some(behavior)) => {
-                let kind = match behavior {
-                    StreamingBehavior::Steer => QueueKind::Steer,
-                    StreamingBehavior::FollowUp => QueueKind::FollowUp,
-                };
-                let (run_id, message_id, started) =
-                    session.enqueue(kind, blocks).map_err(busy_or_agent)?;
-                (run_id, message_id, disposition(kind, started))
-            }
-            _ => {
-                let (run_id, message_id) = session.start_run(blocks).map_err(busy_or_agent)?;
-                (run_id, message_id, Disposition::Started)
-            }
+        let delivery = Delivery::Prompt(p.streaming_behavior);
+        let blocks = match prepare(&session, blocks, delivery, deliver)? {
+            Prepared::Send(blocks) => blocks,
+            Prepared::Answered(answer) => return Ok(PromptReply::Answered(answer)),
         };
-        Ok(PromptResult {
+        let (run_id, message_id, disposition) = deliver(&session, delivery, blocks)?;
+        Ok(PromptReply::Sent(PromptResult {
             session_id: session.id.clone(),
-            run_id: result.0,
-            message_id: result.1,
-            disposition: result.2,
-        })
+            run_id,
+            message_id,
+            disposition,
+        }))
     }
 
     pub fn enqueue(
@@ -232,17 +227,22 @@ impl SessionTable {
         session_id: &str,
         message: PromptMessage,
         kind: QueueKind,
-    ) -> Result<QueueResult> {
+    ) -> Result<PromptReply<QueueResult>> {
         let blocks = message.into_user_blocks().map_err(invalid_params)?;
         let session = self.get(session_id)?;
-        let (run_id, message_id, started) = session.enqueue(kind, blocks).map_err(busy_or_agent)?;
-        Ok(QueueResult {
+        let delivery = Delivery::Queue(kind);
+        let blocks = match prepare(&session, blocks, delivery, deliver)? {
+            Prepared::Send(blocks) => blocks,
+            Prepared::Answered(answer) => return Ok(PromptReply::Answered(answer)),
+        };
+        let (run_id, message_id, disposition) = deliver(&session, delivery, blocks)?;
+        Ok(PromptReply::Sent(QueueResult {
             session_id: session.id.clone(),
             run_id,
             message_id,
-            disposition: disposition(kind, started),
+            disposition,
             queues: session.queues(),
-        })
+        }))
     }
 
     pub fn abort(&self, session_id: &str) -> Result<AbortResult> {
@@ -294,6 +294,9 @@ impl SessionTable {
             message_count: state.messages.len(),
             last_seq: session.emitter.last_seq(),
             session_file: session.record_path().map(|p| p.display().to_string()),
+            context_files: (session.context_files.iter())
+                .map(|p| p.display().to_string())
+                .collect(),
         })
     }
 
@@ -415,6 +418,32 @@ impl SessionTable {
 
     pub fn code_actions(&self, params: &CodeActionParams) -> Vec<CodeActionOrCommand> {
         crate::server::generic::code_actions(&self.ctx, params.text_document.uri.as_str())
+    }
+}
+
+/// Delivers a message as its request asked: a run when idle, else the queue it names (a prompt
+/// without `streamingBehavior` while a run is active is refused as busy).
+fn deliver(
+    session: &Arc<LiveSession>,
+    delivery: Delivery,
+    blocks: Vec<ContentBlock>,
+) -> Result<Delivered> {
+    let kind = match (session.active_run(), delivery) {
+        (_, Delivery::Queue(kind)) => Some(kind),
+        (Some(_), Delivery::Prompt(Some(StreamingBehavior::Steer))) => Some(QueueKind::Steer),
+        (Some(_), Delivery::Prompt(Some(StreamingBehavior::FollowUp))) => Some(QueueKind::FollowUp),
+        _ => None,
+    };
+    match kind {
+        Some(kind) => {
+            let (run_id, message_id, started) =
+                session.enqueue(kind, blocks).map_err(busy_or_agent)?;
+            Ok((run_id, message_id, disposition(kind, started)))
+        }
+        None => {
+            let (run_id, message_id) = session.start_run(blocks).map_err(busy_or_agent)?;
+            Ok((run_id, message_id, Disposition::Started))
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 mod abort;
 mod approvals;
 mod coalesce;
+mod commands;
 mod controls;
 mod diagnostics;
 mod edits;
@@ -47,6 +48,27 @@ async fn agent_setup(
     })
     .await;
     client.initialize(caps, options).await;
+    (mock, client)
+}
+
+/// A daemon whose default model is the mock's OpenAI API, with the mock's Anthropic API (and
+/// its own key) configured too, for model switches.
+async fn two_provider_setup(responses: Vec<MockResponse>) -> (MockProvider, LspClient) {
+    let mock = MockProvider::start(MockScript { responses }).await.unwrap();
+    let client = LspClient::spawn(Spawn {
+        provider_url: Some(mock.openai_base_url()),
+        env: vec![
+            ("ANTHROPIC_BASE_URL".into(), mock.anthropic_base_url()),
+            ("ANTHROPIC_API_KEY".into(), "anthropic-key".into()),
+        ],
+    })
+    .await;
+    client
+        .initialize(
+            LspClient::agent_caps(false),
+            json!({"model": "openai/mock-model"}),
+        )
+        .await;
     (mock, client)
 }
 

@@ -289,6 +289,7 @@ export const Methods = {
   listSessions: 'agent/listSessions',
   forkSession: 'agent/forkSession',
   renameSession: 'agent/renameSession',
+  listCommands: 'agent/listCommands',
   diagnostics: 'agent/diagnostics',
   event: '$/agentEvent',
   beforeToolCall: 'agent/beforeToolCall',

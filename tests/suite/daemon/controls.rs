@@ -36,28 +36,11 @@ fn session_file(client: &LspClient, session: &str) -> Vec<Value> {
 /// key, the new thinking level and the whole history (prompt, tool call, its result).
 #[tokio::test]
 async fn a_model_switched_mid_run_takes_the_next_request_with_the_full_history() {
-    let mock = MockProvider::start(MockScript {
-        responses: vec![
-            bash_call("c1", "echo switched"),
-            MockResponse::text("done by claude"),
-        ],
-    })
-    .await
-    .unwrap();
-    let client = LspClient::spawn(Spawn {
-        provider_url: Some(mock.openai_base_url()),
-        env: vec![
-            ("ANTHROPIC_BASE_URL".into(), mock.anthropic_base_url()),
-            ("ANTHROPIC_API_KEY".into(), "anthropic-key".into()),
-        ],
-    })
+    let (mock, client) = two_provider_setup(vec![
+        bash_call("c1", "echo switched"),
+        MockResponse::text("done by claude"),
+    ])
     .await;
-    client
-        .initialize(
-            LspClient::agent_caps(false),
-            json!({"model": "openai/mock-model"}),
-        )
-        .await;
     client.set_approvals(Box::new(|_| None));
     let (session, run, _) = prompt(&client, json!({"message": "go"})).await;
     let asked = client
@@ -517,29 +500,12 @@ async fn max_turns_ends_a_run_per_session_or_per_connection() {
 /// switch keeps the model its source used at that point.
 #[tokio::test]
 async fn a_fork_keeps_the_model_its_source_switched_to() {
-    let mock = MockProvider::start(MockScript {
-        responses: vec![
-            MockResponse::text("a1"),
-            MockResponse::text("a2"),
-            MockResponse::text("a3"),
-        ],
-    })
-    .await
-    .unwrap();
-    let client = LspClient::spawn(Spawn {
-        provider_url: Some(mock.openai_base_url()),
-        env: vec![
-            ("ANTHROPIC_BASE_URL".into(), mock.anthropic_base_url()),
-            ("ANTHROPIC_API_KEY".into(), "anthropic-key".into()),
-        ],
-    })
+    let (mock, client) = two_provider_setup(vec![
+        MockResponse::text("a1"),
+        MockResponse::text("a2"),
+        MockResponse::text("a3"),
+    ])
     .await;
-    client
-        .initialize(
-            LspClient::agent_caps(false),
-            json!({"model": "openai/mock-model"}),
-        )
-        .await;
     let (session, run, _) = prompt(&client, json!({"message": "q1"})).await;
     client.wait_settled(&session, &run).await;
     client

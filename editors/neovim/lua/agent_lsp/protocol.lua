@@ -30,6 +30,7 @@ M.methods = {
   list_sessions = "agent/listSessions",
   fork_session = "agent/forkSession",
   rename_session = "agent/renameSession",
+  list_commands = "agent/listCommands",
 }
 
 --- Client -> server notifications. `agent/diagnostics {uri, diagnostics: lsp.Diagnostic[]}`
@@ -57,7 +58,13 @@ M.decisions = {
 
 --- `agent/prompt` streaming behaviours and the dispositions it answers with.
 M.streaming_behavior = { steer = "steer", follow_up = "followUp" }
-M.dispositions = { started = "started", steered = "steered", follow_up = "followUp" }
+M.dispositions = {
+  started = "started",
+  steered = "steered",
+  follow_up = "followUp",
+  command = "command",
+  expanding = "expanding",
+}
 
 --- Tool kinds carried by `agent/beforeToolCall.kind`.
 M.tool_kinds = { "read", "edit", "delete", "move", "search", "execute", "other" }
@@ -98,6 +105,7 @@ M.session_events = {
 ---   agent/listSessions {cwd?} -> {sessions: [{sessionId, title, name, cwd, created, modified, messageCount, file}]}
 ---   agent/forkSession {sessionId, messageId} -> {sessionId, cwd, text}
 ---   agent/renameSession {sessionId, name} -> {sessionId, name}
+---   agent/listCommands {sessionId} -> {commands: [{name, description, source, argumentHint?}]}
 ---   agent/getMessages {sessionId} -> {sessionId, messages}
 ---   agent/getDocument {uri} -> {uri, version, text}   (the daemon's mirror of an open document)
 ---   $/agentEvent      {sessionId, runId, seq, event}

@@ -1,0 +1,199 @@
+//! Slash commands on the wire: `agent/listCommands`, the expansion of `/name args` in
+//! `agent/prompt`, `agent/steer` and `agent/followUp` (the session core's
+//! `session_setup::commands`), and `commands_update` when an MCP server's prompts change.
+
+use std::sync::Arc;
+
+use crate::agent::message::{ContentBlock, TextContent};
+use crate::server::jsonrpc::ResponseError;
+use crate::server::live_session::{LiveSession, QueueKind, SessionError};
+use crate::server::protocol::{
+    CommandAnswer, CommandReply, Disposition, EventBody, ExpandingReply, ListCommandsResult,
+    SessionEvent, StreamingBehavior,
+};
+use crate::server::session_table::{SessionTable, busy_or_agent};
+use crate::session_setup::commands::{CommandError, run_builtin};
+use crate::session_setup::{Builtin, CommandInfo, Expansion};
+
+type Result<T> = std::result::Result<T, ResponseError>;
+
+/// How a message is to be delivered: `agent/prompt` (with its `streamingBehavior`) or a queue.
+#[derive(Clone, Copy, Debug)]
+pub enum Delivery {
+    Prompt(Option<StreamingBehavior>),
+    Queue(QueueKind),
+}
+
+/// `(runId, messageId, disposition)` of a delivered message.
+pub type Delivered = (String, String, Disposition);
+
+/// What a message became.
+pub enum Prepared {
+    /// The message to deliver (a template or skill expanded, or unchanged).
+    Send(Vec<ContentBlock>),
+    /// A command ran or is running instead; this is the answer.
+    Answered(Box<CommandAnswer>),
+}
+
+/// The session's commands now: built-ins, templates, skills, its MCP servers' prompts.
+pub fn commands_of(session: &LiveSession) -> Vec<CommandInfo> {
+    let mcp = session
+        .tools
+        .mcp
+        .prompts()
+        .into_iter()
+        .map(|(server, prompt)| {
+            let hint = (prompt.arguments.unwrap_or_default().iter())
+                .map(|a| match a.required {
+                    Some(true) => format!("<{}>", a.name),
+                    _ => format!("[{}]", a.name),
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            CommandInfo {
+                name: format!("{server}:{}", prompt.name),
+                description: (prompt.description.or(prompt.title)).unwrap_or_default(),
+                source: "mcp",
+                argument_hint: Some(hint).filter(|h| !h.is_empty()),
+            }
+        });
+    session.commands.list(mcp)
+}
+
+impl SessionTable {
+    /// `agent/listCommands`.
+    pub fn list_commands(&self, session_id: &str) -> Result<ListCommandsResult> {
+        Ok(ListCommandsResult {
+            commands: commands_of(&*self.get(session_id)?),
+        })
+    }
+}
+
+/// Expands a message that starts with `/name`; runs a built-in, or starts fetching an MCP
+/// prompt (delivered by `deliver` once it arrived).
+pub fn prepare(
+    session: &Arc<LiveSession>,
+    mut blocks: Vec<ContentBlock>,
+    delivery: Delivery,
+    deliver: fn(&Arc<LiveSession>, Delivery, Vec<ContentBlock>) -> Result<Delivered>,
+) -> Result<Prepared> {
+    let Some(ContentBlock::Text(first)) = blocks.first_mut() else {
+        return Ok(Prepared::Send(blocks));
+    };
+    let mcp = &session.tools.mcp;
+    match session
+        .commands
+        .expand(&first.text, |s, p| mcp.has_prompt(s, p))
+    {
+        Expansion::Text(text) => {
+            first.text = text;
+            Ok(Prepared::Send(blocks))
+        }
+        Expansion::Builtin(builtin) => {
+            builtin_reply(session, &builtin).map(|a| Prepared::Answered(Box::new(a)))
+        }
+        Expansion::Mcp {
+            server,
+            prompt,
+            args,
+        } => {
+            let command = format!("{server}:{prompt}");
+            let task_session = session.clone();
+            let name = command.clone();
+            tokio::spawn(async move {
+                let session = task_session;
+                let fetched = session.tools.mcp.get_prompt(&server, &prompt, &args).await;
+                let sent = fetched.and_then(|text| {
+                    blocks[0] = ContentBlock::Text(TextContent {
+                        text,
+                        text_signature: None,
+                    });
+                    deliver(&session, delivery, blocks).map_err(|e| e.message)
+                });
+                if let Err(message) = sent {
+                    let event = SessionEvent::CommandError {
+                        command: name,
+                        message,
+                    };
+                    let run = session.active_run();
+                    session
+                        .emitter
+                        .emit(run.as_deref(), EventBody::Session(event));
+                }
+            });
+            let reply = ExpandingReply {
+                session_id: session.id.clone(),
+                disposition: Disposition::Expanding,
+                command,
+            };
+            Ok(Prepared::Answered(Box::new(CommandAnswer::Expanding(
+                reply,
+            ))))
+        }
+    }
+}
+
+fn builtin_reply(session: &Arc<LiveSession>, builtin: &Builtin) -> Result<CommandAnswer> {
+    if matches!(builtin, Builtin::Compact { .. }) && session.active_run().is_some() {
+        return Err(busy_or_agent(SessionError::Busy(
+            "Cannot compact while the agent is running".into(),
+        )));
+    }
+    let outcome = run_builtin(
+        builtin,
+        &session.agent,
+        &mut session.record(),
+        &session.controls,
+    )
+    .map_err(|e| match e {
+        CommandError::Switch(e) => ResponseError::invalid_params(e.to_string()),
+        CommandError::Unavailable(text) => {
+            ResponseError::new(crate::server::jsonrpc::code::METHOD_NOT_FOUND, text)
+        }
+    })?;
+    if let (
+        Builtin::Model { spec: Some(_) },
+        crate::session_setup::commands::BuiltinOutcome::Model(s),
+    ) = (builtin, &outcome)
+    {
+        let run = session.active_run();
+        let event = SessionEvent::ModelUpdate(s.clone());
+        session
+            .emitter
+            .emit(run.as_deref(), EventBody::Session(event));
+    }
+    Ok(CommandAnswer::Command(CommandReply {
+        session_id: session.id.clone(),
+        disposition: Disposition::Command,
+        outcome,
+    }))
+}
+
+impl LiveSession {
+    /// Follows the session's commands: a `commands_update` whenever its MCP servers' prompts
+    /// change the set.
+    pub fn watch_commands(self: &Arc<Self>) {
+        if self.tools.mcp.is_empty() {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        let mut watch = self.tools.mcp.watch();
+        let mut last = commands_of(self);
+        tokio::spawn(async move {
+            loop {
+                watch.changed().await;
+                let Some(session) = weak.upgrade() else {
+                    return;
+                };
+                let now = commands_of(&session);
+                if now != last {
+                    let event = SessionEvent::CommandsUpdate {
+                        commands: now.clone(),
+                    };
+                    session.emitter.emit(None, EventBody::Session(event));
+                    last = now;
+                }
+            }
+        });
+    }
+}
