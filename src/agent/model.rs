@@ -25,7 +25,7 @@ pub struct Model {
     pub id: String,
     #[serde(default)]
     pub name: String,
-    /// Wire API: `openai-completions`, `anthropic-messages`, or `scripted`.
+    /// Wire API: `openai-completions`, `openai-responses`, `anthropic-messages`, or `scripted`.
     pub api: String,
     pub provider: String,
     #[serde(default)]

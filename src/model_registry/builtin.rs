@@ -1,5 +1,6 @@
 //! Built-in OpenAI and Anthropic models: context windows, output limits and prices (USD per
 //! million tokens, as published by the vendors; cache write is Anthropic's 5-minute rate).
+//! OpenAI's reasoning models speak `openai-responses`, the others `openai-completions`.
 
 use crate::agent::model::{Model, ModelCost};
 
@@ -172,9 +173,18 @@ pub fn builtin_models(env: &EnvSource) -> Vec<Model> {
     let anthropic_base = env
         .get_nonempty("ANTHROPIC_BASE_URL")
         .unwrap_or(ANTHROPIC_BASE_URL);
+    // OpenAI's reasoning models use the Responses API, as in pi: their encrypted reasoning
+    // is replayed across tool turns, which Chat Completions cannot do.
+    let openai_api = |row: &Row| {
+        if row.2 {
+            "openai-responses"
+        } else {
+            "openai-completions"
+        }
+    };
     let mut models: Vec<Model> = OPENAI
         .iter()
-        .map(|row| model(row, "openai", "openai-completions", openai_base))
+        .map(|row| model(row, "openai", openai_api(row), openai_base))
         .collect();
     models.extend(
         ANTHROPIC

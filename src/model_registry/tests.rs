@@ -298,3 +298,36 @@ fn the_documented_example_resolves() {
         ThinkingLevel::High
     );
 }
+
+#[test]
+fn openai_reasoning_models_speak_responses_unless_models_json_says_otherwise() {
+    let keyed = env(&[("OPENAI_API_KEY", "k")]);
+    let api = |spec: &str, e: &EnvSource| resolve_model(Some(spec), e).unwrap().model.api;
+    for id in ["o3", "o4-mini", "gpt-5", "gpt-5-mini", "gpt-5-nano"] {
+        assert_eq!(
+            api(&format!("openai/{id}"), &keyed),
+            "openai-responses",
+            "{id}"
+        );
+    }
+    assert_eq!(api("openai/gpt-4.1", &keyed), "openai-completions");
+    let config = tempfile::tempdir().unwrap();
+    let dir = config.path().join("agent-lsp");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("models.json"),
+        r#"{"providers": {
+            "openai": {"modelOverrides": {"o3": {"api": "openai-completions"}}},
+            "proxy": {"baseUrl": "http://127.0.0.1:9000/v1", "api": "openai-responses",
+                      "models": [{"id": "r1", "reasoning": true}]}
+        }}"#,
+    )
+    .unwrap();
+    let e = env(&[
+        ("XDG_CONFIG_HOME", config.path().to_str().unwrap()),
+        ("OPENAI_API_KEY", "k"),
+    ]);
+    assert_eq!(api("openai/o3", &e), "openai-completions");
+    assert_eq!(api("openai/gpt-5", &e), "openai-responses");
+    assert_eq!(api("proxy/r1", &e), "openai-responses");
+}

@@ -180,6 +180,16 @@ impl Assembler {
         }
     }
 
+    /// Replaces a tool call's argument text so far with `text` (no event: a provider that
+    /// sends the complete arguments which do not continue the streamed ones).
+    pub fn tool_reset_arguments(&mut self, index: usize, text: &str) {
+        if let Some(BlockState::OpenTool(parser)) = self.blocks.get_mut(index) {
+            let mut fresh = Box::<PartialJson>::default();
+            fresh.push(text);
+            *parser = fresh;
+        }
+    }
+
     pub async fn tool_delta(&mut self, index: usize, delta: &str) -> Result<(), ConsumerGone> {
         if let Some(BlockState::OpenTool(parser)) = self.blocks.get_mut(index) {
             parser.push(delta);

@@ -140,7 +140,9 @@ pub fn max_tokens(model: &Model, options: &StreamOptions) -> Option<u64> {
         .or((model.max_tokens > 0).then(|| model.max_tokens.min(32_000)))
 }
 
-fn effort(level: ThinkingLevel) -> &'static str {
+/// The wire effort of a thinking level (Chat Completions `reasoning_effort`, Responses
+/// `reasoning.effort`).
+pub(crate) fn effort(level: ThinkingLevel) -> &'static str {
     match level {
         ThinkingLevel::Off => "none",
         ThinkingLevel::Minimal => "minimal",

@@ -7,8 +7,12 @@ use serde_json::{Value, json};
 
 use super::anthropic_request::build_request;
 use super::openai_request::build_body;
+use super::openai_responses_request::build_body as build_responses_body;
 use super::transform::fixtures;
-use crate::agent::message::{AgentMessage, ThinkingLevel};
+use crate::agent::message::{
+    AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent,
+    ThinkingLevel, ToolCall, ToolResultMessage,
+};
 use crate::agent::model::Model;
 use crate::agent::stream_contract::{LlmContext, StreamOptions};
 
@@ -317,4 +321,102 @@ fn anthropic_thinking_off() {
         fixtures::additive(&model),
         &o,
     );
+}
+
+fn responses_model(base_url: &str, reasoning: bool, compat: Value) -> Model {
+    Model {
+        id: "gpt-5".into(),
+        api: "openai-responses".into(),
+        base_url: base_url.into(),
+        input: vec!["text".into(), "image".into()],
+        ..openai_model("gpt-5", base_url, reasoning, compat)
+    }
+}
+
+/// Two tool turns of a Responses model (reasoning items, signed text, paired ids) after `rich`.
+fn responses_history(model: &Model) -> Vec<AgentMessage> {
+    let reasoning = |id: &str, summary: &str| {
+        ContentBlock::Thinking(ThinkingContent {
+            thinking: summary.into(),
+            thinking_signature: Some(format!(
+                r#"{{"id":"{id}","type":"reasoning","summary":[{{"type":"summary_text","text":"{summary}"}}],"encrypted_content":"enc-{id}"}}"#
+            )),
+            redacted: None,
+        })
+    };
+    let call = |id: &str, path: &str| {
+        ContentBlock::ToolCall(ToolCall {
+            id: id.into(),
+            name: "read".into(),
+            arguments: serde_json::json!({"path": path}),
+            ..ToolCall::default()
+        })
+    };
+    let turn = |content: Vec<ContentBlock>, stop: StopReason| {
+        AgentMessage::Assistant(AssistantMessage {
+            content,
+            api: model.api.clone(),
+            provider: model.provider.clone(),
+            model: model.id.clone(),
+            stop_reason: stop,
+            ..AssistantMessage::default()
+        })
+    };
+    let result = |id: &str, text: &str| {
+        AgentMessage::ToolResult(ToolResultMessage {
+            tool_call_id: id.into(),
+            tool_name: "read".into(),
+            content: vec![ContentBlock::text(text)],
+            ..ToolResultMessage::default()
+        })
+    };
+    let mut history = fixtures::rich(model);
+    history.extend([
+        turn(
+            vec![
+                reasoning("rs_1", "Read a first."),
+                ContentBlock::Text(TextContent {
+                    text: "Reading.".into(),
+                    text_signature: Some(r#"{"v":1,"id":"msg_1","phase":"commentary"}"#.into()),
+                }),
+                call("call_1|fc_1", "a.txt"),
+            ],
+            StopReason::ToolUse,
+        ),
+        result("call_1|fc_1", "alpha"),
+        turn(
+            vec![reasoning("rs_2", "Now b."), call("call_2|fc_2", "b.txt")],
+            StopReason::ToolUse,
+        ),
+        result("call_2|fc_2", "beta"),
+    ]);
+    history
+}
+
+fn responses(name: &str, description: &str, model: &Model, o: &StreamOptions) {
+    let history = responses_history(model);
+    let body = build_responses_body(model, &LlmContext::new(history), o).unwrap();
+    snapshot(name, description, pretty(&body));
+}
+
+#[test]
+fn responses_official() {
+    let model = responses_model("https://api.openai.com/v1", true, json!(null));
+    let mut o = options(Some(ThinkingLevel::High), json!({"toolChoice": "auto"}));
+    o.session_id = Some("session-1".into());
+    let description = "api.openai.com, reasoning at effort high: developer instructions, \
+        reasoning items replayed with their encrypted content, signed text ids, paired call ids, \
+        store false, include, prompt_cache_key, strict tools; other models' thinking as text";
+    responses("request_responses_official", description, &model, &o);
+}
+
+#[test]
+fn responses_compatible_server() {
+    let compat = json!({"supportsDeveloperRole": false, "supportsMaxOutputTokens": false});
+    let model = responses_model("http://127.0.0.1:8000/v1", false, compat);
+    let mut o = options(None, json!({}));
+    o.temperature = Some(0.2);
+    let description = "a Responses-compatible server, no reasoning: system instructions, no \
+        max_output_tokens, temperature, non-strict tools, no reasoning or include";
+    responses("request_responses_compatible", description, &model, &o);
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::anthropic::{self, AnthropicMessages};
 use super::assembler::error_message;
 use super::openai::{self, OpenAiCompletions};
+use super::openai_responses::{self, OpenAiResponses};
 use super::scripted::{self, ScriptedProvider};
 use crate::agent::message::StopReason;
 use crate::agent::model::Model;
@@ -25,10 +26,12 @@ impl ProviderRouter {
         ProviderRouter::default()
     }
 
-    /// The built-in APIs: `openai-completions`, `anthropic-messages`, and `scripted` (empty queue).
+    /// The built-in APIs: `openai-completions`, `openai-responses`, `anthropic-messages`, and
+    /// `scripted` (empty queue).
     pub fn with_defaults() -> Self {
         let mut router = ProviderRouter::new();
         router.register(openai::API, Arc::new(OpenAiCompletions::new()));
+        router.register(openai_responses::API, Arc::new(OpenAiResponses::new()));
         router.register(anthropic::API, Arc::new(AnthropicMessages::new()));
         router.register(scripted::API, Arc::new(ScriptedProvider::new(Vec::new())));
         router
@@ -117,7 +120,12 @@ mod tests {
         let mut router = ProviderRouter::with_defaults();
         assert_eq!(
             router.apis(),
-            ["anthropic-messages", "openai-completions", "scripted"]
+            [
+                "anthropic-messages",
+                "openai-completions",
+                "openai-responses",
+                "scripted"
+            ]
         );
         router.register("custom", Arc::new(ScriptedProvider::new(Vec::new())));
         assert!(router.apis().contains(&"custom".to_string()));

@@ -173,3 +173,35 @@ async fn anthropic_refusal() {
     let description = "anthropic_refusal.sse: stop_reason refusal with an explanation";
     snapshot("stream_anthropic_refusal", description, events);
 }
+
+const RESPONSES: &str = "openai-responses";
+
+#[tokio::test]
+async fn responses_tool_calls() {
+    let events = stream(RESPONSES, "gpt-5", sse!("responses_tools")).await;
+    let description = "responses_tools.sse: a two-part reasoning summary whose encrypted content \
+        is backfilled from response.completed, text with escapes and a phase, streamed and whole \
+        function-call arguments, usage with cached and reasoning tokens";
+    snapshot("stream_responses_tools", description, events);
+}
+
+#[tokio::test]
+async fn responses_incomplete() {
+    let events = stream(RESPONSES, "gpt-5", sse!("responses_incomplete")).await;
+    let description = "responses_incomplete.sse: text, response.incomplete (max_output_tokens)";
+    snapshot("stream_responses_incomplete", description, events);
+}
+
+#[tokio::test]
+async fn responses_failed() {
+    let events = stream(RESPONSES, "gpt-5", sse!("responses_failed")).await;
+    let description = "responses_failed.sse: text, then response.failed with an error";
+    snapshot("stream_responses_failed", description, events);
+}
+
+#[tokio::test]
+async fn responses_error_event() {
+    let events = stream(RESPONSES, "gpt-5", sse!("responses_error_event")).await;
+    let description = "responses_error_event.sse: an error event before any output";
+    snapshot("stream_responses_error_event", description, events);
+}

@@ -10,12 +10,15 @@ use super::wire::WireApi;
 
 /// Checks the request body's message history; `Err` says what is wrong.
 pub fn check_history(api: WireApi, body: &Value) -> Result<(), String> {
+    if api == WireApi::OpenAiResponses {
+        return check_responses(body);
+    }
     let messages = body
         .get("messages")
         .and_then(Value::as_array)
         .ok_or_else(|| "request body has no \"messages\" array".to_string())?;
     match api {
-        WireApi::OpenAi => check_openai(messages),
+        WireApi::OpenAi | WireApi::OpenAiResponses => check_openai(messages),
         WireApi::Anthropic => check_anthropic(messages),
     }
 }
@@ -66,6 +69,51 @@ fn check_openai(messages: &[Value]) -> Result<(), String> {
         }
     }
     orphans(&pending, messages.len())
+}
+
+/// Responses `input` items: every `function_call_output` answers an earlier `function_call`,
+/// calls are answered before the next message, and (as OpenAI refuses with `store: false`) a
+/// replayed reasoning item carries its `encrypted_content`, since the server kept nothing.
+fn check_responses(body: &Value) -> Result<(), String> {
+    let items = body
+        .get("input")
+        .and_then(Value::as_array)
+        .ok_or_else(|| "request body has no \"input\" array".to_string())?;
+    let stateless = body.get("store") == Some(&Value::Bool(false));
+    let mut pending = BTreeSet::new();
+    for (at, item) in items.iter().enumerate() {
+        match block_type(item) {
+            Some("function_call") => {
+                let id = item
+                    .get("call_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if id.is_empty() || !pending.insert(id.to_string()) {
+                    return Err(format!(
+                        "function_call at item {at} has a missing or duplicate call_id"
+                    ));
+                }
+            }
+            Some("function_call_output") => {
+                answer(
+                    &mut pending,
+                    item.get("call_id").and_then(Value::as_str),
+                    at,
+                )?;
+            }
+            Some("reasoning") => {
+                let encrypted = item.get("encrypted_content").and_then(Value::as_str);
+                if stateless && encrypted.is_none_or(str::is_empty) {
+                    return Err(format!(
+                        "reasoning item at {at} has no encrypted_content (store is false)"
+                    ));
+                }
+            }
+            _ if item.get("role").is_some() => orphans(&pending, at)?,
+            other => return Err(format!("input item {at} has unsupported type {other:?}")),
+        }
+    }
+    orphans(&pending, items.len())
 }
 
 fn blocks(message: &Value) -> impl Iterator<Item = &Value> {
@@ -136,6 +184,24 @@ mod tests {
                 .unwrap_err()
                 .contains("c1")
         );
+    }
+
+    #[test]
+    fn responses_pairs_calls_and_wants_encrypted_reasoning() {
+        let user = json!({"role": "user", "content": [{"type": "input_text", "text": "go"}]});
+        let call = json!({"type": "function_call", "call_id": "c1", "name": "read"});
+        let output = json!({"type": "function_call_output", "call_id": "c1", "output": "ok"});
+        let reasoning = json!({"type": "reasoning", "id": "rs_1", "summary": []});
+        let ok = json!({"store": false, "input": [user, call, output, user]});
+        assert!(check_history(WireApi::OpenAiResponses, &ok).is_ok());
+        let orphan = json!({"input": [user, call, user]});
+        let error = check_history(WireApi::OpenAiResponses, &orphan).unwrap_err();
+        assert!(error.contains("orphan"), "{error}");
+        let bare = json!({"store": false, "input": [user, reasoning, call, output]});
+        let error = check_history(WireApi::OpenAiResponses, &bare).unwrap_err();
+        assert!(error.contains("encrypted_content"), "{error}");
+        let stored = json!({"store": true, "input": [user, reasoning, call, output]});
+        assert!(check_history(WireApi::OpenAiResponses, &stored).is_ok());
     }
 
     #[test]

@@ -83,8 +83,8 @@ impl Shared {
     }
 }
 
-/// A scripted model provider on `127.0.0.1:<port>` speaking OpenAI Chat Completions and
-/// Anthropic Messages streaming. Stops when dropped.
+/// A scripted model provider on `127.0.0.1:<port>` speaking OpenAI Chat Completions, OpenAI
+/// Responses and Anthropic Messages streaming. Stops when dropped.
 pub struct MockProvider {
     addr: SocketAddr,
     shared: Arc<Shared>,
@@ -138,7 +138,7 @@ impl MockProvider {
         self.addr.port()
     }
 
-    /// `http://127.0.0.1:<port>/v1` (clients append `/chat/completions`).
+    /// `http://127.0.0.1:<port>/v1` (clients append `/chat/completions` or `/responses`).
     pub fn openai_base_url(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port())
     }
@@ -286,6 +286,7 @@ fn route(request: &HttpRequest) -> Option<WireApi> {
     let path = request.path.split('?').next().unwrap_or_default();
     match (request.method.as_str(), path) {
         ("POST", "/v1/chat/completions" | "/chat/completions") => Some(WireApi::OpenAi),
+        ("POST", "/v1/responses" | "/responses") => Some(WireApi::OpenAiResponses),
         ("POST", "/v1/messages") => Some(WireApi::Anthropic),
         _ => None,
     }

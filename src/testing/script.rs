@@ -123,7 +123,8 @@ pub struct MockResponse {
     pub tool_calls: Vec<MockToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<MockUsage>,
-    /// Raw wire stop reason (`finish_reason` / `stop_reason`), replacing the natural one.
+    /// Raw wire stop reason (`finish_reason` / `stop_reason`; Responses: the terminal status
+    /// `completed`, `incomplete` or `failed`), replacing the natural one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<String>,
     /// OpenAI: the delta field carrying reasoning (default `reasoning_content`).
@@ -132,7 +133,8 @@ pub struct MockResponse {
     /// Anthropic: a `redacted_thinking` block with this opaque `data` (after `thinking`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redacted_thinking: Option<String>,
-    /// Anthropic: the thinking block's signature (default `sig-mock`).
+    /// Anthropic: the thinking block's signature (default `sig-mock`); Responses: the reasoning
+    /// item's `encrypted_content` (default `enc-<response id>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
     /// OpenAI: stream tool-call argument deltas round-robin across calls.
@@ -167,13 +169,15 @@ pub struct MockResponse {
     /// Insert a `data:` line that is not JSON after this many SSE chunks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub malformed_after_chunks: Option<usize>,
-    /// Omit `data: [DONE]` (OpenAI) or `message_stop` (Anthropic).
+    /// Omit `data: [DONE]` (OpenAI), `message_stop` (Anthropic) or `response.completed`
+    /// (Responses).
     #[serde(default)]
     pub omit_done: bool,
     /// Omit the stop reason: no `finish_reason` (OpenAI) or no `message_delta` (Anthropic).
     #[serde(default)]
     pub omit_stop_reason: bool,
-    /// Anthropic: send `event: error` with this message after the content.
+    /// Anthropic: send `event: error` with this message after the content (Responses: an `error`
+    /// event with code `server_error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream_error: Option<String>,
     /// The response id (default `mock-<n>`).

@@ -6,11 +6,14 @@
 use serde_json::{Value, json};
 
 use super::script::{MockResponse, MockToolCall, split_utf8};
+use super::wire_responses::responses_chunks;
 
 /// Which wire API a request used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WireApi {
     OpenAi,
+    /// OpenAI Responses (`POST /v1/responses`).
+    OpenAiResponses,
     Anthropic,
 }
 
@@ -38,6 +41,7 @@ pub fn render_stream<'a>(
     let model = response.model.as_deref().unwrap_or(requested_model);
     match api {
         WireApi::OpenAi => Box::new(openai_chunks(response, id, model)),
+        WireApi::OpenAiResponses => Box::new(responses_chunks(response, id, model).into_iter()),
         WireApi::Anthropic => Box::new(anthropic_chunks(response, id, model).into_iter()),
     }
 }
@@ -46,6 +50,9 @@ pub fn render_stream<'a>(
 pub fn malformed_chunk(api: WireApi) -> Vec<u8> {
     match api {
         WireApi::OpenAi => b"data: {\"id\": \"broken\", \"choices\": [\n\n".to_vec(),
+        WireApi::OpenAiResponses => {
+            b"event: response.output_text.delta\ndata: {\"type\": broken\n\n".to_vec()
+        }
         WireApi::Anthropic => {
             b"event: content_block_delta\ndata: {\"type\": \"content_block_delta\", broken\n\n"
                 .to_vec()

@@ -7,6 +7,8 @@
 4. A session whose MCP tools were declared through its transcript continues in pi.
 5. agent-lsp compacts a session in the middle of a run; pi continues it from the summary.
 6. pi compacts a session (RPC `compact`); agent-lsp continues it with the request pi sends.
+7. agent-lsp writes an OpenAI Responses session (reasoning, tool call, answer); pi continues it,
+   sending the reasoning item back whole. 8. The same written by pi, continued by agent-lsp.
 """
 
 import json
@@ -107,6 +109,84 @@ def case_pi_session_continues_in_agent_lsp(box: Sandbox, fixtures_out):
     messages = wire_messages(requests[0])
     check_read_history(messages, "agent-lsp's request", ANSWER)
     check(len(messages) == 5 and messages[4]["role"] == "user", f"agent-lsp's new prompt {messages[4:]}")
+
+
+REASON_THEN_READ = [
+    {"thinking": "Read the file first.",
+     "toolCalls": [{"id": "call_1", "name": "read", "arguments": {"path": "a.txt"}}]},
+    {"text": ANSWER},
+]
+RESPONSES = "openai-responses"
+
+
+def check_responses_replay(request, who):
+    """A Responses request continuing REASON_THEN_READ: the reasoning item whole (encrypted
+    content included), the paired function call and its output, the answer, the new prompt."""
+    check(request["path"] == "/v1/responses", f"{who}: request to {request['path']}")
+    body = request["body"]
+    check(body.get("store") is False, f"{who}: store is {body.get('store')}")
+    items = [i for i in body["input"] if i.get("role") not in ("system", "developer")]
+    kinds = [i.get("type") or i.get("role") for i in items]
+    check(kinds == ["user", "reasoning", "function_call", "function_call_output", "message",
+                    "user"], f"{who}: input items {kinds}")
+    reasoning = items[1]
+    check(reasoning.get("encrypted_content") == "enc-mock-0"
+          and reasoning.get("summary") == [{"type": "summary_text", "text": "Read the file first."}],
+          f"{who}: reasoning item {reasoning}")
+    call = items[2]
+    check(call.get("call_id") == "call_1" and call.get("id") == "fc_call_1"
+          and json.loads(call["arguments"]) == {"path": "a.txt"}, f"{who}: function call {call}")
+    check(items[3].get("call_id") == "call_1" and items[3].get("output") == "hello world\n",
+          f"{who}: function call output {items[3]}")
+    check(items[4]["content"][0]["text"] == ANSWER and items[4].get("id") == "msg_mock-1",
+          f"{who}: answer {items[4]}")
+
+
+def case_responses_session_continues_in_pi(box: Sandbox):
+    mock = Mock(box.root, "agent-lsp", REASON_THEN_READ)
+    try:
+        sessions = box.root / "sessions"
+        args = ["--session-dir", str(sessions), "--thinking", "high", "read a.txt"]
+        expect_ok(box.agent_lsp(mock, args, api=RESPONSES), "agent-lsp run")
+    finally:
+        mock.close()
+    files = sorted(sessions.rglob("*.jsonl"))
+    check(len(files) == 1, f"agent-lsp wrote {len(files)} session files")
+    mock = Mock(box.root, "pi", [{"text": "pi continues."}])
+    try:
+        args = ["--session", str(files[0]), "--thinking", "high", "-p", "what next?"]
+        proc = box.pi(mock, args, api=RESPONSES)
+        expect_ok(proc, "pi --session")
+        check(proc.stdout.strip() == "pi continues.", f"pi printed {proc.stdout!r}")
+        requests = mock.requests()
+    finally:
+        mock.close()
+    check(len(requests) == 1, f"pi made {len(requests)} requests")
+    check_responses_replay(requests[0], "pi's request")
+    check_tree(read_entries(files[0]), "the continued session")
+
+
+def case_pi_responses_session_continues_in_agent_lsp(box: Sandbox):
+    mock = Mock(box.root, "pi", REASON_THEN_READ)
+    try:
+        proc = box.pi(mock, ["--thinking", "high", "-p", "read a.txt"], api=RESPONSES)
+        expect_ok(proc, "pi -p")
+        check(proc.stdout.strip() == ANSWER, f"pi printed {proc.stdout!r}")
+    finally:
+        mock.close()
+    files = box.pi_session_files()
+    check(len(files) == 1, f"pi wrote {len(files)} session files")
+    mock = Mock(box.root, "agent-lsp", [{"text": "agent-lsp continues."}])
+    try:
+        args = ["--session", str(files[0]), "--thinking", "high", "what next?"]
+        proc = box.agent_lsp(mock, args, api=RESPONSES)
+        expect_ok(proc, "agent-lsp run --session")
+        requests = mock.requests()
+    finally:
+        mock.close()
+    check(len(requests) == 1, f"agent-lsp made {len(requests)} requests")
+    check_responses_replay(requests[0], "agent-lsp's request")
+    check_tree(read_entries(files[0]), "the continued session")
 
 
 def shape(event):
@@ -342,6 +422,10 @@ def main():
          case_agent_lsp_compacted_session_continues_in_pi),
         ("a session compacted by pi resumes in agent-lsp with pi's context",
          case_pi_compacted_session_resumes_in_agent_lsp),
+        ("a Responses session continues in pi with its reasoning item",
+         case_responses_session_continues_in_pi),
+        ("a pi Responses session continues in agent-lsp with its reasoning item",
+         case_pi_responses_session_continues_in_agent_lsp),
     ]
     passed = failed = 0
     for name, run in cases:

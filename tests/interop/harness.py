@@ -58,6 +58,16 @@ class Mock:
             self.proc.wait()
 
 
+def mock_models(mock: Mock, api):
+    """models.json declaring provider `mock` with model `mock-model` (a reasoning model on the
+    Responses API) at the mock."""
+    model = {"id": "mock-model", "name": "Mock", "contextWindow": 128000, "maxTokens": 4096}
+    if api == "openai-responses":
+        model["reasoning"] = True
+    return {"providers": {"mock": {"baseUrl": mock.base_url, "api": api, "apiKey": "test-key",
+                                   "models": [model]}}}
+
+
 def closed_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -88,38 +98,35 @@ class Sandbox:
             "TMPDIR": str(self.root),
         }
 
-    def pi(self, mock: Mock, args):
-        """Runs pi with a models.json declaring provider `mock` (OpenAI completions) at the mock."""
-        cmd, env = self.pi_command(mock, args)
+    def pi(self, mock: Mock, args, api="openai-completions"):
+        """Runs pi with a models.json declaring provider `mock` (`api`) at the mock."""
+        cmd, env = self.pi_command(mock, args, api)
         return subprocess.run(cmd, cwd=self.project, env=env, capture_output=True, text=True,
                               timeout=TIMEOUT)
 
-    def pi_popen(self, mock: Mock, args):
+    def pi_popen(self, mock: Mock, args, api="openai-completions"):
         """pi as a child with pipes (for `--mode rpc`)."""
-        cmd, env = self.pi_command(mock, args)
+        cmd, env = self.pi_command(mock, args, api)
         return subprocess.Popen(cmd, cwd=self.project, env=env, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def pi_command(self, mock: Mock, args):
-        models = {
-            "providers": {
-                "mock": {
-                    "baseUrl": mock.base_url,
-                    "api": "openai-completions",
-                    "apiKey": "test-key",
-                    "models": [{"id": "mock-model", "name": "Mock", "contextWindow": 128000,
-                                "maxTokens": 4096}],
-                }
-            }
-        }
-        (self.agent_dir / "models.json").write_text(json.dumps(models))
+    def pi_command(self, mock: Mock, args, api="openai-completions"):
+        (self.agent_dir / "models.json").write_text(json.dumps(mock_models(mock, api)))
         env = self.base_env() | {"PI_CODING_AGENT_DIR": str(self.agent_dir)}
         cmd = [PI_NODE, PI_CLI, "--provider", "mock", "--model", "mock-model", *args]
         return cmd, env
 
-    def agent_lsp(self, mock: Mock, args):
+    def agent_lsp(self, mock: Mock, args, api=None):
+        """Runs `agent-lsp run`: the built-in `openai` provider at the mock, or with `api` the
+        same models.json provider `mock` pi gets."""
         env = self.base_env() | {"OPENAI_BASE_URL": mock.base_url, "OPENAI_API_KEY": "test-key"}
-        cmd = [AGENT_LSP, "run", "--model", "openai/mock-model", *args]
+        model = "openai/mock-model"
+        if api:
+            config = self.home / "config" / "agent-lsp"
+            config.mkdir(parents=True, exist_ok=True)
+            (config / "models.json").write_text(json.dumps(mock_models(mock, api)))
+            model = "mock/mock-model"
+        cmd = [AGENT_LSP, "run", "--model", model, *args]
         return subprocess.run(cmd, cwd=self.project, env=env, capture_output=True, text=True,
                               timeout=TIMEOUT)
 

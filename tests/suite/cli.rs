@@ -6,6 +6,7 @@ mod compaction;
 mod controls;
 mod demo_help;
 mod models;
+mod responses;
 mod run;
 mod sessions;
 mod signals;

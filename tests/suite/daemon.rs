@@ -17,6 +17,7 @@ mod mcp;
 mod ordering;
 mod pacing;
 mod queue;
+mod responses;
 mod rope_edits;
 mod runs;
 mod unknown_documents;

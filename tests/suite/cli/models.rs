@@ -83,7 +83,9 @@ async fn thinking_levels_are_clamped_recorded_and_validated() {
         .run(&["run", "--model", "openai/gpt-5", "--thinking", "xhigh", "q"])
         .await;
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(mock.requests()[0].body["reasoning_effort"], "high");
+    // gpt-5 speaks the Responses API, as OpenAI's reasoning models do by default.
+    assert_eq!(mock.requests()[0].path, "/v1/responses");
+    assert_eq!(mock.requests()[0].body["reasoning"]["effort"], "high");
     let file = env.session_files().remove(0);
     let levels: Vec<Value> = session_lines(&file)
         .iter()

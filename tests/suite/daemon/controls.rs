@@ -291,6 +291,8 @@ async fn list_models_shows_the_models_the_keys_enable() {
         json!({"input": 0.4, "output": 1.6, "cacheRead": 0.1, "cacheWrite": 0.0})
     );
     let o3 = find("openai", "o3").unwrap();
+    assert_eq!(o3["api"], "openai-responses");
+    assert_eq!(mini["api"], "openai-completions");
     assert_eq!(
         o3["thinkingLevels"],
         json!(["off", "minimal", "low", "medium", "high"])

@@ -8,8 +8,12 @@ use agent_lsp::agent::stream_contract::{
 use agent_lsp::provider::default_stream_fn;
 use agent_lsp::testing::{MockProvider, MockScript};
 
-/// The two wire APIs under test.
-pub const APIS: [&str; 2] = ["openai-completions", "anthropic-messages"];
+/// The wire APIs under test.
+pub const APIS: [&str; 3] = [
+    "openai-completions",
+    "anthropic-messages",
+    "openai-responses",
+];
 
 pub fn model_for(api: &str, mock: &MockProvider) -> Model {
     let base_url = if api == "anthropic-messages" {

@@ -1,4 +1,4 @@
-//! Failures become one clear error terminal, for both APIs: HTTP statuses, retries, refused and
+//! Failures become one clear error terminal, for every API: HTTP statuses, retries, refused and
 //! cut connections, malformed SSE, missing terminal events, odd stop reasons, aborts.
 
 use agent_lsp::agent::message::StopReason;

@@ -1,4 +1,4 @@
-//! What goes on the wire: recorded request bodies and headers for both APIs (messages converted,
+//! What goes on the wire: recorded request bodies and headers for each API (messages converted,
 //! tools folded from transcript system messages, thinking replayed, parameters set).
 
 use agent_lsp::agent::message::{

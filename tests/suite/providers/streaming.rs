@@ -1,4 +1,4 @@
-//! Successful streams from the mock, for both APIs: text, thinking, tool calls, usage, UTF-8.
+//! Successful streams from the mock, for every API: text, thinking, tool calls, usage, UTF-8.
 
 use agent_lsp::agent::message::{ContentBlock, StopReason};
 use agent_lsp::agent::stream_contract::{AssistantMessageEvent, StreamOptions};
@@ -24,10 +24,10 @@ async fn text_streams_as_deltas_and_ends_done() {
         assert_eq!(reason, StopReason::Stop);
         assert_eq!(message.text(), "Hello, world");
         assert_eq!(message.response_id.as_deref(), Some("mock-0"));
-        let raw = if api == "openai-completions" {
-            "stop"
-        } else {
-            "end_turn"
+        let raw = match api {
+            "openai-completions" => "stop",
+            "openai-responses" => "completed",
+            _ => "end_turn",
         };
         assert_eq!(message.raw_stop_reason.as_deref(), Some(raw));
         assert_eq!(
@@ -54,15 +54,32 @@ async fn thinking_then_text_with_cached_usage() {
                 _ => None,
             })
             .collect();
-        assert_eq!(thinking, "let me think", "{api}");
+        // Responses: pi ends each summary part with a blank line.
+        let streamed = if api == "openai-responses" {
+            "let me think\n\n"
+        } else {
+            "let me think"
+        };
+        assert_eq!(thinking, streamed, "{api}");
+        assert_eq!(
+            events.iter().find_map(|e| match e {
+                AssistantMessageEvent::ThinkingEnd { content, .. } => Some(content.as_str()),
+                _ => None,
+            }),
+            Some("let me think"),
+            "{api}"
+        );
         let (_, message) = done(&events);
         let ContentBlock::Thinking(block) = &message.content[0] else {
             panic!("{api}: {message:?}")
         };
-        let signature = if api == "openai-completions" {
-            "reasoning_content"
-        } else {
-            "sig-mock"
+        let signature = match api {
+            "openai-completions" => "reasoning_content",
+            // The whole reasoning item, for replay.
+            "openai-responses" => {
+                r#"{"id":"rs_mock-0","type":"reasoning","summary":[{"type":"summary_text","text":"let me think"}],"encrypted_content":"enc-mock-0"}"#
+            }
+            _ => "sig-mock",
         };
         assert_eq!(
             block.thinking_signature.as_deref(),
@@ -110,7 +127,12 @@ async fn multiple_tool_calls_parse_incrementally() {
         let (reason, message) = done(&events);
         assert_eq!(reason, StopReason::ToolUse);
         let calls: Vec<_> = message.tool_calls().cloned().collect();
-        assert_eq!(calls[0].id, "call_1");
+        let id = if api == "openai-responses" {
+            "call_1|fc_call_1"
+        } else {
+            "call_1"
+        };
+        assert_eq!(calls[0].id, id, "{api}");
         assert_eq!(calls[0].arguments, json!({"path": "a.txt", "limit": 10}));
         assert_eq!(calls[1].name, "write");
         assert_eq!(
@@ -207,17 +229,16 @@ mod properties {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
 
-        /// Whatever the delta size and however the bytes are cut into HTTP chunks, both APIs
-        /// reassemble exactly the scripted text and tool arguments.
+        /// Whatever the delta size and however the bytes are cut into HTTP chunks, every API
+        /// reassembles exactly the scripted text and tool arguments.
         #[test]
         fn any_chunking_reassembles_text_and_arguments(
             text in "[a-zé😀 \"\\\\\n]{1,60}",
             value in "[a-z😀\"\\\\]{0,30}",
             chunk_size in 1usize..9,
             write_bytes in prop::option::of(1usize..12),
-            anthropic in any::<bool>(),
+            api in prop::sample::select(APIS.to_vec()),
         ) {
-            let api = if anthropic { APIS[1] } else { APIS[0] };
             let script = json!({"responses": [{"text": text, "chunkSize": chunk_size, "writeBytes": write_bytes,
                 "toolCalls": [{"id": "c", "name": "write", "arguments": {"content": value}}]}]});
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();

@@ -1,0 +1,105 @@
+//! The `openai-responses` API: OpenAI's Responses streaming (`<baseUrl>/responses`), which
+//! OpenAI's reasoning models use so their encrypted reasoning survives across tool turns
+//! without server-side state (`store: false`, `include: ["reasoning.encrypted_content"]`).
+//!
+//! pi's representation, so sessions stay interoperable: a reasoning item becomes a thinking
+//! block (its summary as the text) whose `thinkingSignature` is the whole item as JSON, replayed
+//! verbatim; assistant text carries `textSignature` `{"v":1,"id":<message item id>}`; tool calls
+//! have ids `<call_id>|<item id>`. `model.compat` flags: `supportsDeveloperRole` [true],
+//! `supportsStrictMode` [official OpenAI], `supportsMaxOutputTokens` [true],
+//! `supportsLongCacheRetention` [true]. `StreamOptions::extra` keys: `toolChoice`,
+//! `cacheRetention` (`none`: no prompt cache key or session headers; `long`: 24 h retention),
+//! `headers`, `timeoutMs`.
+//!
+//! Where this differs from pi 1.6: encrypted reasoning is asked for whenever the model reasons
+//! (pi: only with thinking on; an effort-less request still reasons), a stored reasoning item
+//! without encrypted content is not replayed (the API cannot resolve it with `store: false`),
+//! and OpenAI's `input_transformations` are not recorded as message diagnostics.
+
+use super::api_key;
+use super::assembler::{Assembler, spawn_provider};
+use super::openai_responses_request::{build_body, cache_retention};
+use super::openai_responses_stream::ResponsesParser;
+use super::transport::{HttpClient, HttpTarget, apply_model_headers, drive};
+use crate::agent::message::StopReason;
+use crate::agent::model::Model;
+use crate::agent::stream_contract::{AssistantEventStream, LlmContext, StreamFn, StreamOptions};
+
+pub const API: &str = "openai-responses";
+
+/// Streams from `<baseUrl>/responses`.
+#[derive(Default)]
+pub struct OpenAiResponses {
+    client: HttpClient,
+}
+
+impl OpenAiResponses {
+    pub fn new() -> Self {
+        OpenAiResponses::default()
+    }
+}
+
+/// `<baseUrl>/responses` (default base `https://api.openai.com/v1`).
+pub fn endpoint(model: &Model) -> String {
+    let base = if model.base_url.is_empty() {
+        "https://api.openai.com/v1"
+    } else {
+        &model.base_url
+    };
+    format!("{}/responses", base.trim_end_matches('/'))
+}
+
+/// The headers of one request: pi's session affinity (`session-id`, `x-client-request-id`)
+/// keeps a session on one backend, whose prompt cache it reuses.
+fn headers(model: &Model, options: &StreamOptions, key: Option<String>) -> Vec<(String, String)> {
+    let mut headers = vec![
+        ("content-type".to_string(), "application/json".to_string()),
+        ("accept".to_string(), "text/event-stream".to_string()),
+    ];
+    if let Some(key) = key {
+        headers.push(("authorization".to_string(), format!("Bearer {key}")));
+    }
+    if let (Some(session), false) = (&options.session_id, cache_retention(options) == "none") {
+        headers.push(("session-id".to_string(), session.clone()));
+        headers.push(("x-client-request-id".to_string(), session.clone()));
+    }
+    apply_model_headers(&mut headers, model, options);
+    headers
+}
+
+impl StreamFn for OpenAiResponses {
+    fn stream(
+        &self,
+        model: &Model,
+        context: LlmContext,
+        options: StreamOptions,
+    ) -> AssistantEventStream {
+        let client = self.client.clone();
+        let model = model.clone();
+        spawn_provider(&model.clone(), move |sink| async move {
+            let asm = Assembler::new(sink, &model);
+            let key = api_key::resolve(&model, &options);
+            if let Some(message) = api_key::missing_key_error(&model, key.as_deref()) {
+                return asm.fail(StopReason::Error, message).await;
+            }
+            let body = match build_body(&model, &context, &options) {
+                Ok(body) => body,
+                Err(e) => {
+                    let message = format!("Cannot encode the request: {e}");
+                    return asm.fail(StopReason::Error, message).await;
+                }
+            };
+            // The body owns what it needs (see `openai.rs`).
+            drop(context);
+            let target = HttpTarget {
+                url: endpoint(&model),
+                headers: headers(&model, &options, key),
+                body,
+            };
+            drive(&client, target, &options, asm, || {
+                ResponsesParser::new(model.clone())
+            })
+            .await;
+        })
+    }
+}
