@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use super::openai_request::thinking_budget;
 use super::tool_fold::{self, ToolStrategy, compat_flag};
 use super::transform::{sanitize_id, transform_messages};
-use crate::agent::message::{AgentMessage, ThinkingLevel};
+use crate::agent::message::ThinkingLevel;
 use crate::agent::model::Model;
 use crate::agent::stream_contract::{LlmContext, StreamOptions};
 use crate::agent::transcript::{current_system_prompt, system_message_text};
@@ -60,10 +60,10 @@ pub fn build_request(
     body.insert("max_tokens".into(), json!(max_tokens));
     body.insert("stream".into(), json!(true));
     let system_text = match strategy {
-        ToolStrategy::None => current_system_prompt(&history),
+        ToolStrategy::None => current_system_prompt(history.iter().map(|m| &**m)),
         _ => history
             .iter()
-            .find_map(AgentMessage::as_system)
+            .find_map(|m| m.as_system())
             .map(system_message_text)
             .unwrap_or_default(),
     };

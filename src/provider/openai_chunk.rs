@@ -26,10 +26,12 @@ pub struct Chunk<'a> {
     /// The first choice; the rest are skipped unparsed.
     #[serde(borrow, default)]
     pub choices: Option<FirstChoice<'a>>,
+    // The rare large parts are boxed: the structs stay small, so serde's visitors move
+    // little per chunk (one chunk per delta).
     #[serde(default)]
-    pub usage: Option<Value>,
+    pub usage: Option<Box<Value>>,
     #[serde(default)]
-    pub error: Option<Value>,
+    pub error: Option<Box<Value>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -40,7 +42,7 @@ pub struct Choice<'a> {
     pub delta: Option<Delta<'a>>,
     /// Moonshot reports usage per choice.
     #[serde(default)]
-    pub usage: Option<Value>,
+    pub usage: Option<Box<Value>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -57,7 +59,7 @@ pub struct Delta<'a> {
     pub tool_calls: Option<Vec<ToolCallDelta<'a>>>,
     /// OpenRouter: encrypted reasoning to replay with the tool call of the same id.
     #[serde(default)]
-    pub reasoning_details: Option<Value>,
+    pub reasoning_details: Option<Box<Value>>,
 }
 
 /// The first element of the `choices` array (`None` when it is empty).

@@ -108,7 +108,7 @@ pub fn build_body(
     }
     let has_tool_history = history
         .iter()
-        .any(|m| matches!(m, AgentMessage::ToolResult(_)));
+        .any(|m| matches!(**m, AgentMessage::ToolResult(_)));
     if !tools.is_empty() || has_tool_history {
         let decls = tools.iter().map(|t| tool_json(t, &compat)).collect();
         body.insert("tools".into(), Value::Array(decls));

@@ -6,6 +6,8 @@
 //! initial system message's tools at the top level and renders later additions in place.
 //! "Changes" also renders removals in place.
 
+use std::borrow::Borrow;
+
 use crate::agent::message::{AgentMessage, ToolDeclaration};
 use crate::agent::transcript::{ToolSet, current_tools};
 
@@ -18,10 +20,10 @@ pub enum ToolStrategy {
 }
 
 /// True when no system message after the first removes or re-declares a tool.
-pub fn history_is_additive(messages: &[AgentMessage]) -> bool {
+pub fn history_is_additive<M: Borrow<AgentMessage>>(messages: &[M]) -> bool {
     let mut seen = ToolSet::default();
     let mut first = true;
-    for system in messages.iter().filter_map(AgentMessage::as_system) {
+    for system in messages.iter().filter_map(|m| m.borrow().as_system()) {
         if !first {
             if system.tools_removed.as_ref().is_some_and(|r| !r.is_empty()) {
                 return false;
@@ -42,7 +44,10 @@ pub fn history_is_additive(messages: &[AgentMessage]) -> bool {
 }
 
 /// The strategy actually usable for this history (falls back to `None` when not additive).
-pub fn effective_strategy(wanted: ToolStrategy, messages: &[AgentMessage]) -> ToolStrategy {
+pub fn effective_strategy<M: Borrow<AgentMessage>>(
+    wanted: ToolStrategy,
+    messages: &[M],
+) -> ToolStrategy {
     match wanted {
         ToolStrategy::Additions if !history_is_additive(messages) => ToolStrategy::None,
         other => other,
@@ -51,12 +56,15 @@ pub fn effective_strategy(wanted: ToolStrategy, messages: &[AgentMessage]) -> To
 
 /// The top-level tool list for a strategy: everything current for `None`, else the tools of
 /// the initial system message (later ones are rendered in place).
-pub fn request_tools(strategy: ToolStrategy, messages: &[AgentMessage]) -> Vec<ToolDeclaration> {
+pub fn request_tools<M: Borrow<AgentMessage>>(
+    strategy: ToolStrategy,
+    messages: &[M],
+) -> Vec<ToolDeclaration> {
     match strategy {
-        ToolStrategy::None => current_tools(messages),
+        ToolStrategy::None => current_tools(messages.iter().map(Borrow::borrow)),
         ToolStrategy::Additions | ToolStrategy::Changes => messages
             .iter()
-            .find_map(AgentMessage::as_system)
+            .find_map(|m| m.borrow().as_system())
             .and_then(|s| s.tools_added.clone())
             .unwrap_or_default(),
     }

@@ -5,6 +5,7 @@
 //! calls get a synthetic "No result provided" error result; results answering no pending call
 //! are dropped. Custom roles never reach a provider.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::agent::message::{
@@ -32,41 +33,50 @@ pub fn sanitize_id(id: &str, max: usize) -> String {
         .collect()
 }
 
-/// The cleaned history (system messages kept in place for the tool-folding step).
-pub fn transform_messages(
-    messages: &[AgentMessage],
+/// The cleaned history (system messages kept in place for the tool-folding step). Messages
+/// that need no change are borrowed: a request is built from the transcript without copying it.
+pub fn transform_messages<'a>(
+    messages: &'a [AgentMessage],
     model: &Model,
     normalize_id: impl Fn(&str) -> String,
-) -> Vec<AgentMessage> {
+) -> Vec<Cow<'a, AgentMessage>> {
     let mut out = Vec::with_capacity(messages.len());
-    let mut ids: HashMap<String, String> = HashMap::new();
-    let mut pending: Vec<(String, String)> = Vec::new();
+    // Tool-call ids that normalisation changed (the others map to themselves).
+    let mut ids: HashMap<&'a str, String> = HashMap::new();
+    let mut pending: Vec<(Cow<'a, str>, &'a str)> = Vec::new();
     for message in messages {
         match message {
             AgentMessage::Custom(_) => {}
-            AgentMessage::System(_) => out.push(message.clone()),
+            AgentMessage::System(_) => out.push(Cow::Borrowed(message)),
             AgentMessage::Assistant(a) if a.stop_reason.is_hard_exit() => {}
             AgentMessage::Assistant(a) => {
                 close_orphans(&mut out, &mut pending);
                 let converted = convert_assistant(a, model, &normalize_id, &mut ids);
-                pending = converted
+                pending = a
                     .tool_calls()
-                    .map(|c| (c.id.clone(), c.name.clone()))
+                    .map(|c| (mapped(&ids, &c.id), c.name.as_str()))
                     .collect();
-                out.push(AgentMessage::Assistant(converted));
+                out.push(match converted {
+                    Some(owned) => Cow::Owned(AgentMessage::Assistant(owned)),
+                    None => Cow::Borrowed(message),
+                });
             }
             AgentMessage::ToolResult(r) => {
-                let id = ids.get(&r.tool_call_id).unwrap_or(&r.tool_call_id);
-                if let Some(pos) = pending.iter().position(|(p, _)| p == id) {
+                let id = mapped(&ids, &r.tool_call_id);
+                if let Some(pos) = pending.iter().position(|(p, _)| *p == id) {
                     pending.remove(pos);
-                    let mut result = r.clone();
-                    result.tool_call_id = id.clone();
-                    out.push(AgentMessage::ToolResult(result));
+                    out.push(match id {
+                        Cow::Borrowed(_) => Cow::Borrowed(message),
+                        Cow::Owned(id) => Cow::Owned(AgentMessage::ToolResult(ToolResultMessage {
+                            tool_call_id: id,
+                            ..r.clone()
+                        })),
+                    });
                 }
             }
             AgentMessage::User(_) => {
                 close_orphans(&mut out, &mut pending);
-                out.push(message.clone());
+                out.push(Cow::Borrowed(message));
             }
         }
     }
@@ -74,27 +84,52 @@ pub fn transform_messages(
     out
 }
 
-fn close_orphans(out: &mut Vec<AgentMessage>, pending: &mut Vec<(String, String)>) {
+/// The id a tool call or result goes out under.
+fn mapped<'a>(ids: &HashMap<&'a str, String>, id: &'a str) -> Cow<'a, str> {
+    ids.get(id)
+        .map_or(Cow::Borrowed(id), |new| Cow::Owned(new.clone()))
+}
+
+fn close_orphans(out: &mut Vec<Cow<'_, AgentMessage>>, pending: &mut Vec<(Cow<'_, str>, &str)>) {
     for (id, name) in pending.drain(..) {
-        out.push(AgentMessage::ToolResult(ToolResultMessage {
-            tool_call_id: id,
-            tool_name: name,
+        out.push(Cow::Owned(AgentMessage::ToolResult(ToolResultMessage {
+            tool_call_id: id.into_owned(),
+            tool_name: name.to_string(),
             content: vec![ContentBlock::text("No result provided")],
             is_error: true,
             ..ToolResultMessage::default()
-        }));
+        })));
     }
 }
 
 /// Thinking of another model becomes text (signatures dropped); tool-call ids are normalized
-/// (recorded in `ids` for their results); a pending stop reason becomes `stop`.
-fn convert_assistant(
-    message: &AssistantMessage,
+/// (the changed ones recorded in `ids` for their results); a pending stop reason becomes
+/// `stop`. `None` when that changes nothing (the message goes out as it is).
+fn convert_assistant<'a>(
+    message: &'a AssistantMessage,
     model: &Model,
     normalize_id: &impl Fn(&str) -> String,
-    ids: &mut HashMap<String, String>,
-) -> AssistantMessage {
+    ids: &mut HashMap<&'a str, String>,
+) -> Option<AssistantMessage> {
     let same = same_model(message, model);
+    let mut changes = message.stop_reason == StopReason::Pending;
+    for block in &message.content {
+        match block {
+            ContentBlock::Thinking(_) => changes |= !same,
+            ContentBlock::ToolCall(call) => {
+                let id = normalize_id(&call.id);
+                if id != call.id {
+                    ids.insert(&call.id, id);
+                    changes = true;
+                }
+                changes |= !same && call.thought_signature.is_some();
+            }
+            _ => {}
+        }
+    }
+    if !changes {
+        return None;
+    }
     let mut converted = message.clone();
     converted.content = Vec::with_capacity(message.content.len());
     for block in &message.content {
@@ -108,9 +143,7 @@ fn convert_assistant(
             }
             ContentBlock::ToolCall(call) => {
                 let mut call = call.clone();
-                let id = normalize_id(&call.id);
-                ids.insert(call.id.clone(), id.clone());
-                call.id = id;
+                call.id = mapped(ids, &call.id).into_owned();
                 if !same {
                     call.thought_signature = None;
                 }
@@ -122,7 +155,7 @@ fn convert_assistant(
     if converted.stop_reason == StopReason::Pending {
         converted.stop_reason = StopReason::Stop;
     }
-    converted
+    Some(converted)
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! merged into one user message, in-place tool changes (strategy "changes") and the cache
 //! breakpoint on the last user block.
 
+use std::borrow::Borrow;
+
 use serde_json::{Value, json};
 
 use crate::agent::message::{
@@ -19,15 +21,15 @@ pub fn tool_json(tool: &ToolDeclaration) -> Value {
     json!({"name": tool.name, "description": tool.description, "input_schema": schema})
 }
 
-pub fn convert_messages(
-    history: &[AgentMessage],
+pub fn convert_messages<M: Borrow<AgentMessage>>(
+    history: &[M],
     strategy: ToolStrategy,
     cache: &Value,
 ) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::with_capacity(history.len());
     let mut tools = ToolSet::default();
     let mut first_system = true;
-    for message in history {
+    for message in history.iter().map(Borrow::borrow) {
         match message {
             AgentMessage::System(system) => {
                 if !first_system && strategy == ToolStrategy::Changes {

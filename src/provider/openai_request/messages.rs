@@ -2,6 +2,8 @@
 //! calls with the compat quirks, tool results (their images follow in a user message), and
 //! in-place system messages for the "additions" tool strategy.
 
+use std::borrow::Borrow;
+
 use serde_json::{Value, json};
 
 use super::{OpenAiCompat, tool_json};
@@ -14,8 +16,8 @@ use crate::provider::tool_fold::ToolStrategy;
 
 /// The messages array: the system prompt (all system messages folded, strategy "none"; else
 /// the first one, with later ones in place), then the conversation.
-pub fn convert_messages(
-    history: &[AgentMessage],
+pub fn convert_messages<M: Borrow<AgentMessage>>(
+    history: &[M],
     model: &Model,
     compat: &OpenAiCompat,
     strategy: ToolStrategy,
@@ -27,14 +29,14 @@ pub fn convert_messages(
     };
     let mut out = Vec::with_capacity(history.len() + 1);
     if strategy == ToolStrategy::None {
-        let prompt = current_system_prompt(history);
+        let prompt = current_system_prompt(history.iter().map(Borrow::borrow));
         if !prompt.is_empty() {
             out.push(json!({"role": system_role, "content": prompt}));
         }
     }
     let mut first_system = true;
     let mut images: Vec<Value> = Vec::new();
-    for message in history {
+    for message in history.iter().map(Borrow::borrow) {
         if !matches!(message, AgentMessage::ToolResult(_)) {
             flush_tool_images(&mut out, &mut images, compat);
         }

@@ -3,6 +3,8 @@
 //! `input_image` parts, assistant turns as their stored reasoning items, `message` items and
 //! `function_call`s, tool results as `function_call_output`s.
 
+use std::borrow::Borrow;
+
 use serde_json::{Value, json};
 
 use super::ResponsesCompat;
@@ -75,8 +77,8 @@ fn foreign_item_id(item: &str) -> String {
 }
 
 /// The `input` array for a transformed history.
-pub fn convert_input(
-    history: &[AgentMessage],
+pub fn convert_input<M: Borrow<AgentMessage>>(
+    history: &[M],
     model: &Model,
     compat: &ResponsesCompat,
 ) -> Vec<Value> {
@@ -86,14 +88,13 @@ pub fn convert_input(
         "system"
     };
     let mut out = Vec::with_capacity(history.len() + 1);
-    let prompt = current_system_prompt(history);
+    let prompt = current_system_prompt(history.iter().map(Borrow::borrow));
     if !prompt.is_empty() {
         out.push(json!({"role": role, "content": prompt}));
     }
     // pi numbers the fallback ids of assistant text by the message's place after the prompt.
-    let conversation = history
-        .iter()
-        .filter(|m| !matches!(m, AgentMessage::System(_)));
+    let conversation = (history.iter().map(Borrow::borrow))
+        .filter(|m: &&AgentMessage| !matches!(m, AgentMessage::System(_)));
     for (index, message) in conversation.enumerate() {
         match message {
             AgentMessage::User(user) => out.extend(user_item(&user.content)),

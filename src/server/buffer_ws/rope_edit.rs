@@ -82,25 +82,53 @@ pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
 fn unique_match(rope: &Rope, needle: &[u8]) -> Option<usize> {
     let finder = memmem::Finder::new(needle);
     let keep = needle.len().saturating_sub(1);
-    // The last `keep` bytes already searched (a match may start there), then the next chunk:
-    // one pass over the text through a small buffer, matches across chunks included.
-    let (mut window, mut window_start) = (Vec::new(), 0);
-    let mut found = None;
-    for chunk in rope.chunks() {
-        window.extend_from_slice(chunk.as_bytes());
-        let mut from = 0;
-        while let Some(at) = finder.find(&window[from..]) {
-            if found.is_some() {
-                return None;
-            }
-            found = Some(window_start + from + at);
-            from += at + 1;
+    // Each chunk is searched in place; a match that crosses into a chunk from before starts in
+    // the last `keep` bytes before it (`tail`), so only `tail` + the chunk's first `keep` bytes
+    // are copied and searched for those.
+    let mut tail: Vec<u8> = Vec::with_capacity(2 * keep);
+    let mut boundary: Vec<u8> = Vec::with_capacity(2 * keep);
+    let (mut found, mut chunk_start) = (None, 0);
+    let mut record = |at: usize| match found {
+        Some(_) => Err(()),
+        None => {
+            found = Some(at);
+            Ok(())
         }
-        let searched = window.len().saturating_sub(keep);
-        window.drain(..searched);
-        window_start += searched;
+    };
+    for chunk in rope.chunks().map(str::as_bytes) {
+        if !tail.is_empty() {
+            boundary.clear();
+            boundary.extend_from_slice(&tail);
+            boundary.extend_from_slice(&chunk[..chunk.len().min(keep)]);
+            let tail_start = chunk_start - tail.len();
+            // Only matches starting in `tail`: later ones lie inside the chunk.
+            for at in starts(&finder, &boundary).take_while(|&at| at < tail.len()) {
+                record(tail_start + at).ok()?;
+            }
+        }
+        for at in starts(&finder, chunk) {
+            record(chunk_start + at).ok()?;
+        }
+        if chunk.len() >= keep {
+            tail.clear();
+        } else {
+            tail.drain(..(tail.len() + chunk.len()).saturating_sub(keep));
+        }
+        tail.extend_from_slice(&chunk[chunk.len().saturating_sub(keep)..]);
+        chunk_start += chunk.len();
     }
     found
+}
+
+/// Every place `finder`'s needle starts in `hay`, overlapping ones included (memchr's
+/// `find_iter` skips those).
+fn starts<'h>(finder: &'h memmem::Finder<'_>, hay: &'h [u8]) -> impl Iterator<Item = usize> + 'h {
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        let at = from + finder.find(hay.get(from..)?)?;
+        from = at + 1;
+        Some(at)
+    })
 }
 
 /// `doc` with the plan applied (an O(1) clone of the rope, then the replacements; the facts
