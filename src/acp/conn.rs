@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::io::AsyncRead;
 
+use crate::acp::client::{AcpFrontEnd, SessionLink};
 use crate::acp::content::to_pi_blocks;
 use crate::acp::options::{self, MODEL, THOUGHT_LEVEL};
 use crate::acp::session::{AcpSession, Mode};
@@ -28,8 +29,7 @@ use crate::server::outgoing::{Outgoing, Replies};
 use crate::server::output::Output;
 use crate::session::SessionStore;
 use crate::session_setup::{
-    Headless, LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec, SetupError,
-    assemble,
+    LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec, SetupError, assemble,
 };
 
 /// The extension method for steering a running turn (advertised in `agentCapabilities._meta`).
@@ -254,7 +254,9 @@ impl Conn {
             },
             limits: LoopLimits::default(),
         };
-        let assembled = assemble(spec, &Headless).map_err(|e| match e {
+        let link = SessionLink::new(self.out.clone(), self.client());
+        let front_end = AcpFrontEnd(link.clone());
+        let assembled = assemble(spec, &front_end).map_err(|e| match e {
             SetupError::Model(e) => {
                 acp_error(acp::Error::auth_required().data(json!({"reason": e.to_string()})))
                     .with_message(NO_MODEL)
@@ -268,7 +270,8 @@ impl Conn {
         for error in &assembled.mcp_errors {
             tracing::warn!("{error}");
         }
-        let session = AcpSession::create(self.out.clone(), assembled);
+        let _ = link.session_id.set(assembled.record.id().to_owned());
+        let session = AcpSession::create(link, assembled);
         lock(&self.sessions).insert(session.id.clone(), session.clone());
         Ok(session)
     }

@@ -7,8 +7,10 @@
 //! mode, persistence), `updates` (pi's events → `session/update`, and the replay of
 //! `session/load`), `permission` (the `beforeToolCall` hook: mode, policy, memory,
 //! `session/request_permission`), `content` (prompt blocks → pi's), `options` (modes and
-//! config options).
+//! config options), `client` (the client's file system and terminals as the tools' workspace
+//! and `bash`).
 
+mod client;
 mod conn;
 mod content;
 mod options;

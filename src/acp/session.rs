@@ -17,6 +17,7 @@ use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::acp::client::SessionLink;
 use crate::acp::updates::{self, ToolLook, Translator};
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{
@@ -91,6 +92,7 @@ pub struct AcpSession {
     pub id: String,
     pub agent: Agent,
     pub out: Outgoing,
+    link: Arc<SessionLink>,
     pub workspace: Arc<dyn Workspace>,
     pub tools: Arc<SessionTools>,
     pub controls: Arc<SessionControls>,
@@ -112,7 +114,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl AcpSession {
     /// Builds the session's agent with the ACP approval hook and the listener that shows its
     /// events as `session/update`s.
-    pub fn create(out: Outgoing, session: AssembledSession) -> Arc<AcpSession> {
+    pub fn create(link: Arc<SessionLink>, session: AssembledSession) -> Arc<AcpSession> {
         let AssembledSession {
             options,
             record,
@@ -142,7 +144,8 @@ impl AcpSession {
             AcpSession {
                 id: record.id().to_owned(),
                 agent,
-                out,
+                out: link.out.clone(),
+                link,
                 workspace,
                 tools,
                 controls,
@@ -297,12 +300,9 @@ impl AcpSession {
                 ..
             } => {
                 let diff = self.diff_of(tool_call_id, *is_error).await;
-                self.notify(updates::finished(
-                    tool_call_id,
-                    &result.content,
-                    *is_error,
-                    diff,
-                ));
+                let terminal = self.link.terminal_of(tool_call_id);
+                let update = updates::finished(tool_call_id, &result.content, *is_error, diff);
+                self.notify(updates::with_terminal(update, terminal));
                 return;
             }
             _ => {}

@@ -186,6 +186,22 @@ pub fn finished(
     acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id.to_owned(), fields))
 }
 
+/// The final update of a call that ran in a client terminal keeps showing it (a tool call's
+/// content is replaced by each update).
+pub fn with_terminal(update: acp::SessionUpdate, terminal: Option<String>) -> acp::SessionUpdate {
+    match (update, terminal) {
+        (acp::SessionUpdate::ToolCallUpdate(mut u), Some(terminal)) => {
+            let shown = acp::ToolCallContent::Terminal(acp::Terminal::new(terminal));
+            u.fields
+                .content
+                .get_or_insert_with(Vec::new)
+                .insert(0, shown);
+            acp::SessionUpdate::ToolCallUpdate(u)
+        }
+        (update, _) => update,
+    }
+}
+
 /// A status change alone (`in_progress` once a call may run).
 pub fn status(id: &str, status: acp::ToolCallStatus) -> acp::SessionUpdate {
     let fields = acp::ToolCallUpdateFields::new().status(status);

@@ -11,7 +11,7 @@
 //   Permission requests take the next answer in order ("cancel": send session/cancel, then
 //   answer `cancelled` as ACP requires); none left: the test fails. A read returns the buffer
 //   when there is one (the editor's unsaved text), else the disk; a write goes to the buffer
-//   (the editor's review), never to disk. Terminals run the command with `sh -c`.
+//   (the editor's review), never to disk. Terminals run the command with its args, as an editor does.
 // steps (run in order; "as" names a request's result, "$session" is the last new session's id):
 //   {"op": "initialize"} | {"op": "new", "cwd", "mcpServers"?} | {"op": "prompt", "text" | "prompt",
 //   "wait": false?, "as"} | {"op": "await", "name"} | {"op": "cancel"} | {"op": "until", "update":
@@ -143,9 +143,8 @@ const app = acp
   })
   .onRequest("terminal/create", async ({ params }) => {
     const id = `term-${nextTerm++}`;
-    const full = [params.command, ...(params.args ?? [])].join(" ");
-    const t = { command: full, cwd: params.cwd, output: "", exit: null, released: false, killed: false };
-    t.proc = spawn("sh", ["-c", full], { cwd: params.cwd ?? process.cwd() });
+    const t = { command: params.command, args: params.args ?? [], cwd: params.cwd, output: "", exit: null, released: false, killed: false };
+    t.proc = spawn(params.command, params.args ?? [], { cwd: params.cwd ?? process.cwd() });
     t.proc.stdout.on("data", (d) => (t.output += d));
     t.proc.stderr.on("data", (d) => (t.output += d));
     t.done = new Promise((resolve) => t.proc.on("close", (code, signal) => {

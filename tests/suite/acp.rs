@@ -3,4 +3,8 @@
 
 mod support;
 
+mod client_tools;
+mod modes;
+mod permissions;
 mod prompts;
+mod sessions;
