@@ -68,6 +68,7 @@ const tapIn = lines((line) => {
     msg = { notJson: line };
   }
   wire.push({ dir: "in", msg });
+  if (process.env.ACP_DEBUG) console.error("<-", line.slice(0, 300));
   if (msg.method === "session/update") {
     for (const w of [...updateWaiters]) w.check(msg.params.update.sessionUpdate);
   }
@@ -86,6 +87,7 @@ const outTap = lines((line) => {
     msg = { notJson: line };
   }
   wire.push({ dir: "out", msg });
+  if (process.env.ACP_DEBUG) console.error("->", line.slice(0, 300));
 });
 const toAgent = new Writable({
   write(chunk, _enc, done) {
@@ -235,6 +237,13 @@ async function step(ctx, s) {
 }
 
 let failure;
+// A scenario that stops making progress fails with what it saw, instead of hanging the test.
+const deadline = setTimeout(() => {
+  agentProc.kill("SIGKILL");
+  const error = "the scenario did not finish within 90 s (a step waits for something that never came)";
+  process.stdout.write(JSON.stringify({ wire, results, writes, terminals, error }) + "\n");
+  process.exit(1);
+}, 90000);
 try {
   await app.connectWith(stream, async (ctx) => {
     for (const s of scenario.steps) await step(ctx, s);
@@ -251,5 +260,6 @@ const exitCode = await new Promise((resolve) => {
     resolve(code);
   });
 });
+clearTimeout(deadline);
 for (const t of terminals) delete t.proc, delete t.done;
 process.stdout.write(JSON.stringify({ wire, results, writes, terminals, exitCode, error: failure, unusedPermissions: permissions }) + "\n");

@@ -58,7 +58,7 @@ async fn bash_runs_in_the_clients_terminal_and_cancel_kills_it() {
     .await;
     let t = env
         .run(json!({
-            "client": {"terminal": true, "permissions": ["allow_always"]},
+            "client": {"terminal": true, "permissions": ["allow_once", "allow_once"]},
             "steps": steps(&env, vec![
                 json!({"op": "prompt", "text": "go", "as": "p", "wait": false}),
                 json!({"op": "until", "update": "tool_call_update", "count": 5}),

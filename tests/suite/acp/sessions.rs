@@ -28,7 +28,7 @@ async fn load_replays_what_the_live_session_showed_and_list_resume_close_work() 
             {"op": "request", "method": "session/close", "params": {"sessionId": id}, "as": "close"},
             {"op": "resume", "sessionId": id, "cwd": cwd, "as": "resume"},
             {"op": "prompt", "text": "and now?", "as": "p2"},
-            {"op": "request", "method": "session/close", "params": {"sessionId": "nope"}, "as": "missing"},
+            {"op": "request", "method": "session/set_mode", "params": {"sessionId": "nope", "modeId": "plan"}, "as": "missing"},
         ]}))
         .await;
     let listed = &later.result("list")["sessions"];
