@@ -113,7 +113,7 @@ impl AcpEnv {
             transcript.0["error"]
         );
         assert_eq!(transcript.0["exitCode"], 0, "agent exit; stderr:\n{stderr}");
-        for line in stderr.lines().filter(|l| l.contains("panicked")) {
+        if let Some(line) = stderr.lines().find(|l| l.contains("panicked")) {
             panic!("the agent panicked: {line}");
         }
         transcript.check_ordering();
