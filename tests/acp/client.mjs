@@ -60,13 +60,15 @@ function lines(onLine) {
     }
   };
 }
-const tapIn = lines((line) => {
-  let msg;
+function parsed(line) {
   try {
-    msg = JSON.parse(line);
+    return JSON.parse(line);
   } catch {
-    msg = { notJson: line };
+    return { notJson: line };
   }
+}
+const tapIn = lines((line) => {
+  const msg = parsed(line);
   wire.push({ dir: "in", msg });
   if (process.env.ACP_DEBUG) console.error("<-", line.slice(0, 300));
   if (msg.method === "session/update") {
@@ -80,13 +82,7 @@ agentProc.stdout.on("data", (chunk) => {
 });
 agentProc.stdout.on("end", () => tapped.push(null));
 const outTap = lines((line) => {
-  let msg;
-  try {
-    msg = JSON.parse(line);
-  } catch {
-    msg = { notJson: line };
-  }
-  wire.push({ dir: "out", msg });
+  wire.push({ dir: "out", msg: parsed(line) });
   if (process.env.ACP_DEBUG) console.error("->", line.slice(0, 300));
 });
 const toAgent = new Writable({

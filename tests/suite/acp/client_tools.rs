@@ -89,3 +89,40 @@ async fn bash_runs_in_the_clients_terminal_and_cancel_kills_it() {
     );
     assert_eq!(t.final_status("b2"), "failed");
 }
+
+#[tokio::test]
+async fn mcp_servers_from_session_new_lend_their_tools() {
+    let everything = crate::suite::mcp::npm_servers()
+        .join("@modelcontextprotocol/server-everything/dist/index.js");
+    let env = AcpEnv::with_script(json!({"responses": [
+        {"toolCalls": [{"id": "m1", "name": "everything__echo", "arguments": {"message": "from the model"}}]},
+        {"text": "echoed"}
+    ]}))
+    .await;
+    let server = json!({"name": "everything", "command": "node",
+                        "args": [everything.display().to_string()], "env": []});
+    let t = env
+        .run(json!({
+            "client": {"permissions": ["allow_once"]},
+            "steps": [
+                {"op": "initialize"},
+                {"op": "new", "cwd": env.project(), "mcpServers": [server]},
+                {"op": "prompt", "text": "echo it", "as": "p"},
+            ],
+        }))
+        .await;
+    assert_eq!(t.stop_reason("p"), "end_turn");
+    let asks = t.agent_requests("session/request_permission");
+    assert_eq!(asks.len(), 1, "MCP tools ask");
+    assert_eq!(t.final_status("m1"), "completed");
+    let call = t.tool_call("m1");
+    let text = call.last().unwrap()["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("from the model"), "{text}");
+    let declared = env.mock.as_ref().unwrap().requests()[0].body.to_string();
+    assert!(
+        declared.contains("everything__echo"),
+        "the model was offered the tool"
+    );
+}
