@@ -228,8 +228,9 @@ impl AcpSession {
     }
 
     fn user_message(&self, mut blocks: Vec<ContentBlock>) -> AgentMessage {
+        // After the user's words: the session's title stays their first line.
         if self.mode() == Mode::Plan {
-            blocks.insert(0, ContentBlock::text(PLAN_NOTE));
+            blocks.push(ContentBlock::text(PLAN_NOTE));
         }
         AgentMessage::User(UserMessage {
             content: MessageContent::Blocks(blocks),
@@ -366,10 +367,46 @@ impl AcpSession {
             }
             other => self.record().append_message(other),
         };
+        if matches!(message, AgentMessage::User(_)) {
+            self.announce_title();
+        }
         if let Err(e) = appended {
             tracing::warn!(session = self.id, %e, "cannot record the session");
         }
     }
+}
+
+impl AcpSession {
+    /// `session_info_update` with the title once the first prompt is recorded (the session's
+    /// name, else that prompt's first line, as `session/list` shows it).
+    fn announce_title(&self) {
+        let title = {
+            let record = self.record();
+            if record.message_count() != 1 {
+                return;
+            }
+            record.name().or_else(|| {
+                record.messages().iter().find_map(|m| match m {
+                    AgentMessage::User(u) => first_line(&u.content),
+                    _ => None,
+                })
+            })
+        };
+        if let Some(title) = title {
+            self.notify(acp::SessionUpdate::SessionInfoUpdate(
+                acp::SessionInfoUpdate::new().title(title),
+            ));
+        }
+    }
+}
+
+/// As `session/list` titles a session without a name.
+fn first_line(content: &MessageContent) -> Option<String> {
+    let text = content.to_text();
+    text.lines()
+        .next()
+        .map(str::to_owned)
+        .filter(|l| !l.is_empty())
 }
 
 fn stop_value(reason: acp::StopReason) -> Value {

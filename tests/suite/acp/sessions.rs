@@ -19,6 +19,10 @@ async fn load_replays_what_the_live_session_showed_and_list_resume_close_work() 
         ])}))
         .await;
     let id = live.result("new")["sessionId"].as_str().unwrap().to_owned();
+    let info = (live.updates().into_iter())
+        .find(|u| u["sessionUpdate"] == "session_info_update")
+        .expect("the title is announced");
+    assert_eq!(info["title"], "what does a.txt say?");
     let cwd = env.project();
     let later = env
         .run(json!({"steps": [
