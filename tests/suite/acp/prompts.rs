@@ -141,13 +141,18 @@ async fn stop_reasons_map_from_the_run() {
         {"status": 400, "body": "{\"error\": {\"message\": \"bad request body\"}}"}
     ]}))
     .await;
+    // A client newer than v1 is answered with v1; a cancel while idle changes nothing.
     let t = env
-        .run(json!({"steps": steps(&env, vec![
-            json!({"op": "prompt", "text": "one", "as": "length"}),
-            json!({"op": "prompt", "text": "two", "as": "refusal"}),
-            json!({"op": "prompt", "text": "three", "as": "failed"}),
-        ])}))
+        .run(json!({"steps": [
+            {"op": "initialize", "protocolVersion": 2},
+            {"op": "new", "cwd": env.project()},
+            {"op": "cancel"},
+            {"op": "prompt", "text": "one", "as": "length"},
+            {"op": "prompt", "text": "two", "as": "refusal"},
+            {"op": "prompt", "text": "three", "as": "failed"},
+        ]}))
         .await;
+    assert_eq!(t.result("initialize")["protocolVersion"], 1);
     assert_eq!(t.stop_reason("length"), "max_tokens");
     assert_eq!(t.stop_reason("refusal"), "refusal");
     let error = t.error("failed");
