@@ -275,3 +275,35 @@ pub fn steps(env: &AcpEnv, more: Vec<Value>) -> Value {
     all.extend(more);
     Value::Array(all)
 }
+
+/// The ordering check itself fails on the violations it is there for.
+#[test]
+fn the_ordering_check_catches_late_updates_and_missing_answers() {
+    let request = json!({"dir": "out", "msg": {"jsonrpc": "2.0", "id": 5,
+        "method": "session/prompt", "params": {"sessionId": "s"}}});
+    let load = json!({"dir": "out", "msg": {"jsonrpc": "2.0", "id": 4,
+        "method": "session/load", "params": {"sessionId": "s"}}});
+    let loaded = json!({"dir": "in", "msg": {"jsonrpc": "2.0", "id": 4, "result": {}}});
+    let update = json!({"dir": "in", "msg": {"jsonrpc": "2.0", "method": "session/update",
+        "params": {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk"}}}});
+    let answer = json!({"dir": "in", "msg": {"jsonrpc": "2.0", "id": 5,
+        "result": {"stopReason": "end_turn"}}});
+    let check = |wire: Vec<&Value>| {
+        let t = Transcript(json!({"wire": wire}));
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| t.check_ordering())).is_ok()
+    };
+    assert!(check(vec![&load, &loaded, &request, &update, &answer]));
+    assert!(
+        !check(vec![&load, &loaded, &request, &answer, &update]),
+        "an update after the answer"
+    );
+    assert!(!check(vec![&load, &loaded, &request, &update]), "no answer");
+    assert!(
+        !check(vec![&load, &loaded, &request, &answer, &answer]),
+        "two answers"
+    );
+    assert!(
+        !check(vec![&request, &update, &answer]),
+        "an update of an unknown session"
+    );
+}
