@@ -20,6 +20,10 @@ section "MCP test servers"
 # The MCP tests run the reference servers from npm (pinned; cached under /var/tmp/agent-lsp-e2e).
 bash scripts/install-mcp-servers.sh >/dev/null
 
+section "ACP test client"
+# The ACP tests drive `agent-lsp acp` with the official TypeScript SDK (pinned; cached there too).
+bash scripts/install-acp-sdk.sh >/dev/null
+
 section "cargo test"
 # The HTTP client's TLS tests make their certificates with the openssl command.
 if ! command -v openssl >/dev/null 2>&1; then

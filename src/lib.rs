@@ -3,8 +3,9 @@
 //! See `ARCHITECTURE.md` for the code map. In short: [`agent`] is the loop (a port of pi's
 //! agent loop), [`provider`] streams model responses, [`model_registry`] finds models,
 //! [`tools`] are the coding tools, [`mcp`] brings MCP servers' tools, [`session`] persists conversations, [`session_setup`]
-//! assembles a session for a front end, [`server`] is the LSP daemon and [`cli`] the commands.
+//! assembles a session for a front end, [`server`] is the LSP daemon, [`acp`] the ACP agent and [`cli`] the commands.
 
+pub mod acp;
 pub mod agent;
 pub mod cli;
 pub mod compaction;

@@ -102,7 +102,8 @@ pub trait FrontEnd {
         None
     }
 
-    /// Tools besides the coding tools, over the session's workspace.
+    /// Tools besides the coding tools, over the session's workspace; one named like a coding
+    /// tool replaces it.
     fn extra_tools(&self, _workspace: &Arc<dyn Workspace>) -> Vec<ToolRef> {
         Vec::new()
     }
@@ -212,7 +213,11 @@ pub fn assemble(
             ..ToolOptions::default()
         },
     );
-    tools.extend(front_end.extra_tools(&workspace));
+    // A front end's tool replaces the coding tool of its name (ACP's `bash` in client terminals).
+    for extra in front_end.extra_tools(&workspace) {
+        tools.retain(|tool| tool.name() != extra.name());
+        tools.push(extra);
+    }
     let (tools, mcp_errors) = mcp::attach(&spec.mcp, &cwd, &spec.env, tools);
     let tools = Arc::new(tools);
     let date = crate::session::time::iso_now();

@@ -49,6 +49,9 @@ pub enum Command {
     /// A complete scripted session (read, edit, check, answer) in a temporary project: no model,
     /// no key, no network.
     Demo(demo::DemoArgs),
+    /// Serve the Agent Client Protocol (ACP v1) over stdin/stdout, for Zed's agent panel,
+    /// JetBrains, CodeCompanion, avante, agent-shell and other ACP clients.
+    Acp,
     /// Stored sessions.
     #[command(subcommand)]
     Sessions(SessionsCommand),
@@ -111,6 +114,11 @@ pub fn main() -> ExitCode {
             tokio::spawn(crate::server::serve_stdio())
                 .await
                 .unwrap_or_else(|e| Err(anyhow::anyhow!("the server task ended: {e}")))
+        }),
+        Some(Command::Acp) => runtime.block_on(async {
+            tokio::spawn(crate::acp::serve_stdio())
+                .await
+                .unwrap_or_else(|e| Err(anyhow::anyhow!("the ACP agent ended: {e}")))
         }),
         Some(Command::Run(args)) => return runtime.block_on(run::run(args, env, cli.verbose > 0)),
         Some(Command::Demo(args)) => return runtime.block_on(demo::demo(args)),

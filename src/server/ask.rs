@@ -118,7 +118,7 @@ async fn decide(
 
 /// An MCP tool's policy: its server entry's `approval`, else `initializationOptions.approval`
 /// naming the tool, else ask (read-only hints included: they are the server's claim).
-fn mcp_policy(
+pub(crate) fn mcp_policy(
     info: &McpToolInfo,
     approval: &std::collections::HashMap<String, ApprovalPolicy>,
     tool: &str,

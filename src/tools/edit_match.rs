@@ -180,7 +180,6 @@ fn count_occurrences(haystack: &str, needle: &str) -> usize {
 pub type Span = (usize, usize, usize);
 
 /// Applies `edits` to `content` (LF, no BOM), all or nothing. Errors are pi's texts.
-#[cfg(test)]
 pub fn apply_edits(content: &str, edits: &[Edit], path: &str) -> Result<String, String> {
     let spans = match_edits(content, edits, path)?;
     let out = splice(content, &spans, |i| edits[i].new_text.clone());

@@ -43,6 +43,10 @@ use crate::agent::tool::ToolRef;
 pub use bash::{BashTool, run_command};
 pub use common::{BashSettings, ToolContext};
 pub use edit::EditTool;
+// The edit a call would make, for front ends that show whole-file diffs (ACP).
+pub(crate) use common::{normalize_to_lf, strip_bom};
+pub(crate) use edit::{parse_edits, prepare_edit_arguments};
+pub(crate) use edit_match::apply_edits;
 pub use find::FindTool;
 pub use grep::GrepTool;
 pub use ls::LsTool;

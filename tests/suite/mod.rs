@@ -1,5 +1,6 @@
 //! One module per area; `support` holds the shared test clients and fixtures.
 
+mod acp;
 mod agent_core;
 mod bench_smoke;
 mod cli;

@@ -1,0 +1,326 @@
+//! What the ACP client offers, as the session's tools see it: with `fs.readTextFile` /
+//! `fs.writeTextFile`, `read`, `edit` and `write` go through `fs/read_text_file` /
+//! `fs/write_text_file` (the client's unsaved buffers, its review of every change); with
+//! `terminal`, `bash` runs in a client terminal embedded in the tool call. Otherwise the disk
+//! and the local `bash`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use agent_client_protocol_schema::v1 as acp;
+use futures_util::future::BoxFuture;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::acp::conn::ClientCaps;
+use crate::agent::message::ToolDeclaration;
+use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolRef, ToolUpdater};
+use crate::server::outgoing::{Outgoing, RequestError};
+use crate::session_setup::FrontEnd;
+use crate::tools::{
+    BashTool, DiskWorkspace, FileSnapshot, Fingerprint, ToolContext, ToolOptions, Workspace,
+    WorkspaceError, WriteOutcome,
+};
+
+/// How long a file request may take before the tool fails.
+const FS_TIMEOUT: Duration = Duration::from_secs(60);
+/// A command's default limit, as the local `bash` tool has none: ten minutes.
+const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
+/// The output a client terminal keeps (it drops the start beyond this).
+const OUTPUT_LIMIT: u64 = 50 * 1024;
+
+/// What a session's client-side tools share with the session: the connection, the client's
+/// capabilities, the session id (known once the session file exists), the terminal of each
+/// running `bash` call.
+pub struct SessionLink {
+    pub out: Outgoing,
+    pub caps: ClientCaps,
+    pub session_id: OnceLock<String>,
+    pub terminals: Mutex<HashMap<String, String>>,
+}
+
+impl SessionLink {
+    pub fn new(out: Outgoing, caps: ClientCaps) -> Arc<SessionLink> {
+        Arc::new(SessionLink {
+            out,
+            caps,
+            session_id: OnceLock::new(),
+            terminals: Mutex::default(),
+        })
+    }
+
+    fn id(&self) -> String {
+        self.session_id.get().cloned().unwrap_or_default()
+    }
+
+    async fn request<P: Serialize, R: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: P,
+        timeout: Duration,
+    ) -> Result<R, RequestError> {
+        let never = CancellationToken::new();
+        self.out.request(method, params, timeout, &never).await
+    }
+
+    /// The terminal a tool call shows, if it ran in one.
+    pub fn terminal_of(&self, call: &str) -> Option<String> {
+        self.terminals
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(call)
+    }
+}
+
+/// What the model is told when its file tools go through the client.
+const FS_NOTE: &str = "You run inside the user's editor: read, edit and write see and change the \
+editor's buffers (unsaved changes included), and the user reviews your edits there. grep, find \
+and ls search the files on disk.";
+
+/// The ACP front end of a session: the client's file system and terminals when offered.
+pub struct AcpFrontEnd(pub Arc<SessionLink>);
+
+impl FrontEnd for AcpFrontEnd {
+    fn workspace(&self, disk: DiskWorkspace) -> Arc<dyn Workspace> {
+        let caps = self.0.caps;
+        if !caps.read_text_file && !caps.write_text_file {
+            return Arc::new(disk);
+        }
+        Arc::new(ClientWorkspace {
+            disk,
+            link: self.0.clone(),
+        })
+    }
+
+    fn prompt_note(&self) -> Option<&str> {
+        let caps = self.0.caps;
+        (caps.read_text_file || caps.write_text_file).then_some(FS_NOTE)
+    }
+
+    fn extra_tools(&self, workspace: &Arc<dyn Workspace>) -> Vec<ToolRef> {
+        if !self.0.caps.terminal {
+            return Vec::new();
+        }
+        let local = BashTool::new(ToolContext::new(workspace.clone(), &ToolOptions::default()));
+        vec![Arc::new(TerminalBash {
+            decl: local.declaration().clone(),
+            root: workspace.root().to_path_buf(),
+            link: self.0.clone(),
+        })]
+    }
+}
+
+/// Files through the client where it offers them, the disk for the rest.
+struct ClientWorkspace {
+    disk: DiskWorkspace,
+    link: Arc<SessionLink>,
+}
+
+fn client_failure(path: &Path, e: RequestError) -> WorkspaceError {
+    WorkspaceError::Editor {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
+}
+
+impl Workspace for ClientWorkspace {
+    fn root(&self) -> &Path {
+        self.disk.root()
+    }
+
+    fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError> {
+        self.disk.resolve(path)
+    }
+
+    fn read(&self, path: PathBuf) -> BoxFuture<'static, Result<FileSnapshot, WorkspaceError>> {
+        let link = self.link.clone();
+        let disk = self.disk.read(path.clone());
+        Box::pin(async move {
+            if !link.caps.read_text_file {
+                return disk.await;
+            }
+            // A file neither on disk nor open is missing; the client's error would not say so.
+            let on_disk = disk.await;
+            let params = acp::ReadTextFileRequest::new(link.id(), path.clone());
+            let reply: Result<acp::ReadTextFileResponse, _> =
+                link.request("fs/read_text_file", params, FS_TIMEOUT).await;
+            match (reply, on_disk) {
+                (Ok(reply), _) => {
+                    let mut snapshot = FileSnapshot::from_disk(reply.content.into_bytes());
+                    snapshot.from_editor = true;
+                    Ok(snapshot)
+                }
+                (Err(_), Err(missing @ WorkspaceError::NotFound(_))) => Err(missing),
+                (Err(e), _) => Err(client_failure(&path, e)),
+            }
+        })
+    }
+
+    fn write(
+        &self,
+        path: PathBuf,
+        content: Vec<u8>,
+        expected: Option<Fingerprint>,
+    ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
+        if !self.link.caps.write_text_file {
+            return self.disk.write(path, content, expected);
+        }
+        let current = self.read(path.clone());
+        let link = self.link.clone();
+        Box::pin(async move {
+            let created = match current.await {
+                Ok(now) => {
+                    if expected.is_some_and(|e| e != now.fingerprint) {
+                        return Err(WorkspaceError::Conflict(path.display().to_string()));
+                    }
+                    false
+                }
+                Err(WorkspaceError::NotFound(_)) => true,
+                Err(e) => return Err(e),
+            };
+            let text = String::from_utf8(content).map_err(|_| WorkspaceError::Editor {
+                path: path.display().to_string(),
+                reason: "the new content is not UTF-8 text".into(),
+            })?;
+            let fingerprint = Fingerprint::of(text.as_bytes());
+            let params = acp::WriteTextFileRequest::new(link.id(), path.clone(), text);
+            let _: Value = link
+                .request("fs/write_text_file", params, FS_TIMEOUT)
+                .await
+                .map_err(|e| client_failure(&path, e))?;
+            Ok(WriteOutcome {
+                fingerprint,
+                created,
+                via_editor: true,
+            })
+        })
+    }
+}
+
+/// `bash` in a client terminal: created, shown in the tool call, waited for (racing the
+/// timeout and the abort, which kill it), read, released.
+struct TerminalBash {
+    decl: ToolDeclaration,
+    root: PathBuf,
+    link: Arc<SessionLink>,
+}
+
+impl AgentTool for TerminalBash {
+    fn declaration(&self) -> &ToolDeclaration {
+        &self.decl
+    }
+
+    fn execute(
+        &self,
+        id: String,
+        args: Value,
+        cancel: CancellationToken,
+        _on_update: ToolUpdater,
+    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        let link = self.link.clone();
+        let root = self.root.clone();
+        Box::pin(async move {
+            let command = args
+                .get("command")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ToolError::new("bash needs a command"))?
+                .to_owned();
+            let timeout = args
+                .get("timeout")
+                .and_then(Value::as_f64)
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map_or(DEFAULT_COMMAND_TIMEOUT, Duration::from_secs_f64);
+            run_in_terminal(&link, &id, &command, &root, timeout, &cancel).await
+        })
+    }
+}
+
+async fn run_in_terminal(
+    link: &SessionLink,
+    call: &str,
+    command: &str,
+    cwd: &Path,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<AgentToolResult, ToolError> {
+    let failed = |e: RequestError| ToolError::new(format!("The client's terminal failed: {e}"));
+    let session = link.id();
+    let create = acp::CreateTerminalRequest::new(session.clone(), "/bin/sh")
+        .args(vec!["-c".to_owned(), command.to_owned()])
+        .cwd(cwd.to_path_buf())
+        .output_byte_limit(OUTPUT_LIMIT);
+    let created: acp::CreateTerminalResponse = link
+        .request("terminal/create", create, FS_TIMEOUT)
+        .await
+        .map_err(failed)?;
+    let terminal = created.terminal_id.0.to_string();
+    link.terminals
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(call.to_owned(), terminal.clone());
+    let shown = acp::ToolCallContent::Terminal(acp::Terminal::new(terminal.clone()));
+    let fields = acp::ToolCallUpdateFields::new().content(vec![shown]);
+    let update =
+        acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call.to_owned(), fields));
+    link.out.notify(
+        "session/update",
+        acp::SessionNotification::new(session.clone(), update),
+    );
+    let on = |_: ()| acp::WaitForTerminalExitRequest::new(session.clone(), terminal.clone());
+    let wait = link.request::<_, acp::WaitForTerminalExitResponse>(
+        "terminal/wait_for_exit",
+        on(()),
+        timeout + FS_TIMEOUT,
+    );
+    let ended = tokio::select! {
+        exit = wait => Ended::Exited(exit.map_err(failed)?),
+        () = cancel.cancelled() => Ended::Aborted,
+        () = tokio::time::sleep(timeout) => Ended::TimedOut,
+    };
+    if !matches!(ended, Ended::Exited(_)) {
+        let kill = acp::KillTerminalRequest::new(session.clone(), terminal.clone());
+        let _: Result<Value, _> = link.request("terminal/kill", kill, FS_TIMEOUT).await;
+    }
+    let read = acp::TerminalOutputRequest::new(session.clone(), terminal.clone());
+    let output: Result<acp::TerminalOutputResponse, _> =
+        link.request("terminal/output", read, FS_TIMEOUT).await;
+    let release = acp::ReleaseTerminalRequest::new(session, terminal);
+    let _: Result<Value, _> = link.request("terminal/release", release, FS_TIMEOUT).await;
+    let output = output.map_err(failed)?;
+    let mut text = output.output;
+    if output.truncated {
+        text.insert_str(0, "[earlier output truncated]\n");
+    }
+    let text = if text.is_empty() {
+        "(no output)".to_owned()
+    } else {
+        text
+    };
+    match ended {
+        Ended::Aborted => Err(ToolError::new(format!("{text}\n\nCommand aborted"))),
+        Ended::TimedOut => Err(ToolError::new(format!(
+            "{text}\n\nCommand timed out after {} seconds",
+            timeout.as_secs_f64()
+        ))),
+        Ended::Exited(exit) => match exit.exit_status.exit_code {
+            Some(0) => Ok(AgentToolResult::text(text)),
+            Some(code) => Err(ToolError::new(format!(
+                "{text}\n\nCommand exited with code {code}"
+            ))),
+            None => Err(ToolError::new(format!(
+                "{text}\n\nCommand ended by signal {}",
+                exit.exit_status.signal.unwrap_or_default()
+            ))),
+        },
+    }
+}
+
+enum Ended {
+    Exited(acp::WaitForTerminalExitResponse),
+    Aborted,
+    TimedOut,
+}

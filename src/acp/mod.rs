@@ -1,0 +1,42 @@
+//! `agent-lsp acp`: an Agent Client Protocol (v1) agent over stdio, newline-delimited JSON-RPC,
+//! on the same session core as the daemon (`session_setup`). Types are the official schema
+//! crate's (`agent-client-protocol-schema`, pinned); the JSON-RPC loop and the ordered writer
+//! are the daemon's own (`server::jsonrpc`, `server::output`).
+//!
+//! Code map: `conn` (the loop and every method), `session` (one session: runs, follow-ups,
+//! mode, persistence), `updates` (pi's events → `session/update`, and the replay of
+//! `session/load`), `permission` (the `beforeToolCall` hook: mode, policy, memory,
+//! `session/request_permission`), `content` (prompt blocks → pi's), `options` (modes and
+//! config options), `client` (the client's file system and terminals as the tools' workspace
+//! and `bash`).
+
+mod client;
+mod conn;
+mod content;
+mod options;
+mod permission;
+mod session;
+mod updates;
+
+use std::time::Duration;
+
+pub use conn::{Conn, STEER};
+
+use crate::model_registry::EnvSource;
+use crate::server::Framing;
+use crate::server::output::Output;
+
+/// Serves ACP on stdin/stdout until stdin closes; logs go to stderr only.
+///
+/// The process exits from here: the runtime would otherwise wait on the blocking stdin reader.
+pub async fn serve_stdio() -> anyhow::Result<()> {
+    let output = Output::start(tokio::io::stdout(), Framing::Lines);
+    let conn = Conn::new(
+        output.clone(),
+        EnvSource::from_process(),
+        crate::provider::default_stream_fn(),
+    );
+    conn.serve(tokio::io::stdin()).await;
+    let _ = tokio::time::timeout(Duration::from_secs(3), output.drained()).await;
+    std::process::exit(0);
+}

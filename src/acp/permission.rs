@@ -1,0 +1,236 @@
+//! The `beforeToolCall` hook of ACP sessions: the session's mode, then the daemon's approval
+//! policy and "always" memory (`server::approval`), then `session/request_permission` with the
+//! four option kinds. A call that may run is marked `in_progress`; an `edit` or `write` keeps the
+//! file's text from before, so its final update carries the whole-file diff.
+//!
+//! Every failure to get an answer (an error reply, a disconnect, a cancelled turn) blocks the
+//! call with a reason saying why: a tool that must ask is never silently allowed.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use agent_client_protocol_schema::v1 as acp;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::acp::session::{AcpSession, Mode};
+use crate::acp::updates;
+use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult};
+use crate::server::approval::policy_for;
+use crate::server::outgoing::RequestError;
+use crate::server::protocol::{ApprovalPolicy, Decision};
+use crate::tools::{self, Workspace, WorkspaceError};
+
+/// How long a permission request waits for the user.
+const ASK_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+/// After `session/cancel`, how long the client has to answer `cancelled` before we stop waiting.
+const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+pub fn hook(session: Weak<AcpSession>) -> BeforeToolCallHook {
+    Arc::new(
+        move |ctx: BeforeToolCallContext, cancel: CancellationToken| {
+            let session = session.clone();
+            Box::pin(async move {
+                let Some(session) = session.upgrade() else {
+                    return Ok(Some(block("The session is closed".into())));
+                };
+                let verdict = decide(&session, &ctx, &cancel).await;
+                if verdict.is_none() {
+                    session
+                        .remember_before(&ctx.tool_call.id, &ctx.tool_call.name, &ctx.args)
+                        .await;
+                    let running =
+                        updates::status(&ctx.tool_call.id, acp::ToolCallStatus::InProgress);
+                    session.notify(running);
+                }
+                Ok(verdict)
+            })
+        },
+    )
+}
+
+fn block(reason: String) -> BeforeToolCallResult {
+    BeforeToolCallResult {
+        block: true,
+        reason: Some(reason),
+        terminate: false,
+        args: None,
+    }
+}
+
+/// Tools that change nothing: allowed in plan mode.
+fn is_read_only(session: &AcpSession, tool: &str) -> bool {
+    match session.tools.mcp_info(tool) {
+        Some(info) => info.kind == "read",
+        None => tools::is_read_only(tool),
+    }
+}
+
+async fn decide(
+    session: &Arc<AcpSession>,
+    ctx: &BeforeToolCallContext,
+    cancel: &CancellationToken,
+) -> Option<BeforeToolCallResult> {
+    let tool = ctx.tool_call.name.as_str();
+    let mode = session.mode();
+    if mode == Mode::Plan && !is_read_only(session, tool) {
+        return Some(block(format!(
+            "Tool \"{tool}\" was not run: the session is in plan mode, where nothing may be \
+             changed. Read and search, then present a plan; the user leaves plan mode to carry \
+             it out."
+        )));
+    }
+    let look = session.look();
+    let policy = match session.tools.mcp_info(tool) {
+        Some(info) => crate::server::ask::mcp_policy(&info, &Default::default(), tool),
+        None => policy_for(&Default::default(), tool),
+    };
+    let allowed_by_mode = match mode {
+        Mode::BypassPermissions => true,
+        Mode::AcceptEdits => look.kind(tool) == acp::ToolKind::Edit,
+        Mode::Default | Mode::Plan => false,
+    };
+    if policy == ApprovalPolicy::Allow || allowed_by_mode {
+        return None;
+    }
+    match session.memory().recall(tool, &ctx.args) {
+        Some(true) => return None,
+        Some(false) => {
+            return Some(block(format!(
+                "Tool \"{tool}\" was rejected for this session by the user"
+            )));
+        }
+        None => {}
+    }
+    let decision = match ask(session, ctx, cancel).await {
+        Ok(decision) => decision,
+        Err(reason) => return Some(block(reason)),
+    };
+    session.memory().remember(tool, &ctx.args, decision);
+    match decision {
+        Decision::Allow | Decision::AllowAlways => None,
+        Decision::Block | Decision::BlockAlways => {
+            Some(block(format!("The user rejected the {tool} call")))
+        }
+    }
+}
+
+const OPTIONS: [(&str, &str, acp::PermissionOptionKind, Decision); 4] = [
+    (
+        "allow_once",
+        "Allow",
+        acp::PermissionOptionKind::AllowOnce,
+        Decision::Allow,
+    ),
+    (
+        "allow_always",
+        "Always allow",
+        acp::PermissionOptionKind::AllowAlways,
+        Decision::AllowAlways,
+    ),
+    (
+        "reject_once",
+        "Reject",
+        acp::PermissionOptionKind::RejectOnce,
+        Decision::Block,
+    ),
+    (
+        "reject_always",
+        "Always reject",
+        acp::PermissionOptionKind::RejectAlways,
+        Decision::BlockAlways,
+    ),
+];
+
+/// Asks the client; the tool call carries the diff an `edit` or `write` would make.
+async fn ask(
+    session: &Arc<AcpSession>,
+    ctx: &BeforeToolCallContext,
+    cancel: &CancellationToken,
+) -> Result<Decision, String> {
+    let call = &ctx.tool_call;
+    let look = session.look();
+    let mut tool_call = look.as_update(&call.id, &call.name, &ctx.args);
+    if let Some(diff) = proposed_diff(&*session.workspace, &call.name, &ctx.args).await {
+        tool_call.fields.content = Some(vec![acp::ToolCallContent::Diff(diff)]);
+    }
+    let options = OPTIONS
+        .iter()
+        .map(|(id, name, kind, _)| acp::PermissionOption::new(*id, *name, *kind))
+        .collect();
+    let request = acp::RequestPermissionRequest::new(session.id.clone(), tool_call, options);
+    let never = CancellationToken::new();
+    let reply = session.out.request::<_, acp::RequestPermissionResponse>(
+        "session/request_permission",
+        request,
+        ASK_TIMEOUT,
+        &never,
+    );
+    tokio::pin!(reply);
+    // The client answers `cancelled` after `session/cancel`; we wait for it a little.
+    let reply = tokio::select! {
+        reply = &mut reply => reply,
+        () = cancel.cancelled() => tokio::time::timeout(CANCEL_GRACE, reply)
+            .await
+            .unwrap_or(Err(RequestError::Cancelled)),
+    };
+    let outcome = match reply {
+        Ok(response) => response.outcome,
+        Err(RequestError::Cancelled) => acp::RequestPermissionOutcome::Cancelled,
+        Err(e) => {
+            return Err(format!(
+                "Permission request failed ({e}): the tool call was not run"
+            ));
+        }
+    };
+    match outcome {
+        acp::RequestPermissionOutcome::Selected(selected) => OPTIONS
+            .iter()
+            .find(|(id, ..)| *id == &*selected.option_id.0)
+            .map(|(.., decision)| *decision)
+            .ok_or_else(|| {
+                format!(
+                    "The client chose an unknown permission option {:?}: the tool call was not run",
+                    selected.option_id.0
+                )
+            }),
+        _ => Err("The turn was cancelled before the tool call was approved".into()),
+    }
+}
+
+/// The file an `edit` or `write` works on, and its text now (`None`: it does not exist).
+pub async fn current_text(
+    ws: &dyn Workspace,
+    tool: &str,
+    args: &Value,
+) -> Option<(PathBuf, Option<String>)> {
+    if tool != "edit" && tool != "write" {
+        return None;
+    }
+    let path = args.get("path").and_then(Value::as_str)?;
+    let abs = ws.resolve(path).ok()?;
+    match ws.read(abs.clone()).await {
+        Ok(snapshot) => Some((abs, Some(lf_text(&snapshot.bytes)))),
+        Err(WorkspaceError::NotFound(_)) => Some((abs, None)),
+        Err(_) => None,
+    }
+}
+
+pub fn lf_text(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    tools::normalize_to_lf(tools::strip_bom(&text).1)
+}
+
+/// The whole-file diff an `edit` or `write` would make, computed without changing anything.
+async fn proposed_diff(ws: &dyn Workspace, tool: &str, args: &Value) -> Option<acp::Diff> {
+    let (abs, old) = current_text(ws, tool, args).await?;
+    let new = if tool == "write" {
+        tools::normalize_to_lf(args.get("content").and_then(Value::as_str)?)
+    } else {
+        let args = tools::prepare_edit_arguments(args.clone());
+        let edits = tools::parse_edits(&args).ok()?;
+        tools::apply_edits(old.as_deref()?, &edits, &abs.display().to_string()).ok()?
+    };
+    Some(updates::diff(&abs, old, new))
+}

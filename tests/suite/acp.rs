@@ -1,0 +1,10 @@
+//! `agent-lsp acp` driven by the official ACP TypeScript SDK (`tests/acp/client.mjs`), against
+//! the scripted mock model over loopback: what an ACP editor sees on the wire.
+
+mod support;
+
+mod client_tools;
+mod modes;
+mod permissions;
+mod prompts;
+mod sessions;

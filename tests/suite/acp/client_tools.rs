@@ -1,0 +1,128 @@
+//! The client's file system and terminals: reads see its buffers, edits arrive as
+//! `fs/write_text_file`, `bash` runs in its terminal (and cancel kills it).
+
+use serde_json::json;
+
+use super::support::{AcpEnv, steps};
+
+#[tokio::test]
+async fn reads_see_the_clients_buffer_and_edits_go_to_the_client() {
+    let env = AcpEnv::with_script(json!({"responses": [
+        {"toolCalls": [{"id": "r1", "name": "read", "arguments": {"path": "a.txt"}}]},
+        {"toolCalls": [{"id": "e1", "name": "edit", "arguments": {"path": "a.txt",
+            "edits": [{"oldText": "unsaved", "newText": "reviewed"}]}}]},
+        {"text": "done"}
+    ]}))
+    .await;
+    env.write("a.txt", "on disk\n");
+    let path = env.file("a.txt");
+    let t = env
+        .run(json!({
+            "client": {"fs": true, "buffers": {path.clone(): "unsaved text\n"}, "permissions": ["allow_once"]},
+            "steps": steps(&env, vec![json!({"op": "prompt", "text": "go", "as": "p"})]),
+        }))
+        .await;
+    assert_eq!(t.stop_reason("p"), "end_turn");
+    let read = t.tool_call("r1");
+    let text = read.last().unwrap()["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("unsaved text"), "{text}");
+    let writes = t.0["writes"].as_array().unwrap();
+    assert_eq!(writes.len(), 1);
+    assert_eq!(writes[0]["path"], path);
+    assert_eq!(writes[0]["content"], "reviewed text\n");
+    assert_eq!(
+        env.read("a.txt"),
+        "on disk\n",
+        "the disk is the client's business"
+    );
+    let done = t.tool_call("e1");
+    let diff = &done.last().unwrap()["content"][0];
+    assert_eq!(diff["oldText"], "unsaved text\n");
+    assert_eq!(diff["newText"], "reviewed text\n");
+    let note = env.mock.as_ref().unwrap().requests()[0].body.to_string();
+    assert!(
+        note.contains("grep, find and ls search the files on disk"),
+        "{note}"
+    );
+}
+
+#[tokio::test]
+async fn bash_runs_in_the_clients_terminal_and_cancel_kills_it() {
+    let env = AcpEnv::with_script(json!({"responses": [
+        {"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo from-terminal; exit 3"}}]},
+        {"toolCalls": [{"id": "b2", "name": "bash", "arguments": {"command": "sleep 30"}}]},
+        {"text": "unused"}
+    ]}))
+    .await;
+    let t = env
+        .run(json!({
+            "client": {"terminal": true, "permissions": ["allow_once", "allow_once"]},
+            "steps": steps(&env, vec![
+                json!({"op": "prompt", "text": "go", "as": "p", "wait": false}),
+                json!({"op": "until", "update": "tool_call_update", "count": 5}),
+                json!({"op": "sleep", "ms": 200}),
+                json!({"op": "cancel"}),
+                json!({"op": "await", "name": "p"}),
+            ]),
+        }))
+        .await;
+    assert_eq!(t.stop_reason("p"), "cancelled");
+    let terminals = t.0["terminals"].as_array().unwrap();
+    assert_eq!(terminals.len(), 2, "{terminals:?}");
+    assert_eq!(
+        terminals[0]["args"],
+        json!(["-c", "echo from-terminal; exit 3"])
+    );
+    assert_eq!(terminals[0]["cwd"], env.project().display().to_string());
+    assert!(terminals.iter().all(|t| t["released"] == true));
+    assert_eq!(terminals[1]["killed"], true);
+    let first = t.tool_call("b1");
+    let last = first.last().unwrap();
+    assert_eq!(last["status"], "failed");
+    assert_eq!(last["content"][0]["type"], "terminal");
+    let text = last["content"][1]["content"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("from-terminal") && text.contains("exited with code 3"),
+        "{text}"
+    );
+    assert_eq!(t.final_status("b2"), "failed");
+}
+
+#[tokio::test]
+async fn mcp_servers_from_session_new_lend_their_tools() {
+    let everything = crate::suite::mcp::npm_servers()
+        .join("@modelcontextprotocol/server-everything/dist/index.js");
+    let env = AcpEnv::with_script(json!({"responses": [
+        {"toolCalls": [{"id": "m1", "name": "everything__echo", "arguments": {"message": "from the model"}}]},
+        {"text": "echoed"}
+    ]}))
+    .await;
+    let server = json!({"name": "everything", "command": "node",
+                        "args": [everything.display().to_string()], "env": []});
+    let t = env
+        .run(json!({
+            "client": {"permissions": ["allow_once"]},
+            "steps": [
+                {"op": "initialize"},
+                {"op": "new", "cwd": env.project(), "mcpServers": [server]},
+                {"op": "prompt", "text": "echo it", "as": "p"},
+            ],
+        }))
+        .await;
+    assert_eq!(t.stop_reason("p"), "end_turn");
+    let asks = t.agent_requests("session/request_permission");
+    assert_eq!(asks.len(), 1, "MCP tools ask");
+    assert_eq!(t.final_status("m1"), "completed");
+    let call = t.tool_call("m1");
+    let text = call.last().unwrap()["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("from the model"), "{text}");
+    let declared = env.mock.as_ref().unwrap().requests()[0].body.to_string();
+    assert!(
+        declared.contains("everything__echo"),
+        "the model was offered the tool"
+    );
+}
