@@ -104,7 +104,27 @@ export type AgentEvent =
   | { type: 'queue_update'; steering: QueuedMessage[]; followUp: QueuedMessage[] }
   | { type: 'agent_settled'; aborted: boolean; stopReason?: LoopGuardKind }
   | ({ type: 'model_update' } & LiveSettings)
-  | { type: 'loop_guard'; guard: LoopGuardKind; action: 'warned' | 'stopped'; count: number; toolName?: string; message: string };
+  | { type: 'loop_guard'; guard: LoopGuardKind; action: 'warned' | 'stopped'; count: number; toolName?: string; message: string }
+  | { type: 'commands_update'; commands: CommandInfo[] }
+  | { type: 'command_error'; command: string; message: string }
+  | { type: 'compaction_start'; reason: CompactionReason }
+  | { type: 'compaction_end'; reason: CompactionReason; result?: CompactionResult; aborted: boolean; willRetry: boolean; errorMessage?: string };
+
+/** One slash command (`agent/listCommands`, `commands_update`; §3.14). */
+export interface CommandInfo { name: string; description: string; source: 'builtin' | 'prompt' | 'skill' | 'mcp'; argumentHint?: string }
+/** Why a compaction ran (§3.15). */
+export type CompactionReason = 'manual' | 'threshold' | 'overflow';
+/** pi's `CompactionResult`: the result of `agent/compact` and of `compaction_end`. */
+export interface CompactionResult {
+  summary: string;
+  firstKeptEntryId: string;
+  tokensBefore: number;
+  estimatedTokensAfter: number;
+  usage?: Usage;
+  details: { readFiles: string[]; modifiedFiles: string[] };
+}
+/** `agent/compact` params. */
+export interface CompactParams { sessionId: string; instructions?: string }
 
 /** `$/agentEvent` notification params. */
 export interface AgentEventParams { sessionId: string; runId: string | null; seq: number; event: AgentEvent }
@@ -234,7 +254,7 @@ export interface ForkSessionResult { sessionId: string; cwd: string; text: strin
 export interface RenameSessionParams { sessionId: string; name: string }
 
 /** JSON-RPC error codes of §3. */
-export const ErrorCodes = { parseError: -32700, invalidRequest: -32600, invalidParams: -32602, methodNotFound: -32601, agentBusy: -32001, notInitialized: -32002, noModel: -32003 } as const;
+export const ErrorCodes = { parseError: -32700, invalidRequest: -32600, invalidParams: -32602, methodNotFound: -32601, agentBusy: -32001, notInitialized: -32002, noModel: -32003, compactionFailed: -32004 } as const;
 
 /** `initializationOptions` (§1.1). */
 export interface InitializationOptions {
@@ -290,6 +310,7 @@ export const Methods = {
   forkSession: 'agent/forkSession',
   renameSession: 'agent/renameSession',
   listCommands: 'agent/listCommands',
+  compact: 'agent/compact',
   diagnostics: 'agent/diagnostics',
   event: '$/agentEvent',
   beforeToolCall: 'agent/beforeToolCall',

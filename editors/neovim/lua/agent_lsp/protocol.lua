@@ -31,6 +31,7 @@ M.methods = {
   fork_session = "agent/forkSession",
   rename_session = "agent/renameSession",
   list_commands = "agent/listCommands",
+  compact = "agent/compact",
 }
 
 --- Client -> server notifications. `agent/diagnostics {uri, diagnostics: lsp.Diagnostic[]}`
@@ -76,6 +77,7 @@ M.errors = {
   agent_busy = -32001,
   not_initialized = -32002,
   no_model = -32003,
+  compaction_failed = -32004,
 }
 
 --- `agent/beforeToolCall.preview` types: `{type="diff", path, diff}`, `{type="command", command, cwd}`.
@@ -87,6 +89,10 @@ M.session_events = {
   agent_settled = "agent_settled",
   model_update = "model_update",
   loop_guard = "loop_guard",
+  commands_update = "commands_update",
+  command_error = "command_error",
+  compaction_start = "compaction_start",
+  compaction_end = "compaction_end",
 }
 
 --- Shapes (protocol.md):
@@ -106,6 +112,7 @@ M.session_events = {
 ---   agent/forkSession {sessionId, messageId} -> {sessionId, cwd, text}
 ---   agent/renameSession {sessionId, name} -> {sessionId, name}
 ---   agent/listCommands {sessionId} -> {commands: [{name, description, source, argumentHint?}]}
+---   agent/compact     {sessionId, instructions?} -> {summary, firstKeptEntryId, tokensBefore, estimatedTokensAfter, usage?, details}   (after compaction_start/compaction_end)
 ---   agent/getMessages {sessionId} -> {sessionId, messages}
 ---   agent/getDocument {uri} -> {uri, version, text}   (the daemon's mirror of an open document)
 ---   $/agentEvent      {sessionId, runId, seq, event}
