@@ -4,7 +4,7 @@
 //! installs it).
 //!
 //! `cargo bench --bench agent [-- [SCENARIO…] [--reps N] [--quick] [--edits N] [--markdown FILE]]`
-//! (SCENARIO: 1 cold, 2 stream, 4 turns, 5 daemon edits, 6 daemon sessions, 7 resume; default
+//! (SCENARIO: 1 cold, 2 stream, 4 turns, 5 daemon edits, 6 daemon sessions, 7 resume, 8 ACP; default
 //! all; 3 was retired with its bar). `--quick` uses the smoke sizes. Exits 1 when a bar is
 //! missed.
 //! Without `--bench` (as `cargo test --all-targets` runs it) it only says how to run it. The
@@ -25,7 +25,7 @@ use kit::{Ctx, Pi, floor};
 /// a resume) before the long ratio scenario 2. After a minute of both cores busy, this VM runs
 /// slower for a while; a ratio to a floor taken in the same moment absorbs that, an absolute
 /// time does not (BENCH.md, "Machine and conditions").
-const SCENARIOS: [&str; 6] = ["1", "4", "5", "7", "2", "6"];
+const SCENARIOS: [&str; 7] = ["1", "4", "5", "7", "2", "6", "8"];
 
 struct Options {
     scenarios: Vec<String>,
@@ -177,6 +177,13 @@ fn scenario_report(ctx: &Ctx, scenario: &str, options: &Options) -> anyhow::Resu
             kit::s6_sessions::run(ctx, size)
         }
         "7" => kit::s7_resume::run(ctx, pick(kit::s7_resume::FULL_MESSAGES, 200)),
+        "8" => {
+            let size = kit::s2_stream::Size {
+                deltas: pick(kit::s2_stream::FULL.deltas, 2_000),
+                ..kit::s2_stream::FULL
+            };
+            kit::s8_acp::run(ctx, size)
+        }
         other => bail!("no scenario {other}"),
     }
 }

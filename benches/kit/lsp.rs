@@ -222,17 +222,7 @@ impl Daemon {
 
     /// CPU time the daemon has used so far (all threads), from `/proc/PID/stat`.
     pub fn cpu(&self) -> anyhow::Result<Duration> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))?;
-        // The fields after the command name (which may hold spaces) in parentheses; utime and
-        // stime are fields 14 and 15, in USER_HZ ticks (100 per second on Linux).
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .map(|(_, rest)| rest.split_whitespace().collect())
-            .unwrap_or_default();
-        let ticks = |i: usize| -> anyhow::Result<u64> {
-            Ok(fields.get(i).context("a short /proc stat line")?.parse()?)
-        };
-        Ok(Duration::from_millis((ticks(11)? + ticks(12)?) * 10))
+        process_cpu(self.pid())
     }
 
     /// Peak and current resident set of the daemon (KiB), from `/proc`.
@@ -340,6 +330,21 @@ impl EventCheck {
         self.anomalies += unused.len();
         Ok(())
     }
+}
+
+/// CPU time process `pid` has used so far (all threads), from `/proc/PID/stat`.
+pub fn process_cpu(pid: u32) -> anyhow::Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The fields after the command name (which may hold spaces) in parentheses; utime and
+    // stime are fields 14 and 15, in USER_HZ ticks (100 per second on Linux).
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| -> anyhow::Result<u64> {
+        Ok(fields.get(i).context("a short /proc stat line")?.parse()?)
+    };
+    Ok(Duration::from_millis((ticks(11)? + ticks(12)?) * 10))
 }
 
 pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {

@@ -8,6 +8,7 @@
 // Each of the two targets that include this kit uses a different subset of it.
 #![allow(dead_code)]
 
+pub mod acp;
 pub mod floor;
 pub mod lsp;
 pub mod measure;
@@ -19,6 +20,7 @@ pub mod s4_turns;
 pub mod s5_edits;
 pub mod s6_sessions;
 pub mod s7_resume;
+pub mod s8_acp;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -6,13 +6,22 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
+
+/// One relayed exchange: when the client's request began, when the mock's first response
+/// bytes and its last were passed on.
+#[derive(Clone, Copy, Debug)]
+pub struct Exchange {
+    pub request: Instant,
+    pub first_byte: Instant,
+    pub end: Instant,
+}
 
 /// The relay; it runs until the process ends (it holds only loopback sockets).
 pub struct Relay {
     port: u16,
-    ends: Arc<Mutex<Vec<Instant>>>,
+    exchanges: Arc<Mutex<Vec<Exchange>>>,
 }
 
 impl Relay {
@@ -20,22 +29,22 @@ impl Relay {
     pub fn start(target: String) -> anyhow::Result<Relay> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let port = listener.local_addr()?.port();
-        let ends = Arc::new(Mutex::new(Vec::new()));
-        let record = ends.clone();
+        let exchanges = Arc::new(Mutex::new(Vec::new()));
+        let record = exchanges.clone();
         std::thread::spawn(move || {
             for client in listener.incoming().flatten() {
                 let target = target.clone();
                 let record = record.clone();
                 std::thread::spawn(move || {
-                    if let Ok(end) = relay(client, &target)
-                        && let Ok(mut ends) = record.lock()
+                    if let Ok(exchange) = relay(client, &target)
+                        && let Ok(mut all) = record.lock()
                     {
-                        ends.push(end);
+                        all.push(exchange);
                     }
                 });
             }
         });
-        Ok(Relay { port, ends })
+        Ok(Relay { port, exchanges })
     }
 
     pub fn openai_base_url(&self) -> String {
@@ -44,34 +53,61 @@ impl Relay {
 
     /// When each response stream's last bytes were passed on, in order.
     pub fn ends(&self) -> Vec<Instant> {
-        self.ends.lock().map(|e| e.clone()).unwrap_or_default()
+        self.exchanges().iter().map(|e| e.end).collect()
+    }
+
+    /// Every exchange so far, in the order they ended.
+    pub fn exchanges(&self) -> Vec<Exchange> {
+        self.exchanges.lock().map(|e| e.clone()).unwrap_or_default()
     }
 }
 
-/// Copies both ways; returns the instant the server's last bytes were passed on.
-fn relay(client: TcpStream, target: &str) -> std::io::Result<Instant> {
+/// Copies both ways; returns the exchange's instants.
+fn relay(client: TcpStream, target: &str) -> std::io::Result<Exchange> {
     let server = TcpStream::connect(target)?;
     client.set_nodelay(true)?;
     server.set_nodelay(true)?;
     let (mut up_from, mut up_to) = (client.try_clone()?, server.try_clone()?);
+    // The request's first bytes: set by the upstream copy, read once the response ended (the
+    // client may keep its side open, so that copy is not waited for).
+    let requested = Arc::new(OnceLock::new());
+    let set = requested.clone();
     std::thread::spawn(move || {
-        let _ = copy(&mut up_from, &mut up_to);
+        let _ = copy(&mut up_from, &mut up_to, |at| {
+            let _ = set.set(at);
+        });
         let _ = up_to.shutdown(Shutdown::Write);
     });
     let (mut down_from, mut down_to) = (server, client);
-    let end = copy(&mut down_from, &mut down_to)?;
+    let mut first_byte = None;
+    let end = copy(&mut down_from, &mut down_to, |at| first_byte = Some(at))?;
     let _ = down_to.shutdown(Shutdown::Write);
-    Ok(end)
+    let first_byte = first_byte.unwrap_or(end);
+    let request = requested.get().copied().unwrap_or(first_byte);
+    Ok(Exchange {
+        request,
+        first_byte,
+        end,
+    })
 }
 
-/// Copies to end of stream; returns when the last bytes were written on.
-fn copy(from: &mut TcpStream, to: &mut TcpStream) -> std::io::Result<Instant> {
+/// Copies to end of stream; tells `first` when the first bytes were read, returns when the
+/// last were written on.
+fn copy(
+    from: &mut TcpStream,
+    to: &mut TcpStream,
+    first: impl FnOnce(Instant),
+) -> std::io::Result<Instant> {
     let mut buf = vec![0u8; 64 * 1024];
+    let mut first = Some(first);
     let mut last = Instant::now();
     loop {
         let n = from.read(&mut buf)?;
         if n == 0 {
             return Ok(last);
+        }
+        if let Some(first) = first.take() {
+            first(Instant::now());
         }
         to.write_all(&buf[..n])?;
         last = Instant::now();

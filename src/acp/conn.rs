@@ -60,11 +60,16 @@ pub struct Conn {
     sessions: Mutex<HashMap<String, Arc<AcpSession>>>,
 }
 
-/// A handler's answer: now, or later from the run (`session/prompt`).
+/// A handler's answer: now, or later from the run (`session/prompt`), or now followed by the
+/// session's `available_commands_update` (`session/new`, `load`, `resume`).
 enum Reply {
     Now(Result<Value, ResponseError>),
     Later,
+    Opened(Opened),
 }
+
+/// An opened session's answer, with the session.
+type Opened = Result<(Value, Arc<AcpSession>), ResponseError>;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -111,8 +116,12 @@ impl Conn {
         while let Some(message) = reader.next().await {
             match message {
                 Incoming::Request { id, method, params } => {
-                    if let Reply::Now(result) = self.request(&id, &method, params).await {
-                        self.out.output().send(&Response::new(Some(&id), result));
+                    match self.request(&id, &method, params).await {
+                        Reply::Now(result) => {
+                            self.out.output().send(&Response::new(Some(&id), result));
+                        }
+                        Reply::Later => {}
+                        Reply::Opened(opened) => self.opened(&id, opened),
                     }
                 }
                 Incoming::Notification { method, params } => self.notification(&method, params),
@@ -137,6 +146,19 @@ impl Conn {
         self.hub.shutdown().await;
     }
 
+    /// Answers an opened session, then lists its commands (the client knows the session by
+    /// then).
+    fn opened(&self, id: &Id, opened: Opened) {
+        let (result, session) = match opened {
+            Ok((value, session)) => (Ok(value), Some(session)),
+            Err(e) => (Err(e), None),
+        };
+        self.out.output().send(&Response::new(Some(id), result));
+        if let Some(session) = session {
+            session.announce_commands();
+        }
+    }
+
     async fn request(self: &Arc<Self>, id: &Id, method: &str, p: Value) -> Reply {
         let now = |result| Reply::Now(result);
         match method {
@@ -144,12 +166,12 @@ impl Conn {
             "authenticate" => now(Err(ResponseError::invalid_params(
                 "agent-lsp has no authentication methods: keys come from its environment",
             ))),
-            "session/new" => now(params(p).and_then(|p| self.new_session(p))),
-            "session/load" => now(match params(p) {
+            "session/new" => Reply::Opened(params(p).and_then(|p| self.new_session(p))),
+            "session/load" => Reply::Opened(match params(p) {
                 Ok(p) => self.load_session(p).await,
                 Err(e) => Err(e),
             }),
-            "session/resume" => now(params(p).and_then(|p| self.resume_session(p))),
+            "session/resume" => Reply::Opened(params(p).and_then(|p| self.resume_session(p))),
             "session/list" => now(params(p).and_then(|p| self.list_sessions(p))),
             "session/close" => now(match params(p) {
                 Ok(p) => self.close_session(p).await,
@@ -277,7 +299,7 @@ impl Conn {
         }
         let id = lock(&assembled.record).id().to_owned();
         let _ = link.session_id.set(id);
-        let session = AcpSession::create(link, assembled);
+        let session = AcpSession::create(link, assembled, self.env.clone());
         lock(&self.sessions).insert(session.id.clone(), session.clone());
         Ok(session)
     }
@@ -289,7 +311,7 @@ impl Conn {
         })
     }
 
-    fn new_session(&self, request: acp::NewSessionRequest) -> Result<Value, ResponseError> {
+    fn new_session(&self, request: acp::NewSessionRequest) -> Opened {
         let record = RecordChoice::New(self.store());
         let session = self.open(
             request.cwd,
@@ -299,7 +321,7 @@ impl Conn {
         )?;
         let mut answer = self.session_state(&session);
         answer["sessionId"] = Value::from(session.id.clone());
-        Ok(answer)
+        Ok((answer, session))
     }
 
     /// Opens a stored session by id (already open: the live one).
@@ -323,7 +345,7 @@ impl Conn {
     }
 
     /// `session/load`: replays the conversation as updates, then answers.
-    async fn load_session(&self, request: acp::LoadSessionRequest) -> Result<Value, ResponseError> {
+    async fn load_session(&self, request: acp::LoadSessionRequest) -> Opened {
         let session = self.reopen(
             &request.session_id,
             request.cwd,
@@ -334,18 +356,18 @@ impl Conn {
         for update in updates::replay(&messages, &session.look()) {
             session.notify(update);
         }
-        Ok(self.session_state(&session))
+        Ok((self.session_state(&session), session))
     }
 
     /// `session/resume`: the session again, without replay.
-    fn resume_session(&self, request: acp::ResumeSessionRequest) -> Result<Value, ResponseError> {
+    fn resume_session(&self, request: acp::ResumeSessionRequest) -> Opened {
         let session = self.reopen(
             &request.session_id,
             request.cwd,
             request.additional_directories,
             &request.mcp_servers,
         )?;
-        Ok(self.session_state(&session))
+        Ok((self.session_state(&session), session))
     }
 
     fn list_sessions(&self, request: acp::ListSessionsRequest) -> Result<Value, ResponseError> {
@@ -388,7 +410,7 @@ impl Conn {
         if blocks.is_empty() {
             return Err(ResponseError::invalid_params("the prompt has no content"));
         }
-        session.prompt(id.clone(), blocks);
+        session.submit(id.clone(), blocks);
         Ok(())
     }
 

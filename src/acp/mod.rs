@@ -11,6 +11,7 @@
 //! and `bash`).
 
 mod client;
+mod commands;
 mod conn;
 mod content;
 mod options;

@@ -24,12 +24,14 @@ use crate::agent::message::{
     AgentMessage, ContentBlock, MessageContent, StopReason, UserMessage, now_ms,
 };
 use crate::agent::{Agent, AgentHooks, RunHandle, RunOutcome};
+use crate::model_registry::EnvSource;
 use crate::server::approval::ApprovalMemory;
 use crate::server::jsonrpc::{Id, Response, ResponseError};
 use crate::server::outgoing::Outgoing;
 use crate::session::SessionFile;
 use crate::session_setup::{
-    AssembledSession, LoopGuard, SessionControls, SessionTools, SharedRecord,
+    AssembledSession, Compactor, LoopGuard, SessionCommands, SessionControls, SessionTools,
+    SharedRecord,
 };
 use crate::tools::Workspace;
 
@@ -88,7 +90,17 @@ struct Turn {
     current: Option<Id>,
     /// Prompts given to the run as follow-ups, not yet taken by it, in order.
     waiting: VecDeque<Id>,
+    /// A `/compact` is running (prompts are refused until it answered).
+    compacting: bool,
 }
+
+/// What a prompt gets while a `/compact` runs.
+const COMPACTING: &str =
+    "a compaction (/compact) is running in this session: send the prompt after its answer";
+
+/// What `/compact` gets while a turn runs.
+const COMPACT_BUSY: &str =
+    "cannot compact while a turn is running: cancel it or wait for its answer";
 
 pub struct AcpSession {
     pub id: String,
@@ -99,6 +111,13 @@ pub struct AcpSession {
     pub tools: Arc<SessionTools>,
     pub controls: Arc<SessionControls>,
     pub guard: Arc<LoopGuard>,
+    /// The session's slash commands (templates, skills, built-ins).
+    pub commands: SessionCommands,
+    pub compactor: Arc<Compactor>,
+    /// Where the model list of the config options comes from.
+    pub env: EnvSource,
+    /// Whether its MCP servers' prompts are followed already (once per session).
+    pub(super) following_commands: std::sync::atomic::AtomicBool,
     memory: Mutex<ApprovalMemory>,
     mode: Mutex<Mode>,
     record: SharedRecord,
@@ -116,7 +135,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl AcpSession {
     /// Builds the session's agent with the ACP approval hook and the listener that shows its
     /// events as `session/update`s.
-    pub fn create(link: Arc<SessionLink>, session: AssembledSession) -> Arc<AcpSession> {
+    pub fn create(
+        link: Arc<SessionLink>,
+        session: AssembledSession,
+        env: EnvSource,
+    ) -> Arc<AcpSession> {
         let AssembledSession {
             options,
             record,
@@ -125,6 +148,7 @@ impl AcpSession {
             controls,
             guard,
             compactor,
+            commands,
             ..
         } = session;
         let id = lock(&record).id().to_owned();
@@ -158,6 +182,10 @@ impl AcpSession {
                 tools,
                 controls,
                 guard,
+                commands,
+                compactor,
+                env,
+                following_commands: Default::default(),
                 memory: Mutex::default(),
                 mode: Mutex::new(Mode::Default),
                 record,
@@ -198,7 +226,7 @@ impl AcpSession {
         self.out.notify("session/update", notification);
     }
 
-    fn answer(&self, id: &Id, result: Result<Value, ResponseError>) {
+    pub(super) fn answer(&self, id: &Id, result: Result<Value, ResponseError>) {
         self.out.output().send(&Response::new(Some(id), result));
     }
 
@@ -207,6 +235,9 @@ impl AcpSession {
     pub fn prompt(self: &Arc<Self>, id: Id, blocks: Vec<ContentBlock>) {
         let message = self.user_message(blocks);
         let mut turn = lock(&self.turn);
+        if turn.compacting {
+            return self.answer(&id, Err(ResponseError::invalid_params(COMPACTING)));
+        }
         if turn.running {
             self.agent.follow_up(message);
             turn.waiting.push_back(id);
@@ -249,6 +280,28 @@ impl AcpSession {
     /// `session/cancel`: aborts the run; its prompts are answered `cancelled` once it settled.
     pub fn cancel(&self) {
         self.agent.abort();
+        self.compactor.abort();
+    }
+
+    /// Reserves the session for a `/compact`: refused while a turn or another compaction runs.
+    pub(super) fn begin_compaction(&self) -> Result<(), ResponseError> {
+        let mut turn = lock(&self.turn);
+        if turn.running || turn.compacting {
+            let busy = if turn.running {
+                COMPACT_BUSY
+            } else {
+                COMPACTING
+            };
+            return Err(ResponseError::invalid_params(busy));
+        }
+        turn.compacting = true;
+        self.idle.send_replace(false);
+        Ok(())
+    }
+
+    pub(super) fn end_compaction(&self) {
+        lock(&self.turn).compacting = false;
+        self.idle.send_replace(true);
     }
 
     pub async fn wait_idle(&self) {
@@ -417,7 +470,7 @@ fn first_line(content: &MessageContent) -> Option<String> {
         .filter(|l| !l.is_empty())
 }
 
-fn stop_value(reason: acp::StopReason) -> Value {
+pub(super) fn stop_value(reason: acp::StopReason) -> Value {
     serde_json::to_value(acp::PromptResponse::new(reason)).unwrap_or_default()
 }
 

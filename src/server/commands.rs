@@ -13,7 +13,7 @@ use crate::server::protocol::{
 };
 use crate::server::session_table::{SessionTable, busy_or_agent};
 use crate::session_setup::commands::{BuiltinOutcome, run_model};
-use crate::session_setup::{Builtin, CommandInfo, Expansion};
+use crate::session_setup::{Builtin, CommandInfo, Expansion, SessionCommands, SessionTools};
 
 type Result<T> = std::result::Result<T, ResponseError>;
 
@@ -37,27 +37,27 @@ pub enum Prepared {
 
 /// The session's commands now: built-ins, templates, skills, its MCP servers' prompts.
 pub fn commands_of(session: &LiveSession) -> Vec<CommandInfo> {
-    let mcp = session
-        .tools
-        .mcp
-        .prompts()
-        .into_iter()
-        .map(|(server, prompt)| {
-            let hint = (prompt.arguments.unwrap_or_default().iter())
-                .map(|a| match a.required {
-                    Some(true) => format!("<{}>", a.name),
-                    _ => format!("[{}]", a.name),
-                })
-                .collect::<Vec<_>>()
-                .join(" ");
-            CommandInfo {
-                name: format!("{server}:{}", prompt.name),
-                description: (prompt.description.or(prompt.title)).unwrap_or_default(),
-                source: "mcp",
-                argument_hint: Some(hint).filter(|h| !h.is_empty()),
-            }
-        });
-    session.commands.list(mcp)
+    list_commands(&session.commands, &session.tools)
+}
+
+/// Built-ins, templates, skills and the MCP servers' prompts of a session, for every front end.
+pub fn list_commands(commands: &SessionCommands, tools: &SessionTools) -> Vec<CommandInfo> {
+    let mcp = tools.mcp.prompts().into_iter().map(|(server, prompt)| {
+        let hint = (prompt.arguments.unwrap_or_default().iter())
+            .map(|a| match a.required {
+                Some(true) => format!("<{}>", a.name),
+                _ => format!("[{}]", a.name),
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        CommandInfo {
+            name: format!("{server}:{}", prompt.name),
+            description: (prompt.description.or(prompt.title)).unwrap_or_default(),
+            source: "mcp",
+            argument_hint: Some(hint).filter(|h| !h.is_empty()),
+        }
+    });
+    commands.list(mcp)
 }
 
 impl SessionTable {
@@ -169,27 +169,38 @@ impl LiveSession {
     /// Follows the session's commands: a `commands_update` whenever its MCP servers' prompts
     /// change the set.
     pub fn watch_commands(self: &Arc<Self>) {
-        if self.tools.mcp.is_empty() {
-            return;
-        }
-        let weak = Arc::downgrade(self);
-        let mut watch = self.tools.mcp.watch();
-        let mut last = commands_of(self);
-        tokio::spawn(async move {
-            loop {
-                watch.changed().await;
-                let Some(session) = weak.upgrade() else {
-                    return;
-                };
-                let now = commands_of(&session);
-                if now != last {
-                    let event = SessionEvent::CommandsUpdate {
-                        commands: now.clone(),
-                    };
-                    session.emitter.emit(None, EventBody::Session(event));
-                    last = now;
-                }
-            }
+        follow_commands(self, &self.tools, commands_of, |session, commands| {
+            let event = SessionEvent::CommandsUpdate { commands };
+            session.emitter.emit(None, EventBody::Session(event));
         });
     }
+}
+
+/// Calls `changed` whenever the MCP servers' prompts change the session's commands (`list`),
+/// until the session is dropped; nothing to follow without MCP servers.
+pub fn follow_commands<S: Send + Sync + 'static>(
+    session: &Arc<S>,
+    tools: &SessionTools,
+    list: fn(&S) -> Vec<CommandInfo>,
+    changed: fn(&S, Vec<CommandInfo>),
+) {
+    if tools.mcp.is_empty() {
+        return;
+    }
+    let weak = Arc::downgrade(session);
+    let mut watch = tools.mcp.watch();
+    let mut last = list(session);
+    tokio::spawn(async move {
+        loop {
+            watch.changed().await;
+            let Some(session) = weak.upgrade() else {
+                return;
+            };
+            let now = list(&session);
+            if now != last {
+                changed(&session, now.clone());
+                last = now;
+            }
+        }
+    });
 }

@@ -4,6 +4,7 @@
 mod support;
 
 mod client_tools;
+mod commands;
 mod modes;
 mod permissions;
 mod prompts;

@@ -58,6 +58,22 @@ fn scenario_2_streamed_answer() {
 }
 
 #[test]
+fn scenario_8_acp_first_chunk_and_streamed_answer() {
+    let size = kit::s2_stream::Size {
+        deltas: 500,
+        delta_bytes: 4,
+    };
+    let report = kit::s8_acp::run(&ctx(), size).unwrap();
+    assert_measured(&report);
+    bar(
+        &report,
+        "ACP prompt → first chunk, above the mock's first byte",
+    );
+    bar(&report, "ACP wall / floor wall");
+    bar(&report, "ACP CPU per delta");
+}
+
+#[test]
 fn scenario_4_tool_turns() {
     let report = kit::s4_turns::run(&ctx(), 3).unwrap();
     assert_measured(&report);

@@ -217,7 +217,8 @@ impl Transcript {
     /// ACP's ordering rules, on the raw wire: every client request gets exactly one response;
     /// a `session/update` arrives only while one of its session's requests is open (so every
     /// update of a turn precedes the turn's response), and never for a new session before the
-    /// response that created it.
+    /// response that created it. `available_commands_update` is the one update that belongs
+    /// to no turn: it follows the response that opened the session, and MCP prompts arriving.
     fn check_ordering(&self) {
         let mut open: HashMap<String, Option<String>> = HashMap::new();
         let mut known: HashSet<String> = HashSet::new();
@@ -243,7 +244,12 @@ impl Transcript {
                     let busy = open
                         .values()
                         .any(|s| s.as_deref() == Some(session.as_str()));
-                    assert!(busy, "an update outside any request of its session: {msg}");
+                    let any_time =
+                        msg["params"]["update"]["sessionUpdate"] == "available_commands_update";
+                    assert!(
+                        busy || any_time,
+                        "an update outside any request of its session: {msg}"
+                    );
                 }
                 // A response from the agent (a `null` id answers a line that was no message).
                 (Some("in"), None, Some(id)) if id != "null" => {
@@ -305,5 +311,15 @@ fn the_ordering_check_catches_late_updates_and_missing_answers() {
     assert!(
         !check(vec![&request, &update, &answer]),
         "an update of an unknown session"
+    );
+    let commands = json!({"dir": "in", "msg": {"jsonrpc": "2.0", "method": "session/update",
+        "params": {"sessionId": "s", "update": {"sessionUpdate": "available_commands_update"}}}});
+    assert!(
+        check(vec![&load, &loaded, &commands]),
+        "commands at any time"
+    );
+    assert!(
+        !check(vec![&request, &commands, &answer]),
+        "commands of an unknown session"
     );
 }

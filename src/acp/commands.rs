@@ -1,0 +1,177 @@
+//! Slash commands in ACP sessions: a prompt starting with `/name args` goes through the same
+//! expansion as the daemon's (templates, `/skill:name`, MCP prompts); the built-ins `/model`
+//! and `/compact` are answered here, and the command list goes out as
+//! `available_commands_update`.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use agent_client_protocol_schema::v1 as acp;
+use tokio_util::sync::CancellationToken;
+
+use crate::acp::options;
+use crate::acp::session::{AcpSession, stop_value};
+use crate::acp::updates::text_block;
+use crate::agent::message::{ContentBlock, TextContent};
+use crate::compaction::CompactionResult;
+use crate::server::commands::{follow_commands, list_commands};
+use crate::server::jsonrpc::{Id, ResponseError};
+use crate::session_setup::commands::{BuiltinOutcome, run_model};
+use crate::session_setup::{Builtin, CommandInfo, CompactError, Expansion};
+
+impl AcpSession {
+    /// `session/prompt`: expands a command, runs a built-in, or prompts.
+    pub fn submit(self: &Arc<Self>, id: Id, mut blocks: Vec<ContentBlock>) {
+        let Some(ContentBlock::Text(first)) = blocks.first_mut() else {
+            return self.prompt(id, blocks);
+        };
+        let mcp = &self.tools.mcp;
+        match self
+            .commands
+            .expand(&first.text, |s, p| mcp.has_prompt(s, p))
+        {
+            Expansion::Text(text) => {
+                first.text = text;
+                self.prompt(id, blocks);
+            }
+            Expansion::Builtin(Builtin::Model { spec }) => self.model_command(id, spec),
+            Expansion::Builtin(Builtin::Compact { instructions }) => {
+                self.compact_command(id, instructions)
+            }
+            Expansion::Mcp {
+                server,
+                prompt,
+                args,
+            } => {
+                let session = self.clone();
+                tokio::spawn(async move {
+                    match session.tools.mcp.get_prompt(&server, &prompt, &args).await {
+                        Ok(text) => {
+                            blocks[0] = ContentBlock::Text(TextContent {
+                                text,
+                                text_signature: None,
+                            });
+                            session.prompt(id, blocks);
+                        }
+                        Err(message) => session.answer(
+                            &id,
+                            Err(ResponseError::internal(format!(
+                                "/{server}:{prompt}: {message}"
+                            ))),
+                        ),
+                    }
+                });
+            }
+        }
+    }
+
+    /// `/model [provider/id]`: says the model (after the switch), updates the config options.
+    fn model_command(&self, id: Id, spec: Option<String>) {
+        let outcome = run_model(
+            spec.as_deref(),
+            &self.agent,
+            &mut self.record(),
+            &self.controls,
+        );
+        let settings = match outcome {
+            Ok(BuiltinOutcome::Model(settings)) => settings,
+            Ok(_) => return self.answer(&id, Ok(stop_value(acp::StopReason::EndTurn))),
+            Err(e) => return self.answer(&id, Err(ResponseError::invalid_params(e.to_string()))),
+        };
+        let verb = if spec.is_some() {
+            "Switched to"
+        } else {
+            "Model:"
+        };
+        let text = format!(
+            "{verb} {}/{} (thinking: {})",
+            settings.model.provider,
+            settings.model.id,
+            settings.thinking_level.as_str()
+        );
+        self.say(&text);
+        if spec.is_some() {
+            let config = options::config_options(self, &self.env);
+            let update = acp::ConfigOptionUpdate::new(config);
+            self.notify(acp::SessionUpdate::ConfigOptionUpdate(update));
+        }
+        self.answer(&id, Ok(stop_value(acp::StopReason::EndTurn)));
+    }
+
+    /// `/compact [instructions]`: runs the compactor, shows its summary, answers `end_turn`
+    /// (`cancelled` after `session/cancel`).
+    fn compact_command(self: &Arc<Self>, id: Id, instructions: Option<String>) {
+        if let Err(e) = self.begin_compaction() {
+            return self.answer(&id, Err(e));
+        }
+        let compaction = crate::session_setup::commands::compact(
+            &self.compactor,
+            instructions,
+            &CancellationToken::new(),
+        );
+        let session = self.clone();
+        tokio::spawn(async move {
+            let done = compaction.await;
+            let answer = match done {
+                Ok(result) => {
+                    session.say(&summary_text(&result));
+                    Ok(stop_value(acp::StopReason::EndTurn))
+                }
+                Err(CompactError::Aborted) => Ok(stop_value(acp::StopReason::Cancelled)),
+                Err(e) => Err(compact_error(e)),
+            };
+            session.end_compaction();
+            session.answer(&id, answer);
+        });
+    }
+
+    /// An agent message of agent-lsp's own (not the model's).
+    fn say(&self, text: &str) {
+        let chunk = acp::ContentChunk::new(text_block(text));
+        self.notify(acp::SessionUpdate::AgentMessageChunk(chunk));
+    }
+
+    /// `available_commands_update` with the session's commands now, and again whenever its
+    /// MCP servers' prompts change them.
+    pub fn announce_commands(self: &Arc<Self>) {
+        self.show_commands(self.command_list());
+        if self.following_commands.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        follow_commands(
+            self,
+            &self.tools,
+            AcpSession::command_list,
+            AcpSession::show_commands,
+        );
+    }
+
+    fn command_list(&self) -> Vec<CommandInfo> {
+        list_commands(&self.commands, &self.tools)
+    }
+
+    fn show_commands(&self, commands: Vec<CommandInfo>) {
+        let available = commands.into_iter().map(available_command).collect();
+        let update = acp::AvailableCommandsUpdate::new(available);
+        self.notify(acp::SessionUpdate::AvailableCommandsUpdate(update));
+    }
+}
+
+/// One command as ACP lists it (without the slash); its argument hint becomes `input.hint`.
+fn available_command(command: CommandInfo) -> acp::AvailableCommand {
+    let input = (command.argument_hint).map(|hint| {
+        acp::AvailableCommandInput::Unstructured(acp::UnstructuredCommandInput::new(hint))
+    });
+    acp::AvailableCommand::new(command.name, command.description).input(input)
+}
+
+fn summary_text(result: &CompactionResult) -> String {
+    format!(
+        "Compacted the conversation ({} tokens before, about {} after). Summary:\n\n{}",
+        result.tokens_before, result.estimated_tokens_after, result.summary
+    )
+}
+
+fn compact_error(e: CompactError) -> ResponseError {
+    ResponseError::invalid_params(format!("/compact: {e}"))
+}
