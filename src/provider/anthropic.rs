@@ -9,10 +9,8 @@
 
 use super::anthropic_request::{VERSION, build_request};
 use super::anthropic_stream::AnthropicParser;
-use super::api_key;
 use super::assembler::{Assembler, spawn_provider};
-use super::transport::{HttpClient, HttpTarget, apply_model_headers, drive};
-use crate::agent::message::StopReason;
+use super::transport::{HttpClient, HttpTarget, apply_model_headers, checked_target, drive};
 use crate::agent::model::Model;
 use crate::agent::stream_contract::{AssistantEventStream, LlmContext, StreamFn, StreamOptions};
 
@@ -81,27 +79,22 @@ impl StreamFn for AnthropicMessages {
         let model = model.clone();
         spawn_provider(&model.clone(), move |sink| async move {
             let asm = Assembler::new(sink, &model);
-            let key = api_key::resolve(&model, &options);
-            if let Some(message) = api_key::missing_key_error(&model, key.as_deref()) {
-                return asm.fail(StopReason::Error, message).await;
-            }
-            let request = match build_request(&model, &context, &options) {
-                Ok(request) => request,
-                Err(e) => {
-                    let message = format!("Cannot encode the request: {e}");
-                    return asm.fail(StopReason::Error, message).await;
-                }
+            let build = |key: Option<String>| {
+                let request = build_request(&model, &context, &options)?;
+                let mut headers = headers(key.as_deref(), &request.betas);
+                apply_model_headers(&mut headers, &model, &options);
+                Ok(HttpTarget {
+                    url: endpoint(&model),
+                    headers,
+                    body: request.body,
+                })
+            };
+            let Some((asm, target)) = checked_target(asm, &model, &options, build).await else {
+                return;
             };
             // The body owns what it needs; the loop's next append must not find the
             // transcript still shared (it would copy it).
             drop(context);
-            let mut headers = headers(key.as_deref(), &request.betas);
-            apply_model_headers(&mut headers, &model, &options);
-            let target = HttpTarget {
-                url: endpoint(&model),
-                headers,
-                body: request.body,
-            };
             drive(&client, target, &options, asm, || {
                 AnthropicParser::new(model.clone())
             })

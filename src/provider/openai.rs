@@ -12,12 +12,10 @@
 //! "additions"), `sendSessionAffinityHeaders` + `sessionAffinityFormat`.
 //! `StreamOptions::extra` keys: `toolChoice`, `headers` (null removes a default), `timeoutMs`.
 
-use super::api_key;
 use super::assembler::{Assembler, spawn_provider};
 use super::openai_request::{OpenAiCompat, build_body};
 use super::openai_stream::OpenAiParser;
-use super::transport::{HttpClient, HttpTarget, apply_model_headers, drive};
-use crate::agent::message::StopReason;
+use super::transport::{HttpClient, HttpTarget, apply_model_headers, checked_target, drive};
 use crate::agent::model::Model;
 use crate::agent::stream_contract::{AssistantEventStream, LlmContext, StreamFn, StreamOptions};
 
@@ -89,34 +87,28 @@ impl StreamFn for OpenAiCompletions {
         let model = model.clone();
         spawn_provider(&model.clone(), move |sink| async move {
             let asm = Assembler::new(sink, &model);
-            let key = api_key::resolve(&model, &options);
-            if let Some(message) = api_key::missing_key_error(&model, key.as_deref()) {
-                return asm.fail(StopReason::Error, message).await;
-            }
-            let mut headers = vec![
-                ("content-type".to_string(), "application/json".to_string()),
-                ("accept".to_string(), "text/event-stream".to_string()),
-            ];
-            if let Some(key) = key {
-                headers.push(("authorization".to_string(), format!("Bearer {key}")));
-            }
-            headers.extend(session_headers(&model, &options));
-            apply_model_headers(&mut headers, &model, &options);
-            let body = match build_body(&model, &context, &options) {
-                Ok(body) => body,
-                Err(e) => {
-                    let message = format!("Cannot encode the request: {e}");
-                    return asm.fail(StopReason::Error, message).await;
+            let build = |key: Option<String>| {
+                let mut headers = vec![
+                    ("content-type".to_string(), "application/json".to_string()),
+                    ("accept".to_string(), "text/event-stream".to_string()),
+                ];
+                if let Some(key) = key {
+                    headers.push(("authorization".to_string(), format!("Bearer {key}")));
                 }
+                headers.extend(session_headers(&model, &options));
+                apply_model_headers(&mut headers, &model, &options);
+                Ok(HttpTarget {
+                    url: endpoint(&model),
+                    headers,
+                    body: build_body(&model, &context, &options)?,
+                })
+            };
+            let Some((asm, target)) = checked_target(asm, &model, &options, build).await else {
+                return;
             };
             // The body owns what it needs; the loop's next append must not find the
             // transcript still shared (it would copy it).
             drop(context);
-            let target = HttpTarget {
-                url: endpoint(&model),
-                headers,
-                body,
-            };
             let supports_finish = OpenAiCompat::for_model(&model).finish_reason;
             drive(&client, target, &options, asm, || {
                 OpenAiParser::new(model.clone(), supports_finish)

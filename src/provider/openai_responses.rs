@@ -16,12 +16,10 @@
 //! without encrypted content is not replayed (the API cannot resolve it with `store: false`),
 //! and OpenAI's `input_transformations` are not recorded as message diagnostics.
 
-use super::api_key;
 use super::assembler::{Assembler, spawn_provider};
 use super::openai_responses_request::{build_body, cache_retention};
 use super::openai_responses_stream::ResponsesParser;
-use super::transport::{HttpClient, HttpTarget, apply_model_headers, drive};
-use crate::agent::message::StopReason;
+use super::transport::{HttpClient, HttpTarget, apply_model_headers, checked_target, drive};
 use crate::agent::model::Model;
 use crate::agent::stream_contract::{AssistantEventStream, LlmContext, StreamFn, StreamOptions};
 
@@ -78,24 +76,18 @@ impl StreamFn for OpenAiResponses {
         let model = model.clone();
         spawn_provider(&model.clone(), move |sink| async move {
             let asm = Assembler::new(sink, &model);
-            let key = api_key::resolve(&model, &options);
-            if let Some(message) = api_key::missing_key_error(&model, key.as_deref()) {
-                return asm.fail(StopReason::Error, message).await;
-            }
-            let body = match build_body(&model, &context, &options) {
-                Ok(body) => body,
-                Err(e) => {
-                    let message = format!("Cannot encode the request: {e}");
-                    return asm.fail(StopReason::Error, message).await;
-                }
+            let build = |key: Option<String>| {
+                Ok(HttpTarget {
+                    url: endpoint(&model),
+                    headers: headers(&model, &options, key),
+                    body: build_body(&model, &context, &options)?,
+                })
+            };
+            let Some((asm, target)) = checked_target(asm, &model, &options, build).await else {
+                return;
             };
             // The body owns what it needs (see `openai.rs`).
             drop(context);
-            let target = HttpTarget {
-                url: endpoint(&model),
-                headers: headers(&model, &options, key),
-                body,
-            };
             drive(&client, target, &options, asm, || {
                 ResponsesParser::new(model.clone())
             })

@@ -8,11 +8,13 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::Value;
 
+use super::api_key;
 use super::assembler::{Assembler, ConsumerGone};
 use super::http_error::{connection_failure, env_proxy, error_chain, lost_mid_stream, server_of};
 use super::retry;
 use super::sse::{SseDecoder, SseEvent};
 use crate::agent::message::StopReason;
+use crate::agent::model::Model;
 use crate::agent::stream_contract::{AssistantMessageEvent, StreamOptions};
 
 /// What to send.
@@ -155,6 +157,30 @@ fn status_message(status: StatusCode, body: &str) -> String {
     };
     let reason = status.canonical_reason().unwrap_or("error");
     format!("{} {reason}: {detail}", status.as_u16())
+}
+
+/// The steps every API takes before sending: the key resolved and checked, then the request
+/// built with it. A missing key or a body that cannot be encoded ends the stream (through
+/// `asm`) with its message, and gives `None`.
+pub(crate) async fn checked_target(
+    asm: Assembler,
+    model: &Model,
+    options: &StreamOptions,
+    build: impl FnOnce(Option<String>) -> Result<HttpTarget, serde_json::Error>,
+) -> Option<(Assembler, HttpTarget)> {
+    let key = api_key::resolve(model, options);
+    if let Some(message) = api_key::missing_key_error(model, key.as_deref()) {
+        asm.fail(StopReason::Error, message).await;
+        return None;
+    }
+    match build(key) {
+        Ok(target) => Some((asm, target)),
+        Err(e) => {
+            let message = format!("Cannot encode the request: {e}");
+            asm.fail(StopReason::Error, message).await;
+            None
+        }
+    }
 }
 
 /// Sends `target` and streams the answer through a fresh parser per attempt; always ends the
