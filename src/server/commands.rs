@@ -12,8 +12,8 @@ use crate::server::protocol::{
     SessionEvent, StreamingBehavior,
 };
 use crate::server::session_table::{SessionTable, busy_or_agent};
-use crate::session_setup::commands::{BuiltinOutcome, run_model};
-use crate::session_setup::{Builtin, CommandInfo, Expansion, SessionCommands, SessionTools};
+use crate::session_setup::commands::{BuiltinOutcome, follow_commands, list_commands, run_model};
+use crate::session_setup::{Builtin, CommandInfo, Expansion};
 
 type Result<T> = std::result::Result<T, ResponseError>;
 
@@ -38,26 +38,6 @@ pub enum Prepared {
 /// The session's commands now: built-ins, templates, skills, its MCP servers' prompts.
 pub fn commands_of(session: &LiveSession) -> Vec<CommandInfo> {
     list_commands(&session.commands, &session.tools)
-}
-
-/// Built-ins, templates, skills and the MCP servers' prompts of a session, for every front end.
-pub fn list_commands(commands: &SessionCommands, tools: &SessionTools) -> Vec<CommandInfo> {
-    let mcp = tools.mcp.prompts().into_iter().map(|(server, prompt)| {
-        let hint = (prompt.arguments.unwrap_or_default().iter())
-            .map(|a| match a.required {
-                Some(true) => format!("<{}>", a.name),
-                _ => format!("[{}]", a.name),
-            })
-            .collect::<Vec<_>>()
-            .join(" ");
-        CommandInfo {
-            name: format!("{server}:{}", prompt.name),
-            description: (prompt.description.or(prompt.title)).unwrap_or_default(),
-            source: "mcp",
-            argument_hint: Some(hint).filter(|h| !h.is_empty()),
-        }
-    });
-    commands.list(mcp)
 }
 
 impl SessionTable {
@@ -174,33 +154,4 @@ impl LiveSession {
             session.emitter.emit(None, EventBody::Session(event));
         });
     }
-}
-
-/// Calls `changed` whenever the MCP servers' prompts change the session's commands (`list`),
-/// until the session is dropped; nothing to follow without MCP servers.
-pub fn follow_commands<S: Send + Sync + 'static>(
-    session: &Arc<S>,
-    tools: &SessionTools,
-    list: fn(&S) -> Vec<CommandInfo>,
-    changed: fn(&S, Vec<CommandInfo>),
-) {
-    if tools.mcp.is_empty() {
-        return;
-    }
-    let weak = Arc::downgrade(session);
-    let mut watch = tools.mcp.watch();
-    let mut last = list(session);
-    tokio::spawn(async move {
-        loop {
-            watch.changed().await;
-            let Some(session) = weak.upgrade() else {
-                return;
-            };
-            let now = list(&session);
-            if now != last {
-                changed(&session, now.clone());
-                last = now;
-            }
-        }
-    });
 }

@@ -18,6 +18,7 @@ use crate::compaction::{CompactionReason, CompactionResult};
 use crate::session::SessionFile;
 use crate::session_setup::compaction::{CompactError, Compactor};
 use crate::session_setup::controls::{LiveSettings, SessionControls, SwitchError};
+use crate::session_setup::mcp::SessionTools;
 use crate::session_setup::resources::{PromptTemplate, Resources, Skill, front_matter};
 
 /// One command as `agent/listCommands` shows it.
@@ -350,6 +351,55 @@ fn substitution(
 
 fn is_digits(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_digit())
+}
+
+/// Built-ins, templates, skills and the MCP servers' prompts of a session, for every front end.
+pub fn list_commands(commands: &SessionCommands, tools: &SessionTools) -> Vec<CommandInfo> {
+    let mcp = tools.mcp.prompts().into_iter().map(|(server, prompt)| {
+        let hint = (prompt.arguments.unwrap_or_default().iter())
+            .map(|a| match a.required {
+                Some(true) => format!("<{}>", a.name),
+                _ => format!("[{}]", a.name),
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        CommandInfo {
+            name: format!("{server}:{}", prompt.name),
+            description: (prompt.description.or(prompt.title)).unwrap_or_default(),
+            source: "mcp",
+            argument_hint: Some(hint).filter(|h| !h.is_empty()),
+        }
+    });
+    commands.list(mcp)
+}
+
+/// Calls `changed` whenever the MCP servers' prompts change the session's commands (`list`),
+/// until the session is dropped; nothing to follow without MCP servers.
+pub fn follow_commands<S: Send + Sync + 'static>(
+    session: &Arc<S>,
+    tools: &SessionTools,
+    list: fn(&S) -> Vec<CommandInfo>,
+    changed: fn(&S, Vec<CommandInfo>),
+) {
+    if tools.mcp.is_empty() {
+        return;
+    }
+    let weak = Arc::downgrade(session);
+    let mut watch = tools.mcp.watch();
+    let mut last = list(session);
+    tokio::spawn(async move {
+        loop {
+            watch.changed().await;
+            let Some(session) = weak.upgrade() else {
+                return;
+            };
+            let now = list(&session);
+            if now != last {
+                changed(&session, now.clone());
+                last = now;
+            }
+        }
+    });
 }
 
 #[cfg(test)]
