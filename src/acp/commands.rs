@@ -13,11 +13,11 @@ use crate::acp::options;
 use crate::acp::session::{AcpSession, stop_value};
 use crate::acp::updates::text_block;
 use crate::agent::message::{ContentBlock, TextContent};
-use crate::compaction::CompactionResult;
+use crate::compaction::{CompactionReason, CompactionResult};
 use crate::server::jsonrpc::{Id, ResponseError};
 use crate::session_setup::commands::{BuiltinOutcome, run_model};
 use crate::session_setup::commands::{follow_commands, list_commands};
-use crate::session_setup::{Builtin, CommandInfo, CompactError, Expansion};
+use crate::session_setup::{Builtin, CommandInfo, CompactError, CompactionEvent, Expansion};
 
 impl AcpSession {
     /// `session/prompt`: expands a command, runs a built-in, or prompts.
@@ -125,10 +125,42 @@ impl AcpSession {
         });
     }
 
-    /// An agent message of agent-lsp's own (not the model's).
+    /// An agent message of agent-lsp's own (not the model's), under a `messageId` of its own.
     fn say(&self, text: &str) {
-        let chunk = acp::ContentChunk::new(text_block(text));
+        self.say_with(text, None);
+    }
+
+    fn say_with(&self, text: &str, meta: Option<acp::Meta>) {
+        let id = acp::MessageId::new(uuid::Uuid::now_v7().to_string());
+        let chunk = acp::ContentChunk::new(text_block(text))
+            .message_id(id)
+            .meta(meta);
         self.notify(acp::SessionUpdate::AgentMessageChunk(chunk));
+    }
+
+    /// The end of an automatic compaction (threshold or overflow) as a message, with pi's
+    /// `compaction_end` in `_meta["agent-lsp"].compaction`; `/compact` shows its own result.
+    pub(super) fn show_compaction(&self, event: &CompactionEvent) {
+        let CompactionEvent::CompactionEnd(end) = event else {
+            return;
+        };
+        if end.reason == CompactionReason::Manual || end.aborted {
+            return;
+        }
+        let text = match (&end.result, &end.error_message) {
+            (Some(result), _) => format!(
+                "Compacted the conversation automatically ({}): {} tokens before, about {} after.",
+                why(end.reason),
+                result.tokens_before,
+                result.estimated_tokens_after
+            ),
+            (None, Some(error)) => format!("Automatic compaction failed: {error}"),
+            (None, None) => return,
+        };
+        let meta = serde_json::to_value(end.as_ref())
+            .ok()
+            .map(|end| serde_json::json!({"agent-lsp": {"compaction": end}}));
+        self.say_with(&text, meta.and_then(|m| m.as_object().cloned()));
     }
 
     /// `available_commands_update` with the session's commands now, and again whenever its
@@ -163,6 +195,13 @@ fn available_command(command: CommandInfo) -> acp::AvailableCommand {
         acp::AvailableCommandInput::Unstructured(acp::UnstructuredCommandInput::new(hint))
     });
     acp::AvailableCommand::new(command.name, command.description).input(input)
+}
+
+fn why(reason: CompactionReason) -> &'static str {
+    match reason {
+        CompactionReason::Overflow => "the model's context overflowed",
+        _ => "the context neared the model's window",
+    }
 }
 
 fn summary_text(result: &CompactionResult) -> String {

@@ -24,8 +24,9 @@ use crate::agent::stream_contract::StreamFn;
 use crate::mcp::McpHub;
 use crate::model_registry::EnvSource;
 use crate::server::Framing;
+use crate::server::events::DEFAULT_DELTA_INTERVAL;
 use crate::server::jsonrpc::{Id, Incoming, Reader, Response, ResponseError, code};
-use crate::server::outgoing::{Outgoing, Replies};
+use crate::server::outgoing::{CancelNotice, Outgoing, Replies};
 use crate::server::output::Output;
 use crate::session::SessionStore;
 use crate::session_setup::{
@@ -75,6 +76,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// `_meta["agent-lsp"].deltaIntervalMs` of `initialize`: how often a streaming message's chunks
+/// are written (as the daemon's `deltaIntervalMs`; 0 writes every delta as it comes).
+fn delta_interval(meta: Option<&acp::Meta>) -> Option<Duration> {
+    let ms = meta?.get("agent-lsp")?.get("deltaIntervalMs")?.as_u64()?;
+    Some(Duration::from_millis(ms))
+}
+
 fn to_value<T: Serialize>(value: T) -> Result<Value, ResponseError> {
     serde_json::to_value(value).map_err(|e| ResponseError::internal(e.to_string()))
 }
@@ -95,8 +103,9 @@ fn acp_error(error: acp::Error) -> ResponseError {
 impl Conn {
     pub fn new(output: Output, env: EnvSource, stream_fn: Arc<dyn StreamFn>) -> Arc<Conn> {
         let replies = Replies::default();
+        output.set_delta_interval(DEFAULT_DELTA_INTERVAL);
         Arc::new(Conn {
-            out: Outgoing::new(output, replies.clone()),
+            out: Outgoing::with_cancel(output, replies.clone(), CancelNotice::Acp),
             replies,
             env,
             stream_fn,
@@ -209,6 +218,9 @@ impl Conn {
     }
 
     fn initialize(&self, request: acp::InitializeRequest) -> Result<Value, ResponseError> {
+        if let Some(interval) = delta_interval(request.meta.as_ref()) {
+            self.out.output().set_delta_interval(interval);
+        }
         let caps = &request.client_capabilities;
         *lock(&self.client) = ClientCaps {
             read_text_file: caps.fs.read_text_file,

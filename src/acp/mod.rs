@@ -6,10 +6,12 @@
 //! Code map: `conn` (the loop and every method), `session` (one session: runs, follow-ups,
 //! mode, persistence), `updates` (pi's events → `session/update`, and the replay of
 //! `session/load`), `permission` (the `beforeToolCall` hook: mode, policy, memory,
-//! `session/request_permission`), `content` (prompt blocks → pi's), `options` (modes and
+//! `session/request_permission`), `chunks` (the session's updates in order, message chunks merged and paced), `content`
+//! (prompt blocks → pi's), `options` (modes and
 //! config options), `client` (the client's file system and terminals as the tools' workspace
 //! and `bash`).
 
+mod chunks;
 mod client;
 mod commands;
 mod conn;

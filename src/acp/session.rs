@@ -17,6 +17,7 @@ use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::acp::chunks::Updates;
 use crate::acp::client::SessionLink;
 use crate::acp::updates::{self, ToolLook, Translator};
 use crate::agent::event::AgentEvent;
@@ -123,6 +124,8 @@ pub struct AcpSession {
     record: SharedRecord,
     turn: Mutex<Turn>,
     translator: Mutex<Translator>,
+    /// Where its updates are queued (chunks merged).
+    updates: Updates,
     /// The text of the file an allowed `edit`/`write` is about to change, by tool call id.
     before: Mutex<HashMap<String, (PathBuf, Option<String>)>>,
     idle: watch::Sender<bool>,
@@ -160,9 +163,15 @@ impl AcpSession {
             };
             let agent = Agent::new(options);
             // Threshold and overflow compactions replace this agent's transcript; ACP v1 has
-            // no compaction update, so they are logged.
+            // no compaction update, so each one that ends is told as an agent message of its own.
             compactor.attach(&agent);
-            compactor.observe(|event| tracing::info!(?event, "compaction"));
+            let shown = weak.clone();
+            compactor.observe(move |event| {
+                tracing::info!(?event, "compaction");
+                if let Some(session) = shown.upgrade() {
+                    session.show_compaction(event);
+                }
+            });
             let listener = weak.clone();
             agent.subscribe(Arc::new(move |event, _cancel| {
                 let session = listener.clone();
@@ -173,6 +182,7 @@ impl AcpSession {
                     Ok(())
                 })
             }));
+            let updates = Updates::new(link.out.output().clone(), &id);
             AcpSession {
                 id,
                 agent,
@@ -191,6 +201,7 @@ impl AcpSession {
                 record,
                 turn: Mutex::default(),
                 translator: Mutex::default(),
+                updates,
                 before: Mutex::default(),
                 idle: watch::channel(true).0,
             }
@@ -222,8 +233,7 @@ impl AcpSession {
 
     /// Queues one `session/update` of this session.
     pub fn notify(&self, update: acp::SessionUpdate) {
-        let notification = acp::SessionNotification::new(self.id.clone(), update);
-        self.out.notify("session/update", notification);
+        self.updates.send(update);
     }
 
     pub(super) fn answer(&self, id: &Id, result: Result<Value, ResponseError>) {

@@ -12,24 +12,34 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::agent::event::AgentEvent;
 use crate::agent::stream_contract::AssistantMessageEvent;
+use crate::server::jsonrpc::{Framing, OutgoingMessage};
 use crate::server::output::Output;
-use crate::server::protocol::{AgentEventParams, EventBody};
+use crate::server::protocol::{AgentEventParams, EventBody, method};
 
 /// The default `deltaIntervalMs`: one frame of a 60 Hz display, the fastest an editor redraws.
 pub const DEFAULT_DELTA_INTERVAL: std::time::Duration = std::time::Duration::from_millis(16);
 
-/// A queued event; `None` once the writer took it.
-pub(crate) type Slot = Arc<Mutex<Option<Waiting>>>;
+/// A queued notification; `None` once the writer took it.
+pub(crate) type Slot = Arc<Mutex<Option<Box<dyn Pending>>>>;
+
+/// A notification waiting in the output that later streamed text may be appended to: an
+/// `$/agentEvent` delta here, an ACP message chunk in `acp/`.
+pub(crate) trait Pending: Send {
+    /// Appends a later delta of the same block.
+    fn append(&mut self, text: &str);
+    /// The notification as written, with everything appended.
+    fn encode(self: Box<Self>, framing: Framing) -> Option<Vec<u8>>;
+}
 
 /// A queued event and the text of the deltas merged into it since.
-pub(crate) struct Waiting {
+struct Waiting {
     params: AgentEventParams,
     merged: String,
 }
 
 impl Waiting {
     /// The event as written: its delta followed by the merged text.
-    pub(crate) fn into_params(self) -> AgentEventParams {
+    fn into_params(self) -> AgentEventParams {
         let Waiting { mut params, merged } = self;
         if !merged.is_empty()
             && let EventBody::Agent(event) = &params.event
@@ -37,6 +47,32 @@ impl Waiting {
             params.event = EventBody::Agent(Arc::new(appended(event, &merged)));
         }
         params
+    }
+}
+
+impl Pending for Waiting {
+    fn append(&mut self, text: &str) {
+        self.merged.push_str(text);
+    }
+
+    fn encode(self: Box<Self>, framing: Framing) -> Option<Vec<u8>> {
+        let params = self.into_params();
+        encode_notification(framing, method::EVENT, &params)
+    }
+}
+
+/// One notification, encoded; a value that does not serialise is logged and skipped.
+pub(crate) fn encode_notification<P: serde::Serialize>(
+    framing: Framing,
+    method: &str,
+    params: &P,
+) -> Option<Vec<u8>> {
+    match framing.encode(&OutgoingMessage::notification(method, params)) {
+        Ok(frame) => Some(frame),
+        Err(e) => {
+            tracing::error!(%e, method, "a notification does not serialize");
+            None
+        }
     }
 }
 
@@ -116,7 +152,7 @@ impl Emitter {
             && *tail.block.run == *run
             && let Some(waiting) = lock(&tail.slot).as_mut()
         {
-            waiting.merged.push_str(d.text);
+            waiting.append(d.text);
             return;
         }
         state.seq += 1;
@@ -133,7 +169,7 @@ impl Emitter {
             kind: d.kind,
             index: d.content_index,
         });
-        let slot: Slot = Arc::new(Mutex::new(Some(Waiting {
+        let slot: Slot = Arc::new(Mutex::new(Some(Box::new(Waiting {
             params: AgentEventParams {
                 session_id: self.session.clone(),
                 run_id: run,
@@ -141,7 +177,7 @@ impl Emitter {
                 event,
             },
             merged: String::new(),
-        })));
+        }))));
         state.tail = block.clone().map(|block| Tail {
             block,
             slot: slot.clone(),

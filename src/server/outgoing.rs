@@ -98,14 +98,30 @@ pub struct Outgoing {
     output: Output,
     replies: Replies,
     next_id: Arc<AtomicI64>,
+    cancel: CancelNotice,
+}
+
+/// How the protocol tells the peer a request was given up.
+#[derive(Clone, Copy, Debug)]
+pub enum CancelNotice {
+    /// LSP's `$/cancelRequest {id}`.
+    Lsp,
+    /// ACP's `$/cancel_request {requestId}`.
+    Acp,
 }
 
 impl Outgoing {
+    /// Requests of an LSP connection.
     pub fn new(output: Output, replies: Replies) -> Self {
+        Self::with_cancel(output, replies, CancelNotice::Lsp)
+    }
+
+    pub fn with_cancel(output: Output, replies: Replies, cancel: CancelNotice) -> Self {
         Outgoing {
             output,
             replies,
             next_id: Arc::new(AtomicI64::new(1)),
+            cancel,
         }
     }
 
@@ -138,7 +154,10 @@ impl Outgoing {
             Err(RequestError::Cancelled | RequestError::Timeout(_))
         ) {
             self.replies.forget(&id);
-            self.notify("$/cancelRequest", CancelParams { id: &id });
+            match self.cancel {
+                CancelNotice::Lsp => self.notify("$/cancelRequest", CancelParams { id: &id }),
+                CancelNotice::Acp => self.notify("$/cancel_request", AcpCancel { request_id: &id }),
+            }
         }
         serde_json::from_value(outcome?).map_err(|e| RequestError::Malformed(e.to_string()))
     }
@@ -152,6 +171,12 @@ impl Outgoing {
 #[derive(Serialize)]
 struct CancelParams<'a> {
     id: &'a Id,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AcpCancel<'a> {
+    request_id: &'a Id,
 }
 
 #[cfg(test)]
@@ -172,6 +197,44 @@ mod tests {
         assert!(matches!(failed.await.unwrap(), Err(RequestError::ErrorReply(m)) if m == "no"));
         // Delivered once: a second reply with the same id is not ours any more.
         assert!(!replies.deliver(&Id::Number(1), Ok(json!(2))));
+    }
+
+    /// A given-up request is withdrawn in the connection's own words: LSP's
+    /// `$/cancelRequest {id}`, ACP's `$/cancel_request {requestId}`.
+    #[tokio::test]
+    async fn a_cancelled_request_is_withdrawn_in_each_protocols_words() {
+        use crate::server::Framing;
+        use tokio::io::AsyncReadExt;
+        for (notice, method, key) in [
+            (CancelNotice::Lsp, "$/cancelRequest", "id"),
+            (CancelNotice::Acp, "$/cancel_request", "requestId"),
+        ] {
+            let (write, mut read) = tokio::io::duplex(1 << 16);
+            let output = Output::start(write, Framing::Lines);
+            let out = Outgoing::with_cancel(output.clone(), Replies::default(), notice);
+            let cancel = CancellationToken::new();
+            cancel.cancel();
+            let asked: Result<Value, _> = out
+                .request(
+                    "fs/read_text_file",
+                    json!({}),
+                    Duration::from_secs(60),
+                    &cancel,
+                )
+                .await;
+            assert!(matches!(asked, Err(RequestError::Cancelled)));
+            output.drained().await;
+            drop((out, output));
+            let mut text = String::new();
+            read.read_to_string(&mut text).await.unwrap();
+            let lines: Vec<Value> = (text.lines())
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            assert_eq!(lines.len(), 2, "{text}");
+            assert_eq!(lines[0]["method"], "fs/read_text_file");
+            assert_eq!(lines[1]["method"], method, "{text}");
+            assert_eq!(lines[1]["params"], json!({key: lines[0]["id"]}));
+        }
     }
 
     #[tokio::test]

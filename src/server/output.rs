@@ -25,7 +25,6 @@ use tokio::time::Instant;
 
 use crate::server::events::{Block, Slot};
 use crate::server::jsonrpc::{Framing, OutgoingMessage};
-use crate::server::protocol::method;
 
 /// Stands in for a due time beyond what `Instant` can hold.
 const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -231,18 +230,11 @@ impl Writer {
             }
         }
         // Taking the event closes it to merges: later deltas queue anew.
-        let params = lock(&slot).take()?.into_params();
+        let pending = lock(&slot).take()?;
         if let Some(block) = block {
             self.remember(block, interval);
         }
-        let message = OutgoingMessage::notification(method::EVENT, &params);
-        match self.shared.framing.encode(&message) {
-            Ok(frame) => Some(frame),
-            Err(e) => {
-                tracing::error!(%e, "an event does not serialize");
-                None
-            }
-        }
+        pending.encode(self.shared.framing)
     }
 
     fn remember(&mut self, block: Block, interval: Duration) {

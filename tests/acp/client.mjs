@@ -13,7 +13,7 @@
 //   when there is one (the editor's unsaved text), else the disk; a write goes to the buffer
 //   (the editor's review), never to disk. Terminals run the command with its args, as an editor does.
 // steps (run in order; "as" names a request's result, "$session" is the last new session's id):
-//   {"op": "initialize"} | {"op": "new", "cwd", "mcpServers"?} | {"op": "prompt", "text" | "prompt",
+//   {"op": "initialize", "meta"?} | {"op": "new", "cwd", "mcpServers"?} | {"op": "prompt", "text" | "prompt",
 //   "wait": false?, "as"} | {"op": "await", "name"} | {"op": "cancel"} | {"op": "until", "update":
 //   kind, "count"?} | {"op": "request", "method", "params", "as"} | {"op": "raw", "line"} |
 //   {"op": "load" | "resume", "sessionId"?, "cwd"} | {"op": "sleep", "ms"}
@@ -195,7 +195,9 @@ async function step(ctx, s) {
   switch (s.op) {
     case "initialize": {
       const caps = { fs: { readTextFile: !!cfg.fs, writeTextFile: !!cfg.fs }, terminal: !!cfg.terminal };
-      return settle(name, ctx.request("initialize", { protocolVersion: s.protocolVersion ?? 1, clientCapabilities: caps }));
+      const params = { protocolVersion: s.protocolVersion ?? 1, clientCapabilities: caps };
+      if (s.meta) params._meta = s.meta;
+      return settle(name, ctx.request("initialize", params));
     }
     case "new": {
       await settle(name, ctx.request("session/new", { cwd: s.cwd, mcpServers: s.mcpServers ?? [], additionalDirectories: s.additionalDirectories }));

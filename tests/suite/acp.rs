@@ -6,6 +6,7 @@ mod support;
 mod client_tools;
 mod commands;
 mod modes;
+mod pacing;
 mod permissions;
 mod prompts;
 mod sessions;
