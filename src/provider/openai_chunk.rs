@@ -26,12 +26,10 @@ pub struct Chunk<'a> {
     /// The first choice; the rest are skipped unparsed.
     #[serde(borrow, default)]
     pub choices: Option<FirstChoice<'a>>,
-    // The rare large parts are boxed: the structs stay small, so serde's visitors move
-    // little per chunk (one chunk per delta).
     #[serde(default)]
-    pub usage: Option<Box<Value>>,
+    pub usage: Option<Value>,
     #[serde(default)]
-    pub error: Option<Box<Value>>,
+    pub error: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -42,7 +40,7 @@ pub struct Choice<'a> {
     pub delta: Option<Delta<'a>>,
     /// Moonshot reports usage per choice.
     #[serde(default)]
-    pub usage: Option<Box<Value>>,
+    pub usage: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -59,7 +57,7 @@ pub struct Delta<'a> {
     pub tool_calls: Option<Vec<ToolCallDelta<'a>>>,
     /// OpenRouter: encrypted reasoning to replay with the tool call of the same id.
     #[serde(default)]
-    pub reasoning_details: Option<Box<Value>>,
+    pub reasoning_details: Option<Value>,
 }
 
 /// The first element of the `choices` array (`None` when it is empty).

@@ -82,7 +82,7 @@ impl OpenAiParser {
             };
             asm.text_delta(index, text).await?;
         }
-        if let Some(details) = delta.reasoning_details.as_deref().and_then(Value::as_array) {
+        if let Some(details) = delta.reasoning_details.as_ref().and_then(Value::as_array) {
             self.on_reasoning_details(asm, details);
         }
         for call in delta.tool_calls.iter().flatten() {
