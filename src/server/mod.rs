@@ -61,6 +61,8 @@ pub async fn serve_stdio() -> anyhow::Result<()> {
         sessions.abort_all();
         let _ = tokio::time::timeout(Duration::from_secs(3), sessions.wait_all_idle()).await;
         sessions.stop_mcp().await;
+        // `exit` below runs no destructors: close the session files (last sync, lock) first.
+        sessions.close_all();
     }
     let _ = tokio::time::timeout(Duration::from_secs(3), output.drained()).await;
     std::process::exit(if exit == Exit::Clean { 0 } else { 1 });

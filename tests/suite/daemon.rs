@@ -20,6 +20,7 @@ mod queue;
 mod responses;
 mod rope_edits;
 mod runs;
+mod session_lock;
 mod unknown_documents;
 
 use std::time::Duration;
