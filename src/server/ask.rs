@@ -5,6 +5,7 @@
 //! a reason saying why: a tool that must ask is never silently allowed.
 
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -190,8 +191,8 @@ async fn ask_agent_client(
             "The run was aborted before the tool call was approved".to_owned()
         }
         RequestError::Timeout(t) => format!(
-            "No approval within {}s: the tool call was not run",
-            t.as_secs()
+            "No approval within {}: the tool call was not run",
+            duration_text(t)
         ),
         other => format!("Approval failed ({other}): the tool call was not run"),
     })
@@ -235,6 +236,18 @@ pub async fn approval_request(
     }
 }
 
+/// A timeout as people read it: `250 ms`, `2 s`, `1.5 s`.
+fn duration_text(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{} s", d.as_secs_f64())
+    }
+}
+
 fn mcp_kind(kind: &str) -> ToolKind {
     match kind {
         "read" => ToolKind::Read,
@@ -256,5 +269,18 @@ fn title(tool: &str, kind: ToolKind, args: &Value) -> String {
         ToolKind::Edit if tool == "write" => format!("Write {}", arg("path")),
         ToolKind::Edit => format!("Edit {}", arg("path")),
         _ => format!("{tool} {}", args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(duration_text(Duration::from_millis(250)), "250 ms");
+        assert_eq!(duration_text(Duration::from_millis(0)), "0 ms");
+        assert_eq!(duration_text(Duration::from_secs(600)), "600 s");
+        assert_eq!(duration_text(Duration::from_millis(1500)), "1.5 s");
     }
 }
