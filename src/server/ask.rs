@@ -20,6 +20,7 @@ use crate::server::protocol::{
     ApprovalPolicy, BeforeToolCallParams, BeforeToolCallResult as Answer, Decision, Preview,
     ToolKind, method,
 };
+use crate::server::saving;
 use crate::tools::{ToolPreview, preview};
 
 pub fn before_tool_call_hook(session: Weak<LiveSession>) -> BeforeToolCallHook {
@@ -155,6 +156,7 @@ pub async fn ask_project_trust(session: Arc<LiveSession>) {
             command: listing.join("\n"),
             cwd: root,
         }),
+        saves_unsaved_changes: false,
     };
     let never = CancellationToken::new();
     let answer = if session.ctx.config.approvals() {
@@ -208,13 +210,17 @@ pub async fn approval_request(
     let kind = mcp
         .as_ref()
         .map_or_else(|| kind_of(tool), |info| mcp_kind(info.kind));
+    let mut saves_unsaved_changes = false;
     let preview = match preview(&session.workspace, tool, &ctx.args).await {
         Some(ToolPreview::Diff {
             abs_path, patch, ..
-        }) => Some(Preview::Diff {
-            path: abs_path.display().to_string(),
-            diff: patch,
-        }),
+        }) => {
+            saves_unsaved_changes = saves_users_changes(session, &abs_path).await;
+            Some(Preview::Diff {
+                path: abs_path.display().to_string(),
+                diff: patch,
+            })
+        }
         Some(ToolPreview::Command { command, cwd, .. }) => Some(Preview::Command {
             command,
             cwd: cwd.display().to_string(),
@@ -233,7 +239,18 @@ pub async fn approval_request(
             None => title(tool, kind, &ctx.args),
         },
         preview,
+        saves_unsaved_changes,
     }
+}
+
+/// Whether approving an edit of `path` would save the user's unsaved changes in its buffer.
+async fn saves_users_changes(session: &LiveSession, path: &std::path::Path) -> bool {
+    let config = &session.ctx.config;
+    let Some(doc) = session.ctx.docs.get_path(path) else {
+        return false;
+    };
+    config.save_documents()
+        && saving::saves_unsaved_changes(config.save_after_edit(), &doc, path).await
 }
 
 /// A timeout as people read it: `250 ms`, `2 s`, `1.5 s`.

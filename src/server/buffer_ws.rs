@@ -3,8 +3,9 @@
 //! Reads of open documents see the mirror (unsaved text); other files come from disk. Writes to
 //! an open document become one `workspace/applyEdit` with a minimal edit, versioned with the
 //! mirror's version, confirmed by the `didChange` that follows (the `applied` flag is not
-//! trusted), retried once from the fresh buffer, then saved so disk and buffer agree. Files that
-//! are not open are written on disk atomically.
+//! trusted), retried once from the fresh buffer, then saved as `saveAfterEdit` says
+//! ([`saving`]). The disk behind an open buffer is never written. Files that are not open are
+//! written on disk atomically.
 //!
 //! `edit` on an open document ([`rope_edit`]) matches in the buffer's text, sends the matched
 //! ranges, and confirms by the mirror's version and fingerprint (maintained per change).
@@ -27,13 +28,14 @@ use crate::server::documents::{DocStore, Document};
 use crate::server::outgoing::{Outgoing, RequestError};
 use crate::server::position::{self, Encoding};
 use crate::server::protocol::{SaveDocumentsParams, SaveDocumentsResult, method};
+use crate::server::saving::{self, keep_unsaved};
 use crate::tools::diff::{common_prefix, common_suffix};
 use crate::tools::workspace::{
     EditOutcome, EditRequest, check_abort, edit_by_rewrite, edit_write_error, read_disk,
     seen_conflict, write_disk,
 };
 use crate::tools::{
-    DiskWorkspace, FileSnapshot, Fingerprint, Workspace, WorkspaceError, WriteOutcome,
+    DiskWorkspace, FileSnapshot, Fingerprint, Unsaved, Workspace, WorkspaceError, WriteOutcome,
 };
 
 /// A workspace whose open files live in the editor.
@@ -132,9 +134,11 @@ impl BufferWorkspace {
             return Ok(EditOutcome {
                 fingerprint: doc.facts.fingerprint,
                 diff: rope_edit::diff_of(&doc, &after, &plan, req.shown),
+                unsaved: None,
             });
         }
         let editor = &self.editor;
+        let mut user_changes = saving::has_unsaved_changes(&doc, &path).await;
         let mut failure = String::new();
         for attempt in 0..2 {
             let after = rope_edit::applied(&doc, &plan);
@@ -144,13 +148,16 @@ impl BufferWorkspace {
             match editor.send_and_confirm(&doc, edits, confirmed).await {
                 Ok(()) => {
                     let diff = rope_edit::diff_of(&doc, &after, &plan, req.shown);
-                    editor
-                        .save(&path, || String::from(&after.rope).into_bytes())
+                    let unsaved = editor
+                        .save_edit(&path, user_changes, expected, || {
+                            String::from(&after.rope).into_bytes()
+                        })
                         .await
                         .map_err(|e| edit_write_error(req.shown, e))?;
                     return Ok(EditOutcome {
                         fingerprint: expected,
                         diff,
+                        unsaved,
                     });
                 }
                 Err(reason) => {
@@ -170,6 +177,8 @@ impl BufferWorkspace {
                 let conflict = WorkspaceError::Conflict(path.display().to_string());
                 return Err(edit_write_error(req.shown, conflict));
             };
+            // What the user typed meanwhile is theirs, unsaved: `ifClean` does not save it.
+            user_changes |= fresh.rope != doc.rope;
             (doc, plan) = (fresh, fresh_plan);
         }
         let e = editor_error(&path, format!("{failure} (tried twice)"));
@@ -195,6 +204,10 @@ impl Editor {
             .map_err(|_| editor_error(path, "the new content is not UTF-8 text"))?;
         let mut last_failure = String::new();
         let mut sent_against: Option<String> = None;
+        let mut user_changes = match self.docs.get_path(path) {
+            Some(doc) => saving::has_unsaved_changes(&doc, path).await,
+            None => false,
+        };
         for attempt in 0..2 {
             let Some(doc) = self.docs.get_path(path) else {
                 // Closed meanwhile: the disk is the truth again.
@@ -209,6 +222,7 @@ impl Editor {
                 }
                 // Retry after the user typed meanwhile: carry the agent's change over.
                 Some(old) if *old != current && current != target => {
+                    user_changes = true;
                     target = rebase(old, &target, &current)
                         .ok_or_else(|| WorkspaceError::Conflict(path.display().to_string()))?;
                 }
@@ -234,11 +248,15 @@ impl Editor {
             return Err(editor_error(path, format!("{last_failure} (tried twice)")));
         }
         let bytes = target.into_bytes();
-        self.save(path, || bytes.clone()).await?;
+        let fingerprint = Fingerprint::of(&bytes);
+        let unsaved = self
+            .save_edit(path, user_changes, fingerprint, || bytes)
+            .await?;
         Ok(WriteOutcome {
-            fingerprint: Fingerprint::of(&bytes),
+            fingerprint,
             created: false,
             via_editor: true,
+            unsaved,
         })
     }
 
@@ -329,39 +347,61 @@ impl Editor {
         })
     }
 
-    /// Makes the disk agree with the buffer: the client saves, or we write the same bytes.
-    /// `bytes` makes the text to write (only needed when the client does not save).
-    async fn save(
+    /// Saves the buffer the agent just edited, as `saveAfterEdit` says, through the editor
+    /// only: the disk behind an open buffer is never written (that would make the editor warn
+    /// that the file changed on disk, and clobber on the next save). `Some(why)` when the edit
+    /// stays unsaved. `user_changes`: the buffer held the user's unsaved changes before the
+    /// edit; a buffer that is no longer `expected` has new ones. `bytes` is the text to write
+    /// when the document was closed meanwhile.
+    async fn save_edit(
         &self,
         path: &Path,
+        user_changes: bool,
+        expected: Fingerprint,
         bytes: impl FnOnce() -> Vec<u8>,
-    ) -> Result<(), WorkspaceError> {
+    ) -> Result<Option<Unsaved>, WorkspaceError> {
+        let mode = self.config.save_after_edit();
         let Some(doc) = self.docs.get_path(path) else {
-            return write_disk(path, bytes(), None).await.map(|_| ());
+            // Closed meanwhile: the disk is the truth again.
+            if let Some(why) = keep_unsaved(mode, user_changes) {
+                return Ok(Some(why));
+            }
+            return write_disk(path, bytes(), None).await.map(|_| None);
         };
-        if self.config.save_documents() {
-            let params = SaveDocumentsParams {
-                uris: vec![doc.uri.clone()],
-            };
-            let never = CancellationToken::new();
-            let reply: Result<SaveDocumentsResult, _> = self
-                .out
-                .request(
-                    method::SAVE_DOCUMENTS,
-                    params,
-                    self.config.edit_timeout(),
-                    &never,
-                )
-                .await;
-            match reply {
-                Ok(r) if r.saved.contains(&doc.uri) => return Ok(()),
-                Ok(_) => tracing::info!(uri = doc.uri, "client did not save; writing the disk"),
-                Err(e) => {
-                    tracing::info!(uri = doc.uri, %e, "saveDocuments failed; writing the disk")
-                }
+        let user_changes = user_changes || doc.facts.fingerprint != expected;
+        if let Some(why) = keep_unsaved(mode, user_changes) {
+            return Ok(Some(why));
+        }
+        if !self.config.save_documents() {
+            return Ok(Some(Unsaved::CannotSave));
+        }
+        let params = SaveDocumentsParams {
+            uris: vec![doc.uri.clone()],
+        };
+        let never = CancellationToken::new();
+        let reply: Result<SaveDocumentsResult, _> = self
+            .out
+            .request(
+                method::SAVE_DOCUMENTS,
+                params,
+                self.config.edit_timeout(),
+                &never,
+            )
+            .await;
+        match reply {
+            Ok(r) if r.saved.contains(&doc.uri) => Ok(None),
+            Ok(_) => {
+                tracing::info!(
+                    uri = doc.uri,
+                    "the client did not save; the edit stays unsaved"
+                );
+                Ok(Some(Unsaved::EditorDeclined))
+            }
+            Err(e) => {
+                tracing::info!(uri = doc.uri, %e, "saveDocuments failed; the edit stays unsaved");
+                Ok(Some(Unsaved::EditorDeclined))
             }
         }
-        write_disk(path, bytes(), None).await.map(|_| ())
     }
 }
 

@@ -20,6 +20,7 @@ mod queue;
 mod responses;
 mod rope_edits;
 mod runs;
+mod saving;
 mod session_lock;
 mod unknown_documents;
 

@@ -335,6 +335,8 @@ export interface BeforeToolCallParams {
   kind: ToolKind;
   title: string;
   preview?: ApprovalPreview;
+  /** Approving saves the file's buffer with the user's own unsaved changes (saveAfterEdit "always"). */
+  savesUnsavedChanges?: boolean;
 }
 
 export type ApprovalDecision = 'allow' | 'allowAlways' | 'block' | 'blockAlways';
