@@ -50,6 +50,12 @@ pub enum WorkspaceError {
     /// The editor refused or failed to apply the change.
     #[error("The editor did not apply the change to {path}: {reason}")]
     Editor { path: String, reason: String },
+    /// The editor said it applied the change, but the buffer changed otherwise too and the
+    /// change could not be found in it for sure; it was not sent again (never applied twice).
+    #[error(
+        "The editor answered that it applied the change to {0}, but the buffer also changed otherwise (the user typed meanwhile), so whether it holds the change could not be verified. It was not applied again. Read the file to see whether the change is in it before editing it again."
+    )]
+    Unverified(String),
     #[error("{path}: {message}")]
     Io { path: String, message: String },
 }

@@ -1,4 +1,5 @@
-//! Daemon tests: `saveAfterEdit` with clean and modified buffers (protocol.md §4.4).
+//! Daemon tests: `saveAfterEdit` with clean and modified buffers (protocol.md §4.4), and an
+//! edit that the editor applied next to a keystroke of the user (never applied twice).
 
 use super::*;
 
@@ -86,5 +87,53 @@ async fn never_leaves_clean_and_modified_buffers_unsaved() {
         assert!(client.buffer(&uri).1.ends_with("beta edited\n"));
         assert_eq!(disk(&client), "alpha\nbeta\n", "{buffer:?}");
         assert!(requests_of(&client, "agent/saveDocuments").is_empty());
+    }
+}
+
+/// The editor applies the edit and answers `applied: true`, and a keystroke of the user lands
+/// right after: the mirror never equals the edited text. The change is found in the buffer
+/// (not applied again, although `oldText` occurs again inside `newText`), reported as done, and
+/// not saved (the keystroke is the user's).
+#[tokio::test]
+async fn an_edit_applied_next_to_a_keystroke_is_applied_once() {
+    for tool in ["edit", "write"] {
+        let args = match tool {
+            "edit" => {
+                json!({"path": "c.rs", "edits": [{"oldText": "count = 1", "newText": "count = 1 + 1"}]})
+            }
+            _ => json!({"path": "c.rs", "content": "let count = 1 + 1;\nfn main() {}\n"}),
+        };
+        let call = MockResponse::tool_call("call_1", tool, args);
+        let (_mock, client) = agent_setup(
+            vec![call, MockResponse::text("ok")],
+            LspClient::agent_caps(false),
+            json!({"editTimeoutMs": 1000}),
+        )
+        .await;
+        client.set_apply_mode(ApplyMode::ApplyThenUserTypes);
+        let path = client.workspace.path().join("c.rs");
+        let original = "let count = 1;\nfn main() {}\n";
+        std::fs::write(&path, original).unwrap();
+        let uri = client.did_open(&path, original).await;
+        let (session, run, _) = prompt(&client, json!({"message": "increment"})).await;
+        let events = client.wait_settled(&session, &run).await;
+        let (text, is_error) = tool_results(&events).remove(0);
+        assert!(!is_error, "{tool}: {text}");
+        assert!(text.starts_with("Successfully"), "{tool}: {text}");
+        assert_eq!(
+            requests_of(&client, "workspace/applyEdit").len(),
+            1,
+            "{tool}: never sent again"
+        );
+        assert_eq!(
+            client.buffer(&uri).1,
+            "let count = 1 + 1;\nfn main() {}\n// typed",
+            "{tool}: applied once"
+        );
+        assert!(
+            text.contains("unsaved changes of the user"),
+            "{tool}: {text}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), original);
     }
 }
