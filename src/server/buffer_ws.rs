@@ -27,8 +27,8 @@ use crate::server::config::ConnConfig;
 use crate::server::documents::{DocStore, Document};
 use crate::server::outgoing::{Outgoing, RequestError};
 use crate::server::position::{self, Encoding};
-use crate::server::protocol::{SaveDocumentsParams, SaveDocumentsResult, method};
-use crate::server::saving::{self, keep_unsaved};
+use crate::server::protocol::{SaveAfterEdit, SaveDocumentsParams, SaveDocumentsResult, method};
+use crate::server::saving::{DiskFingerprints, keep_unsaved};
 use crate::tools::diff::{common_prefix, common_suffix};
 use crate::tools::workspace::{
     EditOutcome, EditRequest, check_abort, edit_by_rewrite, edit_write_error, read_disk,
@@ -49,13 +49,20 @@ struct Editor {
     docs: DocStore,
     out: Outgoing,
     config: ConnConfig,
+    /// The disk's side of "does this buffer hold unsaved changes of the user".
+    on_disk: DiskFingerprints,
 }
 
 impl BufferWorkspace {
     pub fn new(disk: DiskWorkspace, docs: DocStore, out: Outgoing, config: ConnConfig) -> Self {
         BufferWorkspace {
             disk,
-            editor: Arc::new(Editor { docs, out, config }),
+            editor: Arc::new(Editor {
+                docs,
+                out,
+                config,
+                on_disk: DiskFingerprints::default(),
+            }),
         }
     }
 }
@@ -138,7 +145,7 @@ impl BufferWorkspace {
             });
         }
         let editor = &self.editor;
-        let mut user_changes = saving::has_unsaved_changes(&doc, &path).await;
+        let mut user_changes = editor.user_changes_before(&doc, &path).await;
         let mut failure = String::new();
         for attempt in 0..2 {
             let after = rope_edit::applied(&doc, &plan);
@@ -209,6 +216,13 @@ fn editor_error(path: &Path, reason: impl Into<String>) -> WorkspaceError {
 }
 
 impl Editor {
+    /// Whether `doc` holds unsaved changes of the user, when the save mode depends on it
+    /// (`ifClean`); `false` otherwise, so the other modes never look at the disk for it.
+    async fn user_changes_before(&self, doc: &Document, path: &Path) -> bool {
+        self.config.save_after_edit() == SaveAfterEdit::IfClean
+            && self.on_disk.has_unsaved_changes(doc, path).await
+    }
+
     async fn write_open(
         &self,
         path: &Path,
@@ -220,7 +234,7 @@ impl Editor {
         let mut last_failure = String::new();
         let mut sent_against: Option<(String, bool)> = None;
         let mut user_changes = match self.docs.get_path(path) {
-            Some(doc) => saving::has_unsaved_changes(&doc, path).await,
+            Some(doc) => self.user_changes_before(&doc, path).await,
             None => false,
         };
         for attempt in 0..2 {
@@ -439,7 +453,14 @@ impl Editor {
             )
             .await;
         match reply {
-            Ok(r) if r.saved.contains(&doc.uri) => Ok(None),
+            Ok(r) if r.saved.contains(&doc.uri) => {
+                // The editor wrote its buffer: the agent's text, unless it changed meanwhile (the
+                // user typed, or the editor formatted on save), which the next edit reads again.
+                let now = self.docs.get_path(path).map(|d| d.facts.fingerprint);
+                let known = now.filter(|fp| *fp == expected);
+                self.on_disk.saved(path, known).await;
+                Ok(None)
+            }
             Ok(_) => {
                 tracing::info!(
                     uri = doc.uri,

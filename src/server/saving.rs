@@ -3,9 +3,13 @@
 //!
 //! "Unsaved" is known by comparing the mirror with the file on disk (no `didSave` bookkeeping,
 //! so it holds for every client and after a reconnect): a buffer whose text differs from the
-//! disk has changes nobody saved.
+//! disk has changes nobody saved. The disk's fingerprint is cached per file version
+//! ([`DiskFingerprints`]).
 
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::SystemTime;
 
 use crate::server::documents::Document;
 use crate::server::protocol::SaveAfterEdit;
@@ -13,22 +17,103 @@ use crate::tools::{Fingerprint, Unsaved};
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// Whether `doc` (open for `path`) differs from the file on disk. A file missing on disk counts
-/// as unsaved unless the buffer is empty too; an unreadable one counts as unsaved (in doubt,
-/// nothing is saved for the user).
-pub async fn has_unsaved_changes(doc: &Document, path: &Path) -> bool {
-    match tokio::fs::read(path).await {
-        Ok(bytes) => {
-            // Editors hold the text without the byte-order mark they write back.
-            let bytes = match bytes.strip_prefix(BOM) {
-                Some(rest) if doc.rope.len_bytes() == 0 || doc.rope.byte(0) != BOM[0] => rest,
-                _ => &bytes[..],
-            };
-            Fingerprint::of(bytes) != doc.facts.fingerprint
+/// The fingerprint of a file's content, with and without a leading byte-order mark.
+#[derive(Clone, Copy)]
+struct OnDisk {
+    raw: Fingerprint,
+    without_bom: Option<Fingerprint>,
+}
+
+impl OnDisk {
+    fn of(bytes: &[u8]) -> OnDisk {
+        OnDisk {
+            raw: Fingerprint::of(bytes),
+            without_bom: bytes.strip_prefix(BOM).map(Fingerprint::of),
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => doc.rope.len_bytes() > 0,
-        Err(_) => true,
     }
+
+    /// Whether `doc` holds this content. Editors hold the text without the byte-order mark they
+    /// write back, so a buffer without one is compared with the content after it.
+    fn holds(&self, doc: &Document) -> bool {
+        let doc_has_bom = doc.rope.len_bytes() > 0 && doc.rope.byte(0) == BOM[0];
+        let disk = match self.without_bom {
+            Some(fp) if !doc_has_bom => fp,
+            _ => self.raw,
+        };
+        disk == doc.facts.fingerprint
+    }
+}
+
+/// What identifies a version of a file on disk without reading it.
+type Stamp = (Option<SystemTime>, u64);
+
+fn stamp(meta: &std::fs::Metadata) -> Stamp {
+    (meta.modified().ok(), meta.len())
+}
+
+/// The fingerprints of the files edited buffers belong to, keyed by their modification time and
+/// length: while a file is unchanged, checking a buffer against it costs a `stat`, not a read
+/// of the whole file (a 10 MB document is edited at interactive speed).
+#[derive(Default)]
+pub struct DiskFingerprints {
+    known: Mutex<HashMap<PathBuf, (Stamp, OnDisk)>>,
+}
+
+impl DiskFingerprints {
+    fn known(&self) -> MutexGuard<'_, HashMap<PathBuf, (Stamp, OnDisk)>> {
+        // A poisoned map only lost an insert; the entries are still usable.
+        self.known.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether `doc` (open for `path`) differs from the file on disk. A file missing on disk
+    /// counts as unsaved unless the buffer is empty too; an unreadable one counts as unsaved
+    /// (in doubt, nothing is saved for the user).
+    pub async fn has_unsaved_changes(&self, doc: &Document, path: &Path) -> bool {
+        // The stamp is taken before the read: a change in between makes the next stamp differ.
+        let meta = match tokio::fs::metadata(path).await {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return doc.rope.len_bytes() > 0,
+            Err(_) => return true,
+        };
+        let now = stamp(&meta);
+        let cached = self
+            .known()
+            .get(path)
+            .filter(|(s, _)| *s == now)
+            .map(|(_, d)| *d);
+        if let Some(disk) = cached {
+            return !disk.holds(doc);
+        }
+        let Ok(bytes) = tokio::fs::read(path).await else {
+            return true;
+        };
+        let disk = OnDisk::of(&bytes);
+        self.known().insert(path.to_path_buf(), (now, disk));
+        !disk.holds(doc)
+    }
+
+    /// The editor saved the file: it now holds the text with fingerprint `text`, or, `None`,
+    /// something not known for sure (read again next time).
+    pub async fn saved(&self, path: &Path, text: Option<Fingerprint>) {
+        let (Some(fp), Ok(meta)) = (text, tokio::fs::metadata(path).await) else {
+            self.known().remove(path);
+            return;
+        };
+        let disk = OnDisk {
+            raw: fp,
+            without_bom: Some(fp),
+        };
+        self.known()
+            .insert(path.to_path_buf(), (stamp(&meta), disk));
+    }
+}
+
+/// Whether `doc` (open for `path`) differs from the file on disk (see
+/// [`DiskFingerprints::has_unsaved_changes`]), without a cache.
+pub async fn has_unsaved_changes(doc: &Document, path: &Path) -> bool {
+    DiskFingerprints::default()
+        .has_unsaved_changes(doc, path)
+        .await
 }
 
 /// Why the buffer must stay unsaved after the agent's edit, before asking the editor: `None`
@@ -69,6 +154,26 @@ mod tests {
         std::fs::write(&path, b"\xEF\xBB\xBFsame\n").unwrap();
         assert!(!has_unsaved_changes(&doc("same\n"), &path).await, "BOM");
         assert!(!has_unsaved_changes(&doc("\u{feff}same\n"), &path).await);
+    }
+
+    #[tokio::test]
+    async fn the_cache_follows_the_file_and_the_editors_saves() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        std::fs::write(&path, "one\n").unwrap();
+        let cache = DiskFingerprints::default();
+        assert!(!cache.has_unsaved_changes(&doc("one\n"), &path).await);
+        assert!(cache.has_unsaved_changes(&doc("two\n"), &path).await);
+        // Changed on disk (another length): read again.
+        std::fs::write(&path, "two!\n").unwrap();
+        assert!(!cache.has_unsaved_changes(&doc("two!\n"), &path).await);
+        // The editor saved the buffer: its text is what the disk holds now.
+        std::fs::write(&path, "three\n").unwrap();
+        cache
+            .saved(&path, Some(doc("three\n").facts.fingerprint))
+            .await;
+        assert!(!cache.has_unsaved_changes(&doc("three\n"), &path).await);
+        assert!(cache.has_unsaved_changes(&doc("three!\n"), &path).await);
     }
 
     #[test]
