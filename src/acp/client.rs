@@ -196,6 +196,7 @@ impl Workspace for ClientWorkspace {
                 fingerprint,
                 created,
                 via_editor: true,
+                unsaved: None,
             })
         })
     }

@@ -153,6 +153,10 @@ impl Conn {
             let _ = tokio::time::timeout(Duration::from_secs(3), session.wait_idle()).await;
         }
         self.hub.shutdown().await;
+        // The process exits right after (no destructors): close the session files now.
+        for session in &sessions {
+            session.record().close();
+        }
     }
 
     /// Answers an opened session, then lists its commands (the client knows the session by

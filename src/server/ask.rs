@@ -5,6 +5,7 @@
 //! a reason saying why: a tool that must ask is never silently allowed.
 
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -19,6 +20,7 @@ use crate::server::protocol::{
     ApprovalPolicy, BeforeToolCallParams, BeforeToolCallResult as Answer, Decision, Preview,
     ToolKind, method,
 };
+use crate::server::saving;
 use crate::tools::{ToolPreview, preview};
 
 pub fn before_tool_call_hook(session: Weak<LiveSession>) -> BeforeToolCallHook {
@@ -154,6 +156,7 @@ pub async fn ask_project_trust(session: Arc<LiveSession>) {
             command: listing.join("\n"),
             cwd: root,
         }),
+        saves_unsaved_changes: false,
     };
     let never = CancellationToken::new();
     let answer = if session.ctx.config.approvals() {
@@ -190,8 +193,8 @@ async fn ask_agent_client(
             "The run was aborted before the tool call was approved".to_owned()
         }
         RequestError::Timeout(t) => format!(
-            "No approval within {}s: the tool call was not run",
-            t.as_secs()
+            "No approval within {}: the tool call was not run",
+            duration_text(t)
         ),
         other => format!("Approval failed ({other}): the tool call was not run"),
     })
@@ -207,13 +210,17 @@ pub async fn approval_request(
     let kind = mcp
         .as_ref()
         .map_or_else(|| kind_of(tool), |info| mcp_kind(info.kind));
+    let mut saves_unsaved_changes = false;
     let preview = match preview(&session.workspace, tool, &ctx.args).await {
         Some(ToolPreview::Diff {
             abs_path, patch, ..
-        }) => Some(Preview::Diff {
-            path: abs_path.display().to_string(),
-            diff: patch,
-        }),
+        }) => {
+            saves_unsaved_changes = saves_users_changes(session, &abs_path).await;
+            Some(Preview::Diff {
+                path: abs_path.display().to_string(),
+                diff: patch,
+            })
+        }
         Some(ToolPreview::Command { command, cwd, .. }) => Some(Preview::Command {
             command,
             cwd: cwd.display().to_string(),
@@ -232,6 +239,29 @@ pub async fn approval_request(
             None => title(tool, kind, &ctx.args),
         },
         preview,
+        saves_unsaved_changes,
+    }
+}
+
+/// Whether approving an edit of `path` would save the user's unsaved changes in its buffer.
+async fn saves_users_changes(session: &LiveSession, path: &std::path::Path) -> bool {
+    let config = &session.ctx.config;
+    let Some(doc) = session.ctx.docs.get_path(path) else {
+        return false;
+    };
+    config.save_documents()
+        && saving::saves_unsaved_changes(config.save_after_edit(), &doc, path).await
+}
+
+/// A timeout as people read it: `250 ms`, `2 s`, `1.5 s`.
+fn duration_text(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{} s", d.as_secs_f64())
     }
 }
 
@@ -256,5 +286,18 @@ fn title(tool: &str, kind: ToolKind, args: &Value) -> String {
         ToolKind::Edit if tool == "write" => format!("Write {}", arg("path")),
         ToolKind::Edit => format!("Edit {}", arg("path")),
         _ => format!("{tool} {}", args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(duration_text(Duration::from_millis(250)), "250 ms");
+        assert_eq!(duration_text(Duration::from_millis(0)), "0 ms");
+        assert_eq!(duration_text(Duration::from_secs(600)), "600 s");
+        assert_eq!(duration_text(Duration::from_millis(1500)), "1.5 s");
     }
 }

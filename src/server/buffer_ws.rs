@@ -3,8 +3,9 @@
 //! Reads of open documents see the mirror (unsaved text); other files come from disk. Writes to
 //! an open document become one `workspace/applyEdit` with a minimal edit, versioned with the
 //! mirror's version, confirmed by the `didChange` that follows (the `applied` flag is not
-//! trusted), retried once from the fresh buffer, then saved so disk and buffer agree. Files that
-//! are not open are written on disk atomically.
+//! trusted), retried once from the fresh buffer (unless the change is already in it: never
+//! applied twice), then saved as `saveAfterEdit` says ([`saving`]). The disk behind an open
+//! buffer is never written. Files that are not open are written on disk atomically.
 //!
 //! `edit` on an open document ([`rope_edit`]) matches in the buffer's text, sends the matched
 //! ranges, and confirms by the mirror's version and fingerprint (maintained per change).
@@ -26,14 +27,15 @@ use crate::server::config::ConnConfig;
 use crate::server::documents::{DocStore, Document};
 use crate::server::outgoing::{Outgoing, RequestError};
 use crate::server::position::{self, Encoding};
-use crate::server::protocol::{SaveDocumentsParams, SaveDocumentsResult, method};
+use crate::server::protocol::{SaveAfterEdit, SaveDocumentsParams, SaveDocumentsResult, method};
+use crate::server::saving::{DiskFingerprints, keep_unsaved};
 use crate::tools::diff::{common_prefix, common_suffix};
 use crate::tools::workspace::{
     EditOutcome, EditRequest, check_abort, edit_by_rewrite, edit_write_error, read_disk,
     seen_conflict, write_disk,
 };
 use crate::tools::{
-    DiskWorkspace, FileSnapshot, Fingerprint, Workspace, WorkspaceError, WriteOutcome,
+    DiskWorkspace, FileSnapshot, Fingerprint, Unsaved, Workspace, WorkspaceError, WriteOutcome,
 };
 
 /// A workspace whose open files live in the editor.
@@ -47,13 +49,20 @@ struct Editor {
     docs: DocStore,
     out: Outgoing,
     config: ConnConfig,
+    /// The disk's side of "does this buffer hold unsaved changes of the user".
+    on_disk: DiskFingerprints,
 }
 
 impl BufferWorkspace {
     pub fn new(disk: DiskWorkspace, docs: DocStore, out: Outgoing, config: ConnConfig) -> Self {
         BufferWorkspace {
             disk,
-            editor: Arc::new(Editor { docs, out, config }),
+            editor: Arc::new(Editor {
+                docs,
+                out,
+                config,
+                on_disk: DiskFingerprints::default(),
+            }),
         }
     }
 }
@@ -132,37 +141,57 @@ impl BufferWorkspace {
             return Ok(EditOutcome {
                 fingerprint: doc.facts.fingerprint,
                 diff: rope_edit::diff_of(&doc, &after, &plan, req.shown),
+                unsaved: None,
             });
         }
         let editor = &self.editor;
+        let mut user_changes = editor.user_changes_before(&doc, &path).await;
         let mut failure = String::new();
         for attempt in 0..2 {
             let after = rope_edit::applied(&doc, &plan);
             let edits = rope_edit::text_edits(&doc, &plan, editor.config.encoding);
             let expected = after.facts.fingerprint;
             let confirmed = move |d: &Document| d.facts.fingerprint == expected;
-            match editor.send_and_confirm(&doc, edits, confirmed).await {
-                Ok(()) => {
-                    let diff = rope_edit::diff_of(&doc, &after, &plan, req.shown);
-                    editor
-                        .save(&path, || String::from(&after.rope).into_bytes())
-                        .await
-                        .map_err(|e| edit_write_error(req.shown, e))?;
-                    return Ok(EditOutcome {
-                        fingerprint: expected,
-                        diff,
-                    });
+            let (mut is_in, claimed) = match editor.send_and_confirm(&doc, edits, confirmed).await {
+                Ok(()) => (true, true),
+                Err(f) => {
+                    tracing::info!(attempt, path = %path.display(), reason = %f.reason, "edit not confirmed");
+                    failure = f.reason;
+                    (false, f.claimed)
                 }
-                Err(reason) => {
-                    tracing::info!(attempt, path = %path.display(), %reason, "edit not confirmed");
-                    failure = reason;
+            };
+            let fresh = editor.docs.get_path(&path);
+            if let Some(fresh) = fresh.as_ref().filter(|_| !is_in && claimed) {
+                // An editor that said `applied: true` may have applied it next to a keystroke
+                // of the user: look for the change before retrying, never apply it twice.
+                match landed_in(&doc, &after, fresh) {
+                    Landed::Yes => is_in = true,
+                    Landed::No => {}
+                    Landed::Unknown => {
+                        let e = WorkspaceError::Unverified(path.display().to_string());
+                        return Err(edit_write_error(req.shown, e));
+                    }
                 }
+            }
+            if is_in {
+                let diff = rope_edit::diff_of(&doc, &after, &plan, req.shown);
+                let unsaved = editor
+                    .save_edit(&path, user_changes, expected, || {
+                        String::from(&after.rope).into_bytes()
+                    })
+                    .await
+                    .map_err(|e| edit_write_error(req.shown, e))?;
+                return Ok(EditOutcome {
+                    fingerprint: expected,
+                    diff,
+                    unsaved,
+                });
             }
             if attempt == 1 {
                 break;
             }
             // The user may have typed meanwhile: match again on the fresh buffer.
-            let Some(fresh) = editor.docs.get_path(&path) else {
+            let Some(fresh) = fresh else {
                 let req = EditRequest { seen: None, ..req };
                 return edit_by_rewrite(self, path, req).await;
             };
@@ -170,6 +199,8 @@ impl BufferWorkspace {
                 let conflict = WorkspaceError::Conflict(path.display().to_string());
                 return Err(edit_write_error(req.shown, conflict));
             };
+            // What the user typed meanwhile is theirs, unsaved: `ifClean` does not save it.
+            user_changes |= fresh.rope != doc.rope;
             (doc, plan) = (fresh, fresh_plan);
         }
         let e = editor_error(&path, format!("{failure} (tried twice)"));
@@ -185,6 +216,13 @@ fn editor_error(path: &Path, reason: impl Into<String>) -> WorkspaceError {
 }
 
 impl Editor {
+    /// Whether `doc` holds unsaved changes of the user, when the save mode depends on it
+    /// (`ifClean`); `false` otherwise, so the other modes never look at the disk for it.
+    async fn user_changes_before(&self, doc: &Document, path: &Path) -> bool {
+        self.config.save_after_edit() == SaveAfterEdit::IfClean
+            && self.on_disk.has_unsaved_changes(doc, path).await
+    }
+
     async fn write_open(
         &self,
         path: &Path,
@@ -194,7 +232,11 @@ impl Editor {
         let mut target = String::from_utf8(content)
             .map_err(|_| editor_error(path, "the new content is not UTF-8 text"))?;
         let mut last_failure = String::new();
-        let mut sent_against: Option<String> = None;
+        let mut sent_against: Option<(String, bool)> = None;
+        let mut user_changes = match self.docs.get_path(path) {
+            Some(doc) => self.user_changes_before(&doc, path).await,
+            None => false,
+        };
         for attempt in 0..2 {
             let Some(doc) = self.docs.get_path(path) else {
                 // Closed meanwhile: the disk is the truth again.
@@ -207,8 +249,28 @@ impl Editor {
                 None if expected.is_some_and(|e| e != doc.facts.fingerprint) => {
                     return Err(WorkspaceError::Conflict(path.display().to_string()));
                 }
+                // The editor said it applied the change but the buffer changed otherwise too (the
+                // user typed): look for the change before retrying, never apply it twice.
+                Some((old, true)) if *old != current && current != target => {
+                    match landed(old, &target, &current) {
+                        Landed::Yes => {
+                            last_failure.clear();
+                            break;
+                        }
+                        Landed::Unknown => {
+                            return Err(WorkspaceError::Unverified(path.display().to_string()));
+                        }
+                        Landed::No => {
+                            user_changes = true;
+                            target = rebase(old, &target, &current).ok_or_else(|| {
+                                WorkspaceError::Conflict(path.display().to_string())
+                            })?;
+                        }
+                    }
+                }
                 // Retry after the user typed meanwhile: carry the agent's change over.
-                Some(old) if *old != current && current != target => {
+                Some((old, false)) if *old != current && current != target => {
+                    user_changes = true;
                     target = rebase(old, &target, &current)
                         .ok_or_else(|| WorkspaceError::Conflict(path.display().to_string()))?;
                 }
@@ -223,27 +285,42 @@ impl Editor {
                     last_failure.clear();
                     break;
                 }
-                Err(reason) => {
-                    tracing::info!(attempt, path = %path.display(), %reason, "edit not confirmed");
-                    last_failure = reason;
-                    sent_against = Some(current);
+                Err(f) => {
+                    tracing::info!(attempt, path = %path.display(), reason = %f.reason, "edit not confirmed");
+                    last_failure = f.reason;
+                    sent_against = Some((current, f.claimed));
                 }
+            }
+        }
+        if let Some((old, true)) = sent_against.as_ref().filter(|_| !last_failure.is_empty()) {
+            // The retry too was said to be applied: it may be in the buffer.
+            let current = self.docs.get_path(path).map(|d| String::from(&d.rope));
+            match current.map(|c| landed(old, &target, &c)) {
+                Some(Landed::Yes) => last_failure.clear(),
+                Some(Landed::Unknown) => {
+                    return Err(WorkspaceError::Unverified(path.display().to_string()));
+                }
+                Some(Landed::No) | None => {}
             }
         }
         if !last_failure.is_empty() {
             return Err(editor_error(path, format!("{last_failure} (tried twice)")));
         }
         let bytes = target.into_bytes();
-        self.save(path, || bytes.clone()).await?;
+        let fingerprint = Fingerprint::of(&bytes);
+        let unsaved = self
+            .save_edit(path, user_changes, fingerprint, || bytes)
+            .await?;
         Ok(WriteOutcome {
-            fingerprint: Fingerprint::of(&bytes),
+            fingerprint,
             created: false,
             via_editor: true,
+            unsaved,
         })
     }
 
     /// Sends one applyEdit and waits for the mirror to hold `new_text`.
-    async fn apply_once(&self, doc: &Document, old: &str, new_text: &str) -> Result<(), String> {
+    async fn apply_once(&self, doc: &Document, old: &str, new_text: &str) -> Result<(), Failure> {
         let edit = minimal_edit(doc, old, new_text, self.config.encoding);
         let new_text = new_text.to_owned();
         self.send_and_confirm(doc, vec![edit], move |d| d.rope == new_text.as_str())
@@ -257,9 +334,9 @@ impl Editor {
         doc: &Document,
         edits: Vec<TextEdit>,
         confirmed: impl Fn(&Document) -> bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let mut changes = self.docs.subscribe();
-        let params = self.apply_params(doc, edits)?;
+        let params = self.apply_params(doc, edits).map_err(Failure::refused)?;
         let timeout = self.config.edit_timeout();
         let never = CancellationToken::new();
         let reply: Result<ApplyWorkspaceEditResponse, RequestError> = self
@@ -269,10 +346,14 @@ impl Editor {
         match reply {
             Ok(r) if !r.applied => {
                 let reason = r.failure_reason.as_deref().unwrap_or("no reason given");
-                return Err(format!("the editor refused the edit ({reason})"));
+                return Err(Failure::refused(format!(
+                    "the editor refused the edit ({reason})"
+                )));
             }
             Ok(_) => {}
-            Err(e) => return Err(format!("workspace/applyEdit failed: {e}")),
+            Err(e) => {
+                return Err(Failure::refused(format!("workspace/applyEdit failed: {e}")));
+            }
         }
         // `applied: true` is only a hint: wait for the didChange that makes the mirror match.
         let confirmed = tokio::time::timeout(timeout, async {
@@ -292,9 +373,10 @@ impl Editor {
         .await;
         match confirmed {
             Ok(true) => Ok(()),
-            _ => Err(format!(
-                "the buffer did not change to the edited text within {timeout:?}"
-            )),
+            _ => Err(Failure {
+                reason: format!("the buffer did not change to the edited text within {timeout:?}"),
+                claimed: true,
+            }),
         }
     }
 
@@ -329,40 +411,127 @@ impl Editor {
         })
     }
 
-    /// Makes the disk agree with the buffer: the client saves, or we write the same bytes.
-    /// `bytes` makes the text to write (only needed when the client does not save).
-    async fn save(
+    /// Saves the buffer the agent just edited, as `saveAfterEdit` says, through the editor
+    /// only: the disk behind an open buffer is never written (that would make the editor warn
+    /// that the file changed on disk, and clobber on the next save). `Some(why)` when the edit
+    /// stays unsaved. `user_changes`: the buffer held the user's unsaved changes before the
+    /// edit; a buffer that is no longer `expected` has new ones. `bytes` is the text to write
+    /// when the document was closed meanwhile.
+    async fn save_edit(
         &self,
         path: &Path,
+        user_changes: bool,
+        expected: Fingerprint,
         bytes: impl FnOnce() -> Vec<u8>,
-    ) -> Result<(), WorkspaceError> {
+    ) -> Result<Option<Unsaved>, WorkspaceError> {
+        let mode = self.config.save_after_edit();
         let Some(doc) = self.docs.get_path(path) else {
-            return write_disk(path, bytes(), None).await.map(|_| ());
+            // Closed meanwhile: the disk is the truth again.
+            if let Some(why) = keep_unsaved(mode, user_changes) {
+                return Ok(Some(why));
+            }
+            return write_disk(path, bytes(), None).await.map(|_| None);
         };
-        if self.config.save_documents() {
-            let params = SaveDocumentsParams {
-                uris: vec![doc.uri.clone()],
-            };
-            let never = CancellationToken::new();
-            let reply: Result<SaveDocumentsResult, _> = self
-                .out
-                .request(
-                    method::SAVE_DOCUMENTS,
-                    params,
-                    self.config.edit_timeout(),
-                    &never,
-                )
-                .await;
-            match reply {
-                Ok(r) if r.saved.contains(&doc.uri) => return Ok(()),
-                Ok(_) => tracing::info!(uri = doc.uri, "client did not save; writing the disk"),
-                Err(e) => {
-                    tracing::info!(uri = doc.uri, %e, "saveDocuments failed; writing the disk")
-                }
+        let user_changes = user_changes || doc.facts.fingerprint != expected;
+        if let Some(why) = keep_unsaved(mode, user_changes) {
+            return Ok(Some(why));
+        }
+        if !self.config.save_documents() {
+            return Ok(Some(Unsaved::CannotSave));
+        }
+        let params = SaveDocumentsParams {
+            uris: vec![doc.uri.clone()],
+        };
+        let never = CancellationToken::new();
+        let reply: Result<SaveDocumentsResult, _> = self
+            .out
+            .request(
+                method::SAVE_DOCUMENTS,
+                params,
+                self.config.edit_timeout(),
+                &never,
+            )
+            .await;
+        match reply {
+            Ok(r) if r.saved.contains(&doc.uri) => {
+                // The editor wrote its buffer: the agent's text, unless it changed meanwhile (the
+                // user typed, or the editor formatted on save), which the next edit reads again.
+                let now = self.docs.get_path(path).map(|d| d.facts.fingerprint);
+                let known = now.filter(|fp| *fp == expected);
+                self.on_disk.saved(path, known).await;
+                Ok(None)
+            }
+            Ok(_) => {
+                tracing::info!(
+                    uri = doc.uri,
+                    "the client did not save; the edit stays unsaved"
+                );
+                Ok(Some(Unsaved::EditorDeclined))
+            }
+            Err(e) => {
+                tracing::info!(uri = doc.uri, %e, "saveDocuments failed; the edit stays unsaved");
+                Ok(Some(Unsaved::EditorDeclined))
             }
         }
-        write_disk(path, bytes(), None).await.map(|_| ())
     }
+}
+
+/// Why an applyEdit was not confirmed.
+struct Failure {
+    reason: String,
+    /// The editor answered `applied: true`: the change may be in the buffer anyway.
+    claimed: bool,
+}
+
+impl Failure {
+    fn refused(reason: String) -> Failure {
+        Failure {
+            reason,
+            claimed: false,
+        }
+    }
+}
+
+/// Whether a buffer that is not the expected text holds the agent's change anyway.
+#[derive(Debug, PartialEq, Eq)]
+enum Landed {
+    Yes,
+    No,
+    /// Neither the text before the change nor the one after it is found unambiguously.
+    Unknown,
+}
+
+/// [`landed`] for the edit of `doc` into `after`, in `fresh`.
+fn landed_in(doc: &Document, after: &Document, fresh: &Document) -> Landed {
+    if fresh.version == doc.version || fresh.rope == doc.rope {
+        return Landed::No;
+    }
+    let (old, new) = (String::from(&doc.rope), String::from(&after.rope));
+    landed(&old, &new, &String::from(&fresh.rope))
+}
+
+/// Whether `fresh` (the buffer after the editor said it applied `old → new`, changed otherwise
+/// too) holds the change: the changed region with context on each side (first [`ANCHOR`] chars,
+/// then fewer) occurs exactly once as after the change and not as before it, or the reverse.
+fn landed(old: &str, new: &str, fresh: &str) -> Landed {
+    if fresh == new {
+        return Landed::Yes;
+    }
+    if fresh == old {
+        return Landed::No;
+    }
+    let r = region(old, new);
+    for context in [ANCHOR, ANCHOR / 4] {
+        let (before, after) = anchors(old, &r, context);
+        let was = format!("{before}{}{after}", &old[r.start..r.old_end]);
+        let now = format!("{before}{}{after}", &new[r.start..r.new_end]);
+        match (fresh.matches(&was).count(), fresh.matches(&now).count()) {
+            (0, 1) => return Landed::Yes,
+            (1, 0) => return Landed::No,
+            _ => {}
+        }
+    }
+    Landed::Unknown
 }
 
 /// The differing middle of two texts, in bytes: `old[start..old_end]` became
@@ -413,22 +582,26 @@ pub fn minimal_edit(doc: &Document, old: &str, new: &str, enc: Encoding) -> Text
 /// Characters of context that anchor a change when it is carried over to a changed buffer.
 const ANCHOR: usize = 64;
 
+/// Up to `n` chars of `old` before and after the region `r` (both unchanged by it).
+fn anchors<'a>(old: &'a str, r: &Region, n: usize) -> (&'a str, &'a str) {
+    let before_start = old[..r.start]
+        .char_indices()
+        .rev()
+        .nth(n.saturating_sub(1))
+        .map_or(0, |(i, _)| i);
+    let after_end = old[r.old_end..]
+        .char_indices()
+        .nth(n)
+        .map_or(old.len(), |(i, _)| r.old_end + i);
+    (&old[before_start..r.start], &old[r.old_end..after_end])
+}
+
 /// Carries the change `old → new` over to `fresh` (the buffer after the user typed): the changed
 /// region with up to [`ANCHOR`] chars of context on each side must occur exactly once in
 /// `fresh`. `None` when it does not (the user changed the same place).
 pub fn rebase(old: &str, new: &str, fresh: &str) -> Option<String> {
     let r = region(old, new);
-    let before_start = old[..r.start]
-        .char_indices()
-        .rev()
-        .nth(ANCHOR - 1)
-        .map_or(0, |(i, _)| i);
-    let before = &old[before_start..r.start];
-    let after_end = old[r.old_end..]
-        .char_indices()
-        .nth(ANCHOR)
-        .map_or(old.len(), |(i, _)| r.old_end + i);
-    let after = &old[r.old_end..after_end];
+    let (before, after) = anchors(old, &r, ANCHOR);
     let old_mid = &old[r.start..r.old_end];
     let new_mid = &new[r.start..r.new_end];
     let needle = format!("{before}{old_mid}{after}");
@@ -473,6 +646,24 @@ mod tests {
         // Inserting a "\r" before "\r\n" never splits the pair.
         let e = edit("a\r\nb", "a\r\r\nb", Encoding::Utf16);
         assert_eq!(e["range"]["start"], json!({"line": 0, "character": 1}));
+    }
+
+    #[test]
+    fn a_change_next_to_a_keystroke_is_found_and_never_guessed() {
+        let old = "let count = 1;\nfn main() {}\n";
+        let new = "let count = 1 + 1;\nfn main() {}\n";
+        // Applied, and the user typed elsewhere: found, although `count = 1` is still there.
+        assert_eq!(landed(old, new, &format!("{new}// typed")), Landed::Yes);
+        assert_eq!(landed(old, new, new), Landed::Yes);
+        // Not applied, the user typed elsewhere: the retry may go ahead.
+        assert_eq!(landed(old, new, &format!("// typed\n{old}")), Landed::No);
+        assert_eq!(landed(old, new, old), Landed::No);
+        // The user typed inside the very place: neither is found, no guess.
+        let fresh = "let count = 1 + 1x;\nfn main() {}\n";
+        assert_eq!(landed(old, new, fresh), Landed::Unknown);
+        // The text after the change occurs twice: no guess either.
+        let twice = format!("{new}{new}");
+        assert_eq!(landed(old, new, &twice), Landed::Unknown);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::server::documents::uri_to_path;
 use crate::server::events::DEFAULT_DELTA_INTERVAL;
 use crate::server::position::Encoding;
-use crate::server::protocol::{ClientAgentCapabilities, InitOptions};
+use crate::server::protocol::{ClientAgentCapabilities, InitOptions, SaveAfterEdit};
 
 /// The connection's settled configuration (immutable after `initialize`).
 #[derive(Clone, Debug, Default)]
@@ -85,6 +85,11 @@ impl ConnConfig {
 
     pub fn save_documents(&self) -> bool {
         self.agent.as_ref().is_some_and(|a| a.save_documents)
+    }
+
+    /// When a buffer the agent edited is saved (`saveAfterEdit`).
+    pub fn save_after_edit(&self) -> SaveAfterEdit {
+        self.options.save_after_edit
     }
 
     /// A client that did not opt in to the agent protocol gets the LSP-standard surface.

@@ -14,6 +14,7 @@
 //!   of `$/agentEvent`s), `conn` (what sessions share);
 //! - `diagnostics`: the editor's forwarded diagnostics and the `diagnostics` tool;
 //! - `approval` (policy and "always" memory), `ask` (the `beforeToolCall` hook);
+//! - `saving`: whether a buffer holds unsaved changes of the user (`saveAfterEdit`);
 //! - `buffer_ws`: the tools' `Workspace` over editor buffers (applyEdit, confirm, save);
 //! - `generic`: the LSP-standard surface for clients without the agent protocol.
 
@@ -36,6 +37,7 @@ pub mod outgoing;
 pub mod output;
 pub mod position;
 pub mod protocol;
+pub mod saving;
 pub mod session_table;
 
 use std::time::Duration;
@@ -61,6 +63,8 @@ pub async fn serve_stdio() -> anyhow::Result<()> {
         sessions.abort_all();
         let _ = tokio::time::timeout(Duration::from_secs(3), sessions.wait_all_idle()).await;
         sessions.stop_mcp().await;
+        // `exit` below runs no destructors: close the session files (last sync, lock) first.
+        sessions.close_all();
     }
     let _ = tokio::time::timeout(Duration::from_secs(3), output.drained()).await;
     std::process::exit(if exit == Exit::Clean { 0 } else { 1 });

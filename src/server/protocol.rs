@@ -482,6 +482,10 @@ pub struct BeforeToolCallParams {
     pub title: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<Preview>,
+    /// Approving saves the file's buffer with the user's own unsaved changes in it
+    /// (`saveAfterEdit: "always"` and the buffer differs from the disk).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub saves_unsaved_changes: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -546,6 +550,21 @@ pub struct InitOptions {
     /// `{enabled, reserveTokens, keepRecentTokens, thresholdTokens}`, over the user's
     /// `settings.json`.
     pub compaction: crate::compaction::CompactionOptions,
+    /// Whether a buffer is saved after the agent edited it (default `ifClean`).
+    pub save_after_edit: SaveAfterEdit,
+}
+
+/// `initializationOptions.saveAfterEdit`: when a buffer the agent edited is saved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SaveAfterEdit {
+    /// Only when the buffer had no unsaved changes of the user before the edit.
+    #[default]
+    IfClean,
+    /// Always, the user's unsaved changes included (the approval says so).
+    Always,
+    /// Never: the edit stays unsaved in the buffer.
+    Never,
 }
 
 /// `initializationOptions.loopGuard`: the same tool call this many times in a row gets a note

@@ -370,6 +370,13 @@ impl SessionTable {
         }
     }
 
+    /// Closes every session's file (last sync, lock released): the daemon is ending.
+    pub fn close_all(&self) {
+        for session in self.map().values() {
+            session.record().close();
+        }
+    }
+
     pub async fn wait_all_idle(&self) {
         let sessions: Vec<Arc<LiveSession>> = self.map().values().cloned().collect();
         for session in sessions {

@@ -18,6 +18,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant};
 
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 use serde_json::Value;
 
 use super::SessionError;
@@ -255,40 +257,50 @@ impl Writer {
     }
 }
 
-/// `<session>.jsonl.lock`, holding the writer's pid. A lock whose pid is gone (a killed run) is
-/// stale and taken over; a live one refuses a second writer.
+/// `<session>.jsonl.lock`, an OS advisory lock (`flock`) held by the writer for as long as the
+/// file is open. The kernel drops it when the process ends, however it ends (kill -9 included),
+/// so a lock is never stale and a reused pid cannot block anyone. The pid written in the file
+/// only names the holder in the error.
+///
+/// `nix`'s `flock` rather than std's `File::try_lock`, which needs Rust 1.89 (our MSRV is 1.88).
 struct WriterLock {
     path: PathBuf,
+    // Holds the lock; unlocked and closed after the file is removed in `drop`.
+    _file: Flock<File>,
 }
 
 impl WriterLock {
     fn acquire(session: &Path) -> Result<WriterLock, SessionError> {
         let path = with_suffix(session, ".lock");
         for _ in 0..3 {
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(mut file) => {
-                    let _ = write!(file, "{}", std::process::id());
-                    return Ok(WriterLock { path });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let holder = std::fs::read_to_string(&path)
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(|e| SessionError::io(&path, e))?;
+            let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(locked) => locked,
+                Err((_, Errno::EWOULDBLOCK)) => {
+                    let pid = std::fs::read_to_string(&path)
                         .ok()
                         .and_then(|s| s.trim().parse::<i32>().ok());
-                    match holder {
-                        Some(pid) if pid_alive(pid) => {
-                            return Err(SessionError::Locked {
-                                path: session.to_path_buf(),
-                                pid,
-                            });
-                        }
-                        // Stale (dead pid) or unreadable: remove and retry the exclusive create.
-                        _ => {
-                            let _ = std::fs::remove_file(&path);
-                        }
-                    }
+                    return Err(SessionError::Locked {
+                        path: session.to_path_buf(),
+                        pid,
+                    });
                 }
-                Err(e) => return Err(SessionError::io(&path, e)),
+                Err((_, errno)) => return Err(SessionError::io(&path, errno.into())),
+            };
+            // The previous holder removes the file before it unlocks: a lock taken on the
+            // removed file locks nothing others can see, so take it again on the current one.
+            if !same_file(&file, &path) {
+                continue;
             }
+            let _ = file.set_len(0);
+            let _ = write!(file, "{}", std::process::id());
+            return Ok(WriterLock { path, _file: file });
         }
         Err(SessionError::io(
             &path,
@@ -297,24 +309,19 @@ impl WriterLock {
     }
 }
 
-impl Drop for WriterLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+/// Whether `path` still names the open `file`.
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 
-/// Whether a process with this pid exists (signal 0 probes without sending anything).
-fn pid_alive(pid: i32) -> bool {
-    if pid <= 0 {
-        return false;
-    }
-    if pid as u32 == std::process::id() {
-        return true;
-    }
-    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
-        Ok(()) => true,
-        Err(nix::errno::Errno::EPERM) => true,
-        Err(_) => false,
+impl Drop for WriterLock {
+    fn drop(&mut self) {
+        // Removed while still locked; the lock itself goes with the file handle right after.
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 

@@ -42,8 +42,8 @@ pub enum SessionError {
     Invalid { path: PathBuf, message: String },
     #[error("session file {path} has version {version}; this agent-lsp reads versions 1 to 3")]
     UnsupportedVersion { path: PathBuf, version: u64 },
-    #[error("session {path} is in use by another agent-lsp process (pid {pid})")]
-    Locked { path: PathBuf, pid: i32 },
+    #[error("session {path} is in use by another agent-lsp process{}", holder(*.pid))]
+    Locked { path: PathBuf, pid: Option<i32> },
     #[error("no session matches {0:?} (see `agent-lsp sessions list`)")]
     NotFound(String),
     #[error("{1} sessions match {0:?}; give more of the id or the file path")]
@@ -52,6 +52,11 @@ pub enum SessionError {
     UnknownEntry(String),
     #[error("{0}")]
     Refused(String),
+}
+
+/// " (pid N)" when the lock file names its holder.
+fn holder(pid: Option<i32>) -> String {
+    pid.map(|pid| format!(" (pid {pid})")).unwrap_or_default()
 }
 
 impl SessionError {

@@ -155,6 +155,12 @@ impl SessionFile {
         &self.header.id
     }
 
+    /// Stops writing the file: the last sync is done and the writer lock released now (a
+    /// process that ends with `exit` runs no destructors). Later appends stay in memory.
+    pub fn close(&mut self) {
+        self.writer = None;
+    }
+
     /// The session file, `None` for an in-memory session.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ToolOptions;
 use super::tracker::{FileMutationQueue, ReadTracker};
-use super::workspace::{Workspace, WorkspaceError};
+use super::workspace::{Unsaved, Workspace, WorkspaceError};
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::ToolError;
 
@@ -142,6 +142,15 @@ pub fn ws_error(path: &str, e: WorkspaceError) -> ToolError {
         WorkspaceError::PermissionDenied(_) => ToolError::new(format!("Permission denied: {path}")),
         WorkspaceError::Conflict(_) => ToolError::new(conflict_text(path)),
         other => ToolError::new(other.to_string()),
+    }
+}
+
+/// A mutating tool's result text, with the note saying the change is not on disk when it was
+/// left unsaved in an editor buffer.
+pub fn with_unsaved_note(text: String, unsaved: Option<Unsaved>, path: &str) -> String {
+    match unsaved {
+        None => text,
+        Some(why) => format!("{text}\n\n{}", why.note(path)),
     }
 }
 

@@ -264,6 +264,7 @@ pub async fn edit_by_rewrite<W: Workspace + ?Sized>(
         return Ok(EditOutcome {
             fingerprint: snap.fingerprint,
             diff,
+            unsaved: None,
         });
     }
     let outcome = ws
@@ -273,6 +274,7 @@ pub async fn edit_by_rewrite<W: Workspace + ?Sized>(
     Ok(EditOutcome {
         fingerprint: outcome.fingerprint,
         diff,
+        unsaved: outcome.unsaved,
     })
 }
 
@@ -305,7 +307,11 @@ async fn run(
             "patch": d.patch,
             "firstChangedLine": d.first_changed_line,
         })),
-        ..AgentToolResult::text(format!("Successfully replaced {n} block(s) in {path}."))
+        ..AgentToolResult::text(common::with_unsaved_note(
+            format!("Successfully replaced {n} block(s) in {path}."),
+            outcome.unsaved,
+            &path,
+        ))
     })
 }
 

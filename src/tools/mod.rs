@@ -54,7 +54,7 @@ pub use preview::{ToolPreview, preview};
 pub use read::ReadTool;
 pub use tracker::{FileMutationQueue, ReadTracker};
 pub use workspace::{
-    DiskWorkspace, FileSnapshot, Fingerprint, Workspace, WorkspaceError, WriteOutcome,
+    DiskWorkspace, FileSnapshot, Fingerprint, Unsaved, Workspace, WorkspaceError, WriteOutcome,
 };
 pub use write::WriteTool;
 

@@ -50,6 +50,12 @@ pub enum WorkspaceError {
     /// The editor refused or failed to apply the change.
     #[error("The editor did not apply the change to {path}: {reason}")]
     Editor { path: String, reason: String },
+    /// The editor said it applied the change, but the buffer changed otherwise too and the
+    /// change could not be found in it for sure; it was not sent again (never applied twice).
+    #[error(
+        "The editor answered that it applied the change to {0}, but the buffer also changed otherwise (the user typed meanwhile), so whether it holds the change could not be verified. It was not applied again. Read the file to see whether the change is in it before editing it again."
+    )]
+    Unverified(String),
     #[error("{path}: {message}")]
     Io { path: String, message: String },
 }
@@ -238,6 +244,41 @@ pub struct WriteOutcome {
     pub created: bool,
     /// The change went to an editor buffer (not yet saved) rather than the disk.
     pub via_editor: bool,
+    /// The change is in an editor buffer and was not saved: why (`None`: on disk).
+    pub unsaved: Option<Unsaved>,
+}
+
+/// Why an edit of an open buffer was left unsaved (`saveAfterEdit`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unsaved {
+    /// The buffer held unsaved changes of the user; saving would have saved them too.
+    UserChanges,
+    /// `saveAfterEdit` is `never`.
+    Never,
+    /// The editor was asked to save and did not.
+    EditorDeclined,
+    /// The editor cannot be asked to save (no `saveDocuments`).
+    CannotSave,
+}
+
+impl Unsaved {
+    /// The note appended to the tool result, for the model.
+    pub fn note(self, path: &str) -> String {
+        let why = match self {
+            Unsaved::UserChanges => {
+                "the buffer had unsaved changes of the user, and saving would have saved them without their say"
+            }
+            Unsaved::Never => {
+                "the editor is configured not to save the agent's edits (saveAfterEdit: never)"
+            }
+            Unsaved::EditorDeclined => "the editor did not save it when asked",
+            Unsaved::CannotSave => "this editor cannot be asked to save",
+        };
+        format!(
+            "Note: the change is in the editor's buffer of {path} but not saved to disk, because {why}. \
+             Commands (bash: builds, tests, git) see the file on disk without this change until the user saves it."
+        )
+    }
 }
 
 /// One `edit` call as the workspace carries it out.
@@ -261,6 +302,8 @@ pub struct EditOutcome {
     pub fingerprint: Fingerprint,
     /// The change, on LF text without BOM.
     pub diff: DiffResult,
+    /// The change is in an editor buffer and was not saved: why.
+    pub unsaved: Option<Unsaved>,
 }
 
 /// Where tools read and write files. Implementations must be cheap to share (`Arc<dyn Workspace>`).
@@ -444,6 +487,7 @@ fn write_disk_blocking(
         fingerprint: Fingerprint::of(content),
         created: existing.is_none(),
         via_editor: false,
+        unsaved: None,
     })
 }
 

@@ -88,8 +88,10 @@ async fn run(
         .await
         .map_err(|e| ws_error(&path, e))?;
     ctx.tracker.record(&abs, outcome.fingerprint);
-    Ok(AgentToolResult::text(format!(
-        "Successfully wrote {len} bytes to {path}"
+    Ok(AgentToolResult::text(common::with_unsaved_note(
+        format!("Successfully wrote {len} bytes to {path}"),
+        outcome.unsaved,
+        &path,
     )))
 }
 

@@ -20,6 +20,8 @@ mod queue;
 mod responses;
 mod rope_edits;
 mod runs;
+mod saving;
+mod session_lock;
 mod unknown_documents;
 
 use std::time::Duration;

@@ -57,6 +57,8 @@ export function readConfig(): DaemonConfig {
   if (typeof model === 'string' && model.trim() !== '') init.model = model.trim();
   const approval = c.get<Record<string, 'allow' | 'ask' | 'block'> | null>('approval');
   if (approval && typeof approval === 'object') init.approval = approval;
+  const save = c.get<string>('saveAfterEdit');
+  if (save === 'ifClean' || save === 'always' || save === 'never') init.saveAfterEdit = save;
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
   if (folder) init.cwd = folder;
   return {

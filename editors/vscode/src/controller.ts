@@ -20,6 +20,7 @@ import { type ChatAction, type ChatState, initialState, isEditTool, reduce, tool
 import { buildMessage, type ContextItem, contextLabel } from './shared/context';
 import { resolveBinary } from './shared/binary';
 import { EditPreviewError, proposedContent } from './shared/edits';
+import { UNSAVED_WARNING } from './shared/render';
 import { parseSessionList, sessionChoices, type StoredSession } from './shared/sessions';
 import type { HostToView, ViewStatus } from './shared/messages';
 
@@ -72,7 +73,8 @@ export class Controller implements vscode.Disposable {
 
   /** An approval for a session the chat is not showing (a background run): ask in a notification. */
   private async askElsewhere(requestId: string, params: BeforeToolCallParams): Promise<void> {
-    const choice = await vscode.window.showWarningMessage(`Agent (session ${params.sessionId.slice(0, 8)}): ${params.title || params.toolName}`, 'Allow', 'Reject');
+    const warning = params.savesUnsavedChanges ? ` ${UNSAVED_WARNING}` : '';
+    const choice = await vscode.window.showWarningMessage(`Agent (session ${params.sessionId.slice(0, 8)}): ${params.title || params.toolName}${warning}`, 'Allow', 'Reject');
     this.approvals.answer(requestId, { decision: choice === 'Allow' ? 'allow' : 'block', reason: choice ? undefined : 'No answer from the user' });
   }
 

@@ -262,6 +262,8 @@ export interface InitializationOptions {
   approval?: Record<string, 'allow' | 'ask' | 'block'>;
   approvalTimeoutMs?: number;
   editTimeoutMs?: number;
+  /** When a buffer the agent edited is saved (§4.4; default "ifClean"). */
+  saveAfterEdit?: 'ifClean' | 'always' | 'never';
   cwd?: string;
   /** Pace of streamed deltas on `$/agentEvent` in ms (§1.1; default 16, 0 = every delta at once). */
   deltaIntervalMs?: number;
@@ -335,6 +337,8 @@ export interface BeforeToolCallParams {
   kind: ToolKind;
   title: string;
   preview?: ApprovalPreview;
+  /** Approving saves the file's buffer with the user's own unsaved changes (saveAfterEdit "always"). */
+  savesUnsavedChanges?: boolean;
 }
 
 export type ApprovalDecision = 'allow' | 'allowAlways' | 'block' | 'blockAlways';

@@ -104,6 +104,7 @@ json.dump({
   "agentLsp.serverPath": daemon,
   "agentLsp.env": {"OPENAI_BASE_URL": base, "OPENAI_API_KEY": "test", "AGENT_LSP_MODEL": "openai/mock-model", "AGENT_LSP_LOG": "info"},
   "agentLsp.trace.server": "verbose",
+  "agentLsp.saveAfterEdit": "always",
 }, open(path, "w"), indent=2)
 PY
 

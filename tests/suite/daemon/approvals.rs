@@ -68,6 +68,25 @@ async fn approval_decisions_block_allow_and_are_remembered() {
     assert!(mock.violations().is_empty(), "{:?}", mock.violations());
 }
 
+/// A sub-second approval timeout is named in milliseconds, not rounded to "0s".
+#[tokio::test]
+async fn a_sub_second_approval_timeout_reads_in_milliseconds() {
+    let (_mock, client) = agent_setup(
+        vec![bash_call("c1", "echo one"), MockResponse::text("ok")],
+        LspClient::agent_caps(false),
+        json!({"approvalTimeoutMs": 250}),
+    )
+    .await;
+    client.set_approvals(Box::new(|_| None));
+    let (session, run, _) = prompt(&client, json!({"message": "go"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let (text, is_error) = tool_results(&events).remove(0);
+    assert!(
+        is_error && text.contains("No approval within 250 ms:"),
+        "{text}"
+    );
+}
+
 #[tokio::test]
 async fn approval_timeout_blocks_and_policy_config_is_honoured() {
     let responses = vec![
@@ -88,7 +107,7 @@ async fn approval_timeout_blocks_and_policy_config_is_honoured() {
     let events = client.wait_settled(&session, &run).await;
     let results = tool_results(&events);
     assert!(
-        results[0].1 && results[0].0.contains("No approval within"),
+        results[0].1 && results[0].0.contains("No approval within 2 s:"),
         "{results:?}"
     );
     assert!(!results[1].1, "edit allowed by policy: {results:?}");

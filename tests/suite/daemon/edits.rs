@@ -2,6 +2,8 @@
 
 use super::*;
 
+/// `saveAfterEdit: "always"`: the user's unsaved change is saved with the agent's edit, and the
+/// approval said so beforehand (`ifClean`, the default, is in `saving.rs`).
 #[tokio::test]
 async fn edit_lands_on_the_unsaved_buffer_versioned_then_saved() {
     let edit = MockResponse::tool_call(
@@ -12,7 +14,7 @@ async fn edit_lands_on_the_unsaved_buffer_versioned_then_saved() {
     let (mock, client) = agent_setup(
         vec![edit, MockResponse::text("done")],
         LspClient::agent_caps(false),
-        json!({}),
+        json!({"saveAfterEdit": "always"}),
     )
     .await;
     let path = client.workspace.path().join("src.txt");
@@ -29,6 +31,7 @@ async fn edit_lands_on_the_unsaved_buffer_versioned_then_saved() {
 
     let approval = &requests_of(&client, "agent/beforeToolCall")[0]["params"];
     assert_eq!(approval["kind"], "edit");
+    assert_eq!(approval["savesUnsavedChanges"], true, "{approval}");
     assert_eq!(approval["runId"], run.as_str());
     assert_eq!(approval["preview"]["type"], "diff");
     assert!(
@@ -54,8 +57,10 @@ async fn edit_lands_on_the_unsaved_buffer_versioned_then_saved() {
     assert!(mock.violations().is_empty());
 }
 
+/// A client that cannot be asked to save keeps the edit in its buffer: the disk behind an open
+/// buffer is never written, and the model is told.
 #[tokio::test]
-async fn without_save_documents_the_server_writes_the_disk() {
+async fn without_save_documents_the_disk_is_left_alone_and_the_model_told() {
     let write = MockResponse::tool_call(
         "call_1",
         "write",
@@ -69,9 +74,14 @@ async fn without_save_documents_the_server_writes_the_disk() {
     let uri = client.did_open(&path, "old\n").await;
     let (session, run, _) = prompt(&client, json!({"message": "write"})).await;
     let events = client.wait_settled(&session, &run).await;
-    assert!(!tool_results(&events)[0].1, "{:?}", tool_results(&events));
+    let (text, is_error) = tool_results(&events).remove(0);
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("not saved to disk") && text.contains("cannot be asked to save"),
+        "{text}"
+    );
     assert_eq!(client.buffer(&uri).1, "new text\n");
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new text\n");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
     assert!(requests_of(&client, "agent/saveDocuments").is_empty());
 }
 
@@ -141,6 +151,7 @@ async fn an_edit_refused_because_the_user_typed_is_carried_over_and_retried() {
         expected,
         "both the user's and the agent's change"
     );
+    assert!(text.contains("unsaved changes of the user"), "{text}");
     let applies = requests_of(&client, "workspace/applyEdit");
     assert_eq!(applies.len(), 2);
     let versions: Vec<&Value> = applies
@@ -152,7 +163,11 @@ async fn an_edit_refused_because_the_user_typed_is_carried_over_and_retried() {
         [&json!(1), &json!(2)],
         "the retry uses the fresh version"
     );
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), expected);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "fn a() {}\nfn b() {}\n",
+        "what the user typed meanwhile is not saved for them"
+    );
 }
 
 /// A Neovim-like client: UTF-8 positions and no `documentChanges`.
@@ -188,8 +203,10 @@ async fn utf8_client_without_document_changes_gets_unversioned_changes() {
     assert_eq!(mirror["text"], "x\r\nhéllo 😀 there\r\n");
 }
 
+/// A client that declines to save keeps the edit unsaved: the server never writes the disk
+/// behind the buffer (Neovim would warn that the file changed, W12).
 #[tokio::test]
-async fn an_unanswered_save_documents_falls_back_to_writing_the_disk() {
+async fn a_declined_save_leaves_the_disk_alone_and_the_model_told() {
     let write = MockResponse::tool_call(
         "call_1",
         "write",
@@ -207,13 +224,15 @@ async fn an_unanswered_save_documents_falls_back_to_writing_the_disk() {
     client.did_open(&path, "old\n").await;
     let (session, run, _) = prompt(&client, json!({"message": "write"})).await;
     let events = client.wait_settled(&session, &run).await;
-    assert!(!tool_results(&events)[0].1, "{:?}", tool_results(&events));
+    let (text, is_error) = tool_results(&events).remove(0);
+    assert!(!is_error, "{text}");
+    assert!(text.contains("did not save it when asked"), "{text}");
     assert_eq!(
         requests_of(&client, "agent/saveDocuments").len(),
         1,
         "the client was asked"
     );
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "saved by server\n");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\n");
 }
 
 /// `initializationOptions.extraRoots` lets tools reach a directory outside the session's cwd;

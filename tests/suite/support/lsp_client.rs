@@ -33,6 +33,9 @@ pub enum ApplyMode {
     /// The user types a line at the top first (a `didChange`), so the edit's version is stale
     /// and refused; then back to `Apply`.
     UserTypesFirst,
+    /// Apply and answer `applied: true`, then the user types `// typed` at the end of the
+    /// buffer (a second `didChange`), so the mirror never equals the edited text.
+    ApplyThenUserTypes,
 }
 
 /// Decides the answer to a server request; `None` holds it for the test (`held_requests`).
@@ -445,6 +448,24 @@ fn apply_edit(st: &mut State, id: &Value, params: &Value) -> Vec<Value> {
     }
     let mut out = apply_edit_now(st, id, params);
     typed.append(&mut out);
+    if st.apply_mode == ApplyMode::ApplyThenUserTypes {
+        for (uri, buf) in st.buffers.iter_mut() {
+            let line = buf.1.matches('\n').count();
+            let character = buf
+                .1
+                .rsplit('\n')
+                .next()
+                .map_or(0, |l| l.encode_utf16().count());
+            buf.0 += 1;
+            buf.1.push_str("// typed");
+            typed.push(
+                json!({"jsonrpc":"2.0","method":"textDocument/didChange","params":{
+                "textDocument": {"uri": uri, "version": buf.0},
+                "contentChanges": [{"range": {"start": {"line": line, "character": character},
+                    "end": {"line": line, "character": character}}, "text": "// typed"}]}}),
+            );
+        }
+    }
     typed
 }
 
@@ -457,7 +478,7 @@ fn apply_edit_now(st: &mut State, id: &Value, params: &Value) -> Vec<Value> {
             )];
         }
         ApplyMode::Lie => return vec![reply(id, json!({"applied": true}))],
-        ApplyMode::Apply | ApplyMode::UserTypesFirst => {}
+        ApplyMode::Apply | ApplyMode::UserTypesFirst | ApplyMode::ApplyThenUserTypes => {}
     }
     let mut out = vec![reply(id, json!({"applied": true}))];
     // `documentChanges` (versioned) or `changes` (unversioned, as sent to Neovim-like clients).

@@ -29,21 +29,32 @@ local choices = {
 }
 M.choices = choices
 
+--- Shown when approving saves the user's own unsaved changes too (`savesUnsavedChanges`).
+M.unsaved_warning = "Warning: approving also saves your unsaved changes in this file."
+
 --- The preview as lines plus a filetype for highlighting.
 ---@param params table
 ---@return string[] lines, string filetype
 function M.preview_lines(params)
   local p = params.preview
-  local header = string.format("%s: %s", params.toolName or "tool", params.title or "")
+  -- The header: the call, the warning when approving saves the user's changes, a blank line.
+  local function head()
+    local lines = { string.format("%s: %s", params.toolName or "tool", params.title or "") }
+    if params.savesUnsavedChanges == true then
+      lines[#lines + 1] = M.unsaved_warning
+    end
+    lines[#lines + 1] = ""
+    return lines
+  end
   if type(p) == "string" then
-    return vim.list_extend({ header, "" }, vim.split(p, "\n", { plain = true })), "diff"
+    return vim.list_extend(head(), vim.split(p, "\n", { plain = true })), "diff"
   end
   if type(p) == "table" then
     if type(p.diff) == "string" then
-      return vim.list_extend({ header, "" }, vim.split(p.diff, "\n", { plain = true })), "diff"
+      return vim.list_extend(head(), vim.split(p.diff, "\n", { plain = true })), "diff"
     end
     if type(p.command) == "string" then
-      local lines = { header, "" }
+      local lines = head()
       vim.list_extend(lines, vim.split("$ " .. p.command, "\n", { plain = true }))
       if p.cwd then
         lines[#lines + 1] = "(in " .. tostring(p.cwd) .. ")"
@@ -51,7 +62,9 @@ function M.preview_lines(params)
       return lines, "sh"
     end
   end
-  return { header, "", vim.json.encode(params.args or vim.empty_dict()) }, "json"
+  local lines = head()
+  lines[#lines + 1] = vim.json.encode(params.args or vim.empty_dict())
+  return lines, "json"
 end
 
 --- Opens the preview float without taking focus.
@@ -133,7 +146,7 @@ local function decide(p, item)
 end
 
 --- The `agent/beforeToolCall` request handler.
----@param params table {sessionId, runId, toolCallId, toolName, args, kind, title, preview?}
+---@param params table {sessionId, runId, toolCallId, toolName, args, kind, title, preview?, savesUnsavedChanges?}
 function M.handler(_, params, _)
   local co = coroutine.running()
   if not co then
@@ -146,6 +159,9 @@ function M.handler(_, params, _)
   p.preview_win = ok and win or nil
   vim.schedule(function()
     local prompt = string.format("agent-lsp wants to %s: %s", params.kind or "run", params.title or params.toolName)
+    if params.savesUnsavedChanges == true then
+      prompt = prompt .. " (" .. M.unsaved_warning .. ")"
+    end
     -- Draw the preview first: a blocking picker (the builtin inputlist) would otherwise cover a
     -- screen that was never redrawn with it.
     pcall(vim.cmd.redraw)

@@ -116,7 +116,8 @@ M.session_events = {
 ---   agent/getMessages {sessionId} -> {sessionId, messages}
 ---   agent/getDocument {uri} -> {uri, version, text}   (the daemon's mirror of an open document)
 ---   $/agentEvent      {sessionId, runId, seq, event}
----   agent/beforeToolCall {sessionId, runId, toolCallId, toolName, args, kind, title, preview?}
+---   agent/beforeToolCall {sessionId, runId, toolCallId, toolName, args, kind, title, preview?,
+---     savesUnsavedChanges?}
 ---                     -> {decision, reason?, terminate?}
 ---   agent/saveDocuments {uris} -> {saved}
 ---   QueuedMessage     {messageId, text}

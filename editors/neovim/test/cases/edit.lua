@@ -1,5 +1,6 @@
 --- The agent reads the unsaved buffer, its edit lands in that buffer, and the daemon's
---- `agent/saveDocuments` request makes the plugin `:write` it.
+--- `agent/saveDocuments` request makes the plugin `:write` it (`saveAfterEdit: "always"`; the
+--- other modes are in saving.lua).
 
 return {
   {
@@ -22,7 +23,7 @@ return {
       })
       local root = H.workspace({ ["notes.txt"] = "alpha\nbeta\n" })
       vim.cmd.cd(root)
-      H.setup(mock, { approval = { edit = "allow" } })
+      H.setup(mock, { approval = { edit = "allow" }, init_options = { saveAfterEdit = "always" } })
 
       vim.cmd.edit(root .. "/notes.txt")
       local buf = vim.api.nvim_get_current_buf()
@@ -53,38 +54,6 @@ return {
       H.eq(2, #ends, "tool executions")
       H.eq(false, ends[2].event.isError, "edit isError")
       H.contains(require("agent_lsp.chat").text(), "Replaced beta with gamma.", "chat")
-    end,
-  },
-  {
-    name = "with save_on_request = false the daemon writes the file and the buffer stays modified",
-    run = function(H)
-      local mock = H.mock({
-        responses = {
-          {
-            toolCalls = {
-              {
-                id = "call_1",
-                name = "edit",
-                arguments = { path = "notes.txt", edits = { { oldText = "beta", newText = "gamma" } } },
-              },
-            },
-          },
-          { text = "done" },
-        },
-      })
-      local root = H.workspace({ ["notes.txt"] = "alpha\nbeta\n" })
-      vim.cmd.cd(root)
-      H.setup(mock, { approval = { edit = "allow" }, save_on_request = false })
-      vim.cmd.edit(root .. "/notes.txt")
-      local buf = vim.api.nvim_get_current_buf()
-      H.wait("the daemon to attach", function()
-        return vim.lsp.get_clients({ bufnr = buf, name = "agent-lsp" })[1]
-      end)
-      vim.cmd("AgentPrompt edit it")
-      H.eq(false, H.settled().aborted, "aborted")
-      H.eq({ "alpha", "gamma" }, vim.api.nvim_buf_get_lines(buf, 0, -1, false), "buffer")
-      H.eq("alpha\ngamma\n", H.read(root .. "/notes.txt"), "disk, written by the daemon")
-      H.eq(true, vim.bo[buf].modified, "buffer not written by Neovim")
     end,
   },
 }

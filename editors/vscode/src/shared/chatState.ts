@@ -39,6 +39,8 @@ export interface PendingApproval {
   diff?: string;
   command?: string;
   cwd?: string;
+  /** Approving also saves the user's unsaved changes in that file. */
+  savesUnsavedChanges?: boolean;
 }
 
 export type AssistantBlock =
@@ -388,6 +390,7 @@ function applyApprovalRequest(state: ChatState, requestId: string, p: BeforeTool
     diff: preview?.type === 'diff' ? preview.diff : undefined,
     command: preview?.type === 'command' ? preview.command : undefined,
     cwd: preview?.type === 'command' ? preview.cwd : undefined,
+    savesUnsavedChanges: p.savesUnsavedChanges === true ? true : undefined,
   };
   const shown = state.items.some((it) => it.kind === 'assistant' && it.blocks.some((b) => b.type === 'tool' && b.toolCallId === p.toolCallId));
   if (!shown) {

@@ -28,6 +28,9 @@ function renderDiff(diff: string): string {
   return `<pre class="diff">${diffLines(diff).map((l) => `<span class="${l.cls}">${escapeHtml(l.text) || ' '}</span>`).join('')}</pre>`;
 }
 
+/** Shown on an approval whose edit would save the user's own unsaved changes too. */
+export const UNSAVED_WARNING = 'Approving also saves your unsaved changes in this file.';
+
 function renderApproval(tool: ToolItem, a: PendingApproval): string {
   const rid = escapeHtml(a.requestId);
   const preview = a.diff ? renderDiff(a.diff)
@@ -37,7 +40,7 @@ function renderApproval(tool: ToolItem, a: PendingApproval): string {
     ? `<button class="link" data-action="approvalDiff" data-request="${rid}">Open diff</button>` : '';
   return `<div class="approval" data-request="${rid}">
 <div class="approval-title"><span class="codicon-warn">⚠</span> ${escapeHtml(a.title || `Allow ${tool.name}?`)} ${diffBtn}</div>
-${preview}
+${a.savesUnsavedChanges ? `<div class="approval-warning">${UNSAVED_WARNING}</div>\n` : ''}${preview}
 <div class="approval-actions">
 <button class="primary" data-action="approve" data-decision="allow" data-request="${rid}">Allow</button>
 <button data-action="approve" data-decision="allowAlways" data-request="${rid}">Always allow</button>

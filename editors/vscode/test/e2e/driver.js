@@ -132,7 +132,7 @@ testCase('a prompt from the chat view streams a rendered Markdown answer', async
   await page.screenshot({ path: path.join(artifacts, '01-answer.png') });
 });
 
-testCase('approving an edit changes the unsaved buffer, which is then saved', async ({ page, ctx }) => {
+testCase('approving an edit changes the unsaved buffer, which is then saved (saveAfterEdit: always, with a warning)', async ({ page, ctx }) => {
   const f = ctx.frame;
   await openFile(page, 'notes.txt');
   // Make the buffer dirty: the agent must edit the editor's text, not the disk.
@@ -147,6 +147,8 @@ testCase('approving an edit changes the unsaved buffer, which is then saved', as
   await card.waitFor({ timeout: 30000 });
   const preview = await card.innerText();
   if (!preview.includes('BETA')) throw new Error(`approval shows no diff: ${preview}`);
+  // saveAfterEdit is "always" (e2e.sh) and the buffer is dirty: the card warns before saving it.
+  if (!preview.includes('Approving also saves your unsaved changes in this file.')) throw new Error(`approval does not warn that it saves the unsaved buffer: ${preview}`);
   for (const b of ['Allow', 'Always allow', 'Reject', 'Reject with reason…']) {
     if (await card.locator('button', { hasText: b }).count() < 1) throw new Error(`missing button ${b}`);
   }

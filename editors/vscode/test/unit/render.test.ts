@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { initialState, reduce } from '../../src/shared/chatState';
-import { renderItem, toolTarget } from '../../src/shared/render';
+import { UNSAVED_WARNING, renderItem, toolTarget } from '../../src/shared/render';
 
 test('approval cards show the diff and the four decisions; model text is escaped', () => {
   let s = initialState('s1');
@@ -16,6 +16,20 @@ test('approval cards show the diff and the four decisions; model text is escaped
   assert.ok(html.includes('Edit &lt;a.txt&gt;'));
   assert.ok(!html.includes('<old>'));
   assert.ok(html.includes('status-approval'));
+});
+
+test('an approval that saves the user\'s unsaved changes says so; others do not', () => {
+  const card = (savesUnsavedChanges?: boolean) => {
+    let s = initialState('s1');
+    s = reduce(s, { type: 'approvalRequest', requestId: 'approval-1', params: {
+      sessionId: 's1', runId: 'r', toolCallId: 'c1', toolName: 'edit', kind: 'edit', title: 'Edit a.txt',
+      args: { path: 'a.txt', edits: [] }, preview: { type: 'diff', path: '/w/a.txt', diff: '@@ -1 +1 @@\n-a\n+b\n' },
+      savesUnsavedChanges } });
+    return renderItem(s, s.items[0], new Set());
+  };
+  assert.ok(card(true).includes(UNSAVED_WARNING));
+  assert.ok(!card(undefined).includes(UNSAVED_WARNING));
+  assert.ok(!card(false).includes(UNSAVED_WARNING));
 });
 
 test('tool targets name the path, command or pattern', () => {
