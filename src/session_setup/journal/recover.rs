@@ -152,7 +152,7 @@ fn statement(tool: &str, id: &str, effects: &[Effect]) -> (Status, String) {
         true => (
             Status::NotRun,
             format!(
-                "The journal says it was about to change {} and the file is unchanged on disk: it did not take effect.",
+                "The journal says it was about to change {} and the file is unchanged on disk: it did not take effect there (an editor may still hold the change unsaved in its buffer).",
                 intended
                     .files
                     .iter()
@@ -168,5 +168,100 @@ fn statement(tool: &str, id: &str, effects: &[Effect]) -> (Status, String) {
                 changed.join(", ")
             ),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::EntryKind;
+    use serde_json::json;
+
+    fn effect(phase: &str, id: &str, tool: &str, files: serde_json::Value) -> EntryKind {
+        EntryKind::Custom {
+            custom_type: super::super::EFFECT.into(),
+            data: Some(
+                json!({"phase": phase, "run": "r", "toolCallId": id, "tool": tool, "files": files}),
+            ),
+        }
+    }
+
+    /// One call that ran (its result lost), one cut off after its file changed, one never
+    /// started, one answered: three statements, in call order.
+    #[test]
+    fn each_interrupted_call_gets_the_journals_statement() {
+        let dir = tempfile::tempdir().unwrap();
+        let changed = dir.path().join("changed.txt");
+        std::fs::write(&changed, "half\n").unwrap();
+        let mut record = SessionFile::create_at(&dir.path().join("s.jsonl"), dir.path()).unwrap();
+        let user: AgentMessage =
+            serde_json::from_value(json!({"role": "user", "content": "go", "timestamp": 0}))
+                .unwrap();
+        record.append_message(&user).unwrap();
+        let call = |id: &str, name: &str| json!({"type": "toolCall", "id": id, "name": name, "arguments": {}});
+        let assistant: AgentMessage = serde_json::from_value(json!({
+            "role": "assistant",
+            "content": [call("w", "write"), call("e", "edit"), call("b", "bash"), call("r", "read")],
+            "api": "openai-completions", "provider": "openai", "model": "m",
+            "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                      "cost": {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.0}},
+            "stopReason": "toolUse", "timestamp": 0
+        }))
+        .unwrap();
+        record.append_message(&assistant).unwrap();
+        let path = changed.display().to_string();
+        record
+            .append(effect(
+                "intended",
+                "w",
+                "write",
+                json!([{"path": "/x", "before": null}]),
+            ))
+            .unwrap();
+        record
+            .append(effect(
+                "done",
+                "w",
+                "write",
+                json!([{"path": "/x", "before": null, "after": "ab"}]),
+            ))
+            .unwrap();
+        record
+            .append(effect(
+                "intended",
+                "e",
+                "edit",
+                json!([{"path": path, "before": hash(b"whole\n")}]),
+            ))
+            .unwrap();
+        let read: AgentMessage =
+            serde_json::from_value(json!({"role": "toolResult", "toolCallId": "r",
+            "toolName": "read", "content": [], "isError": false, "timestamp": 0}))
+            .unwrap();
+        record.append_message(&read).unwrap();
+
+        assert_eq!(settle_interrupted(&mut record).unwrap(), 3);
+        let statuses: Vec<(String, String)> = record
+            .messages()
+            .iter()
+            .filter_map(|m| match m {
+                AgentMessage::ToolResult(r) if r.is_error => Some((
+                    r.tool_call_id.clone(),
+                    r.details.as_ref().unwrap()["status"]
+                        .as_str()
+                        .unwrap()
+                        .to_string(),
+                )),
+                _ => None,
+            })
+            .collect();
+        let expected = [("w", "ran"), ("e", "mayHaveHalfRun"), ("b", "notRun")];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        assert_eq!(statuses, expected);
+        // Settled once: a second resume adds nothing.
+        assert_eq!(settle_interrupted(&mut record).unwrap(), 0);
     }
 }
