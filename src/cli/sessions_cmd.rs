@@ -160,7 +160,7 @@ pub async fn changes(
     json: bool,
 ) -> anyhow::Result<()> {
     let (record, ws) = journaled(store, session)?;
-    let changes = review::run_changes(&record, &ws, &Selection::Run(run)).await?;
+    let changes = review::run_changes(&record, &ws, &Selection::Run(run), true).await?;
     let mut out = std::io::stdout().lock();
     if json {
         writeln!(out, "{}", serde_json::to_string(&changes)?)?;

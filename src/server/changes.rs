@@ -38,7 +38,7 @@ pub fn handle(sessions: &Arc<SessionTable>, method: &str, id: Id, params: Value,
     tokio::spawn(async move {
         let result = match work {
             Work::Changes(session, selection) => {
-                review::run_changes(&session.record, &session.workspace, &selection)
+                review::run_changes(&session.record, &session.workspace, &selection, true)
                     .await
                     .map_err(review_error)
                     .and_then(to_value)
@@ -109,16 +109,12 @@ fn to_value<T: serde::Serialize>(value: T) -> Result<Value, ResponseError> {
 /// has them).
 pub async fn changes_update(session: &LiveSession, run_id: &str) {
     let selection = Selection::Run(Some(run_id.to_string()));
-    let Ok(mut changes) =
-        review::run_changes(&session.record, &session.workspace, &selection).await
-    else {
+    let changes = review::run_changes(&session.record, &session.workspace, &selection, false);
+    let Ok(changes) = changes.await else {
         return;
     };
     if changes.files.is_empty() {
         return;
-    }
-    for file in &mut changes.files {
-        file.diff.clear();
     }
     let event = SessionEvent::ChangesUpdate(changes);
     session

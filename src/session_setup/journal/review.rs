@@ -186,11 +186,13 @@ fn text(bytes: &[u8]) -> String {
     crate::tools::normalize_to_lf(crate::tools::strip_bom(&String::from_utf8_lossy(bytes)).1)
 }
 
-/// The changes of the selection, each diffed from its before-image to its current content.
+/// The changes of the selection, each diffed (with `diffs`) from its before-image to its
+/// current content.
 pub async fn run_changes(
     record: &crate::session_setup::SharedRecord,
     ws: &Arc<dyn Workspace>,
     selection: &Selection,
+    diffs: bool,
 ) -> Result<RunChanges, ReviewError> {
     let plan = {
         let record = record.lock().unwrap_or_else(|e| e.into_inner());
@@ -207,7 +209,9 @@ pub async fn run_changes(
         };
         let shown = file.path.display().to_string();
         let before = file.before.as_deref().and_then(|h| plan.blobs.load(h));
+        let image_missing = file.before.is_some() && before.is_none();
         let diff = match (file.before_known, &file.before, before) {
+            _ if !diffs => String::new(),
             (false, _, _) | (true, Some(_), None) => String::new(),
             (true, _, before) => {
                 let old = before.as_deref().map(text).unwrap_or_default();
@@ -220,12 +224,7 @@ pub async fn run_changes(
             change,
             diff,
             user_changed: now_hash != file.expected,
-            revertible: file.before_known
-                && (file.before.is_none()
-                    || file
-                        .before
-                        .as_deref()
-                        .is_some_and(|h| plan.blobs.load(h).is_some())),
+            revertible: file.before_known && !image_missing,
         });
     }
     Ok(RunChanges {
