@@ -10,6 +10,7 @@
 pub mod commands;
 pub mod compaction;
 pub mod controls;
+pub mod journal;
 pub mod loop_guard;
 pub mod mcp;
 pub mod resources;
@@ -37,6 +38,7 @@ pub use compaction::{
     SharedRecord,
 };
 pub use controls::{LiveSettings, ModelInfo, SessionControls, SwitchError};
+pub use journal::Journal;
 pub use loop_guard::{GuardEvent, LoopGuard, LoopLimits};
 pub use mcp::{McpSource, McpSpec, SessionTools};
 pub use system_prompt::system_prompt;
@@ -142,6 +144,8 @@ pub struct AssembledSession {
     pub compactor: Arc<Compactor>,
     /// Configuration the session could not use (a broken `settings.json`), for the user.
     pub warnings: Vec<String>,
+    /// The effect journal of the session's tools (the daemon names its runs through it).
+    pub journal: Arc<Journal>,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -197,6 +201,7 @@ pub fn assemble(
         .map_err(|source| SetupError::Workspace { cwd, source })?;
     let cwd = disk.root().to_path_buf();
     let workspace = front_end.workspace(disk);
+    let resumed = matches!(spec.record, RecordChoice::Resume(_));
     let mut record = match spec.record {
         RecordChoice::New(None) => SessionFile::in_memory(&cwd),
         RecordChoice::New(Some(store)) => store.create(&cwd, None)?,
@@ -204,8 +209,14 @@ pub fn assemble(
         RecordChoice::Resume(file) => file,
         RecordChoice::Fork(store, source) => store.fork(&source, ForkPoint::Leaf)?.0,
     };
+    if resumed {
+        // Interrupted calls get the journal's statement before anything else is recorded.
+        journal::recover::settle_interrupted(&mut record)?;
+    }
     record_settings(&mut record, &context, &resolved, thinking)?;
-    let session_id = record.id().to_string();
+    let record = Arc::new(std::sync::Mutex::new(record));
+    let journal = Arc::new(Journal::new(record.clone(), &cwd));
+    let session_id = (record.lock().map(|r| r.id().to_string())).unwrap_or_default();
     let mut tools = coding_tools(
         workspace.clone(),
         ToolOptions {
@@ -218,6 +229,7 @@ pub fn assemble(
         tools.retain(|tool| tool.name() != extra.name());
         tools.push(extra);
     }
+    let tools = journal.wrap(tools, &workspace);
     let (tools, mcp_errors) = mcp::attach(&spec.mcp, &cwd, &spec.env, tools);
     let tools = Arc::new(tools);
     let date = crate::session::time::iso_now();
@@ -231,7 +243,6 @@ pub fn assemble(
     let found = resources::load(&cwd, &spec.env, spec.context_files);
     let mut prompt = system_prompt(&cwd, today, front_end.prompt_note());
     prompt.push_str(&resources::prompt_sections(&found));
-    let record = Arc::new(std::sync::Mutex::new(record));
     let compactor = Arc::new(Compactor::new(CompactorParts {
         settings,
         controls: controls.clone(),
@@ -273,6 +284,7 @@ pub fn assemble(
         commands: SessionCommands::new(&found),
         compactor,
         warnings,
+        journal,
     })
 }
 

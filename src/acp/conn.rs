@@ -28,13 +28,18 @@ use crate::server::events::DEFAULT_DELTA_INTERVAL;
 use crate::server::jsonrpc::{Id, Incoming, Reader, Response, ResponseError, code};
 use crate::server::outgoing::{CancelNotice, Outgoing, Replies};
 use crate::server::output::Output;
+use crate::server::protocol::RevertParams;
 use crate::session::SessionStore;
+use crate::session_setup::journal::review::{self, Selection};
 use crate::session_setup::{
     LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec, SetupError, assemble,
 };
 
 /// The extension method for steering a running turn (advertised in `agentCapabilities._meta`).
 pub const STEER: &str = "_agent-lsp/steer";
+
+/// The extension method taking back a turn's file changes (protocol.md §3.16, §9.1).
+pub const REVERT: &str = "_agent-lsp/revert";
 
 /// What `session/new` answers when no model resolves: ACP's auth-required error names exactly
 /// what to set (keys come from the environment and config, never from an ACP login).
@@ -197,6 +202,10 @@ impl Conn {
             "session/set_mode" => now(params(p).and_then(|p| self.set_mode(p))),
             "session/set_config_option" => now(params(p).and_then(|p| self.set_config(p))),
             STEER => now(params(p).and_then(|p| self.steer(p))),
+            REVERT => match params(p).and_then(|p| self.revert(id, p)) {
+                Ok(()) => Reply::Later,
+                Err(e) => now(Err(e)),
+            },
             _ => now(Err(ResponseError::new(
                 code::METHOD_NOT_FOUND,
                 format!("method not found: {method}"),
@@ -236,7 +245,7 @@ impl Conn {
             .resume(acp::SessionResumeCapabilities::new())
             .close(acp::SessionCloseCapabilities::new())
             .additional_directories(acp::SessionAdditionalDirectoriesCapabilities::new());
-        let meta = json!({"agent-lsp": {"steer": STEER}});
+        let meta = json!({"agent-lsp": {"steer": STEER, "revert": REVERT}});
         let capabilities = acp::AgentCapabilities::new()
             .load_session(true)
             .prompt_capabilities(
@@ -439,6 +448,52 @@ impl Conn {
                 "nothing is running in this session to steer: send session/prompt",
             ))
         }
+    }
+
+    /// `_agent-lsp/revert`: answered from its own task, since restoring a file may go through
+    /// the client's `fs/write_text_file`, whose answer this loop must keep reading.
+    fn revert(&self, id: &Id, p: RevertParams) -> Result<(), ResponseError> {
+        let session = self.session(&acp::SessionId::new(p.session_id.clone()))?;
+        if session.is_running() {
+            return Err(ResponseError::new(
+                crate::server::protocol::code::AGENT_BUSY,
+                "Cannot revert while a turn is running; cancel it or wait for its answer",
+            ));
+        }
+        if p.fork {
+            return Err(ResponseError::invalid_params(
+                "fork is not offered over ACP: load the session and fork it with agent-lsp sessions fork",
+            ));
+        }
+        let selection = match (p.run_id, p.message_id) {
+            (Some(_), Some(_)) => {
+                return Err(ResponseError::invalid_params(
+                    "give runId or messageId, not both",
+                ));
+            }
+            (_, Some(message)) => Selection::Since(message),
+            (run, None) => Selection::Run(run),
+        };
+        let output = self.out.output().clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            let record = session.shared_record();
+            let reverted = review::revert(
+                &record,
+                &session.workspace,
+                &selection,
+                p.paths.as_deref(),
+                p.force,
+            )
+            .await;
+            let result = match reverted {
+                Ok(reverted) => serde_json::to_value(reverted)
+                    .map_err(|e| ResponseError::internal(e.to_string())),
+                Err(e) => Err(ResponseError::invalid_params(e.to_string())),
+            };
+            output.send(&Response::new(Some(&id), result));
+        });
+        Ok(())
     }
 
     fn set_mode(&self, request: acp::SetSessionModeRequest) -> Result<Value, ResponseError> {

@@ -227,6 +227,16 @@ impl AcpSession {
         lock(&self.memory)
     }
 
+    /// The session file as the journal's review reads and appends to it.
+    pub fn shared_record(&self) -> SharedRecord {
+        self.record.clone()
+    }
+
+    /// A turn is running.
+    pub fn is_running(&self) -> bool {
+        lock(&self.turn).running
+    }
+
     pub fn record(&self) -> MutexGuard<'_, SessionFile> {
         lock(&self.record)
     }

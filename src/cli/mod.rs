@@ -17,6 +17,7 @@ use clap::{Parser, Subcommand};
 
 use crate::model_registry::EnvSource;
 use crate::session::SessionStore;
+use crate::session_setup::journal::review::Selection;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -94,6 +95,42 @@ pub enum SessionsCommand {
         #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
         session_dir: Option<PathBuf>,
     },
+    /// Show the files a run changed (default: the last run that changed files), each with a
+    /// diff from before the run to now, and whether it was changed since.
+    Changes {
+        /// The session (id, id prefix, or file path).
+        session: String,
+        /// The run (as the journal names it; `--json` lists it).
+        #[arg(long)]
+        run: Option<String>,
+        #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
+        session_dir: Option<PathBuf>,
+        /// JSON output (protocol.md `agent/runChanges`).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Restore the files a run changed (default: the last run that changed files), or every run
+    /// since a user message; files changed since the agent changed them are left alone.
+    Revert {
+        /// The session (id, id prefix, or file path).
+        session: String,
+        #[arg(long, conflicts_with = "message")]
+        run: Option<String>,
+        /// A user message (its entry id; `sessions fork ID` lists them): revert every run since.
+        #[arg(long)]
+        message: Option<String>,
+        /// Only these files (absolute or relative to the session's directory).
+        #[arg(long = "path")]
+        paths: Vec<String>,
+        /// Also overwrite files changed since the agent changed them.
+        #[arg(long)]
+        force: bool,
+        #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
+        session_dir: Option<PathBuf>,
+        /// JSON output (protocol.md `agent/revert`).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Parses the arguments and runs the chosen command.
@@ -122,7 +159,7 @@ pub fn main() -> ExitCode {
         }),
         Some(Command::Run(args)) => return runtime.block_on(run::run(args, env, cli.verbose > 0)),
         Some(Command::Demo(args)) => return runtime.block_on(demo::demo(args)),
-        Some(Command::Sessions(command)) => sessions(command, &env),
+        Some(Command::Sessions(command)) => runtime.block_on(sessions(command, &env)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -154,7 +191,7 @@ fn runtime_for(command: &Option<Command>) -> std::io::Result<tokio::runtime::Run
     builder.build()
 }
 
-fn sessions(command: SessionsCommand, env: &EnvSource) -> anyhow::Result<()> {
+async fn sessions(command: SessionsCommand, env: &EnvSource) -> anyhow::Result<()> {
     let store = |dir: Option<PathBuf>| match dir.or_else(|| SessionStore::default_dir(env)) {
         Some(dir) => Ok(SessionStore::new(dir)),
         None => Err(anyhow::anyhow!(
@@ -181,6 +218,34 @@ fn sessions(command: SessionsCommand, env: &EnvSource) -> anyhow::Result<()> {
             name,
             session_dir,
         } => sessions_cmd::rename(&store(session_dir)?, &session, &name.join(" ")),
+        SessionsCommand::Changes {
+            session,
+            run,
+            session_dir,
+            json,
+        } => sessions_cmd::changes(&store(session_dir)?, &session, run, json).await,
+        SessionsCommand::Revert {
+            session,
+            run,
+            message,
+            paths,
+            force,
+            session_dir,
+            json,
+        } => {
+            let selection = match message {
+                Some(message) => Selection::Since(message),
+                None => Selection::Run(run),
+            };
+            let paths = (!paths.is_empty()).then_some(paths);
+            let request = sessions_cmd::RevertRequest {
+                selection,
+                paths,
+                force,
+                json,
+            };
+            sessions_cmd::revert(&store(session_dir)?, &session, request).await
+        }
     }
 }
 

@@ -1,12 +1,17 @@
-//! `agent-lsp sessions list | fork | rename`: the stored sessions.
+//! `agent-lsp sessions list | fork | rename | changes | revert`: the stored sessions.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 
 use crate::agent::message::AgentMessage;
 use crate::session::{EntryKind, ForkPoint, SessionStore, SessionSummary, time::iso_from_ms};
+use crate::session_setup::SharedRecord;
+use crate::session_setup::journal::review::{self, Selection};
+use crate::tools::{DiskWorkspace, Workspace};
 
 /// Prints one line per session, newest first: id, updated time, message count, title (the name,
 /// else the first prompt), cwd.
@@ -130,5 +135,119 @@ pub fn rename(store: &SessionStore, session: &str, name: &str) -> anyhow::Result
         record.id(),
         record.name().unwrap_or_default()
     )?;
+    Ok(())
+}
+
+/// The session's journal over its files on disk: the record shared as the journal reads it,
+/// the workspace at the session's directory.
+fn journaled(
+    store: &SessionStore,
+    session: &str,
+) -> anyhow::Result<(SharedRecord, Arc<dyn Workspace>)> {
+    let record = store.open(session)?;
+    let cwd = PathBuf::from(record.cwd());
+    let ws = DiskWorkspace::new(&cwd, Vec::new())
+        .with_context(|| format!("the session's directory {} is gone", cwd.display()))?;
+    Ok((Arc::new(Mutex::new(record)), Arc::new(ws)))
+}
+
+/// Prints the files a run changed: `created|modified|deleted  path [changed since]`, then the
+/// diff of each.
+pub async fn changes(
+    store: &SessionStore,
+    session: &str,
+    run: Option<String>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let (record, ws) = journaled(store, session)?;
+    let changes = review::run_changes(&record, &ws, &Selection::Run(run), true).await?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string(&changes)?)?;
+        return Ok(());
+    }
+    let Some(run) = &changes.run_id else {
+        writeln!(out, "no run of this session changed files")?;
+        return Ok(());
+    };
+    writeln!(out, "run {run}")?;
+    for file in &changes.files {
+        let mut notes = Vec::new();
+        if file.user_changed {
+            notes.push("changed since");
+        }
+        if !file.revertible {
+            notes.push("not revertible");
+        }
+        let kind = serde_json::to_value(file.change)?;
+        let notes = match notes.is_empty() {
+            true => String::new(),
+            false => format!("  ({})", notes.join(", ")),
+        };
+        writeln!(
+            out,
+            "{:<9} {}{notes}",
+            kind.as_str().unwrap_or_default(),
+            file.path
+        )?;
+    }
+    for file in changes.files.iter().filter(|f| !f.diff.is_empty()) {
+        writeln!(out)?;
+        write!(out, "{}", file.diff)?;
+        if !file.diff.ends_with('\n') {
+            writeln!(out)?;
+        }
+    }
+    Ok(())
+}
+
+/// What `sessions revert` was asked.
+pub struct RevertRequest {
+    pub selection: Selection,
+    pub paths: Option<Vec<String>>,
+    pub force: bool,
+    pub json: bool,
+}
+
+/// Restores the run's before-images and prints what was reverted, what conflicts and what was
+/// skipped; fails (exit status 1) when anything was left.
+pub async fn revert(
+    store: &SessionStore,
+    session: &str,
+    request: RevertRequest,
+) -> anyhow::Result<()> {
+    let (record, ws) = journaled(store, session)?;
+    let result = review::revert(
+        &record,
+        &ws,
+        &request.selection,
+        request.paths.as_deref(),
+        request.force,
+    )
+    .await?;
+    let mut out = std::io::stdout().lock();
+    if request.json {
+        writeln!(out, "{}", serde_json::to_string(&result)?)?;
+    } else {
+        for path in &result.reverted {
+            writeln!(out, "reverted  {path}")?;
+        }
+        for c in &result.conflicts {
+            writeln!(
+                out,
+                "conflict  {}: {} (--force overwrites it)",
+                c.path, c.reason
+            )?;
+        }
+        for s in &result.skipped {
+            writeln!(out, "skipped   {}: {}", s.path, s.reason)?;
+        }
+    }
+    if !result.conflicts.is_empty() || !result.skipped.is_empty() {
+        anyhow::bail!(
+            "{} file(s) not reverted",
+            result.conflicts.len() + result.skipped.len()
+        );
+    }
     Ok(())
 }

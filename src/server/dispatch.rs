@@ -16,7 +16,7 @@ use crate::server::protocol::{
 use crate::server::session_table::SessionTable;
 
 /// The request methods (besides `initialize` and `shutdown`).
-const REQUESTS: [&str; 23] = [
+const REQUESTS: [&str; 25] = [
     method::COMPACT,
     method::PROMPT,
     method::STEER,
@@ -40,6 +40,8 @@ const REQUESTS: [&str; 23] = [
     method::FORK_SESSION,
     method::RENAME_SESSION,
     method::LIST_COMMANDS,
+    method::RUN_CHANGES,
+    method::REVERT,
 ];
 
 pub fn is_request(method: &str) -> bool {

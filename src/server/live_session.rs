@@ -25,8 +25,8 @@ use crate::server::events::Emitter;
 use crate::server::protocol::{EventBody, QueuedMessage, Queues, SessionEvent};
 use crate::session::{EntryKind, SessionFile};
 use crate::session_setup::{
-    AssembledSession, CompactError, Compactor, LoopGuard, SessionCommands, SessionControls,
-    SessionTools, SharedRecord,
+    AssembledSession, CompactError, Compactor, Journal, LoopGuard, SessionCommands,
+    SessionControls, SessionTools, SharedRecord,
 };
 use crate::tools::Workspace;
 
@@ -79,6 +79,8 @@ pub struct LiveSession {
     /// The persisted transcript (pi's JSONL v3), appended at every `message_end`.
     pub record: SharedRecord,
     pub compactor: Arc<Compactor>,
+    /// The effect journal of its tools, told each run's id.
+    pub journal: Arc<Journal>,
     state: Mutex<RunState>,
     idle: watch::Sender<bool>,
 }
@@ -123,6 +125,7 @@ impl LiveSession {
             commands,
             context_files,
             compactor,
+            journal,
             ..
         } = session;
         let id = record.lock().map(|r| r.id().to_owned()).unwrap_or_default();
@@ -179,6 +182,7 @@ impl LiveSession {
                 memory: Mutex::default(),
                 record,
                 compactor,
+                journal,
                 state: Mutex::default(),
                 idle: watch::channel(true).0,
             }
@@ -236,6 +240,7 @@ impl LiveSession {
         let run_id = new_id();
         st.active = Some(run_id.clone());
         st.last_run = Some(run_id.clone());
+        self.journal.set_run(Some(run_id.clone()));
         self.idle.send_replace(false);
         run_id
     }
@@ -250,6 +255,7 @@ impl LiveSession {
     async fn finish_run(self: Arc<Self>, handle: RunHandle, run_id: String) {
         let outcome = handle.wait().await;
         crate::server::generic::run_finished(&self, &run_id, &outcome).await;
+        crate::server::changes::changes_update(&self, &run_id).await;
         let mut st = self.lock();
         self.sync_queues(&mut st, Some(&run_id));
         let stopped = self.guard.take_stop();

@@ -102,6 +102,20 @@ impl Server {
     fn handle(&mut self, message: Incoming) -> Option<Exit> {
         match message {
             Incoming::Request { id, method, params } => {
+                if crate::server::changes::METHODS.contains(&method.as_str())
+                    && let Phase::Running(sessions) = &self.phase
+                {
+                    // Round trips to the editor (its buffers, `workspace/applyEdit`): answered
+                    // from their own task, so the loop keeps reading the editor's replies.
+                    crate::server::changes::handle(
+                        sessions,
+                        &method,
+                        id,
+                        params,
+                        self.output.clone(),
+                    );
+                    return None;
+                }
                 if method == crate::server::protocol::method::COMPACT
                     && let Phase::Running(sessions) = &self.phase
                 {

@@ -21,6 +21,7 @@
 pub mod approval;
 pub mod ask;
 pub mod buffer_ws;
+pub mod changes;
 pub mod commands;
 pub mod config;
 pub mod conn;

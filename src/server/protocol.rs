@@ -42,6 +42,8 @@ pub mod method {
     pub const RENAME_SESSION: &str = "agent/renameSession";
     pub const LIST_COMMANDS: &str = "agent/listCommands";
     pub const COMPACT: &str = "agent/compact";
+    pub const RUN_CHANGES: &str = "agent/runChanges";
+    pub const REVERT: &str = "agent/revert";
     /// Server → client.
     pub const EVENT: &str = "$/agentEvent";
     pub const BEFORE_TOOL_CALL: &str = "agent/beforeToolCall";
@@ -405,6 +407,8 @@ pub enum SessionEvent {
     },
     /// A compaction ended: with its result, aborted, or failed (pi's event).
     CompactionEnd(Box<crate::session_setup::CompactionEnd>),
+    /// A run changed files: its changes as `agent/runChanges` gives them, without the diffs.
+    ChangesUpdate(RunChanges),
 }
 
 impl From<crate::session_setup::CompactionEvent> for SessionEvent {
@@ -664,6 +668,50 @@ pub struct ForkSessionResult {
     pub session_id: String,
     pub cwd: String,
     pub text: Option<String>,
+}
+
+pub use crate::session_setup::journal::review::{FileChange, NotReverted, Reverted, RunChanges};
+
+/// Params of `agent/runChanges`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunChangesParams {
+    pub session_id: String,
+    /// Default: the last run that changed files.
+    #[serde(default)]
+    pub run_id: Option<String>,
+}
+
+/// Params of `agent/revert` (and ACP's `_agent-lsp/revert`): a run, or a checkpoint (everything
+/// since a user message).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevertParams {
+    pub session_id: String,
+    #[serde(default)]
+    pub run_id: Option<String>,
+    #[serde(default)]
+    pub message_id: Option<String>,
+    /// Only these files (absolute, or relative to the session's cwd).
+    #[serde(default)]
+    pub paths: Option<Vec<String>>,
+    /// Overwrite files changed since the agent changed them.
+    #[serde(default)]
+    pub force: bool,
+    /// With `messageId`: also fork the conversation before that message.
+    #[serde(default)]
+    pub fork: bool,
+}
+
+/// Result of `agent/revert`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevertResult {
+    #[serde(flatten)]
+    pub reverted: Reverted,
+    /// The fork made with `fork: true`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fork: Option<ForkSessionResult>,
 }
 
 /// Params and result of `agent/renameSession`.

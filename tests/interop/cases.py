@@ -9,6 +9,7 @@
 6. pi compacts a session (RPC `compact`); agent-lsp continues it with the request pi sends.
 7. agent-lsp writes an OpenAI Responses session (reasoning, tool call, answer); pi continues it,
    sending the reasoning item back whole. 8. The same written by pi, continued by agent-lsp.
+9. A session with agent-lsp's effect journal (`custom` entries, images) continues in pi.
 """
 
 import json
@@ -77,6 +78,49 @@ def case_agent_lsp_session_continues_in_pi(box: Sandbox):
     check_read_history(messages, "pi's request", ANSWER)
     check([m["role"] for m in messages[4:]] == ["user"] and messages[4]["content"] in (
         "what next?", [{"type": "text", "text": "what next?"}]), f"pi's new prompt {messages[4:]}")
+
+
+WRITE_BASH_ANSWER = [
+    {"toolCalls": [{"id": "call_w", "name": "write", "arguments": {"path": "b.txt", "content": "agent\n"}}]},
+    {"toolCalls": [{"id": "call_b", "name": "bash", "arguments": {"command": "printf made > made.txt"}}]},
+    {"text": "Wrote b.txt and made.txt."},
+]
+
+
+def case_journaled_session_continues_in_pi(box: Sandbox):
+    """agent-lsp's effect journal (`custom` entries, protocol.md §3.16) does not stop pi 1.6."""
+    mock = Mock(box.root, "agent-lsp", WRITE_BASH_ANSWER)
+    try:
+        sessions = box.root / "sessions"
+        expect_ok(box.agent_lsp(mock, ["--approve", "all", "--session-dir", str(sessions),
+                                       "write b.txt, then make made.txt"]), "agent-lsp run")
+    finally:
+        mock.close()
+    files = sorted(sessions.rglob("*.jsonl"))
+    check(len(files) == 1, f"agent-lsp wrote {len(files)} session files")
+    before = read_entries(files[0])
+    journal = [e for e in before if e["type"] == "custom" and e.get("customType") == "agent-lsp.effect"]
+    phases = [(e["data"]["tool"], e["data"]["phase"]) for e in journal]
+    check(phases == [("write", "intended"), ("write", "done"), ("bash", "intended"), ("bash", "done")],
+          f"journal entries {phases}")
+    blobs = list(files[0].with_suffix(".blobs").iterdir())
+    check(len(blobs) >= 2, f"{len(blobs)} images stored")
+
+    mock = Mock(box.root, "pi", [{"text": "pi continues."}])
+    try:
+        proc = box.pi(mock, ["--session", str(files[0]), "-p", "what next?"])
+        expect_ok(proc, "pi --session")
+        check(proc.stdout.strip() == "pi continues.", f"pi printed {proc.stdout!r}")
+        requests = mock.requests()
+    finally:
+        mock.close()
+    after = read_entries(files[0])
+    check(after[: len(before)] == before, "pi rewrote entries agent-lsp had written")
+    check_tree(after, "the continued session")
+    check(len(requests) == 1, f"pi made {len(requests)} requests")
+    roles = [m["role"] for m in wire_messages(requests[0]) if m["role"] != "system"]
+    check(roles == ["user", "assistant", "tool", "assistant", "tool", "assistant", "user"],
+          f"pi's request roles {roles}")
 
 
 def case_pi_session_continues_in_agent_lsp(box: Sandbox, fixtures_out):
@@ -418,6 +462,7 @@ def main():
          lambda box: case_pi_session_continues_in_agent_lsp(box, fixtures_out)),
         ("event shapes: pi --mode json vs agent-lsp run --json", case_event_shapes_match),
         ("a session with MCP tools declared opens in pi", case_mcp_declared_session_opens_in_pi),
+        ("a session with effect journal entries continues in pi", case_journaled_session_continues_in_pi),
         ("a session compacted by agent-lsp continues in pi",
          case_agent_lsp_compacted_session_continues_in_pi),
         ("a session compacted by pi resumes in agent-lsp with pi's context",

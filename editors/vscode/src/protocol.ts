@@ -108,7 +108,13 @@ export type AgentEvent =
   | { type: 'commands_update'; commands: CommandInfo[] }
   | { type: 'command_error'; command: string; message: string }
   | { type: 'compaction_start'; reason: CompactionReason }
-  | { type: 'compaction_end'; reason: CompactionReason; result?: CompactionResult; aborted: boolean; willRetry: boolean; errorMessage?: string };
+  | { type: 'compaction_end'; reason: CompactionReason; result?: CompactionResult; aborted: boolean; willRetry: boolean; errorMessage?: string }
+  | { type: 'changes_update'; runId: string | null; files: FileChange[] };
+
+/** One file a run changed (`agent/runChanges`, `changes_update`; §3.16). */
+export interface FileChange { path: string; change: 'created' | 'modified' | 'deleted'; diff: string; userChanged: boolean; revertible: boolean }
+/** Result of `agent/revert` (§3.16). */
+export interface RevertResult { reverted: string[]; conflicts: { path: string; reason: string }[]; skipped: { path: string; reason: string }[]; fork?: { sessionId: string; cwd: string; text: string | null } }
 
 /** One slash command (`agent/listCommands`, `commands_update`; §3.14). */
 export interface CommandInfo { name: string; description: string; source: 'builtin' | 'prompt' | 'skill' | 'mcp'; argumentHint?: string }
@@ -313,6 +319,8 @@ export const Methods = {
   renameSession: 'agent/renameSession',
   listCommands: 'agent/listCommands',
   compact: 'agent/compact',
+  runChanges: 'agent/runChanges',
+  revert: 'agent/revert',
   diagnostics: 'agent/diagnostics',
   event: '$/agentEvent',
   beforeToolCall: 'agent/beforeToolCall',

@@ -31,6 +31,7 @@ async fn initialize_advertises_the_agent_and_unknown_input_keeps_the_connection(
         );
     }
     assert_eq!(caps["_meta"]["agent-lsp"]["steer"], "_agent-lsp/steer");
+    assert_eq!(caps["_meta"]["agent-lsp"]["revert"], "_agent-lsp/revert");
     // The malformed line: a parse error with id null; the unknown method: -32601.
     let errors = t.null_id_errors();
     assert_eq!(errors.len(), 1, "{errors:?}");

@@ -125,3 +125,33 @@ async fn a_prompt_while_running_is_a_follow_up_and_steer_reaches_the_run() {
     );
     assert_eq!(t.error("idle")["code"], -32602);
 }
+
+#[tokio::test]
+async fn agent_lsp_revert_takes_back_the_last_turns_files() {
+    let env = AcpEnv::with_script(json!({"responses": [
+        {"toolCalls": [{"id": "w1", "name": "write", "arguments": {"path": "a.txt", "content": "agent\n"}}]},
+        {"toolCalls": [{"id": "w2", "name": "write", "arguments": {"path": "new.txt", "content": "new\n"}}]},
+        {"text": "done"}
+    ]}))
+    .await;
+    env.write("a.txt", "mine\n");
+    let t = env
+        .run(json!({
+            "client": {"permissions": ["allow_once", "allow_once"]},
+            "steps": steps(&env, vec![
+                json!({"op": "prompt", "text": "go", "as": "p"}),
+                json!({"op": "request", "method": "_agent-lsp/revert", "as": "rev",
+                       "params": {"sessionId": "$session"}}),
+            ]),
+        }))
+        .await;
+    assert_eq!(t.stop_reason("p"), "end_turn");
+    let reverted = t.result("rev");
+    assert_eq!(
+        reverted["reverted"].as_array().unwrap().len(),
+        2,
+        "{reverted}"
+    );
+    assert_eq!(env.read("a.txt"), "mine\n");
+    assert!(!env.project().join("new.txt").exists());
+}

@@ -265,3 +265,94 @@ async fn a_file_that_is_not_a_session_is_refused_untouched() {
     }
     assert!(mock.requests().is_empty());
 }
+
+/// `sessions changes` and `sessions revert` over a headless run's journal: a written file, a
+/// file `bash` created, a conflict after the user's change, `--force`.
+#[tokio::test]
+async fn sessions_changes_and_revert_review_and_undo_a_run() {
+    let mock = mock(vec![
+        MockResponse::tool_call(
+            "c1",
+            "write",
+            serde_json::json!({"path": "notes.txt", "content": "agent\n"}),
+        ),
+        MockResponse::tool_call(
+            "c2",
+            "bash",
+            serde_json::json!({"command": "printf 'new\\n' > made.txt"}),
+        ),
+        MockResponse::text("done"),
+    ])
+    .await;
+    let env = CliEnv::with_mock(&mock);
+    let project = env.project();
+    std::fs::write(project.join("notes.txt"), "mine\n").unwrap();
+    let out = env
+        .run(&["run", "--approve", "all", "--model", MODEL, "change it"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let file = env.session_files().remove(0);
+    let id = session_lines(&file)[0]["id"].as_str().unwrap().to_string();
+    assert_valid_pi_v3(&file);
+
+    let out = env.run(&["sessions", "changes", &id]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("modified  ") && text.contains("notes.txt"),
+        "{text}"
+    );
+    assert!(
+        text.contains("created") && text.contains("made.txt"),
+        "{text}"
+    );
+    assert!(text.contains("-mine") && text.contains("+agent"), "{text}");
+
+    std::fs::write(project.join("notes.txt"), "user again\n").unwrap();
+    let out = env.run(&["sessions", "changes", &id, "--json"]).await;
+    let changes: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let notes = changes["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with("notes.txt"))
+        .unwrap();
+    assert_eq!(notes["userChanged"], true, "{changes}");
+    let run = changes["runId"].as_str().unwrap().to_string();
+
+    let out = env.run(&["sessions", "revert", &id, "--run", &run]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a conflict is a failure: {}",
+        stdout(&out)
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("conflict") && text.contains("notes.txt"),
+        "{text}"
+    );
+    assert!(
+        text.contains("reverted") && text.contains("made.txt"),
+        "{text}"
+    );
+    assert!(!project.join("made.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(project.join("notes.txt")).unwrap(),
+        "user again\n"
+    );
+
+    let out = env.run(&["sessions", "revert", &id, "--force"]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("notes.txt")).unwrap(),
+        "mine\n"
+    );
+    assert_valid_pi_v3(&file);
+}

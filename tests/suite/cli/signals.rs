@@ -139,13 +139,13 @@ async fn a_killed_run_resumes_with_continue() {
     );
 }
 
-/// `kill -9` while a tool runs: the call is on disk without its result; the resumed run still
-/// sends a valid history (the provider layer answers the orphan call, as pi does). The orphaned
-/// `sleep` ends on its own within seconds.
+/// `kill -9` while a tool runs: the call is on disk without its result; the resumed session
+/// records the journal's statement as its result (the command may have run partly), so the
+/// history is valid and the model is told. The orphaned `sleep` ends on its own within seconds.
 #[tokio::test]
 async fn a_run_killed_during_a_tool_resumes_with_a_valid_history() {
     let mock = mock(vec![
-        MockResponse::tool_call("c1", "bash", json!({"command": "sleep 5"})),
+        MockResponse::tool_call("c1", "bash", json!({"command": "touch started; sleep 5"})),
         MockResponse::text("Resumed."),
     ])
     .await;
@@ -161,6 +161,17 @@ async fn a_run_killed_during_a_tool_resumes_with_a_valid_history() {
     ]);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     read_until(&mut lines, |e| e["type"] == "tool_execution_start").await;
+    // Killed once the command runs (not between the event and the command's start).
+    for _ in 0..600 {
+        if env.project().join("started").exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        env.project().join("started").exists(),
+        "the command started"
+    );
     child.start_kill().unwrap();
     child.wait().await.unwrap();
 
@@ -172,11 +183,18 @@ async fn a_run_killed_during_a_tool_resumes_with_a_valid_history() {
     let texts = request_texts(&mock.requests()[1].body);
     let roles: Vec<&str> = texts.iter().skip(1).map(|(r, _)| r.as_str()).collect();
     assert_eq!(roles, ["user", "assistant", "tool", "user"], "{texts:?}");
+    assert!(
+        texts[3].1.contains("stopped unexpectedly") && texts[3].1.contains("may have run partly"),
+        "{texts:?}"
+    );
     let file = &env.session_files()[0];
     assert_valid_pi_v3(file);
     let roles: Vec<String> = session_lines(file)
         .iter()
         .filter_map(|l| l["message"]["role"].as_str().map(str::to_string))
         .collect();
-    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+    assert_eq!(
+        roles,
+        ["user", "assistant", "toolResult", "user", "assistant"]
+    );
 }

@@ -32,6 +32,8 @@ M.methods = {
   rename_session = "agent/renameSession",
   list_commands = "agent/listCommands",
   compact = "agent/compact",
+  run_changes = "agent/runChanges",
+  revert = "agent/revert",
 }
 
 --- Client -> server notifications. `agent/diagnostics {uri, diagnostics: lsp.Diagnostic[]}`
@@ -93,6 +95,7 @@ M.session_events = {
   command_error = "command_error",
   compaction_start = "compaction_start",
   compaction_end = "compaction_end",
+  changes_update = "changes_update",
 }
 
 --- Shapes (protocol.md):
@@ -113,6 +116,8 @@ M.session_events = {
 ---   agent/renameSession {sessionId, name} -> {sessionId, name}
 ---   agent/listCommands {sessionId} -> {commands: [{name, description, source, argumentHint?}]}
 ---   agent/compact     {sessionId, instructions?} -> {summary, firstKeptEntryId, tokensBefore, estimatedTokensAfter, usage?, details}   (after compaction_start/compaction_end)
+---   agent/runChanges  {sessionId, runId?} -> {runId, files: [{path, change, diff, userChanged, revertible}]}
+---   agent/revert      {sessionId, runId?|messageId?, paths?, force?, fork?} -> {reverted, conflicts, skipped, fork?}
 ---   agent/getMessages {sessionId} -> {sessionId, messages}
 ---   agent/getDocument {uri} -> {uri, version, text}   (the daemon's mirror of an open document)
 ---   $/agentEvent      {sessionId, runId, seq, event}

@@ -1,0 +1,123 @@
+//! `agent/runChanges`, `agent/revert` and the `changes_update` event: the effect journal
+//! (`session_setup::journal`) on the wire. Answered from their own tasks: reading buffers and
+//! reverting open documents go through the editor.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::server::jsonrpc::{Id, Response, ResponseError};
+use crate::server::live_session::LiveSession;
+use crate::server::main_loop::parse;
+use crate::server::output::Output;
+use crate::server::protocol::{
+    EventBody, RevertParams, RevertResult, RunChangesParams, SessionEvent, code, method,
+};
+use crate::server::session_table::SessionTable;
+use crate::session_setup::journal::review::{self, ReviewError, Selection};
+
+pub const METHODS: [&str; 2] = [method::RUN_CHANGES, method::REVERT];
+
+/// Refused while the session runs: its tools are changing the same files.
+const REVERT_BUSY: &str = "Cannot revert while a run is active; abort it or wait for agent_settled";
+
+pub fn handle(sessions: &Arc<SessionTable>, method: &str, id: Id, params: Value, output: Output) {
+    let answer = |result: Result<Value, ResponseError>| Response::new(Some(&id), result);
+    let work = match method {
+        method::RUN_CHANGES => parse::<RunChangesParams>(params).and_then(|p| {
+            let session = sessions.get(&p.session_id)?;
+            Ok(Work::Changes(session, Selection::Run(p.run_id)))
+        }),
+        _ => parse::<RevertParams>(params).and_then(|p| start_revert(sessions, p)),
+    };
+    let work = match work {
+        Ok(work) => work,
+        Err(e) => return output.send(&answer(Err(e))),
+    };
+    let id = id.clone();
+    tokio::spawn(async move {
+        let result = match work {
+            Work::Changes(session, selection) => {
+                review::run_changes(&session.record, &session.workspace, &selection, true)
+                    .await
+                    .map_err(review_error)
+                    .and_then(to_value)
+            }
+            Work::Revert(session, p, fork) => {
+                let selection = match (p.run_id, p.message_id) {
+                    (_, Some(message)) => Selection::Since(message),
+                    (run, None) => Selection::Run(run),
+                };
+                let reverted = review::revert(
+                    &session.record,
+                    &session.workspace,
+                    &selection,
+                    p.paths.as_deref(),
+                    p.force,
+                )
+                .await;
+                reverted
+                    .map(|reverted| RevertResult { reverted, fork })
+                    .map_err(review_error)
+                    .and_then(to_value)
+            }
+        };
+        output.send(&Response::new(Some(&id), result));
+    });
+}
+
+enum Work {
+    Changes(Arc<LiveSession>, Selection),
+    Revert(
+        Arc<LiveSession>,
+        RevertParams,
+        Option<crate::server::protocol::ForkSessionResult>,
+    ),
+}
+
+/// Checks a revert can run; with `fork`, makes the fork now (the conversation before the
+/// message does not depend on the files).
+fn start_revert(sessions: &Arc<SessionTable>, p: RevertParams) -> Result<Work, ResponseError> {
+    let session = sessions.get(&p.session_id)?;
+    if session.active_run().is_some() {
+        return Err(ResponseError::new(code::AGENT_BUSY, REVERT_BUSY));
+    }
+    if p.run_id.is_some() && p.message_id.is_some() {
+        return Err(ResponseError::invalid_params(
+            "give runId or messageId, not both",
+        ));
+    }
+    let fork = match (&p.message_id, p.fork) {
+        (Some(message), true) => Some(sessions.fork_session(&p.session_id, message)?),
+        (None, true) => {
+            return Err(ResponseError::invalid_params("fork needs a messageId"));
+        }
+        (_, false) => None,
+    };
+    Ok(Work::Revert(session, p, fork))
+}
+
+fn review_error(e: ReviewError) -> ResponseError {
+    ResponseError::invalid_params(e.to_string())
+}
+
+fn to_value<T: serde::Serialize>(value: T) -> Result<Value, ResponseError> {
+    serde_json::to_value(value).map_err(|e| ResponseError::internal(e.to_string()))
+}
+
+/// After a run: `changes_update` when it changed files (the diffs left out; `agent/runChanges`
+/// has them).
+pub async fn changes_update(session: &LiveSession, run_id: &str) {
+    let selection = Selection::Run(Some(run_id.to_string()));
+    let changes = review::run_changes(&session.record, &session.workspace, &selection, false);
+    let Ok(changes) = changes.await else {
+        return;
+    };
+    if changes.files.is_empty() {
+        return;
+    }
+    let event = SessionEvent::ChangesUpdate(changes);
+    session
+        .emitter
+        .emit(Some(run_id), EventBody::Session(event));
+}

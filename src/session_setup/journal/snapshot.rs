@@ -1,0 +1,145 @@
+//! What `bash` changed in the workspace: the metadata (size, modification time) of every file
+//! before and after the command, compared.
+//!
+//! A metadata walk is cheaper than a file watcher to get right (no event queue to overflow, no
+//! per-platform limits on watched folders, nothing running between commands) and costs one
+//! `stat` per file. It honours `.gitignore` (build output such as `target/` is not tracked)
+//! and skips `.git`. Measured on this repository (about 400 files, `target/` ignored):
+//! about 9 ms per walk (debug build) on the 2-core test machine (`journal_snapshot_of_this_repository`).
+//! A workspace with more than [`MAX_FILES`] files is not tracked at all: the command's file
+//! effects are then recorded as unknown rather than slowing every command down.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Above this many files a snapshot is not taken.
+pub const MAX_FILES: usize = 100_000;
+
+/// One file's metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Meta {
+    pub len: u64,
+    pub modified: Option<SystemTime>,
+}
+
+impl Meta {
+    pub fn of(meta: &std::fs::Metadata) -> Meta {
+        Meta {
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
+}
+
+/// The files of a workspace and their metadata.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub files: HashMap<PathBuf, Meta>,
+}
+
+/// How a file differs between two snapshots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Change {
+    Created,
+    Modified,
+    Deleted,
+}
+
+impl Snapshot {
+    /// The regular files under `root`; `None` when there are more than [`MAX_FILES`].
+    pub fn take(root: &Path) -> Option<Snapshot> {
+        let walk = ignore::WalkBuilder::new(root)
+            .hidden(false)
+            .require_git(false)
+            .parents(false)
+            .filter_entry(|e| e.file_name() != ".git")
+            .build();
+        let mut files = HashMap::new();
+        for entry in walk.flatten() {
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            if let Ok(meta) = entry.metadata() {
+                files.insert(entry.into_path(), Meta::of(&meta));
+            }
+            if files.len() > MAX_FILES {
+                return None;
+            }
+        }
+        Some(Snapshot { files })
+    }
+
+    /// The files that differ in `after`, sorted by path.
+    pub fn changes(&self, after: &Snapshot) -> Vec<(PathBuf, Change)> {
+        let mut out: Vec<(PathBuf, Change)> = Vec::new();
+        for (path, meta) in &after.files {
+            match self.files.get(path) {
+                None => out.push((path.clone(), Change::Created)),
+                Some(old) if old != meta => out.push((path.clone(), Change::Modified)),
+                Some(_) => {}
+            }
+        }
+        for path in self.files.keys() {
+            if !after.files.contains_key(path) {
+                out.push((path.clone(), Change::Deleted));
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn created_modified_and_deleted_files_are_found_ignored_ones_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join(".gitignore"), "build/\n").unwrap();
+        std::fs::write(root.join("keep.txt"), "a").unwrap();
+        std::fs::write(root.join("gone.txt"), "a").unwrap();
+        std::fs::write(root.join("grow.txt"), "a").unwrap();
+        std::fs::create_dir(root.join("build")).unwrap();
+        let before = Snapshot::take(root).unwrap();
+        std::fs::write(root.join("new.txt"), "n").unwrap();
+        std::fs::write(root.join("grow.txt"), "abc").unwrap();
+        std::fs::remove_file(root.join("gone.txt")).unwrap();
+        std::fs::write(root.join("build/out.o"), "x").unwrap();
+        std::fs::write(root.join(".env"), "x").unwrap();
+        let after = Snapshot::take(root).unwrap();
+        let changes = before.changes(&after);
+        let names: Vec<(String, Change)> = changes
+            .iter()
+            .map(|(p, c)| (p.file_name().unwrap().to_string_lossy().into_owned(), *c))
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                (".env".into(), Change::Created),
+                ("gone.txt".into(), Change::Deleted),
+                ("grow.txt".into(), Change::Modified),
+                ("new.txt".into(), Change::Created),
+            ]
+        );
+    }
+
+    /// The cost noted in the module doc (printed; not a timed assertion).
+    #[test]
+    fn journal_snapshot_of_this_repository() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let start = std::time::Instant::now();
+        let snapshot = Snapshot::take(root).unwrap();
+        let took = start.elapsed();
+        assert!(snapshot.files.keys().any(|p| p.ends_with("Cargo.toml")));
+        assert!(
+            !snapshot
+                .files
+                .keys()
+                .any(|p| p.starts_with(root.join("target")))
+        );
+        eprintln!("snapshot: {} files in {took:?}", snapshot.files.len());
+    }
+}

@@ -1,0 +1,183 @@
+//! A journaled tool: the call's `intended` entry (with before-images) before it runs, its
+//! `done` entry (with after-images) after.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::message::ToolDeclaration;
+use crate::agent::tool::{
+    AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolRef, ToolUpdater,
+};
+use crate::tools::{Workspace, WorkspaceError};
+
+use super::snapshot::{Change, Snapshot};
+use super::{Effect, FileEffect, Journal, Phase};
+
+struct Journaled {
+    inner: ToolRef,
+    journal: Arc<Journal>,
+    ws: Arc<dyn Workspace>,
+}
+
+pub(super) fn journaled(inner: ToolRef, journal: Arc<Journal>, ws: Arc<dyn Workspace>) -> ToolRef {
+    Arc::new(Journaled { inner, journal, ws })
+}
+
+impl AgentTool for Journaled {
+    fn declaration(&self) -> &ToolDeclaration {
+        self.inner.declaration()
+    }
+
+    fn label(&self) -> &str {
+        self.inner.label()
+    }
+
+    fn execution_mode(&self) -> Option<ExecutionMode> {
+        self.inner.execution_mode()
+    }
+
+    fn prepare_arguments(&self, args: Value) -> Value {
+        self.inner.prepare_arguments(args)
+    }
+
+    fn execute(
+        &self,
+        tool_call_id: String,
+        args: Value,
+        cancel: CancellationToken,
+        on_update: ToolUpdater,
+    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        let inner = self.inner.clone();
+        let journal = self.journal.clone();
+        let ws = self.ws.clone();
+        let tool = inner.name().to_string();
+        Box::pin(async move {
+            let effect = |phase, files| Effect {
+                phase,
+                run: String::new(),
+                tool_call_id: tool_call_id.clone(),
+                tool: tool.clone(),
+                files,
+                untracked: false,
+            };
+            if tool == "bash" {
+                let root = journal.root.clone();
+                let before = snapshot(root.clone()).await;
+                journal.append(Effect {
+                    untracked: before.is_none(),
+                    ..effect(Phase::Intended, Vec::new())
+                });
+                let result = inner
+                    .execute(tool_call_id.clone(), args, cancel, on_update)
+                    .await;
+                let after = snapshot(root).await;
+                let files = match (&before, &after) {
+                    (Some(before), Some(after)) => bash_files(&journal, before, after).await,
+                    _ => Vec::new(),
+                };
+                journal.append(Effect {
+                    untracked: before.is_none() || after.is_none(),
+                    ..effect(Phase::Done, files)
+                });
+                return result;
+            }
+            let path = args
+                .get("path")
+                .and_then(Value::as_str)
+                .and_then(|p| ws.resolve(p).ok());
+            let Some(path) = path else {
+                // Refused before it touches anything (a bad path): nothing to journal.
+                return inner.execute(tool_call_id, args, cancel, on_update).await;
+            };
+            let before = image(&journal, &ws, &path).await;
+            let shown = path.display().to_string();
+            let planned = FileEffect {
+                path: shown.clone(),
+                before: before.clone(),
+                before_known: true,
+                after: None,
+            };
+            journal.append(effect(Phase::Intended, vec![planned]));
+            let result = inner
+                .execute(tool_call_id.clone(), args, cancel, on_update)
+                .await;
+            let after = image(&journal, &ws, &path).await;
+            journal.remember(&path, after.as_deref());
+            let files = match after != before {
+                true => vec![FileEffect {
+                    path: shown,
+                    before,
+                    before_known: true,
+                    after,
+                }],
+                false => Vec::new(),
+            };
+            journal.append(effect(Phase::Done, files));
+            result
+        })
+    }
+}
+
+/// The content of `path` as the user sees it, stored; `None` when there is no such file.
+async fn image(
+    journal: &Journal,
+    ws: &Arc<dyn Workspace>,
+    path: &std::path::Path,
+) -> Option<String> {
+    match ws.read(path.to_path_buf()).await {
+        Ok(snapshot) => journal.store(&snapshot.bytes),
+        Err(WorkspaceError::NotFound(_)) => None,
+        Err(e) => {
+            tracing::debug!(%e, "no image of {} for the journal", path.display());
+            None
+        }
+    }
+}
+
+async fn snapshot(root: PathBuf) -> Option<Snapshot> {
+    tokio::task::spawn_blocking(move || Snapshot::take(&root))
+        .await
+        .ok()
+        .flatten()
+}
+
+/// The files `bash` changed, with the before-images the journal knew and after-images stored.
+async fn bash_files(
+    journal: &Arc<Journal>,
+    before: &Snapshot,
+    after: &Snapshot,
+) -> Vec<FileEffect> {
+    let mut files = Vec::new();
+    for (path, change) in before.changes(after) {
+        let (before_hash, before_known) = match change {
+            Change::Created => (None, true),
+            Change::Modified | Change::Deleted => {
+                let known = before
+                    .files
+                    .get(&path)
+                    .and_then(|m| journal.known_hash(&path, m));
+                let known_flag = known.is_some();
+                (known, known_flag)
+            }
+        };
+        let after_hash = match change {
+            Change::Deleted => None,
+            Change::Created | Change::Modified => {
+                let read = tokio::fs::read(&path).await.ok();
+                read.and_then(|bytes| journal.store(&bytes))
+            }
+        };
+        journal.remember(&path, after_hash.as_deref());
+        files.push(FileEffect {
+            path: path.display().to_string(),
+            before: before_hash,
+            before_known,
+            after: after_hash,
+        });
+    }
+    files
+}
