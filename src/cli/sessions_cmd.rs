@@ -174,10 +174,13 @@ pub async fn changes(
     for file in &changes.files {
         let mut notes = Vec::new();
         if file.user_changed {
-            notes.push("changed since");
+            notes.push("changed since".to_string());
         }
         if !file.revertible {
-            notes.push("not revertible");
+            notes.push(match &file.reason {
+                Some(reason) => format!("not revertible: {reason}"),
+                None => "not revertible".into(),
+            });
         }
         let kind = serde_json::to_value(file.change)?;
         let notes = match notes.is_empty() {

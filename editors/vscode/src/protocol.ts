@@ -112,7 +112,7 @@ export type AgentEvent =
   | { type: 'changes_update'; runId: string | null; files: FileChange[] };
 
 /** One file a run changed (`agent/runChanges`, `changes_update`; §3.16). */
-export interface FileChange { path: string; change: 'created' | 'modified' | 'deleted'; diff: string; userChanged: boolean; revertible: boolean }
+export interface FileChange { path: string; change: 'created' | 'modified' | 'deleted'; diff: string; userChanged: boolean; revertible: boolean; reason?: string }
 /** Result of `agent/revert` (§3.16). */
 export interface RevertResult { reverted: string[]; conflicts: { path: string; reason: string }[]; skipped: { path: string; reason: string }[]; fork?: { sessionId: string; cwd: string; text: string | null } }
 

@@ -6,14 +6,15 @@
 //! after hash). Images are stored once per content under the session's directory
 //! ([`blobs`]). `bash`'s files are found by comparing workspace snapshots ([`snapshot`]): a
 //! file it created reverts to absent; one it changed or deleted reverts to its content before
-//! the command only when the journal knew that content (the file was last written by a
-//! journaled tool, unchanged since), otherwise it is reported as not revertible.
+//! the command, which was stored before the command ran ([`images`]) unless the file was too
+//! large or the command's budget was spent (it is then reported as not revertible, with why).
 //!
 //! Entries are pi `custom` entries (`customType` [`EFFECT`]), which pi keeps and ignores, so
 //! the file stays a pi session. [`review`] reads them back (`agent/runChanges`,
 //! `agent/revert`); [`recover`] tells a resumed session what its interrupted calls did.
 
 pub mod blobs;
+pub mod images;
 pub mod recover;
 pub mod review;
 pub mod snapshot;
@@ -81,6 +82,9 @@ pub struct FileEffect {
     /// no image of): `before` is then `None` and means nothing.
     #[serde(default = "yes", skip_serializing_if = "Clone::clone")]
     pub before_known: bool,
+    /// Why the content before is not known (`before_known` false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<images::Unknown>,
     /// `done` only: the content hash after (`None`: the file is gone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,

@@ -11,6 +11,7 @@ use crate::session::{EntryKind, SessionFile};
 use crate::tools::{Workspace, WorkspaceError};
 
 use super::blobs::{BlobStore, hash};
+use super::images::Unknown;
 use super::{Effect, FileEffect, Phase, REVERT_TOOL, branch_effects, store_of};
 
 /// Which changes: one run's, or everything since a user message (a checkpoint).
@@ -42,6 +43,9 @@ pub struct FileChange {
     pub user_changed: bool,
     /// The before-image is known, so the file can be reverted.
     pub revertible: bool,
+    /// Why it cannot be reverted (`revertible` false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// `agent/runChanges`.
@@ -89,8 +93,20 @@ struct Planned {
     path: PathBuf,
     before: Option<String>,
     before_known: bool,
+    unknown: Option<Unknown>,
     /// What the agent last left there (any later run or revert included).
     expected: Option<String>,
+}
+
+impl Planned {
+    /// Why its content before is unknown (a journal from before the reasons were recorded has
+    /// none).
+    fn unknown_reason(&self) -> String {
+        match self.unknown {
+            Some(unknown) => unknown.reason(),
+            None => "its content before the run is unknown (changed by a command)".into(),
+        }
+    }
 }
 
 /// The selected files, read from the record (no I/O on the files themselves).
@@ -161,6 +177,7 @@ fn plan(record: &SessionFile, selection: &Selection) -> Result<Plan, ReviewError
             Some(Planned {
                 before: f.before.clone(),
                 before_known: f.before_known,
+                unknown: f.unknown,
                 expected: expected.get(&path).cloned().flatten(),
                 path,
             })
@@ -219,12 +236,18 @@ pub async fn run_changes(
                 crate::tools::diff::diff(&old, &new, &shown).patch
             }
         };
+        let reason = match (file.before_known, image_missing) {
+            (false, _) => Some(file.unknown_reason()),
+            (true, true) => Some("its before-image is missing".to_string()),
+            (true, false) => None,
+        };
         files.push(FileChange {
             path: shown,
             change,
             diff,
             user_changed: now_hash != file.expected,
-            revertible: file.before_known && !image_missing,
+            revertible: reason.is_none(),
+            reason,
         });
     }
     Ok(RunChanges {
@@ -271,9 +294,7 @@ pub async fn revert(
         };
         let now_hash = now.as_deref().map(hash);
         if !file.before_known {
-            out.skipped.push(not(
-                "its content before the run is unknown (changed by a command)",
-            ));
+            out.skipped.push(not(&file.unknown_reason()));
             continue;
         }
         if now_hash == file.before {
@@ -303,6 +324,7 @@ pub async fn revert(
                     path: shown.clone(),
                     before: now_hash,
                     before_known: true,
+                    unknown: None,
                     after: file.before.clone(),
                 });
                 out.reverted.push(shown);

@@ -14,6 +14,7 @@ use crate::agent::tool::{
 };
 use crate::tools::{Workspace, WorkspaceError};
 
+use super::images::{Before, Unknown};
 use super::snapshot::{Change, Snapshot};
 use super::{Effect, FileEffect, Journal, Phase};
 
@@ -66,7 +67,7 @@ impl AgentTool for Journaled {
             };
             if tool == "bash" {
                 let root = journal.root.clone();
-                let before = snapshot(root.clone()).await;
+                let before = before_images(&journal).await;
                 journal.append(Effect {
                     untracked: before.is_none(),
                     ..effect(Phase::Intended, Vec::new())
@@ -99,6 +100,7 @@ impl AgentTool for Journaled {
                 path: shown.clone(),
                 before: before.clone(),
                 before_known: true,
+                unknown: None,
                 after: None,
             };
             journal.append(effect(Phase::Intended, vec![planned]));
@@ -112,6 +114,7 @@ impl AgentTool for Journaled {
                     path: shown,
                     before,
                     before_known: true,
+                    unknown: None,
                     after,
                 }],
                 false => Vec::new(),
@@ -138,6 +141,18 @@ async fn image(
     }
 }
 
+/// The command's before-snapshot, every file in it given a before-image within the bounds
+/// ([`super::images`]); `None` when the workspace is too large to snapshot.
+async fn before_images(journal: &Arc<Journal>) -> Option<Before> {
+    let journal = journal.clone();
+    tokio::task::spawn_blocking(move || {
+        Snapshot::take(&journal.root).map(|s| journal.before_images(s))
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
 async fn snapshot(root: PathBuf) -> Option<Snapshot> {
     tokio::task::spawn_blocking(move || Snapshot::take(&root))
         .await
@@ -145,23 +160,26 @@ async fn snapshot(root: PathBuf) -> Option<Snapshot> {
         .flatten()
 }
 
-/// The files `bash` changed, with the before-images the journal knew and after-images stored.
-async fn bash_files(
-    journal: &Arc<Journal>,
-    before: &Snapshot,
-    after: &Snapshot,
-) -> Vec<FileEffect> {
+/// The files `bash` changed, with the before-images stored before it and after-images stored.
+async fn bash_files(journal: &Arc<Journal>, before: &Before, after: &Snapshot) -> Vec<FileEffect> {
     let mut files = Vec::new();
-    for (path, change) in before.changes(after) {
-        let (before_hash, before_known) = match change {
-            Change::Created => (None, true),
+    for (path, change) in before.snapshot.changes(after) {
+        let (before_hash, unknown) = match change {
+            Change::Created => (None, None),
             Change::Modified | Change::Deleted => {
-                let known = before
-                    .files
-                    .get(&path)
-                    .and_then(|m| journal.known_hash(&path, m));
-                let known_flag = known.is_some();
-                (known, known_flag)
+                let known =
+                    (before.snapshot.files.get(&path)).and_then(|m| journal.known_hash(&path, m));
+                let unknown = match known {
+                    Some(_) => None,
+                    None => Some(
+                        before
+                            .unknown
+                            .get(&path)
+                            .copied()
+                            .unwrap_or(Unknown::Unreadable),
+                    ),
+                };
+                (known, unknown)
             }
         };
         let after_hash = match change {
@@ -175,7 +193,8 @@ async fn bash_files(
         files.push(FileEffect {
             path: path.display().to_string(),
             before: before_hash,
-            before_known,
+            before_known: unknown.is_none(),
+            unknown,
             after: after_hash,
         });
     }

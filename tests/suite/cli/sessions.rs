@@ -356,3 +356,58 @@ async fn sessions_changes_and_revert_review_and_undo_a_run() {
     );
     assert_valid_pi_v3(&file);
 }
+
+/// A file `bash` changed that no journaled tool wrote before is reviewed and reverted from the
+/// command line; one over the size limit is listed as not revertible, with why.
+#[tokio::test]
+async fn sessions_revert_restores_a_file_bash_changed_and_names_a_too_large_one() {
+    let mock = mock(vec![
+        MockResponse::tool_call(
+            "c1",
+            "bash",
+            serde_json::json!({"command": "printf 'new\\n' > old.txt; printf y >> big.bin"}),
+        ),
+        MockResponse::text("done"),
+    ])
+    .await;
+    let env = CliEnv::with_mock(&mock);
+    let project = env.project();
+    std::fs::write(project.join("old.txt"), "old\n").unwrap();
+    std::fs::write(project.join("big.bin"), vec![b'x'; (1 << 20) + 1]).unwrap();
+    let out = env
+        .run(&["run", "--approve", "all", "--model", MODEL, "change it"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let file = env.session_files().remove(0);
+    let id = session_lines(&file)[0]["id"].as_str().unwrap().to_string();
+
+    let out = env.run(&["sessions", "changes", &id]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("-old") && text.contains("+new"), "{text}");
+    let big = text
+        .lines()
+        .find(|l| l.contains("big.bin"))
+        .unwrap_or_default();
+    assert!(
+        big.contains("not revertible: ") && big.contains("larger than 1 MiB"),
+        "{text}"
+    );
+
+    let out = env.run(&["sessions", "revert", &id]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "big.bin is skipped: {}",
+        stdout(&out)
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("skipped") && text.contains("big.bin"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("old.txt")).unwrap(),
+        "old\n"
+    );
+}

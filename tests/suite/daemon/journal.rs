@@ -160,6 +160,102 @@ async fn a_run_is_reviewed_and_reverted_across_buffer_disk_and_bash_with_conflic
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 }
 
+/// Files no journaled tool wrote before: `bash` changes one and deletes another, both get
+/// before-images before the command, are reviewed with diffs and restored byte for byte; a
+/// file over the size limit is reported not revertible, with why.
+#[tokio::test]
+async fn files_bash_changes_or_deletes_untouched_before_are_reviewed_and_reverted() {
+    let (_mock, client) = agent_setup(
+        vec![
+            bash_call(
+                "call_1",
+                "printf 'changed\\n' > kept.txt; rm gone.txt; printf more >> big.bin",
+            ),
+            MockResponse::text("done"),
+        ],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    let root = client.workspace.path().to_path_buf();
+    let kept = "kept\r\nno final newline";
+    let gone = "gone\n\u{e9}t\u{e9}\n";
+    let big = vec![b'x'; (1 << 20) + 1];
+    std::fs::write(root.join("kept.txt"), kept).unwrap();
+    std::fs::write(root.join("gone.txt"), gone).unwrap();
+    std::fs::write(root.join("big.bin"), &big).unwrap();
+    let (session, run, _) = prompt_in(&client, None, "change things").await;
+    assert_eq!(
+        std::fs::read_to_string(root.join("kept.txt")).unwrap(),
+        "changed\n"
+    );
+    assert!(!root.join("gone.txt").exists(), "the command ran");
+
+    let changes = client
+        .request("agent/runChanges", json!({"sessionId": session}))
+        .await;
+    assert_eq!(changes["runId"], run.as_str(), "{changes}");
+    let files = &changes["files"];
+    assert_eq!(files.as_array().unwrap().len(), 3, "{changes}");
+    let modified = by_name(files, "kept.txt");
+    assert_eq!(modified["change"], "modified", "{modified}");
+    assert_eq!(modified["revertible"], true, "{modified}");
+    let diff = modified["diff"].as_str().unwrap();
+    assert!(
+        diff.contains("-kept") && diff.contains("+changed"),
+        "{diff}"
+    );
+    let deleted = by_name(files, "gone.txt");
+    assert_eq!(deleted["change"], "deleted", "{deleted}");
+    assert_eq!(deleted["revertible"], true, "{deleted}");
+    assert!(
+        deleted["diff"].as_str().unwrap().contains("-gone"),
+        "{deleted}"
+    );
+    let large = by_name(files, "big.bin");
+    assert_eq!(large["change"], "modified", "{large}");
+    assert_eq!(large["revertible"], false, "{large}");
+    assert!(
+        large["reason"]
+            .as_str()
+            .unwrap()
+            .contains("larger than 1 MiB"),
+        "{large}"
+    );
+
+    let reverted = client
+        .request("agent/revert", json!({"sessionId": session, "runId": run}))
+        .await;
+    assert_eq!(
+        reverted["reverted"].as_array().unwrap().len(),
+        2,
+        "{reverted}"
+    );
+    assert_eq!(
+        std::fs::read(root.join("kept.txt")).unwrap(),
+        kept.as_bytes()
+    );
+    assert_eq!(
+        std::fs::read(root.join("gone.txt")).unwrap(),
+        gone.as_bytes()
+    );
+    let skipped = reverted["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{reverted}");
+    assert!(
+        skipped[0]["path"].as_str().unwrap().ends_with("big.bin")
+            && skipped[0]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("larger than 1 MiB"),
+        "{reverted}"
+    );
+    assert_eq!(
+        std::fs::metadata(root.join("big.bin")).unwrap().len(),
+        big.len() as u64 + 4,
+        "the large file is left as the command made it"
+    );
+}
+
 #[tokio::test]
 async fn a_checkpoint_two_prompts_back_reverts_both_runs_and_forks_there() {
     let (_mock, client) = agent_setup(

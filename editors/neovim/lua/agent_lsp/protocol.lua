@@ -116,7 +116,7 @@ M.session_events = {
 ---   agent/renameSession {sessionId, name} -> {sessionId, name}
 ---   agent/listCommands {sessionId} -> {commands: [{name, description, source, argumentHint?}]}
 ---   agent/compact     {sessionId, instructions?} -> {summary, firstKeptEntryId, tokensBefore, estimatedTokensAfter, usage?, details}   (after compaction_start/compaction_end)
----   agent/runChanges  {sessionId, runId?} -> {runId, files: [{path, change, diff, userChanged, revertible}]}
+---   agent/runChanges  {sessionId, runId?} -> {runId, files: [{path, change, diff, userChanged, revertible, reason?}]}
 ---   agent/revert      {sessionId, runId?|messageId?, paths?, force?, fork?} -> {reverted, conflicts, skipped, fork?}
 ---   agent/getMessages {sessionId} -> {sessionId, messages}
 ---   agent/getDocument {uri} -> {uri, version, text}   (the daemon's mirror of an open document)
