@@ -76,6 +76,16 @@ impl Workspace for BufferWorkspace {
         self.disk.resolve(path)
     }
 
+    fn fingerprint(
+        &self,
+        path: PathBuf,
+    ) -> BoxFuture<'static, Result<Option<Fingerprint>, WorkspaceError>> {
+        match self.editor.docs.get_path(&path) {
+            Some(doc) => Box::pin(std::future::ready(Ok(Some(doc.facts.fingerprint)))),
+            None => self.disk.fingerprint(path),
+        }
+    }
+
     fn read(&self, path: PathBuf) -> BoxFuture<'static, Result<FileSnapshot, WorkspaceError>> {
         let open = self.editor.docs.get_path(&path);
         Box::pin(async move {

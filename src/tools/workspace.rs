@@ -340,6 +340,22 @@ pub trait Workspace: Send + Sync {
         Box::pin(super::edit::edit_by_rewrite(self, path, request))
     }
 
+    /// The [`Fingerprint`] of the content as the user sees it (`None`: no such file), which the
+    /// daemon keeps for an open buffer without reading it. The default reads the content.
+    fn fingerprint(
+        &self,
+        path: PathBuf,
+    ) -> BoxFuture<'static, Result<Option<Fingerprint>, WorkspaceError>> {
+        let read = self.read(path);
+        Box::pin(async move {
+            match read.await {
+                Ok(snapshot) => Ok(Some(snapshot.fingerprint)),
+                Err(WorkspaceError::NotFound(_)) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
     /// Open documents overlaying the disk (path → text), for `grep`/`find`. Disk: none.
     fn open_documents(&self) -> Vec<(PathBuf, String)> {
         Vec::new()

@@ -1,20 +1,40 @@
 //! Before- and after-images of files, stored once per content next to the session file
-//! (`<session-file-stem>.blobs/<sha256>`), private to the user like the session itself.
+//! (`<session-file-stem>.blobs/<fingerprint>`), private to the user like the session itself.
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
+use crate::tools::Fingerprint;
+use crate::tools::workspace::FingerprintHasher;
 
-/// The content hash the journal names images by: SHA-256, lower-case hex.
+/// The content hash the journal names images by: the tools' [`Fingerprint`] (length and a
+/// 64-bit hash, 32 hex digits). It identifies content, it does not authenticate it (the images
+/// are the user's own files, in the user's private directory), and for an open buffer the
+/// daemon keeps it current per change, so a journaled `edit` of a 10 MB buffer hashes nothing
+/// (SHA-256 of the whole buffer before and after cost ~10 ms per edit; BENCH.md, scenario 5).
 pub fn hash(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for byte in digest.iter() {
-        out.push_str(&format!("{byte:02x}"));
+    name(Fingerprint::of(bytes))
+}
+
+/// The journal's name of content with `fingerprint`.
+pub fn name(fingerprint: Fingerprint) -> String {
+    format!("{:016x}{:016x}", fingerprint.len, fingerprint.hash)
+}
+
+/// [`hash`] of a file's content, read in pieces (for files too large to hold).
+pub fn hash_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = FingerprintHasher::default();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(name(hasher.finish()));
+        }
+        hasher.feed(&buf[..n]);
     }
-    out
 }
 
 /// The blob directory of a session file, and of the session it was forked from (a fork copies
@@ -90,6 +110,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_file_hashed_in_pieces_has_its_contents_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big");
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(hash_file(&path).unwrap(), hash(&bytes));
+        assert_eq!(hash(b"a").len(), 32);
+    }
+
+    #[test]
     fn stores_once_per_content_and_loads_back() {
         let dir = tempfile::tempdir().unwrap();
         let store = BlobStore::for_session(&dir.path().join("s.jsonl"), None);
@@ -103,6 +133,6 @@ mod tests {
             1
         );
         assert!(store.load("../s.jsonl").is_none());
-        assert_eq!(a.len(), 64);
+        assert_eq!(a.len(), 32);
     }
 }

@@ -20,7 +20,7 @@ pub mod review;
 pub mod snapshot;
 mod tool;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -129,6 +129,9 @@ pub struct Journal {
     root: PathBuf,
     run: Mutex<Option<String>>,
     known: Mutex<HashMap<PathBuf, Known>>,
+    /// The files whose before-image each run stored (only its first is needed: a run is
+    /// reverted to, and reviewed from, the content before its first change of a file).
+    imaged: Mutex<HashSet<(String, PathBuf)>>,
 }
 
 impl Journal {
@@ -140,6 +143,7 @@ impl Journal {
             root: root.to_path_buf(),
             run: Mutex::new(None),
             known: Mutex::default(),
+            imaged: Mutex::default(),
         }
     }
 
@@ -183,6 +187,19 @@ impl Journal {
         effect.run = self.current_run(&record);
         if let Err(e) = record.append(effect.into_entry()) {
             tracing::warn!(%e, "cannot record the effect journal");
+        }
+    }
+
+    /// Whether `path` is changed for the first time in the current run (then its before-image
+    /// must be stored; later changes in the run need only hashes).
+    fn first_change_in_run(&self, path: &Path) -> bool {
+        let run = match self.record.lock() {
+            Ok(record) => self.current_run(&record),
+            Err(_) => return true,
+        };
+        match self.imaged.lock() {
+            Ok(mut imaged) => imaged.insert((run, path.to_path_buf())),
+            Err(_) => true,
         }
     }
 

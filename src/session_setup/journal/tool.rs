@@ -94,7 +94,8 @@ impl AgentTool for Journaled {
                 // Refused before it touches anything (a bad path): nothing to journal.
                 return inner.execute(tool_call_id, args, cancel, on_update).await;
             };
-            let before = image(&journal, &ws, &path).await;
+            let keep = journal.first_change_in_run(&path);
+            let before = image(&journal, &ws, &path, keep).await;
             let shown = path.display().to_string();
             let planned = FileEffect {
                 path: shown.clone(),
@@ -107,8 +108,11 @@ impl AgentTool for Journaled {
             let result = inner
                 .execute(tool_call_id.clone(), args, cancel, on_update)
                 .await;
-            let after = image(&journal, &ws, &path).await;
-            journal.remember(&path, after.as_deref());
+            // After-images are only compared, never restored: hashed, not stored (the next
+            // run that changes the file stores it as its before-image). So the journal does not
+            // hold the file's current content, and `bash` re-reads it before it runs.
+            let after = image(&journal, &ws, &path, false).await;
+            journal.remember(&path, None);
             let files = match after != before {
                 true => vec![FileEffect {
                     path: shown,
@@ -125,14 +129,31 @@ impl AgentTool for Journaled {
     }
 }
 
-/// The content of `path` as the user sees it, stored; `None` when there is no such file.
+/// The hash of `path`'s content as the user sees it, the content stored when `keep`; `None`
+/// when there is no such file. Storing runs off the async thread (a 10 MB buffer); an open
+/// buffer's hash is the fingerprint the daemon keeps, nothing is read for it.
 async fn image(
-    journal: &Journal,
+    journal: &Arc<Journal>,
     ws: &Arc<dyn Workspace>,
     path: &std::path::Path,
+    keep: bool,
 ) -> Option<String> {
+    if !keep {
+        return match ws.fingerprint(path.to_path_buf()).await {
+            Ok(found) => found.map(super::blobs::name),
+            Err(e) => {
+                tracing::debug!(%e, "no hash of {} for the journal", path.display());
+                None
+            }
+        };
+    }
     match ws.read(path.to_path_buf()).await {
-        Ok(snapshot) => journal.store(&snapshot.bytes),
+        Ok(snapshot) => {
+            let journal = journal.clone();
+            let bytes = snapshot.bytes;
+            let work = move || journal.store(&bytes);
+            tokio::task::spawn_blocking(work).await.ok().flatten()
+        }
         Err(WorkspaceError::NotFound(_)) => None,
         Err(e) => {
             tracing::debug!(%e, "no image of {} for the journal", path.display());
@@ -184,10 +205,7 @@ async fn bash_files(journal: &Arc<Journal>, before: &Before, after: &Snapshot) -
         };
         let after_hash = match change {
             Change::Deleted => None,
-            Change::Created | Change::Modified => {
-                let read = tokio::fs::read(&path).await.ok();
-                read.and_then(|bytes| journal.store(&bytes))
-            }
+            Change::Created | Change::Modified => after_image(journal, &path).await,
         };
         journal.remember(&path, after_hash.as_deref());
         files.push(FileEffect {
@@ -199,4 +217,19 @@ async fn bash_files(journal: &Arc<Journal>, before: &Before, after: &Snapshot) -
         });
     }
     files
+}
+
+/// The hash of a file `bash` left, its content stored when it is small enough to be the next
+/// command's before-image ([`super::images::MAX_FILE`]); a larger one is hashed as it is read.
+async fn after_image(journal: &Arc<Journal>, path: &std::path::Path) -> Option<String> {
+    let journal = journal.clone();
+    let path = path.to_path_buf();
+    let work = move || {
+        let size = std::fs::metadata(&path).ok()?.len();
+        if size <= super::images::MAX_FILE {
+            return journal.store(&std::fs::read(&path).ok()?);
+        }
+        super::blobs::hash_file(&path).ok()
+    };
+    tokio::task::spawn_blocking(work).await.ok().flatten()
 }
