@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::bash_output::OutputBuffer;
 use super::common::{self, BashSettings, ToolContext};
+use super::sandbox::{self, Availability, SandboxPolicy};
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolUpdater};
 
@@ -139,6 +140,7 @@ pub async fn run_command(
         .envs(settings.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .process_group(0)
         .kill_on_drop(false);
+    let policy = confine(settings, &mut cmd)?;
     let mut child = cmd
         .spawn()
         .map_err(|e| ToolError::new(format!("Failed to start shell: {e}")))?;
@@ -197,7 +199,62 @@ pub async fn run_command(
     }
     guard.armed = false;
     drain(&mut rx, &mut buf, &mut out, open).await;
-    finish(end, &mut out)
+    let result = finish(end, &mut out);
+    match policy {
+        Some(policy) => Ok(mark_sandboxed(result, policy)),
+        None => result,
+    }
+}
+
+/// Applies the session's sandbox to `cmd`; the policy it ran under, `None` when unconfined.
+/// An unavailable sandbox refuses the command rather than running it unconfined.
+fn confine(
+    settings: &BashSettings,
+    cmd: &mut tokio::process::Command,
+) -> Result<Option<SandboxPolicy>, ToolError> {
+    let Some(sb) = settings.sandbox.as_ref().filter(|s| s.policy.confines()) else {
+        return Ok(None);
+    };
+    if let Availability::Unavailable(reason) = &sb.availability {
+        return Err(ToolError::new(format!(
+            "Not run: this session runs commands sandboxed, but the sandbox is unavailable ({reason})."
+        )));
+    }
+    let rules = sb
+        .prepare(sb.policy)
+        .map_err(|e| ToolError::new(format!("Not run: {e}")))?;
+    cmd.env("TMPDIR", &sb.temp_dir);
+    sandbox::install(cmd, rules);
+    Ok(Some(sb.policy))
+}
+
+/// A sandboxed run's result says so: `details.sandbox` on every outcome, failures kept as soft
+/// errors (so the details reach `tool_execution_end`) with the refusal note when one applies.
+fn mark_sandboxed(
+    result: Result<AgentToolResult, ToolError>,
+    policy: SandboxPolicy,
+) -> AgentToolResult {
+    let info = json!({"mode": policy.mode.as_str(), "network": policy.network});
+    match result {
+        Ok(mut ok) => {
+            if let Some(Value::Object(map)) = ok.details.as_mut() {
+                map.insert("sandbox".into(), info);
+            } else {
+                ok.details = Some(json!({"sandbox": info}));
+            }
+            ok
+        }
+        Err(e) => {
+            let text = match sandbox::refusal_note(policy, &e.message) {
+                Some(note) => format!("{}\n\n{note}", e.message),
+                None => format!("{}\n\n(The command ran {}.)", e.message, policy.describe()),
+            };
+            AgentToolResult {
+                details: Some(json!({"sandbox": info})),
+                ..AgentToolResult::error(text)
+            }
+        }
+    }
 }
 
 /// Kills the process group when dropped while armed.

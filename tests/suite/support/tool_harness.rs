@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_lsp::agent::tool::{AgentToolResult, ToolError, ToolRef, ToolUpdater};
+use agent_lsp::tools::sandbox::{Availability, Sandbox, SandboxPolicy};
 use agent_lsp::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -32,7 +33,20 @@ impl Harness {
         Self::build(false, wrap)
     }
 
+    /// Commands sandboxed under `policy` (the session's roots writable, temp dir `sbtmp/`).
+    pub fn sandboxed(policy: SandboxPolicy, availability: Availability) -> Self {
+        Self::build_with(false, |ws| ws, Some((policy, availability)))
+    }
+
     fn build(extra: bool, wrap: impl FnOnce(Arc<dyn Workspace>) -> Arc<dyn Workspace>) -> Self {
+        Self::build_with(extra, wrap, None)
+    }
+
+    fn build_with(
+        extra: bool,
+        wrap: impl FnOnce(Arc<dyn Workspace>) -> Arc<dyn Workspace>,
+        sandbox: Option<(SandboxPolicy, Availability)>,
+    ) -> Self {
         let base = tempfile::tempdir().unwrap();
         for d in ["root", "outside", "spill"] {
             std::fs::create_dir(base.path().join(d)).unwrap();
@@ -45,10 +59,19 @@ impl Harness {
         let disk: Arc<dyn Workspace> =
             Arc::new(DiskWorkspace::new(base.path().join("root"), extra_roots).unwrap());
         let ws = wrap(disk);
+        let sandbox = sandbox.map(|(policy, availability)| {
+            Arc::new(Sandbox {
+                policy,
+                writable_roots: vec![ws.root().to_path_buf()],
+                temp_dir: base.path().join("sbtmp"),
+                availability,
+            })
+        });
         let tools = coding_tools(
             ws.clone(),
             ToolOptions {
                 spill_dir: Some(base.path().join("spill")),
+                sandbox,
                 ..Default::default()
             },
         );

@@ -1,0 +1,327 @@
+//! Commands in a sandbox (issue 19): `bash` runs under Landlock rules that the child applies to
+//! itself between fork and exec, so "always allow" does not mean "anything, anywhere".
+//!
+//! - `workspaceWrite`: read everything the user can, write only inside the session's roots and
+//!   the sandbox's own temporary directory; no TCP unless the policy allows network.
+//! - `readOnly`: write nowhere but the temporary directory; no TCP.
+//! - `off`: the user's full rights, as before.
+//!
+//! The rules (file system: Landlock ABI 4's rights, TCP bind/connect: ABI 4's network rights)
+//! are built in the parent, where allocating and opening paths is safe; the child only calls
+//! `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self`, two system calls. A kernel
+//! without those rights is reported as unavailable and nothing is pretended: the caller asks
+//! the user instead of running the command sandboxed.
+//!
+//! Landlock's network rights cover TCP only; UDP (DNS, QUIC) is not confined by them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::model_registry::EnvSource;
+
+/// The Landlock ABI whose rights the sandbox needs (Linux 6.7: file system, truncate, TCP).
+const NEEDED_ABI: ABI = ABI::V4;
+
+/// Test-only switch: when set to `1` the sandbox reports itself unavailable.
+pub const FORCE_UNAVAILABLE_ENV: &str = "AGENT_LSP_TEST_SANDBOX_UNAVAILABLE";
+
+/// Device files every shell writes to, writable in every sandboxed mode.
+const WRITABLE_DEVICES: [&str; 4] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
+
+/// A session's sandbox setting for commands.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SandboxMode {
+    #[default]
+    WorkspaceWrite,
+    ReadOnly,
+    Off,
+}
+
+impl SandboxMode {
+    pub fn parse(s: &str) -> Option<SandboxMode> {
+        match s {
+            "workspaceWrite" => Some(SandboxMode::WorkspaceWrite),
+            "readOnly" => Some(SandboxMode::ReadOnly),
+            "off" => Some(SandboxMode::Off),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::WorkspaceWrite => "workspaceWrite",
+            SandboxMode::ReadOnly => "readOnly",
+            SandboxMode::Off => "off",
+        }
+    }
+}
+
+/// Mode plus network switch (`sandboxNetwork`; `readOnly` never has network).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    pub mode: SandboxMode,
+    pub network: bool,
+}
+
+impl SandboxPolicy {
+    pub fn off() -> Self {
+        SandboxPolicy {
+            mode: SandboxMode::Off,
+            network: true,
+        }
+    }
+
+    pub fn confines(self) -> bool {
+        self.mode != SandboxMode::Off
+    }
+
+    fn network_allowed(self) -> bool {
+        match self.mode {
+            SandboxMode::WorkspaceWrite => self.network,
+            SandboxMode::ReadOnly => false,
+            SandboxMode::Off => true,
+        }
+    }
+
+    /// Plain words for results and approvals.
+    pub fn describe(self) -> String {
+        match self.mode {
+            SandboxMode::Off => "not sandboxed".into(),
+            SandboxMode::WorkspaceWrite if self.network => {
+                "sandboxed (workspaceWrite: writes only inside the workspace and its temp dir; network allowed)".into()
+            }
+            SandboxMode::WorkspaceWrite => {
+                "sandboxed (workspaceWrite: writes only inside the workspace and its temp dir; no network)".into()
+            }
+            SandboxMode::ReadOnly => {
+                "sandboxed (readOnly: no writes except its temp dir; no network)".into()
+            }
+        }
+    }
+}
+
+/// Whether this kernel can enforce the sandbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Availability {
+    Available,
+    Unavailable(String),
+}
+
+impl Availability {
+    pub fn is_available(&self) -> bool {
+        matches!(self, Availability::Available)
+    }
+
+    /// `{"available": bool, "reason"?: string}` for status reports.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Availability::Available => json!({"available": true}),
+            Availability::Unavailable(reason) => json!({"available": false, "reason": reason}),
+        }
+    }
+}
+
+/// Probes the kernel: a ruleset with every right the sandbox handles must be creatable.
+pub fn availability(env: &EnvSource) -> Availability {
+    if env.get(FORCE_UNAVAILABLE_ENV) == Some("1") {
+        return Availability::Unavailable(format!("forced by {FORCE_UNAVAILABLE_ENV}"));
+    }
+    match base_ruleset(false).and_then(|r| r.create()) {
+        Ok(_) => Availability::Available,
+        Err(e) => Availability::Unavailable(format!(
+            "this kernel cannot enforce Landlock ABI 4 (file system and TCP rules): {e}"
+        )),
+    }
+}
+
+/// Errors while preparing the rules (the command is then not run).
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("the sandbox could not be prepared: {0}")]
+    Ruleset(#[from] landlock::RulesetError),
+    #[error("the sandbox's temporary directory {path} could not be created: {source}")]
+    TempDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// One session's sandbox: its policy, the roots it may write, and its own temp dir.
+#[derive(Clone, Debug)]
+pub struct Sandbox {
+    pub policy: SandboxPolicy,
+    pub writable_roots: Vec<PathBuf>,
+    pub temp_dir: PathBuf,
+    pub availability: Availability,
+}
+
+impl Sandbox {
+    /// A sandbox whose temp dir lives under the system temp dir, named after `tag` and the pid.
+    pub fn new(
+        policy: SandboxPolicy,
+        writable_roots: Vec<PathBuf>,
+        tag: &str,
+        availability: Availability,
+    ) -> Arc<Sandbox> {
+        let safe: String = tag
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let temp_dir =
+            std::env::temp_dir().join(format!("agent-lsp-sandbox-{}-{safe}", std::process::id()));
+        Arc::new(Sandbox {
+            policy,
+            writable_roots,
+            temp_dir,
+            availability,
+        })
+    }
+
+    /// Builds the rules in the parent; the child applies them with [`install`].
+    pub fn prepare(&self, policy: SandboxPolicy) -> Result<RulesetCreated, SandboxError> {
+        create_private_dir(&self.temp_dir)?;
+        let read = AccessFs::from_read(NEEDED_ABI);
+        let all = AccessFs::from_all(NEEDED_ABI);
+        let mut writable: Vec<&Path> = vec![&self.temp_dir];
+        if policy.mode == SandboxMode::WorkspaceWrite {
+            writable.extend(self.writable_roots.iter().map(PathBuf::as_path));
+        }
+        let mut ruleset = base_ruleset(!policy.network_allowed())?.create()?;
+        // Paths that cannot be opened (a root removed meanwhile, no /dev/tty) get no rule:
+        // the sandbox then refuses them, which is the safe direction.
+        if let Ok(fd) = PathFd::new("/") {
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, read))?;
+        }
+        for path in writable {
+            if let Ok(fd) = PathFd::new(path) {
+                ruleset = ruleset.add_rule(PathBeneath::new(fd, all))?;
+            }
+        }
+        for dev in WRITABLE_DEVICES {
+            if let Ok(fd) = PathFd::new(dev) {
+                ruleset =
+                    ruleset.add_rule(PathBeneath::new(fd, AccessFs::from_file(NEEDED_ABI)))?;
+            }
+        }
+        Ok(ruleset)
+    }
+}
+
+/// A ruleset handling every file right of [`NEEDED_ABI`] (and TCP bind/connect when `no_net`),
+/// refusing to be created on a kernel that cannot enforce all of them.
+fn base_ruleset(no_net: bool) -> Result<Ruleset, landlock::RulesetError> {
+    let ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(NEEDED_ABI))?;
+    if no_net {
+        ruleset.handle_access(AccessNet::from_all(NEEDED_ABI))
+    } else {
+        Ok(ruleset)
+    }
+}
+
+fn create_private_dir(path: &Path) -> Result<(), SandboxError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let made = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path);
+    made.map_err(|source| SandboxError::TempDir {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Makes the child apply `ruleset` to itself before it execs the shell.
+#[allow(unsafe_code)]
+pub fn install(cmd: &mut tokio::process::Command, ruleset: RulesetCreated) {
+    let mut slot = Some(ruleset);
+    // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
+    // work is allowed. It allocates nothing: the ruleset was built (paths opened, memory
+    // allocated) in the parent, and `restrict_self` makes two system calls (`prctl`,
+    // `landlock_restrict_self`) and closes the ruleset's fd. On failure it returns the errno
+    // already set (no allocation), and the spawn fails instead of running unconfined.
+    unsafe {
+        cmd.pre_exec(
+            move || match slot.take().map(RulesetCreated::restrict_self) {
+                Some(Ok(_)) => Ok(()),
+                Some(Err(_)) | None => Err(std::io::Error::from_raw_os_error(libc::EPERM)),
+            },
+        );
+    }
+}
+
+/// Lines of `output` that look like the sandbox refusing something (Landlock answers EACCES,
+/// which shells and tools print as "Permission denied"). Not proof: the user's own
+/// permissions give the same error, which is why the note says "may".
+pub fn refusal_lines(output: &str) -> Vec<&str> {
+    const MARKS: [&str; 3] = [
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+    ];
+    output
+        .lines()
+        .filter(|l| MARKS.iter().any(|m| l.contains(m)))
+        .take(5)
+        .collect()
+}
+
+/// The plain-words note appended to a failed sandboxed command's result.
+pub fn refusal_note(policy: SandboxPolicy, output: &str) -> Option<String> {
+    let lines = refusal_lines(output);
+    if lines.is_empty() {
+        return None;
+    }
+    let quoted: Vec<String> = lines.iter().map(|l| format!("  {l}")).collect();
+    Some(format!(
+        "This command ran {}. It may have failed because the sandbox refused an access:\n{}\n\
+         If the command really needs that access, tell the user why: only they can run it \
+         outside the sandbox (sandbox \"off\" for the session).",
+        policy.describe(),
+        quoted.join("\n")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_and_print_their_wire_names() {
+        for m in [
+            SandboxMode::WorkspaceWrite,
+            SandboxMode::ReadOnly,
+            SandboxMode::Off,
+        ] {
+            assert_eq!(SandboxMode::parse(m.as_str()), Some(m));
+        }
+        assert_eq!(SandboxMode::parse("workspace-write"), None);
+    }
+
+    #[test]
+    fn this_kernel_has_the_sandbox_and_the_switch_forces_it_off() {
+        assert_eq!(
+            availability(&EnvSource::from_pairs::<&str, &str>([])),
+            Availability::Available
+        );
+        let forced = availability(&EnvSource::from_pairs([(FORCE_UNAVAILABLE_ENV, "1")]));
+        assert!(!forced.is_available());
+    }
+
+    #[test]
+    fn refusal_note_quotes_permission_errors_only() {
+        let policy = SandboxPolicy::default();
+        assert_eq!(refusal_note(policy, "make: *** [all] Error 2"), None);
+        let note = refusal_note(policy, "ok\nbash: /etc/x: Permission denied\n");
+        assert!(note.is_some_and(|n| n.contains("/etc/x: Permission denied")));
+    }
+}

@@ -1,0 +1,130 @@
+//! `bash` in the sandbox (issue 19): real Landlock rules on this machine's kernel, real
+//! processes, temp dirs and a loopback TCP listener only.
+
+use agent_lsp::agent::tool::AgentToolResult;
+use agent_lsp::tools::sandbox::{Availability, SandboxMode, SandboxPolicy};
+use serde_json::{Value, json};
+
+use crate::suite::support::tool_harness::{Harness, text};
+
+fn policy(mode: SandboxMode, network: bool) -> SandboxPolicy {
+    SandboxPolicy { mode, network }
+}
+
+fn workspace_write(network: bool) -> Harness {
+    Harness::sandboxed(
+        policy(SandboxMode::WorkspaceWrite, network),
+        Availability::Available,
+    )
+}
+
+async fn run(h: &Harness, command: &str) -> AgentToolResult {
+    match h.call("bash", json!({"command": command})).await {
+        Ok(r) => r,
+        Err(e) => panic!("a sandboxed run is always a result, got the error {e}"),
+    }
+}
+
+fn sandbox_details(r: &AgentToolResult) -> Value {
+    r.details
+        .as_ref()
+        .and_then(|d| d.get("sandbox"))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+#[tokio::test]
+async fn workspace_write_writes_inside_reads_outside_and_refuses_writes_outside() {
+    let h = workspace_write(false);
+    std::fs::write(h.outside().join("notes.txt"), "outside text").unwrap();
+
+    let ok = run(
+        &h,
+        "echo inside > in.txt && echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"",
+    )
+    .await;
+    assert_eq!(ok.is_error, None, "{}", text(&ok));
+    assert_eq!(text(&ok), "tmp");
+    assert_eq!(h.get_str("in.txt"), "inside\n");
+    assert_eq!(
+        sandbox_details(&ok),
+        json!({"mode": "workspaceWrite", "network": false})
+    );
+
+    let outside = h.outside();
+    let read = run(&h, &format!("cat {}/notes.txt", outside.display())).await;
+    assert_eq!(text(&read), "outside text");
+
+    let refused = run(&h, &format!("echo x > {}/new.txt", outside.display())).await;
+    assert_eq!(refused.is_error, Some(true));
+    let t = text(&refused);
+    assert!(t.contains("new.txt: Permission denied"), "{t}");
+    assert!(t.contains("the sandbox refused"), "{t}");
+    assert!(!outside.join("new.txt").exists());
+    assert_eq!(
+        sandbox_details(&refused),
+        json!({"mode": "workspaceWrite", "network": false})
+    );
+}
+
+#[tokio::test]
+async fn loopback_tcp_is_refused_without_network_and_allowed_with_it() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+
+    let refused = run(&workspace_write(false), &connect).await;
+    assert_eq!(refused.is_error, Some(true));
+    let t = text(&refused);
+    assert!(t.contains("Permission denied"), "{t}");
+    assert!(t.contains("no network"), "{t}");
+
+    let allowed = run(&workspace_write(true), &connect).await;
+    assert_eq!(text(&allowed), "connected");
+    assert_eq!(
+        sandbox_details(&allowed),
+        json!({"mode": "workspaceWrite", "network": true})
+    );
+}
+
+#[tokio::test]
+async fn read_only_refuses_writes_in_the_workspace_but_not_in_its_temp_dir() {
+    let h = Harness::sandboxed(policy(SandboxMode::ReadOnly, true), Availability::Available);
+    h.put("kept.txt", "old");
+    let refused = run(&h, "echo new > kept.txt").await;
+    assert_eq!(refused.is_error, Some(true));
+    assert!(text(&refused).contains("kept.txt: Permission denied"));
+    assert_eq!(h.get_str("kept.txt"), "old");
+    let tmp = run(&h, "echo t > \"$TMPDIR/scratch\" && cat kept.txt").await;
+    assert_eq!(text(&tmp), "old");
+}
+
+#[tokio::test]
+async fn off_runs_unconfined_and_says_nothing_about_a_sandbox() {
+    let h = Harness::sandboxed(SandboxPolicy::off(), Availability::Available);
+    let outside = h.outside();
+    let ok = h
+        .ok_text(
+            "bash",
+            json!({"command": format!("echo x > {}/free.txt", outside.display())}),
+        )
+        .await;
+    assert_eq!(ok, "(no output)");
+    assert!(outside.join("free.txt").exists());
+}
+
+#[tokio::test]
+async fn an_unavailable_sandbox_refuses_to_run_rather_than_pretend() {
+    let h = Harness::sandboxed(
+        policy(SandboxMode::WorkspaceWrite, false),
+        Availability::Unavailable("forced for the test".into()),
+    );
+    let e = h
+        .err_text("bash", json!({"command": "echo ran > ran.txt"}))
+        .await;
+    assert!(
+        e.contains("sandbox is unavailable (forced for the test)"),
+        "{e}"
+    );
+    assert!(!h.path("ran.txt").exists());
+}
