@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::bash_output::OutputBuffer;
 use super::common::{self, BashSettings, ToolContext};
-use super::sandbox::{self, Availability, SandboxPolicy};
+use super::sandbox::{self, Availability, CallMode, SandboxPolicy};
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolUpdater};
 
@@ -25,6 +25,11 @@ are returned, and when output is cut the full output is saved to a file whose pa
 A non-zero exit code is reported as an error together with the output. There is no default timeout: pass timeout (seconds) for commands \
 that could hang, and never start interactive programs (stdin is closed). Use it for builds, tests, git and file management; \
 prefer read/edit/write/grep/find/ls for reading and changing files.";
+
+const SANDBOX_NOTE: &str = "Commands run in a sandbox: they may read everything, but write only inside the workspace \
+and $TMPDIR, and network access may be off. When the sandbox refuses something the command needs, the result says so; \
+then you may call bash again with sandbox: false and a justification, which asks the user to approve running it unsandboxed.";
+const SANDBOX_ARG: &str = "false: ask the user to approve running this command outside the sandbox (only after the sandbox refused it)";
 
 /// How long a group gets between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_millis(1000);
@@ -40,7 +45,7 @@ pub struct BashTool {
 
 impl BashTool {
     pub fn new(ctx: ToolContext) -> Self {
-        let params = json!({
+        let mut params = json!({
             "type": "object",
             "required": ["command"],
             "properties": {
@@ -48,9 +53,22 @@ impl BashTool {
                 "timeout": {"type": "number", "description": "Optional timeout in seconds; the command and its children are killed when it expires"}
             }
         });
+        let sandboxed = ctx.bash.sandbox.as_ref().is_some_and(|s| s.confines());
+        if sandboxed && let Some(props) = params["properties"].as_object_mut() {
+            props.insert(
+                "sandbox".into(),
+                json!({"type": "boolean", "description": SANDBOX_ARG}),
+            );
+            props.insert("justification".into(), json!({"type": "string", "description": "With sandbox: false, why the command must run outside the sandbox (shown to the user)"}));
+        }
+        let description = if sandboxed {
+            format!("{DESCRIPTION} {SANDBOX_NOTE}")
+        } else {
+            DESCRIPTION.to_string()
+        };
         BashTool {
             ctx,
-            decl: common::declaration("bash", DESCRIPTION, params),
+            decl: common::declaration("bash", &description, params),
         }
     }
 }
@@ -62,7 +80,7 @@ impl AgentTool for BashTool {
 
     fn execute(
         &self,
-        _id: String,
+        id: String,
         args: Value,
         cancel: CancellationToken,
         on_update: ToolUpdater,
@@ -71,8 +89,23 @@ impl AgentTool for BashTool {
         Box::pin(async move {
             let command = common::req_str(&args, "command")?;
             let timeout = parse_timeout(common::opt_num(&args, "timeout")?)?;
+            let asks_unsandboxed = args.get("sandbox").and_then(Value::as_bool) == Some(false);
             let cwd = ctx.ws.root().to_path_buf();
-            run_command(&ctx.bash, &command, &cwd, timeout, cancel, on_update).await
+            let mut settings = ctx.bash.clone();
+            let mode = match &settings.sandbox {
+                Some(sb) => sb
+                    .call_mode(&id, asks_unsandboxed)
+                    .map_err(ToolError::new)?,
+                None => CallMode::Unconfined,
+            };
+            if !matches!(mode, CallMode::Confined(_)) {
+                settings.sandbox = None;
+            }
+            let result = run_command(&settings, &command, &cwd, timeout, cancel, on_update).await;
+            match mode {
+                CallMode::Approved => Ok(mark_unsandboxed(result)),
+                CallMode::Confined(_) | CallMode::Unconfined => result,
+            }
         })
     }
 }
@@ -226,6 +259,22 @@ fn confine(
     cmd.env("TMPDIR", &sb.temp_dir);
     sandbox::install(cmd, rules);
     Ok(Some(sb.policy))
+}
+
+/// A run the user approved outside the sandbox says so in its details.
+fn mark_unsandboxed(result: Result<AgentToolResult, ToolError>) -> AgentToolResult {
+    let info = json!({"mode": "off", "approvedByUser": true});
+    let mut r = match result {
+        Ok(ok) => ok,
+        Err(e) => AgentToolResult::error(e.message),
+    };
+    match r.details.as_mut() {
+        Some(Value::Object(map)) => {
+            map.insert("sandbox".into(), info);
+        }
+        _ => r.details = Some(json!({"sandbox": info})),
+    }
+    r
 }
 
 /// A sandboxed run's result says so: `details.sandbox` on every outcome, failures kept as soft

@@ -14,8 +14,9 @@
 //!
 //! Landlock's network rights cover TCP only; UDP (DNS, QUIC) is not confined by them.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
@@ -154,35 +155,124 @@ pub enum SandboxError {
     },
 }
 
-/// One session's sandbox: its policy, the roots it may write, and its own temp dir.
-#[derive(Clone, Debug)]
+/// What a session asked for: `mode: None` is the default (commands that run without asking are
+/// sandboxed `workspaceWrite`; a command the user approves by hand runs as approved).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SandboxSetting {
+    pub mode: Option<SandboxMode>,
+    pub network: bool,
+}
+
+impl SandboxSetting {
+    pub fn policy(self) -> SandboxPolicy {
+        SandboxPolicy {
+            mode: self.mode.unwrap_or_default(),
+            network: self.network,
+        }
+    }
+}
+
+/// How one `bash` call runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallMode {
+    /// Under the session's policy.
+    Confined(SandboxPolicy),
+    /// With the user's full rights: the policy is `off`.
+    Unconfined,
+    /// With the user's full rights because the user approved exactly this call.
+    Approved,
+}
+
+/// One session's sandbox: its policy, the roots it may write, its own temp dir, and the calls
+/// the user approved to run outside it.
+#[derive(Debug)]
 pub struct Sandbox {
     pub policy: SandboxPolicy,
+    /// The mode was set (not defaulted): then commands the user approves by hand are sandboxed
+    /// too, and only an escalation runs them outside.
+    pub explicit: bool,
     pub writable_roots: Vec<PathBuf>,
     pub temp_dir: PathBuf,
     pub availability: Availability,
+    approved: Mutex<HashSet<String>>,
 }
 
 impl Sandbox {
-    /// A sandbox whose temp dir lives under the system temp dir, named after `tag` and the pid.
     pub fn new(
-        policy: SandboxPolicy,
+        setting: SandboxSetting,
         writable_roots: Vec<PathBuf>,
-        tag: &str,
+        temp_dir: PathBuf,
         availability: Availability,
     ) -> Arc<Sandbox> {
-        let safe: String = tag
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        let temp_dir =
-            std::env::temp_dir().join(format!("agent-lsp-sandbox-{}-{safe}", std::process::id()));
         Arc::new(Sandbox {
-            policy,
+            policy: setting.policy(),
+            explicit: setting.mode.is_some(),
             writable_roots,
             temp_dir,
             availability,
+            approved: Mutex::default(),
         })
+    }
+
+    /// A temp dir for a session's sandbox, under the system temp dir.
+    pub fn temp_dir_for(session_id: &str) -> PathBuf {
+        let safe: String = session_id
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        std::env::temp_dir().join(format!("agent-lsp-sandbox-{}-{safe}", std::process::id()))
+    }
+
+    pub fn confines(&self) -> bool {
+        self.policy.confines()
+    }
+
+    /// `{"mode", "network", "explicit", "available", "reason"?}` for status reports.
+    pub fn status_json(&self) -> Value {
+        let mut v = self.availability.to_json();
+        if let Value::Object(map) = &mut v {
+            map.insert("mode".into(), json!(self.policy.mode.as_str()));
+            map.insert("network".into(), json!(self.policy.network));
+            map.insert("explicit".into(), json!(self.explicit));
+        }
+        v
+    }
+
+    /// Whether a call the approval gate lets through without asking may run as the policy says:
+    /// false when it would run sandboxed but the sandbox is unavailable (then it must ask).
+    pub fn can_run_unasked(&self) -> bool {
+        !self.confines() || self.availability.is_available()
+    }
+
+    /// The user approved `call_id` to run outside the sandbox (an escalation, an unavailable
+    /// sandbox, or a hand-approved command under the default setting).
+    pub fn approve_unsandboxed(&self, call_id: &str) {
+        self.approved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(call_id.to_owned());
+    }
+
+    /// How `call_id` runs; an unsandboxed request without the user's approval is refused.
+    pub fn call_mode(&self, call_id: &str, asks_unsandboxed: bool) -> Result<CallMode, String> {
+        if !self.confines() {
+            return Ok(CallMode::Unconfined);
+        }
+        let approved = self
+            .approved
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(call_id);
+        match (approved, asks_unsandboxed) {
+            (true, _) => Ok(CallMode::Approved),
+            (false, true) => Err(
+                "Not run: running a command outside the sandbox needs the user's approval, and \
+                 this front end could not ask for it (or the user was not asked). The user can \
+                 turn the sandbox off for the session instead."
+                    .into(),
+            ),
+            (false, false) => Ok(CallMode::Confined(self.policy)),
+        }
     }
 
     /// Builds the rules in the parent; the child applies them with [`install`].
@@ -284,8 +374,9 @@ pub fn refusal_note(policy: SandboxPolicy, output: &str) -> Option<String> {
     let quoted: Vec<String> = lines.iter().map(|l| format!("  {l}")).collect();
     Some(format!(
         "This command ran {}. It may have failed because the sandbox refused an access:\n{}\n\
-         If the command really needs that access, tell the user why: only they can run it \
-         outside the sandbox (sandbox \"off\" for the session).",
+         If the command really needs that access, call bash again with the same command, \
+         \"sandbox\": false and a \"justification\" saying why: the user will be asked to \
+         approve running it outside the sandbox.",
         policy.describe(),
         quoted.join("\n")
     ))

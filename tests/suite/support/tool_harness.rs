@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_lsp::agent::tool::{AgentToolResult, ToolError, ToolRef, ToolUpdater};
-use agent_lsp::tools::sandbox::{Availability, Sandbox, SandboxPolicy};
+use agent_lsp::tools::sandbox::{Availability, Sandbox, SandboxPolicy, SandboxSetting};
 use agent_lsp::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -16,6 +16,8 @@ pub struct Harness {
     pub root: PathBuf,
     pub ws: Arc<dyn Workspace>,
     pub tools: Vec<ToolRef>,
+    /// The commands' sandbox, when built with [`Harness::sandboxed`].
+    pub sandbox: Option<Arc<Sandbox>>,
 }
 
 impl Harness {
@@ -60,18 +62,21 @@ impl Harness {
             Arc::new(DiskWorkspace::new(base.path().join("root"), extra_roots).unwrap());
         let ws = wrap(disk);
         let sandbox = sandbox.map(|(policy, availability)| {
-            Arc::new(Sandbox {
-                policy,
-                writable_roots: vec![ws.root().to_path_buf()],
-                temp_dir: base.path().join("sbtmp"),
+            Sandbox::new(
+                SandboxSetting {
+                    mode: Some(policy.mode),
+                    network: policy.network,
+                },
+                vec![ws.root().to_path_buf()],
+                base.path().join("sbtmp"),
                 availability,
-            })
+            )
         });
         let tools = coding_tools(
             ws.clone(),
             ToolOptions {
                 spill_dir: Some(base.path().join("spill")),
-                sandbox,
+                sandbox: sandbox.clone(),
                 ..Default::default()
             },
         );
@@ -80,6 +85,7 @@ impl Harness {
             base,
             ws,
             tools,
+            sandbox,
         }
     }
 

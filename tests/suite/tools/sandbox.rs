@@ -128,3 +128,44 @@ async fn an_unavailable_sandbox_refuses_to_run_rather_than_pretend() {
     );
     assert!(!h.path("ran.txt").exists());
 }
+
+#[tokio::test]
+async fn an_unsandboxed_rerun_runs_only_once_the_user_approved_that_call() {
+    let h = workspace_write(false);
+    let target = h.outside().join("escalated.txt");
+    let command = format!("echo x > {}", target.display());
+    let refused = run(&h, &command).await;
+    assert!(
+        text(&refused).contains("\"sandbox\": false"),
+        "{}",
+        text(&refused)
+    );
+    assert!(!target.exists());
+
+    let ask = json!({"command": command, "sandbox": false, "justification": "needs it"});
+    let e = h.call("bash", ask.clone()).await.unwrap_err().message;
+    assert!(e.contains("needs the user's approval"), "{e}");
+    assert!(!target.exists());
+
+    // The approval gate records the user's yes for this call id; the harness calls "call-1".
+    let sandbox = h.sandbox.clone().unwrap();
+    sandbox.approve_unsandboxed("call-1");
+    let ran = run_args(&h, ask.clone()).await;
+    assert_eq!(ran.is_error, None, "{}", text(&ran));
+    assert!(target.exists());
+    assert_eq!(
+        sandbox_details(&ran),
+        json!({"mode": "off", "approvedByUser": true})
+    );
+    // One approval, one run.
+    std::fs::remove_file(&target).unwrap();
+    assert!(h.call("bash", ask).await.is_err());
+    assert!(!target.exists());
+}
+
+async fn run_args(h: &Harness, args: Value) -> AgentToolResult {
+    match h.call("bash", args).await {
+        Ok(r) => r,
+        Err(e) => panic!("unexpected error {e}"),
+    }
+}
