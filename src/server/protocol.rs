@@ -336,6 +336,9 @@ pub struct StateResult {
     pub session_file: Option<String>,
     /// The `AGENTS.md` / `CLAUDE.md` files in the system prompt, in its order.
     pub context_files: Vec<String>,
+    /// The commands' sandbox: `{mode, network, explicit, available, reason?}`.
+    #[serde(default)]
+    pub sandbox: Value,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -490,6 +493,10 @@ pub struct BeforeToolCallParams {
     /// (`saveAfterEdit: "always"` and the buffer differs from the disk).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub saves_unsaved_changes: bool,
+    /// For `bash`: whether the command runs sandboxed once approved, and why not (an
+    /// escalation's justification, an unavailable sandbox).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::tools::sandbox::ApprovalSandbox>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -556,6 +563,11 @@ pub struct InitOptions {
     pub compaction: crate::compaction::CompactionOptions,
     /// Whether a buffer is saved after the agent edited it (default `ifClean`).
     pub save_after_edit: SaveAfterEdit,
+    /// The command sandbox of every session (`workspaceWrite`, `readOnly`, `off`); unset:
+    /// `workspaceWrite` for commands that run without asking, hand-approved ones as approved.
+    pub sandbox: Option<crate::tools::sandbox::SandboxMode>,
+    /// Sandboxed commands may use the network (`workspaceWrite` only; default false).
+    pub sandbox_network: bool,
 }
 
 /// `initializationOptions.saveAfterEdit`: when a buffer the agent edited is saved.

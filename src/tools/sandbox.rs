@@ -305,6 +305,119 @@ impl Sandbox {
     }
 }
 
+/// Why an approval gate must ask about a `bash` call although it could run unasked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MustAsk {
+    /// The model asked to rerun it outside the sandbox (with its justification).
+    Escalation(String),
+    /// It would run sandboxed, but the sandbox is unavailable.
+    Unavailable(String),
+}
+
+/// What an approval request says about the sandbox (`sandbox` in `agent/beforeToolCall`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalSandbox {
+    /// Whether the command runs sandboxed once approved.
+    pub sandboxed: bool,
+    /// `workspaceWrite`, `readOnly` or `off`: what it runs under once approved.
+    pub mode: SandboxMode,
+    pub network: bool,
+    /// The model's reason for running it outside the sandbox (an escalation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub justification: Option<String>,
+    /// Why the sandbox cannot be used here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+fn is_escalation(tool: &str, args: &Value) -> Option<String> {
+    (tool == "bash" && args.get("sandbox").and_then(Value::as_bool) == Some(false)).then(|| {
+        args.get("justification")
+            .and_then(Value::as_str)
+            .unwrap_or("(no reason given)")
+            .to_owned()
+    })
+}
+
+impl Sandbox {
+    /// For a call the gate's policy, mode or memory would let through unasked: `Some` when it
+    /// must ask anyway. Only `bash` is sandboxed; an escalation always asks, and so does a
+    /// command that would run sandboxed where the sandbox is unavailable.
+    pub fn must_ask(&self, tool: &str, args: &Value) -> Option<MustAsk> {
+        if tool != "bash" || !self.confines() {
+            return None;
+        }
+        if let Some(why) = is_escalation(tool, args) {
+            return Some(MustAsk::Escalation(why));
+        }
+        match &self.availability {
+            Availability::Available => None,
+            Availability::Unavailable(reason) => Some(MustAsk::Unavailable(reason.clone())),
+        }
+    }
+
+    /// Whether an answer about this call may be remembered ("always"): never for an escalation,
+    /// which is about one run of one command.
+    pub fn may_remember(&self, tool: &str, args: &Value) -> bool {
+        !(self.confines() && is_escalation(tool, args).is_some())
+    }
+
+    /// What an approval of `bash` with `args` means for the sandbox; `None` for other tools.
+    /// A hand-approved command runs unsandboxed under the default setting, sandboxed under an
+    /// explicit one, and unsandboxed when the sandbox is unavailable or the model escalated.
+    pub fn describe_approval(&self, tool: &str, args: &Value) -> Option<ApprovalSandbox> {
+        if tool != "bash" {
+            return None;
+        }
+        let justification = is_escalation(tool, args).filter(|_| self.confines());
+        let unavailable = match &self.availability {
+            Availability::Unavailable(reason) if self.confines() => Some(reason.clone()),
+            _ => None,
+        };
+        let sandboxed = self.confines()
+            && self.explicit
+            && justification.is_none()
+            && unavailable.is_none();
+        Some(ApprovalSandbox {
+            sandboxed,
+            mode: if sandboxed {
+                self.policy.mode
+            } else {
+                SandboxMode::Off
+            },
+            network: !sandboxed || self.policy.network_allowed(),
+            justification,
+            unavailable,
+        })
+    }
+
+    /// Records the user's yes to `call_id`: it then runs as [`Sandbox::describe_approval`] said.
+    pub fn approved(&self, call_id: &str, tool: &str, args: &Value) {
+        if self
+            .describe_approval(tool, args)
+            .is_some_and(|a| !a.sandboxed && self.confines())
+        {
+            self.approve_unsandboxed(call_id);
+        }
+    }
+
+    /// A one-line status for people (`run -v`, the one-time message).
+    pub fn status_line(&self) -> String {
+        match (&self.availability, self.confines()) {
+            (_, false) => "sandbox: off (commands run with your full rights)".into(),
+            (Availability::Available, true) => format!(
+                "sandbox: {} for commands that run without asking{}",
+                self.policy.describe(),
+                if self.explicit { " and for approved ones" } else { "" }
+            ),
+            (Availability::Unavailable(reason), true) => format!(
+                "sandbox: unavailable ({reason}); commands that would have run sandboxed ask first"
+            ),
+        }
+    }
+}
+
 /// A ruleset handling every file right of [`NEEDED_ABI`] (and TCP bind/connect when `no_net`),
 /// refusing to be created on a kernel that cannot enforce all of them.
 fn base_ruleset(no_net: bool) -> Result<Ruleset, landlock::RulesetError> {
