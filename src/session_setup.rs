@@ -225,8 +225,19 @@ pub fn assemble(
     let record = Arc::new(std::sync::Mutex::new(record));
     let journal = Arc::new(Journal::new(record.clone(), &cwd));
     let session_id = (record.lock().map(|r| r.id().to_string())).unwrap_or_default();
+    // A front end that runs commands itself (ACP's `bash` in the client's terminal) runs them
+    // outside this process: no sandbox of ours applies to them, and none is claimed.
+    let extra_tools = front_end.extra_tools(&workspace);
+    let setting = if extra_tools.iter().any(|t| t.name() == "bash") {
+        SandboxSetting {
+            mode: Some(sandbox::SandboxMode::Off),
+            network: true,
+        }
+    } else {
+        spec.sandbox
+    };
     let sandbox = Sandbox::new(
-        spec.sandbox,
+        setting,
         writable,
         Sandbox::temp_dir_for(&session_id),
         sandbox::availability(&spec.env),
@@ -240,7 +251,7 @@ pub fn assemble(
         },
     );
     // A front end's tool replaces the coding tool of its name (ACP's `bash` in client terminals).
-    for extra in front_end.extra_tools(&workspace) {
+    for extra in extra_tools {
         tools.retain(|tool| tool.name() != extra.name());
         tools.push(extra);
     }

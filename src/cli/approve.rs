@@ -63,12 +63,18 @@ impl Approval {
 
     /// The loop hook enforcing this mode over the session's tools. A run has no one to ask, so
     /// a command that would have to ask because of the sandbox is refused, saying why.
-    pub fn hook(self, tools: Arc<SessionTools>, sandbox: Arc<Sandbox>) -> Option<BeforeToolCallHook> {
+    pub fn hook(
+        self,
+        tools: Arc<SessionTools>,
+        sandbox: Arc<Sandbox>,
+    ) -> Option<BeforeToolCallHook> {
         Some(Arc::new(move |ctx, _cancel| {
             let tool = &ctx.tool_call.name;
             let refusal = match tools.mcp_info(tool) {
                 Some(info) => self.mcp_refusal(tool, &info),
-                None => self.refusal(tool).or_else(|| sandbox_refusal(&sandbox, tool, &ctx.args)),
+                None => self
+                    .refusal(tool)
+                    .or_else(|| sandbox_refusal(&sandbox, tool, &ctx.args)),
             };
             Box::pin(async move {
                 Ok(refusal.map(|reason| BeforeToolCallResult {

@@ -13,7 +13,6 @@ use crate::agent::hooks::AgentHooks;
 use crate::agent::message::{AgentMessage, ThinkingLevel};
 use crate::agent::{Agent, RunFailure, RunHandle, RunOutcome};
 use crate::cli::approve::Approval;
-use crate::tools::sandbox::{SandboxMode, SandboxSetting};
 use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
 use crate::cli::recorder::Recorder;
 use crate::compaction::CompactionOptions;
@@ -27,6 +26,7 @@ use crate::session_setup::{
     McpSpec, ModelChoice, RecordChoice, SessionCommands, SessionControls, SessionSpec,
     SessionTools, SetupError, assemble,
 };
+use crate::tools::sandbox::{SandboxMode, SandboxSetting};
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
 pub const EXIT_INTERRUPTED: u8 = 130;

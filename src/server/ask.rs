@@ -247,11 +247,17 @@ pub async fn approval_request(
         tool_name: tool.clone(),
         args: ctx.args.clone(),
         kind,
-        title: match (&mcp, sandbox.as_ref().and_then(|s| s.justification.as_ref())) {
+        title: match (
+            &mcp,
+            sandbox.as_ref().and_then(|s| s.justification.as_ref()),
+        ) {
             (Some(info), _) => format!("{}: {}", info.title, ctx.args),
             (None, Some(why)) => format!(
                 "Run outside the sandbox: {} (the sandbox refused it; the model says: {why})",
-                ctx.args.get("command").and_then(Value::as_str).unwrap_or_default()
+                ctx.args
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
             ),
             (None, None) => title(tool, kind, &ctx.args),
         },

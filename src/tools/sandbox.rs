@@ -375,10 +375,8 @@ impl Sandbox {
             Availability::Unavailable(reason) if self.confines() => Some(reason.clone()),
             _ => None,
         };
-        let sandboxed = self.confines()
-            && self.explicit
-            && justification.is_none()
-            && unavailable.is_none();
+        let sandboxed =
+            self.confines() && self.explicit && justification.is_none() && unavailable.is_none();
         Some(ApprovalSandbox {
             sandboxed,
             mode: if sandboxed {
@@ -409,7 +407,11 @@ impl Sandbox {
             (Availability::Available, true) => format!(
                 "sandbox: {} for commands that run without asking{}",
                 self.policy.describe(),
-                if self.explicit { " and for approved ones" } else { "" }
+                if self.explicit {
+                    " and for approved ones"
+                } else {
+                    ""
+                }
             ),
             (Availability::Unavailable(reason), true) => format!(
                 "sandbox: unavailable ({reason}); commands that would have run sandboxed ask first"
