@@ -105,7 +105,7 @@ M.session_events = {
 ---   agent/clearQueue  {sessionId} -> {steering, followUp}
 ---   agent/removeQueued {sessionId, messageId} -> {removed, steering, followUp}
 ---   agent/newSession  {cwd?, resume?, maxTurns?} -> {sessionId, cwd}   (resume: a stored session id, prefix or file)
----   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, thinkingLevel, steeringMode, followUpMode, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile}
+---   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, thinkingLevel, steeringMode, followUpMode, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile, sandbox{mode, network, explicit, available, reason?}}
 ---   agent/listModels  {} -> {models: [{provider, id, name, api, contextWindow, maxTokens, reasoning, thinkingLevels, input, cost}]}
 ---   agent/setModel    {sessionId, model} -> {model, thinkingLevel}   (from the next request, also mid-run)
 ---   agent/setThinkingLevel {sessionId, level} -> {model, thinkingLevel}
@@ -122,7 +122,7 @@ M.session_events = {
 ---   agent/getDocument {uri} -> {uri, version, text}   (the daemon's mirror of an open document)
 ---   $/agentEvent      {sessionId, runId, seq, event}
 ---   agent/beforeToolCall {sessionId, runId, toolCallId, toolName, args, kind, title, preview?,
----     savesUnsavedChanges?}
+---     savesUnsavedChanges?, sandbox?{sandboxed, mode, network, justification?, unavailable?}}
 ---                     -> {decision, reason?, terminate?}
 ---   agent/saveDocuments {uris} -> {saved}
 ---   QueuedMessage     {messageId, text}
