@@ -12,7 +12,10 @@
 //! without those rights is reported as unavailable and nothing is pretended: the caller asks
 //! the user instead of running the command sandboxed.
 //!
-//! Landlock's network rights cover TCP only; UDP (DNS, QUIC) is not confined by them.
+//! Landlock's network rights cover TCP only; where network is off the child also moves into a
+//! new user and network namespace (its own ids mapped to themselves), whose only interface is a
+//! loopback that is down, so UDP fails too. Where user namespaces are not allowed, only TCP is
+//! refused.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -276,7 +279,7 @@ impl Sandbox {
     }
 
     /// Builds the rules in the parent; the child applies them with [`install`].
-    pub fn prepare(&self, policy: SandboxPolicy) -> Result<RulesetCreated, SandboxError> {
+    pub fn prepare(&self, policy: SandboxPolicy) -> Result<Prepared, SandboxError> {
         create_private_dir(&self.temp_dir)?;
         let read = AccessFs::from_read(NEEDED_ABI);
         let all = AccessFs::from_all(NEEDED_ABI);
@@ -301,7 +304,10 @@ impl Sandbox {
                     ruleset.add_rule(PathBeneath::new(fd, AccessFs::from_file(NEEDED_ABI)))?;
             }
         }
-        Ok(ruleset)
+        Ok(Prepared {
+            ruleset,
+            leave_network: (!policy.network_allowed()).then(IdMaps::current),
+        })
     }
 }
 
@@ -445,22 +451,81 @@ fn create_private_dir(path: &Path) -> Result<(), SandboxError> {
     })
 }
 
-/// Makes the child apply `ruleset` to itself before it execs the shell.
+/// What the child applies to itself before it execs the shell, all built in the parent.
+pub struct Prepared {
+    ruleset: RulesetCreated,
+    /// `Some`: leave the network too (a new user and network namespace, where only a loopback
+    /// that is down exists), so UDP is cut as well as TCP.
+    leave_network: Option<IdMaps>,
+}
+
+/// The user's own ids, mapped to themselves in the new user namespace (so files keep their
+/// owner as tools such as git see it), as the lines `/proc/self/{u,g}id_map` take.
+struct IdMaps {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+}
+
+impl IdMaps {
+    fn current() -> IdMaps {
+        let uid = nix::unistd::getuid();
+        let gid = nix::unistd::getgid();
+        IdMaps {
+            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        }
+    }
+}
+
+/// In the child: a new user and network namespace with the ids mapped. Where user namespaces
+/// are not allowed, the command keeps the network namespace it has (Landlock still refuses
+/// TCP); once inside a new namespace, a failed id map fails the spawn.
+fn leave_network(maps: &IdMaps) -> std::io::Result<()> {
+    use nix::sched::{CloneFlags, unshare};
+    if unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET).is_err() {
+        return Ok(());
+    }
+    write_proc(c"/proc/self/setgroups", b"deny")?;
+    write_proc(c"/proc/self/uid_map", &maps.uid_map)?;
+    write_proc(c"/proc/self/gid_map", &maps.gid_map)
+}
+
+/// open + write + close: three system calls, nothing allocated.
+fn write_proc(path: &std::ffi::CStr, bytes: &[u8]) -> std::io::Result<()> {
+    use nix::fcntl::{OFlag, open};
+    use nix::sys::stat::Mode;
+    let errno = |e: nix::errno::Errno| std::io::Error::from_raw_os_error(e as i32);
+    let fd = open(path, OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty()).map_err(errno)?;
+    match nix::unistd::write(&fd, bytes).map_err(errno)? {
+        n if n == bytes.len() => Ok(()),
+        _ => Err(std::io::Error::from_raw_os_error(libc::EIO)),
+    }
+}
+
+/// Makes the child apply `prepared` to itself before it execs the shell.
 #[allow(unsafe_code)]
-pub fn install(cmd: &mut tokio::process::Command, ruleset: RulesetCreated) {
+pub fn install(cmd: &mut tokio::process::Command, prepared: Prepared) {
+    let Prepared {
+        ruleset,
+        leave_network: maps,
+    } = prepared;
     let mut slot = Some(ruleset);
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
-    // work is allowed. It allocates nothing: the ruleset was built (paths opened, memory
-    // allocated) in the parent, and `restrict_self` makes two system calls (`prctl`,
-    // `landlock_restrict_self`) and closes the ruleset's fd. On failure it returns the errno
-    // already set (no allocation), and the spawn fails instead of running unconfined.
+    // work is allowed. It allocates nothing: the ruleset and the id maps were built (paths
+    // opened, memory allocated) in the parent; leaving the network is `unshare` plus open,
+    // write and close of three /proc files; `restrict_self` makes two system calls (`prctl`,
+    // `landlock_restrict_self`) and closes the ruleset's fd. Errors are errno values (no
+    // allocation), and any failure fails the spawn instead of running unconfined.
     unsafe {
-        cmd.pre_exec(
-            move || match slot.take().map(RulesetCreated::restrict_self) {
+        cmd.pre_exec(move || {
+            if let Some(maps) = &maps {
+                leave_network(maps)?;
+            }
+            match slot.take().map(RulesetCreated::restrict_self) {
                 Some(Ok(_)) => Ok(()),
                 Some(Err(_)) | None => Err(std::io::Error::from_raw_os_error(libc::EPERM)),
-            },
-        );
+            }
+        });
     }
 }
 
@@ -468,10 +533,12 @@ pub fn install(cmd: &mut tokio::process::Command, ruleset: RulesetCreated) {
 /// which shells and tools print as "Permission denied"). Not proof: the user's own
 /// permissions give the same error, which is why the note says "may".
 pub fn refusal_lines(output: &str) -> Vec<&str> {
-    const MARKS: [&str; 3] = [
+    const MARKS: [&str; 4] = [
         "Permission denied",
         "Operation not permitted",
         "Read-only file system",
+        // No network: outside TCP's Landlock rules (UDP), the namespace has no usable interface.
+        "Network is unreachable",
     ];
     output
         .lines()

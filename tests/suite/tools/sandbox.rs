@@ -88,6 +88,35 @@ async fn loopback_tcp_is_refused_without_network_and_allowed_with_it() {
 }
 
 #[tokio::test]
+async fn udp_is_cut_without_network_and_allowed_with_it() {
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = socket.local_addr().unwrap().port();
+    let send = format!("exec 3<>/dev/udp/127.0.0.1/{port} && echo ping >&3 && echo sent");
+
+    let cut = run(&workspace_write(false), &send).await;
+    assert_eq!(cut.is_error, Some(true));
+    let t = text(&cut);
+    assert!(t.contains("Network is unreachable"), "{t}");
+    assert!(t.contains("the sandbox refused"), "{t}");
+
+    let allowed = run(&workspace_write(true), &send).await;
+    assert_eq!(text(&allowed), "sent");
+    let mut buf = [0u8; 16];
+    let (n, _) = socket.recv_from(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"ping\n");
+}
+
+#[tokio::test]
+async fn files_made_in_the_sandbox_keep_the_users_ownership() {
+    use std::os::unix::fs::MetadataExt;
+    let h = workspace_write(false);
+    let ok = run(&h, "touch owned.txt && stat -c %u owned.txt && id -u").await;
+    let me = std::fs::metadata(h.root.as_path()).unwrap().uid();
+    assert_eq!(text(&ok), format!("{me}\n{me}"));
+    assert_eq!(std::fs::metadata(h.path("owned.txt")).unwrap().uid(), me);
+}
+
+#[tokio::test]
 async fn read_only_refuses_writes_in_the_workspace_but_not_in_its_temp_dir() {
     let h = Harness::sandboxed(policy(SandboxMode::ReadOnly, true), Availability::Available);
     h.put("kept.txt", "old");
