@@ -146,6 +146,21 @@ pub fn availability(env: &EnvSource) -> Availability {
     }
 }
 
+/// The one-time message of a front end whose sessions would sandbox commands on a kernel that
+/// cannot: `None` when the sandbox is available or turned off.
+pub fn startup_warning(mode: Option<SandboxMode>, env: &EnvSource) -> Option<String> {
+    if mode == Some(SandboxMode::Off) {
+        return None;
+    }
+    match availability(env) {
+        Availability::Available => None,
+        Availability::Unavailable(reason) => Some(format!(
+            "agent-lsp: the command sandbox is unavailable ({reason}); commands that would have \
+             run sandboxed ask first"
+        )),
+    }
+}
+
 /// Errors while preparing the rules (the command is then not run).
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
