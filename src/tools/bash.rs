@@ -26,8 +26,8 @@ A non-zero exit code is reported as an error together with the output. There is 
 that could hang, and never start interactive programs (stdin is closed). Use it for builds, tests, git and file management; \
 prefer read/edit/write/grep/find/ls for reading and changing files.";
 
-const SANDBOX_NOTE: &str = "Commands run in a sandbox: they may read everything, but write only inside the workspace \
-and $TMPDIR, and network access may be off. When the sandbox refuses something the command needs, the result says so; \
+const SANDBOX_NOTE: &str = "Commands may run in a sandbox: then they can read everything, but write only inside the \
+workspace and $TMPDIR, and network access may be off. When the sandbox refuses something the command needs, the result says so; \
 then you may call bash again with sandbox: false and a justification, which asks the user to approve running it unsandboxed.";
 const SANDBOX_ARG: &str = "false: ask the user to approve running this command outside the sandbox (only after the sandbox refused it)";
 
