@@ -326,6 +326,13 @@ impl Sandbox {
     }
 }
 
+impl Drop for Sandbox {
+    /// The temp dir goes with the session (best effort: a command still running may hold it).
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.temp_dir);
+    }
+}
+
 /// Why an approval gate must ask about a `bash` call although it could run unasked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MustAsk {

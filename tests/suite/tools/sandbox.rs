@@ -126,6 +126,18 @@ async fn read_only_refuses_writes_in_the_workspace_but_not_in_its_temp_dir() {
     assert_eq!(h.get_str("kept.txt"), "old");
     let tmp = run(&h, "echo t > \"$TMPDIR/scratch\" && cat kept.txt").await;
     assert_eq!(text(&tmp), "old");
+    // The temp dir is the session's: it goes when the session (its tools and sandbox) goes.
+    let temp_dir = h.sandbox.as_ref().unwrap().temp_dir.clone();
+    assert!(temp_dir.join("scratch").exists());
+    let Harness {
+        base,
+        tools,
+        sandbox,
+        ..
+    } = h;
+    drop((tools, sandbox));
+    assert!(base.path().join("root").exists());
+    assert!(!temp_dir.exists());
 }
 
 #[tokio::test]
