@@ -36,6 +36,7 @@ pub mod method {
     pub const SET_MODEL: &str = "agent/setModel";
     pub const SET_THINKING_LEVEL: &str = "agent/setThinkingLevel";
     pub const SET_QUEUE_MODES: &str = "agent/setQueueModes";
+    pub const SET_SANDBOX: &str = "agent/setSandbox";
     pub const GET_STATS: &str = "agent/getStats";
     pub const LIST_SESSIONS: &str = "agent/listSessions";
     pub const FORK_SESSION: &str = "agent/forkSession";
@@ -615,6 +616,17 @@ pub struct SetThinkingLevelParams {
     pub level: ThinkingLevel,
 }
 
+/// Params of `agent/setSandbox`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetSandboxParams {
+    pub session_id: String,
+    /// `workspaceWrite`, `readOnly`, `off`; `null` returns to the default.
+    pub sandbox: Option<crate::tools::sandbox::SandboxMode>,
+    #[serde(default)]
+    pub sandbox_network: bool,
+}
+
 /// Params of `agent/setQueueModes`.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -819,6 +831,7 @@ mod tests {
             method::SET_MODEL,
             method::SET_THINKING_LEVEL,
             method::SET_QUEUE_MODES,
+            method::SET_SANDBOX,
             method::GET_STATS,
             method::LIST_SESSIONS,
             method::FORK_SESSION,

@@ -245,20 +245,24 @@ fn confine(
     settings: &BashSettings,
     cmd: &mut tokio::process::Command,
 ) -> Result<Option<SandboxPolicy>, ToolError> {
-    let Some(sb) = settings.sandbox.as_ref().filter(|s| s.policy.confines()) else {
+    let Some(sb) = settings.sandbox.as_ref() else {
         return Ok(None);
     };
+    let policy = sb.policy();
+    if !policy.confines() {
+        return Ok(None);
+    }
     if let Availability::Unavailable(reason) = &sb.availability {
         return Err(ToolError::new(format!(
             "Not run: this session runs commands sandboxed, but the sandbox is unavailable ({reason})."
         )));
     }
     let rules = sb
-        .prepare(sb.policy)
+        .prepare(policy)
         .map_err(|e| ToolError::new(format!("Not run: {e}")))?;
     cmd.env("TMPDIR", &sb.temp_dir);
     sandbox::install(cmd, rules);
-    Ok(Some(sb.policy))
+    Ok(Some(policy))
 }
 
 /// A run the user approved outside the sandbox says so in its details.

@@ -205,10 +205,8 @@ pub enum CallMode {
 /// the user approved to run outside it.
 #[derive(Debug)]
 pub struct Sandbox {
-    pub policy: SandboxPolicy,
-    /// The mode was set (not defaulted): then commands the user approves by hand are sandboxed
-    /// too, and only an escalation runs them outside.
-    pub explicit: bool,
+    /// The session's setting; `agent/setSandbox` changes it live (from the next command on).
+    setting: Mutex<SandboxSetting>,
     pub writable_roots: Vec<PathBuf>,
     pub temp_dir: PathBuf,
     pub availability: Availability,
@@ -223,8 +221,7 @@ impl Sandbox {
         availability: Availability,
     ) -> Arc<Sandbox> {
         Arc::new(Sandbox {
-            policy: setting.policy(),
-            explicit: setting.mode.is_some(),
+            setting: Mutex::new(setting),
             writable_roots,
             temp_dir,
             availability,
@@ -241,17 +238,37 @@ impl Sandbox {
         std::env::temp_dir().join(format!("agent-lsp-sandbox-{}-{safe}", std::process::id()))
     }
 
+    /// The policy commands run under now.
+    pub fn policy(&self) -> SandboxPolicy {
+        self.setting().policy()
+    }
+
+    /// The mode was set (not defaulted): then commands the user approves by hand are sandboxed
+    /// too, and only an escalation runs them outside.
+    pub fn explicit(&self) -> bool {
+        self.setting().mode.is_some()
+    }
+
+    fn setting(&self) -> SandboxSetting {
+        *self.setting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Changes the setting for the commands that start from now on.
+    pub fn set(&self, setting: SandboxSetting) {
+        *self.setting.lock().unwrap_or_else(|e| e.into_inner()) = setting;
+    }
+
     pub fn confines(&self) -> bool {
-        self.policy.confines()
+        self.policy().confines()
     }
 
     /// `{"mode", "network", "explicit", "available", "reason"?}` for status reports.
     pub fn status_json(&self) -> Value {
         let mut v = self.availability.to_json();
         if let Value::Object(map) = &mut v {
-            map.insert("mode".into(), json!(self.policy.mode.as_str()));
-            map.insert("network".into(), json!(self.policy.network));
-            map.insert("explicit".into(), json!(self.explicit));
+            map.insert("mode".into(), json!(self.policy().mode.as_str()));
+            map.insert("network".into(), json!(self.policy().network));
+            map.insert("explicit".into(), json!(self.explicit()));
         }
         v
     }
@@ -289,7 +306,7 @@ impl Sandbox {
                  turn the sandbox off for the session instead."
                     .into(),
             ),
-            (false, false) => Ok(CallMode::Confined(self.policy)),
+            (false, false) => Ok(CallMode::Confined(self.policy())),
         }
     }
 
@@ -404,15 +421,15 @@ impl Sandbox {
             _ => None,
         };
         let sandboxed =
-            self.confines() && self.explicit && justification.is_none() && unavailable.is_none();
+            self.confines() && self.explicit() && justification.is_none() && unavailable.is_none();
         Some(ApprovalSandbox {
             sandboxed,
             mode: if sandboxed {
-                self.policy.mode
+                self.policy().mode
             } else {
                 SandboxMode::Off
             },
-            network: !sandboxed || self.policy.network_allowed(),
+            network: !sandboxed || self.policy().network_allowed(),
             justification,
             unavailable,
         })
@@ -434,8 +451,8 @@ impl Sandbox {
             (_, false) => "sandbox: off (commands run with your full rights)".into(),
             (Availability::Available, true) => format!(
                 "sandbox: {} for commands that run without asking{}",
-                self.policy.describe(),
-                if self.explicit {
+                self.policy().describe(),
+                if self.explicit() {
                     " and for approved ones"
                 } else {
                     ""

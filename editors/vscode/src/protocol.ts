@@ -201,6 +201,10 @@ export interface SandboxStatus {
 
 export type SandboxMode = 'workspaceWrite' | 'readOnly' | 'off';
 
+/** `agent/setSandbox` (§3.17): `sandbox: null` returns to the default. */
+export interface SetSandboxParams { sessionId: string; sandbox: SandboxMode | null; sandboxNetwork?: boolean }
+export interface SetSandboxResult { sessionId: string; sandbox: SandboxStatus }
+
 /** `agent/getDocument` (§3.8): the server's mirror of an open document. */
 export interface GetDocumentResult { uri: string; version: number; text: string }
 
@@ -332,6 +336,7 @@ export const Methods = {
   setModel: 'agent/setModel',
   setThinkingLevel: 'agent/setThinkingLevel',
   setQueueModes: 'agent/setQueueModes',
+  setSandbox: 'agent/setSandbox',
   getStats: 'agent/getStats',
   listSessions: 'agent/listSessions',
   forkSession: 'agent/forkSession',

@@ -155,3 +155,50 @@ async fn an_unavailable_sandbox_is_reported_and_the_unasked_command_asks() {
             .contains("forced")
     );
 }
+
+#[tokio::test]
+async fn set_sandbox_changes_the_sessions_sandbox_from_the_next_command_on() {
+    let responses = vec![
+        bash_call("c1", "echo a > a.txt"),
+        MockResponse::text("first"),
+        bash_call("c2", "echo b > b.txt"),
+        MockResponse::text("second"),
+    ];
+    let (_mock, client) = agent_setup(
+        responses,
+        LspClient::agent_caps(false),
+        json!({"approval": {"bash": "allow"}}),
+    )
+    .await;
+    let (session, run, _) = prompt(&client, json!({"message": "one"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    assert!(!tool_results(&events)[0].1);
+    let set = client
+        .request(
+            "agent/setSandbox",
+            json!({"sessionId": session, "sandbox": "readOnly"}),
+        )
+        .await;
+    assert_eq!(
+        set["sandbox"],
+        json!({"available": true, "mode": "readOnly", "network": false, "explicit": true})
+    );
+    let (_, run, _) = prompt(&client, json!({"sessionId": session, "message": "two"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    // The events of the session so far: the second run's call is the last.
+    let results = tool_results(&events);
+    let last = results.last().unwrap();
+    assert!(
+        last.1 && last.0.contains("b.txt: Permission denied"),
+        "{results:?}"
+    );
+    assert!(client.workspace.path().join("a.txt").exists());
+    assert!(!client.workspace.path().join("b.txt").exists());
+    let bad = client
+        .request_raw(
+            "agent/setSandbox",
+            json!({"sessionId": session, "sandbox": "everything"}),
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], -32602);
+}

@@ -26,6 +26,7 @@ M.methods = {
   set_model = "agent/setModel",
   set_thinking_level = "agent/setThinkingLevel",
   set_queue_modes = "agent/setQueueModes",
+  set_sandbox = "agent/setSandbox",
   get_stats = "agent/getStats",
   list_sessions = "agent/listSessions",
   fork_session = "agent/forkSession",
@@ -110,6 +111,7 @@ M.session_events = {
 ---   agent/setModel    {sessionId, model} -> {model, thinkingLevel}   (from the next request, also mid-run)
 ---   agent/setThinkingLevel {sessionId, level} -> {model, thinkingLevel}
 ---   agent/setQueueModes {sessionId, steering?, followUp?} -> {steering, followUp}   ("all" | "one-at-a-time")
+---   agent/setSandbox  {sessionId, sandbox, sandboxNetwork?} -> {sessionId, sandbox{mode, network, explicit, available, reason?}}
 ---   agent/getStats    {sessionId} -> {sessionFile, sessionId, userMessages, assistantMessages, toolCalls, toolResults, totalMessages, tokens, cost, contextUsage}
 ---   agent/listSessions {cwd?} -> {sessions: [{sessionId, title, name, cwd, created, modified, messageCount, file}]}
 ---   agent/forkSession {sessionId, messageId} -> {sessionId, cwd, text}
