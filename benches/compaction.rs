@@ -230,6 +230,7 @@ async fn run(turns: usize) -> anyhow::Result<bool> {
             mcp: Default::default(),
             limits: Default::default(),
             compaction: Default::default(),
+            sandbox: Default::default(),
             context_files: false,
         },
         &Headless,

@@ -30,6 +30,7 @@ use crate::compaction::{CompactionOptions, CompactionSettings};
 use crate::mcp::config::ConfigError;
 use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking, resolve_model};
 use crate::session::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
+use crate::tools::sandbox::{self, Sandbox, SandboxSetting};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
 pub use commands::{Builtin, CommandInfo, Expansion, SessionCommands};
@@ -67,6 +68,8 @@ pub struct SessionSpec {
     pub context_files: bool,
     /// The front end's compaction settings, over the user's `settings.json`.
     pub compaction: CompactionOptions,
+    /// The command sandbox (issue 19): `sandbox` and `sandboxNetwork`, `run --sandbox`, ACP modes.
+    pub sandbox: SandboxSetting,
 }
 
 /// Which model the session talks to.
@@ -146,6 +149,9 @@ pub struct AssembledSession {
     pub warnings: Vec<String>,
     /// The effect journal of the session's tools (the daemon names its runs through it).
     pub journal: Arc<Journal>,
+    /// The commands' sandbox: its policy, whether this kernel can enforce it, and the calls the
+    /// user approved to run outside it (the approval gates record those).
+    pub sandbox: Arc<Sandbox>,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -200,6 +206,8 @@ pub fn assemble(
     let disk = DiskWorkspace::new(&cwd, spec.extra_roots)
         .map_err(|source| SetupError::Workspace { cwd, source })?;
     let cwd = disk.root().to_path_buf();
+    let mut writable = vec![cwd.clone()];
+    writable.extend(disk.roots().extra().iter().cloned());
     let workspace = front_end.workspace(disk);
     let resumed = matches!(spec.record, RecordChoice::Resume(_));
     let mut record = match spec.record {
@@ -217,15 +225,33 @@ pub fn assemble(
     let record = Arc::new(std::sync::Mutex::new(record));
     let journal = Arc::new(Journal::new(record.clone(), &cwd));
     let session_id = (record.lock().map(|r| r.id().to_string())).unwrap_or_default();
+    // A front end that runs commands itself (ACP's `bash` in the client's terminal) runs them
+    // outside this process: no sandbox of ours applies to them, and none is claimed.
+    let extra_tools = front_end.extra_tools(&workspace);
+    let setting = if extra_tools.iter().any(|t| t.name() == "bash") {
+        SandboxSetting {
+            mode: Some(sandbox::SandboxMode::Off),
+            network: true,
+        }
+    } else {
+        spec.sandbox
+    };
+    let sandbox = Sandbox::new(
+        setting,
+        writable,
+        Sandbox::temp_dir_for(&session_id),
+        sandbox::availability(&spec.env),
+    );
     let mut tools = coding_tools(
         workspace.clone(),
         ToolOptions {
             env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],
+            sandbox: Some(sandbox.clone()),
             ..ToolOptions::default()
         },
     );
     // A front end's tool replaces the coding tool of its name (ACP's `bash` in client terminals).
-    for extra in front_end.extra_tools(&workspace) {
+    for extra in extra_tools {
         tools.retain(|tool| tool.name() != extra.name());
         tools.push(extra);
     }
@@ -285,6 +311,7 @@ pub fn assemble(
         compactor,
         warnings,
         journal,
+        sandbox,
     })
 }
 

@@ -301,6 +301,7 @@ impl Conn {
             },
             limits: LoopLimits::default(),
             compaction: Default::default(),
+            sandbox: Default::default(),
             context_files: true,
         };
         let link = SessionLink::new(self.out.clone(), self.client());

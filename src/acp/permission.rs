@@ -91,11 +91,15 @@ async fn decide(
         Mode::AcceptEdits => look.kind(tool) == acp::ToolKind::Edit,
         Mode::Default | Mode::Plan => false,
     };
-    if policy == ApprovalPolicy::Allow || allowed_by_mode {
+    // An escalation, or a command that would run sandboxed where the sandbox is unavailable,
+    // asks whatever the mode or an "always" answer says.
+    let must_ask = session.sandbox.must_ask(tool, &ctx.args);
+    if (policy == ApprovalPolicy::Allow || allowed_by_mode) && must_ask.is_none() {
         return None;
     }
     match session.memory().recall(tool, &ctx.args) {
-        Some(true) => return None,
+        Some(true) if must_ask.is_none() => return None,
+        Some(true) => {}
         Some(false) => {
             return Some(block(format!(
                 "Tool \"{tool}\" was rejected for this session by the user"
@@ -107,9 +111,14 @@ async fn decide(
         Ok(decision) => decision,
         Err(reason) => return Some(block(reason)),
     };
-    session.memory().remember(tool, &ctx.args, decision);
+    if session.sandbox.may_remember(tool, &ctx.args) {
+        session.memory().remember(tool, &ctx.args, decision);
+    }
     match decision {
-        Decision::Allow | Decision::AllowAlways => None,
+        Decision::Allow | Decision::AllowAlways => {
+            session.sandbox.approved(&ctx.tool_call.id, tool, &ctx.args);
+            None
+        }
         Decision::Block | Decision::BlockAlways => {
             Some(block(format!("The user rejected the {tool} call")))
         }
@@ -154,6 +163,24 @@ async fn ask(
     let mut tool_call = look.as_update(&call.id, &call.name, &ctx.args);
     if let Some(diff) = proposed_diff(&*session.workspace, &call.name, &ctx.args).await {
         tool_call.fields.content = Some(vec![acp::ToolCallContent::Diff(diff)]);
+    }
+    // The sandbox's word on this call: an escalation or an unavailable sandbox is named in the
+    // title, so the user knows the command would run with their full rights.
+    if let Some(sandbox) = session.sandbox.describe_approval(&call.name, &ctx.args) {
+        let command = ctx
+            .args
+            .get("command")
+            .and_then(|c| c.as_str())
+            .unwrap_or_default();
+        if let Some(why) = &sandbox.justification {
+            tool_call.fields.title = Some(format!(
+                "Run outside the sandbox: {command} (the sandbox refused it; the model says: {why})"
+            ));
+        } else if let Some(reason) = &sandbox.unavailable {
+            tool_call.fields.title = Some(format!(
+                "Run unsandboxed (sandbox unavailable: {reason}): {command}"
+            ));
+        }
     }
     let options = OPTIONS
         .iter()

@@ -115,6 +115,8 @@ pub struct AcpSession {
     /// The session's slash commands (templates, skills, built-ins).
     pub commands: SessionCommands,
     pub compactor: Arc<Compactor>,
+    /// The commands' sandbox; the permission gate asks through it.
+    pub sandbox: Arc<crate::tools::sandbox::Sandbox>,
     /// Where the model list of the config options comes from.
     pub env: EnvSource,
     /// Whether its MCP servers' prompts are followed already (once per session).
@@ -152,6 +154,7 @@ impl AcpSession {
             guard,
             compactor,
             commands,
+            sandbox,
             ..
         } = session;
         let id = lock(&record).id().to_owned();
@@ -194,6 +197,7 @@ impl AcpSession {
                 guard,
                 commands,
                 compactor,
+                sandbox,
                 env,
                 following_commands: Default::default(),
                 memory: Mutex::default(),

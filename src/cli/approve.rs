@@ -12,6 +12,7 @@ use crate::mcp::config::Policy;
 use crate::mcp::tool::McpToolInfo;
 use crate::session_setup::SessionTools;
 use crate::tools::is_read_only;
+use crate::tools::sandbox::{MustAsk, Sandbox};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum Approval {
@@ -60,13 +61,20 @@ impl Approval {
         }
     }
 
-    /// The loop hook enforcing this mode over the session's tools.
-    pub fn hook(self, tools: Arc<SessionTools>) -> Option<BeforeToolCallHook> {
+    /// The loop hook enforcing this mode over the session's tools. A run has no one to ask, so
+    /// a command that would have to ask because of the sandbox is refused, saying why.
+    pub fn hook(
+        self,
+        tools: Arc<SessionTools>,
+        sandbox: Arc<Sandbox>,
+    ) -> Option<BeforeToolCallHook> {
         Some(Arc::new(move |ctx, _cancel| {
             let tool = &ctx.tool_call.name;
             let refusal = match tools.mcp_info(tool) {
                 Some(info) => self.mcp_refusal(tool, &info),
-                None => self.refusal(tool),
+                None => self
+                    .refusal(tool)
+                    .or_else(|| sandbox_refusal(&sandbox, tool, &ctx.args)),
             };
             Box::pin(async move {
                 Ok(refusal.map(|reason| BeforeToolCallResult {
@@ -76,6 +84,22 @@ impl Approval {
                 }))
             })
         }))
+    }
+}
+
+/// Why a run refuses a call the sandbox would make ask (an escalation, an unavailable sandbox).
+fn sandbox_refusal(sandbox: &Sandbox, tool: &str, args: &serde_json::Value) -> Option<String> {
+    match sandbox.must_ask(tool, args)? {
+        MustAsk::Escalation(_) => Some(
+            "The command was not rerun outside the sandbox: that needs the user's approval, and \
+             this agent-lsp run has no one to ask. The user can run again with --sandbox off."
+                .into(),
+        ),
+        MustAsk::Unavailable(reason) => Some(format!(
+            "The command was not run: it would run sandboxed, but the sandbox is unavailable \
+             ({reason}), and this agent-lsp run has no one to ask. The user can run again with \
+             --sandbox off to run commands with their full rights."
+        )),
     }
 }
 

@@ -71,6 +71,7 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
             limits: Default::default(),
             context_files: false,
             compaction: Default::default(),
+            sandbox: Default::default(),
         },
         approval: Approval::All,
         json: args.json,

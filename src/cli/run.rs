@@ -26,6 +26,7 @@ use crate::session_setup::{
     McpSpec, ModelChoice, RecordChoice, SessionCommands, SessionControls, SessionSpec,
     SessionTools, SetupError, assemble,
 };
+use crate::tools::sandbox::{SandboxMode, SandboxSetting};
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -88,6 +89,13 @@ pub struct RunArgs {
     /// Leave out the AGENTS.md / CLAUDE.md files (global and from / down to --cwd).
     #[arg(long)]
     pub no_context_files: bool,
+    /// The command sandbox: workspaceWrite (write only inside --cwd, --add-dir and a temp dir),
+    /// readOnly (write only the temp dir) or off. Default: workspaceWrite, as bash runs unasked.
+    #[arg(long, value_name = "MODE", value_parser = parse_sandbox)]
+    pub sandbox: Option<SandboxMode>,
+    /// Let sandboxed commands use the network (workspaceWrite only).
+    #[arg(long)]
+    pub sandbox_network: bool,
     /// Compact the session once its context passes this many tokens (default: the model's
     /// context window minus compaction.reserveTokens, as pi).
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
@@ -163,12 +171,20 @@ fn plan(args: RunArgs, env: EnvSource, verbose: bool) -> anyhow::Result<RunPlan>
                 threshold_tokens: args.compact_threshold,
                 ..CompactionOptions::default()
             },
+            sandbox: SandboxSetting {
+                mode: args.sandbox,
+                network: args.sandbox_network,
+            },
         },
         approval: args.approve,
         json: args.json,
         prompt,
         verbose,
     })
+}
+
+fn parse_sandbox(s: &str) -> Result<SandboxMode, String> {
+    SandboxMode::parse(s).ok_or_else(|| format!("{s:?}: use workspaceWrite, readOnly or off"))
 }
 
 /// `a/b.jsonl`, `./x`: an argument meant as a file rather than a session id.
@@ -417,9 +433,15 @@ fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<Bui
     for warning in &session.warnings {
         eprintln!("agent-lsp: {warning}");
     }
+    let sandbox = &session.sandbox;
+    if plan.verbose || (sandbox.confines() && !sandbox.availability.is_available()) {
+        eprintln!("agent-lsp: {}", sandbox.status_line());
+    }
     let mut options = session.options;
     options.hooks = AgentHooks {
-        before_tool_call: plan.approval.hook(session.tools.clone()),
+        before_tool_call: plan
+            .approval
+            .hook(session.tools.clone(), session.sandbox.clone()),
         ..options.hooks
     };
     let agent = Agent::new(options);

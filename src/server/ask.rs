@@ -57,8 +57,12 @@ async fn decide(
         Some(info) => mcp_policy(&info, approval, &tool),
         None => policy_for(approval, &tool),
     };
+    // An escalation, or a command that would run sandboxed where the sandbox is unavailable,
+    // asks whatever the policy or an "always" answer says.
+    let must_ask = session.sandbox.must_ask(&tool, &ctx.args);
     match policy {
-        ApprovalPolicy::Allow => return None,
+        ApprovalPolicy::Allow if must_ask.is_none() => return None,
+        ApprovalPolicy::Allow => {}
         ApprovalPolicy::Block => {
             return Some(block(
                 format!(
@@ -73,7 +77,8 @@ async fn decide(
         .memory
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .recall(&tool, &ctx.args);
+        .recall(&tool, &ctx.args)
+        .filter(|allowed| !allowed || must_ask.is_none());
     match remembered {
         Some(true) => return None,
         Some(false) => {
@@ -99,13 +104,19 @@ async fn decide(
     match answer {
         Err(reason) => Some(block(reason, false)),
         Ok(answer) => {
-            session
-                .memory
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remember(&tool, &ctx.args, answer.decision);
+            if session.sandbox.may_remember(&tool, &ctx.args) {
+                session
+                    .memory
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remember(&tool, &ctx.args, answer.decision);
+            }
             match answer.decision {
-                Decision::Allow | Decision::AllowAlways => None,
+                Decision::Allow | Decision::AllowAlways => {
+                    let sandbox = &session.sandbox;
+                    sandbox.approved(&ctx.tool_call.id, &tool, &ctx.args);
+                    None
+                }
                 Decision::Block | Decision::BlockAlways => Some(BeforeToolCallResult {
                     block: true,
                     // An empty reason falls back to pi's "Tool execution was blocked".
@@ -157,6 +168,7 @@ pub async fn ask_project_trust(session: Arc<LiveSession>) {
             cwd: root,
         }),
         saves_unsaved_changes: false,
+        sandbox: None,
     };
     let never = CancellationToken::new();
     let answer = if session.ctx.config.approvals() {
@@ -227,6 +239,7 @@ pub async fn approval_request(
         }),
         None => None,
     };
+    let sandbox = session.sandbox.describe_approval(tool, &ctx.args);
     BeforeToolCallParams {
         session_id: session.id.clone(),
         run_id: session.active_run().unwrap_or_default(),
@@ -234,12 +247,23 @@ pub async fn approval_request(
         tool_name: tool.clone(),
         args: ctx.args.clone(),
         kind,
-        title: match &mcp {
-            Some(info) => format!("{}: {}", info.title, ctx.args),
-            None => title(tool, kind, &ctx.args),
+        title: match (
+            &mcp,
+            sandbox.as_ref().and_then(|s| s.justification.as_ref()),
+        ) {
+            (Some(info), _) => format!("{}: {}", info.title, ctx.args),
+            (None, Some(why)) => format!(
+                "Run outside the sandbox: {} (the sandbox refused it; the model says: {why})",
+                ctx.args
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+            ),
+            (None, None) => title(tool, kind, &ctx.args),
         },
         preview,
         saves_unsaved_changes,
+        sandbox,
     }
 }
 

@@ -11,13 +11,14 @@ use crate::server::jsonrpc::ResponseError;
 use crate::server::live_session::LiveSession;
 use crate::server::protocol::{
     EventBody, ForkSessionResult, ListModelsResult, ListSessionsResult, QueueModesResult,
-    RenameSessionParams, SessionEvent, SessionInfo, SetQueueModesParams,
+    RenameSessionParams, SessionEvent, SessionInfo, SetQueueModesParams, SetSandboxParams,
 };
 use crate::server::session_table::{SessionTable, store, stored_record};
 use crate::session::time::iso_from_ms;
 use crate::session::{ForkPoint, SessionFile, SessionSummary};
 use crate::session_setup::stats::{SessionStats, session_stats};
 use crate::session_setup::{LiveSettings, ModelInfo, SwitchError};
+use crate::tools::sandbox::SandboxSetting;
 
 type Result<T> = std::result::Result<T, ResponseError>;
 
@@ -88,6 +89,17 @@ impl SessionTable {
             steering,
             follow_up,
         })
+    }
+
+    /// `agent/setSandbox`: the session's command sandbox from its next command on; the result
+    /// is `agent/getState`'s `sandbox`.
+    pub fn set_sandbox(&self, p: SetSandboxParams) -> Result<serde_json::Value> {
+        let sandbox = &self.get(&p.session_id)?.sandbox;
+        sandbox.set(SandboxSetting {
+            mode: p.sandbox,
+            network: p.sandbox_network,
+        });
+        Ok(serde_json::json!({"sessionId": p.session_id, "sandbox": sandbox.status_json()}))
     }
 
     /// `agent/getStats`: pi's `get_session_stats`.

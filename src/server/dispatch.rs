@@ -16,7 +16,7 @@ use crate::server::protocol::{
 use crate::server::session_table::SessionTable;
 
 /// The request methods (besides `initialize` and `shutdown`).
-const REQUESTS: [&str; 25] = [
+const REQUESTS: [&str; 26] = [
     method::COMPACT,
     method::PROMPT,
     method::STEER,
@@ -35,6 +35,7 @@ const REQUESTS: [&str; 25] = [
     method::SET_MODEL,
     method::SET_THINKING_LEVEL,
     method::SET_QUEUE_MODES,
+    method::SET_SANDBOX,
     method::GET_STATS,
     method::LIST_SESSIONS,
     method::FORK_SESSION,
@@ -95,6 +96,7 @@ pub fn request(
             to_value(sessions.set_thinking_level(&p.session_id, p.level))
         }
         method::SET_QUEUE_MODES => to_value(sessions.set_queue_modes(parse(params)?)),
+        method::SET_SANDBOX => to_value(sessions.set_sandbox(parse(params)?)),
         method::GET_STATS => to_value(sessions.stats(&session_id(params)?)),
         method::LIST_SESSIONS => {
             let p: ListSessionsParams = parse(params)?;

@@ -81,6 +81,8 @@ pub struct LiveSession {
     pub compactor: Arc<Compactor>,
     /// The effect journal of its tools, told each run's id.
     pub journal: Arc<Journal>,
+    /// The commands' sandbox (issue 19): the approval gate asks through it.
+    pub sandbox: Arc<crate::tools::sandbox::Sandbox>,
     state: Mutex<RunState>,
     idle: watch::Sender<bool>,
 }
@@ -126,6 +128,7 @@ impl LiveSession {
             context_files,
             compactor,
             journal,
+            sandbox,
             ..
         } = session;
         let id = record.lock().map(|r| r.id().to_owned()).unwrap_or_default();
@@ -183,6 +186,7 @@ impl LiveSession {
                 record,
                 compactor,
                 journal,
+                sandbox,
                 state: Mutex::default(),
                 idle: watch::channel(true).0,
             }

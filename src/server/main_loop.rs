@@ -176,7 +176,12 @@ impl Server {
 
     fn initialize(&mut self, params: Value) -> Result<Value, ResponseError> {
         let params: InitializeParams = parse(params)?;
-        let (config, warnings) = ConnConfig::from_initialize(&params);
+        let (config, mut warnings) = ConnConfig::from_initialize(&params);
+        let env = crate::model_registry::EnvSource::from_process();
+        warnings.extend(crate::tools::sandbox::startup_warning(
+            config.options.sandbox,
+            &env,
+        ));
         for warning in &warnings {
             tracing::warn!("{warning}");
         }

@@ -36,6 +36,7 @@ pub mod method {
     pub const SET_MODEL: &str = "agent/setModel";
     pub const SET_THINKING_LEVEL: &str = "agent/setThinkingLevel";
     pub const SET_QUEUE_MODES: &str = "agent/setQueueModes";
+    pub const SET_SANDBOX: &str = "agent/setSandbox";
     pub const GET_STATS: &str = "agent/getStats";
     pub const LIST_SESSIONS: &str = "agent/listSessions";
     pub const FORK_SESSION: &str = "agent/forkSession";
@@ -336,6 +337,9 @@ pub struct StateResult {
     pub session_file: Option<String>,
     /// The `AGENTS.md` / `CLAUDE.md` files in the system prompt, in its order.
     pub context_files: Vec<String>,
+    /// The commands' sandbox: `{mode, network, explicit, available, reason?}`.
+    #[serde(default)]
+    pub sandbox: Value,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -490,6 +494,10 @@ pub struct BeforeToolCallParams {
     /// (`saveAfterEdit: "always"` and the buffer differs from the disk).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub saves_unsaved_changes: bool,
+    /// For `bash`: whether the command runs sandboxed once approved, and why not (an
+    /// escalation's justification, an unavailable sandbox).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::tools::sandbox::ApprovalSandbox>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -556,6 +564,11 @@ pub struct InitOptions {
     pub compaction: crate::compaction::CompactionOptions,
     /// Whether a buffer is saved after the agent edited it (default `ifClean`).
     pub save_after_edit: SaveAfterEdit,
+    /// The command sandbox of every session (`workspaceWrite`, `readOnly`, `off`); unset:
+    /// `workspaceWrite` for commands that run without asking, hand-approved ones as approved.
+    pub sandbox: Option<crate::tools::sandbox::SandboxMode>,
+    /// Sandboxed commands may use the network (`workspaceWrite` only; default false).
+    pub sandbox_network: bool,
 }
 
 /// `initializationOptions.saveAfterEdit`: when a buffer the agent edited is saved.
@@ -601,6 +614,17 @@ pub struct SetModelParams {
 pub struct SetThinkingLevelParams {
     pub session_id: String,
     pub level: ThinkingLevel,
+}
+
+/// Params of `agent/setSandbox`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetSandboxParams {
+    pub session_id: String,
+    /// `workspaceWrite`, `readOnly`, `off`; `null` returns to the default.
+    pub sandbox: Option<crate::tools::sandbox::SandboxMode>,
+    #[serde(default)]
+    pub sandbox_network: bool,
 }
 
 /// Params of `agent/setQueueModes`.
@@ -807,6 +831,7 @@ mod tests {
             method::SET_MODEL,
             method::SET_THINKING_LEVEL,
             method::SET_QUEUE_MODES,
+            method::SET_SANDBOX,
             method::GET_STATS,
             method::LIST_SESSIONS,
             method::FORK_SESSION,

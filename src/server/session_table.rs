@@ -2,6 +2,7 @@
 //!
 //! Handlers here validate, take short locks and answer: runs live in their own tasks.
 
+use crate::tools::sandbox::SandboxSetting;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -165,6 +166,10 @@ impl SessionTable {
             },
             context_files: options.context_files.unwrap_or(true),
             compaction: options.compaction.clone(),
+            sandbox: SandboxSetting {
+                mode: options.sandbox,
+                network: options.sandbox_network,
+            },
         };
         let session = assemble(spec, &*self.ctx).map_err(|e| match e {
             SetupError::Workspace { cwd, source } => invalid_params(format!(
@@ -304,6 +309,7 @@ impl SessionTable {
             context_files: (session.context_files.iter())
                 .map(|p| p.display().to_string())
                 .collect(),
+            sandbox: session.sandbox.status_json(),
         })
     }
 

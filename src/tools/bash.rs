@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::bash_output::OutputBuffer;
 use super::common::{self, BashSettings, ToolContext};
+use super::sandbox::{self, Availability, CallMode, SandboxPolicy};
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolUpdater};
 
@@ -24,6 +25,11 @@ are returned, and when output is cut the full output is saved to a file whose pa
 A non-zero exit code is reported as an error together with the output. There is no default timeout: pass timeout (seconds) for commands \
 that could hang, and never start interactive programs (stdin is closed). Use it for builds, tests, git and file management; \
 prefer read/edit/write/grep/find/ls for reading and changing files.";
+
+const SANDBOX_NOTE: &str = "Commands may run in a sandbox: then they can read everything, but write only inside the \
+workspace and $TMPDIR, and network access may be off. When the sandbox refuses something the command needs, the result says so; \
+then you may call bash again with sandbox: false and a justification, which asks the user to approve running it unsandboxed.";
+const SANDBOX_ARG: &str = "false: ask the user to approve running this command outside the sandbox (only after the sandbox refused it)";
 
 /// How long a group gets between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_millis(1000);
@@ -39,7 +45,7 @@ pub struct BashTool {
 
 impl BashTool {
     pub fn new(ctx: ToolContext) -> Self {
-        let params = json!({
+        let mut params = json!({
             "type": "object",
             "required": ["command"],
             "properties": {
@@ -47,9 +53,22 @@ impl BashTool {
                 "timeout": {"type": "number", "description": "Optional timeout in seconds; the command and its children are killed when it expires"}
             }
         });
+        let sandboxed = ctx.bash.sandbox.as_ref().is_some_and(|s| s.confines());
+        if sandboxed && let Some(props) = params["properties"].as_object_mut() {
+            props.insert(
+                "sandbox".into(),
+                json!({"type": "boolean", "description": SANDBOX_ARG}),
+            );
+            props.insert("justification".into(), json!({"type": "string", "description": "With sandbox: false, why the command must run outside the sandbox (shown to the user)"}));
+        }
+        let description = if sandboxed {
+            format!("{DESCRIPTION} {SANDBOX_NOTE}")
+        } else {
+            DESCRIPTION.to_string()
+        };
         BashTool {
             ctx,
-            decl: common::declaration("bash", DESCRIPTION, params),
+            decl: common::declaration("bash", &description, params),
         }
     }
 }
@@ -61,7 +80,7 @@ impl AgentTool for BashTool {
 
     fn execute(
         &self,
-        _id: String,
+        id: String,
         args: Value,
         cancel: CancellationToken,
         on_update: ToolUpdater,
@@ -70,8 +89,23 @@ impl AgentTool for BashTool {
         Box::pin(async move {
             let command = common::req_str(&args, "command")?;
             let timeout = parse_timeout(common::opt_num(&args, "timeout")?)?;
+            let asks_unsandboxed = args.get("sandbox").and_then(Value::as_bool) == Some(false);
             let cwd = ctx.ws.root().to_path_buf();
-            run_command(&ctx.bash, &command, &cwd, timeout, cancel, on_update).await
+            let mut settings = ctx.bash.clone();
+            let mode = match &settings.sandbox {
+                Some(sb) => sb
+                    .call_mode(&id, asks_unsandboxed)
+                    .map_err(ToolError::new)?,
+                None => CallMode::Unconfined,
+            };
+            if !matches!(mode, CallMode::Confined(_)) {
+                settings.sandbox = None;
+            }
+            let result = run_command(&settings, &command, &cwd, timeout, cancel, on_update).await;
+            match mode {
+                CallMode::Approved => Ok(mark_unsandboxed(result)),
+                CallMode::Confined(_) | CallMode::Unconfined => result,
+            }
         })
     }
 }
@@ -139,6 +173,7 @@ pub async fn run_command(
         .envs(settings.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .process_group(0)
         .kill_on_drop(false);
+    let policy = confine(settings, &mut cmd)?;
     let mut child = cmd
         .spawn()
         .map_err(|e| ToolError::new(format!("Failed to start shell: {e}")))?;
@@ -197,7 +232,82 @@ pub async fn run_command(
     }
     guard.armed = false;
     drain(&mut rx, &mut buf, &mut out, open).await;
-    finish(end, &mut out)
+    let result = finish(end, &mut out);
+    match policy {
+        Some(policy) => Ok(mark_sandboxed(result, policy)),
+        None => result,
+    }
+}
+
+/// Applies the session's sandbox to `cmd`; the policy it ran under, `None` when unconfined.
+/// An unavailable sandbox refuses the command rather than running it unconfined.
+fn confine(
+    settings: &BashSettings,
+    cmd: &mut tokio::process::Command,
+) -> Result<Option<SandboxPolicy>, ToolError> {
+    let Some(sb) = settings.sandbox.as_ref() else {
+        return Ok(None);
+    };
+    let policy = sb.policy();
+    if !policy.confines() {
+        return Ok(None);
+    }
+    if let Availability::Unavailable(reason) = &sb.availability {
+        return Err(ToolError::new(format!(
+            "Not run: this session runs commands sandboxed, but the sandbox is unavailable ({reason})."
+        )));
+    }
+    let rules = sb
+        .prepare(policy)
+        .map_err(|e| ToolError::new(format!("Not run: {e}")))?;
+    cmd.env("TMPDIR", &sb.temp_dir);
+    sandbox::install(cmd, rules);
+    Ok(Some(policy))
+}
+
+/// A run the user approved outside the sandbox says so in its details.
+fn mark_unsandboxed(result: Result<AgentToolResult, ToolError>) -> AgentToolResult {
+    let info = json!({"mode": "off", "approvedByUser": true});
+    let mut r = match result {
+        Ok(ok) => ok,
+        Err(e) => AgentToolResult::error(e.message),
+    };
+    match r.details.as_mut() {
+        Some(Value::Object(map)) => {
+            map.insert("sandbox".into(), info);
+        }
+        _ => r.details = Some(json!({"sandbox": info})),
+    }
+    r
+}
+
+/// A sandboxed run's result says so: `details.sandbox` on every outcome, failures kept as soft
+/// errors (so the details reach `tool_execution_end`) with the refusal note when one applies.
+fn mark_sandboxed(
+    result: Result<AgentToolResult, ToolError>,
+    policy: SandboxPolicy,
+) -> AgentToolResult {
+    let info = json!({"mode": policy.mode.as_str(), "network": policy.network});
+    match result {
+        Ok(mut ok) => {
+            if let Some(Value::Object(map)) = ok.details.as_mut() {
+                map.insert("sandbox".into(), info);
+            } else {
+                ok.details = Some(json!({"sandbox": info}));
+            }
+            ok
+        }
+        Err(e) => {
+            let text = match sandbox::refusal_note(policy, &e.message) {
+                Some(note) => format!("{}\n\n{note}", e.message),
+                None => format!("{}\n\n(The command ran {}.)", e.message, policy.describe()),
+            };
+            AgentToolResult {
+                details: Some(json!({"sandbox": info})),
+                ..AgentToolResult::error(text)
+            }
+        }
+    }
 }
 
 /// Kills the process group when dropped while armed.

@@ -32,6 +32,8 @@ pub struct BashSettings {
     pub command_prefix: Option<String>,
     pub env: Vec<(String, String)>,
     pub spill_dir: Option<PathBuf>,
+    /// The session's command sandbox; `None`: commands run with the user's full rights.
+    pub sandbox: Option<Arc<super::sandbox::Sandbox>>,
 }
 
 impl ToolContext {
@@ -45,6 +47,7 @@ impl ToolContext {
                 command_prefix: opts.command_prefix.clone(),
                 env: opts.env.clone(),
                 spill_dir: opts.spill_dir.clone(),
+                sandbox: opts.sandbox.clone(),
             },
         }
     }

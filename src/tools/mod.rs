@@ -28,6 +28,7 @@ mod ls;
 pub mod paths;
 mod preview;
 pub mod read;
+pub mod sandbox;
 mod tracker;
 pub mod truncate;
 pub mod workspace;
@@ -79,6 +80,8 @@ pub struct ToolOptions {
     pub spill_dir: Option<PathBuf>,
     /// Shared read tracker; `None`: a fresh one for these tools.
     pub read_tracker: Option<Arc<ReadTracker>>,
+    /// The command sandbox for `bash` (issue 19); `None`: unsandboxed, as before.
+    pub sandbox: Option<Arc<sandbox::Sandbox>>,
 }
 
 /// Builds the coding tools over `ws` (all seven unless `opts.only` selects a subset). The tools

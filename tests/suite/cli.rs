@@ -8,6 +8,7 @@ mod demo_help;
 mod models;
 mod responses;
 mod run;
+mod sandbox;
 mod sessions;
 mod signals;
 

@@ -21,6 +21,7 @@ mod queue;
 mod responses;
 mod rope_edits;
 mod runs;
+mod sandbox;
 mod saving;
 mod session_lock;
 mod unknown_documents;

@@ -6,5 +6,6 @@ mod bash;
 mod edit;
 mod paths;
 mod read;
+mod sandbox;
 mod search;
 mod write;

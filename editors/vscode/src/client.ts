@@ -59,6 +59,9 @@ export function readConfig(): DaemonConfig {
   if (approval && typeof approval === 'object') init.approval = approval;
   const save = c.get<string>('saveAfterEdit');
   if (save === 'ifClean' || save === 'always' || save === 'never') init.saveAfterEdit = save;
+  const sandbox = c.get<string>('sandbox');
+  if (sandbox === 'workspaceWrite' || sandbox === 'readOnly' || sandbox === 'off') init.sandbox = sandbox;
+  if (c.get<boolean>('sandboxNetwork') === true) init.sandboxNetwork = true;
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
   if (folder) init.cwd = folder;
   return {

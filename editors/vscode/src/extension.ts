@@ -72,7 +72,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       c.addContext({ path: relative(target), text: doc.getText(), languageId: doc.languageId });
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (['serverPath', 'serverArgs', 'env', 'model', 'approval', 'saveAfterEdit', 'forwardDiagnostics'].some((k) => e.affectsConfiguration(`agentLsp.${k}`))) void c.restart();
+      if (['serverPath', 'serverArgs', 'env', 'model', 'approval', 'saveAfterEdit', 'sandbox', 'sandboxNetwork', 'forwardDiagnostics'].some((k) => e.affectsConfiguration(`agentLsp.${k}`))) void c.restart();
     }),
   );
   await c.start();

@@ -184,7 +184,26 @@ export interface SessionState {
   messageCount: number;
   lastSeq: number;
   sessionFile?: string | null;
+  /** The command sandbox (§3.17). */
+  sandbox?: SandboxStatus;
 }
+
+/** `agent/getState`'s `sandbox` (§3.17). */
+export interface SandboxStatus {
+  mode: SandboxMode;
+  network: boolean;
+  /** The mode was set in initializationOptions (else the default for unasked commands). */
+  explicit: boolean;
+  /** false where this kernel cannot enforce it (then `reason`). */
+  available: boolean;
+  reason?: string;
+}
+
+export type SandboxMode = 'workspaceWrite' | 'readOnly' | 'off';
+
+/** `agent/setSandbox` (§3.17): `sandbox: null` returns to the default. */
+export interface SetSandboxParams { sessionId: string; sandbox: SandboxMode | null; sandboxNetwork?: boolean }
+export interface SetSandboxResult { sessionId: string; sandbox: SandboxStatus }
 
 /** `agent/getDocument` (§3.8): the server's mirror of an open document. */
 export interface GetDocumentResult { uri: string; version: number; text: string }
@@ -278,6 +297,10 @@ export interface InitializationOptions {
   /** The turn limit and the repeated-call guard (§3.13). */
   maxTurns?: number;
   loopGuard?: { warnAt?: number; stopAt?: number };
+  /** The command sandbox (§3.17; unset: workspaceWrite for commands that run unasked). */
+  sandbox?: SandboxMode;
+  /** Sandboxed commands may use the network (default false). */
+  sandboxNetwork?: boolean;
 }
 
 /**
@@ -313,6 +336,7 @@ export const Methods = {
   setModel: 'agent/setModel',
   setThinkingLevel: 'agent/setThinkingLevel',
   setQueueModes: 'agent/setQueueModes',
+  setSandbox: 'agent/setSandbox',
   getStats: 'agent/getStats',
   listSessions: 'agent/listSessions',
   forkSession: 'agent/forkSession',
@@ -347,6 +371,19 @@ export interface BeforeToolCallParams {
   preview?: ApprovalPreview;
   /** Approving saves the file's buffer with the user's own unsaved changes (saveAfterEdit "always"). */
   savesUnsavedChanges?: boolean;
+  /** For bash: whether the command runs sandboxed once approved (§3.17). */
+  sandbox?: ApprovalSandbox;
+}
+
+/** `agent/beforeToolCall`'s `sandbox` (§4.2, §3.17). */
+export interface ApprovalSandbox {
+  sandboxed: boolean;
+  mode: SandboxMode;
+  network: boolean;
+  /** The model asks to rerun the command outside the sandbox, for this reason. */
+  justification?: string;
+  /** Why the sandbox cannot be used here. */
+  unavailable?: string;
 }
 
 export type ApprovalDecision = 'allow' | 'allowAlways' | 'block' | 'blockAlways';

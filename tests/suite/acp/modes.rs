@@ -122,3 +122,44 @@ async fn model_and_thought_level_switch_live_with_config_option_updates() {
     assert_eq!(requests[1].body["model"], "o4-mini");
     assert_eq!(requests[1].body["reasoning"]["effort"], "high");
 }
+
+/// bypassPermissions runs commands unasked, so in the sandbox (issue 19): a write outside the
+/// project is refused and says so; the escalation asks although the mode asks nothing, and
+/// the approved rerun runs outside the sandbox.
+#[tokio::test]
+async fn bypass_permissions_runs_commands_sandboxed_and_an_escalation_still_asks() {
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("out.txt");
+    let command = format!("echo x > {}", target.display());
+    let env = AcpEnv::with_script(json!({"responses": [
+        call("b1", "bash", json!({"command": command})),
+        call("b2", "bash", json!({"command": command, "sandbox": false, "justification": "needed"})),
+        {"text": "done"}
+    ]}))
+    .await;
+    let t = env
+        .run(json!({
+            "client": {"permissions": ["allow_always"]},
+            "steps": steps(&env, vec![
+                set_mode("bypassPermissions"),
+                json!({"op": "prompt", "text": "run", "as": "p"}),
+            ]),
+        }))
+        .await;
+    assert_eq!(t.final_status("b1"), "failed");
+    let refused = t.tool_call("b1");
+    let text = refused.last().unwrap()["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("the sandbox refused"), "{text}");
+    let asked = t.agent_requests("session/request_permission");
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], "b2");
+    let title = asked[0]["toolCall"]["title"].as_str().unwrap();
+    assert!(
+        title.starts_with("Run outside the sandbox: echo x"),
+        "{title}"
+    );
+    assert_eq!(t.final_status("b2"), "completed");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
+}

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_lsp::agent::tool::{AgentToolResult, ToolError, ToolRef, ToolUpdater};
+use agent_lsp::tools::sandbox::{Availability, Sandbox, SandboxPolicy, SandboxSetting};
 use agent_lsp::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -15,6 +16,8 @@ pub struct Harness {
     pub root: PathBuf,
     pub ws: Arc<dyn Workspace>,
     pub tools: Vec<ToolRef>,
+    /// The commands' sandbox, when built with [`Harness::sandboxed`].
+    pub sandbox: Option<Arc<Sandbox>>,
 }
 
 impl Harness {
@@ -32,7 +35,20 @@ impl Harness {
         Self::build(false, wrap)
     }
 
+    /// Commands sandboxed under `policy` (the session's roots writable, temp dir `sbtmp/`).
+    pub fn sandboxed(policy: SandboxPolicy, availability: Availability) -> Self {
+        Self::build_with(false, |ws| ws, Some((policy, availability)))
+    }
+
     fn build(extra: bool, wrap: impl FnOnce(Arc<dyn Workspace>) -> Arc<dyn Workspace>) -> Self {
+        Self::build_with(extra, wrap, None)
+    }
+
+    fn build_with(
+        extra: bool,
+        wrap: impl FnOnce(Arc<dyn Workspace>) -> Arc<dyn Workspace>,
+        sandbox: Option<(SandboxPolicy, Availability)>,
+    ) -> Self {
         let base = tempfile::tempdir().unwrap();
         for d in ["root", "outside", "spill"] {
             std::fs::create_dir(base.path().join(d)).unwrap();
@@ -45,10 +61,22 @@ impl Harness {
         let disk: Arc<dyn Workspace> =
             Arc::new(DiskWorkspace::new(base.path().join("root"), extra_roots).unwrap());
         let ws = wrap(disk);
+        let sandbox = sandbox.map(|(policy, availability)| {
+            Sandbox::new(
+                SandboxSetting {
+                    mode: Some(policy.mode),
+                    network: policy.network,
+                },
+                vec![ws.root().to_path_buf()],
+                base.path().join("sbtmp"),
+                availability,
+            )
+        });
         let tools = coding_tools(
             ws.clone(),
             ToolOptions {
                 spill_dir: Some(base.path().join("spill")),
+                sandbox: sandbox.clone(),
                 ..Default::default()
             },
         );
@@ -57,6 +85,7 @@ impl Harness {
             base,
             ws,
             tools,
+            sandbox,
         }
     }
 

@@ -183,6 +183,7 @@ async fn bash_options_prefix_env_and_shell() {
         env: vec![("AGENT_SESSION".into(), "s-1".into())],
         spill_dir: Some(dir.path().to_path_buf()),
         read_tracker: None,
+        sandbox: None,
     };
     let bash = coding_tools(ws, opts).pop().unwrap();
     let r = bash

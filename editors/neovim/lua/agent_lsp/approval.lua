@@ -32,6 +32,26 @@ M.choices = choices
 --- Shown when approving saves the user's own unsaved changes too (`savesUnsavedChanges`).
 M.unsaved_warning = "Warning: approving also saves your unsaved changes in this file."
 
+--- One line on the command sandbox for a `bash` approval (`sandbox`, protocol.md §3.17), or nil.
+---@param params table
+---@return string?
+function M.sandbox_line(params)
+  local s = params.sandbox
+  if type(s) ~= "table" then
+    return nil
+  end
+  if type(s.justification) == "string" then
+    return "Runs OUTSIDE the sandbox, with your rights. The model says: " .. s.justification
+  end
+  if type(s.unavailable) == "string" then
+    return "Runs unsandboxed: the sandbox is unavailable (" .. s.unavailable .. ")"
+  end
+  if s.sandboxed == true then
+    return string.format("Runs sandboxed (%s, %s)", tostring(s.mode), s.network and "network" or "no network")
+  end
+  return nil
+end
+
 --- The preview as lines plus a filetype for highlighting.
 ---@param params table
 ---@return string[] lines, string filetype
@@ -42,6 +62,10 @@ function M.preview_lines(params)
     local lines = { string.format("%s: %s", params.toolName or "tool", params.title or "") }
     if params.savesUnsavedChanges == true then
       lines[#lines + 1] = M.unsaved_warning
+    end
+    local sandbox = M.sandbox_line(params)
+    if sandbox then
+      lines[#lines + 1] = sandbox
     end
     lines[#lines + 1] = ""
     return lines
@@ -161,6 +185,10 @@ function M.handler(_, params, _)
     local prompt = string.format("agent-lsp wants to %s: %s", params.kind or "run", params.title or params.toolName)
     if params.savesUnsavedChanges == true then
       prompt = prompt .. " (" .. M.unsaved_warning .. ")"
+    end
+    local sandbox = M.sandbox_line(params)
+    if sandbox then
+      prompt = prompt .. " (" .. sandbox .. ")"
     end
     -- Draw the preview first: a blocking picker (the builtin inputlist) would otherwise cover a
     -- screen that was never redrawn with it.

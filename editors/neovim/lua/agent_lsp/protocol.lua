@@ -26,6 +26,7 @@ M.methods = {
   set_model = "agent/setModel",
   set_thinking_level = "agent/setThinkingLevel",
   set_queue_modes = "agent/setQueueModes",
+  set_sandbox = "agent/setSandbox",
   get_stats = "agent/getStats",
   list_sessions = "agent/listSessions",
   fork_session = "agent/forkSession",
@@ -105,11 +106,12 @@ M.session_events = {
 ---   agent/clearQueue  {sessionId} -> {steering, followUp}
 ---   agent/removeQueued {sessionId, messageId} -> {removed, steering, followUp}
 ---   agent/newSession  {cwd?, resume?, maxTurns?} -> {sessionId, cwd}   (resume: a stored session id, prefix or file)
----   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, thinkingLevel, steeringMode, followUpMode, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile}
+---   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, thinkingLevel, steeringMode, followUpMode, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile, sandbox{mode, network, explicit, available, reason?}}
 ---   agent/listModels  {} -> {models: [{provider, id, name, api, contextWindow, maxTokens, reasoning, thinkingLevels, input, cost}]}
 ---   agent/setModel    {sessionId, model} -> {model, thinkingLevel}   (from the next request, also mid-run)
 ---   agent/setThinkingLevel {sessionId, level} -> {model, thinkingLevel}
 ---   agent/setQueueModes {sessionId, steering?, followUp?} -> {steering, followUp}   ("all" | "one-at-a-time")
+---   agent/setSandbox  {sessionId, sandbox, sandboxNetwork?} -> {sessionId, sandbox{mode, network, explicit, available, reason?}}
 ---   agent/getStats    {sessionId} -> {sessionFile, sessionId, userMessages, assistantMessages, toolCalls, toolResults, totalMessages, tokens, cost, contextUsage}
 ---   agent/listSessions {cwd?} -> {sessions: [{sessionId, title, name, cwd, created, modified, messageCount, file}]}
 ---   agent/forkSession {sessionId, messageId} -> {sessionId, cwd, text}
@@ -122,7 +124,7 @@ M.session_events = {
 ---   agent/getDocument {uri} -> {uri, version, text}   (the daemon's mirror of an open document)
 ---   $/agentEvent      {sessionId, runId, seq, event}
 ---   agent/beforeToolCall {sessionId, runId, toolCallId, toolName, args, kind, title, preview?,
----     savesUnsavedChanges?}
+---     savesUnsavedChanges?, sandbox?{sandboxed, mode, network, justification?, unavailable?}}
 ---                     -> {decision, reason?, terminate?}
 ---   agent/saveDocuments {uris} -> {saved}
 ---   QueuedMessage     {messageId, text}

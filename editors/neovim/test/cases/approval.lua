@@ -54,6 +54,31 @@ end
 
 return {
   {
+    name = "an escalation out of the sandbox says so in the prompt and the preview",
+    run = function(H)
+      local outside = H.tempdir()
+      local command = "echo x > " .. outside .. "/out.txt"
+      local mock = H.mock({
+        responses = {
+          { toolCalls = { { id = "b1", name = "bash", arguments = { command = command, sandbox = false, justification = "writes the report" } } } },
+          { text = "ok" },
+        },
+      })
+      local root = H.workspace({ ["notes.txt"] = "alpha\n" })
+      vim.cmd.cd(root)
+      H.setup(mock)
+      open_notes(H, root)
+      local calls = stub_select({ "Allow" })
+      vim.cmd("AgentPrompt write the report")
+      H.eq(false, H.settled().aborted, "aborted")
+      H.eq(1, #calls, "approval prompts")
+      H.contains(calls[1].prompt, "Run outside the sandbox: " .. command, "approval prompt")
+      H.contains(calls[1].prompt, "The model says: writes the report", "approval prompt")
+      H.contains(table.concat(calls[1].previews, "\n"), "Runs OUTSIDE the sandbox", "preview")
+      H.eq({ "x" }, vim.fn.readfile(outside .. "/out.txt"), "the approved command ran unsandboxed")
+    end,
+  },
+  {
     name = "reject with a reason, then allow, via vim.ui.select with a diff preview",
     run = function(H)
       local mock = H.mock({ responses = { edit_call("call_1", "gamma"), edit_call("call_2", "delta"), { text = "ok" } } })

@@ -1,0 +1,204 @@
+//! Daemon tests: the command sandbox (issue 19) on this machine's kernel: commands that run
+//! without asking are sandboxed, a refusal says so, an escalation asks, an unavailable sandbox
+//! is reported and makes the command ask.
+
+use super::*;
+
+fn end_details(events: &[Value]) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| e["event"]["type"] == "tool_execution_end")
+        .map(|e| e["event"]["result"]["details"]["sandbox"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn an_unasked_command_is_sandboxed_and_its_escalation_asks_then_runs_unsandboxed() {
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("out.txt");
+    let command = format!("echo x > {}", target.display());
+    let responses = vec![
+        bash_call("c1", &command),
+        MockResponse::tool_call(
+            "c2",
+            "bash",
+            json!({"command": command, "sandbox": false, "justification": "writes the report"}),
+        ),
+        MockResponse::text("done"),
+    ];
+    let (_mock, client) = agent_setup(
+        responses,
+        LspClient::agent_caps(false),
+        json!({"approval": {"bash": "allow"}}),
+    )
+    .await;
+    client.set_approvals(Box::new(|_| Some(json!({"decision": "allowAlways"}))));
+    let (session, run, _) = prompt(&client, json!({"message": "go"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let results = tool_results(&events);
+    assert!(results[0].1, "{results:?}");
+    assert!(results[0].0.contains("Permission denied"), "{results:?}");
+    assert!(results[0].0.contains("the sandbox refused"), "{results:?}");
+    assert!(!results[1].1, "{results:?}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
+    assert_eq!(
+        end_details(&events),
+        vec![
+            json!({"mode": "workspaceWrite", "network": false}),
+            json!({"mode": "off", "approvedByUser": true}),
+        ]
+    );
+    // Only the escalation asked, naming the command and the model's reason.
+    let asked = requests_of(&client, "agent/beforeToolCall");
+    assert_eq!(asked.len(), 1);
+    let params = &asked[0]["params"];
+    assert_eq!(params["toolCallId"], "c2");
+    assert!(
+        params["title"]
+            .as_str()
+            .unwrap()
+            .contains("Run outside the sandbox: echo x"),
+        "{params}"
+    );
+    assert_eq!(
+        params["sandbox"],
+        json!({"sandboxed": false, "mode": "off", "network": true,
+               "justification": "writes the report"})
+    );
+    let state = client
+        .request("agent/getState", json!({"sessionId": session}))
+        .await;
+    assert_eq!(
+        state["sandbox"],
+        json!({"available": true, "mode": "workspaceWrite", "network": false, "explicit": false})
+    );
+}
+
+#[tokio::test]
+async fn an_explicit_read_only_sandbox_confines_hand_approved_commands_too() {
+    let responses = vec![
+        bash_call("c1", "echo x > made.txt"),
+        MockResponse::text("ok"),
+    ];
+    let (_mock, client) = agent_setup(
+        responses,
+        LspClient::agent_caps(false),
+        json!({"sandbox": "readOnly"}),
+    )
+    .await;
+    client.set_approvals(Box::new(|_| Some(json!({"decision": "allow"}))));
+    let (session, run, _) = prompt(&client, json!({"message": "go"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let results = tool_results(&events);
+    assert!(
+        results[0].1 && results[0].0.contains("made.txt: Permission denied"),
+        "{results:?}"
+    );
+    assert!(!client.workspace.path().join("made.txt").exists());
+    let asked = requests_of(&client, "agent/beforeToolCall");
+    assert_eq!(
+        asked[0]["params"]["sandbox"],
+        json!({"sandboxed": true, "mode": "readOnly", "network": false})
+    );
+}
+
+#[tokio::test]
+async fn an_unavailable_sandbox_is_reported_and_the_unasked_command_asks() {
+    let mock = MockProvider::start(MockScript {
+        responses: vec![
+            bash_call("c1", "echo ran > ran.txt"),
+            MockResponse::text("ok"),
+        ],
+    })
+    .await
+    .unwrap();
+    let client = LspClient::spawn(Spawn {
+        provider_url: Some(mock.openai_base_url()),
+        env: vec![("AGENT_LSP_TEST_SANDBOX_UNAVAILABLE".into(), "1".into())],
+    })
+    .await;
+    client
+        .initialize(
+            LspClient::agent_caps(false),
+            json!({"approval": {"bash": "allow"}}),
+        )
+        .await;
+    client.set_approvals(Box::new(|_| Some(json!({"decision": "allow"}))));
+    let (session, run, _) = prompt(&client, json!({"message": "go"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let asked = requests_of(&client, "agent/beforeToolCall");
+    assert_eq!(
+        asked.len(),
+        1,
+        "bash is allowed, but the sandbox is unavailable: it asks"
+    );
+    let sandbox = &asked[0]["params"]["sandbox"];
+    assert_eq!(sandbox["sandboxed"], false);
+    assert!(
+        sandbox["unavailable"].as_str().unwrap().contains("forced"),
+        "{sandbox}"
+    );
+    assert!(!tool_results(&events)[0].1);
+    assert!(client.workspace.path().join("ran.txt").exists());
+    assert_eq!(
+        end_details(&events),
+        vec![json!({"mode": "off", "approvedByUser": true})]
+    );
+    let state = client
+        .request("agent/getState", json!({"sessionId": session}))
+        .await;
+    assert_eq!(state["sandbox"]["available"], false);
+    assert!(
+        state["sandbox"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("forced")
+    );
+}
+
+#[tokio::test]
+async fn set_sandbox_changes_the_sessions_sandbox_from_the_next_command_on() {
+    let responses = vec![
+        bash_call("c1", "echo a > a.txt"),
+        MockResponse::text("first"),
+        bash_call("c2", "echo b > b.txt"),
+        MockResponse::text("second"),
+    ];
+    let (_mock, client) = agent_setup(
+        responses,
+        LspClient::agent_caps(false),
+        json!({"approval": {"bash": "allow"}}),
+    )
+    .await;
+    let (session, run, _) = prompt(&client, json!({"message": "one"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    assert!(!tool_results(&events)[0].1);
+    let set = client
+        .request(
+            "agent/setSandbox",
+            json!({"sessionId": session, "sandbox": "readOnly"}),
+        )
+        .await;
+    assert_eq!(
+        set["sandbox"],
+        json!({"available": true, "mode": "readOnly", "network": false, "explicit": true})
+    );
+    let (_, run, _) = prompt(&client, json!({"sessionId": session, "message": "two"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    // The events of the session so far: the second run's call is the last.
+    let results = tool_results(&events);
+    let last = results.last().unwrap();
+    assert!(
+        last.1 && last.0.contains("b.txt: Permission denied"),
+        "{results:?}"
+    );
+    assert!(client.workspace.path().join("a.txt").exists());
+    assert!(!client.workspace.path().join("b.txt").exists());
+    let bad = client
+        .request_raw(
+            "agent/setSandbox",
+            json!({"sessionId": session, "sandbox": "everything"}),
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], -32602);
+}
