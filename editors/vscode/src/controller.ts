@@ -16,7 +16,7 @@ import {
   type GetMessagesResult, Methods, type NewSessionResult, type PromptResult, type QueueResult,
   type RemoveQueuedParams, type RemoveQueuedResult, type SessionState,
 } from './protocol';
-import { type ChatAction, type ChatState, initialState, isEditTool, reduce, toolPath } from './shared/chatState';
+import { type ChatAction, type ChatState, initialState, isEditTool, reduce, sandboxNote, toolPath } from './shared/chatState';
 import { buildMessage, type ContextItem, contextLabel } from './shared/context';
 import { resolveBinary } from './shared/binary';
 import { EditPreviewError, proposedContent } from './shared/edits';
@@ -73,7 +73,8 @@ export class Controller implements vscode.Disposable {
 
   /** An approval for a session the chat is not showing (a background run): ask in a notification. */
   private async askElsewhere(requestId: string, params: BeforeToolCallParams): Promise<void> {
-    const warning = params.savesUnsavedChanges ? ` ${UNSAVED_WARNING}` : '';
+    const sandbox = sandboxNote(params.sandbox);
+    const warning = `${params.savesUnsavedChanges ? ` ${UNSAVED_WARNING}` : ''}${sandbox ? ` ${sandbox}` : ''}`;
     const choice = await vscode.window.showWarningMessage(`Agent (session ${params.sessionId.slice(0, 8)}): ${params.title || params.toolName}${warning}`, 'Allow', 'Reject');
     this.approvals.answer(requestId, { decision: choice === 'Allow' ? 'allow' : 'block', reason: choice ? undefined : 'No answer from the user' });
   }

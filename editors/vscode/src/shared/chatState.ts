@@ -41,6 +41,8 @@ export interface PendingApproval {
   cwd?: string;
   /** Approving also saves the user's unsaved changes in that file. */
   savesUnsavedChanges?: boolean;
+  /** For bash: how the command runs once approved (§3.17), in words. */
+  sandboxNote?: string;
 }
 
 export type AssistantBlock =
@@ -379,6 +381,16 @@ function onSettled(state: ChatState, aborted: boolean): void {
   if (aborted) pushNotice(state, 'info', 'Run aborted.');
 }
 
+/** How an approved command runs, as the approval says it (undefined when nothing to say). */
+export function sandboxNote(s: BeforeToolCallParams['sandbox']): string | undefined {
+  if (!s) return undefined;
+  if (s.justification !== undefined) return `Runs outside the sandbox. The agent says: ${s.justification}`;
+  if (s.unavailable !== undefined) return `The sandbox is unavailable (${s.unavailable}): runs with your full rights.`;
+  if (!s.sandboxed) return 'Runs with your full rights (no sandbox).';
+  const where = s.mode === 'readOnly' ? 'writes nowhere but its temporary directory' : 'writes only inside the workspace';
+  return `Sandboxed: ${where}, ${s.network ? 'network allowed' : 'no network'}.`;
+}
+
 function applyApprovalRequest(state: ChatState, requestId: string, p: BeforeToolCallParams): ChatState {
   if (state.sessionId !== undefined && p.sessionId !== state.sessionId) return state;
   const tool = ensureTool(state, p.toolCallId, p.toolName);
@@ -391,6 +403,7 @@ function applyApprovalRequest(state: ChatState, requestId: string, p: BeforeTool
     command: preview?.type === 'command' ? preview.command : undefined,
     cwd: preview?.type === 'command' ? preview.cwd : undefined,
     savesUnsavedChanges: p.savesUnsavedChanges === true ? true : undefined,
+    sandboxNote: sandboxNote(p.sandbox),
   };
   const shown = state.items.some((it) => it.kind === 'assistant' && it.blocks.some((b) => b.type === 'tool' && b.toolCallId === p.toolCallId));
   if (!shown) {

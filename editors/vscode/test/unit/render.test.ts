@@ -32,6 +32,22 @@ test('an approval that saves the user\'s unsaved changes says so; others do not'
   assert.ok(!card(false).includes(UNSAVED_WARNING));
 });
 
+test('a command\'s approval says how it runs: sandboxed, unsandboxed, or asking to leave the sandbox', () => {
+  const card = (sandbox?: Record<string, unknown>) => {
+    let s = initialState('s1');
+    s = reduce(s, { type: 'approvalRequest', requestId: 'approval-1', params: {
+      sessionId: 's1', runId: 'r', toolCallId: 'c1', toolName: 'bash', kind: 'execute', title: 'Run ls',
+      args: { command: 'ls' }, preview: { type: 'command', command: 'ls', cwd: '/w' },
+      sandbox: sandbox as never } });
+    return renderItem(s, s.items[0], new Set());
+  };
+  assert.ok(card({ sandboxed: true, mode: 'workspaceWrite', network: false }).includes('Sandboxed: writes only inside the workspace, no network.'));
+  assert.ok(card({ sandboxed: true, mode: 'readOnly', network: false }).includes('writes nowhere but its temporary directory'));
+  assert.ok(card({ sandboxed: false, mode: 'off', network: true }).includes('Runs with your full rights (no sandbox).'));
+  assert.ok(card({ sandboxed: false, mode: 'workspaceWrite', network: false, justification: 'needs <npm>' }).includes('Runs outside the sandbox. The agent says: needs &lt;npm&gt;'));
+  assert.ok(!card(undefined).includes('approval-sandbox'));
+});
+
 test('tool targets name the path, command or pattern', () => {
   const t = (args: Record<string, unknown>) => toolTarget({ id: 'x', name: 'n', args, argsText: '', status: 'done', output: '' });
   assert.equal(t({ path: 'a.rs' }), 'a.rs');
