@@ -107,9 +107,9 @@ pub trait FrontEnd {
         None
     }
 
-    /// Tools besides the coding tools, over the session's workspace; one named like a coding
-    /// tool replaces it.
-    fn extra_tools(&self, _workspace: &Arc<dyn Workspace>) -> Vec<ToolRef> {
+    /// Tools besides the coding tools, over the session's workspace (`options`: how the coding
+    /// tools are built, its sandbox included); one named like a coding tool replaces it.
+    fn extra_tools(&self, _workspace: &Arc<dyn Workspace>, _options: &ToolOptions) -> Vec<ToolRef> {
         Vec::new()
     }
 }
@@ -225,31 +225,21 @@ pub fn assemble(
     let record = Arc::new(std::sync::Mutex::new(record));
     let journal = Arc::new(Journal::new(record.clone(), &cwd));
     let session_id = (record.lock().map(|r| r.id().to_string())).unwrap_or_default();
-    // A front end that runs commands itself (ACP's `bash` in the client's terminal) runs them
-    // outside this process: no sandbox of ours applies to them, and none is claimed.
-    let extra_tools = front_end.extra_tools(&workspace);
-    let setting = if extra_tools.iter().any(|t| t.name() == "bash") {
-        SandboxSetting {
-            mode: Some(sandbox::SandboxMode::Off),
-            network: true,
-        }
-    } else {
-        spec.sandbox
-    };
     let sandbox = Sandbox::new(
-        setting,
+        spec.sandbox,
         writable,
         Sandbox::temp_dir_for(&session_id),
         sandbox::availability(&spec.env),
     );
-    let mut tools = coding_tools(
-        workspace.clone(),
-        ToolOptions {
-            env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],
-            sandbox: Some(sandbox.clone()),
-            ..ToolOptions::default()
-        },
-    );
+    let options = ToolOptions {
+        env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],
+        sandbox: Some(sandbox.clone()),
+        ..ToolOptions::default()
+    };
+    // A front end's `bash` that runs commands elsewhere (ACP's client terminals) gets the
+    // options too: a command the sandbox confines runs here, sandboxed, never outside it.
+    let extra_tools = front_end.extra_tools(&workspace, &options);
+    let mut tools = coding_tools(workspace.clone(), options);
     // A front end's tool replaces the coding tool of its name (ACP's `bash` in client terminals).
     for extra in extra_tools {
         tools.retain(|tool| tool.name() != extra.name());

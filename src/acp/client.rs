@@ -21,6 +21,7 @@ use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolRef, ToolUpdater};
 use crate::server::outgoing::{Outgoing, RequestError};
 use crate::session_setup::FrontEnd;
+use crate::tools::sandbox::{CallMode, Sandbox};
 use crate::tools::{
     BashTool, DiskWorkspace, FileSnapshot, Fingerprint, ToolContext, ToolOptions, Workspace,
     WorkspaceError, WriteOutcome,
@@ -101,15 +102,17 @@ impl FrontEnd for AcpFrontEnd {
         (caps.read_text_file || caps.write_text_file).then_some(FS_NOTE)
     }
 
-    fn extra_tools(&self, workspace: &Arc<dyn Workspace>) -> Vec<ToolRef> {
+    fn extra_tools(&self, workspace: &Arc<dyn Workspace>, options: &ToolOptions) -> Vec<ToolRef> {
         if !self.0.caps.terminal {
             return Vec::new();
         }
-        let local = BashTool::new(ToolContext::new(workspace.clone(), &ToolOptions::default()));
+        let local = BashTool::new(ToolContext::new(workspace.clone(), options));
         vec![Arc::new(TerminalBash {
             decl: local.declaration().clone(),
             root: workspace.root().to_path_buf(),
             link: self.0.clone(),
+            sandbox: options.sandbox.clone(),
+            local: Arc::new(local),
         })]
     }
 }
@@ -203,11 +206,15 @@ impl Workspace for ClientWorkspace {
 }
 
 /// `bash` in a client terminal: created, shown in the tool call, waited for (racing the
-/// timeout and the abort, which kill it), read, released.
+/// timeout and the abort, which kill it), read, released. A command the session's sandbox
+/// confines runs in the local `bash` instead, sandboxed: the client's terminal is outside
+/// agent-lsp, where no sandbox of ours applies.
 struct TerminalBash {
     decl: ToolDeclaration,
     root: PathBuf,
     link: Arc<SessionLink>,
+    sandbox: Option<Arc<Sandbox>>,
+    local: Arc<BashTool>,
 }
 
 impl AgentTool for TerminalBash {
@@ -220,8 +227,19 @@ impl AgentTool for TerminalBash {
         id: String,
         args: Value,
         cancel: CancellationToken,
-        _on_update: ToolUpdater,
+        on_update: ToolUpdater,
     ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        let escalates = args.get("sandbox").and_then(Value::as_bool) == Some(false);
+        let mode = match &self.sandbox {
+            Some(sandbox) => sandbox.call_mode(&id, escalates),
+            None => Ok(CallMode::Unconfined),
+        };
+        match mode {
+            // The local `bash` asks the sandbox again and gets the same answer: confined.
+            Ok(CallMode::Confined(_)) => return self.local.execute(id, args, cancel, on_update),
+            Err(refused) => return Box::pin(std::future::ready(Err(ToolError::new(refused)))),
+            Ok(CallMode::Unconfined | CallMode::Approved) => {}
+        }
         let link = self.link.clone();
         let root = self.root.clone();
         Box::pin(async move {

@@ -18,7 +18,7 @@ use crate::server::documents::DocStore;
 use crate::server::outgoing::Outgoing;
 use crate::server::protocol::Decision;
 use crate::session_setup::FrontEnd;
-use crate::tools::{DiskWorkspace, Workspace};
+use crate::tools::{DiskWorkspace, ToolOptions, Workspace};
 
 pub struct ConnCtx {
     pub out: Outgoing,
@@ -74,7 +74,7 @@ impl FrontEnd for ConnCtx {
         Some(EDITOR_NOTE)
     }
 
-    fn extra_tools(&self, workspace: &Arc<dyn Workspace>) -> Vec<ToolRef> {
+    fn extra_tools(&self, workspace: &Arc<dyn Workspace>, _options: &ToolOptions) -> Vec<ToolRef> {
         if !self.config.diagnostics() {
             return Vec::new();
         }

@@ -163,3 +163,40 @@ async fn bypass_permissions_runs_commands_sandboxed_and_an_escalation_still_asks
     assert_eq!(t.final_status("b2"), "completed");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
 }
+
+/// A client with terminals in bypassPermissions: its terminal is outside agent-lsp, so a
+/// command the sandbox confines runs here, sandboxed (no `terminal/create`; the write outside
+/// is refused), and only the approved escalation goes to the client's terminal.
+#[tokio::test]
+async fn with_client_terminals_a_confined_command_runs_here_sandboxed() {
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("out.txt");
+    let command = format!("echo x > {}", target.display());
+    let env = AcpEnv::with_script(json!({"responses": [
+        call("b1", "bash", json!({"command": command})),
+        call("b2", "bash", json!({"command": command, "sandbox": false, "justification": "needed"})),
+        {"text": "done"}
+    ]}))
+    .await;
+    let t = env
+        .run(json!({
+            "client": {"terminal": true, "permissions": ["allow_once"]},
+            "steps": steps(&env, vec![
+                set_mode("bypassPermissions"),
+                json!({"op": "prompt", "text": "run", "as": "p"}),
+            ]),
+        }))
+        .await;
+    assert_eq!(t.final_status("b1"), "failed");
+    let refused = t.tool_call("b1");
+    let text = refused.last().unwrap()["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("the sandbox refused"), "{text}");
+    let terminals = t.0["terminals"].as_array().unwrap();
+    assert_eq!(terminals.len(), 1, "only the escalation: {terminals:?}");
+    assert_eq!(terminals[0]["args"], json!(["-c", command]));
+    assert_eq!(t.final_status("b2"), "completed");
+    // The test client's terminal runs the command for real.
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
+}
