@@ -137,6 +137,22 @@ fn is_loopback(url: &reqwest::Url) -> bool {
     }
 }
 
+/// What a 404 from a URL without an API version in its path most likely means: a base URL
+/// without its `/v1` (`OPENAI_BASE_URL=http://localhost:8080` instead of `…/v1`).
+fn version_hint(url: &reqwest::Url) -> Option<String> {
+    let versioned = (url.path_segments()?).any(|segment| {
+        let mut chars = segment.chars();
+        chars.next() == Some('v') && chars.next().is_some_and(|c| c.is_ascii_digit())
+    });
+    (!versioned).then(|| {
+        format!(
+            " ({} has no API version in its path: an OpenAI-compatible base URL usually ends in \
+             /v1, e.g. OPENAI_BASE_URL=http://127.0.0.1:8080/v1)",
+            url
+        )
+    })
+}
+
 /// A readable message from an error response body (the API's `error.message` when present).
 fn status_message(status: StatusCode, body: &str) -> String {
     let detail = serde_json::from_str::<Value>(body)
@@ -295,7 +311,12 @@ async fn attempt<P: WireParser>(
         let Some(body) = read_text(response, options, ERROR_BODY_LIMIT).await else {
             return Attempt::Aborted;
         };
-        let message = status_message(status, &body);
+        let mut message = status_message(status, &body);
+        if status == StatusCode::NOT_FOUND
+            && let Some(hint) = version_hint(&url)
+        {
+            message.push_str(&hint);
+        }
         return if retry::is_retryable_status(status.as_u16(), &body) {
             Attempt::Retryable(message, server_delay)
         } else {

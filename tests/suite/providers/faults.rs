@@ -41,6 +41,38 @@ async fn http_500_is_an_error_with_the_body_text() {
     }
 }
 
+/// A 404 from a base URL without its `/v1` (a common OPENAI_BASE_URL mistake) says so; a 404
+/// from a versioned URL does not guess.
+#[tokio::test]
+async fn http_404_from_a_base_url_without_v1_says_it_probably_lacks_v1() {
+    let mock = mock(r#"{"responses": [{"status": 404, "body": "not found"}, {"status": 404, "body": "not found"}]}"#).await;
+    let bare = format!("http://127.0.0.1:{}", mock.port());
+    let events = run(
+        &model_at("openai-completions", &bare),
+        user_context("x"),
+        no_retries(),
+    )
+    .await;
+    let (_, message) = failed(&events);
+    let text = message.error_message.unwrap();
+    assert!(text.starts_with("404 Not Found: not found ("), "{text}");
+    assert!(
+        text.contains("usually ends in /v1, e.g. OPENAI_BASE_URL=http://127.0.0.1:8080/v1"),
+        "{text}"
+    );
+    let events = run(
+        &model_for("openai-completions", &mock),
+        user_context("x"),
+        no_retries(),
+    )
+    .await;
+    let (_, message) = failed(&events);
+    assert_eq!(
+        message.error_message.as_deref(),
+        Some("404 Not Found: not found")
+    );
+}
+
 #[tokio::test]
 async fn http_429_with_retry_after_is_retried_after_the_delay() {
     for api in APIS {
