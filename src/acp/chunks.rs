@@ -9,18 +9,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use agent_client_protocol_schema::v1 as acp;
 
 use crate::server::Framing;
-use crate::server::events::{Block, Pending, Slot, encode_notification};
+use crate::server::events::{Block, Pending, Tail, encode_notification};
 use crate::server::output::Output;
 
 pub const SESSION_UPDATE: &str = "session/update";
-
-/// A session's last queued chunk, while later text may still join it.
-struct Tail {
-    block: Block,
-    slot: Slot,
-    /// The output's epoch when it was queued: no merge across another frame.
-    epoch: u64,
-}
 
 /// The `session/update`s of one session, in order, with chunks merged.
 pub struct Updates {
@@ -53,13 +45,8 @@ impl Updates {
             return;
         };
         let epoch = self.output.epoch();
-        if let Some(waiting) = tail.as_ref()
-            && waiting.epoch == epoch
-            && waiting.block.kind == kind
-            && waiting.block.run == *message
-            && let Some(pending) = lock(&waiting.slot).as_mut()
-        {
-            pending.append(text);
+        let joins = |b: &Block| b.kind == kind && b.run == *message;
+        if tail.as_ref().is_some_and(|t| t.absorb(epoch, joins, text)) {
             return;
         }
         let block = Block {
@@ -69,16 +56,11 @@ impl Updates {
             index: 0,
         };
         let notification = acp::SessionNotification::new(self.session.to_string(), update);
-        let slot: Slot = Arc::new(Mutex::new(Some(Box::new(Chunk {
+        let chunk = Box::new(Chunk {
             notification,
             merged: String::new(),
-        }))));
-        *tail = Some(Tail {
-            block: block.clone(),
-            slot: slot.clone(),
-            epoch,
         });
-        self.output.queue_event(slot, Some(block));
+        *tail = Some(Tail::queue(&self.output, epoch, block, chunk));
     }
 }
 

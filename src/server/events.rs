@@ -100,12 +100,48 @@ pub(crate) struct Block {
     pub index: usize,
 }
 
-/// A session's last queued event, when it is a delta later deltas may be merged into.
-struct Tail {
+/// A session's last queued notification, when it is a delta later deltas may be merged into
+/// (the daemon's events here, ACP's message chunks in `acp/chunks.rs`).
+pub(crate) struct Tail {
     block: Block,
     slot: Slot,
     /// The output's epoch when it was queued: no merge across another frame.
     epoch: u64,
+}
+
+impl Tail {
+    /// Queues `pending`, a delta of `block`, as the tail later deltas may join. `epoch` is the
+    /// output's, read by the caller under the same lock as its merge check.
+    pub(crate) fn queue(
+        output: &Output,
+        epoch: u64,
+        block: Block,
+        pending: Box<dyn Pending>,
+    ) -> Tail {
+        let slot: Slot = Arc::new(Mutex::new(Some(pending)));
+        output.queue_event(slot.clone(), Some(block.clone()));
+        Tail { block, slot, epoch }
+    }
+
+    /// Appends `text` to the waiting delta if nothing else was queued since (`epoch`), the
+    /// writer has not taken it yet, and `joins` says the text belongs to its block.
+    pub(crate) fn absorb(
+        &self,
+        epoch: u64,
+        joins: impl FnOnce(&Block) -> bool,
+        text: &str,
+    ) -> bool {
+        if self.epoch != epoch || !joins(&self.block) {
+            return false;
+        }
+        match lock(&self.slot).as_mut() {
+            Some(pending) => {
+                pending.append(text);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 struct EmitState {
@@ -145,15 +181,12 @@ impl Emitter {
             _ => None,
         };
         let epoch = self.output.epoch();
-        if let (Some((run, d)), Some(tail)) = (delta, &state.tail)
-            && tail.epoch == epoch
-            && tail.block.index == d.content_index
-            && tail.block.kind == d.kind
-            && *tail.block.run == *run
-            && let Some(waiting) = lock(&tail.slot).as_mut()
-        {
-            waiting.append(d.text);
-            return;
+        if let (Some((run, d)), Some(tail)) = (delta, &state.tail) {
+            let joins =
+                |b: &Block| b.index == d.content_index && b.kind == d.kind && *b.run == *run;
+            if tail.absorb(epoch, joins, d.text) {
+                return;
+            }
         }
         state.seq += 1;
         if !self.deliver {
@@ -169,7 +202,7 @@ impl Emitter {
             kind: d.kind,
             index: d.content_index,
         });
-        let slot: Slot = Arc::new(Mutex::new(Some(Box::new(Waiting {
+        let waiting = Box::new(Waiting {
             params: AgentEventParams {
                 session_id: self.session.clone(),
                 run_id: run,
@@ -177,14 +210,16 @@ impl Emitter {
                 event,
             },
             merged: String::new(),
-        }))));
-        state.tail = block.clone().map(|block| Tail {
-            block,
-            slot: slot.clone(),
-            epoch,
         });
         // Queued under the lock: queue order equals seq order.
-        self.output.queue_event(slot, block);
+        state.tail = match block {
+            Some(block) => Some(Tail::queue(&self.output, epoch, block, waiting)),
+            None => {
+                self.output
+                    .queue_event(Arc::new(Mutex::new(Some(waiting))), None);
+                None
+            }
+        };
     }
 
     /// The `seq` of the last event queued.
