@@ -85,7 +85,17 @@ trap cleanup EXIT INT TERM
 
 # The mock serves until its stdin closes: hold it open with a FIFO we own.
 mkfifo "$RUN/mock.stdin"
-setsid "$MOCK" --script "$HERE/e2e/scenario.json" --log "$RUN/mock-requests.jsonl" <"$RUN/mock.stdin" >"$RUN/mock.out" 2>"$RUN/mock.err" &
+# The mock answers in order: scenario.json's responses, then those of each e2e/cases/*.json in name
+# order (the order driver.js runs the cases in).
+python3 - "$HERE/e2e" "$RUN/scenario.json" <<'PY' || fail_all "assembling the mock's script"
+import glob, json, os, sys
+here, out = sys.argv[1:]
+script = json.load(open(os.path.join(here, "scenario.json")))
+for extra in sorted(glob.glob(os.path.join(here, "cases", "*.json"))):
+    script["responses"] += json.load(open(extra))["responses"]
+json.dump(script, open(out, "w"))
+PY
+setsid "$MOCK" --script "$RUN/scenario.json" --log "$RUN/mock-requests.jsonl" <"$RUN/mock.stdin" >"$RUN/mock.out" 2>"$RUN/mock.err" &
 PIDS+=($!)
 exec 9>"$RUN/mock.stdin"
 for _ in $(seq 1 100); do [ -s "$RUN/mock.out" ] && break; sleep 0.1; done

@@ -401,6 +401,17 @@ testCase('Switch Model restarts the daemon with the chosen model', async ({ page
   if (!(await text(f, '#usage')).includes('other-model')) throw new Error('the footer does not show the new model');
 });
 
+// More cases live in e2e/cases/*.js, one file per feature area, loaded in name order after the
+// ones above; each exports `register(helpers)`. Their mock responses are in the .json file of the
+// same name, appended by e2e.sh to scenario.json's in the same order.
+const helpers = { testCase, until, runCommand, chatFrame, readTraces, text, openFile, editorText, send, sleep, log, fs, path, workspace, artifacts };
+const casesDir = path.join(__dirname, 'cases');
+if (fs.existsSync(casesDir)) {
+  for (const file of fs.readdirSync(casesDir).filter((f) => f.endsWith('.js')).sort()) {
+    require(path.join(casesDir, file)).register(helpers);
+  }
+}
+
 (async () => {
   fs.mkdirSync(artifacts, { recursive: true });
   const browser = await chromium.launchPersistentContext(profile, {
