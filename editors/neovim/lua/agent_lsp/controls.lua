@@ -245,7 +245,12 @@ function M.set_thinking(level, on_done)
     redraw()
     if result.thinkingLevel ~= level then
       vim.notify(
-        string.format("agent-lsp: %s takes thinking %s at most here; set to %s", tostring(c.model and c.model.id), level, tostring(result.thinkingLevel)),
+        string.format(
+          "agent-lsp: %s does not take thinking %s; set to %s",
+          c.model and (tostring(c.model.provider) .. "/" .. tostring(c.model.id)) or "the model",
+          level,
+          tostring(result.thinkingLevel)
+        ),
         vim.log.levels.INFO
       )
     end
