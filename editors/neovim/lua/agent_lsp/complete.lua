@@ -12,7 +12,7 @@ local state = require("agent_lsp.state")
 local M = {}
 
 --- At most this many files are listed outside a git repository (a walk of a huge tree would
---- block the editor), and at most `max_items` are offered.
+--- block the editor), and at most `max_items` fuzzy matches are offered for a typed prefix.
 M.max_walk = 5000
 M.max_items = 50
 
@@ -122,7 +122,8 @@ function M.file_items(base)
   local files = M.files(M.root())
   local matched
   if base == "" then
-    matched = vim.list_slice(files, 1, M.max_items)
+    -- Right after `@`: every file, for the menu to narrow as the user types.
+    matched = files
   else
     matched = vim.fn.matchfuzzy(files, base, { limit = M.max_items })
   end

@@ -1,7 +1,7 @@
 --- agent_lsp.input: the prompt input, a small scratch buffer to compose a message in.
 ---
 --- `:AgentInput` opens it below the chat. Typing `/` at its start or `@` after a blank opens the
---- completion menu (commands with description and argument hint, workspace files; see
+--- completion menu, narrowed fuzzily as you type (`completeopt` `fuzzy`) (commands with description and argument hint, workspace files; see
 --- `agent_lsp.complete`); `<C-x><C-u>` asks for it by hand. `<CR>` in Normal mode or `<C-s>`
 --- sends the text (a prompt when idle, steering while a run is active) with the pending
 --- attachments, which the window's winbar lists; the buffer is emptied for the next message.
@@ -25,17 +25,18 @@ function M.winbar()
   return "agent prompt (<C-s> sends)" .. (attached ~= "" and ("  " .. attached) or "")
 end
 
---- Opens the completion menu when the text before the cursor asks for it.
-local function auto_complete()
-  if vim.fn.mode() ~= "i" then
-    return
-  end
+--- `/` and `@` insert themselves and open the completion menu (`i_CTRL-X_CTRL-U`) where they
+--- start a command or a file mention; the menu then narrows fuzzily as you type.
+---@param char "/"|"@"
+---@return string keys
+local function trigger(char)
   local row, col = unpack(vim.api.nvim_win_get_cursor(0))
-  local line = vim.api.nvim_get_current_line():sub(1, col)
-  local start, items = complete.at(line, row == 1)
-  if start and items and #items > 0 then
-    vim.fn.complete(start + 1, items)
+  local before = vim.api.nvim_get_current_line():sub(1, col)
+  local starts = char == "/" and row == 1 and before == "" or char == "@" and (before == "" or before:match("%s$"))
+  if starts then
+    return char .. vim.keycode("<C-x><C-u>")
   end
+  return char
 end
 
 --- Sends the buffer's text and empties it.
@@ -67,7 +68,7 @@ local function create()
   vim.bo[buf].filetype = "markdown"
   vim.bo[buf].completefunc = "v:lua.require'agent_lsp.complete'.completefunc"
   pcall(function()
-    vim.bo[buf].completeopt = "menuone,noinsert,popup"
+    vim.bo[buf].completeopt = "menuone,noinsert,fuzzy,popup"
   end)
   local function map(modes, lhs, fn, desc)
     vim.keymap.set(modes, lhs, fn, { buffer = buf, desc = "agent-lsp: " .. desc })
@@ -75,10 +76,11 @@ local function create()
   map("n", "<CR>", M.send, "send the prompt")
   map({ "n", "i" }, "<C-s>", M.send, "send the prompt")
   map("n", "q", "<cmd>close<cr>", "close the prompt input")
-  vim.api.nvim_create_autocmd({ "TextChangedI", "TextChangedP" }, {
-    buffer = buf,
-    callback = auto_complete,
-  })
+  for _, char in ipairs({ "/", "@" }) do
+    vim.keymap.set("i", char, function()
+      return trigger(char)
+    end, { buffer = buf, expr = true, desc = "agent-lsp: complete " .. (char == "/" and "commands" or "files") })
+  end
   M.buf = buf
   return buf
 end

@@ -1,0 +1,139 @@
+--- The prompt input (:AgentInput): `/` at its start completes the session's commands from
+--- agent/listCommands with description and argument hint, `@` completes workspace files
+--- (fuzzy, .gitignore respected) and a mention attaches the file; :AgentPrompt completes the same
+--- on the command line. Keys are typed into real Insert mode with feedkeys.
+
+local TEMPLATE = "---\ndescription: Review a file\nargument-hint: <file>\n---\nPlease review $1 carefully.\n"
+
+--- Records the completion menu each time it is shown.
+local function record_menus(H)
+  local menus = {}
+  local id = vim.api.nvim_create_autocmd("CompleteChanged", {
+    callback = function()
+      local info = vim.fn.complete_info({ "items", "pum_visible" })
+      menus[#menus + 1] = info
+    end,
+  })
+  H.defer(function()
+    pcall(vim.api.nvim_del_autocmd, id)
+  end)
+  return menus
+end
+
+local function words(items)
+  return vim.tbl_map(function(i)
+    return i.word
+  end, items)
+end
+
+local function git(root, args)
+  local res = vim.system(vim.list_extend({ "git", "-C", root }, args), { text = true }):wait()
+  assert(res.code == 0, "git " .. table.concat(args, " ") .. ": " .. tostring(res.stderr))
+end
+
+--- Waits until the input buffer's session has its commands.
+local function commands_ready(H)
+  local complete = require("agent_lsp.complete")
+  H.wait("the session's commands", function()
+    local state = require("agent_lsp.state")
+    return state.current and complete.commands[state.current]
+  end)
+end
+
+return {
+  {
+    name = "slash at the start of the input completes commands with description and hint, and sends one",
+    run = function(H)
+      local mock = H.mock({ responses = { { text = "Reviewed." } } })
+      local root = H.workspace({ [".agent-lsp/prompts/review.md"] = TEMPLATE, ["calc.py"] = "x = 1\n" })
+      vim.cmd.cd(root)
+      H.setup(mock)
+      local menus = record_menus(H)
+      vim.cmd("AgentInput")
+      commands_ready(H)
+      local input = require("agent_lsp.input")
+      H.eq(input.buf, vim.api.nvim_get_current_buf(), "the input is the current buffer")
+
+      -- Typing "/" opens the menu on its own.
+      vim.api.nvim_feedkeys("a/", "x", false)
+      H.eq(1, #menus, "menus shown after typing /")
+      local items = menus[1].items
+      local by_word = {}
+      for _, i in ipairs(items) do
+        by_word[i.word] = i
+      end
+      assert(by_word["/compact"] and by_word["/model"], "built-ins offered: " .. vim.inspect(words(items)))
+      local review = assert(by_word["/review"], "the template offered: " .. vim.inspect(words(items)))
+      H.eq("/review <file>", review.abbr, "argument hint")
+      H.eq("Review a file", review.menu, "description")
+      H.eq("prompt", review.kind, "source")
+      H.contains(review.info, "Arguments: <file>", "info")
+      H.eq("/compact [instructions]", by_word["/compact"].abbr, "built-in hint")
+
+      -- Narrowing: "/rev" offers only the template; <C-x><C-u> is the same completefunc.
+      vim.api.nvim_buf_set_lines(input.buf, 0, -1, false, {})
+      vim.api.nvim_feedkeys(vim.keycode("a/rev<C-x><C-u><C-y> calc.py"), "x", false)
+      H.eq({ "/review calc.py" }, vim.api.nvim_buf_get_lines(input.buf, 0, -1, false), "accepted item")
+      H.eq({ "/review" }, words(menus[#menus].items), "narrowed menu")
+
+      vim.api.nvim_feedkeys(vim.keycode("<C-s>"), "x", false)
+      H.eq(false, H.settled().aborted, "aborted")
+      H.eq({ "" }, vim.api.nvim_buf_get_lines(input.buf, 0, -1, false), "the input is emptied")
+      H.contains(vim.json.encode(mock.requests()[1].body), "Please review calc.py carefully.", "the template expanded")
+      H.eq({ "/review" }, vim.fn.getcompletion("AgentPrompt /rev", "cmdline"), ":AgentPrompt completes commands")
+    end,
+  },
+  {
+    name = "at-sign completes workspace files fuzzily without ignored ones, and the mention attaches the file",
+    run = function(H)
+      local mock = H.mock({ responses = { { text = "It adds." } } })
+      local root = H.workspace({
+        ["src/calc.py"] = "def add(a, b):\n    return a + b\n",
+        ["src/util.py"] = "pass\n",
+        ["build/calc_out.txt"] = "generated\n",
+        [".gitignore"] = "build/\n",
+      })
+      vim.fn.delete(root .. "/.git", "rf")
+      git(root, { "init", "-q" })
+      git(root, { "add", "src/util.py" })
+      vim.cmd.cd(root)
+      H.setup(mock)
+      local menus = record_menus(H)
+      vim.cmd("AgentInput")
+      commands_ready(H)
+      local input = require("agent_lsp.input")
+
+      -- "@" opens the menu, "clc" narrows it fuzzily, <C-y> takes the best match.
+      vim.api.nvim_feedkeys(vim.keycode("aexplain @clc<C-y> please"), "x", false)
+      local all = words(menus[1].items)
+      table.sort(all)
+      -- Tracked and untracked files, never what .gitignore excludes.
+      H.eq({ "@.gitignore", "@src/calc.py", "@src/util.py" }, all, "files offered after @")
+      H.eq({ "explain @src/calc.py please" }, vim.api.nvim_buf_get_lines(input.buf, 0, -1, false), "accepted file")
+      H.eq({ "@src/calc.py" }, vim.fn.getcompletion("AgentPrompt explain @clc", "cmdline"), ":AgentPrompt completes files")
+
+      vim.api.nvim_feedkeys(vim.keycode("<C-s>"), "x", false)
+      H.eq(false, H.settled().aborted, "aborted")
+      local body = vim.json.encode(mock.requests()[1].body)
+      H.contains(body, "src/calc.py:\\n```python\\ndef add(a, b):", "the mentioned file went along")
+      H.contains(body, "explain @src/calc.py please", "the text itself")
+      H.eq({}, require("agent_lsp.context").pending, "nothing left attached")
+    end,
+  },
+  {
+    name = "outside a git repository files come from a walk that skips dot-directories",
+    run = function(H)
+      local root = H.tempdir()
+      for _, name in ipairs({ "a/deep/nested.txt", "top.txt", ".cache/nested.txt" }) do
+        vim.fn.mkdir(vim.fs.dirname(root .. "/" .. name), "p")
+        vim.fn.writefile({ "x" }, root .. "/" .. name)
+      end
+      vim.cmd.cd(root)
+      local complete = require("agent_lsp.complete")
+      local files = complete.files(root)
+      table.sort(files)
+      H.eq({ "a/deep/nested.txt", "top.txt" }, files, "walked files")
+      H.eq({ "@a/deep/nested.txt" }, words(complete.file_items("nst")), "fuzzy")
+    end,
+  },
+}
