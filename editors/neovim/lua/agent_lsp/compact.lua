@@ -143,6 +143,8 @@ function M.setup_window(win)
   vim.wo[win].foldexpr = "v:lua.require'agent_lsp.compact'.foldexpr(v:lnum)"
   vim.wo[win].foldlevel = 0
   vim.wo[win].foldenable = true
+  -- A one-line summary folds too.
+  vim.wo[win].foldminlines = 0
 end
 
 return M

@@ -41,6 +41,8 @@ return {
           { text = "answer one" },
           { text = "answer two" },
           { text = "## Goal\nKeep the tests green.\n\n## Progress\nTwo answers." },
+          -- keepRecentTokens 1 cuts inside the last turn: its start is summarised apart.
+          { text = "PREFIX" },
         },
       })
       local root = H.workspace({})
@@ -67,11 +69,12 @@ return {
       H.contains(text, "_compacting the conversation (manual)…_", "start marker")
       H.contains(text, "**Compacted** (manual): ", "end marker")
       H.contains(text, "> ## Goal\n> Keep the tests green.\n>\n> ## Progress", "the summary")
+      H.contains(text, "> **Turn Context (split turn):**\n>\n> PREFIX", "the split turn's part")
       local win = require("agent_lsp.chat").win()
       local first = line_of("> ## Goal")
       vim.api.nvim_win_call(win, function()
         H.eq(first, vim.fn.foldclosed(first), "the summary is a closed fold")
-        H.eq(first, vim.fn.foldclosed(first + 3), "the whole summary")
+        H.eq(first, vim.fn.foldclosed(line_of("> PREFIX")), "the whole summary")
         H.eq(-1, vim.fn.foldclosed(line_of("**Compacted**")), "the marker stays visible")
         vim.api.nvim_win_set_cursor(win, { first, 0 })
         vim.cmd("normal! za")
@@ -117,12 +120,14 @@ return {
   {
     name = "a compaction with nothing to compact shows pi's refusal",
     run = function(H)
-      local mock = H.mock({ responses = { { text = "short" } } })
+      local mock = H.mock({ responses = {} })
       local root = H.workspace({})
       vim.cmd.cd(root)
       H.setup(mock)
-      vim.cmd("AgentPrompt hi")
-      H.settled(1)
+      vim.cmd("AgentNew")
+      H.wait("the new session", function()
+        return require("agent_lsp.state").current
+      end)
       local seen = capture_notify(H)
       vim.cmd("AgentCompact")
       H.wait("the refusal", function()
