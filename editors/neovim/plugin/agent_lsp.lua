@@ -69,7 +69,13 @@ vim.api.nvim_create_user_command("AgentModel", function(args)
     return require("agent_lsp.controls").pick_model()
   end
   cmds().model(args.args)
-end, { nargs = "?", desc = "agent-lsp: pick a model, or switch to provider/id" })
+end, {
+  nargs = "?",
+  complete = function(arglead)
+    return require("agent_lsp.controls").complete_models(arglead)
+  end,
+  desc = "agent-lsp: pick a model, or switch to provider/id",
+})
 vim.api.nvim_create_user_command("AgentThinking", function(args)
   local controls = require("agent_lsp.controls")
   if args.args == "" then

@@ -181,6 +181,27 @@ function M.list_models(cb)
   end, { for_session = state.current ~= nil })
 end
 
+--- `:AgentModel` argument completion: the `provider/id` of every usable model (asked from the
+--- running daemon, at most a second).
+---@param arglead string
+---@return string[]
+function M.complete_models(arglead)
+  local client = lsp().client()
+  if not (client and client.initialized) then
+    return {}
+  end
+  local res = client:request_sync(protocol.methods.list_models, vim.empty_dict(), 1000)
+  local models = res and type(res.result) == "table" and res.result.models or {}
+  local out = {}
+  for _, m in ipairs(models) do
+    local spec = tostring(m.provider) .. "/" .. tostring(m.id)
+    if vim.startswith(spec, arglead) then
+      out[#out + 1] = spec
+    end
+  end
+  return out
+end
+
 --- One picker line for a ModelInfo.
 ---@param m table
 ---@param current table?

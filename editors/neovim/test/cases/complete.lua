@@ -121,6 +121,57 @@ return {
     end,
   },
   {
+    name = "an MCP server's prompt joins the completion when it arrives, and runs as a command",
+    run = function(H)
+      local mock = H.mock({ responses = { { text = "Hello, World." } } })
+      local root = H.workspace({})
+      vim.cmd.cd(root)
+      H.setup(mock, {
+        init_options = {
+          mcpServers = { mock = { command = H.mock_mcp_bin, args = { "300" }, env = { MOCK_MCP_PROMPTS = "1" } } },
+        },
+      })
+      local complete = require("agent_lsp.complete")
+      local fetched = 0
+      local fetch = complete.fetch_commands
+      complete.fetch_commands = function(...)
+        fetched = fetched + 1
+        return fetch(...)
+      end
+      H.defer(function()
+        complete.fetch_commands = fetch
+      end)
+      local menus = record_menus(H)
+      vim.cmd("AgentInput")
+      H.wait("the commands_update with the MCP prompt", function()
+        local state = require("agent_lsp.state")
+        for _, c in ipairs(state.current and complete.commands[state.current] or {}) do
+          if c.name == "mock:greet" then
+            return true
+          end
+        end
+      end, 20000)
+      assert(#H.events_of("commands_update") >= 1, "commands_update events")
+      H.eq(1, fetched, "listCommands asked once: the prompt came with commands_update")
+      vim.api.nvim_feedkeys("a/", "x", false)
+      local greet
+      for _, i in ipairs(menus[#menus].items) do
+        if i.word == "/mock:greet" then
+          greet = i
+        end
+      end
+      assert(greet, "the MCP prompt offered")
+      H.eq("/mock:greet <who>", greet.abbr, "argument hint")
+      H.eq("Greets someone by name", greet.menu, "description")
+      H.eq("mcp", greet.kind, "source")
+      local input = require("agent_lsp.input")
+      vim.api.nvim_buf_set_lines(input.buf, 0, -1, false, { "/mock:greet World" })
+      input.send()
+      H.eq(false, H.settled().aborted, "aborted")
+      H.contains(vim.json.encode(mock.requests()[1].body), "Say hello to World.", "the prompt's text reached the model")
+    end,
+  },
+  {
     name = "outside a git repository files come from a walk that skips dot-directories",
     run = function(H)
       local root = H.tempdir()

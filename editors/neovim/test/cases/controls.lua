@@ -80,6 +80,7 @@ return {
       H.eq("agent: idle · openai/gpt-4.1-mini · think off · ctx 1.2k/1.0M (0.1%) · $0.0007", winbar(), "winbar")
       H.eq("openai/gpt-4.1-mini · think off · ctx 1.2k/1.0M (0.1%) · $0.0007", require("agent_lsp").model_status(), "model_status()")
 
+      H.eq({ "openai/gpt-4o", "openai/gpt-4o-mini" }, vim.fn.getcompletion("AgentModel openai/gpt-4o", "cmdline"), ":AgentModel completes")
       local client = require("agent_lsp").client()
       local calls = stub_select(function(items)
         for _, m in ipairs(items) do
