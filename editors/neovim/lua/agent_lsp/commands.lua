@@ -93,6 +93,7 @@ function M.prompt(text, opts)
   }
   lsp().request(protocol.methods.prompt, params, function(result, client_id)
     M.adopt(result, client_id)
+    require("agent_lsp.controls").on_prompt_result(result)
     if opts.on_result then
       opts.on_result(result)
     end

@@ -173,6 +173,28 @@ function M.on_event(params)
   end
 end
 
+--- A `/model` prompt sends no message: the daemon answers with the model (protocol.md §3.14),
+--- which is shown here.
+---@param result table?
+function M.on_prompt_result(result)
+  if type(result) ~= "table" or result.disposition ~= "command" or result.command ~= "model" then
+    return
+  end
+  local m = type(result.model) == "table" and result.model or nil
+  if not m then
+    return
+  end
+  if result.sessionId then
+    local c = info(result.sessionId)
+    c.model, c.thinking = m, result.thinkingLevel or c.thinking
+    redraw()
+  end
+  vim.notify(
+    string.format("agent-lsp model: %s/%s, thinking %s", tostring(m.provider), tostring(m.id), tostring(result.thinkingLevel)),
+    vim.log.levels.INFO
+  )
+end
+
 --- `agent/listModels` -> `cb(models)`.
 ---@param cb fun(models: table[])
 function M.list_models(cb)

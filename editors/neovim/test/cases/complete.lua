@@ -172,6 +172,32 @@ return {
     end,
   },
   {
+    name = "the input sends a prompt when idle and steers while the run is active",
+    run = function(H)
+      local mock = H.mock({
+        responses = {
+          { text = string.rep("working ", 12), chunkSize = 4, delayMs = 40 },
+          { text = "Steered answer." },
+        },
+      })
+      local root = H.workspace({})
+      vim.cmd.cd(root)
+      H.setup(mock)
+      vim.cmd("AgentInput")
+      commands_ready(H)
+      vim.api.nvim_feedkeys(vim.keycode("astart working<Esc><CR>"), "x", false)
+      H.wait("the first text delta", function()
+        return #H.events_of("message_update") > 0
+      end)
+      vim.api.nvim_feedkeys(vim.keycode("afocus on the tests<C-s>"), "x", false)
+      H.eq(false, H.settled().aborted, "aborted")
+      H.eq(1, #H.events_of("agent_start"), "one run: the second message steered it")
+      local text = require("agent_lsp.chat").text()
+      H.contains(text, "focus on the tests", "steering message in the chat")
+      H.contains(text, "Steered answer.", "answer after steering")
+    end,
+  },
+  {
     name = "outside a git repository files come from a walk that skips dot-directories",
     run = function(H)
       local root = H.tempdir()

@@ -147,6 +147,10 @@ return {
       H.eq("high", mock.requests()[2].body.reasoning_effort, "the next request thinks")
 
       local seen = capture_notify(H)
+      vim.cmd("AgentPrompt /model")
+      H.wait("the /model answer", function()
+        return table.concat(seen, "\n"):find("agent-lsp model: local/thinker, thinking high", 1, true)
+      end)
       vim.cmd("AgentThinking xhigh")
       H.wait("the clamp notice", function()
         return table.concat(seen, "\n"):find("local/thinker does not take thinking xhigh; set to high", 1, true)
