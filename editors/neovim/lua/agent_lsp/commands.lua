@@ -74,6 +74,7 @@ function M.adopt(result, client_id)
     if result.runId then
       s.run_id = result.runId
     end
+    require("agent_lsp.controls").seen(result.sessionId)
   end
 end
 

@@ -151,6 +151,15 @@ end
 --- The winbar option value for a window showing the chat (`%{}`: no `%` escaping needed).
 M.winbar_expr = "%{v:lua.require'agent_lsp.controls'.winbar()}"
 
+--- A session the plugin has just learned of (from a reply): its status is fetched once.
+---@param id string
+function M.seen(id)
+  if not M.sessions[id] then
+    info(id)
+    M.refresh(id)
+  end
+end
+
 --- Event listener: keeps the status of each session current.
 ---@param params table
 function M.on_event(params)
@@ -167,9 +176,8 @@ function M.on_event(params)
     M.refresh(id)
   elseif ev.type == "agent_settled" or ev.type == "compaction_end" then
     M.refresh(id)
-  elseif not M.sessions[id] then
-    info(id)
-    M.refresh(id)
+  else
+    M.seen(id)
   end
 end
 

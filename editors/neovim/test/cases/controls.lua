@@ -118,6 +118,20 @@ return {
     end,
   },
   {
+    name = "a new session shows its model in the winbar before any prompt",
+    run = function(H)
+      local mock = H.mock({ responses = {} })
+      local root = H.workspace({})
+      vim.cmd.cd(root)
+      H.setup(mock, { model = "openai/gpt-4.1-mini" })
+      vim.cmd("AgentNew")
+      vim.cmd("AgentChat")
+      H.wait("the model in the winbar", function()
+        return winbar():find("agent: idle · openai/gpt-4.1-mini · think off", 1, true)
+      end)
+    end,
+  },
+  {
     name = "AgentThinking offers the model's levels, sets one, and clamps what the model cannot take",
     run = function(H)
       local mock = H.mock({ responses = { { text = "plain" }, { text = "deep" } } })
