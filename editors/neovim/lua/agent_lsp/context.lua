@@ -144,12 +144,14 @@ function M.add_image(path)
   local f = assert(io.open(abs, "rb"))
   local data = f:read("*a")
   f:close()
-  return add({
+  local item = add({
     kind = "image",
     label = "image " .. display(abs),
     key = "image:" .. abs,
     block = { type = "image", data = vim.base64.encode(data), mimeType = mime },
   })
+  require("agent_lsp.controls").check_images()
+  return item
 end
 
 --- Forgets every pending attachment.

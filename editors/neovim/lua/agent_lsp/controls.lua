@@ -232,6 +232,35 @@ function M.complete_models(arglead)
   return out
 end
 
+--- Warns when the current session's model does not list image input (`ModelInfo.input`): the
+--- daemon sends an attached image to it all the same.
+function M.check_images()
+  local id = state.current
+  if not id then
+    return
+  end
+  local c = info(id)
+  local function check(m)
+    if type(m.input) == "table" and not vim.tbl_contains(m.input, "image") then
+      vim.notify(
+        string.format("agent-lsp: %s/%s does not take images (its input is text only); the image is sent as it is", tostring(m.provider), tostring(m.id)),
+        vim.log.levels.WARN
+      )
+    end
+  end
+  if c.model and c.model.input then
+    return check(c.model)
+  end
+  M.list_models(function(models)
+    for _, m in ipairs(models) do
+      if c.model and m.provider == c.model.provider and m.id == c.model.id then
+        c.model = m
+        return check(m)
+      end
+    end
+  end)
+end
+
 --- One picker line for a ModelInfo.
 ---@param m table
 ---@param current table?

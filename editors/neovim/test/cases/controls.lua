@@ -49,7 +49,13 @@ local function models_json(H, mock)
         baseUrl = mock.openaiBaseUrl,
         api = "openai-completions",
         models = {
-          { id = "thinker", contextWindow = 10000, reasoning = true, cost = { input = 100, output = 1000, cacheRead = 0, cacheWrite = 0 } },
+          {
+            id = "thinker",
+            contextWindow = 10000,
+            reasoning = true,
+            input = { "text" },
+            cost = { input = 100, output = 1000, cacheRead = 0, cacheWrite = 0 },
+          },
         },
       },
     },
@@ -132,7 +138,7 @@ return {
     end,
   },
   {
-    name = "AgentThinking offers the model's levels, sets one, and clamps what the model cannot take",
+    name = "AgentThinking offers the model's levels, sets one, clamps what the model cannot take; an image for it warns",
     run = function(H)
       local mock = H.mock({ responses = { { text = "plain" }, { text = "deep" } } })
       local root = H.workspace({})
@@ -168,6 +174,13 @@ return {
       vim.cmd("AgentThinking xhigh")
       H.wait("the clamp notice", function()
         return table.concat(seen, "\n"):find("local/thinker does not take thinking xhigh; set to high", 1, true)
+      end)
+      -- A text-only model: attaching an image says so.
+      local png = root .. "/pixel.png"
+      vim.fn.writefile({ "not really a png" }, png)
+      vim.cmd("AgentAddImage " .. png)
+      H.wait("the image warning", function()
+        return table.concat(seen, "\n"):find("local/thinker does not take images (its input is text only); the image is sent as it is", 1, true)
       end)
     end,
   },

@@ -19,7 +19,8 @@ return {
       H.setup(mock, {
         init_options = {
           mcpServers = {
-            slow = { command = H.mock_mcp_bin, args = { "1500" } },
+            -- Slow enough to be seen starting on a loaded machine.
+            slow = { command = H.mock_mcp_bin, args = { "3000" } },
             broken = { command = root .. "/no-such-server" },
           },
         },
