@@ -60,6 +60,27 @@ local function num(v)
   return type(v) == "number" and v or nil
 end
 
+--- A background request about session `id`, to the daemon the session lives in (with two
+--- workspace roots, another session's events come from another daemon). Errors are not shown:
+--- nobody asked for this refresh; `cb(nil)` then.
+---@param id string
+---@param method string
+---@param params table
+---@param cb fun(result: any)
+local function ask(id, method, params, cb)
+  local s = state.sessions[id]
+  local client = s and s.client_id and vim.lsp.get_client_by_id(s.client_id) or lsp().client()
+  if not (client and client.initialized and not client:is_stopped()) then
+    return cb(nil)
+  end
+  local sent = client:request(method, params, function(err, result)
+    cb(not err and result or nil)
+  end)
+  if not sent then
+    cb(nil)
+  end
+end
+
 --- Fetches model, thinking level and stats of a session; `on_done` runs once both answered.
 ---@param id string?
 ---@param on_done fun()?
@@ -81,7 +102,7 @@ function M.refresh(id, on_done)
       end
     end
   end
-  lsp().request(protocol.methods.get_state, { sessionId = id }, function(result)
+  ask(id, protocol.methods.get_state, { sessionId = id }, function(result)
     if type(result) == "table" then
       local c = info(id)
       -- getState's model is {provider, id}; keep the full ModelInfo when it is the same model.
@@ -93,7 +114,7 @@ function M.refresh(id, on_done)
     end
     one()
   end)
-  lsp().request(protocol.methods.get_stats, { sessionId = id }, function(result)
+  ask(id, protocol.methods.get_stats, { sessionId = id }, function(result)
     if type(result) == "table" then
       info(id).stats = result
     end
@@ -293,9 +314,7 @@ function M.pick_model(on_done)
         return
       end
       local spec = m.provider .. "/" .. m.id
-      if state.current then
-        info(state.current).model = m
-      end
+      -- The status follows the daemon's model_update, not the pick (a switch can be refused).
       require("agent_lsp.commands").model(spec, function(switched)
         if on_done then
           on_done(switched)
