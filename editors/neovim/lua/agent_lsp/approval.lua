@@ -56,6 +56,9 @@ end
 ---@param params table
 ---@return string[] lines, string filetype
 function M.preview_lines(params)
+  if require("agent_lsp.mcp").is_trust(params) then
+    return require("agent_lsp.mcp").trust_lines(params), "text"
+  end
   local p = params.preview
   -- The header: the call, the warning when approving saves the user's changes, a blank line.
   local function head()
@@ -190,10 +193,14 @@ function M.handler(_, params, _)
     if sandbox then
       prompt = prompt .. " (" .. sandbox .. ")"
     end
+    local trust = require("agent_lsp.mcp").is_trust(params)
+    if trust then
+      prompt = require("agent_lsp.mcp").trust_prompt(params)
+    end
     -- Draw the preview first: a blocking picker (the builtin inputlist) would otherwise cover a
     -- screen that was never redrawn with it.
     pcall(vim.cmd.redraw)
-    local ok_select, err = pcall(vim.ui.select, choices, {
+    local ok_select, err = pcall(vim.ui.select, trust and require("agent_lsp.mcp").trust_choices or choices, {
       prompt = prompt,
       kind = "agent_lsp.approval",
       format_item = function(item)

@@ -85,6 +85,8 @@ function M.open(opts)
   vim.wo[win].wrap = true
   vim.wo[win].linebreak = true
   vim.wo[win].conceallevel = 2
+  vim.wo[win].winbar = require("agent_lsp.controls").winbar_expr
+  require("agent_lsp.compact").setup_window(win)
   return win
 end
 
@@ -158,6 +160,7 @@ function M.clear()
   end)
   tools = {}
   in_thinking = false
+  require("agent_lsp.compact").clear()
 end
 
 --- The whole buffer text (for tests and captures).

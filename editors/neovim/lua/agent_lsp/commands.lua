@@ -17,19 +17,27 @@ function M.open_chat()
   return chat.open(config.options.chat)
 end
 
---- The message sent to the daemon: plain text, or content blocks when context is attached.
+--- The message sent to the daemon: plain text, or content blocks when context is attached
+--- (the `context` strings, then the pending attachments and `@path` mentions of `agent_lsp.context`).
 ---@param text string
 ---@param context string[]? extra text blocks (e.g. a selection with its file and range)
 ---@return string|table[]
 local function message(text, context)
-  if not context or #context == 0 then
+  local attached = require("agent_lsp.context").take(text)
+  if (not context or #context == 0) and #attached == 0 then
     return text
   end
-  local blocks = {}
-  for _, c in ipairs(context) do
+  local own = { type = "text", text = text }
+  -- A slash command is expanded only when it starts the first text block (protocol.md §3.14).
+  local command = text:sub(1, 1) == "/"
+  local blocks = command and { own } or {}
+  for _, c in ipairs(context or {}) do
     blocks[#blocks + 1] = { type = "text", text = c }
   end
-  blocks[#blocks + 1] = { type = "text", text = text }
+  vim.list_extend(blocks, attached)
+  if not command then
+    blocks[#blocks + 1] = own
+  end
   return blocks
 end
 
@@ -66,6 +74,7 @@ function M.adopt(result, client_id)
     if result.runId then
       s.run_id = result.runId
     end
+    require("agent_lsp.controls").seen(result.sessionId)
   end
 end
 
@@ -85,6 +94,7 @@ function M.prompt(text, opts)
   }
   lsp().request(protocol.methods.prompt, params, function(result, client_id)
     M.adopt(result, client_id)
+    require("agent_lsp.controls").on_prompt_result(result)
     if opts.on_result then
       opts.on_result(result)
     end
@@ -97,7 +107,7 @@ local function queue(method, behavior, text, on_result)
   if not state.current then
     return M.prompt(text, { streaming_behavior = behavior, on_result = on_result })
   end
-  lsp().request(method, { sessionId = state.current, message = text }, function(result)
+  lsp().request(method, { sessionId = state.current, message = message(text) }, function(result)
     if on_result then
       on_result(result)
     end

@@ -81,6 +81,14 @@ render.provider_retry = function(ev)
   )
 end
 
+render.compaction_start = function(ev)
+  require("agent_lsp.compact").on_start(ev)
+end
+
+render.compaction_end = function(ev)
+  require("agent_lsp.compact").on_end(ev)
+end
+
 render.agent_settled = function(ev)
   chat.paragraph(ev.aborted and "_(run aborted)_\n\n---" or "---")
 end

@@ -72,7 +72,11 @@ function M.setup(user)
   vim.lsp.config(opts.name, M.lsp_config(opts))
   vim.lsp.enable(opts.name)
   if not M._setup_done then
-    table.insert(require("agent_lsp.events").listeners, require("agent_lsp.approval").on_event)
+    local listeners = require("agent_lsp.events").listeners
+    table.insert(listeners, require("agent_lsp.approval").on_event)
+    table.insert(listeners, require("agent_lsp.controls").on_event)
+    table.insert(listeners, require("agent_lsp.complete").on_event)
+    table.insert(listeners, require("agent_lsp.mcp").on_event)
   end
   if opts.forward_diagnostics then
     require("agent_lsp.documents").watch_diagnostics(opts.name, opts.diagnostics_debounce_ms)
@@ -175,6 +179,13 @@ function M.statusline()
   return state.statusline()
 end
 
+--- Statusline component: the current session's model, thinking level, context use and cost,
+--- e.g. `openai/gpt-4.1-mini · think off · ctx 1.2k/1.0M (0.1%) · $0.0012` (`%{}`-safe).
+---@return string
+function M.model_status()
+  return require("agent_lsp.controls").status()
+end
+
 local commands = setmetatable({}, {
   __index = function(_, k)
     return require("agent_lsp.commands")[k]
@@ -205,6 +216,21 @@ M.model = function(...)
 end
 M.open_chat = function(...)
   return commands.open_chat(...)
+end
+M.pick_model = function(...)
+  return require("agent_lsp.controls").pick_model(...)
+end
+M.thinking = function(...)
+  return require("agent_lsp.controls").set_thinking(...)
+end
+M.compact = function(...)
+  return require("agent_lsp.compact").compact(...)
+end
+M.input = function(...)
+  return require("agent_lsp.input").open(...)
+end
+M.mcp = function(...)
+  return require("agent_lsp.mcp").open(...)
 end
 
 return M

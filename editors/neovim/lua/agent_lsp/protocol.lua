@@ -120,6 +120,7 @@ M.session_events = {
 ---   agent/compact     {sessionId, instructions?} -> {summary, firstKeptEntryId, tokensBefore, estimatedTokensAfter, usage?, details}   (after compaction_start/compaction_end)
 ---   agent/runChanges  {sessionId, runId?} -> {runId, files: [{path, change, diff, userChanged, revertible, reason?}]}
 ---   agent/revert      {sessionId, runId?|messageId?, paths?, force?, fork?} -> {reverted, conflicts, skipped, fork?}
+---   agent/mcpStatus   {sessionId} -> {sessionId, servers: [{name, state, error?, tools}]}   (state: starting|ready|failed|disabled|untrusted)
 ---   agent/getMessages {sessionId} -> {sessionId, messages}
 ---   agent/getDocument {uri} -> {uri, version, text}   (the daemon's mirror of an open document)
 ---   $/agentEvent      {sessionId, runId, seq, event}
@@ -127,6 +128,9 @@ M.session_events = {
 ---     savesUnsavedChanges?, sandbox?{sandboxed, mode, network, justification?, unavailable?}}
 ---                     -> {decision, reason?, terminate?}
 ---   agent/saveDocuments {uris} -> {saved}
+---   session events    model_update {model, thinkingLevel}, mcp_update {servers}, commands_update {commands},
+---                     compaction_start {reason}, compaction_end {reason, result?, aborted, willRetry, errorMessage?}
+---   MCP trust         agent/beforeToolCall with toolName "mcp_servers", args {project, servers: [{name, command}]}
 ---   QueuedMessage     {messageId, text}
 
 --- JSON-RPC error code for a request the client cancelled or a server request that was cancelled.

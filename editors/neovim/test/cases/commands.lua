@@ -88,7 +88,7 @@ return {
       local seen = capture_notify(H)
       vim.cmd("AgentPrompt first")
       H.settled(1)
-      vim.cmd("AgentModel")
+      require("agent_lsp").model()
       H.wait("the model notification", function()
         return joined(seen):find("agent-lsp model: openai/mock-one", 1, true)
       end)

@@ -86,6 +86,11 @@ return {
       H.contains(text, "## Agent", "screen")
       H.contains(text, "say hello", "screen")
       H.contains(text, "hello.txt", "screen")
+      -- The chat window's winbar: model, thinking, context use and cost (gpt-4.1: $2/$8 per M).
+      H.wait("the winbar with the stats on screen", function()
+        text = screen()
+        return text:find("agent: idle · openai/gpt-4.1 · think off · ctx 12/1.0M (0.0%) · $0.0001", 1, true)
+      end)
     end,
   },
   {

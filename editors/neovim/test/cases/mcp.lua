@@ -1,0 +1,103 @@
+--- MCP: :AgentMcp shows the servers of agent/mcpStatus (state, error, tools) and follows the
+--- mcp_update events while open; the trust prompt for a project's .mcp.json names its servers
+--- and their commands, and starting them is what the answer says.
+
+--- The MCP view's text.
+local function view()
+  local mcp = require("agent_lsp.mcp")
+  assert(mcp.buf and vim.api.nvim_buf_is_valid(mcp.buf), "the MCP view is open")
+  return table.concat(vim.api.nvim_buf_get_lines(mcp.buf, 0, -1, false), "\n")
+end
+
+return {
+  {
+    name = "AgentMcp shows state, error and tools and follows mcp_update while open",
+    run = function(H)
+      local mock = H.mock({ responses = {} })
+      local root = H.workspace({})
+      vim.cmd.cd(root)
+      H.setup(mock, {
+        init_options = {
+          mcpServers = {
+            -- Slow enough to be seen starting on a loaded machine.
+            slow = { command = H.mock_mcp_bin, args = { "3000" } },
+            broken = { command = root .. "/no-such-server" },
+          },
+        },
+      })
+      local mcp = require("agent_lsp.mcp")
+      local asked = 0
+      local refresh = mcp.refresh
+      mcp.refresh = function(...)
+        asked = asked + 1
+        return refresh(...)
+      end
+      H.defer(function()
+        mcp.refresh = refresh
+      end)
+      vim.cmd("AgentMcp")
+      H.wait("the first status", function()
+        return mcp.buf and view():find("slow  starting", 1, true)
+      end)
+      H.eq(mcp.buf, vim.api.nvim_get_current_buf(), "the view has the focus")
+      H.eq("editor", vim.api.nvim_win_get_config(0).relative, "the view is a float")
+      H.wait("the slow server ready, from the events", function()
+        return view():find("● slow  ready  1 tools", 1, true)
+      end, 20000)
+      H.eq(1, asked, "agent/mcpStatus asked once: the rest came with mcp_update")
+      local text = view()
+      H.contains(text, "    tools: timed_echo", "tools")
+      H.contains(text, "✗ broken  failed  0 tools", "the broken server")
+      H.contains(text, "    error: ", "its error")
+      assert(#H.events_of("mcp_update") >= 1, "mcp_update events")
+      vim.cmd("normal q")
+      assert(not (mcp.buf and vim.api.nvim_buf_is_valid(mcp.buf)), "q closes the view")
+    end,
+  },
+  {
+    name = "the trust prompt names the project's servers and commands; allowing starts them",
+    run = function(H)
+      local mock = H.mock({ responses = {} })
+      local root = H.workspace({})
+      local f = assert(io.open(root .. "/.mcp.json", "w"))
+      f:write(vim.json.encode({ mcpServers = { proj = { command = H.mock_mcp_bin, args = { "0" } } } }))
+      f:close()
+      vim.cmd.cd(root)
+      H.setup(mock)
+      local asked
+      vim.ui.select = function(items, opts, on_choice)
+        -- The floats open while the picker asks (the approval preview among them).
+        local floats = {}
+        for _, win in ipairs(vim.api.nvim_list_wins()) do
+          if vim.api.nvim_win_get_config(win).relative ~= "" then
+            floats[#floats + 1] = table.concat(vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false), "\n")
+          end
+        end
+        local preview = table.concat(floats, "\n\n")
+        asked = {
+          prompt = opts.prompt,
+          labels = vim.tbl_map(opts.format_item, items),
+          preview = preview,
+        }
+        vim.schedule(function()
+          on_choice(items[1])
+        end)
+      end
+      vim.cmd("AgentMcp")
+      H.wait("the trust prompt", function()
+        return asked
+      end)
+      H.eq(
+        "agent-lsp: start the MCP servers of " .. root .. "/.mcp.json? proj (" .. H.mock_mcp_bin .. " 0)",
+        asked.prompt,
+        "prompt"
+      )
+      H.eq({ "Start them (remembered for this project)", "Do not start them (remembered for this project)" }, asked.labels, "choices")
+      H.contains(asked.preview, root .. "/.mcp.json wants to start these programs:", "preview")
+      H.contains(asked.preview, "  proj: " .. H.mock_mcp_bin .. " 0", "preview names the command")
+      H.wait("the trusted server ready", function()
+        return require("agent_lsp.mcp").buf and view():find("● proj  ready  1 tools", 1, true)
+      end, 20000)
+    end,
+  },
+}
