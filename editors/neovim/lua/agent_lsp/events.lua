@@ -8,7 +8,7 @@ local state = require("agent_lsp.state")
 
 local M = {}
 
----@type table<string, fun(ev: table, params: table)>
+---@type table<string, fun(ev: table, params: table?)>
 local render = {}
 
 render.message_start = function(ev)
@@ -41,6 +41,14 @@ render.message_update = function(ev)
   end
 end
 
+--- Whether the run being rendered already shows its `_aborted_` marker (an aborted answer),
+--- so that its `agent_settled {aborted}` does not mark it a second time.
+local aborted_marked = false
+
+render.agent_start = function()
+  aborted_marked = false
+end
+
 render.message_end = function(ev)
   local msg = ev.message or {}
   if msg.role ~= "assistant" then
@@ -50,6 +58,7 @@ render.message_end = function(ev)
     chat.paragraph("**Error:** " .. (msg.errorMessage or "the model request failed"))
   elseif msg.stopReason == "aborted" then
     chat.paragraph("_aborted_")
+    aborted_marked = true
   end
 end
 
@@ -82,8 +91,17 @@ render.provider_retry = function(ev)
 end
 
 render.agent_settled = function(ev)
-  chat.paragraph(ev.aborted and "_(run aborted)_\n\n---" or "---")
+  -- A run aborted between answers (during a tool call) has no aborted answer to show it.
+  if ev.aborted and not aborted_marked then
+    chat.paragraph("_aborted_")
+  end
+  aborted_marked = false
+  chat.paragraph("---")
 end
+
+--- The renderers by event type: the live stream and a resumed history (`agent_lsp.transcript`
+--- replays stored messages as these events) look the same.
+M.render = render
 
 --- Listeners called after each event (used by the approval UI and by users).
 ---@type fun(params: table)[]

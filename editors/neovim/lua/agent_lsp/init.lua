@@ -73,6 +73,8 @@ function M.setup(user)
   vim.lsp.enable(opts.name)
   if not M._setup_done then
     table.insert(require("agent_lsp.events").listeners, require("agent_lsp.approval").on_event)
+    table.insert(require("agent_lsp.events").listeners, require("agent_lsp.review").on_event)
+    table.insert(require("agent_lsp.events").listeners, require("agent_lsp.queue").on_event)
   end
   if opts.forward_diagnostics then
     require("agent_lsp.documents").watch_diagnostics(opts.name, opts.diagnostics_debounce_ms)
