@@ -14,6 +14,8 @@ M.buf = nil
 local tools = {}
 ---@type boolean whether the assistant block currently being streamed is a thinking block
 local in_thinking = false
+---@type boolean a thinking block just ended (`thinking_end`): the next text starts a paragraph
+local after_thinking = false
 
 local function valid_buf()
   return M.buf ~= nil and vim.api.nvim_buf_is_valid(M.buf)
@@ -158,6 +160,7 @@ function M.clear()
   end)
   tools = {}
   in_thinking = false
+  after_thinking = false
 end
 
 --- The whole buffer text (for tests and captures).
@@ -206,6 +209,7 @@ end
 ---@param delta string
 function M.stream(kind, delta)
   if kind == "thinking" then
+    after_thinking = false
     if not in_thinking then
       block()
       M.append("> ")
@@ -213,8 +217,8 @@ function M.stream(kind, delta)
     end
     M.append((delta:gsub("\n", "\n> ")))
   else
-    if in_thinking then
-      in_thinking = false
+    if in_thinking or after_thinking then
+      in_thinking, after_thinking = false, false
       block()
     end
     M.append(delta)
@@ -223,6 +227,7 @@ end
 
 --- Ends a streamed block (text_end / thinking_end).
 function M.end_block()
+  after_thinking = after_thinking or in_thinking
   in_thinking = false
 end
 
