@@ -29,12 +29,22 @@ local function lsp()
   return require("agent_lsp")
 end
 
---- The new-side start line of the first hunk of a unified diff (1 when there is none).
+--- The line (in the content now) of the first change of a unified diff (1 when there is none).
 ---@param diff string
 ---@return integer
 local function first_changed_line(diff)
-  local c = diff:match("\n@@ %-%d+,?%d* %+(%d+)") or diff:match("^@@ %-%d+,?%d* %+(%d+)")
-  return math.max(1, tonumber(c) or 1)
+  local line
+  for _, l in ipairs(vim.split(diff, "\n", { plain = true })) do
+    local c = l:match("^@@ %-%d+,?%d* %+(%d+)")
+    if c then
+      line = tonumber(c)
+    elseif line and (l:sub(1, 1) == "+" or l:sub(1, 1) == "-") then
+      return math.max(1, line)
+    elseif line then
+      line = line + 1
+    end
+  end
+  return 1
 end
 
 --- The quickfix text of a changed file: what happened to it, and why it may not revert.
