@@ -87,14 +87,14 @@ function M.changes(opts)
         filename = f.path,
         lnum = f.change == "deleted" and 1 or first_changed_line(f.diff or ""),
         text = M.describe(f),
-        type = (f.userChanged or f.revertible == false) and "W" or "I",
+        type = (f.userChanged or f.revertible == false) and "W" or nil,
       }
     end
     vim.fn.setqflist({}, " ", { title = M.TITLE, items = items, context = { agent_lsp = "changes" } })
     if #items == 0 then
       vim.notify("agent-lsp: no run of this session changed files", vim.log.levels.INFO)
     elseif opts.open ~= false then
-      vim.cmd("botright copen")
+      vim.cmd("botright copen " .. math.min(10, #items + 1))
       M.map_quickfix()
       vim.cmd("wincmd p")
     end
@@ -233,6 +233,7 @@ function M.diff(path)
   vim.bo[buf].filetype = ft
   vim.bo[buf].modifiable = false
   vim.cmd("diffthis")
+  vim.wo.winbar = "before the run: " .. vim.fn.fnamemodify(path, ":.")
   before_buf = buf
   vim.api.nvim_set_current_win(file_win)
   return buf
@@ -246,7 +247,7 @@ local function report(result)
   local skipped = result.skipped or {}
   local items = {}
   for _, p in ipairs(reverted) do
-    items[#items + 1] = { filename = p, lnum = 1, text = "reverted", type = "I" }
+    items[#items + 1] = { filename = p, lnum = 1, text = "reverted" }
   end
   for _, c in ipairs(conflicts) do
     items[#items + 1] = { filename = c.path, lnum = 1, text = "conflict: " .. tostring(c.reason) .. " (! overwrites it)", type = "E" }

@@ -6,7 +6,7 @@
 
 local ALLOW = { approval = { edit = "allow", write = "allow", bash = "allow" } }
 
---- One run that modifies a.txt, creates new.txt and deletes old.txt.
+--- One run that modifies a.txt, creates new.txt and deletes old.txt (in two turns).
 local function changing_run(H)
   local mock = H.mock({
     responses = {
@@ -14,9 +14,11 @@ local function changing_run(H)
         toolCalls = {
           { id = "call_1", name = "edit", arguments = { path = "a.txt", edits = { { oldText = "two", newText = "TWO" } } } },
           { id = "call_2", name = "write", arguments = { path = "new.txt", content = "fresh\n" } },
-          { id = "call_3", name = "bash", arguments = { command = "rm old.txt" } },
         },
       },
+      -- In a turn of its own: a command running beside `write` can see write's temporary file
+      -- and list it as created too.
+      { toolCalls = { { id = "call_3", name = "bash", arguments = { command = "rm old.txt" } } } },
       { text = "Changed three files." },
     },
   })
