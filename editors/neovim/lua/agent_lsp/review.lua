@@ -196,6 +196,29 @@ function M.target_path()
   return nil
 end
 
+--- Moves to a window for a file: the previous one when it shows a file, else the first in the
+--- tab that does, else a new split above the quickfix and chat windows.
+function M.goto_file_window()
+  local function shows_file(win)
+    return vim.api.nvim_win_is_valid(win)
+      and vim.api.nvim_win_get_config(win).relative == ""
+      and vim.bo[vim.api.nvim_win_get_buf(win)].buftype == ""
+  end
+  if shows_file(vim.api.nvim_get_current_win()) then
+    return
+  end
+  local prev = vim.fn.win_getid(vim.fn.winnr("#"))
+  if prev ~= 0 and shows_file(prev) then
+    return vim.api.nvim_set_current_win(prev)
+  end
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    if shows_file(win) then
+      return vim.api.nvim_set_current_win(win)
+    end
+  end
+  vim.cmd("topleft new")
+end
+
 --- Opens a diff split of a changed file (default: the one pointed at) against its content
 --- before the run: the file on the right, a read-only scratch buffer on the left.
 ---@param path string?
@@ -212,9 +235,7 @@ function M.diff(path)
     return nil
   end
   local before = M.before_image(current_lines(path), f.diff)
-  if vim.bo.buftype == "quickfix" then
-    vim.cmd("wincmd p")
-  end
+  M.goto_file_window()
   if before_buf and vim.api.nvim_buf_is_valid(before_buf) then
     vim.api.nvim_buf_delete(before_buf, { force = true })
   end

@@ -207,4 +207,52 @@ return {
       H.eq("", chat.text(), "the fork before the first message is empty")
     end,
   },
+  {
+    name = "AgentDiff rebuilds the exact content before a change of several hunks",
+    run = function(H)
+      local original = {}
+      for i = 1, 40 do
+        original[#original + 1] = "line " .. i
+      end
+      local mock = H.mock({
+        responses = {
+          {
+            toolCalls = {
+              {
+                id = "call_1",
+                name = "edit",
+                arguments = {
+                  path = "long.txt",
+                  edits = {
+                    { oldText = "line 1\n", newText = "" },
+                    { oldText = "line 20\n", newText = "line 20\nan added line\nand another\n" },
+                    { oldText = "line 39\nline 40", newText = "the end" },
+                  },
+                },
+              },
+            },
+          },
+          { text = "Edited in three places." },
+        },
+      })
+      local root = H.workspace({ ["long.txt"] = table.concat(original, "\n") .. "\n" })
+      vim.cmd.cd(root)
+      H.setup(mock, ALLOW)
+      vim.cmd("AgentPrompt edit long.txt")
+      H.settled(1)
+      local items = list_changes(H, root)
+      H.eq(1, items["long.txt"].lnum, "the entry is on the first change")
+      -- From the chat window: the diff opens in a file window, never over the chat.
+      vim.api.nvim_set_current_win(assert(require("agent_lsp.chat").win()))
+      vim.cmd("AgentDiff")
+      local before = vim.fn.bufnr("agent-lsp://before/long.txt")
+      assert(before > 0, "the before-image buffer")
+      H.eq(original, lines(before), "the content before the run")
+      H.eq(root .. "/long.txt", vim.api.nvim_buf_get_name(0), "the file's window is current")
+      assert(require("agent_lsp.chat").win(), "the chat window still shows the chat")
+      local now = lines(0)
+      H.eq("line 2", now[1], "the file now starts at line 2")
+      H.eq("the end", now[#now], "the file now ends with the replacement")
+    end,
+  },
 }
