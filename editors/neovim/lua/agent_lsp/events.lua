@@ -11,9 +11,18 @@ local M = {}
 ---@type table<string, fun(ev: table, params: table?)>
 local render = {}
 
+--- Whether the last answer of the run being rendered ended it (it called no tools): a user
+--- message after it is a follow-up the run took, shown after a separator as a new prompt is
+--- (stored history cannot tell the two apart, and must look the same).
+local answered = false
+
 render.message_start = function(ev)
   local msg = ev.message or {}
   if msg.role == "user" then
+    if answered then
+      chat.paragraph("---")
+      answered = false
+    end
     chat.heading("You")
     chat.append(chat.content_text(msg.content))
   elseif msg.role == "assistant" then
@@ -47,6 +56,7 @@ local aborted_marked = false
 
 render.agent_start = function()
   aborted_marked = false
+  answered = false
 end
 
 render.message_end = function(ev)
@@ -54,6 +64,7 @@ render.message_end = function(ev)
   if msg.role ~= "assistant" then
     return
   end
+  answered = msg.stopReason ~= "toolUse"
   if msg.stopReason == "error" then
     chat.paragraph("**Error:** " .. (msg.errorMessage or "the model request failed"))
   elseif msg.stopReason == "aborted" then
@@ -96,6 +107,7 @@ render.agent_settled = function(ev)
     chat.paragraph("_aborted_")
   end
   aborted_marked = false
+  answered = false
   chat.paragraph("---")
 end
 

@@ -5,8 +5,8 @@
 --- (`message_start`, the text and thinking deltas, `message_end`, `tool_execution_start` and
 --- `_end`, `agent_settled`) through `agent_lsp.events`' renderers. What history does not keep
 --- is left out: tool durations, retries, withdrawn responses. Runs are not recorded as such: a
---- run is taken to end at an answer that called no tools (a follow-up the run took therefore
---- gets a separator of its own).
+--- run is taken to end at an answer that called no tools (a follow-up the run took then looks
+--- like the next prompt, as it does live: a separator before it).
 
 local M = {}
 

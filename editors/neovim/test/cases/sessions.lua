@@ -112,6 +112,40 @@ return {
     end,
   },
   {
+    name = "a run that took a follow-up looks the same resumed as live",
+    run = function(H)
+      local mock = H.mock({
+        responses = {
+          { text = string.rep("first answer ", 8), chunkSize = 4, delayMs = 40 },
+          { text = "Follow-up answer." },
+        },
+      })
+      local root = H.workspace({})
+      vim.cmd.cd(root)
+      H.setup(mock)
+      local chat = require("agent_lsp.chat")
+      local state = require("agent_lsp.state")
+      vim.cmd("AgentPrompt first question")
+      H.wait("the first text delta", function()
+        return #H.events_of("message_update") > 0
+      end)
+      vim.cmd("AgentFollowUp and then?")
+      H.settled(1)
+      H.eq(1, #H.events_of("agent_start"), "one run")
+      local live = chat.text()
+      H.contains(live, "first answer \n\n---\n\n## You\n\nand then?", "the follow-up after a separator")
+      local session = state.current
+      restart_daemon(H, session)
+      chat.clear()
+      pick_session(session)
+      vim.cmd("AgentSessions")
+      vim.wait(10000, function()
+        return chat.text() == live
+      end, 20)
+      H.eq(live, chat.text(), "the resumed chat is the live chat")
+    end,
+  },
+  {
     name = "AgentFork forks before the chat message under the cursor and offers it again",
     run = function(H)
       local mock = H.mock({
