@@ -288,6 +288,10 @@ impl SessionTable {
 
     pub fn state(&self, session_id: &str) -> Result<StateResult> {
         let session = self.get(session_id)?;
+        // Counted as `agent/listSessions` counts them (the session's message entries), not as
+        // the agent's context holds them (with the system prompt, and after a compaction only a
+        // summary of the older messages). Taken before the agent's state lock.
+        let message_count = session.record().message_count();
         let state = session.agent.state();
         let (steering_mode, follow_up_mode) = session.agent.queue_modes();
         Ok(StateResult {
@@ -303,7 +307,7 @@ impl SessionTable {
             is_streaming: session.active_run().is_some(),
             run_id: session.last_run(),
             queues: session.queues(),
-            message_count: state.messages.len(),
+            message_count,
             last_seq: session.emitter.last_seq(),
             session_file: session.record_path().map(|p| p.display().to_string()),
             context_files: (session.context_files.iter())

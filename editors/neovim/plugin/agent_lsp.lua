@@ -117,3 +117,39 @@ end, { desc = "agent-lsp: show the MCP servers, updated live" })
 vim.api.nvim_create_user_command("AgentChat", function()
   cmds().open_chat()
 end, { desc = "agent-lsp: open the chat buffer" })
+
+-- Review and undo (agent_lsp.review), sessions (agent_lsp.sessions), the queue (agent_lsp.queue).
+local function review()
+  return require("agent_lsp.review")
+end
+vim.api.nvim_create_user_command("AgentChanges", function()
+  review().changes()
+end, { desc = "agent-lsp: the files the last run changed, in the quickfix list" })
+vim.api.nvim_create_user_command("AgentDiff", function()
+  review().diff()
+end, { desc = "agent-lsp: diff a changed file against its content before the run" })
+vim.api.nvim_create_user_command("AgentRevert", function(args)
+  review().revert({ force = args.bang })
+end, { bang = true, desc = "agent-lsp: revert the run's changes (! overwrites your later changes)" })
+vim.api.nvim_create_user_command("AgentRevertFile", function(args)
+  review().revert_file({ force = args.bang })
+end, { bang = true, desc = "agent-lsp: revert the run's change of this file (! overwrites your later changes)" })
+vim.api.nvim_create_user_command("AgentRestore", function(args)
+  review().restore({ force = args.bang, fork = args.args == "fork" })
+end, {
+  bang = true,
+  nargs = "?",
+  complete = function()
+    return { "fork" }
+  end,
+  desc = "agent-lsp: restore the files as they were before the chat message under the cursor (fork: the conversation too)",
+})
+vim.api.nvim_create_user_command("AgentFork", function()
+  require("agent_lsp.sessions").fork()
+end, { desc = "agent-lsp: fork the session before the chat message under the cursor" })
+vim.api.nvim_create_user_command("AgentRename", function(args)
+  require("agent_lsp.sessions").rename(args.args)
+end, { nargs = 1, desc = "agent-lsp: name the current session" })
+vim.api.nvim_create_user_command("AgentQueue", function()
+  require("agent_lsp.queue").pick()
+end, { desc = "agent-lsp: the queued steering and follow-up messages; pick one to remove it" })

@@ -53,6 +53,14 @@ install_tmux() {
   fi
 }
 
+# --- chromium, for the README pictures (cases/pictures.lua screenshots the terminal) -------------
+install_chromium() {
+  if ! command -v chromium >/dev/null 2>&1; then
+    log "installing chromium with apt-get"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core
+  fi
+}
+
 # --- 2. the daemon and the mock model server ---------------------------------------------------
 build_bins() {
   log "cargo build --bins"
@@ -69,6 +77,7 @@ build_bins() {
 
 install_nvim
 install_tmux
+install_chromium
 build_bins
 
 rm -rf "$ARTIFACTS"

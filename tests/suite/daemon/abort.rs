@@ -124,3 +124,42 @@ async fn client_disconnect_mid_run_ends_the_daemon() {
     let stored = std::fs::read_to_string(file).unwrap();
     assert!(stored.contains(r#""stopReason":"aborted""#), "{stored}");
 }
+
+/// The message count of a session is one number, whoever asks: `agent/getState` counts what
+/// `agent/listSessions` (the session picker) counts, after an aborted run too.
+#[tokio::test]
+async fn get_state_and_list_sessions_count_the_messages_of_an_aborted_session_alike() {
+    let mut slow = MockResponse::text("word ".repeat(2000));
+    slow.chunk_size = Some(5);
+    slow.delay_ms = Some(20);
+    let (_mock, client) = agent_setup(
+        vec![slow, MockResponse::text("after abort")],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    let (session, run, _) = prompt(&client, json!({"message": "talk"})).await;
+    client
+        .wait_for("a delta", |m| {
+            m["params"]["event"]["assistantMessageEvent"]["type"] == "text_delta"
+        })
+        .await;
+    client
+        .request("agent/abort", json!({"sessionId": session}))
+        .await;
+    client.wait_settled(&session, &run).await;
+    let (_, run2, _) = prompt(&client, json!({"sessionId": session, "message": "again"})).await;
+    client.wait_settled(&session, &run2).await;
+    let state = client
+        .request("agent/getState", json!({"sessionId": session}))
+        .await;
+    let cwd = client.workspace.path().display().to_string();
+    let listed = client
+        .request("agent/listSessions", json!({"cwd": cwd}))
+        .await;
+    let stored = &listed["sessions"][0];
+    assert_eq!(stored["sessionId"], session.as_str(), "{listed}");
+    // talk, the aborted answer, again, its answer.
+    assert_eq!(stored["messageCount"], 4, "{listed}");
+    assert_eq!(state["messageCount"], 4, "{state}");
+}

@@ -14,6 +14,8 @@ M.buf = nil
 local tools = {}
 ---@type boolean whether the assistant block currently being streamed is a thinking block
 local in_thinking = false
+---@type boolean a thinking block just ended (`thinking_end`): the next text starts a paragraph
+local after_thinking = false
 
 local function valid_buf()
   return M.buf ~= nil and vim.api.nvim_buf_is_valid(M.buf)
@@ -160,6 +162,7 @@ function M.clear()
   end)
   tools = {}
   in_thinking = false
+  after_thinking = false
   require("agent_lsp.compact").clear()
 end
 
@@ -209,6 +212,7 @@ end
 ---@param delta string
 function M.stream(kind, delta)
   if kind == "thinking" then
+    after_thinking = false
     if not in_thinking then
       block()
       M.append("> ")
@@ -216,8 +220,8 @@ function M.stream(kind, delta)
     end
     M.append((delta:gsub("\n", "\n> ")))
   else
-    if in_thinking then
-      in_thinking = false
+    if in_thinking or after_thinking then
+      in_thinking, after_thinking = false, false
       block()
     end
     M.append(delta)
@@ -226,6 +230,7 @@ end
 
 --- Ends a streamed block (text_end / thinking_end).
 function M.end_block()
+  after_thinking = after_thinking or in_thinking
   in_thinking = false
 end
 

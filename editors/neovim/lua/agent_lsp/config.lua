@@ -18,6 +18,7 @@ local M = {}
 ---@field init_options table? extra initializationOptions
 ---@field chat agent_lsp.ChatOptions
 ---@field save_on_request boolean answer agent/saveDocuments by writing the buffers
+---@field save_after_edit "ifClean"|"always"|"never"|nil saving a buffer the agent edited (initializationOptions.saveAfterEdit; nil: the daemon's default, "ifClean")
 ---@field forward_diagnostics boolean send agent/diagnostics for attached buffers
 ---@field diagnostics_debounce_ms integer
 
@@ -33,6 +34,7 @@ M.defaults = {
   init_options = nil,
   chat = { layout = "split", size = 0.4, auto_open = true },
   save_on_request = true,
+  save_after_edit = nil,
   forward_diagnostics = true,
   diagnostics_debounce_ms = 200,
 }
@@ -58,6 +60,9 @@ function M.merge(user)
   end, "one of split, vsplit, float")
   vim.validate("chat.size", opts.chat.size, "number")
   vim.validate("save_on_request", opts.save_on_request, "boolean")
+  vim.validate("save_after_edit", opts.save_after_edit, function(v)
+    return v == nil or v == "ifClean" or v == "always" or v == "never"
+  end, "one of ifClean, always, never")
   vim.validate("forward_diagnostics", opts.forward_diagnostics, "boolean")
   return opts
 end
@@ -73,6 +78,9 @@ function M.init_options(opts)
   end
   if opts.approval then
     init.approval = opts.approval
+  end
+  if opts.save_after_edit then
+    init.saveAfterEdit = opts.save_after_edit
   end
   if next(init) == nil then
     return nil

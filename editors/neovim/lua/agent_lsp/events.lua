@@ -8,12 +8,21 @@ local state = require("agent_lsp.state")
 
 local M = {}
 
----@type table<string, fun(ev: table, params: table)>
+---@type table<string, fun(ev: table, params: table?)>
 local render = {}
+
+--- Whether the last answer of the run being rendered ended it (it called no tools): a user
+--- message after it is a follow-up the run took, shown after a separator as a new prompt is
+--- (stored history cannot tell the two apart, and must look the same).
+local answered = false
 
 render.message_start = function(ev)
   local msg = ev.message or {}
   if msg.role == "user" then
+    if answered then
+      chat.paragraph("---")
+      answered = false
+    end
     chat.heading("You")
     chat.append(chat.content_text(msg.content))
   elseif msg.role == "assistant" then
@@ -41,15 +50,26 @@ render.message_update = function(ev)
   end
 end
 
+--- Whether the run being rendered already shows its `_aborted_` marker (an aborted answer),
+--- so that its `agent_settled {aborted}` does not mark it a second time.
+local aborted_marked = false
+
+render.agent_start = function()
+  aborted_marked = false
+  answered = false
+end
+
 render.message_end = function(ev)
   local msg = ev.message or {}
   if msg.role ~= "assistant" then
     return
   end
+  answered = msg.stopReason ~= "toolUse"
   if msg.stopReason == "error" then
     chat.paragraph("**Error:** " .. (msg.errorMessage or "the model request failed"))
   elseif msg.stopReason == "aborted" then
     chat.paragraph("_aborted_")
+    aborted_marked = true
   end
 end
 
@@ -90,8 +110,18 @@ render.compaction_end = function(ev)
 end
 
 render.agent_settled = function(ev)
-  chat.paragraph(ev.aborted and "_(run aborted)_\n\n---" or "---")
+  -- A run aborted between answers (during a tool call) has no aborted answer to show it.
+  if ev.aborted and not aborted_marked then
+    chat.paragraph("_aborted_")
+  end
+  aborted_marked = false
+  answered = false
+  chat.paragraph("---")
 end
+
+--- The renderers by event type: the live stream and a resumed history (`agent_lsp.transcript`
+--- replays stored messages as these events) look the same.
+M.render = render
 
 --- Listeners called after each event (used by the approval UI and by users).
 ---@type fun(params: table)[]

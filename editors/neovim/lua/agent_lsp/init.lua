@@ -77,6 +77,8 @@ function M.setup(user)
     table.insert(listeners, require("agent_lsp.controls").on_event)
     table.insert(listeners, require("agent_lsp.complete").on_event)
     table.insert(listeners, require("agent_lsp.mcp").on_event)
+    table.insert(listeners, require("agent_lsp.review").on_event)
+    table.insert(listeners, require("agent_lsp.queue").on_event)
   end
   if opts.forward_diagnostics then
     require("agent_lsp.documents").watch_diagnostics(opts.name, opts.diagnostics_debounce_ms)

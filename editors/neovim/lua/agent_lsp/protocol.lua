@@ -106,7 +106,7 @@ M.session_events = {
 ---   agent/clearQueue  {sessionId} -> {steering, followUp}
 ---   agent/removeQueued {sessionId, messageId} -> {removed, steering, followUp}
 ---   agent/newSession  {cwd?, resume?, maxTurns?} -> {sessionId, cwd}   (resume: a stored session id, prefix or file)
----   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, thinkingLevel, steeringMode, followUpMode, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile, sandbox{mode, network, explicit, available, reason?}}
+---   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, thinkingLevel, steeringMode, followUpMode, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile, sandbox{mode, network, explicit, available, reason?}}   (messageCount: the stored messages, as listSessions counts them)
 ---   agent/listModels  {} -> {models: [{provider, id, name, api, contextWindow, maxTokens, reasoning, thinkingLevels, input, cost}]}
 ---   agent/setModel    {sessionId, model} -> {model, thinkingLevel}   (from the next request, also mid-run)
 ---   agent/setThinkingLevel {sessionId, level} -> {model, thinkingLevel}

@@ -16,35 +16,16 @@ local function lsp()
   return require("agent_lsp")
 end
 
---- Renders a session's stored messages into the (cleared) chat buffer.
----@param messages table[]
-local function render_history(messages)
-  chat.clear()
-  for _, msg in ipairs(messages or {}) do
-    if msg.role == "user" then
-      chat.heading("You")
-      chat.append(chat.content_text(msg.content))
-    elseif msg.role == "assistant" then
-      chat.heading("Agent")
-      chat.append(chat.content_text(msg.content))
-      for _, b in ipairs(type(msg.content) == "table" and msg.content or {}) do
-        if b.type == "toolCall" then
-          chat.paragraph(string.format("- tool `%s`", b.name or "?"))
-        end
-      end
-    end
-  end
-end
-
---- Makes `id` the current session and shows its history.
+--- Makes `id` the current session and shows its history in the (opened) chat.
 ---@param id string
 ---@param on_done fun()?
 function M.switch(id, on_done)
   state.current = id
   state.session(id)
   chat.clear()
+  require("agent_lsp.commands").open_chat()
   lsp().request(protocol.methods.get_messages, { sessionId = id }, function(result)
-    render_history(type(result) == "table" and (result.messages or result) or {})
+    require("agent_lsp.transcript").render(type(result) == "table" and (result.messages or result) or {})
     if on_done then
       on_done()
     end
@@ -78,24 +59,26 @@ function M.resume(id, on_result)
   end, { for_session = false })
 end
 
---- Lists stored sessions of the workspace, newest first: `cb(list)` with `{id, name, updated,
---- messageCount, cwd}` items (empty when the binary cannot list them; the reason is notified).
+--- Runs the daemon's binary with `args` (and the daemon's environment, so it reads the same
+--- session directory) and calls `cb` with the JSON objects it prints, one a line; with `{}`
+--- when it fails (the reason is notified, `what` says what was tried).
+---@param args string[]
+---@param what string
 ---@param cb fun(list: table[])
-function M.stored(cb)
+local function cli_json(args, what, cb)
   local opts = config.options
-  local root = vim.fs.root(0, opts.root_markers) or vim.fn.getcwd()
-  local cmd = { opts.cmd[1], "sessions", "list", "--json", "--cwd", root }
+  local cmd = vim.list_extend({ opts.cmd[1] }, args)
   local env = vim.tbl_extend("force", vim.fn.environ(), opts.cmd_env or {})
   local ok, err = pcall(vim.system, cmd, { text = true, env = env, clear_env = true }, function(res)
     vim.schedule(function()
       if res.code ~= 0 then
-        vim.notify("agent-lsp: listing stored sessions failed: " .. vim.trim(res.stderr or ""), vim.log.levels.WARN)
+        vim.notify("agent-lsp: " .. what .. " failed: " .. vim.trim(res.stderr or ""), vim.log.levels.WARN)
         return cb({})
       end
       local list = {}
       for line in (res.stdout or ""):gmatch("[^\n]+") do
         local decoded_ok, item = pcall(vim.json.decode, line)
-        if decoded_ok and type(item) == "table" and item.id then
+        if decoded_ok and type(item) == "table" then
           list[#list + 1] = item
         end
       end
@@ -108,24 +91,131 @@ function M.stored(cb)
   end
 end
 
+--- Lists stored sessions of the workspace, newest first: `cb(list)` with `{id, name, title,
+--- created, updated, messageCount, cwd, path}` items (empty when the binary cannot list them;
+--- the reason is notified).
+---@param cb fun(list: table[])
+function M.stored(cb)
+  local root = vim.fs.root(0, config.options.root_markers) or vim.fn.getcwd()
+  cli_json({ "sessions", "list", "--json", "--cwd", root }, "listing stored sessions", function(list)
+    cb(vim.tbl_filter(function(item)
+      return item.id ~= nil
+    end, list))
+  end)
+end
+
+--- The user messages of a session file's current branch (from its last entry back through
+--- `parentId`, as pi reads a session), in order: `{messageId, text}` items.
+---@param path string
+---@return table[]
+function M.user_messages_of_file(path)
+  local entries, by_id = {}, {}
+  for line in io.lines(path) do
+    local ok, e = pcall(vim.json.decode, line)
+    if ok and type(e) == "table" and e.type ~= "session" and type(e.id) == "string" then
+      entries[#entries + 1] = e
+      by_id[e.id] = e
+    end
+  end
+  local branch = {}
+  local e = entries[#entries]
+  while e do
+    table.insert(branch, 1, e)
+    e = type(e.parentId) == "string" and by_id[e.parentId] or nil
+  end
+  local out = {}
+  for _, entry in ipairs(branch) do
+    local msg = entry.type == "message" and entry.message
+    if type(msg) == "table" and msg.role == "user" then
+      out[#out + 1] = { messageId = entry.id, text = chat.content_text(msg.content) }
+    end
+  end
+  return out
+end
+
+--- The user messages of a session's current branch, in order: `cb(list)` with
+--- `{messageId, text}` items, read from its session file (`agent/getState.sessionFile`).
+---@param session_id string
+---@param cb fun(list: table[])
+function M.user_messages(session_id, cb)
+  lsp().request(protocol.methods.get_state, { sessionId = session_id }, function(result)
+    local file = type(result) == "table" and result.sessionFile
+    if type(file) ~= "string" then
+      vim.notify("agent-lsp: the session is not stored (no session directory)", vim.log.levels.WARN)
+      return cb({})
+    end
+    local ok, list = pcall(M.user_messages_of_file, file)
+    if not ok then
+      vim.notify("agent-lsp: cannot read " .. file .. ": " .. tostring(list), vim.log.levels.WARN)
+      return cb({})
+    end
+    cb(list)
+  end)
+end
+
+--- Seconds since the epoch of an ISO 8601 UTC time ("2026-12-02T16:29:25.123Z"), or nil.
+---@param iso any
+---@return integer?
+function M.epoch(iso)
+  if type(iso) ~= "string" then
+    return nil
+  end
+  local y, mo, d, h, mi, se = iso:match("^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)")
+  if not y then
+    return nil
+  end
+  y, mo, d = tonumber(y), tonumber(mo), tonumber(d)
+  -- Days from the civil date (Howard Hinnant's algorithm): no dependence on the local zone.
+  y = mo <= 2 and y - 1 or y
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local doy = math.floor((153 * (mo + (mo > 2 and -3 or 9)) + 2) / 5) + d - 1
+  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+  local days = era * 146097 + doe - 719468
+  return days * 86400 + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(se)
+end
+
+--- "just now", "5 min ago", "3 h ago", "2 days ago" for an ISO time (nil when unknown).
+---@param iso any
+---@param now integer? seconds since the epoch (default: now)
+---@return string?
+function M.ago(iso, now)
+  local t = M.epoch(iso)
+  if not t then
+    return nil
+  end
+  local s = math.max(0, (now or os.time()) - t)
+  if s < 60 then
+    return "just now"
+  elseif s < 3600 then
+    return string.format("%d min ago", math.floor(s / 60))
+  elseif s < 86400 then
+    return string.format("%d h ago", math.floor(s / 3600))
+  end
+  local days = math.floor(s / 86400)
+  return days == 1 and "yesterday" or string.format("%d days ago", days)
+end
+
+--- A picker line: the title (the name, else the first prompt), the last activity, the message
+--- count, and for a session open here its status.
 local function label(item)
   if item.new then
     return "+ new session"
   end
   local mark = item.id == state.current and "* " or "  "
-  if item.session then
-    local s = item.session
-    return string.format("%s%s  %s, %d tok", mark, item.id, s.status, s.tokens)
+  local st = item.stored or {}
+  local title = type(st.title) == "string" and st.title ~= "" and st.title or "(no prompt yet)"
+  local parts = { title }
+  parts[#parts + 1] = M.ago(st.updated)
+  if type(st.messageCount) == "number" then
+    parts[#parts + 1] = st.messageCount == 1 and "1 message" or (st.messageCount .. " messages")
   end
-  local st = item.stored
-  return string.format(
-    "%s%s  stored, %s messages, %s%s",
-    mark,
-    item.id,
-    tostring(st.messageCount or "?"),
-    tostring(st.updated or ""),
-    st.name and st.name ~= vim.NIL and ("  " .. tostring(st.name)) or ""
-  )
+  if item.session then
+    parts[#parts + 1] = item.session.status
+  else
+    parts[#parts + 1] = "stored"
+  end
+  return mark .. table.concat(parts, " · ")
 end
 
 --- Picks a session with `vim.ui.select`: this Neovim's open sessions, then the workspace's
@@ -133,10 +223,13 @@ end
 ---@param on_done fun(id: string?)?
 function M.pick(on_done)
   M.stored(function(stored)
-    local items, seen = {}, {}
+    local items, seen, by_id = {}, {}, {}
+    for _, st in ipairs(stored) do
+      by_id[st.id] = st
+    end
     local open = {}
     for id, s in pairs(state.sessions) do
-      open[#open + 1] = { id = id, session = s }
+      open[#open + 1] = { id = id, session = s, stored = by_id[id] }
     end
     table.sort(open, function(a, b)
       return a.id < b.id
@@ -174,6 +267,100 @@ function M.pick(on_done)
         end)
       end
     end)
+  end)
+end
+
+--- The user message under the cursor in the chat (the `## You` heading above it): `cb(item)`
+--- with `{messageId, text}`, or nothing (and a notification) when the cursor is elsewhere.
+--- The chat's user messages are matched to the session's from the end, so a chat that shows
+--- only the newest of them (after a compaction) still finds the right one.
+---@param cb fun(item: {messageId: string, text: string})
+function M.message_at_cursor(cb)
+  local function refuse(why)
+    vim.notify("agent-lsp: " .. why, vim.log.levels.WARN)
+  end
+  if not state.current then
+    return refuse("no session")
+  end
+  if vim.api.nvim_get_current_buf() ~= chat.buf then
+    return refuse("put the cursor on a `## You` message in the chat")
+  end
+  local lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+  local cursor = vim.api.nvim_win_get_cursor(0)[1]
+  local heading
+  for l = cursor, 1, -1 do
+    if lines[l]:match("^## ") then
+      heading = l
+      break
+    end
+  end
+  if not heading or lines[heading] ~= "## You" then
+    return refuse("put the cursor on a `## You` message in the chat")
+  end
+  local index, total = 0, 0
+  for l, line in ipairs(lines) do
+    if line == "## You" then
+      total = total + 1
+      if l <= heading then
+        index = total
+      end
+    end
+  end
+  local session_id = state.current
+  M.user_messages(session_id, function(list)
+    local item = list[#list - (total - index)]
+    if not item then
+      return refuse("that message is not recorded in the session (yet)")
+    end
+    cb(item)
+  end)
+end
+
+--- Shows the fork `result` (`{sessionId, cwd, text}` of `agent/forkSession`) in the chat and
+--- puts the forked message back into the prompt input, to edit and send again.
+---@param result table
+---@param client_id integer?
+---@param on_done fun(sessionId: string)?
+function M.continue_fork(result, client_id, on_done)
+  require("agent_lsp.commands").adopt(result, client_id)
+  M.switch(result.sessionId, function()
+    if on_done then
+      on_done(result.sessionId)
+    end
+    vim.ui.input({ prompt = "Agent prompt: ", default = result.text or "" }, function(text)
+      if text and text ~= "" then
+        require("agent_lsp.commands").prompt(text)
+      end
+    end)
+  end)
+end
+
+--- Forks the session before the user message under the cursor (`agent/forkSession`): the
+--- chat shows the fork, and the message is offered again in the prompt input.
+---@param on_done fun(sessionId: string)?
+function M.fork(on_done)
+  M.message_at_cursor(function(item)
+    local params = { sessionId = state.current, messageId = item.messageId }
+    lsp().request(protocol.methods.fork_session, params, function(result, client_id)
+      M.continue_fork(result, client_id, on_done)
+    end)
+  end)
+end
+
+--- Names the current session (`agent/renameSession`); the picker shows the name as its title.
+---@param name string
+---@param on_done fun(name: string)?
+function M.rename(name, on_done)
+  if not state.current then
+    vim.notify("agent-lsp: no session to rename", vim.log.levels.WARN)
+    return
+  end
+  lsp().request(protocol.methods.rename_session, { sessionId = state.current, name = name }, function(result)
+    local named = type(result) == "table" and result.name or name
+    vim.notify("agent-lsp: session renamed to " .. tostring(named), vim.log.levels.INFO)
+    if on_done then
+      on_done(named)
+    end
   end)
 end
 

@@ -21,7 +21,9 @@ return {
       H.eq(1, #H.events_of("agent_end"), "agent_end events")
 
       local text = require("agent_lsp.chat").text()
-      H.contains(text, "_(run aborted)_", "chat")
+      H.contains(text, "_aborted_\n\n---", "chat")
+      local _, marks = text:gsub("aborted_", "")
+      H.eq(1, marks, "the aborted run is marked once")
       assert(not text:find(long, 1, true), "the whole answer arrived despite the abort")
       H.eq("agent: idle", require("agent_lsp").statusline():match("^agent: %a+"), "statusline after abort")
     end,
@@ -65,6 +67,10 @@ return {
         return #approval.pending == 0
       end)
       assert(not vim.api.nvim_win_is_valid(preview), "preview float closed")
+      local text = require("agent_lsp.chat").text()
+      H.contains(text, "_aborted_\n\n---", "chat: a run aborted during a tool call is marked too")
+      local _, marks = text:gsub("aborted_", "")
+      H.eq(1, marks, "the aborted run is marked once")
       late_answer() -- the user answers after all: ignored, no error
       H.eq(1, #mock.requests(), "model requests (no second turn after abort)")
     end,

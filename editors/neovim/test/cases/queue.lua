@@ -120,11 +120,70 @@ return {
       H.wait("the stored session resumed with its history", function()
         return state.current == stored and require("agent_lsp.chat").text():find("Stored answer.", 1, true)
       end)
-      H.contains(table.concat(offered, "\n"), stored .. "  stored", "stored session offered")
+      local offer = table.concat(offered, "\n")
+      H.contains(offer, "remember the number 42 · just now · 2 messages · stored", "stored session offered by its title")
+      assert(not offer:find(stored, 1, true), "the picker shows the session's id:\n" .. offer)
+      assert(require("agent_lsp.chat").win(), "the resumed session's chat is open")
       vim.cmd("AgentPrompt what was the number?")
       H.settled(2)
       H.eq(stored, H.events_of("agent_settled")[2].sessionId, "run in the resumed session")
       H.contains(vim.json.encode(mock.requests()[2].body.messages), "remember the number 42", "history sent to the model")
+    end,
+  },
+  {
+    name = "queued messages stay visible below the chat and AgentQueue removes one",
+    run = function(H)
+      local mock = H.mock({
+        responses = {
+          { text = string.rep("a long first answer ", 12), chunkSize = 8, delayMs = 60 },
+          { text = "Steered answer." },
+          { text = "Follow-up answer." },
+        },
+      })
+      local root = H.workspace({})
+      vim.cmd.cd(root)
+      H.setup(mock)
+      local queue = require("agent_lsp.queue")
+      vim.cmd("AgentPrompt start talking")
+      H.wait("the first text delta", function()
+        return #H.events_of("message_update") > 0
+      end)
+      vim.cmd("AgentFollowUp drop this one")
+      vim.cmd("AgentFollowUp keep this one")
+      vim.cmd("AgentSteer steer now")
+      H.wait("three queued messages shown below the chat", function()
+        return #queue.shown() == 4
+      end)
+      H.eq({
+        "⏳ queued steer: steer now",
+        "⏳ queued follow-up: drop this one",
+        "⏳ queued follow-up: keep this one",
+        "   (:AgentQueue removes one)",
+      }, queue.shown(), "the queue below the chat")
+
+      local offered
+      vim.ui.select = function(items, opts, on_choice)
+        offered = vim.tbl_map(opts.format_item, items)
+        for _, item in ipairs(items) do
+          if item.text == "drop this one" then
+            return on_choice(item)
+          end
+        end
+      end
+      vim.cmd("AgentQueue")
+      H.wait("the removed message gone from the chat's queue", function()
+        return #queue.shown() == 3
+      end)
+      H.eq({ "steer: steer now", "follow-up: drop this one", "follow-up: keep this one" }, offered, "AgentQueue's list")
+      H.eq("⏳ queued follow-up: keep this one", queue.shown()[2], "the remaining follow-up")
+      H.settled(1)
+      H.eq({}, queue.shown(), "nothing queued after the run")
+      local sent = vim.json.encode(vim.tbl_map(function(r)
+        return r.body.messages
+      end, mock.requests()))
+      H.contains(sent, "steer now", "the steering message reached the model")
+      H.contains(sent, "keep this one", "the kept follow-up reached the model")
+      assert(not sent:find("drop this one", 1, true), "the removed follow-up reached the model")
     end,
   },
 }

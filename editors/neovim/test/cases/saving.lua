@@ -26,7 +26,7 @@ local function run_edit(H, opts)
   -- vim.lsp.config merges with the previous test's config: later tests name their mode, only
   -- the first one (the default) leaves it out.
   if opts.mode then
-    setup.init_options = { saveAfterEdit = opts.mode }
+    setup.save_after_edit = opts.mode -- the setup() option, sent as initializationOptions.saveAfterEdit
   end
   if opts.save_on_request ~= nil then
     setup.save_on_request = opts.save_on_request

@@ -2,64 +2,8 @@
 --- screen shows the streamed answer in the chat split and the statusline going back to idle.
 --- The captured screen is kept as test-artifacts/neovim/screen.txt.
 
-local function tmux(socket, args)
-  local cmd = { "tmux", "-L", socket }
-  vim.list_extend(cmd, args)
-  local res = vim.system(cmd, { text = true }):wait(10000)
-  if res.code ~= 0 then
-    error("tmux " .. table.concat(args, " ") .. " failed: " .. (res.stderr or ""))
-  end
-  return res.stdout or ""
-end
-
-
-local plugin = vim.fs.dirname(vim.fs.dirname(vim.fs.dirname(vim.fs.abspath(debug.getinfo(1, "S").source:sub(2)))))
-
---- Starts Neovim with the plugin in a tmux terminal on `file` in `root`; returns the socket name
---- and a function that captures the screen.
-local function launch(H, mock, root, file)
-  assert(vim.fn.executable("tmux") == 1, "tmux is required (run.sh installs it)")
-  local home = H.tempdir()
-  local init = home .. "/init.lua"
-  local f = assert(io.open(init, "w"))
-  f:write(string.format(
-    [[
-vim.opt.rtp:prepend(%q)
-vim.cmd("filetype on")
-vim.cmd.runtime("plugin/agent_lsp.lua")
-vim.o.laststatus = 3
-vim.o.statusline = "%%f %%= %%{v:lua.require'agent_lsp'.statusline()}"
-require("agent_lsp").setup({
-  cmd = { %q, "--stdio" },
-  cmd_env = { OPENAI_BASE_URL = %q, OPENAI_API_KEY = "test", HOME = %q, XDG_DATA_HOME = %q, XDG_STATE_HOME = %q, XDG_CONFIG_HOME = %q },
-  chat = { layout = "split", size = 12 },
-})
-]],
-    plugin,
-    H.bin,
-    mock.openaiBaseUrl,
-    home,
-    home .. "/data",
-    home .. "/state",
-    home .. "/config"
-  ))
-  f:close()
-  local socket = "agent-lsp-nvim-" .. vim.fn.getpid() .. "-" .. math.random(1e6)
-  tmux(socket, {
-    "new-session", "-d", "-x", "110", "-y", "34", "-c", root,
-    string.format("env HOME=%s XDG_STATE_HOME=%s/state %s --clean -u %s %s", home, home, vim.v.progpath, init, file),
-  })
-  H.defer(function()
-    pcall(tmux, socket, { "kill-server" })
-  end)
-  local function screen()
-    return tmux(socket, { "capture-pane", "-p" })
-  end
-  H.wait("Neovim showing " .. file, function()
-    return screen():find("agent: idle", 1, true)
-  end)
-  return socket, screen
-end
+local terminal = dofile(vim.fs.dirname(vim.fs.dirname(vim.fs.abspath(debug.getinfo(1, "S").source:sub(2)))) .. "/terminal.lua")
+local tmux, launch = terminal.tmux, terminal.launch
 
 local function keep(H, name, text)
   local out = assert(io.open(H.artifacts .. "/" .. name, "w"))

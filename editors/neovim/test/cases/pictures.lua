@@ -1,0 +1,167 @@
+--- The README's pictures, taken from the real editor: Neovim runs in tmux against the daemon
+--- and the mock model; the screen is captured with its colours (`tmux capture-pane -e`), turned
+--- into HTML (test/ansi_html.py) and screenshotted by headless Chromium. The PNGs go to
+--- test-artifacts/neovim/pictures/, or with UPDATE_PICTURES=1 to editors/neovim/media/ (what
+--- scripts/pictures-neovim.sh does).
+
+local here = vim.fs.dirname(vim.fs.dirname(vim.fs.abspath(debug.getinfo(1, "S").source:sub(2))))
+local terminal = dofile(here .. "/terminal.lua")
+local tmux, launch = terminal.tmux, terminal.launch
+
+local COLS, ROWS = 110, 32
+
+local GREET = table.concat({
+  "local M = {}",
+  "",
+  "--- Greets someone by name.",
+  "function M.greet(name)",
+  '  return "Hello, " .. name',
+  "end",
+  "",
+  "return M",
+  "",
+}, "\n")
+
+--- Where pictures are written.
+local function picture_dir(H)
+  if os.getenv("UPDATE_PICTURES") == "1" then
+    return vim.fs.dirname(here) .. "/media"
+  end
+  return H.artifacts .. "/pictures"
+end
+
+local function run(cmd)
+  local res = vim.system(cmd, { text = true }):wait(90000)
+  if res.code ~= 0 then
+    error(table.concat(cmd, " ") .. " failed (" .. tostring(res.code) .. "): " .. (res.stderr or ""))
+  end
+  return res.stdout or ""
+end
+
+--- Turns a colour capture into `<name>.png`; checks it is a real, small, colourful picture.
+---@return string path
+local function picture(H, name, ansi)
+  local chromium = vim.fn.exepath("chromium")
+  assert(chromium ~= "", "chromium is required for the pictures (run.sh installs it)")
+  local work = H.tempdir()
+  local screen_file, page = work .. "/" .. name .. ".ansi", work .. "/" .. name .. ".html"
+  local f = assert(io.open(screen_file, "w"))
+  f:write(ansi)
+  f:close()
+  local size = vim.trim(run({
+    "python3", here .. "/ansi_html.py", screen_file, page,
+    "--cols", tostring(COLS), "--rows", tostring(ROWS), "--print-size",
+  }))
+  local html = H.read(page)
+  local colours = {}
+  for c in html:gmatch("color:(#%x+)") do
+    colours[c] = true
+  end
+  assert(vim.tbl_count(colours) >= 4, "the capture has hardly any colours: " .. vim.inspect(colours))
+  local dir = picture_dir(H)
+  vim.fn.mkdir(dir, "p")
+  local out = dir .. "/" .. name .. ".png"
+  os.remove(out)
+  run({
+    chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+    "--user-data-dir=" .. work .. "/chromium", "--window-size=" .. size,
+    "--screenshot=" .. out, "file://" .. page,
+  })
+  local png = H.read(out)
+  H.eq("\137PNG", png:sub(1, 4), name .. ".png signature")
+  assert(#png > 5000 and #png < 200000, name .. ".png is " .. #png .. " bytes (expected a small picture)")
+  return out
+end
+
+return {
+  {
+    name = "picture: the chat streams an answer after a tool call",
+    run = function(H)
+      local mock = H.mock({
+        responses = {
+          {
+            thinking = "The user asks about greet.lua: read it first.",
+            text = "Let me read it.",
+            toolCalls = { { id = "call_1", name = "read", arguments = { path = "greet.lua" } } },
+          },
+          {
+            text = "`greet.lua` is a tiny module:\n\n- `M.greet(name)` returns **\"Hello, \" .. name**\n"
+              .. "- it has no side effects and no dependencies\n\nShall I make the greeting friendlier?",
+            chunkSize = 2,
+            delayMs = 60,
+            usage = { input = 420, output = 64 },
+          },
+        },
+      })
+      local root = H.workspace({ ["greet.lua"] = GREET })
+      local socket, screen = launch(H, mock, root, "greet.lua", { cols = COLS, rows = ROWS, colors = true, chat_size = 18 })
+      tmux(socket, { "send-keys", ":AgentPrompt what does greet.lua do?", "Enter" })
+      H.wait("the answer streaming after the tool call", function()
+        local text = screen()
+        return text:find("no side effects", 1, true) and text:find("agent: running", 1, true)
+      end)
+      local ansi = screen(true)
+      local plain = screen()
+      H.contains(plain, "- tool `read` greet.lua", "screen")
+      H.contains(plain, "The user asks about greet.lua", "screen")
+      picture(H, "chat", ansi)
+      H.wait("the run settled", function()
+        return screen():find("agent: idle", 1, true)
+      end)
+    end,
+  },
+  {
+    name = "picture: an approval with its diff, then the run's review",
+    run = function(H)
+      local mock = H.mock({
+        responses = {
+          {
+            text = "I'll make the greeting friendlier.",
+            toolCalls = {
+              {
+                id = "call_1",
+                name = "edit",
+                arguments = {
+                  path = "greet.lua",
+                  edits = { { oldText = '"Hello, " .. name', newText = '"Hello, " .. name .. "! Nice to see you."' } },
+                },
+              },
+            },
+          },
+          { text = "Done: `M.greet` now says it is nice to see you." },
+        },
+      })
+      local root = H.workspace({ ["greet.lua"] = GREET })
+      local socket, screen = launch(H, mock, root, "greet.lua", { cols = COLS, rows = ROWS, colors = true, chat_size = 12 })
+      tmux(socket, { "send-keys", ":AgentPrompt make the greeting friendlier", "Enter" })
+      H.wait("the approval picker with the diff", function()
+        local text = screen()
+        return text:find("1: Allow", 1, true) and text:find("Nice to see you", 1, true)
+      end)
+      picture(H, "approval", screen(true))
+
+      tmux(socket, { "send-keys", "1", "Enter" })
+      H.wait("the edit made and the run settled", function()
+        local text = screen()
+        return text:find("Done:", 1, true) and text:find("agent: idle", 1, true)
+      end)
+      tmux(socket, { "send-keys", ":lua require('agent_lsp.chat').close()", "Enter" })
+      tmux(socket, { "send-keys", ":AgentChanges", "Enter" })
+      H.wait("the run's changes in the quickfix list", function()
+        return screen():find("modified", 1, true)
+      end)
+      tmux(socket, { "send-keys", ":AgentDiff", "Enter" })
+      local text = ""
+      local ok = vim.wait(15000, function()
+        text = screen()
+        return text:find("before the run: greet.lua", 1, true)
+          and text:find("| modified", 1, true)
+          and text:find('.. "! Nice to see you."', 1, true)
+      end, 50)
+      assert(ok, "the diff split of the change is not on screen:\n" .. text)
+      H.contains(text, 'return "Hello, " .. name .. "! Nice to see you."', "the file now")
+      picture(H, "review", screen(true))
+      H.eq((GREET:gsub('name\n', 'name .. "! Nice to see you."\n', 1)), H.read(root .. "/greet.lua"), "the edit saved")
+    end,
+  },
+}
