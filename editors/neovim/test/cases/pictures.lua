@@ -94,7 +94,7 @@ return {
         },
       })
       local root = H.workspace({ ["greet.lua"] = GREET })
-      local socket, screen = launch(H, mock, root, "greet.lua", { cols = COLS, rows = ROWS, colors = true, chat_size = 18 })
+      local socket, screen = launch(H, mock, root, "greet.lua", { cols = COLS, rows = ROWS, colors = true, chat_size = 21 })
       tmux(socket, { "send-keys", ":AgentPrompt what does greet.lua do?", "Enter" })
       H.wait("the answer streaming after the tool call", function()
         local text = screen()
