@@ -447,6 +447,21 @@ pub async fn write_disk(
         })?
 }
 
+/// What names a file [`write_disk`] is writing, until its rename: `.<name>.agent-lsp-<hex>.tmp`.
+const TEMP_MARK: &str = ".agent-lsp-";
+const TEMP_SUFFIX: &str = ".tmp";
+
+/// Whether `name` is one of [`write_disk`]'s temporary files: the journal's workspace scan skips
+/// them, so a `write` running beside a `bash` command is not taken for a file the command made.
+pub fn is_own_temp_file(name: &str) -> bool {
+    name.starts_with('.')
+        && name.ends_with(TEMP_SUFFIX)
+        && name
+            .rfind(TEMP_MARK)
+            .map(|at| &name[at + TEMP_MARK.len()..name.len() - TEMP_SUFFIX.len()])
+            .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 fn write_disk_blocking(
     path: &Path,
     content: &[u8],
@@ -482,7 +497,7 @@ fn write_disk_blocking(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = parent.join(format!(
-        ".{name}.agent-lsp-{}.tmp",
+        ".{name}{TEMP_MARK}{}{TEMP_SUFFIX}",
         uuid::Uuid::new_v4().simple()
     ));
     let result = (|| {

@@ -53,7 +53,13 @@ impl Snapshot {
             .hidden(false)
             .require_git(false)
             .parents(false)
-            .filter_entry(|e| e.file_name() != ".git")
+            .filter_entry(|e| {
+                let name = e.file_name();
+                name != ".git"
+                    && !name
+                        .to_str()
+                        .is_some_and(crate::tools::workspace::is_own_temp_file)
+            })
             .build();
         let mut files = HashMap::new();
         for entry in walk.flatten() {
@@ -109,6 +115,9 @@ mod tests {
         std::fs::remove_file(root.join("gone.txt")).unwrap();
         std::fs::write(root.join("build/out.o"), "x").unwrap();
         std::fs::write(root.join(".env"), "x").unwrap();
+        // A `write` in flight beside the command: its temporary file is not the command's.
+        let temp = ".keep.txt.agent-lsp-0123456789abcdef0123456789abcdef.tmp";
+        std::fs::write(root.join(temp), "w").unwrap();
         let after = Snapshot::take(root).unwrap();
         let changes = before.changes(&after);
         let names: Vec<(String, Change)> = changes
@@ -124,6 +133,19 @@ mod tests {
                 ("new.txt".into(), Change::Created),
             ]
         );
+    }
+
+    #[test]
+    fn own_temp_files_are_recognised_by_name() {
+        use crate::tools::workspace::is_own_temp_file;
+        assert!(is_own_temp_file(
+            ".a.rs.agent-lsp-0123456789abcdef0123456789abcdef.tmp"
+        ));
+        assert!(!is_own_temp_file(
+            "a.rs.agent-lsp-0123456789abcdef0123456789abcdef.tmp"
+        ));
+        assert!(!is_own_temp_file(".a.rs.agent-lsp-notahexnumber.tmp"));
+        assert!(!is_own_temp_file(".a.tmp"));
     }
 
     /// The cost noted in the module doc (printed; not a timed assertion).
