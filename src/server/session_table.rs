@@ -288,6 +288,10 @@ impl SessionTable {
 
     pub fn state(&self, session_id: &str) -> Result<StateResult> {
         let session = self.get(session_id)?;
+        // As `agent/listSessions` and `sessions list` count: the messages the session file
+        // holds, not the system prompt the live state starts with. Read before the agent's
+        // state is locked, so the two locks are never held together.
+        let message_count = session.record().message_count();
         let state = session.agent.state();
         let (steering_mode, follow_up_mode) = session.agent.queue_modes();
         Ok(StateResult {
@@ -303,7 +307,7 @@ impl SessionTable {
             is_streaming: session.active_run().is_some(),
             run_id: session.last_run(),
             queues: session.queues(),
-            message_count: state.messages.len(),
+            message_count,
             last_seq: session.emitter.last_seq(),
             session_file: session.record_path().map(|p| p.display().to_string()),
             context_files: (session.context_files.iter())
