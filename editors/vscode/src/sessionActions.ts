@@ -39,9 +39,9 @@ async function renameSession(c: Controller): Promise<void> {
   const name = await vscode.window.showInputBox({
     title: 'Agent: Rename Session', value: await currentTitle(c, sessionId), ignoreFocusOut: true,
     prompt: 'The name Switch Session shows for this session',
-    validateInput: (v) => (v.trim() === '' ? 'A name cannot be empty' : undefined),
   });
-  if (name === undefined || name.trim() === '') return;
+  if (name === undefined) return;
+  if (name.trim() === '') { void vscode.window.showInformationMessage('A session name cannot be empty.'); return; }
   try {
     await client.sendRequest(Methods.renameSession, { sessionId, name: name.trim() });
   } catch (e) {

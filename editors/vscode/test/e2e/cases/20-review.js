@@ -92,6 +92,36 @@ exports.register = ({ testCase, until, runCommand, text, send, readTraces, log, 
     await page.keyboard.press('Control+W');
   });
 
+  testCase('a file the run deleted shows its old content; one too large to keep is listed as not revertible and skipped', async ({ page, ctx }) => {
+    const f = ctx.frame;
+    await newSession(page, f);
+    fs.writeFileSync(ws('gone.txt'), 'to be deleted\n');
+    fs.writeFileSync(ws('big.log'), 'x'.repeat(1536 * 1024)); // over the 1 MiB the daemon keeps
+    await send(f, 'Clean up');
+    await allow(f, 1);
+    await until('the answer', async () => (await text(f, '.msg.assistant .md')).includes('Cleaned up.'), 30000);
+    await until('run settled', async () => (await text(f, '#state')) === 'idle');
+    if (fs.existsSync(ws('gone.txt'))) throw new Error('the command did not delete gone.txt');
+
+    await runCommand(page, 'Agent: Show Changes');
+    await until('both files listed', async () => (await changeRow(page, 'gone.txt').count()) === 1 && (await changeRow(page, 'big.log').count()) === 1, 15000);
+    const gone = await changeRow(page, 'gone.txt').innerText();
+    const big = await changeRow(page, 'big.log').innerText();
+    if (!gone.includes('deleted') || !big.includes('not revertible')) throw new Error(`rows do not say what changed: ${JSON.stringify([gone, big])}`);
+    await changeRow(page, 'big.log').hover();
+    if (await changeRow(page, 'big.log').locator('.action-label[aria-label="Revert This File"]').count() !== 0) throw new Error('a file that cannot be reverted offers Revert This File');
+
+    await changeRow(page, 'gone.txt').click();
+    await page.locator('.tab.active', { hasText: 'before the run' }).waitFor({ timeout: 10000 });
+    const side = (which) => page.locator(`.editor-group-container.active .monaco-diff-editor .editor.${which} .view-lines`).first();
+    await until('the deleted content on the before side', async () => (await side('original').innerText()).replace(/\u00a0/g, ' ').includes('to be deleted'), 10000);
+    await page.keyboard.press('Control+W');
+
+    await runCommand(page, 'Agent: Revert This Run');
+    await until('gone.txt back', () => fs.existsSync(ws('gone.txt')) && fs.readFileSync(ws('gone.txt'), 'utf8') === 'to be deleted\n', 15000);
+    await toast(page, 'Skipped big.log').first().waitFor({ timeout: 10000 });
+  });
+
   testCase('Restore to Here on a user message reverts the later runs and rewinds the conversation; Fork from Here', async ({ page, ctx }) => {
     const f = ctx.frame;
     await newSession(page, f);
@@ -142,6 +172,7 @@ exports.register = ({ testCase, until, runCommand, text, send, readTraces, log, 
     await until('the current title in the box', async () => (await box.inputValue()) === 'Count to five slowly', 5000);
     await box.fill('Counting session');
     await box.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10000 });
     await newSession(page, f);
 
     await runCommand(page, 'Agent: Switch Session');
@@ -178,5 +209,13 @@ exports.register = ({ testCase, until, runCommand, text, send, readTraces, log, 
     if (await f.locator('.tool.status-done button[data-action="openDiff"]').count() < 2) throw new Error('the resumed edits offer no diff');
     const out = await f.locator('.tool', { hasText: 'made.txt' }).locator('pre.output').first().textContent();
     if (!out || out.trim() === '') throw new Error('the resumed tool line lost its result');
+
+    // The first session of the run (driver.js): aborted once while streaming, once while an
+    // approval was pending. Resumed, each run is marked once.
+    await runCommand(page, 'Agent: Switch Session');
+    await pick(page, 'Switch agent session', 'Say hello');
+    await until('the first session', async () => (await f.locator('.msg.user .bubble', { hasText: 'Build the project' }).count()) === 1, 15000);
+    const marks = await f.locator('.notice', { hasText: 'Run aborted.' }).count();
+    if (marks !== 2) throw new Error(`two aborted runs are marked ${marks} times`);
   });
 };
