@@ -34,9 +34,10 @@ exports.register = ({ testCase, until, runCommand, text, send, readTraces, log, 
     await page.locator('.quick-input-widget .quick-input-title', { hasText: title }).waitFor({ timeout: 10000 });
     const input = page.locator('.quick-input-widget input');
     await input.fill(label);
-    await until(`only "${label}" left`, async () => {
-      const rows = await page.locator('.quick-input-list .monaco-list-row').allInnerTexts();
-      return rows.length >= 1 && rows[0].includes(label);
+    // Enter takes the first row: wait until it is the one labelled exactly so.
+    await until(`"${label}" first`, async () => {
+      const names = await page.locator('.quick-input-list .monaco-list-row .label-name').allInnerTexts();
+      return names.length >= 1 && names[0].trim() === label;
     }, 10000);
     await input.press('Enter');
   }
@@ -146,9 +147,17 @@ exports.register = ({ testCase, until, runCommand, text, send, readTraces, log, 
     if (!(await text(f, '.msg.assistant .md')).includes('Wrote step one.')) throw new Error('the rewound conversation lost its first answer');
     await until('the message back in the input', async () => (await f.locator('#input').inputValue()) === 'Now step two', 5000);
 
-    // Fork from the first message: a new session with nothing before it, the text to send again.
+    // In the fork (its messages' ids come from agent/getMessages): restore the files only, to
+    // before the first message. The file that run created goes; the conversation stays.
     await f.locator('#input').fill('');
     const first = f.locator('.msg.user', { has: f.locator('.bubble', { hasText: 'Write step.txt' }) });
+    await first.hover();
+    await first.locator('button[data-action="restore"]').click();
+    await pick(page, 'Restore to here', 'Restore Files');
+    await until('step.txt removed', () => !fs.existsSync(ws('step.txt')), 15000);
+    if (await f.locator('.msg.user .bubble', { hasText: 'Write step.txt' }).count() !== 1) throw new Error('restoring only the files changed the conversation');
+
+    // Fork from the first message: a new session with nothing before it, the text to send again.
     await first.hover();
     await first.locator('button[data-action="fork"]').click();
     await until('the fork: an empty chat', async () => (await f.locator('.msg').count()) === 0, 15000);
