@@ -492,13 +492,39 @@ impl LiveSession {
     }
 
     /// The transcript as pi's JSON messages.
-    pub fn messages(&self) -> Vec<Value> {
-        self.agent
-            .state()
-            .messages
-            .iter()
-            .filter_map(|m| serde_json::to_value(m).ok())
-            .collect()
+    /// The messages, and for each the id of its session file entry when it is a user message
+    /// the file holds (`None` for other roles, or one the file does not hold as such, such as a
+    /// compaction summary): the `messageId`s `agent/forkSession` and `agent/revert` take, for a
+    /// client that did not send these messages itself (a resumed session, a fork).
+    pub fn messages_with_ids(&self) -> (Vec<Value>, Vec<Option<String>>) {
+        // The record's lock is taken and released before the agent's state is locked.
+        let entries: Vec<(String, String)> = (self.record().branch_path().into_iter())
+            .filter_map(|e| match &e.kind {
+                EntryKind::Message {
+                    message: AgentMessage::User(user),
+                } => Some((e.id.clone(), user.content.to_text())),
+                _ => None,
+            })
+            .collect();
+        let state = self.agent.state();
+        let mut ids = vec![None; state.messages.len()];
+        // Paired from the end: the live messages are the file's branch, its older part perhaps
+        // compacted away.
+        let mut unpaired = entries.len();
+        for (i, message) in state.messages.iter().enumerate().rev() {
+            let AgentMessage::User(user) = message else {
+                continue;
+            };
+            let text = user.content.to_text();
+            if let Some(at) = entries[..unpaired].iter().rposition(|(_, t)| *t == text) {
+                ids[i] = Some(entries[at].0.clone());
+                unpaired = at;
+            }
+        }
+        let messages = (state.messages.iter())
+            .map(|m| serde_json::to_value(m).unwrap_or(Value::Null))
+            .collect();
+        (messages, ids)
     }
 }
 

@@ -347,6 +347,8 @@ pub struct StateResult {
 pub struct MessagesResult {
     pub session_id: String,
     pub messages: Vec<Value>,
+    /// Parallel to `messages`: a user message's session file entry id, else `null`.
+    pub message_ids: Vec<Option<String>>,
 }
 
 /// Params of `agent/getDocument`.

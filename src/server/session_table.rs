@@ -333,9 +333,11 @@ impl SessionTable {
 
     pub fn messages(&self, session_id: &str) -> Result<MessagesResult> {
         let session = self.get(session_id)?;
+        let (messages, message_ids) = session.messages_with_ids();
         Ok(MessagesResult {
             session_id: session.id.clone(),
-            messages: session.messages(),
+            messages,
+            message_ids,
         })
     }
 

@@ -54,6 +54,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
       case 'approvalDiff': void c.openApprovalDiff(m.requestId); break;
       case 'removeQueued': void c.removeQueued(m.queue, m.index); break;
       case 'removeContext': c.removeContext(m.index); break;
+      case 'restore': void vscode.commands.executeCommand('agentLsp.restoreToMessage', m.messageId); break;
+      case 'fork': void vscode.commands.executeCommand('agentLsp.forkFromMessage', m.messageId); break;
       case 'command':
         if (m.command === 'openSettings') void vscode.commands.executeCommand('workbench.action.openSettings', 'agentLsp.serverPath');
         else void vscode.commands.executeCommand(`agentLsp.${m.command}`);

@@ -4,7 +4,6 @@
  * ask for (prompt, steer, follow-up, abort, sessions, diffs).
  */
 
-import { execFile } from 'node:child_process';
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { ApprovalRegistry } from './approvals';
@@ -13,15 +12,14 @@ import { currentText, resolveToolUri, showDiff, showUnifiedDiff, SnapshotStore }
 import { DiagnosticsForwarder, saveDocuments } from './documents';
 import {
   type AgentEventParams, type ApprovalDecision, type BeforeToolCallParams, ErrorCodes,
-  type GetMessagesResult, Methods, type NewSessionResult, type PromptResult, type QueueResult,
-  type RemoveQueuedParams, type RemoveQueuedResult, type SessionState,
+  type FileChange, type GetMessagesResult, type ListSessionsResult, Methods, type NewSessionResult,
+  type PromptResult, type QueueResult, type RemoveQueuedParams, type RemoveQueuedResult, type SessionState,
 } from './protocol';
-import { type ChatAction, type ChatState, initialState, isEditTool, reduce, sandboxNote, toolPath } from './shared/chatState';
+import { type ChatAction, type ChatState, initialState, isEditTool, reduce, sandboxNote, splitUserContent, toolPath } from './shared/chatState';
 import { buildMessage, type ContextItem, contextLabel } from './shared/context';
-import { resolveBinary } from './shared/binary';
 import { EditPreviewError, proposedContent } from './shared/edits';
 import { UNSAVED_WARNING } from './shared/render';
-import { parseSessionList, sessionChoices, type StoredSession } from './shared/sessions';
+import { sessionChoices } from './shared/sessions';
 import type { HostToView, ViewStatus } from './shared/messages';
 
 export type SendMode = 'prompt' | 'steer' | 'followUp';
@@ -40,6 +38,13 @@ export class Controller implements vscode.Disposable {
   private view: ((m: HostToView) => void) | undefined;
   /** Shows the chat view (creating it if needed); set by the extension at activation. */
   revealView: (() => void) | undefined;
+  private readonly sessionShown = new vscode.EventEmitter<string | undefined>();
+  /** The chat shows another session (or none): the Changes view follows it. */
+  readonly onDidShowSession = this.sessionShown.event;
+  private shownSession: string | undefined;
+  private readonly changesUpdated = new vscode.EventEmitter<{ sessionId: string; runId: string | null; files: FileChange[] }>();
+  /** A run of the shown session changed files (`changes_update`, §3.16). */
+  readonly onDidChangeFiles = this.changesUpdated.event;
   private readonly statusItem: vscode.StatusBarItem;
 
   constructor(readonly output: vscode.OutputChannel) {
@@ -88,6 +93,19 @@ export class Controller implements vscode.Disposable {
 
   snapshot(): void {
     this.view?.({ type: 'snapshot', state: this.state, contexts: this.contexts.map(contextLabel), status: this.status });
+    this.noteShownSession();
+  }
+
+  private noteShownSession(): void {
+    if (this.shownSession === this.state.sessionId) return;
+    this.shownSession = this.state.sessionId;
+    this.sessionShown.fire(this.shownSession);
+  }
+
+  /** Puts text in the chat's input (a forked message, to edit and send again). */
+  fillInput(text: string): void {
+    this.revealView?.();
+    this.view?.({ type: 'focusInput', text });
   }
 
   dispatch(action: ChatAction): void {
@@ -95,6 +113,7 @@ export class Controller implements vscode.Disposable {
     this.state = reduce(this.state, action);
     this.view?.({ type: 'action', action });
     if (wasRunning !== this.state.running) this.updateStatusItem();
+    this.noteShownSession();
   }
 
   private setStatus(status: ViewStatus): void {
@@ -184,6 +203,7 @@ export class Controller implements vscode.Disposable {
       if (path) this.diagnostics.touch(resolveToolUri(path, readConfig().cwd));
     }
     this.dispatch({ type: 'event', params: p });
+    if (ev.type === 'changes_update') this.changesUpdated.fire({ sessionId: p.sessionId, runId: ev.runId, files: ev.files });
     if (ev.type === 'agent_settled') this.approvals.cancelSession(p.sessionId);
   }
 
@@ -217,6 +237,10 @@ export class Controller implements vscode.Disposable {
       }
       this.rememberSession(result.sessionId);
       if (this.state.sessionId === undefined) this.state.sessionId = result.sessionId;
+      // The id restore and fork need (§3.12): kept on the user message once it starts.
+      if (result.messageId && result.sessionId === this.state.sessionId) {
+        this.dispatch({ type: 'messageId', messageId: result.messageId, text: splitUserContent(message).text });
+      }
       this.contexts = [];
       this.view?.({ type: 'contexts', contexts: [] });
     } catch (e) {
@@ -264,7 +288,8 @@ export class Controller implements vscode.Disposable {
     if (!client || !sessionId || !messageId) return;
     try {
       const params: RemoveQueuedParams = { sessionId, messageId };
-      await client.sendRequest<RemoveQueuedResult>(Methods.removeQueued, params);
+      const r = await client.sendRequest<RemoveQueuedResult>(Methods.removeQueued, params);
+      if (r.removed) this.dispatch({ type: 'dropMessageId', messageId });
     } catch (e) {
       this.reportError(e);
     }
@@ -282,23 +307,24 @@ export class Controller implements vscode.Disposable {
     }
   }
 
-  /** Sessions the daemon stored for this workspace (empty when the listing fails). */
-  private async storedSessions(): Promise<StoredSession[]> {
-    const config = readConfig();
-    const command = resolveBinary(config.serverPath, process.env.PATH ?? '', config.cwd);
-    if (!command || !config.cwd) return [];
-    return new Promise((resolve) => {
-      execFile(command, ['sessions', 'list', '--json', '--cwd', config.cwd ?? ''], { env: { ...process.env, ...config.env }, timeout: 10000 },
-        (err, stdout) => resolve(err ? [] : parseSessionList(stdout)));
-    });
+  /** Sessions the daemon stored for this workspace (`agent/listSessions`; empty when it fails). */
+  private async storedSessions(client: LanguageClient): Promise<ListSessionsResult['sessions']> {
+    const cwd = readConfig().cwd;
+    try {
+      const r = await client.sendRequest<ListSessionsResult>(Methods.listSessions, cwd ? { cwd } : {});
+      return r.sessions;
+    } catch (e) {
+      this.output.appendLine(`agent/listSessions failed: ${e instanceof Error ? e.message : String(e)}`);
+      return [];
+    }
   }
 
   async switchSession(): Promise<void> {
     const client = this.requireClient();
     if (!client) return;
-    const choices = sessionChoices(this.sessions, await this.storedSessions(), this.state.sessionId);
+    const choices = sessionChoices(this.sessions, await this.storedSessions(client), this.state.sessionId, Date.now());
     if (choices.length === 0) { void vscode.window.showInformationMessage('No agent sessions yet for this workspace.'); return; }
-    const items = choices.map((c) => ({ label: `${c.current ? '$(check) ' : ''}${c.label}`, description: c.description, detail: c.label === c.id ? undefined : c.id, choice: c }));
+    const items = choices.map((c) => ({ label: `${c.current ? '$(check) ' : ''}${c.label}`, description: c.description, choice: c }));
     const pick = await vscode.window.showQuickPick(items, { title: 'Switch agent session', placeHolder: 'Session (stored sessions are resumed)' });
     if (!pick || pick.choice.current) return;
     if (!pick.choice.open) {
@@ -325,7 +351,7 @@ export class Controller implements vscode.Disposable {
       // Build the whole switched-to state here and send the view one snapshot of it: forwarding
       // the hydrate action first would let the view show a transcript that the snapshot then
       // replaces (with a different lastSeq and run state).
-      let next = reduce(this.state, { type: 'hydrate', sessionId, messages: msgs.messages });
+      let next = reduce(this.state, { type: 'hydrate', sessionId, messages: msgs.messages, messageIds: msgs.messageIds });
       // Continue the event stream after what the messages already show.
       next.lastSeq = st.lastSeq;
       next.running = st.isStreaming;
@@ -333,6 +359,8 @@ export class Controller implements vscode.Disposable {
       this.state = next;
       this.snapshot();
       this.updateStatusItem();
+      // Resuming from the command palette (or a fork) shows the chat it opened.
+      this.revealView?.();
     } catch (e) {
       this.reportError(e);
     }
@@ -388,6 +416,8 @@ export class Controller implements vscode.Disposable {
     this.statusItem.dispose();
     this.diagnostics.dispose();
     this.snapshots.dispose();
+    this.sessionShown.dispose();
+    this.changesUpdated.dispose();
     void this.client?.stop().catch(() => undefined);
   }
 }

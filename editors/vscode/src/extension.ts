@@ -6,6 +6,8 @@ import * as vscode from 'vscode';
 import { CHAT_VIEW_ID, ChatViewProvider } from './chatView';
 import { Controller } from './controller';
 import { DIFF_SCHEME } from './diffs';
+import { registerReview } from './review';
+import { registerSessionActions } from './sessionActions';
 import { type ContextItem, selectionLines } from './shared/context';
 
 let controller: Controller | undefined;
@@ -75,6 +77,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (['serverPath', 'serverArgs', 'env', 'model', 'approval', 'saveAfterEdit', 'sandbox', 'sandboxNetwork', 'forwardDiagnostics'].some((k) => e.affectsConfiguration(`agentLsp.${k}`))) void c.restart();
     }),
   );
+  registerReview(context, c);
+  registerSessionActions(context, c);
   await c.start();
 }
 

@@ -209,7 +209,8 @@ export interface SetSandboxResult { sessionId: string; sandbox: SandboxStatus }
 export interface GetDocumentResult { uri: string; version: number; text: string }
 
 /** `agent/getMessages` (§3.7). */
-export interface GetMessagesResult { sessionId: string; messages: AgentMessage[] }
+/** `messageIds` (parallel to `messages`): each user message's session file entry id (§3.7, §3.12). */
+export interface GetMessagesResult { sessionId: string; messages: AgentMessage[]; messageIds?: (string | null)[] }
 
 /** One MCP server of a session (`agent/mcpStatus`, `mcp_update`; §3.10). */
 export interface McpServerStatus {

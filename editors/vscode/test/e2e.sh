@@ -50,7 +50,7 @@ log "unit tests: $up passed, $uf failed"
 
 RUN="$(mktemp -d /tmp/agent-lsp-vscode-e2e.XXXXXX)"
 VSIX="$RUN/agent-lsp.vsix"
-"$TOOLS/node_modules/.bin/vsce" package --no-dependencies --allow-missing-repository --skip-license -o "$VSIX" >"$RUN/vsce.log" 2>&1 \
+"$TOOLS/node_modules/.bin/vsce" package --no-dependencies --allow-missing-repository --no-rewrite-relative-links --skip-license -o "$VSIX" >"$RUN/vsce.log" 2>&1 \
   || { cat "$RUN/vsce.log"; fail_all "vsce package"; }
 log "packaged $(basename "$VSIX") ($(du -k "$VSIX" | cut -f1) KiB)"
 

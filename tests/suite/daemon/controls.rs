@@ -351,6 +351,19 @@ async fn sessions_fork_before_a_prompt_list_and_rename() {
         .filter(|r| *r != "system")
         .collect();
     assert_eq!(roles, ["user", "assistant"], "{messages}");
+    // Each user message comes with its entry id in the fork's own file (messageIds, parallel to
+    // messages): what a client that resumed the fork forks or restores at.
+    let listed_messages = messages["messages"].as_array().unwrap();
+    let ids = messages["messageIds"].as_array().unwrap();
+    assert_eq!(ids.len(), listed_messages.len(), "{messages}");
+    let at = |role: &str| {
+        listed_messages
+            .iter()
+            .position(|m| m["role"] == role)
+            .unwrap()
+    };
+    let q1_in_fork = ids[at("user")].as_str().unwrap().to_owned();
+    assert_eq!(ids[at("assistant")], Value::Null, "{messages}");
     let third = client
         .request("agent/prompt", json!({"sessionId": fork, "message": "q3"}))
         .await;
@@ -410,6 +423,13 @@ async fn sessions_fork_before_a_prompt_list_and_rename() {
         )
         .await;
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let again = client
+        .request(
+            "agent/forkSession",
+            json!({"sessionId": fork, "messageId": q1_in_fork}),
+        )
+        .await;
+    assert_eq!(again["text"], "q1", "{again}");
 }
 
 /// A model that repeats one call forever: notes from the third call, the run ends at the sixth.

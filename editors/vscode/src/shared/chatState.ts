@@ -51,7 +51,8 @@ export type AssistantBlock =
   | { type: 'tool'; toolCallId: string };
 
 export type ChatItem =
-  | { kind: 'user'; key: string; text: string; contexts: string[] }
+  /** `messageId`: the session file entry id `agent/prompt` answered with (§3.12), when known. */
+  | { kind: 'user'; key: string; text: string; contexts: string[]; messageId?: string }
   | { kind: 'assistant'; key: string; blocks: AssistantBlock[]; streaming: boolean; model?: string; error?: string; stopReason?: string }
   | { kind: 'notice'; key: string; level: 'info' | 'warning' | 'error'; text: string };
 
@@ -70,6 +71,8 @@ export interface ChatState {
   lastSeq: number;
   /** Monotonic counter for item keys (stable across host and webview: both run the reducer). */
   nextKey: number;
+  /** Ids of sent messages whose user message has not started yet, with their text to match. */
+  pendingMessageIds: { id: string; text: string }[];
 }
 
 export type ChatAction =
@@ -77,15 +80,17 @@ export type ChatAction =
   | { type: 'approvalRequest'; requestId: string; params: BeforeToolCallParams }
   | { type: 'approvalDone'; requestId: string; outcome: 'allowed' | 'blocked' | 'cancelled'; reason?: string }
   | { type: 'reset'; sessionId?: string }
-  | { type: 'hydrate'; sessionId: string; messages: AgentMessage[] }
+  | { type: 'hydrate'; sessionId: string; messages: AgentMessage[]; messageIds?: (string | null)[] }
   | { type: 'notice'; level: 'info' | 'warning' | 'error'; text: string }
-  | { type: 'model'; model: string };
+  | { type: 'model'; model: string }
+  | { type: 'messageId'; messageId: string; text: string }
+  | { type: 'dropMessageId'; messageId: string };
 
 export function initialState(sessionId?: string): ChatState {
   return {
     sessionId, running: false, items: [], tools: {}, queue: { steering: [], followUp: [] },
     totals: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 }, contextTokens: 0,
-    lastSeq: 0, nextKey: 1,
+    lastSeq: 0, nextKey: 1, pendingMessageIds: [],
   };
 }
 
@@ -96,9 +101,13 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
     case 'approvalRequest': return applyApprovalRequest(state, action.requestId, action.params);
     case 'approvalDone': return applyApprovalDone(state, action);
     case 'reset': return initialStateKeepingModel(state, action.sessionId);
-    case 'hydrate': return hydrate(state, action.sessionId, action.messages);
+    case 'hydrate': return hydrate(state, action.sessionId, action.messages, action.messageIds);
     case 'notice': pushNotice(state, action.level, action.text); return state;
     case 'model': state.model = action.model; return state;
+    case 'messageId': return noteMessageId(state, action.messageId, action.text);
+    case 'dropMessageId':
+      state.pendingMessageIds = state.pendingMessageIds.filter((p) => p.id !== action.messageId);
+      return state;
   }
 }
 
@@ -287,10 +296,31 @@ function applyEvent(state: ChatState, p: AgentEventParams): ChatState {
   return state;
 }
 
+/**
+ * Records the id `agent/prompt` (or steer, follow-up) answered with for a message: on its user
+ * item if that already started (the response comes first, but be tolerant), else until it starts.
+ */
+function noteMessageId(state: ChatState, id: string, text: string): ChatState {
+  const last = [...state.items].reverse().find((it) => it.kind === 'user');
+  if (last?.kind === 'user' && last.messageId === undefined && last.text === text && state.pendingMessageIds.length === 0) {
+    last.messageId = id;
+  } else {
+    state.pendingMessageIds.push({ id, text });
+  }
+  return state;
+}
+
+function takeMessageId(state: ChatState, text: string): string | undefined {
+  const i = state.pendingMessageIds.findIndex((p) => p.text === text);
+  if (i < 0) return undefined;
+  return state.pendingMessageIds.splice(i, 1)[0].id;
+}
+
 function onMessageStart(state: ChatState, message: AgentMessage): void {
   if (message.role === 'user') {
     const { text, contexts } = splitUserContent((message as { content?: string | ContentBlock[] }).content);
-    state.items.push({ kind: 'user', key: key(state), text, contexts });
+    const messageId = takeMessageId(state, text);
+    state.items.push(messageId ? { kind: 'user', key: key(state), text, contexts, messageId } : { kind: 'user', key: key(state), text, contexts });
   } else if (message.role === 'assistant') {
     const a = message as AssistantMessage;
     const item: ChatItem = { kind: 'assistant', key: key(state), blocks: assistantBlocks(state, a), streaming: true, model: a.model };
@@ -378,8 +408,11 @@ function onSettled(state: ChatState, aborted: boolean): void {
       tool.approval = undefined;
     }
   }
-  if (aborted) pushNotice(state, 'info', 'Run aborted.');
+  if (aborted) pushNotice(state, 'info', ABORTED_NOTICE);
 }
+
+/** The one mark of an aborted run, live and in a resumed transcript alike. */
+export const ABORTED_NOTICE = 'Run aborted.';
 
 /** How an approved command runs, as the approval says it (undefined when nothing to say). */
 export function sandboxNote(s: BeforeToolCallParams['sandbox']): string | undefined {
@@ -425,15 +458,21 @@ function applyApprovalDone(state: ChatState, a: Extract<ChatAction, { type: 'app
   return state;
 }
 
-function hydrate(prev: ChatState, sessionId: string, messages: AgentMessage[]): ChatState {
+function hydrate(prev: ChatState, sessionId: string, messages: AgentMessage[], ids: (string | null)[] = []): ChatState {
   const state = initialStateKeepingModel(prev, sessionId);
-  for (const m of messages) {
-    if (m.role === 'user') onMessageStart(state, m);
-    else if (m.role === 'assistant') {
+  messages.forEach((m, i) => {
+    if (m.role === 'user') {
+      onMessageStart(state, m);
+      const item = state.items[state.items.length - 1];
+      const id = ids[i];
+      if (item?.kind === 'user' && id) item.messageId = id;
+    } else if (m.role === 'assistant') {
       onMessageStart(state, m);
       onMessageEnd(state, m);
+      // Live, the run's agent_settled {aborted} marks it; stored, its aborted response does.
+      if ((m as AssistantMessage).stopReason === 'aborted') pushNotice(state, 'info', ABORTED_NOTICE);
     } else if (m.role === 'toolResult') applyToolResult(state, m as ToolResultMessage);
-  }
+  });
   for (const tool of Object.values(state.tools)) {
     if (tool.status === 'done' && isEditTool(tool.name)) tool.editPath = toolPath(tool.args);
     if (tool.status === 'running') tool.status = 'aborted';

@@ -25,4 +25,6 @@ export type ViewToHost =
   | { type: 'approvalDiff'; requestId: string }
   | { type: 'removeQueued'; queue: 'steering' | 'followUp'; index: number }
   | { type: 'removeContext'; index: number }
+  | { type: 'restore'; messageId: string }
+  | { type: 'fork'; messageId: string }
   | { type: 'command'; command: 'newSession' | 'switchSession' | 'switchModel' | 'addFile' | 'restart' | 'openSettings' };

@@ -76,11 +76,18 @@ function renderBlock(state: ChatState, b: AssistantBlock | undefined, key: strin
   return renderTool(state.tools[b.toolCallId], open.has(b.toolCallId));
 }
 
+/** A checkpoint's actions, on a user message whose session file entry id is known (§3.12, §3.16). */
+function userActions(messageId: string | undefined): string {
+  if (!messageId) return '';
+  const id = escapeHtml(messageId);
+  return `<div class="msg-actions"><button class="link" title="Revert the files the agent changed since this message (optionally rewinding the conversation too)" data-action="restore" data-message="${id}">Restore to here</button><button class="link" title="A new session with the conversation before this message; its text goes back in the input" data-action="fork" data-message="${id}">Fork from here</button></div>`;
+}
+
 export function renderItem(state: ChatState, item: ChatItem, open: Set<string>): string {
   switch (item.kind) {
     case 'user': {
       const chips = item.contexts.map((c) => `<span class="chip">${escapeHtml(c)}</span>`).join('');
-      return `<div class="msg user"><div class="bubble">${escapeHtml(item.text)}</div>${chips ? `<div class="chips">${chips}</div>` : ''}</div>`;
+      return `<div class="msg user"><div class="bubble">${escapeHtml(item.text)}</div>${chips ? `<div class="chips">${chips}</div>` : ''}${userActions(item.messageId)}</div>`;
     }
     case 'assistant': {
       const blocks = item.blocks.map((b, i) => renderBlock(state, b, item.key, i, open)).join('');

@@ -182,6 +182,8 @@ document.addEventListener('click', (e) => {
     case 'approvalDiff': post({ type: 'approvalDiff', requestId: d.request ?? '' }); break;
     case 'removeQueued': post({ type: 'removeQueued', queue: d.queue as 'steering' | 'followUp', index: Number(d.index) }); break;
     case 'removeContext': post({ type: 'removeContext', index: Number(d.index) }); break;
+    case 'restore': post({ type: 'restore', messageId: d.message ?? '' }); break;
+    case 'fork': post({ type: 'fork', messageId: d.message ?? '' }); break;
     case 'command': post({ type: 'command', command: d.command as 'restart' }); break;
     default: break;
   }

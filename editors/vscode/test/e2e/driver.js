@@ -10,11 +10,14 @@
 const fs = require('fs');
 const path = require('path');
 const { chromium } = require(process.env.PLAYWRIGHT || 'playwright-core');
+const pictures = require('./pictures');
 
 const [url, workspace, artifacts, profile] = process.argv.slice(2);
 const t0 = Date.now();
 const log = (...a) => console.log(`[e2e ${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/** A README picture of the region the selectors cover (pictures.js: media/ with UPDATE_PICTURES=1). */
+const picture = (page, name, selectors) => pictures.picture(page, artifacts, name, selectors);
 
 async function until(what, fn, ms = 20000, every = 100) {
   const end = Date.now() + ms;
@@ -130,6 +133,7 @@ testCase('a prompt from the chat view streams a rendered Markdown answer', async
   const usage = await text(f, '#usage');
   if (!/↓\d/.test(usage) || usage.includes('↓0 ')) throw new Error(`usage not updated: ${usage}`);
   await page.screenshot({ path: path.join(artifacts, '01-answer.png') });
+  await picture(page, 'chat', ['.part.sidebar']);
 });
 
 testCase('approving an edit changes the unsaved buffer, which is then saved (saveAfterEdit: always, with a warning)', async ({ page, ctx }) => {
@@ -153,6 +157,7 @@ testCase('approving an edit changes the unsaved buffer, which is then saved (sav
     if (await card.locator('button', { hasText: b }).count() < 1) throw new Error(`missing button ${b}`);
   }
   await page.screenshot({ path: path.join(artifacts, '02-approval.png') });
+  await picture(page, 'approval', ['.part.sidebar']);
   // "Open diff" shows the proposed change against the (unsaved) buffer in VS Code's diff editor.
   await card.locator('button[data-action="approvalDiff"]').click();
   await page.locator('.tab.active', { hasText: 'proposed' }).waitFor({ timeout: 10000 });
@@ -404,7 +409,7 @@ testCase('Switch Model restarts the daemon with the chosen model', async ({ page
 // More cases live in e2e/cases/*.js, one file per feature area, loaded in name order after the
 // ones above; each exports `register(helpers)`. Their mock responses are in the .json file of the
 // same name, appended by e2e.sh to scenario.json's in the same order.
-const helpers = { testCase, until, runCommand, chatFrame, readTraces, text, openFile, editorText, send, sleep, log, fs, path, workspace, artifacts };
+const helpers = { testCase, until, runCommand, chatFrame, readTraces, text, openFile, editorText, send, sleep, log, fs, path, workspace, artifacts, picture };
 const casesDir = path.join(__dirname, 'cases');
 if (fs.existsSync(casesDir)) {
   for (const file of fs.readdirSync(casesDir).filter((f) => f.endsWith('.js')).sort()) {

@@ -211,3 +211,60 @@ test('an approval that arrives before its message shows once, inside that messag
   assert.equal(s.items.length, 2);
   assert.equal(s.tools.call_b.status, 'approval');
 });
+
+test('a resumed transcript renders as the live one did: tool paths and results, one aborted mark', async () => {
+  const { renderItem } = await import('../../src/shared/render');
+  const user = (text: string) => ({ role: 'user' as const, content: [{ type: 'text' as const, text }], timestamp: 1 });
+  const call = assistant([{ type: 'text', text: 'Editing.' }, { type: 'toolCall', id: 'call_e', name: 'edit', arguments: { path: 'notes.txt', edits: [] } }], 'toolUse');
+  const result = { role: 'toolResult' as const, toolCallId: 'call_e', toolName: 'edit', content: [{ type: 'text' as const, text: 'Edited notes.txt' }], isError: false, timestamp: 1 };
+  const done = assistant([{ type: 'text', text: 'Done.' }]);
+  const aborted = assistant([{ type: 'text', text: 'Counting: one, two' }], 'aborted', { errorMessage: 'Operation aborted' });
+  const live = feed([
+    { type: 'agent_start' },
+    { type: 'message_start', message: user('edit it') }, { type: 'message_end', message: user('edit it') },
+    { type: 'message_start', message: assistant([], 'pending') }, { type: 'message_end', message: call },
+    { type: 'tool_execution_start', toolCallId: 'call_e', toolName: 'edit', args: { path: 'notes.txt', edits: [] } },
+    { type: 'tool_execution_end', toolCallId: 'call_e', toolName: 'edit', result: { content: result.content }, isError: false },
+    { type: 'message_start', message: result }, { type: 'message_end', message: result },
+    { type: 'message_start', message: assistant([], 'pending') }, { type: 'message_end', message: done },
+    { type: 'agent_end', messages: [] }, { type: 'agent_settled', aborted: false },
+    { type: 'agent_start' },
+    { type: 'message_start', message: user('count') }, { type: 'message_end', message: user('count') },
+    { type: 'message_start', message: assistant([], 'pending') }, { type: 'message_end', message: aborted },
+    { type: 'agent_end', messages: [] }, { type: 'agent_settled', aborted: true },
+  ]);
+  const resumed = reduce(initialState(), { type: 'hydrate', sessionId: 's1', messages: [user('edit it'), call, result, done, user('count'), aborted] });
+  const html = (s: ChatState) => s.items.map((it) => renderItem(s, it, new Set()));
+  assert.deepEqual(html(resumed), html(live));
+  const notices = resumed.items.filter((it) => it.kind === 'notice');
+  assert.equal(notices.length, 1, 'the aborted run is marked once');
+  assert.ok(html(resumed).some((h) => h.includes('notes.txt') && h.includes('Edited notes.txt') && h.includes('data-action="openDiff"')));
+});
+
+test('a sent message keeps the id agent/prompt answered with, for restore and fork', () => {
+  let s = initialState('s1');
+  s = reduce(s, { type: 'messageId', messageId: 'aa11', text: 'first' });
+  s = reduce(s, { type: 'messageId', messageId: 'gone', text: 'removed from the queue' });
+  s = reduce(s, { type: 'dropMessageId', messageId: 'gone' });
+  s = reduce(s, { type: 'messageId', messageId: 'bb22', text: 'steer' });
+  s = feed([
+    { type: 'agent_start' },
+    { type: 'message_start', message: { role: 'user', content: 'first', timestamp: 1 } },
+    { type: 'message_start', message: { role: 'user', content: [{ type: 'text', text: 'steer' }], timestamp: 1 } },
+    { type: 'message_start', message: { role: 'user', content: 'removed from the queue', timestamp: 1 } },
+  ], s);
+  const ids = s.items.flatMap((it) => (it.kind === 'user' ? [it.messageId] : []));
+  assert.deepEqual(ids, ['aa11', 'bb22', undefined]);
+  assert.deepEqual(s.pendingMessageIds, []);
+  // The response normally comes first; an id that arrives after its message still lands on it.
+  s = feed([{ type: 'message_start', message: { role: 'user', content: 'late', timestamp: 1 } }], s, 's1', 10);
+  s = reduce(s, { type: 'messageId', messageId: 'cc33', text: 'late' });
+  const last = s.items[s.items.length - 1];
+  assert.ok(last.kind === 'user' && last.messageId === 'cc33');
+});
+
+test('a resumed session\'s user messages get the ids agent/getMessages lists beside them', () => {
+  const user = (text: string) => ({ role: 'user' as const, content: text, timestamp: 1 });
+  const s = reduce(initialState(), { type: 'hydrate', sessionId: 's1', messages: [user('a'), assistant([{ type: 'text', text: 'A' }]), user('b')], messageIds: ['id-a', null, null] });
+  assert.deepEqual(s.items.flatMap((it) => (it.kind === 'user' ? [it.messageId] : [])), ['id-a', undefined]);
+});

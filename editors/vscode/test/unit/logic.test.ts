@@ -99,19 +99,30 @@ test('the daemon binary is found by absolute path, relative path or PATH, and on
   fs.rmSync(dir, { recursive: true });
 });
 
-test('Switch Session lists connection sessions first, then stored ones, each once', async () => {
-  const { parseSessionList, sessionChoices } = await import('../../src/shared/sessions');
-  const stored = parseSessionList([
-    '{"id":"s-old","path":"/x/a.jsonl","cwd":"/w","name":null,"created":"2026-11-30T06:00:00Z","updated":"2026-11-30T06:10:00.000Z","messageCount":4}',
-    'warning: not json',
-    '{"id":"s-new","cwd":"/w","name":"fix tests","updated":"2026-11-30T07:00:00.000Z","messageCount":2}',
-    '{"nope":1}',
-    '',
-  ].join('\n'));
-  assert.deepEqual(stored.map((s) => s.id), ['s-old', 's-new']);
-  const choices = sessionChoices(['s-new', 's-live'], stored, 's-live');
+test('Switch Session lists connection sessions first, then stored ones, each once, by title and last activity', async () => {
+  const { sessionChoices, UNTITLED } = await import('../../src/shared/sessions');
+  const info = (sessionId: string, title: string, modified: string, messageCount: number) =>
+    ({ sessionId, title, name: null, cwd: '/w', created: '2026-11-30T06:00:00Z', modified, messageCount, file: `/x/${sessionId}.jsonl` });
+  const stored = [info('s-new', 'fix tests', '2026-11-30T07:00:00.000Z', 2), info('s-old', 'Capitalise beta', '2026-11-30T06:10:00.000Z', 1)];
+  const now = Date.parse('2026-11-30T07:05:00Z');
+  const choices = sessionChoices(['s-new', 's-live'], stored, 's-live', now);
   assert.deepEqual(choices.map((c) => [c.id, c.open, c.current]), [['s-live', true, true], ['s-new', true, false], ['s-old', false, false]]);
+  assert.equal(choices[0].label, UNTITLED, 'an open session with nothing stored yet');
+  assert.equal(choices[0].description, 'open');
   assert.equal(choices[1].label, 'fix tests');
-  assert.equal(choices[1].description, 'open · 2 messages · 2026-11-30 07:00');
-  assert.equal(choices[2].description, 'stored · 4 messages · 2026-11-30 06:10');
+  assert.equal(choices[1].description, 'open · 2 messages · 5 minutes ago');
+  assert.equal(choices[2].description, 'stored · 1 message · 55 minutes ago');
+});
+
+test('last activity reads as a relative time, then as a date', async () => {
+  const { relativeTime } = await import('../../src/shared/sessions');
+  const now = Date.parse('2026-11-30T12:00:00Z');
+  assert.equal(relativeTime('2026-11-30T11:59:30Z', now), 'just now');
+  assert.equal(relativeTime('2026-11-30T11:59:00Z', now), '1 minute ago');
+  assert.equal(relativeTime('2026-11-30T09:00:00Z', now), '3 hours ago');
+  assert.equal(relativeTime('2026-11-29T10:00:00Z', now), 'yesterday');
+  assert.equal(relativeTime('2026-11-20T12:00:00Z', now), '10 days ago');
+  assert.equal(relativeTime('2026-01-02T12:00:00Z', now), '2026-01-02');
+  assert.equal(relativeTime(undefined, now), '');
+  assert.equal(relativeTime('not a date', now), 'not a date');
 });

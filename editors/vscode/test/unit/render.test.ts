@@ -55,3 +55,12 @@ test('tool targets name the path, command or pattern', () => {
   assert.equal(t({ pattern: 'TODO' }), 'TODO');
   assert.equal(t({}), '');
 });
+
+test('a user message with a known messageId offers Restore to here and Fork from here; one without does not', () => {
+  const s = reduce(initialState(), { type: 'hydrate', sessionId: 's1', messages: [
+    { role: 'user', content: 'kept', timestamp: 1 }, { role: 'user', content: 'unknown', timestamp: 1 }], messageIds: ['ab12"x', null] });
+  const [known, unknown] = s.items.map((it) => renderItem(s, it, new Set()));
+  assert.ok(known.includes('data-action="restore" data-message="ab12&quot;x"'), known);
+  assert.ok(known.includes('data-action="fork" data-message="ab12&quot;x"'), known);
+  assert.ok(!unknown.includes('data-action="restore"') && !unknown.includes('data-action="fork"'), unknown);
+});
