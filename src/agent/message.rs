@@ -5,6 +5,8 @@
 //! TypeScript types, but the wire shape of each block is the same, and one enum keeps the
 //! conversions in providers and sessions simple.
 
+use std::sync::Arc;
+
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -343,8 +345,11 @@ pub struct ToolResultMessage {
     pub tool_call_id: String,
     pub tool_name: String,
     pub content: Vec<ContentBlock>,
+    /// Shared, not copied: the loop's context, the run's new messages, the agent's state and the
+    /// session record each hold this message, and a tool's details (an `edit`'s two diffs) are
+    /// most of its size while the model never sees them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
+    pub details: Option<Arc<Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
     pub is_error: bool,

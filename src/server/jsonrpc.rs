@@ -272,6 +272,8 @@ pub struct Reader<R> {
 
 /// The header name, matched case-insensitively (editors write `Content-Length`).
 const CONTENT_LENGTH: &[u8] = b"content-length";
+/// The read buffer's capacity kept between messages.
+const RETAINED_BUFFER: usize = 1 << 20;
 /// Headers longer than this are not headers.
 const MAX_HEADER: usize = 4096;
 /// A Content-Length from this size up is a broken header (skipping it would eat the stream).
@@ -313,6 +315,11 @@ impl<R: AsyncRead + Unpin> Reader<R> {
         if self.start > 0 && self.start * 2 >= self.buf.len() {
             self.buf.drain(..self.start);
             self.start = 0;
+        }
+        // One large frame (a 10 MB `didOpen`) must not keep its buffer for the connection's
+        // life: once what is left fits a small one, give the memory back.
+        if self.buf.capacity() > RETAINED_BUFFER && self.buf.len() <= RETAINED_BUFFER / 2 {
+            self.buf.shrink_to(RETAINED_BUFFER / 2);
         }
         self.buf.reserve(64 * 1024);
         match self.inner.read_buf(&mut self.buf).await {
