@@ -156,3 +156,25 @@ async fn lines_framing_reads_one_message_per_line() {
     assert_eq!(got[4], good());
     assert_eq!(got.len(), 5);
 }
+
+#[tokio::test]
+async fn a_large_frame_does_not_keep_its_buffer() {
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","method":"n","params":{{"text":"{}"}}}}"#,
+        "x".repeat(4 << 20)
+    );
+    let input = format!("{}{}{}", frame(&big), frame(GOOD), frame(GOOD));
+    let mut reader = Reader::new(input.as_bytes(), Framing::ContentLength);
+    assert!(matches!(
+        reader.next().await,
+        Some(Incoming::Notification { .. })
+    ));
+    assert_eq!(reader.next().await, Some(good()));
+    assert_eq!(reader.next().await, Some(good()));
+    assert_eq!(reader.next().await, None);
+    assert!(
+        reader.buf.capacity() <= RETAINED_BUFFER,
+        "the buffer keeps {} bytes after a 4 MiB frame",
+        reader.buf.capacity()
+    );
+}
