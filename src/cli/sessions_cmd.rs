@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 
 use crate::agent::message::AgentMessage;
-use crate::session::{EntryKind, ForkPoint, SessionStore, SessionSummary, time::iso_from_ms};
+use crate::session::{ForkPoint, SessionStore, SessionSummary, time::iso_from_ms};
 use crate::session_setup::SharedRecord;
 use crate::session_setup::journal::review::{self, Selection};
 use crate::tools::{DiskWorkspace, Workspace};
@@ -89,10 +89,7 @@ pub fn fork(
     let mut out = std::io::stdout().lock();
     let Some(message_id) = message_id else {
         for entry in source.branch_path() {
-            if let EntryKind::Message {
-                message: AgentMessage::User(user),
-            } = &entry.kind
-            {
+            if let Some(AgentMessage::User(user)) = entry.kind.message() {
                 let text = user.content.to_text();
                 let line = text.lines().next().unwrap_or_default();
                 match json {

@@ -342,22 +342,22 @@ mod tests {
 
     fn user(text: &str) -> EntryKind {
         EntryKind::Message {
-            message: AgentMessage::User(UserMessage::text(text)),
+            message: Box::new(AgentMessage::User(UserMessage::text(text))),
         }
     }
 
     fn said(text: &str) -> EntryKind {
         EntryKind::Message {
-            message: AgentMessage::Assistant(AssistantMessage {
+            message: Box::new(AgentMessage::Assistant(AssistantMessage {
                 content: vec![ContentBlock::text(text)],
                 ..Default::default()
-            }),
+            })),
         }
     }
 
     fn call(tool: &str, path: &str) -> EntryKind {
         EntryKind::Message {
-            message: AgentMessage::Assistant(AssistantMessage {
+            message: Box::new(AgentMessage::Assistant(AssistantMessage {
                 content: vec![ContentBlock::ToolCall(ToolCall {
                     id: "c".into(),
                     name: tool.into(),
@@ -366,18 +366,18 @@ mod tests {
                 })],
                 stop_reason: StopReason::ToolUse,
                 ..Default::default()
-            }),
+            })),
         }
     }
 
     fn result(text: &str) -> EntryKind {
         EntryKind::Message {
-            message: AgentMessage::ToolResult(ToolResultMessage {
+            message: Box::new(AgentMessage::ToolResult(ToolResultMessage {
                 tool_call_id: "c".into(),
                 tool_name: "read".into(),
                 content: vec![ContentBlock::text(text)],
                 ..Default::default()
-            }),
+            })),
         }
     }
 

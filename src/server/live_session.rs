@@ -460,7 +460,7 @@ impl LiveSession {
             (None, Some(id)) => record.append_as(
                 id,
                 EntryKind::Message {
-                    message: message.clone(),
+                    message: Box::new(message.clone()),
                 },
             ),
             (None, None) => record.append_message(message),
@@ -499,10 +499,8 @@ impl LiveSession {
     pub fn messages_with_ids(&self) -> (Vec<Value>, Vec<Option<String>>) {
         // The record's lock is taken and released before the agent's state is locked.
         let entries: Vec<(String, String)> = (self.record().branch_path().into_iter())
-            .filter_map(|e| match &e.kind {
-                EntryKind::Message {
-                    message: AgentMessage::User(user),
-                } => Some((e.id.clone(), user.content.to_text())),
+            .filter_map(|e| match e.kind.message() {
+                Some(AgentMessage::User(user)) => Some((e.id.clone(), user.content.to_text())),
                 _ => None,
             })
             .collect();

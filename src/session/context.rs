@@ -73,9 +73,12 @@ pub fn context_of_path(path: &[&SessionEntry]) -> SessionContext {
                     model_id: model_id.clone(),
                 });
             }
-            EntryKind::Message {
-                message: AgentMessage::Assistant(a),
-            } if context.model.is_none() => {
+            EntryKind::Message { message }
+                if context.model.is_none() && matches!(**message, AgentMessage::Assistant(_)) =>
+            {
+                let AgentMessage::Assistant(a) = &**message else {
+                    continue;
+                };
                 context.model = Some(ModelRef {
                     provider: a.provider.clone(),
                     model_id: a.model.clone(),

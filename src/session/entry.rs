@@ -43,22 +43,16 @@ pub struct SessionEntry {
 }
 
 /// The type-specific part of an entry (spec §C2).
-#[allow(clippy::large_enum_variant)] // Entries live in one Vec per session; boxing adds noise.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EntryKind {
-    Message {
-        message: AgentMessage,
-    },
+    /// Boxed: a message is 512 bytes inline and most entries are messages, so an unboxed one
+    /// made every entry (a journal line, a label) that large in the session's entry list.
+    Message { message: Box<AgentMessage> },
     #[serde(rename_all = "camelCase")]
-    ModelChange {
-        provider: String,
-        model_id: String,
-    },
+    ModelChange { provider: String, model_id: String },
     #[serde(rename_all = "camelCase")]
-    ThinkingLevelChange {
-        thinking_level: String,
-    },
+    ThinkingLevelChange { thinking_level: String },
     #[serde(rename_all = "camelCase")]
     Compaction {
         summary: String,
@@ -125,6 +119,14 @@ const KNOWN_TYPES: [&str; 9] = [
 ];
 
 impl EntryKind {
+    /// The message of a message entry.
+    pub fn message(&self) -> Option<&AgentMessage> {
+        match self {
+            EntryKind::Message { message } => Some(message),
+            _ => None,
+        }
+    }
+
     /// The `type` tag as written in the file.
     pub fn type_name(&self) -> &str {
         match self {
@@ -278,7 +280,9 @@ mod tests {
                 id: format!("id{i}"),
                 parent_id: (i % 2 == 1).then(|| "p\"q".to_string()),
                 timestamp: "2026-01-01T00:00:00.000Z".into(),
-                kind: EntryKind::Message { message },
+                kind: EntryKind::Message {
+                    message: Box::new(message),
+                },
             };
             let direct = serde_json::to_string(&entry).unwrap();
             assert_eq!(direct, serde_json::to_string(&ViaMap(&entry)).unwrap());

@@ -223,10 +223,7 @@ impl SessionFile {
     pub fn usage(&self) -> Usage {
         let mut total = Usage::default();
         for entry in &self.entries {
-            if let EntryKind::Message {
-                message: AgentMessage::Assistant(a),
-            } = &entry.kind
-            {
+            if let Some(AgentMessage::Assistant(a)) = entry.kind.message() {
                 total.accumulate(&a.usage);
             }
         }
@@ -277,7 +274,9 @@ impl SessionFile {
                 "a {role} message is not stored as a message entry"
             )));
         }
-        self.append(EntryKind::Message { message })
+        self.append(EntryKind::Message {
+            message: Box::new(message),
+        })
     }
 
     pub fn append_model_change(

@@ -226,9 +226,7 @@ impl SessionStore {
                 let entry = source
                     .entry(id)
                     .ok_or_else(|| SessionError::UnknownEntry(id.into()))?;
-                let EntryKind::Message {
-                    message: crate::agent::message::AgentMessage::User(user),
-                } = &entry.kind
+                let Some(crate::agent::message::AgentMessage::User(user)) = entry.kind.message()
                 else {
                     return Err(SessionError::Refused(format!(
                         "entry {id} is not a user message; forks start at a user message"
@@ -309,10 +307,8 @@ fn summarize(path: &Path) -> Result<SessionSummary, SessionError> {
         created: header.timestamp,
         updated_ms,
         message_count: count_messages(&entries),
-        first_prompt: entries.iter().find_map(|e| match &e.kind {
-            EntryKind::Message {
-                message: crate::agent::message::AgentMessage::User(user),
-            } => Some(
+        first_prompt: entries.iter().find_map(|e| match e.kind.message() {
+            Some(crate::agent::message::AgentMessage::User(user)) => Some(
                 user.content
                     .to_text()
                     .lines()

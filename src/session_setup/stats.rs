@@ -63,7 +63,7 @@ pub fn session_stats(
             continue;
         };
         stats.total_messages += 1;
-        match message {
+        match &**message {
             AgentMessage::User(_) => stats.user_messages += 1,
             AgentMessage::ToolResult(_) => stats.tool_results += 1,
             AgentMessage::Assistant(a) => {
@@ -88,7 +88,7 @@ pub fn session_stats(
         .rposition(|e| matches!(e.kind, EntryKind::Compaction { .. }));
     let answered_since = compacted.is_none_or(|at| {
         branch[at..].iter().any(|e| {
-            matches!(&e.kind, EntryKind::Message { message: AgentMessage::Assistant(a) }
+            matches!(e.kind.message(), Some(AgentMessage::Assistant(a))
                 if !a.stop_reason.is_hard_exit())
         })
     });

@@ -259,10 +259,8 @@ fn last_user_message(record: &SessionFile) -> Option<String> {
         .branch_path()
         .iter()
         .rev()
-        .find_map(|e| match &e.kind {
-            EntryKind::Message {
-                message: AgentMessage::User(_),
-            } => Some(e.id.clone()),
+        .find_map(|e| match e.kind.message() {
+            Some(AgentMessage::User(_)) => Some(e.id.clone()),
             _ => None,
         })
 }

@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use serde_json::json;
 
 use crate::agent::message::{AgentMessage, ContentBlock, ToolResultMessage, now_ms};
-use crate::session::{EntryKind, SessionError, SessionFile};
+use crate::session::{SessionError, SessionFile};
 
 use super::blobs::hash;
 use super::{Effect, JOURNALED, Phase};
@@ -44,35 +44,24 @@ pub const INTERRUPTED: &str =
 pub fn settle_interrupted(record: &mut SessionFile) -> Result<usize, SessionError> {
     let pending = {
         let branch = record.branch_path();
-        let Some(last) = branch.iter().rposition(|e| {
-            matches!(
-                &e.kind,
-                EntryKind::Message {
-                    message: AgentMessage::Assistant(_)
-                }
-            )
-        }) else {
+        let Some(last) = branch
+            .iter()
+            .rposition(|e| matches!(e.kind.message(), Some(AgentMessage::Assistant(_))))
+        else {
             return Ok(0);
         };
-        let EntryKind::Message {
-            message: AgentMessage::Assistant(assistant),
-        } = &branch[last].kind
-        else {
+        let Some(AgentMessage::Assistant(assistant)) = branch[last].kind.message() else {
             return Ok(0);
         };
         let mut answered = HashSet::new();
         let mut effects = Vec::new();
         for entry in &branch[last + 1..] {
-            match &entry.kind {
-                EntryKind::Message {
-                    message: AgentMessage::ToolResult(r),
-                } => {
+            match entry.kind.message() {
+                Some(AgentMessage::ToolResult(r)) => {
                     answered.insert(r.tool_call_id.clone());
                 }
                 // A later prompt: the calls were settled some other way.
-                EntryKind::Message {
-                    message: AgentMessage::User(_),
-                } => return Ok(0),
+                Some(AgentMessage::User(_)) => return Ok(0),
                 _ => effects.extend(Effect::of(entry)),
             }
         }
