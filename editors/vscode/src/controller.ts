@@ -9,10 +9,13 @@ import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { ApprovalRegistry } from './approvals';
 import { BinaryMissingError, createClient, readConfig } from './client';
+import { ChatCompletions } from './completions';
+import { LiveControls } from './controls';
+import { askMcpTrust, isMcpTrustRequest, McpServersView } from './mcpView';
 import { currentText, resolveToolUri, showDiff, showUnifiedDiff, SnapshotStore } from './diffs';
 import { DiagnosticsForwarder, saveDocuments } from './documents';
 import {
-  type AgentEventParams, type ApprovalDecision, type BeforeToolCallParams, ErrorCodes,
+  type AgentEventParams, type ApprovalDecision, type BeforeToolCallParams, type CompactionResult, ErrorCodes,
   type GetMessagesResult, Methods, type NewSessionResult, type PromptResult, type QueueResult,
   type RemoveQueuedParams, type RemoveQueuedResult, type SessionState,
 } from './protocol';
@@ -41,8 +44,18 @@ export class Controller implements vscode.Disposable {
   /** Shows the chat view (creating it if needed); set by the extension at activation. */
   revealView: (() => void) | undefined;
   private readonly statusItem: vscode.StatusBarItem;
+  /** Model, thinking level, context use and cost of the shown session (controls.ts). */
+  readonly controls: LiveControls;
+  readonly completions: ChatCompletions;
+  readonly mcp: McpServersView;
 
   constructor(readonly output: vscode.OutputChannel) {
+    this.controls = new LiveControls({
+      client: () => this.client, sessionId: () => this.state.sessionId, ensureSession: () => this.ensureSession(),
+      post: (m) => this.view?.(m), reportError: (e) => this.reportError(e),
+    });
+    this.completions = new ChatCompletions(() => this.client, () => this.state.sessionId);
+    this.mcp = new McpServersView(() => this.client, () => this.state.sessionId);
     this.statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
     this.statusItem.command = 'agentLsp.openChat';
     this.statusItem.show();
@@ -88,6 +101,13 @@ export class Controller implements vscode.Disposable {
 
   snapshot(): void {
     this.view?.({ type: 'snapshot', state: this.state, contexts: this.contexts.map(contextLabel), status: this.status });
+    this.view?.({ type: 'controls', controls: this.controls.view });
+  }
+
+  /** The shown session changed: the controls and the MCP view read it again. */
+  private sessionChanged(): void {
+    void this.controls.sessionChanged();
+    void this.mcp.refresh();
   }
 
   dispatch(action: ChatAction): void {
@@ -119,7 +139,8 @@ export class Controller implements vscode.Disposable {
     try {
       client = createClient(config, {
         onEvent: (p) => this.onEvent(p),
-        beforeToolCall: (p, token) => this.approvals.ask(p, token),
+        // A project's .mcp.json asks once per project, outside any run: a modal, not a card.
+        beforeToolCall: (p, token) => (isMcpTrustRequest(p) ? askMcpTrust(p) : this.approvals.ask(p, token)),
         saveDocuments: (p) => saveDocuments(p),
       }, this.output);
     } catch (e) {
@@ -155,6 +176,8 @@ export class Controller implements vscode.Disposable {
     if (old) await old.stop().catch(() => undefined);
     this.state = initialState();
     this.sessions.length = 0;
+    this.controls.reset();
+    this.sessionChanged();
     this.snapshot();
     this.updateStatusItem();
     await this.start();
@@ -177,6 +200,7 @@ export class Controller implements vscode.Disposable {
 
   private onEvent(p: AgentEventParams): void {
     if (this.state.sessionId !== undefined && p.sessionId !== this.state.sessionId) return;
+    const first = this.state.sessionId === undefined;
     const ev = p.event;
     if (ev.type === 'tool_execution_start') {
       void this.captureBefore(ev.toolCallId, ev.toolName, ev.args);
@@ -185,6 +209,9 @@ export class Controller implements vscode.Disposable {
     }
     this.dispatch({ type: 'event', params: p });
     if (ev.type === 'agent_settled') this.approvals.cancelSession(p.sessionId);
+    this.completions.onEvent(p);
+    this.mcp.onEvent(p);
+    if (first) this.sessionChanged(); else this.controls.onEvent(p);
   }
 
   /** Keeps the text an edit tool starts from, for the "Open diff" button after the edit. */
@@ -216,7 +243,7 @@ export class Controller implements vscode.Disposable {
         result = await client.sendRequest<PromptResult>(Methods.prompt, { message, streamingBehavior });
       }
       this.rememberSession(result.sessionId);
-      if (this.state.sessionId === undefined) this.state.sessionId = result.sessionId;
+      if (this.state.sessionId === undefined) { this.state.sessionId = result.sessionId; this.sessionChanged(); }
       this.contexts = [];
       this.view?.({ type: 'contexts', contexts: [] });
     } catch (e) {
@@ -277,8 +304,34 @@ export class Controller implements vscode.Disposable {
       const r = await client.sendRequest<NewSessionResult>(Methods.newSession, { cwd: readConfig().cwd });
       this.rememberSession(r.sessionId);
       this.dispatch({ type: 'reset', sessionId: r.sessionId });
+      this.sessionChanged();
     } catch (e) {
       this.reportError(e);
+    }
+  }
+
+  /** The shown session's id, starting one first when the chat has none (a picker needs one). */
+  async ensureSession(): Promise<string | undefined> {
+    if (this.state.sessionId) return this.state.sessionId;
+    await this.newSession();
+    return this.state.sessionId;
+  }
+
+  /**
+   * "Agent: Compact" (`agent/compact`, §3.15): the answer comes after `compaction_end`, which
+   * already put the marker with its summary in the chat; a refusal becomes a notice.
+   */
+  async compact(instructions?: string): Promise<void> {
+    const client = this.requireClient();
+    const sessionId = this.state.sessionId;
+    if (!client) return;
+    if (!sessionId) { void vscode.window.showInformationMessage('Nothing to compact: the chat has no session yet.'); return; }
+    try {
+      await client.sendRequest<CompactionResult>(Methods.compact, instructions ? { sessionId, instructions } : { sessionId });
+    } catch (e) {
+      const code = (e as { code?: number })?.code;
+      if (code === ErrorCodes.compactionFailed || code === ErrorCodes.agentBusy) this.notice('warning', `Not compacted: ${e instanceof Error ? e.message : String(e)}`);
+      else this.reportError(e);
     }
   }
 
@@ -333,6 +386,7 @@ export class Controller implements vscode.Disposable {
       this.state = next;
       this.snapshot();
       this.updateStatusItem();
+      this.sessionChanged();
     } catch (e) {
       this.reportError(e);
     }
@@ -345,6 +399,28 @@ export class Controller implements vscode.Disposable {
     this.view?.({ type: 'contexts', contexts: this.contexts.map(contextLabel) });
     this.revealView?.();
     this.view?.({ type: 'focusInput' });
+  }
+
+  /** A file chosen with `@` in the chat input, attached whole (as "Add File to Prompt"). */
+  async attachFile(path: string): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const uri = folder ? vscode.Uri.joinPath(folder, path) : vscode.Uri.file(path);
+    try {
+      const doc = await vscode.workspace.openTextDocument(uri);
+      this.addContext({ path, text: doc.getText(), languageId: doc.languageId });
+    } catch (e) {
+      this.notice('warning', `Could not attach ${path}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  /** An image pasted or dropped into the chat input: sent as an image block (§3, `Message`). */
+  attachImage(name: string, mimeType: string, data: string): void {
+    this.addContext({ path: name, text: '', image: { mimeType, data } });
+  }
+
+  async complete(requestId: number, kind: 'command' | 'file', query: string): Promise<void> {
+    const items = await this.completions.complete(kind, query).catch(() => []);
+    this.view?.({ type: 'completions', requestId, items });
   }
 
   removeContext(index: number): void {
@@ -386,6 +462,8 @@ export class Controller implements vscode.Disposable {
 
   dispose(): void {
     this.statusItem.dispose();
+    this.controls.dispose();
+    this.mcp.dispose();
     this.diagnostics.dispose();
     this.snapshots.dispose();
     void this.client?.stop().catch(() => undefined);

@@ -106,6 +106,7 @@ export type AgentEvent =
   | ({ type: 'model_update' } & LiveSettings)
   | { type: 'loop_guard'; guard: LoopGuardKind; action: 'warned' | 'stopped'; count: number; toolName?: string; message: string }
   | { type: 'commands_update'; commands: CommandInfo[] }
+  | { type: 'mcp_update'; servers: McpServerStatus[] }
   | { type: 'command_error'; command: string; message: string }
   | { type: 'compaction_start'; reason: CompactionReason }
   | { type: 'compaction_end'; reason: CompactionReason; result?: CompactionResult; aborted: boolean; willRetry: boolean; errorMessage?: string }
