@@ -244,6 +244,10 @@ export class Controller implements vscode.Disposable {
       }
       this.rememberSession(result.sessionId);
       if (this.state.sessionId === undefined) { this.state.sessionId = result.sessionId; this.sessionChanged(); }
+      // `/model` alone sends nothing and no event: say which model the session uses.
+      if (result.disposition === 'command' && result.command === 'model' && result.model) {
+        this.notice('info', `Model: ${result.model.provider}/${result.model.id}${result.model.reasoning ? `, thinking ${result.thinkingLevel ?? 'off'}` : ''}.`);
+      }
       this.contexts = [];
       this.view?.({ type: 'contexts', contexts: [] });
     } catch (e) {

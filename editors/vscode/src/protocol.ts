@@ -149,7 +149,12 @@ export interface PromptResult {
   sessionId: string;
   runId: string;
   messageId: string;
-  disposition: 'started' | 'steered' | 'followUp';
+  disposition: 'started' | 'steered' | 'followUp' | 'command' | 'expanding';
+  /** For `command` / `expanding` (§3.14): the slash command that answered. */
+  command?: string;
+  /** `/model`'s answer (§3.14). */
+  model?: ModelInfo;
+  thinkingLevel?: ThinkingLevel;
 }
 
 /** `agent/steer`, `agent/followUp` (§3.2): when the session is idle the message starts a run. */

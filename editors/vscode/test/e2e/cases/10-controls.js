@@ -17,7 +17,9 @@ exports.register = ({ testCase, until, runCommand, text, send, fs, path, workspa
     await runCommand(page, 'Agent: Set Thinking Level');
     const rows = page.locator('.quick-input-list .monaco-list-row');
     await until('the levels of the model', async () => (await rows.count()) === 4, 10000);
-    const levels = (await rows.locator('.label-name').allInnerTexts()).map((r) => r.trim());
+    // A row's accessible name is "label, description" (the list reuses row elements, so their
+    // inner text may hold a hidden detail line of an earlier picker).
+    const levels = (await rows.evaluateAll((rs) => rs.map((r) => r.getAttribute('aria-label') ?? ''))).map((l) => l.split(',')[0].replace(/^check\s+/, '').trim()); // the current one: "check  off"
     if (levels.join(',') !== 'off,low,medium,high') throw new Error(`unexpected levels: ${levels.join(',')}`);
     await rows.filter({ has: page.locator('.label-name', { hasText: /^high$/ }) }).first().click();
     await until('the footer shows the level', async () => (await text(f, '#usage')).includes('thinking high'), 10000);
@@ -60,6 +62,13 @@ exports.register = ({ testCase, until, runCommand, text, send, fs, path, workspa
     await until('the answer', async () => (await text(f, '.msg.assistant .md')).includes('Reviewed notes.txt'), 30000);
     await settled(f);
     if (!lastRequest().includes('Review notes.txt carefully.')) throw new Error('the template was not expanded for the model');
+    // `/model` alone answers without a run: the chat says which model the session uses.
+    await input.fill('/model');
+    await until('the /model row', async () => (await text(f, '#completions')).includes('[provider/id]'), 10000);
+    await input.press('Enter'); // accepts the completion ("/model ")
+    await until('the command accepted', async () => (await input.inputValue()) === '/model ', 5000);
+    await input.press('Enter'); // sends it
+    await until('the model notice', async () => (await text(f, '.notice')).includes('Model: mock/other-model, thinking high.'), 10000);
   });
 
   testCase('"@" completes workspace files (fuzzy, .gitignore respected) and attaches the chosen one', async ({ ctx }) => {
@@ -109,6 +118,8 @@ exports.register = ({ testCase, until, runCommand, text, send, fs, path, workspa
     if ((await f.locator('.msg.user').last().locator('.chip', { hasText: 'image' }).count()) !== 2) throw new Error('the sent message does not show its images');
   });
 
+  // Both compactions below cut inside a long answer (a split turn), so each makes two summary
+  // requests, the history's and the cut turn's start (10-controls.json has a response for each).
   testCase('Agent: Compact summarises the conversation; the chat marks it with the summary folded', async ({ page, ctx }) => {
     const f = ctx.frame;
     await runCommand(page, 'Agent: Compact');
