@@ -95,7 +95,9 @@ export class McpServersView implements vscode.TreeDataProvider<Node>, vscode.Dis
     const s = node.server;
     const expandable = s.tools.length > 0 || s.error !== undefined;
     const item = new vscode.TreeItem(s.name, expandable ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
-    item.id = `mcp-${s.name}`;
+    // The state in the id: VS Code keeps an item's collapsed state by id, so a server first shown
+    // without children (starting, not allowed) would stay collapsed once its tools arrive.
+    item.id = `mcp-${s.name}-${s.state}`;
     item.iconPath = new vscode.ThemeIcon(STATE_ICON[s.state]);
     item.description = `${STATE_TEXT[s.state]}${s.state === 'ready' ? ` · ${s.tools.length} tool${s.tools.length === 1 ? '' : 's'}` : ''}`;
     item.tooltip = `${s.name}: ${STATE_TEXT[s.state]}${s.error ? `\n${s.error}` : ''}`;

@@ -156,6 +156,11 @@ exports.register = ({ testCase, until, runCommand, text, send, fs, path, workspa
     const echo = process.env.MOCK_MCP_BIN;
     fs.writeFileSync(path.join(workspace, '.mcp.json'), JSON.stringify({ mcpServers: { echo: { command: echo }, broken: { command: '/nonexistent/mcp-server' } } }));
     try {
+      // Open the view first (it starts collapsed): the current session has no servers.
+      const header = page.locator('.pane-header', { hasText: 'MCP Servers' });
+      if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
+      const pane = page.locator('.pane', { has: header });
+      await until('the empty view', async () => (await pane.innerText()).includes('This session has no MCP servers'), 10000);
       await runCommand(page, 'Agent: New Session');
       const dialog = page.locator('.monaco-dialog-box');
       await dialog.waitFor({ timeout: 20000 });
@@ -163,18 +168,17 @@ exports.register = ({ testCase, until, runCommand, text, send, fs, path, workspa
       for (const want of ['.mcp.json', `echo: ${echo}`, 'broken: /nonexistent/mcp-server']) {
         if (!asked.includes(want)) throw new Error(`the trust prompt does not name ${want}: ${asked}`);
       }
+      const row = (label) => page.locator('.monaco-list-row', { has: page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) }).first();
+      // While the dialog asks, the view already lists the new session's servers, not started.
+      await until('echo listed as not allowed', async () => (await row('echo').innerText()).includes('not allowed for this project'), 10000);
       await page.screenshot({ path: path.join(artifacts, '12-mcp-trust.png') });
-      const header = page.locator('.pane-header', { hasText: 'MCP Servers' });
-      // While asked, the view already lists the servers as not allowed (mcp_update).
-      if ((await header.getAttribute('aria-expanded')) === 'false') await header.click({ force: true }).catch(() => undefined);
       await dialog.locator('.monaco-button', { hasText: /^Allow$/ }).click();
       await dialog.waitFor({ state: 'detached', timeout: 10000 });
-      if ((await header.getAttribute('aria-expanded')) === 'false') await header.click();
-      const row = (label) => page.locator('.monaco-list-row', { has: page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) }).first();
+      // Then mcp_update events change it in place (nobody refreshes the view).
       await until('echo ready with its tool', async () => (await row('echo').innerText()).includes('ready · 1 tool'), 20000);
       await until('its tool listed', async () => (await row('timed_echo').count()) === 1, 10000);
       await until('broken failed', async () => (await row('broken').innerText()).includes('failed'), 20000);
-      const tree = await page.locator('.pane', { has: header }).innerText();
+      const tree = await pane.innerText();
       if (!/nonexistent|No such file|not found/i.test(tree)) throw new Error(`the failed server shows no error: ${tree}`);
       await page.screenshot({ path: path.join(artifacts, '13-mcp-view.png') });
       if (await f.locator('.msg').count() !== 0) throw new Error('the new session is not empty');
