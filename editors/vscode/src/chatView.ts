@@ -56,6 +56,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
       case 'removeContext': c.removeContext(m.index); break;
       case 'restore': void vscode.commands.executeCommand('agentLsp.restoreToMessage', m.messageId); break;
       case 'fork': void vscode.commands.executeCommand('agentLsp.forkFromMessage', m.messageId); break;
+      case 'complete': void c.complete(m.requestId, m.kind, m.query); break;
+      case 'attachFile': void c.attachFile(m.path); break;
+      case 'attachImage': c.attachImage(m.name, m.mimeType, m.data); break;
       case 'command':
         if (m.command === 'openSettings') void vscode.commands.executeCommand('workbench.action.openSettings', 'agentLsp.serverPath');
         else void vscode.commands.executeCommand(`agentLsp.${m.command}`);
@@ -75,11 +78,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
 <body data-running="false" data-connection="starting">
 <div id="banner" class="banner" hidden></div>
 <div id="transcript" class="transcript" aria-live="polite">
-  <div id="empty" class="empty"><div class="empty-title">Ask the agent</div><div class="empty-hint">Enter sends · Shift+Enter new line<br>While it works: Enter steers · Alt+Enter queues a follow-up · Esc stops</div></div>
+  <div id="empty" class="empty"><div class="empty-title">Ask the agent</div><div class="empty-hint">Enter sends · Shift+Enter new line · / commands · @ files · paste an image<br>While it works: Enter steers · Alt+Enter queues a follow-up · Esc stops</div></div>
 </div>
 <div id="queue" class="queue" hidden></div>
 <div class="composer">
   <div id="contexts" class="contexts"></div>
+  <ul id="completions" class="completions" role="listbox" hidden></ul>
   <textarea id="input" rows="2" placeholder="Ask the agent…" aria-label="Message the agent"></textarea>
   <div class="composer-row">
     <span class="meta"><span id="state" class="state">starting</span></span>

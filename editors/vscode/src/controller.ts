@@ -8,10 +8,13 @@ import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { ApprovalRegistry } from './approvals';
 import { BinaryMissingError, createClient, readConfig } from './client';
+import { ChatCompletions } from './completions';
+import { LiveControls } from './controls';
+import { askMcpTrust, isMcpTrustRequest, McpServersView } from './mcpView';
 import { currentText, resolveToolUri, showDiff, showUnifiedDiff, SnapshotStore } from './diffs';
 import { DiagnosticsForwarder, saveDocuments } from './documents';
 import {
-  type AgentEventParams, type ApprovalDecision, type BeforeToolCallParams, ErrorCodes,
+  type AgentEventParams, type ApprovalDecision, type BeforeToolCallParams, type CompactionResult, ErrorCodes,
   type FileChange, type GetMessagesResult, type ListSessionsResult, Methods, type NewSessionResult,
   type PromptResult, type QueueResult, type RemoveQueuedParams, type RemoveQueuedResult, type SessionState,
 } from './protocol';
@@ -46,8 +49,18 @@ export class Controller implements vscode.Disposable {
   /** A run of the shown session changed files (`changes_update`, §3.16). */
   readonly onDidChangeFiles = this.changesUpdated.event;
   private readonly statusItem: vscode.StatusBarItem;
+  /** Model, thinking level, context use and cost of the shown session (controls.ts). */
+  readonly controls: LiveControls;
+  readonly completions: ChatCompletions;
+  readonly mcp: McpServersView;
 
   constructor(readonly output: vscode.OutputChannel) {
+    this.controls = new LiveControls({
+      client: () => this.client, sessionId: () => this.state.sessionId, ensureSession: () => this.ensureSession(),
+      post: (m) => this.view?.(m), reportError: (e) => this.reportError(e),
+    });
+    this.completions = new ChatCompletions(() => this.client, () => this.state.sessionId);
+    this.mcp = new McpServersView(() => this.client, () => this.state.sessionId);
     this.statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
     this.statusItem.command = 'agentLsp.openChat';
     this.statusItem.show();
@@ -94,12 +107,19 @@ export class Controller implements vscode.Disposable {
   snapshot(): void {
     this.view?.({ type: 'snapshot', state: this.state, contexts: this.contexts.map(contextLabel), status: this.status });
     this.noteShownSession();
+    this.view?.({ type: 'controls', controls: this.controls.view });
   }
 
   private noteShownSession(): void {
     if (this.shownSession === this.state.sessionId) return;
     this.shownSession = this.state.sessionId;
     this.sessionShown.fire(this.shownSession);
+  }
+
+  /** The shown session changed: the controls and the MCP view read it again. */
+  private sessionChanged(): void {
+    void this.controls.sessionChanged();
+    void this.mcp.refresh();
   }
 
   /** Puts text in the chat's input (a forked message, to edit and send again). */
@@ -138,7 +158,8 @@ export class Controller implements vscode.Disposable {
     try {
       client = createClient(config, {
         onEvent: (p) => this.onEvent(p),
-        beforeToolCall: (p, token) => this.approvals.ask(p, token),
+        // A project's .mcp.json asks once per project, outside any run: a modal, not a card.
+        beforeToolCall: (p, token) => (isMcpTrustRequest(p) ? askMcpTrust(p) : this.approvals.ask(p, token)),
         saveDocuments: (p) => saveDocuments(p),
       }, this.output);
     } catch (e) {
@@ -174,6 +195,8 @@ export class Controller implements vscode.Disposable {
     if (old) await old.stop().catch(() => undefined);
     this.state = initialState();
     this.sessions.length = 0;
+    this.controls.reset();
+    this.sessionChanged();
     this.snapshot();
     this.updateStatusItem();
     await this.start();
@@ -196,6 +219,7 @@ export class Controller implements vscode.Disposable {
 
   private onEvent(p: AgentEventParams): void {
     if (this.state.sessionId !== undefined && p.sessionId !== this.state.sessionId) return;
+    const first = this.state.sessionId === undefined;
     const ev = p.event;
     if (ev.type === 'tool_execution_start') {
       void this.captureBefore(ev.toolCallId, ev.toolName, ev.args);
@@ -205,6 +229,9 @@ export class Controller implements vscode.Disposable {
     this.dispatch({ type: 'event', params: p });
     if (ev.type === 'changes_update') this.changesUpdated.fire({ sessionId: p.sessionId, runId: ev.runId, files: ev.files });
     if (ev.type === 'agent_settled') this.approvals.cancelSession(p.sessionId);
+    this.completions.onEvent(p);
+    this.mcp.onEvent(p);
+    if (first) this.sessionChanged(); else this.controls.onEvent(p);
   }
 
   /** Keeps the text an edit tool starts from, for the "Open diff" button after the edit. */
@@ -236,10 +263,14 @@ export class Controller implements vscode.Disposable {
         result = await client.sendRequest<PromptResult>(Methods.prompt, { message, streamingBehavior });
       }
       this.rememberSession(result.sessionId);
-      if (this.state.sessionId === undefined) this.state.sessionId = result.sessionId;
+      if (this.state.sessionId === undefined) { this.state.sessionId = result.sessionId; this.sessionChanged(); }
       // The id restore and fork need (§3.12): kept on the user message once it starts.
       if (result.messageId && result.sessionId === this.state.sessionId) {
         this.dispatch({ type: 'messageId', messageId: result.messageId, text: splitUserContent(message).text });
+      }
+      // `/model` alone sends nothing and no event: say which model the session uses.
+      if (result.disposition === 'command' && result.command === 'model' && result.model) {
+        this.notice('info', `Model: ${result.model.provider}/${result.model.id}${result.model.reasoning ? `, thinking ${result.thinkingLevel ?? 'off'}` : ''}.`);
       }
       this.contexts = [];
       this.view?.({ type: 'contexts', contexts: [] });
@@ -302,8 +333,34 @@ export class Controller implements vscode.Disposable {
       const r = await client.sendRequest<NewSessionResult>(Methods.newSession, { cwd: readConfig().cwd });
       this.rememberSession(r.sessionId);
       this.dispatch({ type: 'reset', sessionId: r.sessionId });
+      this.sessionChanged();
     } catch (e) {
       this.reportError(e);
+    }
+  }
+
+  /** The shown session's id, starting one first when the chat has none (a picker needs one). */
+  async ensureSession(): Promise<string | undefined> {
+    if (this.state.sessionId) return this.state.sessionId;
+    await this.newSession();
+    return this.state.sessionId;
+  }
+
+  /**
+   * "Agent: Compact" (`agent/compact`, §3.15): the answer comes after `compaction_end`, which
+   * already put the marker with its summary in the chat; a refusal becomes a notice.
+   */
+  async compact(instructions?: string): Promise<void> {
+    const client = this.requireClient();
+    const sessionId = this.state.sessionId;
+    if (!client) return;
+    if (!sessionId) { void vscode.window.showInformationMessage('Nothing to compact: the chat has no session yet.'); return; }
+    try {
+      await client.sendRequest<CompactionResult>(Methods.compact, instructions ? { sessionId, instructions } : { sessionId });
+    } catch (e) {
+      const code = (e as { code?: number })?.code;
+      if (code === ErrorCodes.compactionFailed || code === ErrorCodes.agentBusy) this.notice('warning', `Not compacted: ${e instanceof Error ? e.message : String(e)}`);
+      else this.reportError(e);
     }
   }
 
@@ -361,6 +418,7 @@ export class Controller implements vscode.Disposable {
       this.updateStatusItem();
       // Resuming from the command palette (or a fork) shows the chat it opened.
       this.revealView?.();
+      this.sessionChanged();
     } catch (e) {
       this.reportError(e);
     }
@@ -373,6 +431,28 @@ export class Controller implements vscode.Disposable {
     this.view?.({ type: 'contexts', contexts: this.contexts.map(contextLabel) });
     this.revealView?.();
     this.view?.({ type: 'focusInput' });
+  }
+
+  /** A file chosen with `@` in the chat input, attached whole (as "Add File to Prompt"). */
+  async attachFile(path: string): Promise<void> {
+    const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+    const uri = folder ? vscode.Uri.joinPath(folder, path) : vscode.Uri.file(path);
+    try {
+      const doc = await vscode.workspace.openTextDocument(uri);
+      this.addContext({ path, text: doc.getText(), languageId: doc.languageId });
+    } catch (e) {
+      this.notice('warning', `Could not attach ${path}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  /** An image pasted or dropped into the chat input: sent as an image block (§3, `Message`). */
+  attachImage(name: string, mimeType: string, data: string): void {
+    this.addContext({ path: name, text: '', image: { mimeType, data } });
+  }
+
+  async complete(requestId: number, kind: 'command' | 'file', query: string): Promise<void> {
+    const items = await this.completions.complete(kind, query).catch(() => []);
+    this.view?.({ type: 'completions', requestId, items });
   }
 
   removeContext(index: number): void {
@@ -414,6 +494,8 @@ export class Controller implements vscode.Disposable {
 
   dispose(): void {
     this.statusItem.dispose();
+    this.controls.dispose();
+    this.mcp.dispose();
     this.diagnostics.dispose();
     this.snapshots.dispose();
     this.sessionShown.dispose();

@@ -55,7 +55,16 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('agentLsp.abort', () => c.abort()),
     vscode.commands.registerCommand('agentLsp.newSession', () => c.newSession()),
     vscode.commands.registerCommand('agentLsp.switchSession', () => c.switchSession()),
-    vscode.commands.registerCommand('agentLsp.switchModel', () => switchModel(c)),
+    vscode.commands.registerCommand('agentLsp.switchModel', () => c.controls.pickModel()),
+    vscode.commands.registerCommand('agentLsp.setThinkingLevel', () => c.controls.pickThinkingLevel()),
+    vscode.commands.registerCommand('agentLsp.compact', async () => {
+      const instructions = await vscode.window.showInputBox({
+        title: 'Agent: Compact', ignoreFocusOut: true,
+        prompt: 'Replaces the older conversation by a summary. What should the summary keep? (optional; Enter for none)',
+      });
+      if (instructions !== undefined) await c.compact(instructions.trim() || undefined);
+    }),
+    vscode.commands.registerCommand('agentLsp.refreshMcp', () => c.mcp.refresh()),
     vscode.commands.registerCommand('agentLsp.restart', () => c.restart()),
     vscode.commands.registerCommand('agentLsp.addSelection', () => {
       const editor = vscode.window.activeTextEditor;
@@ -80,20 +89,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   registerReview(context, c);
   registerSessionActions(context, c);
   await c.start();
-}
-
-/** The protocol has no model switch yet: the model is an initialization option, so restart. */
-async function switchModel(c: Controller): Promise<void> {
-  const config = vscode.workspace.getConfiguration('agentLsp');
-  const current = config.get<string>('model') ?? '';
-  const model = await vscode.window.showInputBox({
-    title: 'Agent: Switch Model', value: current, ignoreFocusOut: true,
-    prompt: 'Model as "provider/id" (e.g. openai/gpt-4.1-mini). Empty: use the daemon environment. The daemon restarts.',
-  });
-  if (model === undefined) return;
-  const target = vscode.workspace.workspaceFolders ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
-  await config.update('model', model.trim() === '' ? null : model.trim(), target);
-  void c; // the configuration listener restarts the daemon with the new model
 }
 
 export async function deactivate(): Promise<void> {

@@ -106,6 +106,7 @@ export type AgentEvent =
   | ({ type: 'model_update' } & LiveSettings)
   | { type: 'loop_guard'; guard: LoopGuardKind; action: 'warned' | 'stopped'; count: number; toolName?: string; message: string }
   | { type: 'commands_update'; commands: CommandInfo[] }
+  | { type: 'mcp_update'; servers: McpServerStatus[] }
   | { type: 'command_error'; command: string; message: string }
   | { type: 'compaction_start'; reason: CompactionReason }
   | { type: 'compaction_end'; reason: CompactionReason; result?: CompactionResult; aborted: boolean; willRetry: boolean; errorMessage?: string }
@@ -148,7 +149,12 @@ export interface PromptResult {
   sessionId: string;
   runId: string;
   messageId: string;
-  disposition: 'started' | 'steered' | 'followUp';
+  disposition: 'started' | 'steered' | 'followUp' | 'command' | 'expanding';
+  /** For `command` / `expanding` (§3.14): the slash command that answered. */
+  command?: string;
+  /** `/model`'s answer (§3.14). */
+  model?: ModelInfo;
+  thinkingLevel?: ThinkingLevel;
 }
 
 /** `agent/steer`, `agent/followUp` (§3.2): when the session is idle the message starts a run. */

@@ -64,11 +64,16 @@ DAEMON="${AGENT_LSP_BIN:-$TARGET/debug/agent-lsp}"
 MOCK="${AGENT_LSP_MOCK_BIN:-$TARGET/debug/agent-lsp-mock}"
 [ -x "$DAEMON" ] || fail_all "no daemon binary at $DAEMON"
 [ -x "$MOCK" ] || fail_all "no mock binary at $MOCK"
+MOCK_MCP="$(dirname "$MOCK")/agent-lsp-mock-mcp" # the compiled MCP server test/e2e/cases/10-controls.js starts
+[ -x "$MOCK_MCP" ] || fail_all "no mock MCP server at $MOCK_MCP"
 
 # ---- 4. a fresh profile, workspace and home (nothing under the real $HOME)
 mkdir -p "$RUN/home" "$RUN/cfg" "$RUN/data" "$RUN/state" "$RUN/ud/User" "$RUN/ext" "$RUN/ws"
 printf 'alpha\nbeta\n' >"$RUN/ws/notes.txt"
 printf '{"name": "demo" "version": 1}\n' >"$RUN/ws/data.json"
+# A prompt template for the slash-command completion (cases/10-controls.js).
+mkdir -p "$RUN/ws/.agent-lsp/prompts"
+printf -- '---\ndescription: Review one file\nargument-hint: <file>\n---\nReview $1 carefully.\n' >"$RUN/ws/.agent-lsp/prompts/review.md"
 export HOME="$RUN/home" XDG_CONFIG_HOME="$RUN/cfg" XDG_DATA_HOME="$RUN/data" XDG_STATE_HOME="$RUN/state" XDG_CACHE_HOME="$RUN/cache"
 export TMPDIR="$E2E_CACHE/tmp"
 
@@ -102,6 +107,16 @@ for _ in $(seq 1 100); do [ -s "$RUN/mock.out" ] && break; sleep 0.1; done
 BASE_URL=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["openaiBaseUrl"])' "$RUN/mock.out" 2>/dev/null) \
   || { cat "$RUN/mock.err"; fail_all "mock provider did not start"; }
 log "mock model at $BASE_URL"
+# A second model for the live model switch (cases/10-controls.js): a reasoning model with a
+# small window and prices, so thinking levels, context percent and cost have something to show.
+mkdir -p "$RUN/cfg/agent-lsp"
+python3 - "$RUN/cfg/agent-lsp/models.json" "$BASE_URL" <<'PY'
+import json, sys
+path, base = sys.argv[1:]
+json.dump({"providers": {"mock": {"baseUrl": base, "api": "openai-completions", "apiKey": "$OPENAI_API_KEY", "models": [
+  {"id": "other-model", "name": "Other Mock Model", "reasoning": True, "input": ["text", "image"], "contextWindow": 20000,
+   "maxTokens": 4096, "cost": {"input": 2, "output": 8, "cacheRead": 0, "cacheWrite": 0}}]}}}, open(path, "w"))
+PY
 
 python3 - "$RUN/ud/User/settings.json" "$DAEMON" "$BASE_URL" <<'PY'
 import json, sys
@@ -134,7 +149,7 @@ log "code-server 4.100.3 on 127.0.0.1:$PORT"
 # ---- 5. drive it
 rm -rf "$ARTIFACTS"; mkdir -p "$ARTIFACTS"
 E2E_LOG="$RUN/driver.log"
-VSCODE_SETTINGS="$RUN/ud/User/settings.json" MOCK_LOG="$RUN/mock-requests.jsonl" VSCODE_LOGS="$RUN/ud/logs" PLAYWRIGHT="$TOOLS/node_modules/playwright-core" timeout 600 node "$HERE/e2e/driver.js" \
+MOCK_MCP_BIN="$MOCK_MCP" VSCODE_SETTINGS="$RUN/ud/User/settings.json" MOCK_LOG="$RUN/mock-requests.jsonl" VSCODE_LOGS="$RUN/ud/logs" PLAYWRIGHT="$TOOLS/node_modules/playwright-core" timeout 600 node "$HERE/e2e/driver.js" \
   "http://127.0.0.1:$PORT/?folder=$RUN/ws" "$RUN/ws" "$ARTIFACTS" "$RUN/browser" 2>&1 | tee "$E2E_LOG"
 result=$(sed -n 's/^E2E-RESULT //p' "$E2E_LOG" | tail -1)
 if [ -z "$result" ]; then

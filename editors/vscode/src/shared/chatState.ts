@@ -9,8 +9,8 @@
  */
 
 import type {
-  AgentEventParams, AgentMessage, AssistantMessage, BeforeToolCallParams, ContentBlock,
-  QueuedMessage, ToolResultMessage, Usage,
+  AgentEventParams, AgentMessage, AssistantMessage, BeforeToolCallParams, CompactionReason,
+  ContentBlock, QueuedMessage, ToolResultMessage, Usage,
 } from '../protocol';
 
 export type ToolStatus = 'streaming' | 'approval' | 'running' | 'done' | 'error' | 'blocked' | 'aborted';
@@ -54,7 +54,23 @@ export type ChatItem =
   /** `messageId`: the session file entry id `agent/prompt` answered with (§3.12), when known. */
   | { kind: 'user'; key: string; text: string; contexts: string[]; messageId?: string }
   | { kind: 'assistant'; key: string; blocks: AssistantBlock[]; streaming: boolean; model?: string; error?: string; stopReason?: string }
-  | { kind: 'notice'; key: string; level: 'info' | 'warning' | 'error'; text: string };
+  | { kind: 'notice'; key: string; level: 'info' | 'warning' | 'error'; text: string }
+  | CompactionItem;
+
+/**
+ * A compaction marker: where the older conversation was replaced by a summary (§3.15), manual
+ * or automatic; `earlier` is one found in a resumed session's history (its reason is not stored).
+ */
+export interface CompactionItem {
+  kind: 'compaction';
+  key: string;
+  reason: CompactionReason | 'earlier';
+  status: 'running' | 'done' | 'failed' | 'aborted';
+  summary?: string;
+  tokensBefore?: number;
+  tokensAfter?: number;
+  error?: string;
+}
 
 export interface QueueEntry { id?: string; text: string }
 
@@ -136,6 +152,7 @@ export function splitUserContent(content: string | ContentBlock[] | undefined): 
   const texts: string[] = [];
   const contexts: string[] = [];
   for (const b of content) {
+    if (b.type === 'image') { contexts.push(`image (${b.mimeType})`); continue; }
     if (b.type !== 'text') continue;
     const m = /^<context path="([^"]*)"(?: lines="([^"]*)")?>/.exec(b.text);
     if (!m) { texts.push(b.text); continue; }
@@ -290,6 +307,15 @@ function applyEvent(state: ChatState, p: AgentEventParams): ChatState {
     case 'agent_settled':
       onSettled(state, ev.aborted);
       break;
+    case 'compaction_start':
+      state.items.push({ kind: 'compaction', key: key(state), reason: ev.reason, status: 'running' });
+      break;
+    case 'compaction_end':
+      onCompactionEnd(state, ev);
+      break;
+    case 'model_update':
+      state.model = ev.model.id;
+      break;
     default:
       break;
   }
@@ -316,9 +342,42 @@ function takeMessageId(state: ChatState, text: string): string | undefined {
   return state.pendingMessageIds.splice(i, 1)[0].id;
 }
 
+/** The text a compaction summary has as a message of the model's context (pi's prefix). */
+export const COMPACTION_PREFIX = 'The conversation history before this point was compacted into the following summary:\n\n<summary>\n';
+
+function onCompactionEnd(state: ChatState, ev: Extract<import('../protocol').AgentEvent, { type: 'compaction_end' }>): void {
+  let item: CompactionItem | undefined;
+  for (let i = state.items.length - 1; i >= 0 && !item; i--) {
+    const it = state.items[i];
+    if (it.kind === 'compaction' && it.status === 'running') item = it;
+  }
+  if (!item) {
+    item = { kind: 'compaction', key: key(state), reason: ev.reason, status: 'running' };
+    state.items.push(item);
+  }
+  if (ev.result) {
+    item.status = 'done';
+    item.summary = ev.result.summary;
+    item.tokensBefore = ev.result.tokensBefore;
+    item.tokensAfter = ev.result.estimatedTokensAfter;
+    // The next response reports the new size; until then the old one would mislead.
+    state.contextTokens = ev.result.estimatedTokensAfter;
+  } else {
+    item.status = ev.aborted ? 'aborted' : 'failed';
+    item.error = ev.errorMessage;
+  }
+}
+
 function onMessageStart(state: ChatState, message: AgentMessage): void {
   if (message.role === 'user') {
-    const { text, contexts } = splitUserContent((message as { content?: string | ContentBlock[] }).content);
+    const content = (message as { content?: string | ContentBlock[] }).content;
+    const whole = contentText(content);
+    if (whole.startsWith(COMPACTION_PREFIX)) {
+      const summary = whole.slice(COMPACTION_PREFIX.length).replace(/\n<\/summary>$/, '');
+      state.items.push({ kind: 'compaction', key: key(state), reason: 'earlier', status: 'done', summary });
+      return;
+    }
+    const { text, contexts } = splitUserContent(content);
     const messageId = takeMessageId(state, text);
     state.items.push(messageId ? { kind: 'user', key: key(state), text, contexts, messageId } : { kind: 'user', key: key(state), text, contexts });
   } else if (message.role === 'assistant') {

@@ -14,14 +14,24 @@ export interface ContextItem {
   endLine?: number;
   text: string;
   languageId?: string;
+  /** A pasted or dropped image: sent as an image block (`text` is then unused). */
+  image?: { mimeType: string; data: string };
 }
 
 export function contextLabel(c: ContextItem): string {
+  if (c.image) return `image: ${c.path} (${imageSize(c.image.data)})`;
   if (c.startLine === undefined) return c.path;
   return c.startLine === c.endLine ? `${c.path}:${c.startLine}` : `${c.path}:${c.startLine}-${c.endLine}`;
 }
 
+/** The decoded size of base64 data, in words. */
+export function imageSize(base64: string): string {
+  const bytes = Math.floor((base64.replace(/=+$/, '').length * 3) / 4);
+  return bytes < 1024 ? `${bytes} B` : `${Math.round(bytes / 1024)} KB`;
+}
+
 export function contextBlock(c: ContextItem): ContentBlock {
+  if (c.image) return { type: 'image', mimeType: c.image.mimeType, data: c.image.data };
   const lines = c.startLine === undefined ? '' : ` lines="${c.startLine}-${c.endLine}"`;
   const fence = c.text.includes('```') ? '````' : '```';
   const body = c.text.endsWith('\n') ? c.text : `${c.text}\n`;

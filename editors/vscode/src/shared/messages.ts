@@ -4,6 +4,8 @@
 
 import type { ApprovalDecision } from '../protocol';
 import type { ChatAction, ChatState } from './chatState';
+import type { CompletionItem, CompletionKind } from './completion';
+import type { ControlsView } from './controls';
 
 export type ConnectionStatus = 'starting' | 'ready' | 'missing' | 'error' | 'stopped';
 
@@ -14,7 +16,9 @@ export type HostToView =
   | { type: 'action'; action: ChatAction }
   | { type: 'contexts'; contexts: string[] }
   | { type: 'status'; status: ViewStatus }
-  | { type: 'focusInput'; text?: string };
+  | { type: 'focusInput'; text?: string }
+  | { type: 'controls'; controls: ControlsView }
+  | { type: 'completions'; requestId: number; items: CompletionItem[] };
 
 export type ViewToHost =
   | { type: 'ready' }
@@ -27,4 +31,9 @@ export type ViewToHost =
   | { type: 'removeContext'; index: number }
   | { type: 'restore'; messageId: string }
   | { type: 'fork'; messageId: string }
-  | { type: 'command'; command: 'newSession' | 'switchSession' | 'switchModel' | 'addFile' | 'restart' | 'openSettings' };
+  | { type: 'command'; command: 'newSession' | 'switchSession' | 'switchModel' | 'setThinkingLevel' | 'compact' | 'addFile' | 'restart' | 'openSettings' }
+  | { type: 'complete'; requestId: number; kind: CompletionKind; query: string }
+  /** A file chosen in the `@` completion: attached as a context chip. */
+  | { type: 'attachFile'; path: string }
+  /** An image pasted or dropped into the input (base64, no `data:` prefix). */
+  | { type: 'attachImage'; name: string; mimeType: string; data: string };

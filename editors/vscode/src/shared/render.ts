@@ -4,10 +4,10 @@
  * through `escapeHtml` or the safe Markdown renderer.
  */
 
-import type { AssistantBlock, ChatItem, ChatState, PendingApproval, ToolItem } from './chatState';
+import type { AssistantBlock, ChatItem, ChatState, CompactionItem, PendingApproval, ToolItem } from './chatState';
 import { toolPath } from './chatState';
 import { diffLines } from './edits';
-import { duration } from './format';
+import { duration, tokens } from './format';
 import { escapeHtml, renderMarkdown } from './markdown';
 
 const STATUS_LABEL: Record<ToolItem['status'], string> = {
@@ -83,6 +83,24 @@ function userActions(messageId: string | undefined): string {
   return `<div class="msg-actions"><button class="link" title="Revert the files the agent changed since this message (optionally rewinding the conversation too)" data-action="restore" data-message="${id}">Restore to here</button><button class="link" title="A new session with the conversation before this message; its text goes back in the input" data-action="fork" data-message="${id}">Fork from here</button></div>`;
 }
 
+const COMPACTION_REASON: Record<CompactionItem['reason'], string> = {
+  manual: 'on request', threshold: 'automatically (the context was nearly full)',
+  overflow: 'automatically (the context overflowed)', earlier: 'earlier in this session',
+};
+
+/** The marker where the conversation was compacted; the summary folds open (a `<details>`). */
+export function renderCompaction(item: CompactionItem, open: boolean): string {
+  const reason = COMPACTION_REASON[item.reason];
+  if (item.status === 'running') return `<div class="compaction running"><span class="compaction-title">Compacting the conversation ${reason}…</span></div>`;
+  if (item.status !== 'done') {
+    const why = item.status === 'aborted' ? 'cancelled' : `failed${item.error ? `: ${escapeHtml(item.error)}` : ''}`;
+    return `<div class="compaction failed"><span class="compaction-title">Compaction ${why}</span></div>`;
+  }
+  const sizes = item.tokensBefore !== undefined && item.tokensAfter !== undefined
+    ? ` · ${tokens(item.tokensBefore)} → ${tokens(item.tokensAfter)} tokens` : '';
+  return `<div class="compaction done"><details${open ? ' open' : ''} data-fold="${item.key}"><summary><span class="compaction-title">Conversation compacted ${reason}${sizes}</span> <span class="compaction-hint">summary</span></summary><div class="md compaction-summary">${renderMarkdown(item.summary ?? '')}</div></details></div>`;
+}
+
 export function renderItem(state: ChatState, item: ChatItem, open: Set<string>): string {
   switch (item.kind) {
     case 'user': {
@@ -96,5 +114,7 @@ export function renderItem(state: ChatState, item: ChatItem, open: Set<string>):
     }
     case 'notice':
       return `<div class="notice ${item.level}">${escapeHtml(item.text)}</div>`;
+    case 'compaction':
+      return renderCompaction(item, open.has(item.key));
   }
 }

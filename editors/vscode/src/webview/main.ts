@@ -8,7 +8,10 @@ import { cost, tokens } from '../shared/format';
 import { actionForKey, primaryLabel } from '../shared/input';
 import { escapeHtml } from '../shared/markdown';
 import type { HostToView, ViewStatus, ViewToHost } from '../shared/messages';
+import type { ControlsView } from '../shared/controls';
 import { renderItem } from '../shared/render';
+import { CompletionPopup } from './completionPopup';
+import { acceptImages } from './images';
 
 declare function acquireVsCodeApi(): { postMessage(msg: ViewToHost): void };
 const vscode = acquireVsCodeApi();
@@ -17,6 +20,7 @@ const post = (m: ViewToHost) => vscode.postMessage(m);
 let state: ChatState = initialState();
 let contexts: string[] = [];
 let status: ViewStatus = { connection: 'starting' };
+let controls: ControlsView | undefined;
 /** Folds the user opened (tool cards, thinking): kept across re-renders of an item. */
 const open = new Set<string>();
 const rendered = new Map<string, string>();
@@ -106,7 +110,16 @@ function renderChrome(): void {
   followBtn.hidden = !state.running;
   stopBtn.hidden = !state.running;
   const t = state.totals;
-  setHtml($('usage'), `<span class="model" title="Model">${escapeHtml(state.model ?? '')}</span><span title="Input tokens (incl. cache)">↑${tokens(t.input + t.cacheRead + t.cacheWrite)}</span> <span title="Output tokens">↓${tokens(t.output)}</span> <span title="Cost">${cost(t.cost)}</span> <span title="Context size of the last request">ctx ${tokens(state.contextTokens)}</span>`);
+  // The live controls (model picker, thinking level, context use from agent/getStats) when the
+  // host has them; the transcript's own totals otherwise.
+  const model = controls?.model ?? state.model ?? '';
+  const modelHtml = `<button class="link model" title="Model: click to switch" data-action="command" data-command="switchModel">${escapeHtml(model || 'model')}</button>`;
+  const thinking = controls && controls.thinkingLevels.length > 1
+    ? ` <button class="link thinking" title="Thinking level: click to change" data-action="command" data-command="setThinkingLevel">thinking ${escapeHtml(controls.thinkingLevel ?? 'off')}</button>` : '';
+  const ctx = controls?.context
+    ? `<span class="ctx${(controls.percent ?? 0) >= 80 ? ' high' : ''}" title="Context: tokens in use / the model's window">ctx ${escapeHtml(controls.context)}</span>`
+    : `<span class="ctx" title="Context size of the last request">ctx ${tokens(state.contextTokens)}</span>`;
+  setHtml($('usage'), `${modelHtml}${thinking}<span title="Input tokens (incl. cache)">↑${tokens(t.input + t.cacheRead + t.cacheWrite)}</span> <span title="Output tokens">↓${tokens(t.output)}</span> <span class="cost" title="Cost">${cost(controls?.cost ?? t.cost)}</span> ${ctx}`);
   const banner = $('banner');
   const msg = conn === 'missing' || conn === 'error' || conn === 'stopped' ? status.message ?? 'The agent daemon is not running.' : '';
   banner.hidden = msg === '';
@@ -134,8 +147,15 @@ function autosize(): void {
   input.style.height = `${Math.min(input.scrollHeight, 200)}px`;
 }
 
-input.addEventListener('input', autosize);
+const popup = new CompletionPopup(input, $<HTMLUListElement>('completions'), post, autosize);
+acceptImages(input, document.querySelector<HTMLElement>('.composer') ?? input, post);
+
+input.addEventListener('input', () => { autosize(); popup.update(); });
+input.addEventListener('click', () => popup.update());
+input.addEventListener('blur', () => popup.hide());
+input.addEventListener('keyup', (e) => { if (e.key === 'ArrowLeft' || e.key === 'ArrowRight' || e.key === 'Home' || e.key === 'End') popup.update(); });
 input.addEventListener('keydown', (e) => {
+  if (!e.isComposing && popup.handleKey(e)) { e.preventDefault(); e.stopPropagation(); return; }
   const a = actionForKey(e, state.running, input.value);
   if (a === 'none' || a === 'newline') return;
   e.preventDefault();
@@ -210,6 +230,8 @@ window.addEventListener('message', (e: MessageEvent<HostToView>) => {
     case 'action': state = reduce(state, m.action); break;
     case 'contexts': contexts = m.contexts; break;
     case 'status': status = m.status; break;
+    case 'controls': controls = m.controls; break;
+    case 'completions': popup.receive(m.requestId, m.items); return;
     case 'focusInput':
       if (m.text !== undefined) { input.value = m.text; autosize(); }
       input.focus();
