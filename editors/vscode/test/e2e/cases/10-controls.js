@@ -1,6 +1,6 @@
 //! Issue 18, controls and context: thinking level, context use and cost, `/` and `@` completion,
 //! images, compaction (manual and automatic) and the MCP servers view with its trust prompt.
-//! Runs after driver.js's cases (the chat shows the first session, switched to mock/other-model
+//! Runs after driver.js's and 05-review's cases (the chat shows the first session, switched to mock/other-model
 //! by "Switch Model …"); the mock answers with 10-controls.json's responses, in order.
 'use strict';
 

@@ -1,5 +1,7 @@
 //! Review and revert (protocol.md §3.16), checkpoints, forks and sessions (§3.12) in the real
 //! editor. Each case starts with a New Session, so none depends on the chat the earlier cases left.
+//! It runs before 10-controls (whose compactions summarise the first session away) and ends on
+//! the first session, where 10-controls goes on.
 'use strict';
 
 exports.register = ({ testCase, until, runCommand, text, send, readTraces, log, fs, path, workspace, picture }) => {
