@@ -9,3 +9,7 @@ cd "$(dirname "$0")/.."
 
 echo "== VS Code (editors/vscode/media/)"
 UPDATE_PICTURES=1 bash editors/vscode/test/e2e.sh
+
+echo "== Neovim (editors/neovim/media/)"
+UPDATE_PICTURES=1 AGENT_LSP_NVIM_CASES=pictures bash editors/neovim/test/run.sh
+git status --short editors/*/media/

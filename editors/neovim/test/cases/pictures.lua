@@ -2,7 +2,7 @@
 --- and the mock model; the screen is captured with its colours (`tmux capture-pane -e`), turned
 --- into HTML (test/ansi_html.py) and screenshotted by headless Chromium. The PNGs go to
 --- test-artifacts/neovim/pictures/, or with UPDATE_PICTURES=1 to editors/neovim/media/ (what
---- scripts/pictures-neovim.sh does).
+--- scripts/pictures.sh does).
 
 local here = vim.fs.dirname(vim.fs.dirname(vim.fs.abspath(debug.getinfo(1, "S").source:sub(2))))
 local terminal = dofile(here .. "/terminal.lua")
