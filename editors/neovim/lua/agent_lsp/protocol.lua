@@ -121,7 +121,7 @@ M.session_events = {
 ---   agent/runChanges  {sessionId, runId?} -> {runId, files: [{path, change, diff, userChanged, revertible, reason?}]}
 ---   agent/revert      {sessionId, runId?|messageId?, paths?, force?, fork?} -> {reverted, conflicts, skipped, fork?}
 ---   agent/mcpStatus   {sessionId} -> {sessionId, servers: [{name, state, error?, tools}]}   (state: starting|ready|failed|disabled|untrusted)
----   agent/getMessages {sessionId} -> {sessionId, messages}
+---   agent/getMessages {sessionId} -> {sessionId, messages, messageIds}   (messageIds: parallel to messages, a user message's entry id, else null)
 ---   agent/getDocument {uri} -> {uri, version, text}   (the daemon's mirror of an open document)
 ---   $/agentEvent      {sessionId, runId, seq, event}
 ---   agent/beforeToolCall {sessionId, runId, toolCallId, toolName, args, kind, title, preview?,

@@ -104,52 +104,23 @@ function M.stored(cb)
   end)
 end
 
---- The user messages of a session file's current branch (from its last entry back through
---- `parentId`, as pi reads a session), in order: `{messageId, text}` items.
----@param path string
----@return table[]
-function M.user_messages_of_file(path)
-  local entries, by_id = {}, {}
-  for line in io.lines(path) do
-    local ok, e = pcall(vim.json.decode, line)
-    if ok and type(e) == "table" and e.type ~= "session" and type(e.id) == "string" then
-      entries[#entries + 1] = e
-      by_id[e.id] = e
-    end
-  end
-  local branch = {}
-  local e = entries[#entries]
-  while e do
-    table.insert(branch, 1, e)
-    e = type(e.parentId) == "string" and by_id[e.parentId] or nil
-  end
-  local out = {}
-  for _, entry in ipairs(branch) do
-    local msg = entry.type == "message" and entry.message
-    if type(msg) == "table" and msg.role == "user" then
-      out[#out + 1] = { messageId = entry.id, text = chat.content_text(msg.content) }
-    end
-  end
-  return out
-end
-
---- The user messages of a session's current branch, in order: `cb(list)` with
---- `{messageId, text}` items, read from its session file (`agent/getState.sessionFile`).
+--- The user messages of a session, in order: `cb(list)` with `{messageId, text}` items, from
+--- `agent/getMessages` (its `messageIds`: the session file entry of each user message the file
+--- holds; a session without a file has none).
 ---@param session_id string
 ---@param cb fun(list: table[])
 function M.user_messages(session_id, cb)
-  lsp().request(protocol.methods.get_state, { sessionId = session_id }, function(result)
-    local file = type(result) == "table" and result.sessionFile
-    if type(file) ~= "string" then
-      vim.notify("agent-lsp: the session is not stored (no session directory)", vim.log.levels.WARN)
-      return cb({})
+  lsp().request(protocol.methods.get_messages, { sessionId = session_id }, function(result)
+    local out = {}
+    local messages = type(result) == "table" and result.messages or {}
+    local ids = type(result) == "table" and result.messageIds or {}
+    for i, msg in ipairs(messages) do
+      local id = ids[i]
+      if type(msg) == "table" and msg.role == "user" and type(id) == "string" then
+        out[#out + 1] = { messageId = id, text = chat.content_text(msg.content) }
+      end
     end
-    local ok, list = pcall(M.user_messages_of_file, file)
-    if not ok then
-      vim.notify("agent-lsp: cannot read " .. file .. ": " .. tostring(list), vim.log.levels.WARN)
-      return cb({})
-    end
-    cb(list)
+    cb(out)
   end)
 end
 
