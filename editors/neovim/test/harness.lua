@@ -31,6 +31,20 @@ function H.defer(fn)
   cleanups[#cleanups + 1] = fn
 end
 
+--- Collects the messages of `vim.notify` until the test ends (then the original is back).
+---@return string[]
+function H.capture_notify()
+  local seen = {}
+  local orig = vim.notify
+  vim.notify = function(msg)
+    seen[#seen + 1] = msg
+  end
+  H.defer(function()
+    vim.notify = orig
+  end)
+  return seen
+end
+
 --- Waits until `cond()` is truthy; fails the test with `what` on timeout.
 ---@param what string
 ---@param cond fun(): any

@@ -2,18 +2,6 @@
 --- both leave a marker in the chat with the summary below it in a closed fold; a refusal shows
 --- pi's message.
 
-local function capture_notify(H)
-  local seen = {}
-  local orig = vim.notify
-  vim.notify = function(msg)
-    seen[#seen + 1] = msg
-  end
-  H.defer(function()
-    vim.notify = orig
-  end)
-  return seen
-end
-
 --- The 1-based number of the first chat line starting with `prefix`.
 local function line_of(prefix)
   local chat = require("agent_lsp.chat")
@@ -128,7 +116,7 @@ return {
       H.wait("the new session", function()
         return require("agent_lsp.state").current
       end)
-      local seen = capture_notify(H)
+      local seen = H.capture_notify()
       vim.cmd("AgentCompact")
       H.wait("the refusal", function()
         return table.concat(seen, "\n"):find("Nothing to compact", 1, true)

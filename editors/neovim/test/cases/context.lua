@@ -4,18 +4,6 @@
 
 local PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 
-local function capture_notify(H)
-  local seen = {}
-  local orig = vim.notify
-  vim.notify = function(msg)
-    seen[#seen + 1] = msg
-  end
-  H.defer(function()
-    vim.notify = orig
-  end)
-  return seen
-end
-
 local function input_winbar()
   local input = require("agent_lsp.input")
   local win = vim.fn.bufwinid(input.buf)
@@ -71,7 +59,7 @@ return {
       local f = assert(io.open(root .. "/pixel.png", "wb"))
       f:write(vim.base64.decode(PNG))
       f:close()
-      local seen = capture_notify(H)
+      local seen = H.capture_notify()
       vim.cmd("AgentAddImage " .. root .. "/notes.md")
       H.contains(table.concat(seen, "\n"), "not an image this can attach (png, jpg, gif, webp)", "refusal")
       vim.cmd("AgentAddImage pixel.png")

@@ -19,18 +19,6 @@ local function stub_select(choose)
   return calls
 end
 
-local function capture_notify(H)
-  local seen = {}
-  local orig = vim.notify
-  vim.notify = function(msg)
-    seen[#seen + 1] = msg
-  end
-  H.defer(function()
-    vim.notify = orig
-  end)
-  return seen
-end
-
 --- The chat window's winbar as drawn.
 local function winbar()
   local win = assert(require("agent_lsp.chat").win(), "the chat window is open")
@@ -166,7 +154,7 @@ return {
       H.settled(2)
       H.eq("high", mock.requests()[2].body.reasoning_effort, "the next request thinks")
 
-      local seen = capture_notify(H)
+      local seen = H.capture_notify()
       vim.cmd("AgentPrompt /model")
       H.wait("the /model answer", function()
         return table.concat(seen, "\n"):find("agent-lsp model: local/thinker, thinking high", 1, true)
