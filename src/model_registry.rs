@@ -15,7 +15,7 @@ mod ollama;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use crate::agent::message::{ThinkingLevel, Usage};
+use crate::agent::message::{AgentMessage, AssistantMessage, ThinkingLevel, Usage};
 use crate::agent::model::Model;
 
 pub use builtin::builtin_models;
@@ -156,6 +156,28 @@ pub fn usable_models(env: &EnvSource) -> Result<Vec<Model>, ModelError> {
 
 /// Fills `usage.cost` from the model's per-million prices (pi's `calculateCost`), unless the
 /// provider already reported a cost.
+/// The message as a session records it: an assistant's priced by the model that wrote it
+/// (`model_of`) when it carries no cost yet. When pricing adds nothing (a free model, the
+/// provider's own figures) it is the same shared message, so the record holds no copy of it.
+pub fn priced(
+    message: &AgentMessage,
+    model_of: impl FnOnce(&AssistantMessage) -> Model,
+) -> AgentMessage {
+    let AgentMessage::Assistant(assistant) = message else {
+        return message.clone();
+    };
+    let mut usage = assistant.usage.clone();
+    apply_cost(&model_of(assistant), &mut usage);
+    if usage == assistant.usage {
+        return message.clone();
+    }
+    AssistantMessage {
+        usage,
+        ..(**assistant).clone()
+    }
+    .into()
+}
+
 pub fn apply_cost(model: &Model, usage: &mut Usage) {
     if usage.cost.total > 0.0 || usage.cost.total_from_provider == Some(true) {
         return;

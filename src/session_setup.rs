@@ -337,7 +337,7 @@ pub(crate) fn with_initial_system_message(
     if declaration_only
         && let Some(initial) = initial_system_message(Some(prompt), &declarations(tools))
     {
-        messages.insert(0, AgentMessage::System(initial));
+        messages.insert(0, AgentMessage::from(initial));
     }
     messages
 }

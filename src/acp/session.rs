@@ -295,7 +295,7 @@ impl AcpSession {
         if self.mode() == Mode::Plan {
             blocks.push(ContentBlock::text(PLAN_NOTE));
         }
-        AgentMessage::User(UserMessage {
+        AgentMessage::from(UserMessage {
             content: MessageContent::Blocks(blocks),
             timestamp: now_ms(),
         })
@@ -376,7 +376,9 @@ impl AcpSession {
     async fn forward(&self, event: &Arc<AgentEvent>) {
         match event.as_ref() {
             AgentEvent::MessageEnd { message } => self.persist(message),
-            AgentEvent::MessageStart { message } if matches!(**message, AgentMessage::User(_)) => {
+            AgentEvent::MessageStart {
+                message: AgentMessage::User(_),
+            } => {
                 self.take_follow_ups();
             }
             AgentEvent::ToolExecutionEnd {
@@ -394,10 +396,9 @@ impl AcpSession {
             _ => {}
         }
         let model = match event.as_ref() {
-            AgentEvent::MessageEnd { message } => match message.as_ref() {
-                AgentMessage::Assistant(a) => self.controls.model_of(a),
-                _ => self.controls.model(),
-            },
+            AgentEvent::MessageEnd {
+                message: AgentMessage::Assistant(a),
+            } => self.controls.model_of(a),
             _ => self.controls.model(),
         };
         let shown = lock(&self.translator).updates(event, &self.look(), &model);
@@ -443,15 +444,8 @@ impl AcpSession {
     /// Appends a finished message to the session file (an assistant's priced by its model); a
     /// failure is logged, not fatal.
     fn persist(&self, message: &AgentMessage) {
-        let appended = match message {
-            AgentMessage::Assistant(a) => {
-                let mut a = a.clone();
-                crate::model_registry::apply_cost(&self.controls.model_of(&a), &mut a.usage);
-                self.record()
-                    .append_owned_message(AgentMessage::Assistant(a))
-            }
-            other => self.record().append_message(other),
-        };
+        let priced = crate::model_registry::priced(message, |a| self.controls.model_of(a));
+        let appended = self.record().append_message(&priced);
         if matches!(message, AgentMessage::User(_)) {
             self.announce_title();
         }

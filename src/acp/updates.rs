@@ -34,19 +34,18 @@ impl Translator {
         model: &Model,
     ) -> Vec<acp::SessionUpdate> {
         match event {
-            AgentEvent::MessageStart { message }
-                if matches!(**message, AgentMessage::Assistant(_)) =>
-            {
+            AgentEvent::MessageStart {
+                message: AgentMessage::Assistant(_),
+            } => {
                 self.message_id = Some(uuid::Uuid::now_v7().to_string());
                 Vec::new()
             }
             AgentEvent::MessageUpdate {
                 assistant_message_event,
             } => self.stream_update(assistant_message_event, look),
-            AgentEvent::MessageEnd { message } => match message.as_ref() {
-                AgentMessage::Assistant(a) => vec![usage_update(a, model)],
-                _ => Vec::new(),
-            },
+            AgentEvent::MessageEnd {
+                message: AgentMessage::Assistant(a),
+            } => vec![usage_update(a, model)],
             AgentEvent::ToolExecutionUpdate {
                 tool_call_id,
                 partial_result,

@@ -18,7 +18,7 @@ use crate::agent::tool_exec::{
 
 /// The batch's result messages (source order) and whether every result voted to terminate.
 pub(crate) struct BatchResult {
-    pub messages: Vec<ToolResultMessage>,
+    pub messages: Vec<Arc<ToolResultMessage>>,
     pub terminate: bool,
 }
 
@@ -82,16 +82,14 @@ pub(crate) async fn execute_tool_calls(
 async fn emit_result_message(
     emit: &Emit,
     outcome: &ToolCallOutcome,
-) -> Result<ToolResultMessage, RunFailure> {
-    let message = outcome.to_message();
+) -> Result<Arc<ToolResultMessage>, RunFailure> {
+    let message = Arc::new(outcome.to_message());
     let as_agent = AgentMessage::ToolResult(message.clone());
     emit(AgentEvent::MessageStart {
-        message: Box::new(as_agent.clone()),
+        message: as_agent.clone(),
     })
     .await?;
-    emit(AgentEvent::MessageEnd {
-        message: Box::new(as_agent),
-    })
+    emit(AgentEvent::MessageEnd { message: as_agent })
     .await?;
     Ok(message)
 }
@@ -152,7 +150,7 @@ async fn prepare(ctx: &BatchCtx<'_>, call: &ToolCall) -> Prepared {
 async fn run_sequential(
     ctx: &BatchCtx<'_>,
     calls: &[ToolCall],
-) -> Result<Vec<(ToolCallOutcome, ToolResultMessage)>, RunFailure> {
+) -> Result<Vec<(ToolCallOutcome, Arc<ToolResultMessage>)>, RunFailure> {
     let mut out = Vec::with_capacity(calls.len());
     for call in calls {
         emit_start(ctx.emit, call).await?;

@@ -90,7 +90,7 @@ mod tests {
     use serde_json::json;
 
     fn call_msg(ids: &[&str]) -> AgentMessage {
-        AgentMessage::Assistant(AssistantMessage {
+        AgentMessage::from(AssistantMessage {
             content: ids
                 .iter()
                 .map(|id| {
@@ -108,7 +108,7 @@ mod tests {
     }
 
     fn result(id: &str) -> AgentMessage {
-        AgentMessage::ToolResult(ToolResultMessage {
+        AgentMessage::from(ToolResultMessage {
             tool_call_id: id.into(),
             tool_name: "echo".into(),
             ..Default::default()
@@ -126,12 +126,12 @@ mod tests {
 
     #[test]
     fn projection_drops_orphans_and_empty_failures_and_reorders() {
-        let failed = AgentMessage::Assistant(AssistantMessage {
+        let failed = AgentMessage::from(AssistantMessage {
             content: vec![ContentBlock::text("")],
             stop_reason: StopReason::Error,
             ..Default::default()
         });
-        let user = AgentMessage::User(UserMessage {
+        let user = AgentMessage::from(UserMessage {
             content: "hi".into(),
             timestamp: 1,
         });
@@ -211,15 +211,15 @@ mod tests {
             3 => {
                 let mut r = result(ids[n % 3]);
                 if let AgentMessage::ToolResult(t) = &mut r {
-                    t.timestamp = n as i64;
+                    std::sync::Arc::make_mut(t).timestamp = n as i64;
                 }
                 r
             }
-            4 => AgentMessage::Custom(crate::agent::message::CustomMessage {
+            4 => AgentMessage::from(crate::agent::message::CustomMessage {
                 role: "note".into(),
                 fields: serde_json::Map::new(),
             }),
-            _ => AgentMessage::Assistant(AssistantMessage {
+            _ => AgentMessage::from(AssistantMessage {
                 content: vec![ContentBlock::text("")],
                 stop_reason: StopReason::Aborted,
                 ..Default::default()

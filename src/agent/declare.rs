@@ -1,6 +1,8 @@
 //! pi's `declareToolChanges`: before pending messages enter the transcript, make the
 //! transcript's replayed tool set equal the context's executable tools.
 
+use std::sync::Arc;
+
 use crate::agent::message::{AgentMessage, SystemMessage, ToolDeclaration, now_ms};
 use crate::agent::tool::ToolRef;
 use crate::agent::transcript::{
@@ -33,6 +35,7 @@ pub fn declare_tool_changes(
     if let Some(i) = sys_idx
         && let AgentMessage::System(p) = &mut baseline[i]
     {
+        let p = Arc::make_mut(p);
         intent_declares = p.tools_added.as_ref().is_some_and(|v| !v.is_empty())
             || p.tools_removed.as_ref().is_some_and(|v| !v.is_empty());
         p.tools_added = None;
@@ -47,7 +50,7 @@ pub fn declare_tool_changes(
                 return pending;
             }
             if let AgentMessage::System(p) = &mut baseline[i] {
-                apply_changes(p, changes);
+                apply_changes(Arc::make_mut(p), changes);
             }
             baseline
         }
@@ -64,7 +67,7 @@ pub fn declare_tool_changes(
                 .position(|m| !matches!(m, AgentMessage::System(_)))
                 .unwrap_or(pending.len());
             let mut out = pending;
-            out.insert(at, AgentMessage::System(update));
+            out.insert(at, AgentMessage::from(update));
             out
         }
     }

@@ -3,6 +3,8 @@
 //! `message_update` carries only the provider's delta event (no cumulative partial message), as
 //! pi's RPC mode does: a long answer then costs O(n) bytes on the wire, not O(n²).
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -25,19 +27,19 @@ pub enum AgentEvent {
     TurnEnd {
         /// Serialised with its `role`, as pi does (the struct alone has no role field).
         #[serde(serialize_with = "with_role::assistant")]
-        message: Box<AssistantMessage>,
+        message: Arc<AssistantMessage>,
         #[serde(serialize_with = "with_role::tool_results")]
-        tool_results: Vec<ToolResultMessage>,
+        tool_results: Vec<Arc<ToolResultMessage>>,
     },
     MessageStart {
-        message: Box<AgentMessage>,
+        message: AgentMessage,
     },
     #[serde(rename_all = "camelCase")]
     MessageUpdate {
         assistant_message_event: AssistantMessageEvent,
     },
     MessageEnd {
-        message: Box<AgentMessage>,
+        message: AgentMessage,
     },
     /// A streamed response was withdrawn (it faked tool calls in text); a repaired retry follows.
     /// Not in pi 1.6: see ARCHITECTURE.md, "deliberate improvements".
@@ -142,6 +144,8 @@ pub struct StreamedDelta<'a> {
 /// message shape as `message_end` (found by the pi 1.6.0 interop test, tests/interop/). Reading
 /// ignores the extra field.
 mod with_role {
+    use std::sync::Arc;
+
     use serde::{Serialize, Serializer};
 
     use crate::agent::message::{AssistantMessage, ToolResultMessage};
@@ -162,12 +166,12 @@ mod with_role {
     }
 
     pub fn tool_results<S: Serializer>(
-        results: &[ToolResultMessage],
+        results: &[Arc<ToolResultMessage>],
         s: S,
     ) -> Result<S::Ok, S::Error> {
         s.collect_seq(results.iter().map(|inner| Tagged {
             role: "toolResult",
-            inner,
+            inner: &**inner,
         }))
     }
 }
@@ -179,8 +183,8 @@ mod tests {
     #[test]
     fn turn_end_messages_carry_pi_roles_and_read_back() {
         let event = AgentEvent::TurnEnd {
-            message: Box::default(),
-            tool_results: vec![ToolResultMessage::default()],
+            message: Arc::default(),
+            tool_results: vec![Arc::default()],
         };
         let json = serde_json::to_value(&event).unwrap();
         assert_eq!(json["message"]["role"], "assistant");

@@ -244,7 +244,7 @@ impl Agent {
                 &declarations(&options.tools),
             )
         {
-            messages.insert(0, AgentMessage::System(system));
+            messages.insert(0, AgentMessage::from(system));
         }
         let state = AgentState {
             model: options.model,
@@ -287,7 +287,7 @@ impl Agent {
 
     /// Starts a run with one user message `[{type:"text", text}]`.
     pub fn prompt_text(&self, text: &str) -> Result<RunHandle, AgentError> {
-        self.prompt(vec![AgentMessage::User(UserMessage {
+        self.prompt(vec![AgentMessage::from(UserMessage {
             content: MessageContent::Blocks(vec![ContentBlock::text(text)]),
             timestamp: now_ms(),
         })])
@@ -437,7 +437,7 @@ impl Agent {
         {
             let mut state = lock(&self.shared.state);
             let head = current_system_message(&state.messages);
-            state.messages = head.map(AgentMessage::System).into_iter().collect();
+            state.messages = head.map(AgentMessage::from).into_iter().collect();
             state.streaming_message = None;
             state.pending_tool_calls.clear();
             state.error_message = None;

@@ -141,12 +141,10 @@ impl Run {
         self.emit(AgentEvent::TurnStart).await?;
         for message in initial {
             self.emit(AgentEvent::MessageStart {
-                message: Box::new(message.clone()),
+                message: message.clone(),
             })
             .await?;
-            self.emit(AgentEvent::MessageEnd {
-                message: Box::new(message),
-            })
+            self.emit(AgentEvent::MessageEnd { message })
             .await?;
         }
         self.run_loop().await
@@ -169,10 +167,14 @@ impl Run {
         self.poll(self.config.get_steering_messages.clone()).await
     }
 
-    fn turn(&self, message: &AssistantMessage, results: &[ToolResultMessage]) -> AgentTurnContext {
+    fn turn(
+        &self,
+        message: &AssistantMessage,
+        results: &[Arc<ToolResultMessage>],
+    ) -> AgentTurnContext {
         AgentTurnContext {
             message: message.clone(),
-            tool_results: results.to_vec(),
+            tool_results: results.iter().map(|r| (**r).clone()).collect(),
             context: self.context.clone(),
             new_messages: self.new_messages.clone(),
         }
@@ -187,7 +189,7 @@ impl Run {
     async fn run_loop(&mut self) -> Result<LoopOutcome, RunFailure> {
         // The finished turn's response and results; its full `AgentTurnContext` (a copy of the
         // whole context) is only built when a hook is there to receive it.
-        let mut last_turn: Option<(AssistantMessage, Vec<ToolResultMessage>)> = None;
+        let mut last_turn: Option<(Arc<AssistantMessage>, Vec<Arc<ToolResultMessage>>)> = None;
         let mut explicit_continuation = false;
         let mut pending = self.poll_steering().await?;
         loop {
@@ -224,7 +226,7 @@ impl Run {
                 };
                 let turn = (message.clone(), results.clone());
                 self.emit(AgentEvent::TurnEnd {
-                    message: Box::new(message),
+                    message,
                     tool_results: results,
                 })
                 .await?;
@@ -260,7 +262,7 @@ impl Run {
     /// The context has not changed since the turn ended, so the hook sees what it always saw.
     async fn prepare_next_turn(
         &mut self,
-        (message, results): (AssistantMessage, Vec<ToolResultMessage>),
+        (message, results): (Arc<AssistantMessage>, Vec<Arc<ToolResultMessage>>),
     ) -> Result<Vec<AgentMessage>, RunFailure> {
         let Some(hook) = self.config.hooks.prepare_next_turn.clone() else {
             return Ok(Vec::new());
@@ -291,11 +293,11 @@ impl Run {
         );
         for message in declared {
             self.emit(AgentEvent::MessageStart {
-                message: Box::new(message.clone()),
+                message: message.clone(),
             })
             .await?;
             self.emit(AgentEvent::MessageEnd {
-                message: Box::new(message.clone()),
+                message: message.clone(),
             })
             .await?;
             self.context.messages_mut().push(message.clone());
@@ -329,7 +331,7 @@ impl Run {
         Ok(())
     }
 
-    async fn request(&mut self) -> Result<AssistantMessage, RunFailure> {
+    async fn request(&mut self) -> Result<Arc<AssistantMessage>, RunFailure> {
         let req = Request {
             config: &self.config,
             emit: &self.emit,
@@ -347,7 +349,7 @@ impl Run {
     async fn run_tools(
         &mut self,
         message: &AssistantMessage,
-    ) -> Result<(Vec<ToolResultMessage>, bool), RunFailure> {
+    ) -> Result<(Vec<Arc<ToolResultMessage>>, bool), RunFailure> {
         if message.tool_calls().next().is_none() {
             return Ok((Vec::new(), false));
         }
@@ -395,10 +397,10 @@ impl Run {
     async fn retry_with(
         &mut self,
         context: AgentContext,
-        failed: AssistantMessage,
+        failed: Arc<AssistantMessage>,
     ) -> Result<(), RunFailure> {
         self.emit(AgentEvent::TurnEnd {
-            message: Box::new(failed),
+            message: failed,
             tool_results: Vec::new(),
         })
         .await?;
@@ -407,12 +409,12 @@ impl Run {
     }
 
     /// `error`/`aborted`: `finishTurn` runs (its decision ignored), then the run ends.
-    async fn hard_exit(&mut self, message: AssistantMessage) -> Result<LoopOutcome, RunFailure> {
+    async fn hard_exit(&mut self, message: Arc<AssistantMessage>) -> Result<LoopOutcome, RunFailure> {
         if let Some(finish) = self.config.hooks.finish_turn.clone() {
             finish(self.turn(&message, &[]), self.cancel.clone()).await?;
         }
         self.emit(AgentEvent::TurnEnd {
-            message: Box::new(message),
+            message,
             tool_results: Vec::new(),
         })
         .await?;
@@ -456,17 +458,17 @@ impl Run {
                 failure: Some(cause),
             };
         }
-        let failure = failure_message(&self.config, &error, aborted);
+        let failure = Arc::new(failure_message(&self.config, &error, aborted));
         let as_agent = AgentMessage::Assistant(failure.clone());
         let events = [
             AgentEvent::MessageStart {
-                message: Box::new(as_agent.clone()),
+                message: as_agent.clone(),
             },
             AgentEvent::MessageEnd {
-                message: Box::new(as_agent.clone()),
+                message: as_agent.clone(),
             },
             AgentEvent::TurnEnd {
-                message: Box::new(failure),
+                message: failure,
                 tool_results: Vec::new(),
             },
             AgentEvent::AgentEnd {

@@ -368,16 +368,18 @@ pub struct CustomMessage {
 }
 
 /// pi's `AgentMessage`: an LLM message or any app-defined message with a `role`.
-// Messages are built once and moved into the transcript; boxing the assistant variant would only
-// add an allocation and noise at every match.
-#[allow(clippy::large_enum_variant)]
+///
+/// Each body is shared (`Arc`), so a clone is a reference count: the loop's context, the run's
+/// new messages, the events, the agent's state and the session record all hold the same
+/// message, and a long session keeps one copy of its conversation, not four. Build one with
+/// `From` (`AssistantMessage { .. }.into()`); change a held one with `Arc::make_mut`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AgentMessage {
-    System(SystemMessage),
-    User(UserMessage),
-    Assistant(AssistantMessage),
-    ToolResult(ToolResultMessage),
-    Custom(CustomMessage),
+    System(Arc<SystemMessage>),
+    User(Arc<UserMessage>),
+    Assistant(Arc<AssistantMessage>),
+    ToolResult(Arc<ToolResultMessage>),
+    Custom(Arc<CustomMessage>),
 }
 
 impl AgentMessage {
@@ -392,7 +394,7 @@ impl AgentMessage {
     }
 
     pub fn user_text(text: impl Into<String>) -> Self {
-        AgentMessage::User(UserMessage::text(text))
+        UserMessage::text(text).into()
     }
 
     pub fn as_assistant(&self) -> Option<&AssistantMessage> {
@@ -429,22 +431,27 @@ impl AgentMessage {
 
 impl From<UserMessage> for AgentMessage {
     fn from(m: UserMessage) -> Self {
-        AgentMessage::User(m)
+        AgentMessage::User(Arc::new(m))
     }
 }
 impl From<SystemMessage> for AgentMessage {
     fn from(m: SystemMessage) -> Self {
-        AgentMessage::System(m)
+        AgentMessage::System(Arc::new(m))
     }
 }
 impl From<AssistantMessage> for AgentMessage {
     fn from(m: AssistantMessage) -> Self {
-        AgentMessage::Assistant(m)
+        AgentMessage::Assistant(Arc::new(m))
+    }
+}
+impl From<CustomMessage> for AgentMessage {
+    fn from(m: CustomMessage) -> Self {
+        AgentMessage::Custom(Arc::new(m))
     }
 }
 impl From<ToolResultMessage> for AgentMessage {
     fn from(m: ToolResultMessage) -> Self {
-        AgentMessage::ToolResult(m)
+        AgentMessage::ToolResult(Arc::new(m))
     }
 }
 
@@ -476,18 +483,22 @@ impl Serialize for AgentMessage {
         match self {
             AgentMessage::System(body) => WithRole {
                 role: "system",
-                body,
+                body: &**body,
             }
             .serialize(s),
-            AgentMessage::User(body) => WithRole { role: "user", body }.serialize(s),
+            AgentMessage::User(body) => WithRole {
+                role: "user",
+                body: &**body,
+            }
+            .serialize(s),
             AgentMessage::Assistant(body) => WithRole {
                 role: "assistant",
-                body,
+                body: &**body,
             }
             .serialize(s),
             AgentMessage::ToolResult(body) => WithRole {
                 role: "toolResult",
-                body,
+                body: &**body,
             }
             .serialize(s),
             AgentMessage::Custom(c) => with_role(&c.role, &c.fields, s),
@@ -504,15 +515,17 @@ impl<'de> Deserialize<'de> for AgentMessage {
         };
         let body = Value::Object(map);
         let parsed = match role.as_str() {
-            "system" => serde_json::from_value(body).map(AgentMessage::System),
-            "user" => serde_json::from_value(body).map(AgentMessage::User),
-            "assistant" => serde_json::from_value(body).map(AgentMessage::Assistant),
-            "toolResult" => serde_json::from_value(body).map(AgentMessage::ToolResult),
+            "system" => serde_json::from_value::<SystemMessage>(body).map(AgentMessage::from),
+            "user" => serde_json::from_value::<UserMessage>(body).map(AgentMessage::from),
+            "assistant" => serde_json::from_value::<AssistantMessage>(body).map(AgentMessage::from),
+            "toolResult" => {
+                serde_json::from_value::<ToolResultMessage>(body).map(AgentMessage::from)
+            }
             _ => {
                 let Value::Object(fields) = body else {
                     return Err(D::Error::custom("message is not an object"));
                 };
-                return Ok(AgentMessage::Custom(CustomMessage { role, fields }));
+                return Ok(CustomMessage { role, fields }.into());
             }
         };
         parsed.map_err(|e| D::Error::custom(format!("invalid {role} message: {e}")))

@@ -33,11 +33,11 @@ impl AgentState {
     pub fn reduce(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::MessageStart { message } => {
-                self.streaming_message = Some((**message).clone());
+                self.streaming_message = Some(message.clone());
             }
             AgentEvent::MessageEnd { message } => {
                 self.streaming_message = None;
-                self.messages.push((**message).clone());
+                self.messages.push(message.clone());
             }
             AgentEvent::MessageDiscard { .. } | AgentEvent::AgentEnd { .. } => {
                 self.streaming_message = None;

@@ -39,7 +39,7 @@ pub(crate) struct Request<'a> {
 pub(crate) async fn stream_assistant_response(
     context: &mut AgentContext,
     req: &Request<'_>,
-) -> Result<AssistantMessage, RunFailure> {
+) -> Result<Arc<AssistantMessage>, RunFailure> {
     let config = req.config;
     let hooks = &config.hooks;
     // Without hooks the request's messages are a pure function of the context, which does not
@@ -74,7 +74,7 @@ pub(crate) async fn stream_assistant_response(
         // The repair request is the same messages plus the instruction; the only copy of the
         // history, and only on this rare path.
         let mut repaired = Arc::unwrap_or_clone(kept);
-        repaired.push(AgentMessage::User(UserMessage {
+        repaired.push(AgentMessage::from(UserMessage {
             content: PROTOCOL_REPAIR_TEXT.into(),
             timestamp: now_ms(),
         }));
@@ -82,17 +82,16 @@ pub(crate) async fn stream_assistant_response(
     }
     let mut message = attempt.message;
     message.thinking_level = Some(config.thinking_level());
+    let message = Arc::new(message);
     let as_agent = AgentMessage::Assistant(message.clone());
     if !attempt.started {
         (req.emit)(AgentEvent::MessageStart {
-            message: Box::new(as_agent.clone()),
+            message: as_agent.clone(),
         })
         .await?;
     }
     context.messages_mut().push(as_agent.clone());
-    (req.emit)(AgentEvent::MessageEnd {
-        message: Box::new(as_agent),
-    })
+    (req.emit)(AgentEvent::MessageEnd { message: as_agent })
     .await?;
     Ok(message)
 }
@@ -236,7 +235,7 @@ impl Partial {
                 self.message = *partial;
                 self.started = true;
                 emit(AgentEvent::MessageStart {
-                    message: Box::new(AgentMessage::Assistant(self.message.clone())),
+                    message: AgentMessage::from(self.message.clone()),
                 })
                 .await?;
             }

@@ -260,7 +260,7 @@ mod tests {
         let tools = prop::collection::vec((names.clone(), 0u8..3), 0..3);
         let removed = prop::collection::vec(names, 0..2);
         prop_oneof![
-            (tools, removed).prop_map(|(added, removed)| AgentMessage::System(SystemMessage {
+            (tools, removed).prop_map(|(added, removed)| AgentMessage::from(SystemMessage {
                 tools_added: Some(
                     added
                         .into_iter()
@@ -311,7 +311,7 @@ mod tests {
     }
 
     fn system(added: Vec<ToolDeclaration>, removed: Vec<&str>) -> AgentMessage {
-        AgentMessage::System(SystemMessage {
+        AgentMessage::from(SystemMessage {
             tools_added: Some(added),
             tools_removed: Some(
                 removed
@@ -366,7 +366,7 @@ mod tests {
     #[test]
     fn system_prompt_joins_contents_and_sections() {
         let messages = vec![
-            AgentMessage::System(SystemMessage {
+            AgentMessage::from(SystemMessage {
                 content: "base".into(),
                 sections: Some(
                     json!({"rules": "be brief", "tmp": "x"})
@@ -377,7 +377,7 @@ mod tests {
                 timestamp: 7,
                 ..Default::default()
             }),
-            AgentMessage::System(SystemMessage {
+            AgentMessage::from(SystemMessage {
                 content: "".into(),
                 sections: Some(
                     json!({"tmp": null})

@@ -173,7 +173,7 @@ impl Renderer for HumanRenderer {
             } => self.write(delta),
             // Errors are reported once, on stderr, when the run settles.
             AgentEvent::MessageEnd { message }
-                if matches!(**message, AgentMessage::Assistant(_))
+                if matches!(message, AgentMessage::Assistant(_))
                     && self.mid_line.lock().map(|m| *m).unwrap_or(false) =>
             {
                 self.write("\n")

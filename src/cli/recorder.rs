@@ -6,7 +6,7 @@ use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, Usage};
 use crate::agent::{AgentListener, CallbackError};
 use crate::cli::output::Renderer;
-use crate::model_registry::apply_cost;
+use crate::model_registry::priced;
 use crate::session::{SessionError, SessionFile};
 use crate::session_setup::{SessionControls, SharedRecord};
 
@@ -52,19 +52,18 @@ impl Recorder {
             let renderer = renderer.clone();
             Box::pin(async move {
                 if let AgentEvent::MessageEnd { message } = &*event {
-                    let mut message = (**message).clone();
+                    let message = priced(message, |a| controls.model_of(a));
                     let mut state = inner
                         .lock()
                         .map_err(|_| CallbackError::from("recorder lock poisoned"))?;
-                    if let AgentMessage::Assistant(a) = &mut message {
-                        apply_cost(&controls.model_of(a), &mut a.usage);
+                    if let AgentMessage::Assistant(a) = &message {
                         state.run_usage.accumulate(&a.usage);
                     }
                     let appended = match &state.session {
                         Some(session) => session
                             .lock()
                             .map_err(|_| SessionError::Refused("session lock poisoned".into()))
-                            .and_then(|mut s| s.append_owned_message(message)),
+                            .and_then(|mut s| s.append_message(&message)),
                         None => Ok(String::new()),
                     };
                     if let Err(e) = appended {

@@ -342,22 +342,22 @@ mod tests {
 
     fn user(text: &str) -> EntryKind {
         EntryKind::Message {
-            message: Box::new(AgentMessage::User(UserMessage::text(text))),
+            message: AgentMessage::from(UserMessage::text(text)),
         }
     }
 
     fn said(text: &str) -> EntryKind {
         EntryKind::Message {
-            message: Box::new(AgentMessage::Assistant(AssistantMessage {
+            message: AgentMessage::from(AssistantMessage {
                 content: vec![ContentBlock::text(text)],
                 ..Default::default()
-            })),
+            }),
         }
     }
 
     fn call(tool: &str, path: &str) -> EntryKind {
         EntryKind::Message {
-            message: Box::new(AgentMessage::Assistant(AssistantMessage {
+            message: AgentMessage::from(AssistantMessage {
                 content: vec![ContentBlock::ToolCall(ToolCall {
                     id: "c".into(),
                     name: tool.into(),
@@ -366,18 +366,18 @@ mod tests {
                 })],
                 stop_reason: StopReason::ToolUse,
                 ..Default::default()
-            })),
+            }),
         }
     }
 
     fn result(text: &str) -> EntryKind {
         EntryKind::Message {
-            message: Box::new(AgentMessage::ToolResult(ToolResultMessage {
+            message: AgentMessage::from(ToolResultMessage {
                 tool_call_id: "c".into(),
                 tool_name: "read".into(),
                 content: vec![ContentBlock::text(text)],
                 ..Default::default()
-            })),
+            }),
         }
     }
 
@@ -398,7 +398,7 @@ mod tests {
 
     #[test]
     fn estimates_are_characters_over_four_rounded_up() {
-        let message = AgentMessage::User(UserMessage::text("12345"));
+        let message = AgentMessage::from(UserMessage::text("12345"));
         assert_eq!(estimate_tokens(&message), 2);
         let EntryKind::Message { message } = call("read", "a") else {
             unreachable!()

@@ -275,12 +275,12 @@ impl Summarizer {
     ) -> Result<(String, Usage), SummaryError> {
         let now = now_ms();
         let context = LlmContext::new(vec![
-            AgentMessage::System(SystemMessage {
+            AgentMessage::from(SystemMessage {
                 content: MessageContent::Text(SYSTEM_PROMPT.into()),
                 timestamp: now,
                 ..SystemMessage::default()
             }),
-            AgentMessage::User(UserMessage {
+            AgentMessage::from(UserMessage {
                 content: MessageContent::Blocks(vec![ContentBlock::text(prompt)]),
                 timestamp: now,
             }),

@@ -353,7 +353,7 @@ fn responses_history(model: &Model) -> Vec<AgentMessage> {
         })
     };
     let turn = |content: Vec<ContentBlock>, stop: StopReason| {
-        AgentMessage::Assistant(AssistantMessage {
+        AgentMessage::from(AssistantMessage {
             content,
             api: model.api.clone(),
             provider: model.provider.clone(),
@@ -363,7 +363,7 @@ fn responses_history(model: &Model) -> Vec<AgentMessage> {
         })
     };
     let result = |id: &str, text: &str| {
-        AgentMessage::ToolResult(ToolResultMessage {
+        AgentMessage::from(ToolResultMessage {
             tool_call_id: id.into(),
             tool_name: "read".into(),
             content: vec![ContentBlock::text(text)],

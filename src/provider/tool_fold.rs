@@ -91,7 +91,7 @@ mod tests {
     }
 
     fn system(added: &[&str], removed: &[&str]) -> AgentMessage {
-        AgentMessage::System(SystemMessage {
+        AgentMessage::from(SystemMessage {
             tools_added: Some(added.iter().map(|n| tool(n)).collect()),
             tools_removed: Some(
                 removed

@@ -57,7 +57,7 @@ pub fn transform_messages<'a>(
                     .map(|c| (mapped(&ids, &c.id), c.name.as_str()))
                     .collect();
                 out.push(match converted {
-                    Some(owned) => Cow::Owned(AgentMessage::Assistant(owned)),
+                    Some(owned) => Cow::Owned(AgentMessage::from(owned)),
                     None => Cow::Borrowed(message),
                 });
             }
@@ -67,9 +67,9 @@ pub fn transform_messages<'a>(
                     pending.remove(pos);
                     out.push(match id {
                         Cow::Borrowed(_) => Cow::Borrowed(message),
-                        Cow::Owned(id) => Cow::Owned(AgentMessage::ToolResult(ToolResultMessage {
+                        Cow::Owned(id) => Cow::Owned(AgentMessage::from(ToolResultMessage {
                             tool_call_id: id,
-                            ..r.clone()
+                            ..(**r).clone()
                         })),
                     });
                 }
@@ -92,7 +92,7 @@ fn mapped<'a>(ids: &HashMap<&'a str, String>, id: &'a str) -> Cow<'a, str> {
 
 fn close_orphans(out: &mut Vec<Cow<'_, AgentMessage>>, pending: &mut Vec<(Cow<'_, str>, &str)>) {
     for (id, name) in pending.drain(..) {
-        out.push(Cow::Owned(AgentMessage::ToolResult(ToolResultMessage {
+        out.push(Cow::Owned(AgentMessage::from(ToolResultMessage {
             tool_call_id: id.into_owned(),
             tool_name: name.to_string(),
             content: vec![ContentBlock::text("No result provided")],
@@ -169,7 +169,7 @@ mod tests {
     use serde_json::json;
 
     fn assistant(content: Vec<ContentBlock>, stop: StopReason) -> AgentMessage {
-        AgentMessage::Assistant(AssistantMessage {
+        AgentMessage::from(AssistantMessage {
             content,
             api: "openai-completions".into(),
             provider: "other".into(),
@@ -204,7 +204,7 @@ mod tests {
                 ],
                 StopReason::ToolUse,
             ),
-            AgentMessage::ToolResult(ToolResultMessage {
+            AgentMessage::from(ToolResultMessage {
                 tool_call_id: "a|1".into(),
                 tool_name: "read".into(),
                 ..ToolResultMessage::default()

@@ -98,7 +98,7 @@ pub fn new_id() -> String {
 }
 
 fn user_message(blocks: Vec<ContentBlock>) -> AgentMessage {
-    AgentMessage::User(UserMessage {
+    AgentMessage::from(UserMessage {
         content: MessageContent::Blocks(blocks),
         timestamp: now_ms(),
     })
@@ -439,31 +439,16 @@ impl LiveSession {
     /// Appends a finished message to the session file; a failure is logged, not fatal: losing
     /// the file must not take the editor's session down.
     fn persist(&self, message: &AgentMessage) {
-        // Only an assistant message is recorded with something added (its cost): one copy
-        // for it alone (handed to the record, not copied again), none for the others.
-        let costed = match message {
-            AgentMessage::Assistant(a) => {
-                let mut a = a.clone();
-                // Priced by the model that wrote it (the session may have switched since).
-                crate::model_registry::apply_cost(&self.controls.model_of(&a), &mut a.usage);
-                Some(AgentMessage::Assistant(a))
-            }
-            _ => None,
-        };
+        // Priced by the model that wrote it (the session may have switched since).
+        let message = crate::model_registry::priced(message, |a| self.controls.model_of(a));
         let named = match message {
             AgentMessage::User(_) => self.lock().unrecorded.pop_front(),
             _ => None,
         };
         let mut record = self.record();
-        let appended = match (costed, named) {
-            (Some(costed), _) => record.append_owned_message(costed),
-            (None, Some(id)) => record.append_as(
-                id,
-                EntryKind::Message {
-                    message: Box::new(message.clone()),
-                },
-            ),
-            (None, None) => record.append_message(message),
+        let appended = match named {
+            Some(id) => record.append_as(id, EntryKind::Message { message }),
+            None => record.append_message(&message),
         };
         if let Err(e) = appended {
             tracing::warn!(session = self.id, %e, "cannot record the session");

@@ -74,9 +74,9 @@ pub fn context_of_path(path: &[&SessionEntry]) -> SessionContext {
                 });
             }
             EntryKind::Message { message }
-                if context.model.is_none() && matches!(**message, AgentMessage::Assistant(_)) =>
+                if context.model.is_none() && matches!(message, AgentMessage::Assistant(_)) =>
             {
-                let AgentMessage::Assistant(a) = &**message else {
+                let AgentMessage::Assistant(a) = message else {
                     continue;
                 };
                 context.model = Some(ModelRef {
@@ -123,7 +123,7 @@ pub fn entry_message(entry: &SessionEntry) -> Option<AgentMessage> {
     let stamp = ms_from_iso(&entry.timestamp).unwrap_or(0);
     match &entry.kind {
         EntryKind::Message { message } => convert_message(message),
-        EntryKind::CustomMessage { content, .. } => Some(AgentMessage::User(UserMessage {
+        EntryKind::CustomMessage { content, .. } => Some(AgentMessage::from(UserMessage {
             content: content.clone(),
             timestamp: stamp,
         })),
@@ -155,7 +155,7 @@ fn convert_message(message: &AgentMessage) -> Option<AgentMessage> {
                 .cloned()
                 .and_then(|c| serde_json::from_value::<MessageContent>(c).ok())
                 .unwrap_or_default();
-            Some(AgentMessage::User(UserMessage {
+            Some(AgentMessage::from(UserMessage {
                 content,
                 timestamp: stamp,
             }))
@@ -207,7 +207,7 @@ fn str_field<'a>(fields: &'a Map<String, Value>, key: &str) -> &'a str {
 }
 
 fn user_text(text: String, timestamp: i64) -> AgentMessage {
-    AgentMessage::User(UserMessage {
+    AgentMessage::from(UserMessage {
         content: MessageContent::Text(text),
         timestamp,
     })

@@ -46,9 +46,7 @@ pub struct SessionEntry {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EntryKind {
-    /// Boxed: a message is 512 bytes inline and most entries are messages, so an unboxed one
-    /// made every entry (a journal line, a label) that large in the session's entry list.
-    Message { message: Box<AgentMessage> },
+    Message { message: AgentMessage },
     #[serde(rename_all = "camelCase")]
     ModelChange { provider: String, model_id: String },
     #[serde(rename_all = "camelCase")]
@@ -280,9 +278,7 @@ mod tests {
                 id: format!("id{i}"),
                 parent_id: (i % 2 == 1).then(|| "p\"q".to_string()),
                 timestamp: "2026-01-01T00:00:00.000Z".into(),
-                kind: EntryKind::Message {
-                    message: Box::new(message),
-                },
+                kind: EntryKind::Message { message },
             };
             let direct = serde_json::to_string(&entry).unwrap();
             assert_eq!(direct, serde_json::to_string(&ViaMap(&entry)).unwrap());

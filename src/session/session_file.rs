@@ -262,12 +262,8 @@ impl SessionFile {
 
     /// Appends a message entry. Summary roles are synthesized from their own entry types and are
     /// refused here, as pi's `appendMessage` does.
+    /// The message is shared with its other holders, not copied.
     pub fn append_message(&mut self, message: &AgentMessage) -> Result<String, SessionError> {
-        self.append_owned_message(message.clone())
-    }
-
-    /// [`SessionFile::append_message`] for a message the caller already owns (no copy).
-    pub fn append_owned_message(&mut self, message: AgentMessage) -> Result<String, SessionError> {
         let role = message.role();
         if role == "compactionSummary" || role == "branchSummary" {
             return Err(SessionError::Refused(format!(
@@ -275,7 +271,7 @@ impl SessionFile {
             )));
         }
         self.append(EntryKind::Message {
-            message: Box::new(message),
+            message: message.clone(),
         })
     }
 

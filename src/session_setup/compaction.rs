@@ -334,7 +334,7 @@ impl Compactor {
             && let Some(system) =
                 initial_system_message(Some(prompt), &declarations(&tools.current()))
         {
-            messages.insert(0, AgentMessage::System(system));
+            messages.insert(0, AgentMessage::from(system));
         }
         messages
     }

@@ -250,7 +250,7 @@ mod tests {
     use serde_json::json;
 
     fn calls(calls: &[(&str, &str, serde_json::Value)]) -> AgentMessage {
-        AgentMessage::Assistant(AssistantMessage {
+        AgentMessage::from(AssistantMessage {
             content: (calls.iter())
                 .map(|(id, name, args)| {
                     ContentBlock::ToolCall(ToolCall {
@@ -266,7 +266,7 @@ mod tests {
     }
 
     fn result(id: &str) -> AgentMessage {
-        AgentMessage::ToolResult(ToolResultMessage {
+        AgentMessage::from(ToolResultMessage {
             tool_call_id: id.into(),
             tool_name: "read".into(),
             ..Default::default()
@@ -279,7 +279,7 @@ mod tests {
         let history = vec![
             calls(&[("0", "read", a.clone())]),
             result("0"),
-            AgentMessage::User(UserMessage::text("again")),
+            AgentMessage::from(UserMessage::text("again")),
             calls(&[("1", "read", a.clone())]),
             result("1"),
             calls(&[("2", "read", a.clone()), ("3", "read", a.clone())]),

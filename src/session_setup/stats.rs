@@ -63,7 +63,7 @@ pub fn session_stats(
             continue;
         };
         stats.total_messages += 1;
-        match &**message {
+        match message {
             AgentMessage::User(_) => stats.user_messages += 1,
             AgentMessage::ToolResult(_) => stats.tool_results += 1,
             AgentMessage::Assistant(a) => {

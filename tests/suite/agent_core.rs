@@ -214,7 +214,7 @@ async fn continued_steering(mode: QueueMode) -> (Vec<Vec<String>>, Vec<String>) 
     options.steering_mode = mode;
     options.messages = vec![
         user("Initial"),
-        AgentMessage::Assistant(text_reply("Initial response")),
+        AgentMessage::from(text_reply("Initial response")),
     ];
     let agent = Agent::new(options);
     agent.steer(user("Steering 1"));
@@ -272,7 +272,7 @@ async fn continue_rules() {
         agent.continue_run().err(),
         Some(AgentError::NothingToContinue(NO_MESSAGES.into()))
     );
-    agent.set_messages(vec![AgentMessage::System(SystemMessage {
+    agent.set_messages(vec![AgentMessage::from(SystemMessage {
         content: "sys".into(),
         ..Default::default()
     })]);

@@ -108,7 +108,7 @@ async fn l2_should_emit_events_with_agent_message_types() {
 
 #[tokio::test]
 async fn l3_should_build_provider_context_exclusively_from_transcript_messages() {
-    let system = AgentMessage::System(SystemMessage {
+    let system = AgentMessage::from(SystemMessage {
         content: "Transcript prompt".into(),
         tools_added: Some(vec![]),
         timestamp: 1,
@@ -193,9 +193,9 @@ async fn l5_should_apply_transform_context_before_convert_to_llm() {
     }));
     let history = vec![
         user("old message 1"),
-        AgentMessage::Assistant(text_reply("old response 1")),
+        AgentMessage::from(text_reply("old response 1")),
         user("old message 2"),
-        AgentMessage::Assistant(text_reply("old response 2")),
+        AgentMessage::from(text_reply("old response 2")),
     ];
     let stream = MockStream::responses(vec![text_reply("done")]);
     run(
@@ -225,7 +225,7 @@ async fn l31_should_throw_when_context_has_no_messages() {
     assert_eq!(err, LoopError::NoMessages);
     assert_eq!(err.to_string(), "Cannot continue: no messages in context");
     let err = run_agent_loop_continue(
-        context(vec![AgentMessage::Assistant(text_reply("x"))], vec![]),
+        context(vec![AgentMessage::from(text_reply("x"))], vec![]),
         config(),
         rec.emit(),
         CancellationToken::new(),
@@ -275,7 +275,7 @@ async fn l32_should_continue_from_existing_context_without_emitting_user_message
 
 #[tokio::test]
 async fn l33_should_allow_custom_message_types_as_last_message() {
-    let custom = AgentMessage::Custom(CustomMessage {
+    let custom = AgentMessage::from(CustomMessage {
         role: "custom".into(),
         fields: json!({"text": "Hook content", "timestamp": 1})
             .as_object()
@@ -288,7 +288,7 @@ async fn l33_should_allow_custom_message_types_as_last_message() {
             .into_iter()
             .filter_map(|m| match m {
                 AgentMessage::Custom(c) if c.role == "custom" => {
-                    Some(AgentMessage::User(UserMessage {
+                    Some(AgentMessage::from(UserMessage {
                         content: MessageContent::Text(c.fields["text"].as_str()?.into()),
                         timestamp: 1,
                     }))

@@ -46,7 +46,7 @@ fn assistant(
         ..Default::default()
     };
     usage.cost.total = (input + output) as f64 / 1e6;
-    AgentMessage::Assistant(AssistantMessage {
+    AgentMessage::from(AssistantMessage {
         content,
         api: "openai-completions".into(),
         provider: "openai".into(),
@@ -60,7 +60,7 @@ fn assistant(
 
 fn tool_turn() -> Vec<AgentMessage> {
     vec![
-        AgentMessage::User(agent_lsp::agent::message::UserMessage {
+        AgentMessage::from(agent_lsp::agent::message::UserMessage {
             content: "Read notes.txt".into(),
             timestamp: 1_796_020_190_000,
         }),
@@ -75,7 +75,7 @@ fn tool_turn() -> Vec<AgentMessage> {
             100,
             20,
         ),
-        AgentMessage::ToolResult(ToolResultMessage {
+        AgentMessage::from(ToolResultMessage {
             tool_call_id: "call_1".into(),
             tool_name: "read".into(),
             content: vec![ContentBlock::text("hello")],
@@ -336,7 +336,7 @@ fn a_pi_v2_file_is_migrated_to_v3() {
     assert_eq!(messages.len(), 2);
     assert_eq!(
         messages[1],
-        AgentMessage::User(agent_lsp::agent::message::UserMessage {
+        AgentMessage::from(agent_lsp::agent::message::UserMessage {
             content: MessageContent::Text("from a hook".into()),
             timestamp: 1_796_032_802_000,
         })

@@ -25,7 +25,7 @@ fn gpt5() -> Model {
 fn tool_turn(from: &Model) -> Vec<AgentMessage> {
     vec![
         AgentMessage::user_text("read a.txt"),
-        AgentMessage::Assistant(AssistantMessage {
+        AgentMessage::from(AssistantMessage {
             content: vec![
                 ContentBlock::Thinking(ThinkingContent {
                     thinking: "Look first.".into(),
@@ -49,7 +49,7 @@ fn tool_turn(from: &Model) -> Vec<AgentMessage> {
             stop_reason: StopReason::ToolUse,
             ..AssistantMessage::default()
         }),
-        AgentMessage::ToolResult(ToolResultMessage {
+        AgentMessage::from(ToolResultMessage {
             tool_call_id: "call_1|fc_1".into(),
             tool_name: "read".into(),
             content: vec![ContentBlock::text("hello")],
@@ -166,7 +166,7 @@ fn reasoning_items_without_encrypted_content_are_not_replayed() {
     let model = gpt5();
     let mut history = tool_turn(&model);
     if let AgentMessage::Assistant(a) = &mut history[1]
-        && let ContentBlock::Thinking(t) = &mut a.content[0]
+        && let ContentBlock::Thinking(t) = &mut std::sync::Arc::make_mut(a).content[0]
     {
         t.thinking_signature = Some(r#"{"id":"rs_1","type":"reasoning","summary":[]}"#.into());
     }
@@ -179,7 +179,7 @@ fn other_apis_signatures_are_not_sent_as_reasoning() {
     let model = gpt5();
     let mut history = tool_turn(&model);
     if let AgentMessage::Assistant(a) = &mut history[1]
-        && let ContentBlock::Thinking(t) = &mut a.content[0]
+        && let ContentBlock::Thinking(t) = &mut std::sync::Arc::make_mut(a).content[0]
     {
         t.thinking_signature = Some("reasoning_content".into());
     }

@@ -23,7 +23,7 @@ pub fn tool(name: &str) -> ToolDeclaration {
 }
 
 fn system(text: &str, added: &[&str], removed: &[&str], sections: Option<Value>) -> AgentMessage {
-    AgentMessage::System(SystemMessage {
+    AgentMessage::from(SystemMessage {
         content: text.into(),
         sections: sections.and_then(|s| s.as_object().cloned()),
         timestamp: 1,
@@ -38,7 +38,7 @@ fn system(text: &str, added: &[&str], removed: &[&str], sections: Option<Value>)
 }
 
 fn user(content: MessageContent) -> AgentMessage {
-    AgentMessage::User(UserMessage {
+    AgentMessage::from(UserMessage {
         content,
         timestamp: 2,
     })
@@ -70,7 +70,7 @@ fn call(id: &str, arguments: Value, signature: Option<&str>) -> ContentBlock {
 }
 
 fn assistant(model: &Model, content: Vec<ContentBlock>, stop: StopReason) -> AgentMessage {
-    AgentMessage::Assistant(AssistantMessage {
+    AgentMessage::from(AssistantMessage {
         content,
         api: model.api.clone(),
         provider: model.provider.clone(),
@@ -81,7 +81,7 @@ fn assistant(model: &Model, content: Vec<ContentBlock>, stop: StopReason) -> Age
 }
 
 fn result(id: &str, content: Vec<ContentBlock>, is_error: bool) -> AgentMessage {
-    AgentMessage::ToolResult(ToolResultMessage {
+    AgentMessage::from(ToolResultMessage {
         tool_call_id: id.into(),
         tool_name: "read".into(),
         content,
@@ -143,7 +143,7 @@ pub fn rich(model: &Model) -> Vec<AgentMessage> {
             vec![ContentBlock::text("line 1\nline 2"), ContentBlock::text("")],
             false,
         ),
-        AgentMessage::Custom(CustomMessage {
+        AgentMessage::from(CustomMessage {
             role: "note".into(),
             fields: json!({"text": "ignored"})
                 .as_object()

@@ -87,7 +87,7 @@ pub fn settle_interrupted(record: &mut SessionFile) -> Result<usize, SessionErro
             duration_ms: None,
             timestamp: now_ms(),
         };
-        record.append_message(&AgentMessage::ToolResult(result))?;
+        record.append_message(&AgentMessage::from(result))?;
     }
     Ok(pending.len())
 }

@@ -45,7 +45,7 @@ async fn i1_failing_listener_closes_the_sequence_with_exactly_one_agent_end() {
     agent.subscribe(Arc::new(|e: Arc<AgentEvent>, _| {
         let fail = matches!(
             &*e,
-            AgentEvent::MessageEnd { message } if matches!(**message, AgentMessage::Assistant(_))
+            AgentEvent::MessageEnd { message } if matches!(message, AgentMessage::Assistant(_))
         );
         Box::pin(async move {
             if fail {
@@ -313,7 +313,7 @@ fn arb_message() -> impl Strategy<Value = AgentMessage> {
     let added = prop::collection::vec((names.clone(), 0u8..3), 0..3);
     let removed = prop::collection::vec(names, 0..2);
     prop_oneof![
-        (added, removed).prop_map(|(added, removed)| AgentMessage::System(SystemMessage {
+        (added, removed).prop_map(|(added, removed)| AgentMessage::from(SystemMessage {
             tools_added: Some(
                 added
                     .into_iter()
@@ -333,7 +333,7 @@ fn arb_message() -> impl Strategy<Value = AgentMessage> {
             ),
             ..Default::default()
         })),
-        Just(AgentMessage::User(UserMessage {
+        Just(AgentMessage::from(UserMessage {
             content: "x".into(),
             timestamp: 1
         })),
@@ -361,13 +361,13 @@ proptest! {
 async fn i4_default_convert_drops_orphans_and_empty_failures_and_pairs_results() {
     let stream = MockStream::responses(vec![text_reply("ok")]);
     let mut options = AgentOptions::new(stream.clone());
-    let orphan = AgentMessage::ToolResult(ToolResultMessage {
+    let orphan = AgentMessage::from(ToolResultMessage {
         tool_call_id: "gone".into(),
         tool_name: "echo".into(),
         ..Default::default()
     });
-    let call = AgentMessage::Assistant(tool_use(vec![tool_call("c1", "echo", json!({}))]));
-    let result = AgentMessage::ToolResult(ToolResultMessage {
+    let call = AgentMessage::from(tool_use(vec![tool_call("c1", "echo", json!({}))]));
+    let result = AgentMessage::from(ToolResultMessage {
         tool_call_id: "c1".into(),
         tool_name: "echo".into(),
         ..Default::default()
@@ -379,7 +379,7 @@ async fn i4_default_convert_drops_orphans_and_empty_failures_and_pairs_results()
         call,
         user("interjection"),
         result,
-        AgentMessage::Assistant(empty_error),
+        AgentMessage::from(empty_error),
     ];
     let agent = Agent::new(options);
     agent.prompt_text("next").unwrap().wait().await;

@@ -177,7 +177,7 @@ async fn custom_roles_are_filtered_from_a_copy_and_stay_in_the_transcript() {
         seen: Mutex::new(Vec::new()),
         tool_turns: 1,
     });
-    let note = AgentMessage::Custom(CustomMessage {
+    let note = AgentMessage::from(CustomMessage {
         role: "note".into(),
         fields: Default::default(),
     });

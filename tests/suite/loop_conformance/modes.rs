@@ -159,7 +159,7 @@ async fn l11_should_inject_queued_messages_after_all_tool_calls_complete() {
         .events()
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::MessageStart { message } => match &**message {
+            AgentEvent::MessageStart { message } => match message {
                 AgentMessage::ToolResult(r) => Some(format!("tool:{}", r.tool_call_id)),
                 other => user_text(other),
             },

@@ -149,7 +149,7 @@ async fn l23_should_use_prepare_next_turn_snapshot_before_continuing() {
         let first = p.fetch_add(1, Ordering::SeqCst) == 0;
         let update = first.then(|| AgentLoopTurnUpdate {
             context: Some(turn.context.clone()),
-            messages: Some(vec![AgentMessage::System(SystemMessage {
+            messages: Some(vec![AgentMessage::from(SystemMessage {
                 content: "updated guidance".into(),
                 timestamp: 1,
                 ..Default::default()

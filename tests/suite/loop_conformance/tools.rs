@@ -49,10 +49,9 @@ pub(super) fn result_message_ids(events: &[AgentEvent]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match e {
-            AgentEvent::MessageEnd { message } => match &**message {
-                AgentMessage::ToolResult(r) => Some(r.tool_call_id.clone()),
-                _ => None,
-            },
+            AgentEvent::MessageEnd {
+                message: AgentMessage::ToolResult(r),
+            } => Some(r.tool_call_id.clone()),
             _ => None,
         })
         .collect()
@@ -66,7 +65,7 @@ pub(super) fn turn_end_ids(events: &[AgentEvent]) -> Vec<String> {
             _ => None,
         })
         .flatten()
-        .map(|r| r.tool_call_id)
+        .map(|r| r.tool_call_id.clone())
         .collect()
 }
 

@@ -177,7 +177,7 @@ async fn openai_additions_render_tools_in_place_when_enabled() {
     let mut context = conversation("openai-completions");
     // Only additions: drop the removal so the history stays additive.
     if let AgentMessage::System(later) = &mut std::sync::Arc::make_mut(&mut context.messages)[5] {
-        later.tools_removed = None;
+        std::sync::Arc::make_mut(later).tools_removed = None;
     }
     let mock = mock(r#"{"responses": [{"text": "ok"}, {"text": "ok"}]}"#).await;
     let mut model = model_for("openai-completions", &mock);
@@ -351,8 +351,7 @@ async fn user_images_and_blocks_convert() {
             mime_type: "image/jpeg".into(),
         }),
     ]);
-    let context = LlmContext::new(vec![AgentMessage::User(
-        agent_lsp::agent::message::UserMessage {
+    let context = LlmContext::new(vec![AgentMessage::from(agent_lsp::agent::message::UserMessage {
             content: blocks,
             timestamp: 1,
         },
@@ -525,7 +524,7 @@ async fn openrouter_encrypted_reasoning_is_kept_and_replayed() {
     );
     assert_eq!(signatures[1]["data"], "enc-call_b");
     let results = message.tool_calls().map(|c| {
-        AgentMessage::ToolResult(ToolResultMessage {
+        AgentMessage::from(ToolResultMessage {
             tool_call_id: c.id.clone(),
             tool_name: c.name.clone(),
             content: vec![ContentBlock::text("ok")],
@@ -534,7 +533,7 @@ async fn openrouter_encrypted_reasoning_is_kept_and_replayed() {
     });
     let mut messages = vec![
         AgentMessage::user_text("go"),
-        AgentMessage::Assistant(message.clone()),
+        AgentMessage::from(message.clone()),
     ];
     messages.extend(results);
     done(&run(&model, LlmContext::new(messages), StreamOptions::default()).await);

@@ -149,8 +149,8 @@ async fn the_next_request_replays_the_reasoning_item_with_the_call() {
     };
     let history = vec![
         AgentMessage::user_text("q"),
-        AgentMessage::Assistant(first),
-        AgentMessage::ToolResult(result),
+        AgentMessage::from(first),
+        AgentMessage::from(result),
     ];
     let events = run(&model, LlmContext::new(history), options()).await;
     assert_eq!(done(&events).1.text(), "done");

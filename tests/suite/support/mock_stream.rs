@@ -147,7 +147,7 @@ pub fn tool_use(calls: Vec<ContentBlock>) -> AssistantMessage {
 }
 
 pub fn user(text: &str) -> AgentMessage {
-    AgentMessage::User(UserMessage {
+    AgentMessage::from(UserMessage {
         content: MessageContent::Text(text.into()),
         timestamp: now_ms(),
     })
