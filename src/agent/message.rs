@@ -345,11 +345,8 @@ pub struct ToolResultMessage {
     pub tool_call_id: String,
     pub tool_name: String,
     pub content: Vec<ContentBlock>,
-    /// Shared, not copied: the loop's context, the run's new messages, the agent's state and the
-    /// session record each hold this message, and a tool's details (an `edit`'s two diffs) are
-    /// most of its size while the model never sees them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Arc<Value>>,
+    pub details: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
     pub is_error: bool,

@@ -47,7 +47,7 @@ impl ToolCallOutcome {
             tool_call_id: self.tool_call.id.clone(),
             tool_name: self.tool_call.name.clone(),
             content: self.result.content.clone(),
-            details: self.result.details.clone().map(Arc::new),
+            details: self.result.details.clone(),
             usage: self.result.usage.clone(),
             is_error: self.is_error,
             duration_ms: self.duration_ms,

@@ -79,7 +79,7 @@ fn tool_turn() -> Vec<AgentMessage> {
             tool_call_id: "call_1".into(),
             tool_name: "read".into(),
             content: vec![ContentBlock::text("hello")],
-            details: Some(std::sync::Arc::new(json!({}))),
+            details: Some(json!({})),
             is_error: false,
             timestamp: 1_796_020_193_000,
             ..Default::default()

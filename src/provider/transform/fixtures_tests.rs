@@ -86,7 +86,7 @@ fn result(id: &str, content: Vec<ContentBlock>, is_error: bool) -> AgentMessage 
         tool_name: "read".into(),
         content,
         is_error,
-        details: Some(std::sync::Arc::new(json!({"lines": 3}))),
+        details: Some(json!({"lines": 3})),
         ..ToolResultMessage::default()
     })
 }

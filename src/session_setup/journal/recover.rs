@@ -79,9 +79,7 @@ pub fn settle_interrupted(record: &mut SessionFile) -> Result<usize, SessionErro
             tool_call_id: id.clone(),
             tool_name: name.clone(),
             content: vec![ContentBlock::text(format!("{INTERRUPTED} {text}"))],
-            details: Some(std::sync::Arc::new(
-                json!({"interrupted": true, "status": status.as_str()}),
-            )),
+            details: Some(json!({"interrupted": true, "status": status.as_str()})),
             usage: None,
             is_error: true,
             duration_ms: None,

@@ -93,7 +93,7 @@ async fn l27_should_stop_after_a_blocked_tool_call_when_before_tool_call_sets_te
         result.content,
         vec![ContentBlock::text("Blocked by policy")]
     );
-    assert_eq!(result.details.as_deref(), Some(&json!({})));
+    assert_eq!(result.details, Some(json!({})));
     assert_eq!(result.duration_ms, None);
     let ends = tool_results(&rec.events());
     assert_eq!(ends, [("tool-1".to_string(), true, None)]);

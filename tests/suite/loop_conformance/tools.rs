@@ -123,7 +123,7 @@ async fn l6_should_handle_tool_calls_and_results() {
         .find_map(AgentMessage::as_tool_result)
         .unwrap();
     assert_eq!(result.usage, Some(patched));
-    assert_eq!(result.details.as_deref(), Some(&json!({"value": "hello"})));
+    assert_eq!(result.details, Some(json!({"value": "hello"})));
     assert_eq!(
         roles(&outcome.new_messages),
         ["system", "user", "assistant", "toolResult", "assistant"]
