@@ -1,4 +1,5 @@
-//! Scenario 4: many turns of tool calls (the model reads a small file each turn, then answers).
+//! Scenario 4: many turns of tool calls (the model reads a small file each turn, from a
+//! different line, then answers).
 //! The floor replays the client's own request bodies for the same streams, so the mock's work
 //! (reading and checking each request's history) is the same on both sides. Bar: agent-lsp's
 //! wall above the floor, per turn, ≤ 2 ms. pi runs the same turns, against a floor replaying
@@ -17,7 +18,10 @@ pub const FULL_TURNS: usize = 100;
 fn responses(turns: usize) -> Vec<MockResponse> {
     let mut all: Vec<MockResponse> = (0..turns)
         .map(|i| {
-            MockResponse::tool_call(&format!("call_{i}"), "read", json!({"path": "notes.txt"}))
+            // From a different line each turn: the same call six times in a row is a runaway
+            // loop, which the session's loop guard stops.
+            let args = json!({"path": "notes.txt", "offset": 1 + i % 20});
+            MockResponse::tool_call(&format!("call_{i}"), "read", args)
         })
         .collect();
     all.push(MockResponse::text("The notes say hello."));
