@@ -89,8 +89,7 @@ async fn emit_result_message(
         message: as_agent.clone(),
     })
     .await?;
-    emit(AgentEvent::MessageEnd { message: as_agent })
-    .await?;
+    emit(AgentEvent::MessageEnd { message: as_agent }).await?;
     Ok(message)
 }
 

@@ -144,8 +144,7 @@ impl Run {
                 message: message.clone(),
             })
             .await?;
-            self.emit(AgentEvent::MessageEnd { message })
-            .await?;
+            self.emit(AgentEvent::MessageEnd { message }).await?;
         }
         self.run_loop().await
     }
@@ -409,7 +408,10 @@ impl Run {
     }
 
     /// `error`/`aborted`: `finishTurn` runs (its decision ignored), then the run ends.
-    async fn hard_exit(&mut self, message: Arc<AssistantMessage>) -> Result<LoopOutcome, RunFailure> {
+    async fn hard_exit(
+        &mut self,
+        message: Arc<AssistantMessage>,
+    ) -> Result<LoopOutcome, RunFailure> {
         if let Some(finish) = self.config.hooks.finish_turn.clone() {
             finish(self.turn(&message, &[]), self.cancel.clone()).await?;
         }

@@ -91,8 +91,7 @@ pub(crate) async fn stream_assistant_response(
         .await?;
     }
     context.messages_mut().push(as_agent.clone());
-    (req.emit)(AgentEvent::MessageEnd { message: as_agent })
-    .await?;
+    (req.emit)(AgentEvent::MessageEnd { message: as_agent }).await?;
     Ok(message)
 }
 

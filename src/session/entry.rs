@@ -46,11 +46,18 @@ pub struct SessionEntry {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EntryKind {
-    Message { message: AgentMessage },
+    Message {
+        message: AgentMessage,
+    },
     #[serde(rename_all = "camelCase")]
-    ModelChange { provider: String, model_id: String },
+    ModelChange {
+        provider: String,
+        model_id: String,
+    },
     #[serde(rename_all = "camelCase")]
-    ThinkingLevelChange { thinking_level: String },
+    ThinkingLevelChange {
+        thinking_level: String,
+    },
     #[serde(rename_all = "camelCase")]
     Compaction {
         summary: String,

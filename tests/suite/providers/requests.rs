@@ -351,7 +351,8 @@ async fn user_images_and_blocks_convert() {
             mime_type: "image/jpeg".into(),
         }),
     ]);
-    let context = LlmContext::new(vec![AgentMessage::from(agent_lsp::agent::message::UserMessage {
+    let context = LlmContext::new(vec![AgentMessage::from(
+        agent_lsp::agent::message::UserMessage {
             content: blocks,
             timestamp: 1,
         },
