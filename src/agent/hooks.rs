@@ -126,8 +126,8 @@ pub struct AfterToolCallResult {
 /// pi's `AgentTurnContext`: a finished turn, as `finishTurn` and `prepareNextTurn` see it.
 #[derive(Clone, Debug)]
 pub struct AgentTurnContext {
-    pub message: AssistantMessage,
-    pub tool_results: Vec<ToolResultMessage>,
+    pub message: Arc<AssistantMessage>,
+    pub tool_results: Vec<Arc<ToolResultMessage>>,
     pub context: AgentContext,
     pub new_messages: Vec<AgentMessage>,
 }

@@ -168,12 +168,12 @@ impl Run {
 
     fn turn(
         &self,
-        message: &AssistantMessage,
+        message: &Arc<AssistantMessage>,
         results: &[Arc<ToolResultMessage>],
     ) -> AgentTurnContext {
         AgentTurnContext {
             message: message.clone(),
-            tool_results: results.iter().map(|r| (**r).clone()).collect(),
+            tool_results: results.to_vec(),
             context: self.context.clone(),
             new_messages: self.new_messages.clone(),
         }
@@ -186,8 +186,8 @@ impl Run {
 
     /// pi's `runLoop` (spec §3.2).
     async fn run_loop(&mut self) -> Result<LoopOutcome, RunFailure> {
-        // The finished turn's response and results; its full `AgentTurnContext` (a copy of the
-        // whole context) is only built when a hook is there to receive it.
+        // The finished turn's response and results; its full `AgentTurnContext` (the context's
+        // list of shared messages) is only built when a hook is there to receive it.
         let mut last_turn: Option<(Arc<AssistantMessage>, Vec<Arc<ToolResultMessage>>)> = None;
         let mut explicit_continuation = false;
         let mut pending = self.poll_steering().await?;
