@@ -177,8 +177,9 @@ pub fn main() -> ExitCode {
 ///   JSON lines batched during a burst of work are written when the thread runs out of work.
 /// - The daemon's own work per message is small next to the cost of waking another thread (tens
 ///   to hundreds of microseconds on a busy or virtual machine). On one thread every hand-off
-///   between the framework, a session, its provider stream and the output is a task switch,
-///   not a thread wake (BENCH.md, scenario 5, and the daemon's stream in scenario 2).
+///   between the main loop, a session and its provider stream is a task switch, not a thread
+///   wake (BENCH.md, scenarios 2 and 5). The writer alone has its own thread (`server::output`):
+///   output must not wait behind a long computation on this one.
 fn runtime_for(command: &Option<Command>) -> std::io::Result<tokio::runtime::Runtime> {
     let mut builder = tokio::runtime::Builder::new_current_thread();
     builder.enable_all();

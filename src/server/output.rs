@@ -2,6 +2,10 @@
 //! server → client requests and notifications — goes through one channel and one writer task,
 //! which writes them in the order they were queued.
 //!
+//! The writer runs on a thread of its own (as rust-analyzer's `lsp-server` does): what was queued
+//! reaches the client while the sessions' thread is busy, e.g. scanning a 10 MB buffer for an
+//! `edit` or serialising the next request's transcript (BENCH.md, scenario 5).
+//!
 //! Ordering by construction: the main loop queues a request's response slot ([`Output::reply_slot`])
 //! before it handles the request, so the response precedes everything the request starts; a run
 //! queues its events and its requests to the client on the same channel, so a request never
@@ -14,8 +18,11 @@
 //! waits on its writes and queued deltas merge the same way.
 
 use std::collections::HashMap;
+use std::os::fd::AsFd;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -79,7 +86,13 @@ impl ReplySlot {
 }
 
 impl Output {
-    /// Starts the writer task on `writer`.
+    /// Starts the writer on this process's stdout.
+    pub fn stdout(framing: Framing) -> std::io::Result<Self> {
+        let fd = std::io::stdout().as_fd().try_clone_to_owned()?;
+        Ok(Self::start(Blocking(std::fs::File::from(fd)), framing))
+    }
+
+    /// Starts the writer on `writer`, on the writer's own thread.
     pub fn start(writer: impl AsyncWrite + Send + Unpin + 'static, framing: Framing) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
@@ -95,7 +108,10 @@ impl Output {
             sink: BufWriter::with_capacity(64 * 1024, Box::new(writer)),
             written: HashMap::new(),
         };
-        tokio::spawn(writer.run(rx));
+        if let Err(e) = spawn_writer(writer.run(rx)) {
+            tracing::error!(%e, "cannot start the output thread");
+            shared.closed.store(true, Ordering::SeqCst);
+        }
         Output { tx, shared }
     }
 
@@ -164,6 +180,40 @@ impl Output {
         if urgent {
             self.shared.wake.notify_waiters();
         }
+    }
+}
+
+/// Runs the writer on a thread with a runtime of its own (for the pacing timers); the thread
+/// ends with the writer, when every [`Output`] is gone or the client stopped reading.
+fn spawn_writer(run: impl Future<Output = ()> + Send + 'static) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    std::thread::Builder::new()
+        .name("agent-lsp-output".into())
+        .spawn(move || runtime.block_on(run))?;
+    Ok(())
+}
+
+/// A blocking writer seen as an async one: on the writer's own thread, waiting in `write` is
+/// what the writer would do anyway, and it saves a hand-off to a blocking pool per write.
+struct Blocking<W>(W);
+
+impl<W: std::io::Write + Unpin> AsyncWrite for Blocking<W> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Poll::Ready(self.0.write(buf))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(self.0.flush())
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.poll_flush(cx)
     }
 }
 
