@@ -10,7 +10,10 @@
 //! The result is sent as one `TextEdit` per replacement (trimmed to the differing middle), and
 //! the diff is computed on an excerpt of whole lines around the changes.
 
-use ls_types::{Range, TextEdit};
+use std::ops::Range;
+use std::sync::OnceLock;
+
+use ls_types::TextEdit;
 use memchr::memmem;
 use ropey::Rope;
 
@@ -76,10 +79,77 @@ pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
     changes.then_some(Plan { reps, crlf })
 }
 
+/// A document at least this large is searched by two threads, each over half of it: the scan
+/// of a 10 MB buffer is most of an `edit`'s time (BENCH.md, scenario 5).
+const SPLIT_FROM: usize = 1 << 20;
+
 /// Where the (non-empty) `needle` starts in the rope if it starts at exactly one place. Two
 /// overlapping occurrences count as two, so this is `None` (and the whole-text path, which
 /// counts them as one, decides) wherever it could differ from `str::matches`.
 fn unique_match(rope: &Rope, needle: &[u8]) -> Option<usize> {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let parts = if rope.len_bytes() >= SPLIT_FROM {
+        cores.min(2)
+    } else {
+        1
+    };
+    unique_match_in_parts(rope, needle, parts)
+}
+
+/// [`unique_match`] with the rope cut in `parts` byte ranges, each searched on a thread.
+fn unique_match_in_parts(rope: &Rope, needle: &[u8], parts: usize) -> Option<usize> {
+    let len = rope.len_bytes();
+    let bounds: Vec<usize> = (0..=parts).map(|i| len * i / parts).collect();
+    let found = std::thread::scope(|scope| {
+        let others: Vec<_> = bounds
+            .windows(2)
+            .skip(1)
+            .map(|w| {
+                let (from, to) = (w[0], w[1]);
+                let spawned = std::thread::Builder::new()
+                    .spawn_scoped(scope, move || matches_in(rope, needle, from..to));
+                // No thread to be had: search that part here.
+                spawned.map_err(|_| matches_in(rope, needle, from..to))
+            })
+            .collect();
+        let first = matches_in(rope, needle, bounds[0]..bounds[1]);
+        others.into_iter().fold(first, |found, other| {
+            // A part that panicked counts as many: the whole-text path decides.
+            let other = match other {
+                Ok(thread) => thread.join().unwrap_or(Found::Many),
+                Err(here) => here,
+            };
+            found.and(other)
+        })
+    });
+    match found {
+        Found::One(at) => Some(at),
+        Found::None | Found::Many => None,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Found {
+    None,
+    One(usize),
+    Many,
+}
+
+impl Found {
+    fn and(self, other: Found) -> Found {
+        match (self, other) {
+            (Found::None, x) | (x, Found::None) => x,
+            _ => Found::Many,
+        }
+    }
+}
+
+/// The needle's starts in the byte range `range` of the rope (a match may end past it).
+fn matches_in(rope: &Rope, needle: &[u8], range: Range<usize>) -> Found {
+    if range.is_empty() {
+        return Found::None;
+    }
     let finder = memmem::Finder::new(needle);
     let keep = needle.len().saturating_sub(1);
     // Each chunk is searched in place; a match that crosses into a chunk from before starts in
@@ -87,15 +157,13 @@ fn unique_match(rope: &Rope, needle: &[u8]) -> Option<usize> {
     // are copied and searched for those.
     let mut tail: Vec<u8> = Vec::with_capacity(2 * keep);
     let mut boundary: Vec<u8> = Vec::with_capacity(2 * keep);
-    let (mut found, mut chunk_start) = (None, 0);
-    let mut record = |at: usize| match found {
-        Some(_) => Err(()),
-        None => {
-            found = Some(at);
-            Ok(())
+    let mut found = Found::None;
+    let (chunks, mut chunk_start, _, _) = rope.chunks_at_byte(range.start);
+    for chunk in chunks.map(str::as_bytes) {
+        // A match starting before `range.end` is found by the time its last byte is seen.
+        if chunk_start >= range.end + keep || found == Found::Many {
+            break;
         }
-    };
-    for chunk in rope.chunks().map(str::as_bytes) {
         if !tail.is_empty() {
             boundary.clear();
             boundary.extend_from_slice(&tail);
@@ -103,11 +171,18 @@ fn unique_match(rope: &Rope, needle: &[u8]) -> Option<usize> {
             let tail_start = chunk_start - tail.len();
             // Only matches starting in `tail`: later ones lie inside the chunk.
             for at in starts(&finder, &boundary).take_while(|&at| at < tail.len()) {
-                record(tail_start + at).ok()?;
+                if range.contains(&(tail_start + at)) {
+                    found = found.and(Found::One(tail_start + at));
+                }
             }
         }
-        for at in starts(&finder, chunk) {
-            record(chunk_start + at).ok()?;
+        for at in starts(&finder, chunk).map(|at| chunk_start + at) {
+            if at >= range.end || found == Found::Many {
+                break;
+            }
+            if at >= range.start {
+                found = found.and(Found::One(at));
+            }
         }
         if chunk.len() >= keep {
             tail.clear();
@@ -154,7 +229,7 @@ pub fn text_edits(doc: &Document, plan: &Plan, enc: Encoding) -> Vec<TextEdit> {
         }
         let region = super::region(&old, &r.text);
         let at = |byte: usize| position::to_position(&doc.rope, doc.rope.byte_to_char(byte), enc);
-        let range = Range::new(at(r.start + region.start), at(r.start + region.old_end));
+        let range = ls_types::Range::new(at(r.start + region.start), at(r.start + region.old_end));
         out.push(TextEdit::new(
             range,
             r.text[region.start..region.new_end].to_owned(),
@@ -250,8 +325,10 @@ mod tests {
                 .filter(|&i| text.as_bytes()[i..].starts_with(needle.as_bytes()))
                 .collect();
             let want = (starts.len() == 1).then(|| starts[0]);
-            prop_assert_eq!(unique_match(&chunky(&text), needle.as_bytes()), want);
-            prop_assert_eq!(unique_match(&Rope::from_str(&text), needle.as_bytes()), want);
+            for parts in 1..=3 {
+                prop_assert_eq!(unique_match_in_parts(&chunky(&text), needle.as_bytes(), parts), want);
+                prop_assert_eq!(unique_match_in_parts(&Rope::from_str(&text), needle.as_bytes(), parts), want);
+            }
         }
     }
 
@@ -261,11 +338,15 @@ mod tests {
         let rope = chunky(&text);
         assert!(rope.chunks().count() > 100);
         let needle = "line 1499\nline 1500\nline 1501\n";
-        assert_eq!(unique_match(&rope, needle.as_bytes()), text.find(needle));
-        assert_eq!(unique_match(&rope, b"line 1"), None, "several");
-        assert_eq!(unique_match(&rope, b"line 3000"), None, "none");
-        // Overlapping starts count as two: the whole-text path decides.
-        assert_eq!(unique_match(&chunky("aaa"), b"aa"), None);
+        for parts in 1..=2 {
+            let found =
+                |rope: &Rope, needle: &str| unique_match_in_parts(rope, needle.as_bytes(), parts);
+            assert_eq!(found(&rope, needle), text.find(needle));
+            assert_eq!(found(&rope, "line 1"), None, "several");
+            assert_eq!(found(&rope, "line 3000"), None, "none");
+            // Overlapping starts count as two, also across the parts: the whole-text path decides.
+            assert_eq!(found(&chunky("aaa"), "aa"), None);
+        }
     }
 
     fn doc_of(text: &str) -> Document {
