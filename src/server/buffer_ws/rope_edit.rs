@@ -11,7 +11,9 @@
 //! the diff is computed on an excerpt of whole lines around the changes.
 
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use ls_types::TextEdit;
 use memchr::memmem;
@@ -79,9 +81,10 @@ pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
     changes.then_some(Plan { reps, crlf })
 }
 
-/// A document at least this large is searched by two threads, each over half of it: the scan
-/// of a 10 MB buffer is most of an `edit`'s time (BENCH.md, scenario 5).
+/// A document at least this large is searched by this thread and a helper, in [`PIECES`]
+/// pieces: the scan of a 10 MB buffer is most of an `edit`'s time (BENCH.md, scenario 5).
 const SPLIT_FROM: usize = 1 << 20;
+const PIECES: usize = 16;
 
 /// Where the (non-empty) `needle` starts in the rope if it starts at exactly one place. Two
 /// overlapping occurrences count as two, so this is `None` (and the whole-text path, which
@@ -89,43 +92,90 @@ const SPLIT_FROM: usize = 1 << 20;
 fn unique_match(rope: &Rope, needle: &[u8]) -> Option<usize> {
     static CORES: OnceLock<usize> = OnceLock::new();
     let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
-    let parts = if rope.len_bytes() >= SPLIT_FROM {
-        cores.min(2)
+    let pieces = if rope.len_bytes() >= SPLIT_FROM && cores > 1 {
+        PIECES
     } else {
         1
     };
-    unique_match_in_parts(rope, needle, parts)
-}
-
-/// [`unique_match`] with the rope cut in `parts` byte ranges, each searched on a thread.
-fn unique_match_in_parts(rope: &Rope, needle: &[u8], parts: usize) -> Option<usize> {
-    let len = rope.len_bytes();
-    let bounds: Vec<usize> = (0..=parts).map(|i| len * i / parts).collect();
-    let found = std::thread::scope(|scope| {
-        let others: Vec<_> = bounds
-            .windows(2)
-            .skip(1)
-            .map(|w| {
-                let (from, to) = (w[0], w[1]);
-                let spawned = std::thread::Builder::new()
-                    .spawn_scoped(scope, move || matches_in(rope, needle, from..to));
-                // No thread to be had: search that part here.
-                spawned.map_err(|_| matches_in(rope, needle, from..to))
-            })
-            .collect();
-        let first = matches_in(rope, needle, bounds[0]..bounds[1]);
-        others.into_iter().fold(first, |found, other| {
-            // A part that panicked counts as many: the whole-text path decides.
-            let other = match other {
-                Ok(thread) => thread.join().unwrap_or(Found::Many),
-                Err(here) => here,
-            };
-            found.and(other)
-        })
-    });
-    match found {
+    match shared_scan(rope, needle, pieces) {
         Found::One(at) => Some(at),
         Found::None | Found::Many => None,
+    }
+}
+
+/// The needle's starts in the rope cut in `pieces`, which this thread and a helper take from a
+/// counter. This thread waits only for pieces the helper took, never for it to start: on a
+/// busy machine it does them all.
+fn shared_scan(rope: &Rope, needle: &[u8], pieces: usize) -> Found {
+    if pieces <= 1 {
+        return matches_in(rope, needle, 0..rope.len_bytes());
+    }
+    let work = Arc::new(Pieces {
+        rope: rope.clone(),
+        needle: needle.to_vec(),
+        pieces,
+        next: AtomicUsize::new(0),
+        state: Mutex::new((Found::None, 0)),
+        done: Condvar::new(),
+    });
+    let helper = work.clone();
+    let spawned = std::thread::Builder::new()
+        .name("agent-lsp-scan".into())
+        .spawn(move || helper.take());
+    if let Err(e) = spawned {
+        tracing::debug!(%e, "no helper thread for the scan");
+    }
+    work.take();
+    work.wait()
+}
+
+/// A scan shared by piece (see [`shared_scan`]).
+struct Pieces {
+    rope: Rope,
+    needle: Vec<u8>,
+    pieces: usize,
+    next: AtomicUsize,
+    /// What the finished pieces found, and how many finished.
+    state: Mutex<(Found, usize)>,
+    done: Condvar,
+}
+
+impl Pieces {
+    fn state(&self) -> MutexGuard<'_, (Found, usize)> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn take(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.pieces || self.state().0 == Found::Many {
+                return;
+            }
+            let len = self.rope.len_bytes();
+            let range = len * i / self.pieces..len * (i + 1) / self.pieces;
+            // A piece that panics counts as many (the whole-text path decides), and still
+            // finishes: nobody waits for it forever.
+            let found = catch_unwind(AssertUnwindSafe(|| {
+                matches_in(&self.rope, &self.needle, range)
+            }))
+            .unwrap_or(Found::Many);
+            let mut state = self.state();
+            state.0 = state.0.and(found);
+            state.1 += 1;
+            self.done.notify_all();
+        }
+    }
+
+    /// Once every piece is done, or one settled it (more than one match).
+    fn wait(&self) -> Found {
+        let mut state = self.state();
+        while state.1 < self.pieces && state.0 != Found::Many {
+            state = self
+                .done
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        state.0
     }
 }
 
@@ -325,9 +375,13 @@ mod tests {
                 .filter(|&i| text.as_bytes()[i..].starts_with(needle.as_bytes()))
                 .collect();
             let want = (starts.len() == 1).then(|| starts[0]);
-            for parts in 1..=3 {
-                prop_assert_eq!(unique_match_in_parts(&chunky(&text), needle.as_bytes(), parts), want);
-                prop_assert_eq!(unique_match_in_parts(&Rope::from_str(&text), needle.as_bytes(), parts), want);
+            for pieces in [1, 2, 3, 7] {
+                let found = |rope: &Rope| match shared_scan(rope, needle.as_bytes(), pieces) {
+                    Found::One(at) => Some(at),
+                    Found::None | Found::Many => None,
+                };
+                prop_assert_eq!(found(&chunky(&text)), want);
+                prop_assert_eq!(found(&Rope::from_str(&text)), want);
             }
         }
     }
@@ -338,9 +392,12 @@ mod tests {
         let rope = chunky(&text);
         assert!(rope.chunks().count() > 100);
         let needle = "line 1499\nline 1500\nline 1501\n";
-        for parts in 1..=2 {
+        for pieces in [1, PIECES] {
             let found =
-                |rope: &Rope, needle: &str| unique_match_in_parts(rope, needle.as_bytes(), parts);
+                |rope: &Rope, needle: &str| match shared_scan(rope, needle.as_bytes(), pieces) {
+                    Found::One(at) => Some(at),
+                    Found::None | Found::Many => None,
+                };
             assert_eq!(found(&rope, needle), text.find(needle));
             assert_eq!(found(&rope, "line 1"), None, "several");
             assert_eq!(found(&rope, "line 3000"), None, "none");
