@@ -33,7 +33,7 @@ use crate::server::output::Output;
 ///
 /// The process exits from here: the runtime would otherwise wait on the blocking stdin reader.
 pub async fn serve_stdio() -> anyhow::Result<()> {
-    let output = Output::stdout(Framing::Lines)?;
+    let output = Output::start(tokio::io::stdout(), Framing::Lines);
     let conn = Conn::new(
         output.clone(),
         EnvSource::from_process(),

@@ -54,7 +54,7 @@ use crate::server::output::Output;
 /// returning: the tokio runtime would otherwise wait on the blocking stdin reader, which never
 /// returns while an editor keeps our stdin open after `exit`.
 pub async fn serve_stdio() -> anyhow::Result<()> {
-    let output = Output::stdout(Framing::ContentLength)?;
+    let output = Output::start(tokio::io::stdout(), Framing::ContentLength);
     let mut server = Server::new(output.clone());
     let exit = server
         .serve(tokio::io::stdin(), Framing::ContentLength)

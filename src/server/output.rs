@@ -18,11 +18,8 @@
 //! waits on its writes and queued deltas merge the same way.
 
 use std::collections::HashMap;
-use std::os::fd::AsFd;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -86,12 +83,6 @@ impl ReplySlot {
 }
 
 impl Output {
-    /// Starts the writer on this process's stdout.
-    pub fn stdout(framing: Framing) -> std::io::Result<Self> {
-        let fd = std::io::stdout().as_fd().try_clone_to_owned()?;
-        Ok(Self::start(Blocking(std::fs::File::from(fd)), framing))
-    }
-
     /// Starts the writer on `writer`, on the writer's own thread.
     pub fn start(writer: impl AsyncWrite + Send + Unpin + 'static, framing: Framing) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -193,28 +184,6 @@ fn spawn_writer(run: impl Future<Output = ()> + Send + 'static) -> std::io::Resu
         .name("agent-lsp-output".into())
         .spawn(move || runtime.block_on(run))?;
     Ok(())
-}
-
-/// A blocking writer seen as an async one: on the writer's own thread, waiting in `write` is
-/// what the writer would do anyway, and it saves a hand-off to a blocking pool per write.
-struct Blocking<W>(W);
-
-impl<W: std::io::Write + Unpin> AsyncWrite for Blocking<W> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Poll::Ready(self.0.write(buf))
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(self.0.flush())
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        self.poll_flush(cx)
-    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
