@@ -23,6 +23,8 @@ mod updates;
 
 use std::time::Duration;
 
+use anyhow::Context;
+
 pub use conn::{Conn, STEER};
 
 use crate::model_registry::EnvSource;
@@ -33,7 +35,8 @@ use crate::server::output::Output;
 ///
 /// The process exits from here: the runtime would otherwise wait on the blocking stdin reader.
 pub async fn serve_stdio() -> anyhow::Result<()> {
-    let output = Output::start(tokio::io::stdout(), Framing::Lines);
+    let output = Output::start(tokio::io::stdout(), Framing::Lines)
+        .context("cannot start the output thread")?;
     let conn = Conn::new(
         output.clone(),
         EnvSource::from_process(),

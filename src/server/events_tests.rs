@@ -48,7 +48,7 @@ type Written = mpsc::UnboundedReceiver<(Instant, Value)>;
 /// An output whose frames are decoded as they are written: each event's params, with the time.
 fn output(interval: Duration) -> (Output, Written) {
     let (write, read) = tokio::io::duplex(1 << 20);
-    let output = Output::start(write, Framing::ContentLength);
+    let output = Output::start(write, Framing::ContentLength).expect("output thread");
     output.set_delta_interval(interval);
     let (tx, rx) = mpsc::unbounded_channel();
     tokio::spawn(async move {

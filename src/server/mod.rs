@@ -43,6 +43,8 @@ pub mod session_table;
 
 use std::time::Duration;
 
+use anyhow::Context;
+
 pub use jsonrpc::Framing;
 
 use crate::server::main_loop::{Exit, Server};
@@ -54,7 +56,8 @@ use crate::server::output::Output;
 /// returning: the tokio runtime would otherwise wait on the blocking stdin reader, which never
 /// returns while an editor keeps our stdin open after `exit`.
 pub async fn serve_stdio() -> anyhow::Result<()> {
-    let output = Output::start(tokio::io::stdout(), Framing::ContentLength);
+    let output = Output::start(tokio::io::stdout(), Framing::ContentLength)
+        .context("cannot start the output thread")?;
     let mut server = Server::new(output.clone());
     let exit = server
         .serve(tokio::io::stdin(), Framing::ContentLength)

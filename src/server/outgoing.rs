@@ -210,7 +210,7 @@ mod tests {
             (CancelNotice::Acp, "$/cancel_request", "requestId"),
         ] {
             let (write, mut read) = tokio::io::duplex(1 << 16);
-            let output = Output::start(write, Framing::Lines);
+            let output = Output::start(write, Framing::Lines).expect("output thread");
             let out = Outgoing::with_cancel(output.clone(), Replies::default(), notice);
             let cancel = CancellationToken::new();
             cancel.cancel();

@@ -83,8 +83,12 @@ impl ReplySlot {
 }
 
 impl Output {
-    /// Starts the writer on `writer`, on the writer's own thread.
-    pub fn start(writer: impl AsyncWrite + Send + Unpin + 'static, framing: Framing) -> Self {
+    /// Starts the writer on `writer`, on the writer's own thread; fails if that thread (or its
+    /// runtime) cannot be created, since a daemon that cannot write must not start.
+    pub fn start(
+        writer: impl AsyncWrite + Send + Unpin + 'static,
+        framing: Framing,
+    ) -> std::io::Result<Self> {
         let (tx, rx) = mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             framing,
@@ -99,11 +103,8 @@ impl Output {
             sink: BufWriter::with_capacity(64 * 1024, Box::new(writer)),
             written: HashMap::new(),
         };
-        if let Err(e) = spawn_writer(writer.run(rx)) {
-            tracing::error!(%e, "cannot start the output thread");
-            shared.closed.store(true, Ordering::SeqCst);
-        }
-        Output { tx, shared }
+        spawn_writer(writer.run(rx))?;
+        Ok(Output { tx, shared })
     }
 
     /// Sets the pace of streamed deltas (`ZERO`: no pacing).

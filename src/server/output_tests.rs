@@ -38,7 +38,7 @@ fn note(p: u64, i: u64) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_producers_keep_frames_whole_and_in_their_order() {
     let (write, read) = tokio::io::duplex(4096);
-    let output = Output::start(write, Framing::ContentLength);
+    let output = Output::start(write, Framing::ContentLength).expect("output thread");
     let reading = tokio::spawn(messages(read));
     let producers: Vec<_> = (0..4)
         .map(|p| {
@@ -75,7 +75,7 @@ async fn concurrent_producers_keep_frames_whole_and_in_their_order() {
 #[tokio::test]
 async fn a_reply_slot_keeps_its_place_ahead_of_what_is_queued_after_it() {
     let (write, read) = tokio::io::duplex(1 << 20);
-    let output = Output::start(write, Framing::ContentLength);
+    let output = Output::start(write, Framing::ContentLength).expect("output thread");
     output.notify("$/before", json!({}));
     let slot = output.reply_slot();
     output.notify("$/after", json!({}));
@@ -94,7 +94,7 @@ async fn a_reply_slot_keeps_its_place_ahead_of_what_is_queued_after_it() {
 async fn a_closed_client_closes_the_output_without_hanging_anyone() {
     let (write, read) = tokio::io::duplex(64);
     drop(read);
-    let output = Output::start(write, Framing::ContentLength);
+    let output = Output::start(write, Framing::ContentLength).expect("output thread");
     for i in 0..3 {
         output.notify("$/x", note(0, i));
     }
@@ -108,7 +108,7 @@ async fn a_closed_client_closes_the_output_without_hanging_anyone() {
 #[tokio::test]
 async fn lines_framing_writes_one_message_per_line() {
     let (write, mut read) = tokio::io::duplex(1 << 16);
-    let output = Output::start(write, Framing::Lines);
+    let output = Output::start(write, Framing::Lines).expect("output thread");
     output.notify("a", json!({"x": "line\nbreak"}));
     output.notify("b", json!(null));
     output.drained().await;
