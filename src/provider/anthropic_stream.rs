@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::anthropic_event::{self, EventData};
 use super::assembler::Assembler;
 use super::sse::SseEvent;
-use super::transport::{Failure, Flow, WireParser};
+use super::transport::{Failure, Flow, WireParser, unparsable};
 use crate::agent::message::{StopReason, ThinkingContent, Usage};
 use crate::agent::model::Model;
 
@@ -243,12 +243,8 @@ impl WireParser for AnthropicParser {
         if !KNOWN.contains(&name) {
             return Ok(Flow::Continue);
         }
-        let data = anthropic_event::parse(&event.data).map_err(|e| {
-            let shown: String = event.data.chars().take(200).collect();
-            Failure::error(format!(
-                "Could not parse Anthropic SSE event {name}: {e}; data={shown}"
-            ))
-        })?;
+        let data = anthropic_event::parse(&event.data)
+            .map_err(|e| unparsable(&format!("Anthropic SSE event {name}"), &e, &event.data))?;
         self.dispatch(asm, name, &data).await?;
         Ok(if self.stopped {
             Flow::Stop

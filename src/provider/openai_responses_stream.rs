@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::assembler::Assembler;
 use super::sse::SseEvent;
-use super::transport::{Failure, Flow, WireParser};
+use super::transport::{Failure, Flow, Payload, WireParser, openai_payload};
 use crate::agent::message::{ContentBlock, StopReason, ThinkingContent, Usage};
 use crate::agent::model::Model;
 
@@ -396,19 +396,11 @@ impl WireParser for ResponsesParser {
         asm: &mut Assembler,
         event: SseEvent<'_>,
     ) -> Result<Flow, Failure> {
-        let data = event.data.trim();
-        if data == "[DONE]" {
-            return Ok(Flow::Stop);
-        }
-        if data.is_empty() {
-            return Ok(Flow::Continue);
-        }
-        let value = serde_json::from_str::<Value>(data).map_err(|e| {
-            let shown: String = data.chars().take(200).collect();
-            Failure::error(format!(
-                "Could not parse OpenAI Responses event: {e}; data={shown}"
-            ))
-        })?;
+        let value: Value = match openai_payload(&event.data, "OpenAI Responses event")? {
+            Payload::Done => return Ok(Flow::Stop),
+            Payload::Empty => return Ok(Flow::Continue),
+            Payload::Json(value) => value,
+        };
         self.on_value(asm, &value).await?;
         Ok(Flow::Continue)
     }

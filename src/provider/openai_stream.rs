@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::assembler::Assembler;
 use super::openai_chunk::{Chunk, ToolCallDelta};
 use super::sse::SseEvent;
-use super::transport::{Failure, Flow, WireParser};
+use super::transport::{Failure, Flow, Payload, WireParser, openai_payload};
 use crate::agent::message::{StopReason, ThinkingContent, Usage};
 use crate::agent::model::Model;
 
@@ -215,19 +215,11 @@ impl WireParser for OpenAiParser {
         asm: &mut Assembler,
         event: SseEvent<'_>,
     ) -> Result<Flow, Failure> {
-        let data = event.data.trim();
-        if data == "[DONE]" {
-            return Ok(Flow::Stop);
-        }
-        if data.is_empty() {
-            return Ok(Flow::Continue);
-        }
-        let chunk = serde_json::from_str::<Chunk>(data).map_err(|e| {
-            let shown: String = data.chars().take(200).collect();
-            Failure::error(format!(
-                "Could not parse OpenAI stream chunk: {e}; data={shown}"
-            ))
-        })?;
+        let chunk: Chunk = match openai_payload(&event.data, "OpenAI stream chunk")? {
+            Payload::Done => return Ok(Flow::Stop),
+            Payload::Empty => return Ok(Flow::Continue),
+            Payload::Json(chunk) => chunk,
+        };
         self.on_chunk(asm, &chunk).await?;
         Ok(Flow::Continue)
     }

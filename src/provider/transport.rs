@@ -60,6 +60,34 @@ pub(crate) trait WireParser {
     async fn finish(self, asm: &mut Assembler) -> Result<StopReason, Failure>;
 }
 
+/// An OpenAI event's data: `[DONE]` ends the stream, an empty one is skipped, the rest is JSON.
+pub(crate) enum Payload<T> {
+    Done,
+    Empty,
+    Json(T),
+}
+
+/// The data of an OpenAI event (either API) as `T`.
+pub(crate) fn openai_payload<'a, T: serde::Deserialize<'a>>(
+    data: &'a str,
+    what: &str,
+) -> Result<Payload<T>, Failure> {
+    let data = data.trim();
+    match data {
+        "[DONE]" => Ok(Payload::Done),
+        "" => Ok(Payload::Empty),
+        _ => serde_json::from_str(data)
+            .map(Payload::Json)
+            .map_err(|e| unparsable(what, &e, data)),
+    }
+}
+
+/// An event that is not what its API sends: the parse error and the data's start.
+pub(crate) fn unparsable(what: &str, e: &serde_json::Error, data: &str) -> Failure {
+    let shown: String = data.chars().take(200).collect();
+    Failure::error(format!("Could not parse {what}: {e}; data={shown}"))
+}
+
 pub const ABORTED: &str = "Request was aborted";
 
 /// How long connecting may take (TCP, a proxy's tunnel and TLS together).
