@@ -17,8 +17,9 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use ls_types::{
-    ApplyWorkspaceEditParams, ApplyWorkspaceEditResponse, DocumentChanges, OneOf,
-    OptionalVersionedTextDocumentIdentifier, Range, TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
+    ApplyWorkspaceEditParams, ApplyWorkspaceEditResponse, DeleteFile, DeleteFileOptions,
+    DocumentChangeOperation, DocumentChanges, OneOf, OptionalVersionedTextDocumentIdentifier,
+    Range, ResourceOp, TextDocumentEdit, TextEdit, Uri, WorkspaceEdit,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -32,7 +33,7 @@ use crate::server::saving::{DiskFingerprints, keep_unsaved};
 use crate::tools::diff::{common_prefix, common_suffix};
 use crate::tools::workspace::{
     EditOutcome, EditRequest, check_abort, edit_by_rewrite, edit_write_error, read_disk,
-    seen_conflict, write_disk,
+    remove_disk, seen_conflict, write_disk,
 };
 use crate::tools::{
     DiskWorkspace, FileSnapshot, Fingerprint, Unsaved, Workspace, WorkspaceError, WriteOutcome,
@@ -125,6 +126,20 @@ impl Workspace for BufferWorkspace {
 
     fn open_documents(&self) -> Vec<(PathBuf, String)> {
         self.editor.docs.open_files()
+    }
+
+    /// An open document is deleted by the editor (a `DeleteFile` operation), which closes its
+    /// buffer too; without the client's support, or not open, on disk.
+    fn remove(&self, path: PathBuf) -> BoxFuture<'static, Result<(), WorkspaceError>> {
+        let editor = self.editor.clone();
+        Box::pin(async move {
+            if let Some(doc) = editor.docs.get_path(&path)
+                && editor.config.delete_files
+            {
+                editor.delete_open(&path, &doc.uri).await?;
+            }
+            remove_disk(path).await
+        })
     }
 }
 
@@ -327,6 +342,54 @@ impl Editor {
             via_editor: true,
             unsaved,
         })
+    }
+
+    /// Asks the editor to delete the open document at `uri` (its buffer with it).
+    async fn delete_open(&self, path: &Path, uri: &str) -> Result<(), WorkspaceError> {
+        let uri: Uri = uri
+            .parse()
+            .map_err(|e| editor_error(path, format!("{uri}: {e}")))?;
+        let delete = DeleteFile {
+            uri,
+            options: Some(DeleteFileOptions {
+                recursive: None,
+                ignore_if_not_exists: Some(true),
+            }),
+            annotation_id: None,
+        };
+        let params = ApplyWorkspaceEditParams {
+            label: Some("agent-lsp revert".into()),
+            edit: WorkspaceEdit {
+                document_changes: Some(DocumentChanges::Operations(vec![
+                    DocumentChangeOperation::Op(ResourceOp::Delete(delete)),
+                ])),
+                ..Default::default()
+            },
+        };
+        let never = CancellationToken::new();
+        let reply: Result<ApplyWorkspaceEditResponse, RequestError> = self
+            .out
+            .request(
+                "workspace/applyEdit",
+                params,
+                self.config.edit_timeout(),
+                &never,
+            )
+            .await;
+        match reply {
+            Ok(r) if r.applied => Ok(()),
+            Ok(r) => {
+                let reason = r.failure_reason.as_deref().unwrap_or("no reason given");
+                Err(editor_error(
+                    path,
+                    format!("the editor refused to delete it ({reason})"),
+                ))
+            }
+            Err(e) => Err(editor_error(
+                path,
+                format!("workspace/applyEdit failed: {e}"),
+            )),
+        }
     }
 
     /// Sends one applyEdit and waits for the mirror to hold `new_text`.

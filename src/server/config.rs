@@ -17,6 +17,8 @@ pub struct ConnConfig {
     /// `Some` when the client sent `capabilities.experimental.agent` (an agent client).
     pub agent: Option<ClientAgentCapabilities>,
     pub document_changes: bool,
+    /// The client applies `DeleteFile` operations (`workspaceEdit.resourceOperations`).
+    pub delete_files: bool,
     pub message_actions: bool,
     pub work_done_progress: bool,
     pub show_document: bool,
@@ -55,6 +57,11 @@ impl ConnConfig {
         let config = ConnConfig {
             agent,
             document_changes: flag("/workspace/workspaceEdit/documentChanges"),
+            delete_files: flag("/workspace/workspaceEdit/documentChanges")
+                && caps
+                    .pointer("/workspace/workspaceEdit/resourceOperations")
+                    .and_then(Value::as_array)
+                    .is_some_and(|ops| ops.iter().any(|op| op == "delete")),
             // Zed shows message actions without advertising them (zed#37902).
             message_actions: caps
                 .pointer("/window/showMessage/messageActionItem")

@@ -360,6 +360,22 @@ pub trait Workspace: Send + Sync {
     fn open_documents(&self) -> Vec<(PathBuf, String)> {
         Vec::new()
     }
+
+    /// Deletes a file (a revert of the agent's creating it); a file already gone is no error.
+    /// The default deletes it on disk; the daemon asks the editor for an open one, so its
+    /// buffer goes too.
+    fn remove(&self, path: PathBuf) -> BoxFuture<'static, Result<(), WorkspaceError>> {
+        Box::pin(remove_disk(path))
+    }
+}
+
+/// Deletes `path` on disk; a file already gone is no error.
+pub async fn remove_disk(path: PathBuf) -> Result<(), WorkspaceError> {
+    match tokio::fs::remove_file(&path).await {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(WorkspaceError::from_io(&path, &e)),
+    }
 }
 
 /// A [`Workspace`] on the local disk.

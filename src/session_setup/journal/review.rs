@@ -307,7 +307,10 @@ pub async fn revert(
             continue;
         }
         let restored = match &file.before {
-            None => remove(&file.path).await,
+            None => ws
+                .remove(file.path.clone())
+                .await
+                .map_err(|e| e.to_string()),
             Some(h) => match plan.blobs.load(h) {
                 None => Err(format!("its before-image {h} is missing")),
                 Some(bytes) => {
@@ -347,12 +350,4 @@ pub async fn revert(
         }
     }
     Ok(out)
-}
-
-async fn remove(path: &Path) -> Result<(), String> {
-    match tokio::fs::remove_file(path).await {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e.to_string()),
-    }
 }

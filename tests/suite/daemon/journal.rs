@@ -160,6 +160,64 @@ async fn a_run_is_reviewed_and_reverted_across_buffer_disk_and_bash_with_conflic
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
 }
 
+/// A created file the user opened is deleted through the editor on revert (a `DeleteFile`
+/// operation), so its buffer closes too; a client that cannot delete files has it deleted on
+/// disk, its buffer left as it is.
+#[tokio::test]
+async fn reverting_a_created_file_the_user_opened_closes_its_buffer_through_the_editor() {
+    for deletes in [true, false] {
+        let mut caps = LspClient::agent_caps(false);
+        if deletes {
+            caps["workspace"]["workspaceEdit"]["resourceOperations"] = json!(["create", "delete"]);
+        }
+        let (_mock, client) = agent_setup(
+            vec![
+                write_call("call_1", "made.txt", "agent\n"),
+                MockResponse::text("done"),
+            ],
+            caps,
+            json!({}),
+        )
+        .await;
+        let root = client.workspace.path().to_path_buf();
+        let (session, run, _) = prompt_in(&client, None, "make a file").await;
+        let made = root.join("made.txt");
+        let uri = client.did_open(&made, "agent\n").await;
+
+        let reverted = client
+            .request("agent/revert", json!({"sessionId": session, "runId": run}))
+            .await;
+        assert_eq!(
+            reverted["reverted"].as_array().unwrap().len(),
+            1,
+            "{reverted}"
+        );
+        assert!(!made.exists(), "the created file is gone ({deletes})");
+        let deletions: Vec<Value> = requests_of(&client, "workspace/applyEdit")
+            .into_iter()
+            .filter(|r| r["params"]["edit"]["documentChanges"][0]["kind"] == "delete")
+            .collect();
+        if deletes {
+            assert_eq!(deletions.len(), 1, "one DeleteFile");
+            let op = &deletions[0]["params"]["edit"]["documentChanges"][0];
+            assert_eq!(op["uri"], uri.as_str(), "{op}");
+            assert_eq!(op["options"]["ignoreIfNotExists"], true, "{op}");
+            assert!(!client.has_buffer(&uri), "the editor closed the buffer");
+        } else {
+            assert!(deletions.is_empty(), "{deletions:?}");
+            assert!(
+                client.has_buffer(&uri),
+                "the buffer is the editor's to close"
+            );
+        }
+        // The daemon's mirror follows the editor: closed with the buffer, or still open.
+        let mirror = client
+            .request_raw("agent/getDocument", json!({"uri": uri}))
+            .await;
+        assert_eq!(mirror.get("error").is_some(), deletes, "{mirror}");
+    }
+}
+
 /// Files no journaled tool wrote before: `bash` changes one and deletes another, both get
 /// before-images before the command, are reviewed with diffs and restored byte for byte; a
 /// file over the size limit is reported not revertible, with why.

@@ -253,6 +253,11 @@ impl LspClient {
         self.state.lock().unwrap().buffers[uri].clone()
     }
 
+    /// Whether the editor has `uri` open.
+    pub fn has_buffer(&self, uri: &str) -> bool {
+        self.state.lock().unwrap().buffers.contains_key(uri)
+    }
+
     pub fn set_apply_mode(&self, mode: ApplyMode) {
         self.state.lock().unwrap().apply_mode = mode;
     }
@@ -494,6 +499,19 @@ fn apply_edit_now(st: &mut State, id: &Value, params: &Value) -> Vec<Value> {
         .cloned()
         .unwrap_or_default()
     {
+        if change["kind"] == "delete" {
+            // As an editor does: the file goes, and its buffer is closed.
+            let uri = change["uri"].as_str().unwrap().to_owned();
+            match std::fs::remove_file(uri_path(&uri)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => panic!("delete {uri}: {e}"),
+                _ => {}
+            }
+            if st.buffers.remove(&uri).is_some() {
+                out.push(json!({"jsonrpc":"2.0","method":"textDocument/didClose",
+                    "params": {"textDocument": {"uri": uri}}}));
+            }
+            continue;
+        }
         let uri = change["textDocument"]["uri"].as_str().unwrap().to_owned();
         let edits = change["edits"].as_array().cloned().unwrap_or_default();
         changes.push((uri, change["textDocument"]["version"].as_i64(), edits));

@@ -112,6 +112,13 @@ return {
       end)
       local items = list_changes(H, root)
       H.contains(items["a.txt"].text, "changed by you since", "a.txt's entry")
+      -- The user opened the file the agent created: the revert deletes it through Neovim.
+      vim.cmd.edit(root .. "/new.txt")
+      local new_buf = vim.api.nvim_get_current_buf()
+      H.wait("the daemon to attach to new.txt", function()
+        return vim.lsp.get_clients({ bufnr = new_buf, name = "agent-lsp" })[1]
+      end)
+      vim.api.nvim_set_current_buf(buf)
 
       local result
       require("agent_lsp.review").revert({
@@ -125,6 +132,9 @@ return {
       H.eq(1, #result.conflicts, "conflicts: " .. vim.inspect(result))
       H.eq(root .. "/a.txt", result.conflicts[1].path, "the conflict")
       H.eq(nil, vim.uv.fs_stat(root .. "/new.txt"), "the created file is gone")
+      H.wait("the created file's buffer closed", function()
+        return not vim.api.nvim_buf_is_valid(new_buf)
+      end)
       H.eq("bye\n", H.read(root .. "/old.txt"), "the deleted file is back")
       H.eq({ "ONE (mine)", "TWO", "three" }, lines(buf), "the user's change is left alone")
       local qf = vim.fn.getqflist({ title = 0, items = 0 })

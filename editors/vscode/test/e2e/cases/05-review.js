@@ -4,7 +4,7 @@
 //! the first session, where 10-controls goes on.
 'use strict';
 
-exports.register = ({ testCase, until, runCommand, text, send, readTraces, log, fs, path, workspace, picture }) => {
+exports.register = ({ testCase, until, runCommand, text, send, openFile, readTraces, log, fs, path, workspace, picture }) => {
   const ws = (name) => path.join(workspace, name);
 
   async function newSession(page, f) {
@@ -89,9 +89,13 @@ exports.register = ({ testCase, until, runCommand, text, send, readTraces, log, 
     }, 15000).catch(() => { throw new Error(`buffer after the revert: ${JSON.stringify(buf)}`); });
     if (!fs.existsSync(ws('made.txt'))) throw new Error('reverting one file reverted another');
 
+    // A created file the user has open is deleted through the editor, which closes its tab.
+    await openFile(page, 'made.txt');
     await runCommand(page, 'Agent: Revert This Run');
     await until('made.txt removed (it was created by the run)', () => !fs.existsSync(ws('made.txt')), 15000);
     await toast(page, 'Reverted').first().waitFor({ timeout: 10000 });
+    await until('the tab of made.txt closed', async () => (await page.locator('.tab', { hasText: 'made.txt' }).count()) === 0, 10000);
+    await openFile(page, 'before the run');
     await page.keyboard.press('Control+W');
   });
 
