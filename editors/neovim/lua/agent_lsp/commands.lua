@@ -21,11 +21,12 @@ end
 --- (the `context` strings, then the pending attachments and `@path` mentions of `agent_lsp.context`).
 ---@param text string
 ---@param context string[]? extra text blocks (e.g. a selection with its file and range)
----@return string|table[]
+---@return string|table[] message
+---@return agent_lsp.Attachment[] taken the attachments it took (see `context.restore`)
 local function message(text, context)
-  local attached = require("agent_lsp.context").take(text)
+  local attached, taken = require("agent_lsp.context").take(text)
   if (not context or #context == 0) and #attached == 0 then
-    return text
+    return text, taken
   end
   local own = { type = "text", text = text }
   -- A slash command is expanded only when it starts the first text block (protocol.md §3.14).
@@ -38,7 +39,24 @@ local function message(text, context)
   if not command then
     blocks[#blocks + 1] = own
   end
-  return blocks
+  return blocks, taken
+end
+
+--- Request options that, when the daemon refuses a message (no model, busy, bad params) or
+--- cannot be reached, put its attachments back and hand its text to `on_refused`: nothing the
+--- user composed is lost.
+---@param taken agent_lsp.Attachment[]
+---@param text string
+---@param on_refused fun(text: string, err: table)?
+local function keep_on_error(taken, text, on_refused)
+  return {
+    on_error = function(err)
+      require("agent_lsp.context").restore(taken)
+      if on_refused then
+        on_refused(text, err)
+      end
+    end,
+  }
 end
 
 --- A context block for lines `l1..l2` (1-based) of a buffer.
@@ -79,17 +97,19 @@ function M.adopt(result, client_id)
 end
 
 --- Sends a prompt. While a run is active the daemon refuses it unless `opts.streaming_behavior`
---- is given ("steer" or "followUp"): use `steer`/`follow_up` then.
+--- is given ("steer" or "followUp"): use `steer`/`follow_up` then. When it is refused, the
+--- attachments it took are pending again and `opts.on_refused(text, err)` runs.
 ---@param text string
----@param opts {context: string[]?, streaming_behavior: string?, on_result: fun(r: table)?}?
+---@param opts {context: string[]?, streaming_behavior: string?, on_result: fun(r: table)?, on_refused: fun(text: string, err: table)?}?
 function M.prompt(text, opts)
   opts = opts or {}
   if config.options.chat.auto_open then
     M.open_chat()
   end
+  local msg, taken = message(text, opts.context)
   local params = {
     sessionId = state.current,
-    message = message(text, opts.context),
+    message = msg,
     streamingBehavior = opts.streaming_behavior,
   }
   lsp().request(protocol.methods.prompt, params, function(result, client_id)
@@ -98,34 +118,37 @@ function M.prompt(text, opts)
     if opts.on_result then
       opts.on_result(result)
     end
-  end)
+  end, keep_on_error(taken, text, opts.on_refused))
 end
 
 --- Queues a message for the running session (`agent/steer` or `agent/followUp`); with no
 --- session yet it sends a prompt with the matching streaming behaviour.
-local function queue(method, behavior, text, on_result)
+local function queue(method, behavior, text, on_result, on_refused)
   if not state.current then
-    return M.prompt(text, { streaming_behavior = behavior, on_result = on_result })
+    return M.prompt(text, { streaming_behavior = behavior, on_result = on_result, on_refused = on_refused })
   end
-  lsp().request(method, { sessionId = state.current, message = message(text) }, function(result)
+  local msg, taken = message(text)
+  lsp().request(method, { sessionId = state.current, message = msg }, function(result)
     if on_result then
       on_result(result)
     end
-  end)
+  end, keep_on_error(taken, text, on_refused))
 end
 
 --- Steers the running agent: delivered after the current tool batch.
 ---@param text string
 ---@param on_result fun(r: table)?
-function M.steer(text, on_result)
-  queue(protocol.methods.steer, protocol.streaming_behavior.steer, text, on_result)
+---@param on_refused fun(text: string, err: table)? runs when the daemon refuses it
+function M.steer(text, on_result, on_refused)
+  queue(protocol.methods.steer, protocol.streaming_behavior.steer, text, on_result, on_refused)
 end
 
 --- Queues a follow-up: delivered when the agent would otherwise stop.
 ---@param text string
 ---@param on_result fun(r: table)?
-function M.follow_up(text, on_result)
-  queue(protocol.methods.follow_up, protocol.streaming_behavior.follow_up, text, on_result)
+---@param on_refused fun(text: string, err: table)? runs when the daemon refuses it
+function M.follow_up(text, on_result, on_refused)
+  queue(protocol.methods.follow_up, protocol.streaming_behavior.follow_up, text, on_result, on_refused)
 end
 
 --- Aborts the current session's run (safe when idle).

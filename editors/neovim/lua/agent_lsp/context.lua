@@ -176,10 +176,14 @@ function M.mentions(text)
 end
 
 --- Takes the pending attachments and the files `text` mentions: the blocks to send with it.
---- The pending list is empty afterwards.
+--- The pending list is empty afterwards; `taken` is what was pending before the mentions were
+--- read, for [`restore`] when the daemon refuses the message (the text keeps its mentions).
 ---@param text string
 ---@return table[] blocks
+---@return agent_lsp.Attachment[] taken
 function M.take(text)
+  local taken = M.pending
+  M.pending = vim.list_slice(taken)
   for _, path in ipairs(M.mentions(text)) do
     M.add_file(path)
   end
@@ -189,7 +193,21 @@ function M.take(text)
   if #M.pending > 0 then
     M.clear()
   end
-  return blocks
+  return blocks, taken
+end
+
+--- Puts attachments a refused message took back in front of those attached since.
+---@param taken agent_lsp.Attachment[]
+function M.restore(taken)
+  if #taken == 0 then
+    return
+  end
+  local since = M.pending
+  M.pending = vim.list_slice(taken)
+  for _, item in ipairs(since) do
+    add(item)
+  end
+  changed()
 end
 
 --- One line naming the pending attachments, or "" (for the input window's winbar).

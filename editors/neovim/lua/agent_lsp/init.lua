@@ -69,7 +69,10 @@ end
 function M.setup(user)
   local opts = config.merge(user)
   config.options = opts
-  vim.lsp.config(opts.name, M.lsp_config(opts))
+  -- Assigned, not merged with `vim.lsp.config(name, …)`: a `cmd_env` variable or option
+  -- dropped from a later setup() must not live on in the previous call's table. Overrides in
+  -- a `lsp/agent-lsp.lua` on 'runtimepath' still apply (Neovim merges those separately).
+  vim.lsp.config[opts.name] = M.lsp_config(opts)
   vim.lsp.enable(opts.name)
   if not M._setup_done then
     local listeners = require("agent_lsp.events").listeners
@@ -117,13 +120,20 @@ function M.client(opts)
 end
 
 --- Calls `fn` with an initialized client, starting the daemon when no buffer has started it
---- yet (for example `:AgentPrompt` in an empty Neovim).
+--- yet (for example `:AgentPrompt` in an empty Neovim). When it cannot start, the reason is
+--- notified and passed to `opts.on_error`.
 ---@param fn fun(client: vim.lsp.Client)
----@param opts {for_session: boolean?}?
+---@param opts {for_session: boolean?, on_error: fun(err: table)?}?
 function M.with_client(fn, opts)
+  local function give_up(message)
+    waiting = {}
+    vim.notify("agent-lsp: " .. message, vim.log.levels.ERROR)
+    if opts and opts.on_error then
+      opts.on_error({ message = message })
+    end
+  end
   if not M._setup_done then
-    vim.notify('agent-lsp: call require("agent_lsp").setup() first', vim.log.levels.ERROR)
-    return
+    return give_up('call require("agent_lsp").setup() first')
   end
   local client = M.client(opts)
   if client and client.initialized then
@@ -133,44 +143,43 @@ function M.with_client(fn, opts)
   if client then
     return
   end
-  local opts = config.options
-  if vim.fn.executable(opts.cmd[1]) ~= 1 then
-    waiting = {}
-    vim.notify(
-      string.format("agent-lsp: %q is not executable; set `cmd` in setup()", opts.cmd[1]),
-      vim.log.levels.ERROR
-    )
-    return
+  local options = config.options
+  if vim.fn.executable(options.cmd[1]) ~= 1 then
+    return give_up(string.format("%q is not executable; set `cmd` in setup()", options.cmd[1]))
   end
-  local cfg = vim.tbl_extend("force", vim.deepcopy(vim.lsp.config[opts.name]), {
-    name = opts.name,
-    root_dir = vim.fs.root(0, opts.root_markers) or vim.fn.getcwd(),
+  local cfg = vim.tbl_extend("force", vim.deepcopy(vim.lsp.config[options.name]), {
+    name = options.name,
+    root_dir = vim.fs.root(0, options.root_markers) or vim.fn.getcwd(),
   })
   if not vim.lsp.start(cfg, { attach = false }) then
-    waiting = {}
-    vim.notify("agent-lsp: the daemon did not start (see :LspLog)", vim.log.levels.ERROR)
+    give_up("the daemon did not start (see :LspLog)")
   end
 end
 
 --- Sends a request to the daemon; `on_result(result, client_id)` runs on success, errors are
---- notified.
+--- notified and then passed to `opts.on_error` (a request that could not be sent too).
 ---@param method string
 ---@param params table
 ---@param on_result fun(result: any, client_id: integer)?
----@param opts {for_session: boolean?}?
+---@param opts {for_session: boolean?, on_error: fun(err: table)?}?
 function M.request(method, params, on_result, opts)
+  local function failed(err)
+    vim.notify("agent-lsp: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    if opts and opts.on_error then
+      opts.on_error(err)
+    end
+  end
   M.with_client(function(client)
     local sent = client:request(method, params, function(err, result)
       if err then
-        vim.notify("agent-lsp: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
-        return
+        return failed(err)
       end
       if on_result then
         on_result(result, client.id)
       end
     end)
     if not sent then
-      vim.notify("agent-lsp: the daemon is not running (see :LspLog)", vim.log.levels.ERROR)
+      failed({ message = "the daemon is not running (see :LspLog)" })
     end
   end, opts)
 end

@@ -4,7 +4,8 @@
 --- completion menu, narrowed fuzzily as you type (`completeopt` `fuzzy`) (commands with description and argument hint, workspace files; see
 --- `agent_lsp.complete`); `<C-x><C-u>` asks for it by hand. `<CR>` in Normal mode or `<C-s>`
 --- sends the text (a prompt when idle, steering while a run is active) with the pending
---- attachments, which the window's winbar lists; the buffer is emptied for the next message.
+--- attachments, which the window's winbar lists; the buffer is emptied for the next message. A
+--- message the daemon refuses (no model configured, say) comes back, text and attachments.
 
 local complete = require("agent_lsp.complete")
 local state = require("agent_lsp.state")
@@ -53,10 +54,23 @@ function M.send()
   local s = state.current and state.sessions[state.current]
   local commands = require("agent_lsp.commands")
   if s and s.status ~= "idle" then
-    commands.steer(text)
+    commands.steer(text, nil, M.give_back)
   else
-    commands.prompt(text)
+    commands.prompt(text, { on_refused = M.give_back })
   end
+end
+
+--- Puts the text of a message the daemon refused back at the top of the input (above anything
+--- typed since), so it can be sent again once the cause is fixed.
+---@param text string
+function M.give_back(text)
+  if not valid() then
+    return
+  end
+  local lines = vim.split(text, "\n", { plain = true })
+  local typed = vim.api.nvim_buf_get_lines(M.buf, 0, -1, false)
+  local empty = #typed == 1 and typed[1] == ""
+  vim.api.nvim_buf_set_lines(M.buf, 0, empty and -1 or 0, false, lines)
 end
 
 local function create()

@@ -71,4 +71,60 @@ return {
       H.contains(require("agent_lsp.chat").text(), "[image]", "the chat shows the image")
     end,
   },
+  {
+    name = "a prompt the daemon refuses gives its text and attachments back",
+    run = function(H)
+      -- No model anywhere: the daemon refuses every prompt with -32003 (protocol.md §2).
+      local vars = { "AGENT_LSP_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL" }
+      local saved = {}
+      for _, v in ipairs(vars) do
+        saved[v] = vim.env[v]
+        vim.env[v] = nil
+      end
+      H.defer(function()
+        for _, v in ipairs(vars) do
+          vim.env[v] = saved[v]
+        end
+      end)
+      local root = H.workspace({ ["calc.py"] = "def add(a, b):\n    return a + b\n", ["notes.txt"] = "remember\n" })
+      vim.cmd.cd(root)
+      local home = H.tempdir()
+      require("agent_lsp").setup({
+        cmd = { H.bin, "--stdio" },
+        cmd_env = { HOME = home, XDG_CONFIG_HOME = home .. "/config", AGENT_LSP_SESSION_DIR = home .. "/sessions" },
+        chat = { layout = "split" },
+      })
+      local seen = H.capture_notify()
+      vim.cmd.edit(root .. "/calc.py")
+      vim.cmd("AgentAddFile")
+      vim.cmd("AgentInput")
+      vim.cmd.stopinsert()
+      local input = require("agent_lsp.input")
+      vim.api.nvim_buf_set_lines(input.buf, 0, -1, false, { "explain add", "and @notes.txt" })
+      input.send()
+      H.wait("the refused text back in the input", function()
+        return vim.api.nvim_buf_get_lines(input.buf, 0, 1, false)[1] ~= ""
+      end)
+      H.eq({ "explain add", "and @notes.txt" }, vim.api.nvim_buf_get_lines(input.buf, 0, -1, false), "the text is back")
+      H.contains(table.concat(seen, "\n"), "agent-lsp: no model is configured", "the refusal is shown")
+      local labels = vim.tbl_map(function(p)
+        return p.label
+      end, require("agent_lsp.context").pending)
+      -- The mention stays in the text, so it is read again when the message is sent again.
+      H.eq({ "calc.py" }, labels, "the attachment is pending again, the mention is not")
+      H.eq("agent prompt (<C-s> sends)  attached: calc.py", input_winbar(), "input winbar")
+
+      -- Typed meanwhile, then refused again from the command line: attachments still kept.
+      vim.api.nvim_set_current_win(vim.fn.bufwinid(vim.fn.bufnr(root .. "/calc.py")))
+      vim.cmd("AgentAddSelection")
+      vim.cmd("AgentPrompt once more")
+      H.wait("the second refusal", function()
+        return #require("agent_lsp.context").pending == 2
+      end)
+      labels = vim.tbl_map(function(p)
+        return p.label
+      end, require("agent_lsp.context").pending)
+      H.eq({ "calc.py", "calc.py:1-1" }, labels, "both attachments kept, in the order attached")
+    end,
+  },
 }
