@@ -144,9 +144,23 @@ pub(crate) fn mcp_policy(
     }
 }
 
+/// Whether this connection's client can be asked about a project's servers.
+pub fn can_ask_trust(session: &LiveSession) -> bool {
+    session.ctx.config.approvals() || session.ctx.config.is_generic()
+}
+
 /// Asks whether the project's `.mcp.json` may start its servers (one request naming them and
 /// their commands); the answer is remembered for the project. No answer leaves them stopped.
+/// While a question is open, asking again asks nothing.
 pub async fn ask_project_trust(session: Arc<LiveSession>) {
+    if session.tools.untrusted().is_empty() || !session.tools.begin_trust_question() {
+        return;
+    }
+    ask_trust(&session).await;
+    session.tools.end_trust_question();
+}
+
+async fn ask_trust(session: &Arc<LiveSession>) {
     let servers = session.tools.untrusted();
     let root = session.tools.project().display().to_string();
     let listing: Vec<String> = servers
@@ -172,9 +186,9 @@ pub async fn ask_project_trust(session: Arc<LiveSession>) {
     };
     let never = CancellationToken::new();
     let answer = if session.ctx.config.approvals() {
-        ask_agent_client(&session, &request, &never).await
+        ask_agent_client(session, &request, &never).await
     } else if session.ctx.config.is_generic() {
-        crate::server::generic::ask(&session, &request, &never).await
+        crate::server::generic::ask(session, &request, &never).await
     } else {
         return;
     };

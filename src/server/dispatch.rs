@@ -16,7 +16,7 @@ use crate::server::protocol::{
 use crate::server::session_table::SessionTable;
 
 /// The request methods (besides `initialize` and `shutdown`).
-const REQUESTS: [&str; 26] = [
+const REQUESTS: [&str; 27] = [
     method::COMPACT,
     method::PROMPT,
     method::STEER,
@@ -29,6 +29,7 @@ const REQUESTS: [&str; 26] = [
     method::GET_MESSAGES,
     method::GET_DOCUMENT,
     method::MCP_STATUS,
+    method::MCP_ASK_TRUST,
     "workspace/executeCommand",
     "textDocument/codeAction",
     method::LIST_MODELS,
@@ -78,6 +79,7 @@ pub fn request(
         method::GET_MESSAGES => to_value(sessions.messages(&session_id(params)?)),
         method::GET_DOCUMENT => to_value(get_document(docs, parse(params)?)),
         method::MCP_STATUS => to_value(sessions.mcp_status(&session_id(params)?)),
+        method::MCP_ASK_TRUST => to_value(sessions.mcp_ask_trust(&session_id(params)?)),
         "workspace/executeCommand" => {
             let p: ExecuteCommandParams = parse(params)?;
             sessions.execute_command(p)

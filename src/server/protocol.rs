@@ -32,6 +32,7 @@ pub mod method {
     pub const GET_MESSAGES: &str = "agent/getMessages";
     pub const GET_DOCUMENT: &str = "agent/getDocument";
     pub const MCP_STATUS: &str = "agent/mcpStatus";
+    pub const MCP_ASK_TRUST: &str = "agent/mcpAskTrust";
     pub const LIST_MODELS: &str = "agent/listModels";
     pub const SET_MODEL: &str = "agent/setModel";
     pub const SET_THINKING_LEVEL: &str = "agent/setThinkingLevel";
@@ -62,7 +63,8 @@ pub mod command {
     pub const NEW_SESSION: &str = "agent.newSession";
     pub const APPROVE: &str = "agent.approve";
     pub const REJECT: &str = "agent.reject";
-    pub const ALL: [&str; 7] = [
+    pub const MCP_ASK_TRUST: &str = "agent.mcpAskTrust";
+    pub const ALL: [&str; 8] = [
         PROMPT,
         STEER,
         FOLLOW_UP,
@@ -70,6 +72,7 @@ pub mod command {
         NEW_SESSION,
         APPROVE,
         REJECT,
+        MCP_ASK_TRUST,
     ];
 }
 
@@ -443,6 +446,15 @@ pub struct CompactParams {
 pub struct McpStatusResult {
     pub session_id: String,
     pub servers: Vec<ServerStatus>,
+}
+
+/// Result of `agent/mcpAskTrust`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpAskTrustResult {
+    pub session_id: String,
+    /// Whether the user is asked (again): some project server waits and the client can be asked.
+    pub asked: bool,
 }
 
 /// `kind` of `agent/beforeToolCall`.

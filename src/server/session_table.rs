@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::agent::message::ContentBlock;
 use crate::mcp::McpHub;
 use crate::model_registry::EnvSource;
+use crate::server::ask::{ask_project_trust, can_ask_trust};
 use crate::server::commands::{Delivered, Delivery, Prepared, prepare};
 use crate::server::config::ConnConfig;
 use crate::server::conn::{ConnCtx, resolve_model};
@@ -22,9 +23,10 @@ use crate::server::live_session::{LiveSession, QueueKind, SessionError};
 use crate::server::outgoing::Outgoing;
 use crate::server::output::Output;
 use crate::server::protocol::{
-    AbortResult, CompactParams, Decision, Disposition, McpStatusResult, MessagesResult, ModelRef,
-    NewSessionParams, NewSessionResult, PromptMessage, PromptParams, PromptReply, PromptResult,
-    QueueResult, Queues, RemoveQueuedResult, StateResult, StreamingBehavior, code, command,
+    AbortResult, CompactParams, Decision, Disposition, McpAskTrustResult, McpStatusResult,
+    MessagesResult, ModelRef, NewSessionParams, NewSessionResult, PromptMessage, PromptParams,
+    PromptReply, PromptResult, QueueResult, Queues, RemoveQueuedResult, StateResult,
+    StreamingBehavior, code, command,
 };
 use crate::session::{SessionFile, SessionStore};
 use crate::session_setup::{
@@ -326,6 +328,21 @@ impl SessionTable {
         })
     }
 
+    /// `agent/mcpAskTrust`: asks the user again whether the project's `.mcp.json` may start
+    /// its servers (after a "no", remembered or not); the question is the one a new session
+    /// asks, and its answer is remembered the same way.
+    pub fn mcp_ask_trust(&self, session_id: &str) -> Result<McpAskTrustResult> {
+        let session = self.get(session_id)?;
+        let asked = !session.tools.untrusted().is_empty() && can_ask_trust(&session);
+        if asked {
+            tokio::spawn(ask_project_trust(session.clone()));
+        }
+        Ok(McpAskTrustResult {
+            session_id: session.id.clone(),
+            asked,
+        })
+    }
+
     /// Stops the connection's MCP servers (shutdown, stdin closed).
     pub async fn stop_mcp(&self) {
         self.ctx.mcp.shutdown().await;
@@ -453,6 +470,10 @@ impl SessionTable {
                     max_turns: None,
                 },
             )?)),
+            command::MCP_ASK_TRUST => {
+                let session = self.session_or_default(field("sessionId").as_deref())?;
+                to_value(serde_json::to_value(self.mcp_ask_trust(&session.id)?))
+            }
             command::APPROVE | command::REJECT => {
                 let id = arg
                     .as_str()

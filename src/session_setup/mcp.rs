@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
@@ -45,6 +46,8 @@ pub struct SessionTools {
     trust: (TrustStore, PathBuf),
     /// What was remembered for the project's servers when the session started.
     remembered: Trust,
+    /// A trust question is open (one at a time, however often the client asks again).
+    asking: AtomicBool,
 }
 
 impl SessionTools {
@@ -79,6 +82,16 @@ impl SessionTools {
     /// The project directory whose `.mcp.json` the trust is about.
     pub fn project(&self) -> &Path {
         &self.trust.1
+    }
+
+    /// Claims the one open trust question: `false` when one is open already.
+    pub fn begin_trust_question(&self) -> bool {
+        !self.asking.swap(true, Ordering::AcqRel)
+    }
+
+    /// The trust question closed (answered or not).
+    pub fn end_trust_question(&self) {
+        self.asking.store(false, Ordering::Release);
     }
 
     /// Records the user's answer for the project's servers; on yes they start.
@@ -156,6 +169,7 @@ pub fn attach(
         mcp: session,
         trust: (store, cwd.to_path_buf()),
         remembered,
+        asking: AtomicBool::new(false),
     };
     (tools, errors)
 }

@@ -2,15 +2,16 @@
  * MCP in VS Code's idiom (protocol.md §3.10): a tree view "MCP Servers" in the Agent container,
  * one node per server of the shown session (state icon, error, its tools as children), read
  * with `agent/mcpStatus` and updated live by `mcp_update` events; and the trust prompt for a
- * project's `.mcp.json` as a modal dialog naming each server and its command line.
+ * project's `.mcp.json` as a modal dialog naming each server and its command line, which a
+ * server not allowed for the project can ask again (its "Trust…" action, `agent/mcpAskTrust`).
  */
 
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { ResponseError } from 'vscode-languageclient/node';
 import {
-  type AgentEventParams, type BeforeToolCallParams, type BeforeToolCallResult, type McpServerStatus,
-  type McpStatusResult, Methods,
+  type AgentEventParams, type BeforeToolCallParams, type BeforeToolCallResult, type McpAskTrustResult,
+  type McpServerStatus, type McpStatusResult, Methods,
 } from './protocol';
 
 export const MCP_VIEW_ID = 'agentLsp.mcp';
@@ -47,6 +48,19 @@ export class McpServersView implements vscode.TreeDataProvider<Node>, vscode.Dis
       if (this.sessionId === sessionId) this.show(r.servers);
     } catch {
       this.show([]);
+    }
+  }
+
+  /** The user asks to be asked again about the project's servers: the daemon's trust prompt follows. */
+  async askTrust(): Promise<void> {
+    const sessionId = this.sessionId;
+    const client = this.client();
+    if (!sessionId || !client?.isRunning()) return;
+    try {
+      const r = await client.sendRequest<McpAskTrustResult>(Methods.mcpAskTrust, { sessionId });
+      if (!r.asked) void vscode.window.showInformationMessage('No MCP server of this project waits to be allowed.');
+    } catch (e) {
+      void vscode.window.showErrorMessage(`agent-lsp: ${e instanceof Error ? e.message : String(e)}`);
     }
   }
 

@@ -229,6 +229,9 @@ export interface McpServerStatus {
 /** `agent/mcpStatus` (§3.10). */
 export interface McpStatusResult { sessionId: string; servers: McpServerStatus[] }
 
+/** `agent/mcpAskTrust` (§3.10): whether the user is asked again about the project's servers. */
+export interface McpAskTrustResult { sessionId: string; asked: boolean }
+
 export type ThinkingLevel = 'off' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
 export type QueueMode = 'one-at-a-time' | 'all';
 /** §3.13: the loop guard that warned or stopped a run. */
@@ -339,6 +342,7 @@ export const Methods = {
   getMessages: 'agent/getMessages',
   getDocument: 'agent/getDocument',
   mcpStatus: 'agent/mcpStatus',
+  mcpAskTrust: 'agent/mcpAskTrust',
   listModels: 'agent/listModels',
   setModel: 'agent/setModel',
   setThinkingLevel: 'agent/setThinkingLevel',

@@ -325,3 +325,68 @@ async fn rejecting_through_the_code_action_blocks_the_call() {
     assert_eq!(result["isError"], true);
     assert_eq!(result["content"][0]["text"], "Tool execution was blocked");
 }
+
+#[tokio::test]
+async fn a_generic_client_is_asked_about_project_servers_again_by_command() {
+    let (_mock, client) = agent_setup(vec![], generic_caps(true), json!({})).await;
+    let entry = crate::suite::mcp::fault_entry(json!({}));
+    std::fs::write(
+        client.workspace.path().join(".mcp.json"),
+        json!({"mcpServers": {"proj": entry}}).to_string(),
+    )
+    .unwrap();
+    let trust_questions = |client: &LspClient| {
+        requests_of(client, "window/showMessageRequest")
+            .into_iter()
+            .filter(|r| (r["params"]["message"].as_str().unwrap()).contains(".mcp.json"))
+            .count()
+    };
+    client.set_reply(
+        "window/showMessageRequest",
+        json!({"title": "Block always"}),
+    );
+    let created = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "agent.newSession", "arguments": []}),
+        )
+        .await;
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    client
+        .wait_for("the trust question", |m| {
+            m["method"] == "window/showMessageRequest"
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let status = client
+        .request("agent/mcpStatus", json!({"sessionId": session}))
+        .await;
+    assert_eq!(status["servers"][0]["state"], "untrusted", "{status}");
+
+    client.set_reply("window/showMessageRequest", json!({"title": "Allow"}));
+    let asked = client
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "agent.mcpAskTrust", "arguments": [{"sessionId": session}]}),
+        )
+        .await;
+    assert_eq!(asked["asked"], true, "{asked}");
+    let ready = tokio::time::timeout(HANG_BOUND, async {
+        loop {
+            let status = client
+                .request("agent/mcpStatus", json!({"sessionId": session}))
+                .await;
+            if status["servers"][0]["state"] == "ready" {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .expect("the allowed server starts");
+    assert!(
+        (ready["servers"][0]["tools"].as_array().unwrap()).contains(&json!("echo")),
+        "{ready}"
+    );
+    assert_eq!(trust_questions(&client), 2);
+}

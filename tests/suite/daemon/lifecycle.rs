@@ -21,7 +21,8 @@ async fn initialize_negotiates_encoding_and_advertises_the_agent_protocol() {
             "agent.abort",
             "agent.newSession",
             "agent.approve",
-            "agent.reject"
+            "agent.reject",
+            "agent.mcpAskTrust"
         ])
     );
     assert!(client.shutdown_exit().await.success());

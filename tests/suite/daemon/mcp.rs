@@ -200,6 +200,114 @@ async fn a_project_file_is_started_only_once_trusted_and_the_answer_is_remembere
     assert_eq!(requests_of(&client, "agent/beforeToolCall").len(), before);
 }
 
+/// Polls `agent/mcpStatus` until the first server is in `state`.
+async fn first_server_in(client: &LspClient, session: &str, state: &str) -> Value {
+    tokio::time::timeout(HANG_BOUND, async {
+        loop {
+            let status = client
+                .request("agent/mcpStatus", json!({"sessionId": session}))
+                .await;
+            if status["servers"][0]["state"] == state {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the server never became {state}"))
+}
+
+#[tokio::test]
+async fn after_a_remembered_no_the_user_can_be_asked_again_and_allow() {
+    let state = tempfile::tempdir().unwrap();
+    let env = vec![(
+        "XDG_STATE_HOME".to_owned(),
+        state.path().display().to_string(),
+    )];
+    let (_mock, client) = daemon_with(json!({}), vec![], env.clone()).await;
+    std::fs::write(
+        client.workspace.path().join(".mcp.json"),
+        json!({"mcpServers": {"proj": fault_entry(json!({}))}}).to_string(),
+    )
+    .unwrap();
+    let trust_questions = |client: &LspClient| {
+        requests_of(client, "agent/beforeToolCall")
+            .into_iter()
+            .filter(|r| r["params"]["toolName"] == "mcp_servers")
+            .count()
+    };
+    client.set_approvals(Box::new(|p| {
+        (p["toolName"] == "mcp_servers").then(|| json!({"decision": "blockAlways"}))
+    }));
+    let created = client.request("agent/newSession", json!({})).await;
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    client
+        .wait_for("the first trust question", |m| {
+            m["method"] == "agent/beforeToolCall" && m["params"]["sessionId"] == session.as_str()
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    first_server_in(&client, &session, "untrusted").await;
+    assert_eq!(trust_questions(&client), 1);
+    // The "no" is remembered: a new session is not asked.
+    let other = client.request("agent/newSession", json!({})).await;
+    let other = other["sessionId"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(trust_questions(&client), 1, "a remembered no asks nothing");
+
+    // The user changes their mind: asked again, with the same question. While it is open,
+    // asking once more does not ask twice.
+    client.set_approvals(Box::new(|_| None));
+    let asked = client
+        .request("agent/mcpAskTrust", json!({"sessionId": other}))
+        .await;
+    assert_eq!(asked, json!({"sessionId": other, "asked": true}));
+    let question = client
+        .wait_for("the second trust question", |m| {
+            m["method"] == "agent/beforeToolCall" && m["params"]["sessionId"] == other.as_str()
+        })
+        .await;
+    assert!(
+        (question["params"]["preview"]["command"].as_str().unwrap()).contains("proj: python3"),
+        "{question}"
+    );
+    let again = client
+        .request("agent/mcpAskTrust", json!({"sessionId": other}))
+        .await;
+    assert_eq!(again["asked"], true);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(trust_questions(&client), 2, "one open question at a time");
+    client
+        .reply(&question["id"], json!({"decision": "allowAlways"}))
+        .await;
+    let status = first_server_in(&client, &other, "ready").await;
+    assert!(
+        (status["servers"][0]["tools"].as_array().unwrap()).contains(&json!("echo")),
+        "{status}"
+    );
+
+    // With nothing waiting, asking again asks nothing.
+    let nothing = client
+        .request("agent/mcpAskTrust", json!({"sessionId": other}))
+        .await;
+    assert_eq!(nothing["asked"], false);
+    let unknown = client
+        .request_raw("agent/mcpAskTrust", json!({"sessionId": "nope"}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+
+    // The yes is remembered: another daemon (its own servers) starts them without asking.
+    let (_mock2, second) = daemon_with(json!({}), vec![], env.clone()).await;
+    let project = client.workspace.path().display().to_string();
+    let created = second
+        .request("agent/newSession", json!({"cwd": project}))
+        .await;
+    let fresh = created["sessionId"].as_str().unwrap().to_owned();
+    first_server_in(&second, &fresh, "ready").await;
+    assert_eq!(trust_questions(&second), 0);
+    assert_eq!(trust_questions(&client), 2);
+}
+
 #[tokio::test]
 async fn broken_entries_and_failing_servers_are_shown_and_the_session_works() {
     let mock = MockProvider::start(MockScript {

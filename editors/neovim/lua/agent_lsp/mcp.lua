@@ -3,7 +3,8 @@
 --- `:AgentMcp` shows `agent/mcpStatus` (each server's state, error and tools) in a float; while
 --- it is open every `mcp_update` event of that session redraws it (protocol.md §3.10). The
 --- daemon asks before it starts a project's `.mcp.json` servers with an `agent/beforeToolCall`
---- named `mcp_servers`; `trust_prompt` and `trust_lines` say which servers and commands.
+--- named `mcp_servers`; `trust_prompt` and `trust_lines` say which servers and commands. After a
+--- "no", `t` in the view (or `ask_trust()`) has the daemon ask again (`agent/mcpAskTrust`).
 
 local protocol = require("agent_lsp.protocol")
 local state = require("agent_lsp.state")
@@ -40,7 +41,11 @@ function M.lines(servers)
     end
   end
   lines[#lines + 1] = ""
-  lines[#lines + 1] = "r: refresh  q: close"
+  local waiting = vim.iter(servers):any(function(s)
+    return s.state == "untrusted"
+  end)
+  lines[#lines + 1] = waiting and "t: trust the project's servers (asks again)  r: refresh  q: close"
+    or "r: refresh  q: close"
   return lines
 end
 
@@ -110,6 +115,9 @@ function M.open(on_done)
     vim.keymap.set("n", "r", function()
       M.refresh()
     end, { buffer = buf, desc = "agent-lsp: refresh the MCP view" })
+    vim.keymap.set("n", "t", function()
+      M.ask_trust()
+    end, { buffer = buf, desc = "agent-lsp: ask again about the project's MCP servers" })
     M.buf = buf
   end
   local shown = vim.fn.bufwinid(M.buf)
@@ -120,6 +128,26 @@ function M.open(on_done)
   end
   M.render(M.servers)
   M.refresh(on_done)
+end
+
+--- Has the daemon ask again whether the project's `.mcp.json` servers may start (after a "no",
+--- remembered or not): its trust question follows as usual.
+---@param on_done fun(asked: boolean)?
+function M.ask_trust(on_done)
+  local session = M.session or state.current
+  if not session then
+    vim.notify("agent-lsp: no session", vim.log.levels.INFO)
+    return
+  end
+  require("agent_lsp").request(protocol.methods.mcp_ask_trust, { sessionId = session }, function(result)
+    local asked = type(result) == "table" and result.asked == true
+    if not asked then
+      vim.notify("agent-lsp: no MCP server of this project waits to be allowed", vim.log.levels.INFO)
+    end
+    if on_done then
+      on_done(asked)
+    end
+  end)
 end
 
 --- Event listener: `mcp_update` of the shown session redraws the view.
@@ -174,7 +202,8 @@ function M.trust_lines(params)
     lines[#lines + 1] = string.format("  %s: %s", tostring(s.name), tostring(s.command))
   end
   lines[#lines + 1] = ""
-  lines[#lines + 1] = "Either answer is remembered for this project until the file's servers change."
+  lines[#lines + 1] = "Either answer is remembered for this project until the file's servers change"
+  lines[#lines + 1] = "(after a no, t in :AgentMcp asks again)."
   return lines
 end
 

@@ -22,6 +22,7 @@ M.methods = {
   get_document = "agent/getDocument",
   remove_queued = "agent/removeQueued",
   mcp_status = "agent/mcpStatus",
+  mcp_ask_trust = "agent/mcpAskTrust",
   list_models = "agent/listModels",
   set_model = "agent/setModel",
   set_thinking_level = "agent/setThinkingLevel",

@@ -1,6 +1,6 @@
 --- MCP: :AgentMcp shows the servers of agent/mcpStatus (state, error, tools) and follows the
 --- mcp_update events while open; the trust prompt for a project's .mcp.json names its servers
---- and their commands, and starting them is what the answer says.
+--- and their commands, and starting them is what the answer says; `t` in the view asks again.
 
 --- The MCP view's text.
 local function view()
@@ -55,7 +55,7 @@ return {
     end,
   },
   {
-    name = "the trust prompt names the project's servers and commands; allowing starts them",
+    name = "the trust prompt names the project's servers and commands; after a no, t asks again and allowing starts them",
     run = function(H)
       local mock = H.mock({ responses = {} })
       local root = H.workspace({})
@@ -65,7 +65,11 @@ return {
       vim.cmd.cd(root)
       H.setup(mock)
       local asked
+      local questions = 0
+      -- The first answer is no, the second yes.
       vim.ui.select = function(items, opts, on_choice)
+        questions = questions + 1
+        local choice = questions == 1 and items[2] or items[1]
         -- The floats open while the picker asks (the approval preview among them).
         local floats = {}
         for _, win in ipairs(vim.api.nvim_list_wins()) do
@@ -80,7 +84,7 @@ return {
           preview = preview,
         }
         vim.schedule(function()
-          on_choice(items[1])
+          on_choice(choice)
         end)
       end
       vim.cmd("AgentMcp")
@@ -95,6 +99,18 @@ return {
       H.eq({ "Start them (remembered for this project)", "Do not start them (remembered for this project)" }, asked.labels, "choices")
       H.contains(asked.preview, root .. "/.mcp.json wants to start these programs:", "preview")
       H.contains(asked.preview, "  proj: " .. H.mock_mcp_bin .. " 0", "preview names the command")
+      H.wait("the refused server shown waiting", function()
+        return require("agent_lsp.mcp").buf and view():find("? proj  untrusted", 1, true)
+      end)
+      H.contains(view(), "t: trust the project's servers (asks again)", "the view offers to ask again")
+      vim.api.nvim_set_current_win(vim.fn.bufwinid(require("agent_lsp.mcp").buf))
+      asked = nil
+      vim.api.nvim_feedkeys("t", "x", false)
+      H.wait("the trust prompt again", function()
+        return asked
+      end)
+      H.eq(2, questions, "asked a second time")
+      H.contains(asked.preview, "  proj: " .. H.mock_mcp_bin .. " 0", "the same question")
       H.wait("the trusted server ready", function()
         return require("agent_lsp.mcp").buf and view():find("● proj  ready  1 tools", 1, true)
       end, 20000)

@@ -151,7 +151,7 @@ exports.register = ({ testCase, until, runCommand, text, send, fs, path, workspa
     await settled(f);
   });
 
-  testCase('a project\'s .mcp.json asks naming its servers; the MCP view shows state, error and tools live', async ({ page, ctx }) => {
+  testCase('a project\'s .mcp.json asks naming its servers, a "no" can be asked again from the MCP view; the view shows state, error and tools live', async ({ page, ctx }) => {
     const f = ctx.frame;
     const echo = process.env.MOCK_MCP_BIN;
     fs.writeFileSync(path.join(workspace, '.mcp.json'), JSON.stringify({ mcpServers: { echo: { command: echo }, broken: { command: '/nonexistent/mcp-server' } } }));
@@ -160,7 +160,8 @@ exports.register = ({ testCase, until, runCommand, text, send, fs, path, workspa
       const header = page.locator('.pane-header', { hasText: 'MCP Servers' });
       if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
       const pane = page.locator('.pane', { has: header });
-      await until('the empty view', async () => (await pane.innerText()).includes('This session has no MCP servers'), 10000);
+      // (No session at all when the earlier cases did not run: E2E_ONLY.)
+      await until('the empty view', async () => /This session has no MCP servers|No session yet/.test(await pane.innerText()), 10000);
       await runCommand(page, 'Agent: New Session');
       const dialog = page.locator('.monaco-dialog-box');
       await dialog.waitFor({ timeout: 20000 });
@@ -172,6 +173,16 @@ exports.register = ({ testCase, until, runCommand, text, send, fs, path, workspa
       // While the dialog asks, the view already lists the new session's servers, not started.
       await until('echo listed as not allowed', async () => (await row('echo').innerText()).includes('not allowed for this project'), 10000);
       await page.screenshot({ path: path.join(artifacts, '12-mcp-trust.png') });
+      // "Don't Allow" first: remembered, the servers stay stopped…
+      await dialog.locator('.monaco-button', { hasText: /^Don't Allow$/ }).click();
+      await dialog.waitFor({ state: 'detached', timeout: 10000 });
+      await page.waitForTimeout(500);
+      if (!(await row('echo').innerText()).includes('not allowed for this project')) throw new Error('a refused server started');
+      // …until the user changes their mind with the server's shield action: the same question again.
+      await row('echo').hover();
+      await row('echo').locator('.action-label[aria-label^="Trust the Project"]').click();
+      await dialog.waitFor({ timeout: 20000 });
+      if (!(await dialog.innerText()).includes(`echo: ${echo}`)) throw new Error(`the second trust prompt does not name echo: ${await dialog.innerText()}`);
       await dialog.locator('.monaco-button', { hasText: /^Allow$/ }).click();
       await dialog.waitFor({ state: 'detached', timeout: 10000 });
       // Then mcp_update events change it in place (nobody refreshes the view).
