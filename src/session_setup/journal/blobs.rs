@@ -1,5 +1,10 @@
-//! Before- and after-images of files, stored once per content next to the session file
-//! (`<session-file-stem>.blobs/<fingerprint>`), private to the user like the session itself.
+//! Before- and after-images of files, stored once per content in the session folder and shared
+//! by its sessions (`<session folder>/blobs/<fingerprint>`), private to the user like the
+//! sessions themselves. Shared, because a session's first `bash` stores an image of every file
+//! of the workspace: per session that was a copy of the workspace each (up to 64 MiB) and, on
+//! the 2-core test machine, about a second of file creation for 3,000 files each time; shared,
+//! a new session in the same workspace creates only the images of what changed. Sessions stored
+//! before keep theirs in `<session-file-stem>.blobs/`, which is still read.
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -37,16 +42,16 @@ pub fn hash_file(path: &Path) -> std::io::Result<String> {
     }
 }
 
-/// The blob directory of a session file, and of the session it was forked from (a fork copies
-/// the journal's entries, not their images).
+/// Where a session's images are: the store its folder shares, and the directories sessions
+/// had of their own before (its own, and that of the session it was forked from).
 #[derive(Clone, Debug)]
 pub struct BlobStore {
     dir: PathBuf,
-    parent: Option<PathBuf>,
+    legacy: Vec<PathBuf>,
 }
 
-/// `<dir>/<stem>.blobs` for `<dir>/<stem>.jsonl`.
-pub fn blob_dir(session_file: &Path) -> PathBuf {
+/// `<dir>/<stem>.blobs` for `<dir>/<stem>.jsonl`: a session's own images, before they were shared.
+fn own_dir(session_file: &Path) -> PathBuf {
     let stem = session_file
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -54,11 +59,24 @@ pub fn blob_dir(session_file: &Path) -> PathBuf {
     session_file.with_file_name(format!("{stem}.blobs"))
 }
 
+/// `<dir>/blobs` for `<dir>/<stem>.jsonl`.
+pub fn shared_dir(session_file: &Path) -> PathBuf {
+    session_file.with_file_name("blobs")
+}
+
 impl BlobStore {
     pub fn for_session(session_file: &Path, parent_session: Option<&str>) -> BlobStore {
+        let parent = parent_session.map(Path::new);
         BlobStore {
-            dir: blob_dir(session_file),
-            parent: parent_session.map(|p| blob_dir(Path::new(p))),
+            dir: shared_dir(session_file),
+            legacy: std::iter::once(own_dir(session_file))
+                .chain(parent.map(own_dir))
+                .chain(
+                    parent
+                        .map(shared_dir)
+                        .filter(|d| *d != shared_dir(session_file)),
+                )
+                .collect(),
         }
     }
 
@@ -100,7 +118,7 @@ impl BlobStore {
             return None;
         }
         std::iter::once(&self.dir)
-            .chain(self.parent.as_ref())
+            .chain(&self.legacy)
             .find_map(|dir| std::fs::read(dir.join(hash)).ok())
     }
 }
@@ -127,12 +145,43 @@ mod tests {
         assert_eq!(store.store(b"alpha").unwrap(), a);
         assert_eq!(store.load(&a).unwrap(), b"alpha");
         assert_eq!(
-            std::fs::read_dir(dir.path().join("s.blobs"))
-                .unwrap()
-                .count(),
+            std::fs::read_dir(dir.path().join("blobs")).unwrap().count(),
             1
         );
         assert!(store.load("../s.jsonl").is_none());
         assert_eq!(a.len(), 32);
+    }
+
+    #[test]
+    fn the_sessions_of_a_folder_share_images_and_old_own_ones_are_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = BlobStore::for_session(&dir.path().join("a.jsonl"), None);
+        let second = BlobStore::for_session(&dir.path().join("b.jsonl"), None);
+        let shared = first.store(b"shared").unwrap();
+        assert_eq!(second.load(&shared).unwrap(), b"shared");
+        assert_eq!(second.store(b"shared").unwrap(), shared);
+        assert_eq!(
+            std::fs::read_dir(shared_dir(&dir.path().join("b.jsonl")))
+                .unwrap()
+                .count(),
+            1
+        );
+        // An image a session stored in its own directory, before the store was shared.
+        std::fs::create_dir(dir.path().join("b.blobs")).unwrap();
+        std::fs::write(dir.path().join("b.blobs").join(hash(b"old")), b"old").unwrap();
+        assert_eq!(second.load(&hash(b"old")).unwrap(), b"old");
+        // A fork reads its parent's old images, also from another folder.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let parent = dir.path().join("b.jsonl");
+        let fork = BlobStore::for_session(
+            &elsewhere.path().join("c.jsonl"),
+            Some(parent.to_str().unwrap()),
+        );
+        assert_eq!(fork.load(&hash(b"old")).unwrap(), b"old");
+        assert_eq!(fork.load(&shared).unwrap(), b"shared");
+        assert!(
+            first.load(&hash(b"old")).is_none(),
+            "b's own images are b's"
+        );
     }
 }
