@@ -11,7 +11,11 @@ local state = require("agent_lsp.state")
 
 local M = {}
 
-local waiting = {} ---@type fun(client: vim.lsp.Client)[]
+--- What waits for the daemon to be initialized, and whom to tell when it never is.
+---@type {fn: fun(client: vim.lsp.Client), on_error: fun(err: table)?}[]
+local waiting = {}
+--- The clients that got initialized (a later exit of one of them is no start failure).
+local initialized = {} ---@type table<integer, true>
 
 --- The handlers the daemon's server->client traffic goes to.
 ---@return table<string, function>
@@ -47,15 +51,36 @@ function M.lsp_config(opts)
     },
     handlers = handlers(),
     on_init = function(client)
+      initialized[client.id] = true
       local queued = waiting
       waiting = {}
       vim.schedule(function()
-        for _, fn in ipairs(queued) do
-          fn(client)
+        for _, w in ipairs(queued) do
+          w.fn(client)
         end
       end)
     end,
-    on_exit = function(_, _, client_id)
+    on_exit = function(code, _, client_id)
+      -- A daemon that exits before it is initialized (a bad `cmd`, a crash) answers nothing:
+      -- say so to what waited for it, so a prompt's text is given back rather than lost.
+      local queued = {}
+      if initialized[client_id] then
+        initialized[client_id] = nil
+      else
+        queued = waiting
+        waiting = {}
+      end
+      if #queued > 0 then
+        vim.schedule(function()
+          local message = string.format("the daemon exited (code %s) before it was ready (see :LspLog)", tostring(code))
+          vim.notify("agent-lsp: " .. message, vim.log.levels.ERROR)
+          for _, w in ipairs(queued) do
+            if w.on_error then
+              w.on_error({ message = message })
+            end
+          end
+        end)
+      end
       -- Only this daemon's sessions die with it (one daemon runs per workspace root).
       for _, id in ipairs(state.forget_client(client_id)) do
         require("agent_lsp.approval").cancel(id)
@@ -139,7 +164,7 @@ function M.with_client(fn, opts)
   if client and client.initialized then
     return fn(client)
   end
-  waiting[#waiting + 1] = fn
+  waiting[#waiting + 1] = { fn = fn, on_error = opts and opts.on_error }
   if client then
     return
   end

@@ -127,4 +127,27 @@ return {
       H.eq({ "calc.py", "calc.py:1-1" }, labels, "both attachments kept, in the order attached")
     end,
   },
+  {
+    name = "a prompt to a daemon that exits before it is ready comes back too",
+    run = function(H)
+      local root = H.workspace({ ["calc.py"] = "x = 1\n" })
+      vim.cmd.cd(root)
+      require("agent_lsp.context").clear() -- what the case before left pending
+      require("agent_lsp").setup({ cmd = { "sh", "-c", "exit 3" }, chat = { layout = "split" } })
+      local seen = H.capture_notify()
+      vim.cmd.edit(root .. "/calc.py")
+      vim.cmd("AgentAddFile")
+      vim.cmd("AgentInput")
+      vim.cmd.stopinsert()
+      local input = require("agent_lsp.input")
+      vim.api.nvim_buf_set_lines(input.buf, 0, -1, false, { "still here?" })
+      input.send()
+      H.wait("the text back in the input", function()
+        return vim.api.nvim_buf_get_lines(input.buf, 0, 1, false)[1] ~= ""
+      end)
+      H.eq({ "still here?" }, vim.api.nvim_buf_get_lines(input.buf, 0, -1, false), "the text is back")
+      H.eq(1, #require("agent_lsp.context").pending, "the attachment is pending again")
+      H.contains(table.concat(seen, "\n"), "the daemon exited (code 3) before it was ready", "why")
+    end,
+  },
 }
