@@ -19,6 +19,7 @@ mod content;
 mod options;
 mod permission;
 mod session;
+mod trust;
 mod updates;
 
 use std::time::Duration;

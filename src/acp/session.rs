@@ -21,6 +21,7 @@ use crate::acp::chunks::Updates;
 use crate::acp::client::SessionLink;
 use crate::acp::updates::{self, ToolLook, Translator};
 use crate::agent::event::AgentEvent;
+use crate::agent::hooks::PrepareRunHook;
 use crate::agent::message::{
     AgentMessage, ContentBlock, MessageContent, StopReason, UserMessage, now_ms,
 };
@@ -160,8 +161,10 @@ impl AcpSession {
         let id = lock(&record).id().to_owned();
         Arc::new_cyclic(|weak: &Weak<AcpSession>| {
             let mut options = options;
+            let prepare_run = ask_trust_first(weak.clone(), options.hooks.prepare_run.take());
             options.hooks = AgentHooks {
                 before_tool_call: Some(crate::acp::permission::hook(weak.clone())),
+                prepare_run: Some(prepare_run),
                 ..options.hooks
             };
             let agent = Agent::new(options);
@@ -480,6 +483,24 @@ impl AcpSession {
 }
 
 /// As `session/list` titles a session without a name.
+/// The run's preparation, after the question about the project's MCP servers when one is due
+/// (`acp::trust`), so an allowed server's tools are there for the turn's first request.
+fn ask_trust_first(session: Weak<AcpSession>, then: Option<PrepareRunHook>) -> PrepareRunHook {
+    Arc::new(move |cancel| {
+        let session = session.clone();
+        let then = then.clone();
+        Box::pin(async move {
+            if let Some(session) = session.upgrade() {
+                crate::acp::trust::ask_if_needed(&session, &cancel).await;
+            }
+            match then {
+                Some(then) => then(cancel).await,
+                None => None,
+            }
+        })
+    })
+}
+
 fn first_line(content: &MessageContent) -> Option<String> {
     let text = content.to_text();
     text.lines()

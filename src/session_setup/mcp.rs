@@ -44,8 +44,8 @@ pub struct SessionTools {
     pub mcp: McpSession,
     /// Where the project's trust is remembered, and for which project.
     trust: (TrustStore, PathBuf),
-    /// What was remembered for the project's servers when the session started.
-    remembered: Trust,
+    /// What is remembered for the project's servers: at the session's start, then the answer.
+    remembered: std::sync::Mutex<Trust>,
     /// A trust question is open (one at a time, however often the client asks again).
     asking: AtomicBool,
 }
@@ -76,7 +76,8 @@ impl SessionTools {
     /// Whether the user should be asked about the project's servers: some wait, and no answer
     /// for them is remembered.
     pub fn needs_trust(&self) -> bool {
-        self.remembered == Trust::Unknown && !self.mcp.untrusted().is_empty()
+        *self.remembered.lock().unwrap_or_else(|e| e.into_inner()) == Trust::Unknown
+            && !self.mcp.untrusted().is_empty()
     }
 
     /// The project directory whose `.mcp.json` the trust is about.
@@ -101,6 +102,10 @@ impl SessionTools {
         if let Err(e) = store.remember(root, &servers, allowed) {
             tracing::warn!(%e, "cannot remember the MCP trust decision");
         }
+        *self.remembered.lock().unwrap_or_else(|e| e.into_inner()) = match allowed {
+            true => Trust::Allowed,
+            false => Trust::Denied,
+        };
         if allowed {
             self.mcp.trust();
         }
@@ -168,7 +173,7 @@ pub fn attach(
         base,
         mcp: session,
         trust: (store, cwd.to_path_buf()),
-        remembered,
+        remembered: std::sync::Mutex::new(remembered),
         asking: AtomicBool::new(false),
     };
     (tools, errors)

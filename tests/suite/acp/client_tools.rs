@@ -126,3 +126,122 @@ async fn mcp_servers_from_session_new_lend_their_tools() {
         "the model was offered the tool"
     );
 }
+
+#[tokio::test]
+async fn a_projects_mcp_servers_are_asked_about_in_the_first_turn_and_the_answer_is_kept() {
+    let env = AcpEnv::with_script(json!({"responses": [
+        {"toolCalls": [{"id": "e1", "name": "proj__echo", "arguments": {"text": "trusted"}}]},
+        {"text": "echoed"},
+        {"text": "second turn"},
+        {"text": "another process"}
+    ]}))
+    .await;
+    let entry = crate::suite::mcp::fault_entry(json!({}));
+    env.write(
+        ".mcp.json",
+        &json!({"mcpServers": {"proj": entry}}).to_string(),
+    );
+    let t = env
+        .run(json!({
+            "client": {"permissions": ["allow_always", "allow_once"]},
+            "steps": steps(&env, vec![
+                json!({"op": "prompt", "text": "echo it", "as": "p"}),
+                json!({"op": "prompt", "text": "again", "as": "q"}),
+            ]),
+        }))
+        .await;
+    assert_eq!(t.stop_reason("p"), "end_turn");
+    let asks = t.agent_requests("session/request_permission");
+    assert_eq!(
+        asks.len(),
+        2,
+        "the project's servers, then their tool: {asks:?}"
+    );
+    let trust = &asks[0]["toolCall"];
+    let id = trust["toolCallId"].as_str().unwrap();
+    assert!(id.starts_with("mcp-trust-"), "{trust}");
+    assert!(
+        trust["title"].as_str().unwrap().ends_with("/.mcp.json?"),
+        "{trust}"
+    );
+    let listing = trust["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(listing.contains("proj: python3"), "{listing}");
+    let options: Vec<&str> = (asks[0]["options"].as_array().unwrap().iter())
+        .map(|o| o["optionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(options, ["allow_always", "reject_always"]);
+    // Shown as a tool call of its own, announced before it asks.
+    assert_eq!(t.tool_call(id)[0]["sessionUpdate"], "tool_call");
+    assert_eq!(t.final_status(id), "completed");
+    // Allowed before the turn's first request: the model is offered the server's tool at once.
+    let requests = env.mock.as_ref().unwrap().requests();
+    assert!(requests[0].body.to_string().contains("proj__echo"));
+    assert_eq!(t.final_status("e1"), "completed");
+    assert_eq!(t.stop_reason("q"), "end_turn");
+
+    // Remembered: another process does not ask and starts the server.
+    let t = env
+        .run(json!({
+            "client": {"permissions": []},
+            "steps": steps(&env, vec![json!({"op": "prompt", "text": "later", "as": "p"})]),
+        }))
+        .await;
+    assert_eq!(t.stop_reason("p"), "end_turn");
+    assert!(t.agent_requests("session/request_permission").is_empty());
+    let requests = env.mock.as_ref().unwrap().requests();
+    assert!(
+        requests
+            .last()
+            .unwrap()
+            .body
+            .to_string()
+            .contains("proj__echo")
+    );
+}
+
+#[tokio::test]
+async fn a_no_to_the_projects_servers_starts_nothing_and_is_kept() {
+    let env = AcpEnv::with_script(json!({"responses": [
+        {"text": "without them"},
+        {"text": "still without"},
+        {"text": "another process"}
+    ]}))
+    .await;
+    let entry = crate::suite::mcp::fault_entry(json!({}));
+    env.write(
+        ".mcp.json",
+        &json!({"mcpServers": {"proj": entry}}).to_string(),
+    );
+    let t = env
+        .run(json!({
+            "client": {"permissions": ["reject_always"]},
+            "steps": steps(&env, vec![
+                json!({"op": "prompt", "text": "go", "as": "p"}),
+                json!({"op": "prompt", "text": "again", "as": "q"}),
+            ]),
+        }))
+        .await;
+    assert_eq!(t.stop_reason("p"), "end_turn");
+    assert_eq!(t.stop_reason("q"), "end_turn");
+    let asks = t.agent_requests("session/request_permission");
+    assert_eq!(asks.len(), 1, "asked once: {asks:?}");
+    let id = asks[0]["toolCall"]["toolCallId"].as_str().unwrap();
+    assert_eq!(t.final_status(id), "failed");
+    for request in env.mock.as_ref().unwrap().requests() {
+        assert!(
+            !request.body.to_string().contains("proj__echo"),
+            "a refused server's tool offered"
+        );
+    }
+    let t = env
+        .run(json!({
+            "client": {"permissions": []},
+            "steps": steps(&env, vec![json!({"op": "prompt", "text": "later", "as": "p"})]),
+        }))
+        .await;
+    assert_eq!(t.stop_reason("p"), "end_turn");
+    assert!(
+        t.agent_requests("session/request_permission").is_empty(),
+        "the no is kept"
+    );
+}

@@ -1,0 +1,136 @@
+//! A project's `.mcp.json` in ACP sessions: its servers start only once the user allowed them
+//! (as in the daemon, protocol.md §3.10). ACP asks only about tool calls within a turn, so the
+//! question is a tool call of its own at the start of the session's first turn that needs it:
+//! announced as a pending `execute` call listing each server and its command line, then a
+//! `session/request_permission` whose two answers are both remembered for the project. No
+//! answer (a cancelled turn, an error) starts nothing and asks again at the next turn.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol_schema::v1 as acp;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::acp::session::AcpSession;
+use crate::acp::updates::text_block;
+use crate::server::outgoing::RequestError;
+
+/// How long the question waits for the user.
+const ASK_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+const ALLOW: &str = "allow_always";
+const REJECT: &str = "reject_always";
+
+/// Asks about the project's servers when they wait for trust and nothing is remembered; the run
+/// then waits for an allowed server as for any starting one.
+pub async fn ask_if_needed(session: &Arc<AcpSession>, cancel: &CancellationToken) {
+    if !session.tools.needs_trust() || !session.tools.begin_trust_question() {
+        return;
+    }
+    let id = format!("mcp-trust-{}", uuid::Uuid::now_v7().simple());
+    let answer = ask(session, &id, cancel).await;
+    let (status, text) = match answer {
+        Ok(allowed) => {
+            session.tools.decide_trust(allowed);
+            match allowed {
+                true => (
+                    acp::ToolCallStatus::Completed,
+                    "Started; remembered for this project.",
+                ),
+                false => (
+                    acp::ToolCallStatus::Failed,
+                    "Not started; remembered for this project.",
+                ),
+            }
+        }
+        Err(why) => {
+            tracing::info!(
+                session = session.id,
+                why,
+                "the project's MCP servers stay stopped"
+            );
+            (
+                acp::ToolCallStatus::Failed,
+                "Not answered: not started, asked again next turn.",
+            )
+        }
+    };
+    session.tools.end_trust_question();
+    let fields = acp::ToolCallUpdateFields::new()
+        .status(status)
+        .content(vec![acp::ToolCallContent::Content(acp::Content::new(
+            text_block(text),
+        ))]);
+    session.notify(acp::SessionUpdate::ToolCallUpdate(
+        acp::ToolCallUpdate::new(id, fields),
+    ));
+}
+
+/// `Ok(true)`: start them; `Ok(false)`: do not; `Err`: no answer.
+async fn ask(
+    session: &Arc<AcpSession>,
+    id: &str,
+    cancel: &CancellationToken,
+) -> Result<bool, String> {
+    let servers = session.tools.untrusted();
+    let root = session.tools.project().display().to_string();
+    let title = format!("Start the MCP servers of {root}/.mcp.json?");
+    let listing: Vec<String> = (servers.iter())
+        .map(|s| format!("{}: {}", s.name, s.describe()))
+        .collect();
+    let text = format!(
+        "This project's .mcp.json starts these programs on your machine:\n\n{}",
+        listing.join("\n")
+    );
+    let content = vec![acp::ToolCallContent::Content(acp::Content::new(
+        text_block(&text),
+    ))];
+    let input = json!({"project": root, "servers": servers.iter()
+        .map(|s| json!({"name": s.name, "command": s.describe()}))
+        .collect::<Vec<_>>()});
+    let call = acp::ToolCall::new(id.to_owned(), title.clone())
+        .kind(acp::ToolKind::Execute)
+        .status(acp::ToolCallStatus::Pending)
+        .content(content.clone())
+        .raw_input(input.clone());
+    session.notify(acp::SessionUpdate::ToolCall(call));
+    let fields = acp::ToolCallUpdateFields::new()
+        .title(title)
+        .kind(acp::ToolKind::Execute)
+        .status(acp::ToolCallStatus::Pending)
+        .content(content)
+        .raw_input(input);
+    let options = vec![
+        acp::PermissionOption::new(
+            ALLOW,
+            "Start them (remembered for this project)",
+            acp::PermissionOptionKind::AllowAlways,
+        ),
+        acp::PermissionOption::new(
+            REJECT,
+            "Do not start them (remembered for this project)",
+            acp::PermissionOptionKind::RejectAlways,
+        ),
+    ];
+    let update = acp::ToolCallUpdate::new(id.to_owned(), fields);
+    let request = acp::RequestPermissionRequest::new(session.id.clone(), update, options);
+    let reply = session.out.request::<_, acp::RequestPermissionResponse>(
+        "session/request_permission",
+        request,
+        ASK_TIMEOUT,
+        cancel,
+    );
+    match reply.await {
+        Ok(response) => match response.outcome {
+            acp::RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {
+                ALLOW => Ok(true),
+                REJECT => Ok(false),
+                other => Err(format!("unknown option {other:?}")),
+            },
+            _ => Err("cancelled".into()),
+        },
+        Err(RequestError::Cancelled) => Err("the turn was cancelled".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
