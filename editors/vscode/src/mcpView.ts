@@ -3,7 +3,7 @@
  * one node per server of the shown session (state icon, error, its tools as children), read
  * with `agent/mcpStatus` and updated live by `mcp_update` events; and the trust prompt for a
  * project's `.mcp.json` as a modal dialog naming each server and its command line, which a
- * server not allowed for the project can ask again (its "Trust…" action, `agent/mcpAskTrust`).
+ * server not allowed for the project can ask again (its unlock action, "Trust…", `agent/mcpAskTrust`).
  */
 
 import * as vscode from 'vscode';
@@ -137,7 +137,7 @@ export function mcpTrustText(p: BeforeToolCallParams): { message: string; detail
   const project = args.project ?? '';
   return {
     message: `Start the MCP servers of ${project}/.mcp.json?`,
-    detail: `This project's .mcp.json starts ${servers.length === 1 ? 'this program' : 'these programs'} on your machine:\n\n${servers.map((s) => `• ${s.name}: ${s.command}`).join('\n')}\n\nYour answer is remembered for this project until the file's servers change.`,
+    detail: `This project's .mcp.json starts ${servers.length === 1 ? 'this program' : 'these programs'} on your machine:\n\n${servers.map((s) => `• ${s.name}: ${s.command}`).join('\n')}\n\nYour answer is remembered for this project until the file's servers change. After Don't Allow, the unlock button of a server in MCP Servers asks again.`,
   };
 }
 

@@ -180,6 +180,7 @@ exports.register = ({ testCase, until, runCommand, text, send, fs, path, workspa
       if (!(await row('echo').innerText()).includes('not allowed for this project')) throw new Error('a refused server started');
       // …until the user changes their mind with the server's shield action: the same question again.
       await row('echo').hover();
+      await page.screenshot({ path: path.join(artifacts, '12b-mcp-ask-again.png') });
       await row('echo').locator('.action-label[aria-label^="Trust the Project"]').click();
       await dialog.waitFor({ timeout: 20000 });
       if (!(await dialog.innerText()).includes(`echo: ${echo}`)) throw new Error(`the second trust prompt does not name echo: ${await dialog.innerText()}`);
