@@ -38,6 +38,15 @@ impl AcpSession {
             Expansion::Builtin(Builtin::Compact { instructions }) => {
                 self.compact_command(id, instructions)
             }
+            Expansion::Builtin(Builtin::McpTrust) => {
+                let session = self.clone();
+                tokio::spawn(async move {
+                    // Inside the prompt's request, as a turn's question is: its updates belong
+                    // to it, and the answer ends it.
+                    crate::acp::trust::ask_again(&session, &CancellationToken::new()).await;
+                    session.answer(&id, Ok(stop_value(acp::StopReason::EndTurn)));
+                });
+            }
             Expansion::Mcp {
                 server,
                 prompt,

@@ -3,7 +3,8 @@
 //! question is a tool call of its own at the start of the session's first turn that needs it:
 //! announced as a pending `execute` call listing each server and its command line, then a
 //! `session/request_permission` whose two answers are both remembered for the project. No
-//! answer (a cancelled turn, an error) starts nothing and asks again at the next turn.
+//! answer (a cancelled turn, an error) starts nothing and asks again at the next turn; after a
+//! "no", the `/mcp-trust` command asks again.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +26,25 @@ const REJECT: &str = "reject_always";
 /// Asks about the project's servers when they wait for trust and nothing is remembered; the run
 /// then waits for an allowed server as for any starting one.
 pub async fn ask_if_needed(session: &Arc<AcpSession>, cancel: &CancellationToken) {
-    if !session.tools.needs_trust() || !session.tools.begin_trust_question() {
+    if session.tools.needs_trust() {
+        question(session, cancel).await;
+    }
+}
+
+/// `/mcp-trust`: asks again whatever was remembered; says so when no server waits.
+pub async fn ask_again(session: &Arc<AcpSession>, cancel: &CancellationToken) {
+    if session.tools.untrusted().is_empty() {
+        let text = "No MCP server of this project waits to be allowed.";
+        let chunk = acp::ContentChunk::new(text_block(text));
+        session.notify(acp::SessionUpdate::AgentMessageChunk(chunk));
+        return;
+    }
+    question(session, cancel).await;
+}
+
+/// One question at a time: while one is open, another asks nothing.
+async fn question(session: &Arc<AcpSession>, cancel: &CancellationToken) {
+    if !session.tools.begin_trust_question() {
         return;
     }
     let id = format!("mcp-trust-{}", uuid::Uuid::now_v7().simple());

@@ -271,6 +271,7 @@ impl Renderer for HumanRenderer {
             // The compaction's own events said what happened; the summary is the result.
             BuiltinOutcome::Compacted(result) => self.line(&result.summary),
             BuiltinOutcome::CompactStarted => {}
+            BuiltinOutcome::McpTrust { .. } => {}
         }
     }
 }

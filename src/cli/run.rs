@@ -287,6 +287,10 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
                         .map(|result| BuiltinOutcome::Compacted(Box::new(result)))
                         .map_err(CommandError::from)
                 }
+                Builtin::McpTrust => Err(CommandError::Unavailable(
+                    "/mcp-trust asks in an editor; `agent-lsp run` starts a project's .mcp.json \
+                     servers with --trust-project-mcp",
+                )),
             };
             if let Some(hub) = hub {
                 hub.shutdown().await;

@@ -149,6 +149,16 @@ pub fn can_ask_trust(session: &LiveSession) -> bool {
     session.ctx.config.approvals() || session.ctx.config.is_generic()
 }
 
+/// Asks the user again about the project's servers that wait for trust (`agent/mcpAskTrust`,
+/// `/mcp-trust`): whether a question is (or already was) on its way.
+pub fn ask_project_trust_again(session: &Arc<LiveSession>) -> bool {
+    let asked = !session.tools.untrusted().is_empty() && can_ask_trust(session);
+    if asked {
+        tokio::spawn(ask_project_trust(session.clone()));
+    }
+    asked
+}
+
 /// Asks whether the project's `.mcp.json` may start its servers (one request naming them and
 /// their commands); the answer is remembered for the project. No answer leaves them stopped.
 /// While a question is open, asking again asks nothing.

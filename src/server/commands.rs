@@ -130,6 +130,9 @@ fn builtin_reply(session: &Arc<LiveSession>, builtin: &Builtin) -> Result<Comman
             &session.controls,
         )
         .map_err(|e| ResponseError::invalid_params(e.to_string()))?,
+        Builtin::McpTrust => BuiltinOutcome::McpTrust {
+            asked: crate::server::ask::ask_project_trust_again(session),
+        },
     };
     if let (Builtin::Model { spec: Some(_) }, BuiltinOutcome::Model(s)) = (builtin, &outcome) {
         let run = session.active_run();

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::agent::message::ContentBlock;
 use crate::mcp::McpHub;
 use crate::model_registry::EnvSource;
-use crate::server::ask::{ask_project_trust, can_ask_trust};
+use crate::server::ask::ask_project_trust_again;
 use crate::server::commands::{Delivered, Delivery, Prepared, prepare};
 use crate::server::config::ConnConfig;
 use crate::server::conn::{ConnCtx, resolve_model};
@@ -333,13 +333,9 @@ impl SessionTable {
     /// asks, and its answer is remembered the same way.
     pub fn mcp_ask_trust(&self, session_id: &str) -> Result<McpAskTrustResult> {
         let session = self.get(session_id)?;
-        let asked = !session.tools.untrusted().is_empty() && can_ask_trust(&session);
-        if asked {
-            tokio::spawn(ask_project_trust(session.clone()));
-        }
         Ok(McpAskTrustResult {
             session_id: session.id.clone(),
-            asked,
+            asked: ask_project_trust_again(&session),
         })
     }
 

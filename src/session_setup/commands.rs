@@ -40,7 +40,13 @@ pub enum Builtin {
     Compact { instructions: Option<String> },
     /// `/model`: report the model; `/model provider/id`: switch to it.
     Model { spec: Option<String> },
+    /// `/mcp-trust`: ask again whether the project's `.mcp.json` servers may start (listed
+    /// while some wait for it).
+    McpTrust,
 }
+
+/// The name of [`Builtin::McpTrust`].
+pub const MCP_TRUST: &str = "mcp-trust";
 
 /// What a built-in command did.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -54,6 +60,8 @@ pub enum BuiltinOutcome {
     /// `/compact` in the daemon: started; its result comes with `compaction_end`.
     #[serde(rename = "compact")]
     CompactStarted,
+    /// `/mcp-trust`: whether the user is asked (as `agent/mcpAskTrust` answers).
+    McpTrust { asked: bool },
 }
 
 /// Why a built-in command failed.
@@ -63,6 +71,9 @@ pub enum CommandError {
     Switch(#[from] SwitchError),
     #[error(transparent)]
     Compact(#[from] CompactError),
+    /// The command has no meaning in this front end (the text says what to do instead).
+    #[error("{0}")]
+    Unavailable(&'static str),
 }
 
 /// Runs `/model` on a session, for every front end (`/compact` is [`compact`], which awaits).
@@ -170,6 +181,7 @@ impl SessionCommands {
                 });
             }
             "model" => return Expansion::Builtin(Builtin::Model { spec: rest() }),
+            MCP_TRUST => return Expansion::Builtin(Builtin::McpTrust),
             _ => {}
         }
         if let Some(skill) = name.strip_prefix("skill:") {
@@ -370,7 +382,18 @@ pub fn list_commands(commands: &SessionCommands, tools: &SessionTools) -> Vec<Co
             argument_hint: Some(hint).filter(|h| !h.is_empty()),
         }
     });
-    commands.list(mcp)
+    let mut listed = commands.list(mcp);
+    if !tools.untrusted().is_empty() {
+        // Offered only while it has something to do; `commands_update` follows the change.
+        let trust = CommandInfo {
+            name: MCP_TRUST.into(),
+            description: "Ask again whether this project's .mcp.json servers may start".into(),
+            source: "builtin",
+            argument_hint: None,
+        };
+        listed.insert(2, trust);
+    }
+    listed
 }
 
 /// Calls `changed` whenever the MCP servers' prompts change the session's commands (`list`),

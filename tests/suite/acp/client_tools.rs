@@ -204,7 +204,8 @@ async fn a_no_to_the_projects_servers_starts_nothing_and_is_kept() {
     let env = AcpEnv::with_script(json!({"responses": [
         {"text": "without them"},
         {"text": "still without"},
-        {"text": "another process"}
+        {"text": "another process"},
+        {"text": "with them"}
     ]}))
     .await;
     let entry = crate::suite::mcp::fault_entry(json!({}));
@@ -243,5 +244,35 @@ async fn a_no_to_the_projects_servers_starts_nothing_and_is_kept() {
     assert!(
         t.agent_requests("session/request_permission").is_empty(),
         "the no is kept"
+    );
+    let offered = (t.updates().into_iter())
+        .filter(|u| u["sessionUpdate"] == "available_commands_update")
+        .any(|u| u.to_string().contains("\"mcp-trust\""));
+    assert!(offered, "/mcp-trust is offered while the servers wait");
+
+    // The user changes their mind: /mcp-trust asks again, and the next turn has the tool.
+    let t = env
+        .run(json!({
+            "client": {"permissions": ["allow_always"]},
+            "steps": steps(&env, vec![
+                json!({"op": "prompt", "text": "/mcp-trust", "as": "t"}),
+                json!({"op": "prompt", "text": "now with them", "as": "p"}),
+            ]),
+        }))
+        .await;
+    assert_eq!(t.stop_reason("t"), "end_turn");
+    let asks = t.agent_requests("session/request_permission");
+    assert_eq!(asks.len(), 1, "{asks:?}");
+    let id = asks[0]["toolCall"]["toolCallId"].as_str().unwrap();
+    assert_eq!(t.final_status(id), "completed");
+    assert_eq!(t.stop_reason("p"), "end_turn");
+    let requests = env.mock.as_ref().unwrap().requests();
+    assert!(
+        requests
+            .last()
+            .unwrap()
+            .body
+            .to_string()
+            .contains("proj__echo")
     );
 }

@@ -133,4 +133,14 @@ async fn run_expands_templates_and_slash_model_switches_the_session() {
         stderr(&out)
     );
     assert_eq!(mock.requests().len(), 2, "no summary was requested");
+
+    // `/mcp-trust` asks in an editor; `run` says which flag does it here.
+    let out = env.run(&["run", "-c", "/mcp-trust"]).await;
+    assert_eq!(out.status.code(), Some(1), "stdout: {}", stdout(&out));
+    assert!(
+        stderr(&out).contains("--trust-project-mcp"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(mock.requests().len(), 2, "nothing was sent to the model");
 }

@@ -309,6 +309,73 @@ async fn after_a_remembered_no_the_user_can_be_asked_again_and_allow() {
 }
 
 #[tokio::test]
+async fn the_mcp_trust_command_is_offered_while_servers_wait_and_asks_again() {
+    let state = tempfile::tempdir().unwrap();
+    let env = vec![(
+        "XDG_STATE_HOME".to_owned(),
+        state.path().display().to_string(),
+    )];
+    let (_mock, client) = daemon_with(json!({}), vec![], env).await;
+    std::fs::write(
+        client.workspace.path().join(".mcp.json"),
+        json!({"mcpServers": {"proj": fault_entry(json!({}))}}).to_string(),
+    )
+    .unwrap();
+    client.set_approvals(Box::new(|p| {
+        (p["toolName"] == "mcp_servers").then(|| json!({"decision": "blockAlways"}))
+    }));
+    let created = client.request("agent/newSession", json!({})).await;
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    client
+        .wait_for("the first trust question", |m| {
+            m["method"] == "agent/beforeToolCall" && m["params"]["sessionId"] == session.as_str()
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let names = |listed: &Value| -> Vec<String> {
+        (listed["commands"].as_array().unwrap().iter())
+            .map(|c| c["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let listed = client
+        .request("agent/listCommands", json!({"sessionId": session}))
+        .await;
+    assert_eq!(
+        names(&listed),
+        ["compact", "model", "mcp-trust"],
+        "{listed}"
+    );
+
+    client.set_approvals(Box::new(|p| {
+        (p["toolName"] == "mcp_servers").then(|| json!({"decision": "allow"}))
+    }));
+    let answer = client
+        .request(
+            "agent/prompt",
+            json!({"sessionId": session, "message": "/mcp-trust"}),
+        )
+        .await;
+    assert_eq!(answer["disposition"], "command", "{answer}");
+    assert_eq!(answer["command"], "mcpTrust", "{answer}");
+    assert_eq!(answer["asked"], true, "{answer}");
+    first_server_in(&client, &session, "ready").await;
+    // Nothing waits now: the command is no longer offered, and a commands_update says so.
+    let update = client
+        .wait_for("the commands without mcp-trust", |m| {
+            m["params"]["event"]["type"] == "commands_update"
+                && !m["params"]["event"]["commands"]
+                    .to_string()
+                    .contains("mcp-trust")
+        })
+        .await;
+    assert_eq!(update["params"]["sessionId"], session.as_str());
+    let listed = client
+        .request("agent/listCommands", json!({"sessionId": session}))
+        .await;
+    assert_eq!(names(&listed), ["compact", "model"], "{listed}");
+}
+
+#[tokio::test]
 async fn broken_entries_and_failing_servers_are_shown_and_the_session_works() {
     let mock = MockProvider::start(MockScript {
         responses: vec![MockResponse::text("fine")],
