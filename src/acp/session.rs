@@ -482,7 +482,6 @@ impl AcpSession {
     }
 }
 
-/// As `session/list` titles a session without a name.
 /// The run's preparation, after the question about the project's MCP servers when one is due
 /// (`acp::trust`), so an allowed server's tools are there for the turn's first request.
 fn ask_trust_first(session: Weak<AcpSession>, then: Option<PrepareRunHook>) -> PrepareRunHook {
@@ -501,6 +500,7 @@ fn ask_trust_first(session: Weak<AcpSession>, then: Option<PrepareRunHook>) -> P
     })
 }
 
+/// As `session/list` titles a session without a name.
 fn first_line(content: &MessageContent) -> Option<String> {
     let text = content.to_text();
     text.lines()

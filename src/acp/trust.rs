@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1 as acp;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::session::AcpSession;
@@ -92,22 +91,16 @@ async fn ask(
     id: &str,
     cancel: &CancellationToken,
 ) -> Result<bool, String> {
-    let servers = session.tools.untrusted();
-    let root = session.tools.project().display().to_string();
-    let title = format!("Start the MCP servers of {root}/.mcp.json?");
-    let listing: Vec<String> = (servers.iter())
-        .map(|s| format!("{}: {}", s.name, s.describe()))
-        .collect();
+    let question = session.tools.trust_question();
+    let title = question.title;
     let text = format!(
         "This project's .mcp.json starts these programs on your machine:\n\n{}",
-        listing.join("\n")
+        question.listing
     );
     let content = vec![acp::ToolCallContent::Content(acp::Content::new(
         text_block(&text),
     ))];
-    let input = json!({"project": root, "servers": servers.iter()
-        .map(|s| json!({"name": s.name, "command": s.describe()}))
-        .collect::<Vec<_>>()});
+    let input = question.args;
     let call = acp::ToolCall::new(id.to_owned(), title.clone())
         .kind(acp::ToolKind::Execute)
         .status(acp::ToolCallStatus::Pending)

@@ -171,25 +171,18 @@ pub async fn ask_project_trust(session: Arc<LiveSession>) {
 }
 
 async fn ask_trust(session: &Arc<LiveSession>) {
-    let servers = session.tools.untrusted();
-    let root = session.tools.project().display().to_string();
-    let listing: Vec<String> = servers
-        .iter()
-        .map(|s| format!("{}: {}", s.name, s.describe()))
-        .collect();
+    let question = session.tools.trust_question();
     let request = BeforeToolCallParams {
         session_id: session.id.clone(),
         run_id: String::new(),
         tool_call_id: format!("mcp-trust-{}", crate::server::live_session::new_id()),
         tool_name: "mcp_servers".into(),
-        args: serde_json::json!({"project": root, "servers": servers.iter()
-            .map(|s| serde_json::json!({"name": s.name, "command": s.describe()}))
-            .collect::<Vec<_>>()}),
+        args: question.args,
         kind: ToolKind::Execute,
-        title: format!("Start the MCP servers of {root}/.mcp.json?"),
+        title: question.title,
         preview: Some(Preview::Command {
-            command: listing.join("\n"),
-            cwd: root,
+            command: question.listing,
+            cwd: question.project,
         }),
         saves_unsaved_changes: false,
         sandbox: None,

@@ -38,6 +38,18 @@ pub enum McpSource {
     Client(Value),
 }
 
+/// What the user is asked before a project's `.mcp.json` servers start.
+pub struct TrustQuestion {
+    /// The project directory.
+    pub project: String,
+    /// `Start the MCP servers of <project>/.mcp.json?`
+    pub title: String,
+    /// One `name: command line` per server.
+    pub listing: String,
+    /// `{project, servers: [{name, command}]}`.
+    pub args: Value,
+}
+
 /// A session's tools: the fixed ones and those of its MCP servers.
 pub struct SessionTools {
     base: Vec<ToolRef>,
@@ -83,6 +95,23 @@ impl SessionTools {
     /// The project directory whose `.mcp.json` the trust is about.
     pub fn project(&self) -> &Path {
         &self.trust.1
+    }
+
+    /// The question about the project's waiting servers, worded once for every front end.
+    pub fn trust_question(&self) -> TrustQuestion {
+        let servers = self.mcp.untrusted();
+        let project = self.project().display().to_string();
+        TrustQuestion {
+            title: format!("Start the MCP servers of {project}/.mcp.json?"),
+            listing: (servers.iter())
+                .map(|s| format!("{}: {}", s.name, s.describe()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            args: serde_json::json!({"project": project, "servers": servers.iter()
+                .map(|s| serde_json::json!({"name": s.name, "command": s.describe()}))
+                .collect::<Vec<_>>()}),
+            project,
+        }
     }
 
     /// Claims the one open trust question: `false` when one is open already.
