@@ -130,6 +130,23 @@ fn assert_run_invariants(client: &LspClient, session: &str, run: &str, response_
     assert_eq!(k[0], "agent_start", "{k:?}");
 }
 
+/// Polls `agent/mcpStatus` until the first server is in `state`.
+async fn first_server_in(client: &LspClient, session: &str, state: &str) -> Value {
+    tokio::time::timeout(HANG_BOUND, async {
+        loop {
+            let status = client
+                .request("agent/mcpStatus", json!({"sessionId": session}))
+                .await;
+            if status["servers"][0]["state"] == state {
+                return status;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the server never became {state}"))
+}
+
 fn requests_of(client: &LspClient, method: &str) -> Vec<Value> {
     client
         .log()

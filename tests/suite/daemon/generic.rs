@@ -371,19 +371,7 @@ async fn a_generic_client_is_asked_about_project_servers_again_by_command() {
         )
         .await;
     assert_eq!(asked["asked"], true, "{asked}");
-    let ready = tokio::time::timeout(HANG_BOUND, async {
-        loop {
-            let status = client
-                .request("agent/mcpStatus", json!({"sessionId": session}))
-                .await;
-            if status["servers"][0]["state"] == "ready" {
-                return status;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("the allowed server starts");
+    let ready = first_server_in(&client, &session, "ready").await;
     assert!(
         (ready["servers"][0]["tools"].as_array().unwrap()).contains(&json!("echo")),
         "{ready}"

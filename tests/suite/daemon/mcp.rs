@@ -174,19 +174,7 @@ async fn a_project_file_is_started_only_once_trusted_and_the_answer_is_remembere
     }));
     let created = client.request("agent/newSession", json!({})).await;
     let session = created["sessionId"].as_str().unwrap().to_owned();
-    let status = tokio::time::timeout(HANG_BOUND, async {
-        loop {
-            let status = client
-                .request("agent/mcpStatus", json!({"sessionId": session}))
-                .await;
-            if status["servers"][0]["state"] == "ready" {
-                return status;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .expect("allowed servers start");
+    let status = first_server_in(&client, &session, "ready").await;
     assert!(
         status["servers"][0]["tools"]
             .as_array()
@@ -198,23 +186,6 @@ async fn a_project_file_is_started_only_once_trusted_and_the_answer_is_remembere
     client.request("agent/newSession", json!({})).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(requests_of(&client, "agent/beforeToolCall").len(), before);
-}
-
-/// Polls `agent/mcpStatus` until the first server is in `state`.
-async fn first_server_in(client: &LspClient, session: &str, state: &str) -> Value {
-    tokio::time::timeout(HANG_BOUND, async {
-        loop {
-            let status = client
-                .request("agent/mcpStatus", json!({"sessionId": session}))
-                .await;
-            if status["servers"][0]["state"] == state {
-                return status;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("the server never became {state}"))
 }
 
 #[tokio::test]
