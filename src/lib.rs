@@ -2,7 +2,7 @@
 //!
 //! See `ARCHITECTURE.md` for the code map. In short: [`agent`] is the loop (a port of pi's
 //! agent loop), [`provider`] streams model responses, [`model_registry`] finds models,
-//! [`tools`] are the coding tools, [`mcp`] brings MCP servers' tools, [`session`] persists conversations, [`session_setup`]
+//! [`tools`] are the coding tools, [`sandbox`] jails their commands, [`mcp`] brings MCP servers' tools, [`session`] persists conversations, [`session_setup`]
 //! assembles a session for a front end, [`server`] is the LSP daemon, [`acp`] the ACP agent and [`cli`] the commands.
 
 pub mod acp;
@@ -12,6 +12,7 @@ pub mod compaction;
 pub mod mcp;
 pub mod model_registry;
 pub mod provider;
+pub mod sandbox;
 pub mod server;
 pub mod session;
 pub mod session_setup;

@@ -30,7 +30,7 @@ use crate::compaction::{CompactionOptions, CompactionSettings};
 use crate::mcp::config::ConfigError;
 use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking, resolve_model};
 use crate::session::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
-use crate::tools::sandbox::{self, Sandbox, SandboxSetting};
+use crate::sandbox::{self, Sandbox, SandboxParts, SandboxSetting};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
 pub use commands::{Builtin, CommandInfo, Expansion, SessionCommands};
@@ -225,12 +225,14 @@ pub fn assemble(
     let record = Arc::new(std::sync::Mutex::new(record));
     let journal = Arc::new(Journal::new(record.clone(), &cwd));
     let session_id = (record.lock().map(|r| r.id().to_string())).unwrap_or_default();
-    let sandbox = Sandbox::new(
-        spec.sandbox,
-        writable,
-        Sandbox::temp_dir_for(&session_id),
-        sandbox::availability(&spec.env),
-    );
+    let sandbox = Sandbox::new(SandboxParts {
+        setting: spec.sandbox,
+        writable_roots: writable,
+        temp_dir: Sandbox::temp_dir_for(&session_id),
+        layers: sandbox::machine_layers(&spec.env),
+        secret_env: crate::model_registry::secret_env_names(&spec.env),
+        own_paths: sandbox::own_paths(&spec.env),
+    });
     let options = ToolOptions {
         env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],
         sandbox: Some(sandbox.clone()),

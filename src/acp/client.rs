@@ -21,7 +21,7 @@ use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolRef, ToolUpdater};
 use crate::server::outgoing::{Outgoing, RequestError};
 use crate::session_setup::FrontEnd;
-use crate::tools::sandbox::{CallMode, Sandbox};
+use crate::sandbox::{CallMode, Sandbox};
 use crate::tools::{
     BashTool, DiskWorkspace, FileSnapshot, Fingerprint, ToolContext, ToolOptions, Workspace,
     WorkspaceError, WriteOutcome,

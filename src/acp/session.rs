@@ -117,7 +117,7 @@ pub struct AcpSession {
     pub commands: SessionCommands,
     pub compactor: Arc<Compactor>,
     /// The commands' sandbox; the permission gate asks through it.
-    pub sandbox: Arc<crate::tools::sandbox::Sandbox>,
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
     /// Where the model list of the config options comes from.
     pub env: EnvSource,
     /// Whether its MCP servers' prompts are followed already (once per session).

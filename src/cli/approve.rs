@@ -12,7 +12,7 @@ use crate::mcp::config::Policy;
 use crate::mcp::tool::McpToolInfo;
 use crate::session_setup::SessionTools;
 use crate::tools::is_read_only;
-use crate::tools::sandbox::{MustAsk, Sandbox};
+use crate::sandbox::{MustAsk, Sandbox};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum Approval {

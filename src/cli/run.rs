@@ -26,7 +26,7 @@ use crate::session_setup::{
     McpSpec, ModelChoice, RecordChoice, SessionCommands, SessionControls, SessionSpec,
     SessionTools, SetupError, assemble,
 };
-use crate::tools::sandbox::{SandboxMode, SandboxSetting};
+use crate::sandbox::{Network, SandboxMode, SandboxSetting};
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -94,8 +94,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "MODE", value_parser = parse_sandbox)]
     pub sandbox: Option<SandboxMode>,
     /// Let sandboxed commands use the network (workspaceWrite only).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "sandbox_allow_domain")]
     pub sandbox_network: bool,
+    /// Let sandboxed commands reach only this domain (`*.example.com`: its subdomains), through
+    /// agent-lsp's proxy; repeat for more (workspaceWrite only).
+    #[arg(long, value_name = "DOMAIN", value_parser = parse_domain)]
+    pub sandbox_allow_domain: Vec<String>,
+    /// Pass this environment variable to sandboxed commands although it holds a model key
+    /// (those are removed otherwise); repeat for more.
+    #[arg(long, value_name = "NAME")]
+    pub sandbox_env: Vec<String>,
     /// Compact the session once its context passes this many tokens (default: the model's
     /// context window minus compaction.reserveTokens, as pi).
     #[arg(long, value_name = "TOKENS", value_parser = clap::value_parser!(u64).range(1..))]
@@ -173,7 +181,13 @@ fn plan(args: RunArgs, env: EnvSource, verbose: bool) -> anyhow::Result<RunPlan>
             },
             sandbox: SandboxSetting {
                 mode: args.sandbox,
-                network: args.sandbox_network,
+                network: match (args.sandbox_network, args.sandbox_allow_domain.is_empty()) {
+                    (true, _) => Network::On,
+                    (false, true) => Network::Off,
+                    (false, false) => Network::Allow(args.sandbox_allow_domain.clone()),
+                },
+                pass_env: (!args.sandbox_env.is_empty()).then(|| args.sandbox_env.clone()),
+                protected: None,
             },
         },
         approval: args.approve,
@@ -181,6 +195,10 @@ fn plan(args: RunArgs, env: EnvSource, verbose: bool) -> anyhow::Result<RunPlan>
         prompt,
         verbose,
     })
+}
+
+fn parse_domain(s: &str) -> Result<String, String> {
+    crate::sandbox::normalize_domain(s)
 }
 
 fn parse_sandbox(s: &str) -> Result<SandboxMode, String> {

@@ -275,3 +275,19 @@ pub fn resolve_value(raw: &str, env: &EnvSource) -> Result<String, ModelError> {
     }
     Ok(env.get(raw).unwrap_or(raw).to_string())
 }
+
+/// The environment variable a config value reads, as [`resolve_value`] reads it: `$VAR`,
+/// `${VAR}`, or a bare name that is set.
+pub fn referenced_var(raw: &str, env: &EnvSource) -> Option<String> {
+    if raw.starts_with('!') {
+        return None;
+    }
+    let braced = raw
+        .strip_prefix("${")
+        .and_then(|r| r.strip_suffix('}'))
+        .or_else(|| raw.strip_prefix('$'));
+    match braced {
+        Some(name) => Some(name.to_string()),
+        None => env.get(raw).map(|_| raw.to_string()),
+    }
+}

@@ -18,7 +18,6 @@ use crate::session::time::iso_from_ms;
 use crate::session::{ForkPoint, SessionFile, SessionSummary};
 use crate::session_setup::stats::{SessionStats, session_stats};
 use crate::session_setup::{LiveSettings, ModelInfo, SwitchError};
-use crate::tools::sandbox::SandboxSetting;
 
 type Result<T> = std::result::Result<T, ResponseError>;
 
@@ -95,10 +94,7 @@ impl SessionTable {
     /// is `agent/getState`'s `sandbox`.
     pub fn set_sandbox(&self, p: SetSandboxParams) -> Result<serde_json::Value> {
         let sandbox = &self.get(&p.session_id)?.sandbox;
-        sandbox.set(SandboxSetting {
-            mode: p.sandbox,
-            network: p.sandbox_network,
-        });
+        sandbox.set(p.sandbox, p.sandbox_network);
         Ok(serde_json::json!({"sessionId": p.session_id, "sandbox": sandbox.status_json()}))
     }
 

@@ -82,7 +82,7 @@ pub struct LiveSession {
     /// The effect journal of its tools, told each run's id.
     pub journal: Arc<Journal>,
     /// The commands' sandbox (issue 19): the approval gate asks through it.
-    pub sandbox: Arc<crate::tools::sandbox::Sandbox>,
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
     state: Mutex<RunState>,
     idle: watch::Sender<bool>,
 }

@@ -178,7 +178,7 @@ impl Server {
         let params: InitializeParams = parse(params)?;
         let (config, mut warnings) = ConnConfig::from_initialize(&params);
         let env = crate::model_registry::EnvSource::from_process();
-        warnings.extend(crate::tools::sandbox::startup_warning(
+        warnings.extend(crate::sandbox::startup_warning(
             config.options.sandbox,
             &env,
         ));

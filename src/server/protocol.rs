@@ -511,7 +511,7 @@ pub struct BeforeToolCallParams {
     /// For `bash`: whether the command runs sandboxed once approved, and why not (an
     /// escalation's justification, an unavailable sandbox).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sandbox: Option<crate::tools::sandbox::ApprovalSandbox>,
+    pub sandbox: Option<crate::sandbox::ApprovalSandbox>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -580,9 +580,16 @@ pub struct InitOptions {
     pub save_after_edit: SaveAfterEdit,
     /// The command sandbox of every session (`workspaceWrite`, `readOnly`, `off`); unset:
     /// `workspaceWrite` for commands that run without asking, hand-approved ones as approved.
-    pub sandbox: Option<crate::tools::sandbox::SandboxMode>,
-    /// Sandboxed commands may use the network (`workspaceWrite` only; default false).
-    pub sandbox_network: bool,
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
+    /// Sandboxed commands' network (`workspaceWrite` only): `false` (default), `true`, or a
+    /// list of domains reached through the daemon's allowlist proxy.
+    pub sandbox_network: crate::sandbox::Network,
+    /// Environment variables passed to sandboxed commands although they hold the daemon's
+    /// secrets (the providers' keys); default: the user's `settings.json` `sandbox.env`.
+    pub sandbox_env: Option<Vec<String>>,
+    /// Paths in every writable root that sandboxed commands may not change or create; default:
+    /// the user's `settings.json` `sandbox.protectedPaths`, else the built-in list.
+    pub sandbox_protected_paths: Option<Vec<String>>,
 }
 
 /// `initializationOptions.saveAfterEdit`: when a buffer the agent edited is saved.
@@ -636,9 +643,9 @@ pub struct SetThinkingLevelParams {
 pub struct SetSandboxParams {
     pub session_id: String,
     /// `workspaceWrite`, `readOnly`, `off`; `null` returns to the default.
-    pub sandbox: Option<crate::tools::sandbox::SandboxMode>,
+    pub sandbox: Option<crate::sandbox::SandboxMode>,
     #[serde(default)]
-    pub sandbox_network: bool,
+    pub sandbox_network: crate::sandbox::Network,
 }
 
 /// Params of `agent/setQueueModes`.

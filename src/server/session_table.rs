@@ -2,7 +2,7 @@
 //!
 //! Handlers here validate, take short locks and answer: runs live in their own tasks.
 
-use crate::tools::sandbox::SandboxSetting;
+use crate::sandbox::SandboxSetting;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -170,7 +170,9 @@ impl SessionTable {
             compaction: options.compaction.clone(),
             sandbox: SandboxSetting {
                 mode: options.sandbox,
-                network: options.sandbox_network,
+                network: options.sandbox_network.clone(),
+                pass_env: options.sandbox_env.clone(),
+                protected: options.sandbox_protected_paths.clone(),
             },
         };
         let session = assemble(spec, &*self.ctx).map_err(|e| match e {

@@ -16,7 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::bash_output::OutputBuffer;
 use super::common::{self, BashSettings, ToolContext};
-use super::sandbox::{self, Availability, CallMode, SandboxPolicy};
+use crate::sandbox::jail::SETUP_FAILED_PREFIX;
+use crate::sandbox::launch::JailCommand;
+use crate::sandbox::{self, Availability, CallMode, SandboxPolicy};
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolUpdater};
 
@@ -163,17 +165,25 @@ pub async fn run_command(
     };
     let (reader, writer) = std::io::pipe()?;
     let writer2 = writer.try_clone()?;
-    let mut cmd = tokio::process::Command::new(shell_path(settings));
-    cmd.arg("-c")
-        .arg(&script)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(writer))
+    let shell = shell_path(settings);
+    // A confined command is started by the sandbox's launcher (which makes its own session
+    // and process group); any other in a process group of its own.
+    let (mut cmd, lifeline, policy) = match confine(settings, &shell, &script, cwd)? {
+        Some((jail, policy)) => (jail.command, Some(jail.lifeline), Some(policy)),
+        None => {
+            let mut cmd = tokio::process::Command::new(&shell);
+            cmd.arg("-c")
+                .arg(&script)
+                .current_dir(cwd)
+                .stdin(Stdio::null())
+                .process_group(0);
+            (cmd, None, None)
+        }
+    };
+    cmd.stdout(Stdio::from(writer))
         .stderr(Stdio::from(writer2))
         .envs(settings.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .process_group(0)
         .kill_on_drop(false);
-    let policy = confine(settings, &mut cmd)?;
     let mut child = cmd
         .spawn()
         .map_err(|e| ToolError::new(format!("Failed to start shell: {e}")))?;
@@ -232,19 +242,23 @@ pub async fn run_command(
     }
     guard.armed = false;
     drain(&mut rx, &mut buf, &mut out, open).await;
+    // The jail ends with its command; from here its lifeline has nothing left to keep.
+    drop(lifeline);
     let result = finish(end, &mut out);
     match policy {
-        Some(policy) => Ok(mark_sandboxed(result, policy)),
+        Some(policy) => Ok(mark_sandboxed(result, &policy)),
         None => result,
     }
 }
 
-/// Applies the session's sandbox to `cmd`; the policy it ran under, `None` when unconfined.
+/// The jail of a confined command and the policy it runs under; `None` when unconfined.
 /// An unavailable sandbox refuses the command rather than running it unconfined.
 fn confine(
     settings: &BashSettings,
-    cmd: &mut tokio::process::Command,
-) -> Result<Option<SandboxPolicy>, ToolError> {
+    shell: &std::path::Path,
+    script: &str,
+    cwd: &std::path::Path,
+) -> Result<Option<(JailCommand, SandboxPolicy)>, ToolError> {
     let Some(sb) = settings.sandbox.as_ref() else {
         return Ok(None);
     };
@@ -257,12 +271,10 @@ fn confine(
             "Not run: this session runs commands sandboxed, but the sandbox is unavailable ({reason})."
         )));
     }
-    let rules = sb
-        .prepare(policy)
+    let jail = sb
+        .jail(&policy, shell, script, cwd)
         .map_err(|e| ToolError::new(format!("Not run: {e}")))?;
-    cmd.env("TMPDIR", &sb.temp_dir);
-    sandbox::install(cmd, rules);
-    Ok(Some(policy))
+    Ok(Some((jail, policy)))
 }
 
 /// A run the user approved outside the sandbox says so in its details.
@@ -285,9 +297,9 @@ fn mark_unsandboxed(result: Result<AgentToolResult, ToolError>) -> AgentToolResu
 /// errors (so the details reach `tool_execution_end`) with the refusal note when one applies.
 fn mark_sandboxed(
     result: Result<AgentToolResult, ToolError>,
-    policy: SandboxPolicy,
+    policy: &SandboxPolicy,
 ) -> AgentToolResult {
-    let info = json!({"mode": policy.mode.as_str(), "network": policy.network});
+    let info = policy.details();
     match result {
         Ok(mut ok) => {
             if let Some(Value::Object(map)) = ok.details.as_mut() {
@@ -299,6 +311,10 @@ fn mark_sandboxed(
         }
         Err(e) => {
             let text = match sandbox::refusal_note(policy, &e.message) {
+                _ if e.message.contains(SETUP_FAILED_PREFIX) => format!(
+                    "{}\n\n(The sandbox could not start the command, so nothing ran.)",
+                    e.message
+                ),
                 Some(note) => format!("{}\n\n{note}", e.message),
                 None => format!("{}\n\n(The command ran {}.)", e.message, policy.describe()),
             };
@@ -381,6 +397,8 @@ async fn kill_group(pgid: Pid, child: &mut tokio::process::Child) {
     if group_alive(pgid) {
         let _ = killpg(pgid, Signal::SIGKILL);
     }
+    // The shell (or the sandbox's launcher, before it made its own group) itself.
+    let _ = child.start_kill();
     let _ = child.wait().await;
 }
 

@@ -33,7 +33,7 @@ pub struct BashSettings {
     pub env: Vec<(String, String)>,
     pub spill_dir: Option<PathBuf>,
     /// The session's command sandbox; `None`: commands run with the user's full rights.
-    pub sandbox: Option<Arc<super::sandbox::Sandbox>>,
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }
 
 impl ToolContext {

@@ -28,7 +28,6 @@ mod ls;
 pub mod paths;
 mod preview;
 pub mod read;
-pub mod sandbox;
 mod tracker;
 pub mod truncate;
 pub mod workspace;
@@ -81,7 +80,7 @@ pub struct ToolOptions {
     /// Shared read tracker; `None`: a fresh one for these tools.
     pub read_tracker: Option<Arc<ReadTracker>>,
     /// The command sandbox for `bash` (issue 19); `None`: unsandboxed, as before.
-    pub sandbox: Option<Arc<sandbox::Sandbox>>,
+    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
 }
 
 /// Builds the coding tools over `ws` (all seven unless `opts.only` selects a subset). The tools

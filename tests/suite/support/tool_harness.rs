@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_lsp::agent::tool::{AgentToolResult, ToolError, ToolRef, ToolUpdater};
-use agent_lsp::tools::sandbox::{Availability, Sandbox, SandboxPolicy, SandboxSetting};
+use agent_lsp::sandbox::{Availability, Sandbox, SandboxPolicy, SandboxSetting};
 use agent_lsp::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;

@@ -2,7 +2,7 @@
 //! processes, temp dirs and a loopback TCP listener only.
 
 use agent_lsp::agent::tool::AgentToolResult;
-use agent_lsp::tools::sandbox::{Availability, SandboxMode, SandboxPolicy};
+use agent_lsp::sandbox::{Availability, SandboxMode, SandboxPolicy};
 use serde_json::{Value, json};
 
 use crate::suite::support::tool_harness::{Harness, text};

@@ -1,0 +1,317 @@
+//! The launcher: `agent-lsp __sandbox-exec`, the daemon's own binary started as the parent of
+//! every sandboxed command (as Codex's `codex-linux-sandbox` and Anthropic's `srt-launcher`).
+//! A process of its own, single-threaded, so it may fork, mount and change its credentials
+//! freely — none of which the daemon (many threads, and `pre_exec` allows only
+//! async-signal-safe calls) could do.
+//!
+//! ```text
+//! daemon ── launcher (setsid: no terminal; new user, mount, IPC, PID [, net] namespaces)
+//!              └─ init, PID 1 (builds the mount view; reaps; relays the proxy; guards protected paths)
+//!                   └─ worker (drops capabilities, Landlock, seccomp) ─ execve(shell)
+//! ```
+//!
+//! When init exits the kernel kills every process left in the PID namespace, so nothing the
+//! command started (`&`, `nohup`, `setsid`) outlives it. Init exits when the worker does, when
+//! the launcher goes (its control pipe closes), or is asked to stop (a byte on that pipe: init
+//! sends SIGTERM to the whole namespace, the launcher's SIGKILL follows if needed). The
+//! launcher in turn exits when the daemon goes: its stdin is a pipe whose other end only the
+//! daemon holds.
+//!
+//! Without user namespaces (`spec.namespaces == false`) the launcher is the supervisor itself:
+//! a child subreaper that kills every process the command left once it exits.
+
+mod bridge;
+mod flat;
+mod init;
+mod mounts;
+mod probe;
+mod protect;
+mod rules;
+mod seccomp;
+pub mod spec;
+mod sys;
+mod worker;
+
+use std::ffi::OsString;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use spec::{JailNetwork, JailSpec, SPEC_ENV};
+
+/// The hidden subcommand that runs the launcher.
+pub const SUBCOMMAND: &str = "__sandbox-exec";
+/// The exit status of a command the sandbox could not start (as `env` and `docker` use it).
+pub const SETUP_FAILED: i32 = 125;
+/// How that failure begins on stderr (the rest says why).
+pub const SETUP_FAILED_PREFIX: &str = "agent-lsp sandbox: the command could not be started:";
+
+/// The launcher's entry point (`agent-lsp __sandbox-exec [--probe]`).
+pub fn main(args: &[OsString]) -> ! {
+    if args.iter().any(|a| a == "--probe") {
+        probe::run()
+    }
+    match launch() {
+        Ok(end) => end.exit(),
+        Err(e) => {
+            eprintln!("{SETUP_FAILED_PREFIX} {e}");
+            std::process::exit(SETUP_FAILED)
+        }
+    }
+}
+
+/// How the command ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    Code(i32),
+    Signal(i32),
+}
+
+impl End {
+    fn from_wait(status: WaitStatus) -> Option<End> {
+        match status {
+            WaitStatus::Exited(_, code) => Some(End::Code(code)),
+            WaitStatus::Signaled(_, sig, _) => Some(End::Signal(sig as i32)),
+            _ => None,
+        }
+    }
+
+    fn encode(self) -> [u8; 5] {
+        let (tag, n) = match self {
+            End::Code(c) => (b'C', c),
+            End::Signal(s) => (b'S', s),
+        };
+        let b = n.to_le_bytes();
+        [tag, b[0], b[1], b[2], b[3]]
+    }
+
+    fn decode(bytes: &[u8]) -> Option<End> {
+        let n = i32::from_le_bytes(bytes.get(1..5)?.try_into().ok()?);
+        match bytes.first()? {
+            b'C' => Some(End::Code(n)),
+            b'S' => Some(End::Signal(n)),
+            _ => None,
+        }
+    }
+
+    /// Ends the launcher the way the command ended, so the daemon sees the same status.
+    fn exit(self) -> ! {
+        match self {
+            End::Code(code) => std::process::exit(code),
+            End::Signal(sig) => {
+                if let Ok(signal) = Signal::try_from(sig) {
+                    // No core file of the launcher; the default action ends it with `signal`.
+                    let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
+                    let mut one = SigSet::empty();
+                    one.add(signal);
+                    let _ = one.thread_unblock();
+                    let _ = nix::sys::signal::raise(signal);
+                }
+                std::process::exit(128 + sig)
+            }
+        }
+    }
+}
+
+/// The signals the launcher handles itself (read through a signalfd).
+fn handled_signals() -> SigSet {
+    let mut set = SigSet::empty();
+    for s in [
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGQUIT,
+        Signal::SIGCHLD,
+    ] {
+        set.add(s);
+    }
+    set
+}
+
+fn launch() -> Result<End, String> {
+    let value = std::env::var(SPEC_ENV).map_err(|_| format!("{SPEC_ENV} is not set"))?;
+    let spec = JailSpec::from_env_value(&value).map_err(|e| format!("bad {SPEC_ENV}: {e}"))?;
+    let env = command_env();
+    sys::cloexec_from(3).map_err(|e| format!("close_range: {e}"))?;
+    nix::unistd::setsid().map_err(|e| format!("setsid: {e}"))?;
+    let signals = handled_signals();
+    signals
+        .thread_block()
+        .map_err(|e| format!("sigprocmask: {e}"))?;
+    let sigfd = SignalFd::with_flags(&signals, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
+        .map_err(|e| format!("signalfd: {e}"))?;
+    let lifeline = daemon_lifeline();
+    let lifeline = lifeline.as_ref().map(|fd| fd.as_fd());
+    match spec.namespaces {
+        true => namespaced(&spec, &env, sigfd, lifeline),
+        false => flat::run(&spec, &env, sigfd, lifeline),
+    }
+}
+
+/// The command's environment: the launcher's, without the spec.
+fn command_env() -> Vec<OsString> {
+    std::env::vars_os()
+        .filter(|(k, _)| k != SPEC_ENV)
+        .map(|(k, v)| {
+            let mut kv = k.into_vec();
+            kv.push(b'=');
+            kv.extend(v.into_vec());
+            OsString::from_vec(kv)
+        })
+        .collect()
+}
+
+/// The launcher's stdin, when it is the pipe the daemon holds open (its end closes when the
+/// daemon exits, however it exits).
+fn daemon_lifeline() -> Option<OwnedFd> {
+    let stdin = std::io::stdin();
+    let is_pipe = nix::sys::stat::fstat(stdin.as_fd())
+        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO);
+    match is_pipe {
+        true => stdin.as_fd().try_clone_to_owned().ok(),
+        false => None,
+    }
+}
+
+/// The new user (own ids mapped to themselves), mount, IPC and PID namespaces, and a network
+/// namespace unless the command has the user's network.
+fn enter_namespaces(new_net: bool) -> Result<(), String> {
+    use nix::sched::{CloneFlags, unshare};
+    let uid = nix::unistd::getuid();
+    let gid = nix::unistd::getgid();
+    let mut flags = CloneFlags::CLONE_NEWUSER
+        | CloneFlags::CLONE_NEWNS
+        | CloneFlags::CLONE_NEWIPC
+        | CloneFlags::CLONE_NEWPID;
+    if new_net {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    unshare(flags).map_err(|e| format!("cannot create namespaces: {e}"))?;
+    let write = |path: &str, text: String| {
+        std::fs::write(path, text).map_err(|e| format!("cannot write {path}: {e}"))
+    };
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))
+}
+
+fn namespaced(
+    spec: &JailSpec,
+    env: &[OsString],
+    sigfd: SignalFd,
+    lifeline: Option<BorrowedFd<'_>>,
+) -> Result<End, String> {
+    enter_namespaces(!matches!(spec.network, JailNetwork::On))?;
+    // The proxy's folder, opened in the old view: init reaches the socket through
+    // /proc/self/fd/N once the folder is hidden or read-only in the new one.
+    let proxy_dir = match &spec.network {
+        JailNetwork::Proxy { socket, .. } => Some(open_dir(socket.parent().unwrap_or(socket))?),
+        _ => None,
+    };
+    let (ctl_read, ctl_write) = pipe()?;
+    let (status_read, status_write) = pipe()?;
+    match sys::fork().map_err(|e| format!("fork: {e}"))? {
+        sys::Forked::Child => {
+            drop((ctl_write, status_read, sigfd));
+            let code = init::run(spec, env, ctl_read, status_write, proxy_dir);
+            std::process::exit(code)
+        }
+        sys::Forked::Parent(init) => {
+            drop((ctl_read, status_write, proxy_dir));
+            watch_init(init, ctl_write, status_read, sigfd, lifeline)
+        }
+    }
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
+    nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))
+}
+
+fn open_dir(path: &std::path::Path) -> Result<OwnedFd, String> {
+    nix::fcntl::open(
+        path,
+        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|e| format!("cannot open {}: {e}", path.display()))
+}
+
+/// The launcher's loop while init runs: forwards a stop request, follows the daemon, and
+/// returns how the command ended once init has.
+fn watch_init(
+    init: Pid,
+    ctl: OwnedFd,
+    status: OwnedFd,
+    sigfd: SignalFd,
+    lifeline: Option<BorrowedFd<'_>>,
+) -> Result<End, String> {
+    loop {
+        let ready = poll_ready(&[Some(sigfd.as_fd()), lifeline], PollTimeout::NONE)?;
+        if ready[1] && lifeline.is_some_and(closed) {
+            // Init sees its control pipe close and takes the namespace with it.
+            std::process::exit(128 + Signal::SIGKILL as i32);
+        }
+        if !ready[0] {
+            continue;
+        }
+        let mut stop = false;
+        while let Ok(Some(info)) = sigfd.read_signal() {
+            stop |= info.ssi_signo != Signal::SIGCHLD as u32;
+        }
+        if stop {
+            let _ = nix::unistd::write(&ctl, b"T");
+        }
+        match waitpid(init, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => {}
+            Ok(status_of_init) => {
+                let mut buf = [0u8; 5];
+                let n = nix::unistd::read(&status, &mut buf).unwrap_or(0);
+                let end = End::decode(&buf[..n])
+                    .or_else(|| End::from_wait(status_of_init))
+                    .unwrap_or(End::Code(SETUP_FAILED));
+                return Ok(end);
+            }
+            Err(e) => return Err(format!("waitpid: {e}")),
+        }
+    }
+}
+
+/// Polls the descriptors given (`None` slots are left out) until one is ready or `timeout`
+/// passed; which are.
+fn poll_ready(
+    fds: &[Option<BorrowedFd<'_>>],
+    timeout: PollTimeout,
+) -> Result<Vec<bool>, String> {
+    let mut polled: Vec<PollFd> = fds
+        .iter()
+        .flatten()
+        .map(|fd| PollFd::new(*fd, PollFlags::POLLIN))
+        .collect();
+    match poll(&mut polled, timeout) {
+        Ok(_) | Err(Errno::EINTR) => {}
+        Err(e) => return Err(format!("poll: {e}")),
+    }
+    let mut results = polled.iter();
+    Ok(fds
+        .iter()
+        .map(|slot| {
+            slot.is_some()
+                && results
+                    .next()
+                    .is_some_and(|p| p.revents().is_some_and(|r| !r.is_empty()))
+        })
+        .collect())
+}
+
+/// A readable lifeline: end of file (or an error) means the daemon is gone.
+fn closed(fd: BorrowedFd<'_>) -> bool {
+    let mut buf = [0u8; 64];
+    !matches!(nix::unistd::read(fd, &mut buf), Ok(n) if n > 0)
+}

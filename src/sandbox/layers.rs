@@ -1,0 +1,201 @@
+//! What this machine lets the sandbox use, found once per process: the Landlock ABI, user
+//! namespaces (and with them mount, PID, IPC and network namespaces) and seccomp.
+//!
+//! Landlock is probed in-process by creating rulesets with the crate's hard-requirement mode;
+//! namespaces and seccomp are probed by the launcher itself (`agent-lsp __sandbox-exec
+//! --probe`), so the answer is what a real command would get (an AppArmor or sysctl refusal of
+//! unprivileged user namespaces, a container's masked `/proc`).
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::model_registry::EnvSource;
+
+/// Test-only switch: `1` makes the sandbox report itself unavailable.
+pub const FORCE_UNAVAILABLE_ENV: &str = "AGENT_LSP_TEST_SANDBOX_UNAVAILABLE";
+/// Test-only switch: `1` makes user namespaces unavailable (the Landlock + seccomp fallback).
+pub const FORCE_NO_NAMESPACES_ENV: &str = "AGENT_LSP_TEST_SANDBOX_NO_NAMESPACES";
+/// Test-only switch: the highest Landlock ABI to use (`4`, `5`, `6`), as an older kernel.
+pub const LANDLOCK_ABI_ENV: &str = "AGENT_LSP_TEST_LANDLOCK_ABI";
+
+/// The Landlock features the sandbox uses, by the ABI that brought them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Landlock {
+    /// 4 (Linux 6.7: file system, truncate, TCP), 5, 6 or 9 — the highest the sandbox uses.
+    pub abi: u8,
+    /// ABI 5: ioctls on devices (a terminal's `TIOCSTI`) are refused.
+    pub ioctl_dev: bool,
+    /// ABI 6: signals and abstract Unix sockets stay inside the sandbox.
+    pub scopes: bool,
+    /// ABI 9: connecting to path Unix sockets needs a rule (seccomp refuses them below).
+    pub resolve_unix: bool,
+}
+
+impl Landlock {
+    fn at(abi: u8) -> Landlock {
+        Landlock {
+            abi,
+            ioctl_dev: abi >= 5,
+            scopes: abi >= 6,
+            resolve_unix: abi >= 9,
+        }
+    }
+
+    /// The crate's ABI for the rights this level handles.
+    pub fn crate_abi(self) -> ABI {
+        match self.abi {
+            9.. => ABI::V9,
+            6..=8 => ABI::V6,
+            5 => ABI::V5,
+            _ => ABI::V4,
+        }
+    }
+}
+
+/// What the launcher found it could do (its `--probe` answer).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Probe {
+    /// `None`: user, mount, PID, IPC and network namespaces, a private `/proc` and `/dev`
+    /// all work; else why not.
+    pub namespaces: Option<String>,
+    /// `None`: a seccomp filter can be installed; else why not.
+    pub seccomp: Option<String>,
+}
+
+/// The layers this machine offers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layers {
+    /// `Err`: the sandbox is unavailable, and why.
+    pub landlock: Result<Landlock, String>,
+    /// `Err`: commands run without namespaces (Landlock + seccomp only), and why.
+    pub namespaces: Result<(), String>,
+    /// `Err`: the sandbox is unavailable (Unix sockets could not be refused), and why.
+    pub seccomp: Result<(), String>,
+}
+
+impl Layers {
+    /// Why the sandbox cannot run commands at all, `None` when it can.
+    pub fn unavailable(&self) -> Option<String> {
+        match (&self.landlock, &self.seccomp) {
+            (Err(e), _) => Some(e.clone()),
+            (_, Err(e)) => Some(format!("seccomp filters cannot be installed: {e}")),
+            _ => None,
+        }
+    }
+
+    /// `{landlock, namespaces, seccomp}` as `agent/getState.sandbox.layers` reports them.
+    pub fn to_json(&self) -> Value {
+        let state = |r: &Result<(), String>| match r {
+            Ok(()) => json!({"available": true}),
+            Err(e) => json!({"available": false, "reason": e}),
+        };
+        json!({
+            "landlock": match &self.landlock {
+                Ok(l) => json!({"available": true, "abi": l.abi, "ioctlDev": l.ioctl_dev,
+                                "scopes": l.scopes, "unixSockets": l.resolve_unix}),
+                Err(e) => json!({"available": false, "reason": e}),
+            },
+            "namespaces": state(&self.namespaces),
+            "seccomp": state(&self.seccomp),
+        })
+    }
+}
+
+/// The layers of this machine, probed once per process (the test switches in `env` apply on
+/// top: they never make a layer appear that the machine lacks).
+pub fn layers(env: &EnvSource, launcher: Option<&Path>) -> Layers {
+    static PROBED: OnceLock<(Result<Landlock, String>, Probe)> = OnceLock::new();
+    let (landlock, probe) = PROBED.get_or_init(|| {
+        let probe = match launcher {
+            Some(exe) => super::launch::probe(exe),
+            None => Probe {
+                namespaces: Some(NO_LAUNCHER.into()),
+                seccomp: Some(NO_LAUNCHER.into()),
+            },
+        };
+        (probe_landlock(), probe)
+    });
+    let mut layers = Layers {
+        landlock: landlock.clone(),
+        namespaces: probe.namespaces.clone().map_or(Ok(()), Err),
+        seccomp: probe.seccomp.clone().map_or(Ok(()), Err),
+    };
+    if env.get(FORCE_NO_NAMESPACES_ENV) == Some("1") {
+        layers.namespaces = Err(format!("forced by {FORCE_NO_NAMESPACES_ENV}"));
+    }
+    if let (Some(cap), Ok(l)) = (
+        env.get(LANDLOCK_ABI_ENV).and_then(|v| v.parse::<u8>().ok()),
+        &layers.landlock,
+    ) {
+        layers.landlock = match cap.min(l.abi) {
+            0..=3 => Err(format!("Landlock ABI {cap} (forced by {LANDLOCK_ABI_ENV})")),
+            abi => Ok(Landlock::at(abi)),
+        };
+    }
+    if env.get(FORCE_UNAVAILABLE_ENV) == Some("1") {
+        layers.landlock = Err(format!("forced by {FORCE_UNAVAILABLE_ENV}"));
+    }
+    layers
+}
+
+const NO_LAUNCHER: &str = "no sandbox launcher is configured in this process";
+
+/// The highest ABI whose rights (file system, TCP, and the scopes from ABI 6) a ruleset can
+/// handle on this kernel, by the crate's hard-requirement mode.
+fn probe_landlock() -> Result<Landlock, String> {
+    let handles = |abi: ABI, scopes: bool| -> Result<(), landlock::RulesetError> {
+        let ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessFs::from_all(abi))?
+            .handle_access(AccessNet::from_all(abi))?;
+        let ruleset = match scopes {
+            true => ruleset.scope(Scope::from_all(abi))?,
+            false => ruleset,
+        };
+        ruleset.create().map(drop)
+    };
+    for (abi, level, scopes) in [
+        (ABI::V9, 9, true),
+        (ABI::V6, 6, true),
+        (ABI::V5, 5, false),
+    ] {
+        if handles(abi, scopes).is_ok() {
+            return Ok(Landlock::at(level));
+        }
+    }
+    match handles(ABI::V4, false) {
+        Ok(()) => Ok(Landlock::at(4)),
+        Err(e) => Err(format!(
+            "this kernel cannot enforce Landlock ABI 4 (file system and TCP rules): {e}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_kernel_has_landlock_and_the_switches_only_take_layers_away() {
+        let real = probe_landlock().map(|l| l.abi);
+        assert!(matches!(real, Ok(6..)), "{real:?}");
+        let none = layers(&EnvSource::from_pairs::<&str, &str>([]), None);
+        assert!(none.landlock.is_ok());
+        // Without a launcher in this process, namespaces and seccomp cannot be probed.
+        assert!(none.unavailable().is_some());
+        let capped = layers(&EnvSource::from_pairs([(LANDLOCK_ABI_ENV, "4")]), None);
+        assert_eq!(capped.landlock, Ok(Landlock::at(4)));
+        let forced = layers(&EnvSource::from_pairs([(FORCE_UNAVAILABLE_ENV, "1")]), None);
+        assert!(forced.landlock.is_err());
+        let flat = layers(&EnvSource::from_pairs([(FORCE_NO_NAMESPACES_ENV, "1")]), None);
+        assert!(flat.namespaces.is_err());
+    }
+}
