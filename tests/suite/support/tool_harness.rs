@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_lsp::agent::tool::{AgentToolResult, ToolError, ToolRef, ToolUpdater};
+use agent_lsp::tools::beneath::Resolver;
 use agent_lsp::tools::sandbox::{Availability, Sandbox, SandboxPolicy, SandboxSetting};
 use agent_lsp::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 use serde_json::Value;
@@ -37,17 +38,23 @@ impl Harness {
 
     /// Commands sandboxed under `policy` (the session's roots writable, temp dir `sbtmp/`).
     pub fn sandboxed(policy: SandboxPolicy, availability: Availability) -> Self {
-        Self::build_with(false, |ws| ws, Some((policy, availability)))
+        Self::build_with(false, |ws| ws, Some((policy, availability)), None)
+    }
+
+    /// Files reached as on a kernel without `openat2`: one component at a time.
+    pub fn without_openat2() -> Self {
+        Self::build_with(false, |ws| ws, None, Some(Resolver::Components))
     }
 
     fn build(extra: bool, wrap: impl FnOnce(Arc<dyn Workspace>) -> Arc<dyn Workspace>) -> Self {
-        Self::build_with(extra, wrap, None)
+        Self::build_with(extra, wrap, None, None)
     }
 
     fn build_with(
         extra: bool,
         wrap: impl FnOnce(Arc<dyn Workspace>) -> Arc<dyn Workspace>,
         sandbox: Option<(SandboxPolicy, Availability)>,
+        resolver: Option<Resolver>,
     ) -> Self {
         let base = tempfile::tempdir().unwrap();
         for d in ["root", "outside", "spill"] {
@@ -58,8 +65,8 @@ impl Harness {
         } else {
             vec![]
         };
-        let disk: Arc<dyn Workspace> =
-            Arc::new(DiskWorkspace::new(base.path().join("root"), extra_roots).unwrap());
+        let disk = DiskWorkspace::with_resolver(base.path().join("root"), extra_roots, resolver);
+        let disk: Arc<dyn Workspace> = Arc::new(disk.unwrap());
         let ws = wrap(disk);
         let sandbox = sandbox.map(|(policy, availability)| {
             Sandbox::new(
