@@ -203,6 +203,11 @@ impl Workspace for ClientWorkspace {
             })
         })
     }
+
+    /// ACP has no delete: on disk, beneath the root.
+    fn remove(&self, path: PathBuf) -> BoxFuture<'static, Result<(), WorkspaceError>> {
+        self.disk.remove(path)
+    }
 }
 
 /// `bash` in a client terminal: created, shown in the tool call, waited for (racing the

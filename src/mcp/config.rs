@@ -94,6 +94,9 @@ pub struct ServerConfig {
     pub tool_timeout: Duration,
     pub approval: Approval,
     pub origin: Origin,
+    /// The entry as written in its source, before `${VAR}` expansion: what the user's trust in
+    /// a project's server covers (`trust.rs`), every field of it.
+    pub written: Map<String, Value>,
 }
 
 impl ServerConfig {
@@ -284,6 +287,7 @@ fn parse_entry(
         tool_timeout: millis("toolTimeoutMs", DEFAULT_TOOL_TIMEOUT)?,
         approval: approval(entry.get("approval")).map_err(|(key, m)| fail(&key, &m))?,
         origin: origin.clone(),
+        written: entry.clone(),
     })
 }
 

@@ -5,7 +5,8 @@
 //! mirror's version, confirmed by the `didChange` that follows (the `applied` flag is not
 //! trusted), retried once from the fresh buffer (unless the change is already in it: never
 //! applied twice), then saved as `saveAfterEdit` says ([`saving`]). The disk behind an open
-//! buffer is never written. Files that are not open are written on disk atomically.
+//! buffer is never written. Files that are not open are written on disk atomically, beneath
+//! the session's roots (`DiskWorkspace`: never through a symlink swapped in after the check).
 //!
 //! `edit` on an open document ([`rope_edit`]) matches in the buffer's text, sends the matched
 //! ranges, and confirms by the mirror's version and fingerprint (maintained per change).
@@ -32,8 +33,7 @@ use crate::server::protocol::{SaveAfterEdit, SaveDocumentsParams, SaveDocumentsR
 use crate::server::saving::{DiskFingerprints, keep_unsaved};
 use crate::tools::diff::{common_prefix, common_suffix};
 use crate::tools::workspace::{
-    EditOutcome, EditRequest, check_abort, edit_by_rewrite, edit_write_error, read_disk,
-    remove_disk, seen_conflict, write_disk,
+    EditOutcome, EditRequest, check_abort, edit_by_rewrite, edit_write_error, seen_conflict,
 };
 use crate::tools::{
     DiskWorkspace, FileSnapshot, Fingerprint, Unsaved, Workspace, WorkspaceError, WriteOutcome,
@@ -42,11 +42,12 @@ use crate::tools::{
 /// A workspace whose open files live in the editor.
 #[derive(Clone)]
 pub struct BufferWorkspace {
-    disk: DiskWorkspace,
     editor: Arc<Editor>,
 }
 
 struct Editor {
+    /// Files that are not open: on disk, beneath the session's roots.
+    disk: DiskWorkspace,
     docs: DocStore,
     out: Outgoing,
     config: ConnConfig,
@@ -57,8 +58,8 @@ struct Editor {
 impl BufferWorkspace {
     pub fn new(disk: DiskWorkspace, docs: DocStore, out: Outgoing, config: ConnConfig) -> Self {
         BufferWorkspace {
-            disk,
             editor: Arc::new(Editor {
+                disk,
                 docs,
                 out,
                 config,
@@ -70,11 +71,11 @@ impl BufferWorkspace {
 
 impl Workspace for BufferWorkspace {
     fn root(&self) -> &Path {
-        self.disk.root()
+        self.editor.disk.root()
     }
 
     fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError> {
-        self.disk.resolve(path)
+        self.editor.disk.resolve(path)
     }
 
     fn fingerprint(
@@ -83,12 +84,13 @@ impl Workspace for BufferWorkspace {
     ) -> BoxFuture<'static, Result<Option<Fingerprint>, WorkspaceError>> {
         match self.editor.docs.get_path(&path) {
             Some(doc) => Box::pin(std::future::ready(Ok(Some(doc.facts.fingerprint)))),
-            None => self.disk.fingerprint(path),
+            None => self.editor.disk.fingerprint(path),
         }
     }
 
     fn read(&self, path: PathBuf) -> BoxFuture<'static, Result<FileSnapshot, WorkspaceError>> {
         let open = self.editor.docs.get_path(&path);
+        let editor = self.editor.clone();
         Box::pin(async move {
             match open {
                 Some(doc) => Ok(FileSnapshot {
@@ -96,7 +98,7 @@ impl Workspace for BufferWorkspace {
                     fingerprint: doc.facts.fingerprint,
                     from_editor: true,
                 }),
-                None => read_disk(&path).await,
+                None => editor.disk.read_disk(path).await,
             }
         })
     }
@@ -110,7 +112,7 @@ impl Workspace for BufferWorkspace {
         let editor = self.editor.clone();
         Box::pin(async move {
             if editor.docs.get_path(&path).is_none() {
-                return write_disk(&path, content, expected).await;
+                return editor.disk.write_disk(path, content, expected).await;
             }
             editor.write_open(&path, content, expected).await
         })
@@ -138,7 +140,7 @@ impl Workspace for BufferWorkspace {
             {
                 editor.delete_open(&path, &doc.uri).await?;
             }
-            remove_disk(path).await
+            editor.disk.remove_disk(path).await
         })
     }
 }
@@ -265,7 +267,10 @@ impl Editor {
         for attempt in 0..2 {
             let Some(doc) = self.docs.get_path(path) else {
                 // Closed meanwhile: the disk is the truth again.
-                return write_disk(path, target.into_bytes(), None).await;
+                return self
+                    .disk
+                    .write_disk(path.to_path_buf(), target.into_bytes(), None)
+                    .await;
             };
             let current = String::from(&doc.rope);
             match &sent_against {
@@ -503,7 +508,11 @@ impl Editor {
             if let Some(why) = keep_unsaved(mode, user_changes) {
                 return Ok(Some(why));
             }
-            return write_disk(path, bytes(), None).await.map(|_| None);
+            return self
+                .disk
+                .write_disk(path.to_path_buf(), bytes(), None)
+                .await
+                .map(|_| None);
         };
         let user_changes = user_changes || doc.facts.fingerprint != expected;
         if let Some(why) = keep_unsaved(mode, user_changes) {

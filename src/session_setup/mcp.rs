@@ -12,7 +12,7 @@ use crate::agent::tool::ToolRef;
 use crate::agent::transcript::declarations_equal;
 use crate::mcp::config::{self, ConfigError, McpConfig, Origin, ServerConfig};
 use crate::mcp::tool::McpToolInfo;
-use crate::mcp::trust::{Trust, TrustStore};
+use crate::mcp::trust::{Remembered, Trust, TrustStore};
 use crate::mcp::{McpHub, McpSession};
 use crate::model_registry::EnvSource;
 
@@ -42,13 +42,16 @@ pub enum McpSource {
 pub struct TrustQuestion {
     /// The project directory.
     pub project: String,
-    /// `Start the MCP servers of <project>/.mcp.json?`
+    /// `Start the MCP servers of <project>/.mcp.json?`, then what changed since the last answer.
     pub title: String,
-    /// One `name: command line` per server.
+    /// One `name: command line` per server, then what changed since the last answer.
     pub listing: String,
-    /// `{project, servers: [{name, command}]}`.
+    /// `{project, servers: [{name, command}], changes: [text]}`.
     pub args: Value,
 }
+
+/// How many changes the title names; the listing and `args` name them all.
+const CHANGES_IN_TITLE: usize = 3;
 
 /// A session's tools: the fixed ones and those of its MCP servers.
 pub struct SessionTools {
@@ -56,8 +59,12 @@ pub struct SessionTools {
     pub mcp: McpSession,
     /// Where the project's trust is remembered, and for which project.
     trust: (TrustStore, PathBuf),
-    /// What is remembered for the project's servers: at the session's start, then the answer.
-    remembered: std::sync::Mutex<Trust>,
+    /// The project's servers as the session found them: what an answer is remembered for (all
+    /// of them, so the next session compares the same set, disabled ones included).
+    project_servers: Vec<ServerConfig>,
+    /// What is remembered for the project's servers and what changed since: at the session's
+    /// start, then the answer (which nothing changed since).
+    remembered: std::sync::Mutex<Remembered>,
     /// A trust question is open (one at a time, however often the client asks again).
     asking: AtomicBool,
 }
@@ -88,8 +95,7 @@ impl SessionTools {
     /// Whether the user should be asked about the project's servers: some wait, and no answer
     /// for them is remembered.
     pub fn needs_trust(&self) -> bool {
-        *self.remembered.lock().unwrap_or_else(|e| e.into_inner()) == Trust::Unknown
-            && !self.mcp.untrusted().is_empty()
+        self.remembered().trust == Trust::Unknown && !self.mcp.untrusted().is_empty()
     }
 
     /// The project directory whose `.mcp.json` the trust is about.
@@ -97,19 +103,35 @@ impl SessionTools {
         &self.trust.1
     }
 
-    /// The question about the project's waiting servers, worded once for every front end.
+    fn remembered(&self) -> std::sync::MutexGuard<'_, Remembered> {
+        self.remembered.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The question about the project's waiting servers, worded once for every front end: each
+    /// server with its command line, and what changed since the last answer (so a yes given
+    /// before is not taken for this file's).
     pub fn trust_question(&self) -> TrustQuestion {
         let servers = self.mcp.untrusted();
         let project = self.project().display().to_string();
+        let changes: Vec<String> = (self.remembered().changes.iter())
+            .map(ToString::to_string)
+            .collect();
+        let mut listing = (servers.iter())
+            .map(|s| format!("{}: {}", s.name, s.describe()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if !changes.is_empty() {
+            listing.push_str("\n\nChanged since your last answer:");
+            changes
+                .iter()
+                .for_each(|c| listing.push_str(&format!("\n  {c}")));
+        }
         TrustQuestion {
-            title: format!("Start the MCP servers of {project}/.mcp.json?"),
-            listing: (servers.iter())
-                .map(|s| format!("{}: {}", s.name, s.describe()))
-                .collect::<Vec<_>>()
-                .join("\n"),
+            title: trust_title(&project, &changes),
+            listing,
             args: serde_json::json!({"project": project, "servers": servers.iter()
                 .map(|s| serde_json::json!({"name": s.name, "command": s.describe()}))
-                .collect::<Vec<_>>()}),
+                .collect::<Vec<_>>(), "changes": changes}),
             project,
         }
     }
@@ -127,13 +149,15 @@ impl SessionTools {
     /// Records the user's answer for the project's servers; on yes they start.
     pub fn decide_trust(&self, allowed: bool) {
         let (store, root) = &self.trust;
-        let servers = self.mcp.untrusted();
-        if let Err(e) = store.remember(root, &servers, allowed) {
+        if let Err(e) = store.remember(root, &self.project_servers, allowed) {
             tracing::warn!(%e, "cannot remember the MCP trust decision");
         }
-        *self.remembered.lock().unwrap_or_else(|e| e.into_inner()) = match allowed {
-            true => Trust::Allowed,
-            false => Trust::Denied,
+        *self.remembered() = Remembered {
+            trust: match allowed {
+                true => Trust::Allowed,
+                false => Trust::Denied,
+            },
+            changes: Vec::new(),
         };
         if allowed {
             self.mcp.trust();
@@ -190,10 +214,11 @@ pub fn attach(
 ) -> (SessionTools, Vec<ConfigError>) {
     let store = TrustStore::new(env);
     let (config, errors) = load(spec, cwd, env);
-    let remembered = store.decision(cwd, config.project_servers());
+    let project_servers: Vec<ServerConfig> = config.project_servers().cloned().collect();
+    let remembered = store.decision(cwd, &project_servers);
     let session = match &spec.hub {
         Some(hub) => {
-            let trusted = spec.trust_project || remembered == Trust::Allowed;
+            let trusted = spec.trust_project || remembered.trust == Trust::Allowed;
             hub.attach(cwd, &config, trusted)
         }
         None => McpSession::default(),
@@ -202,10 +227,25 @@ pub fn attach(
         base,
         mcp: session,
         trust: (store, cwd.to_path_buf()),
+        project_servers,
         remembered: std::sync::Mutex::new(remembered),
         asking: AtomicBool::new(false),
     };
     (tools, errors)
+}
+
+/// `Start the MCP servers of <project>/.mcp.json?`, naming the first changes since the last
+/// answer.
+fn trust_title(project: &str, changes: &[String]) -> String {
+    let title = format!("Start the MCP servers of {project}/.mcp.json?");
+    if changes.is_empty() {
+        return title;
+    }
+    let mut named = changes[..changes.len().min(CHANGES_IN_TITLE)].join("; ");
+    if changes.len() > CHANGES_IN_TITLE {
+        named.push_str(&format!("; and {} more", changes.len() - CHANGES_IN_TITLE));
+    }
+    format!("{title} Changed since your last answer: {named}")
 }
 
 /// The merged configuration: the user's file, the project's `.mcp.json`, the front end's sources.
@@ -236,4 +276,34 @@ fn load(spec: &McpSpec, cwd: &Path, env: &EnvSource) -> (McpConfig, Vec<ConfigEr
         });
     }
     (merged, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_title_names_what_changed_and_cuts_a_long_list() {
+        assert_eq!(
+            trust_title("/p", &[]),
+            "Start the MCP servers of /p/.mcp.json?"
+        );
+        let changes: Vec<String> = [
+            "new server db",
+            "fs: env added A",
+            "fs: cwd added",
+            "x: url changed",
+        ]
+        .map(String::from)
+        .into();
+        assert_eq!(
+            trust_title("/p", &changes[..1]),
+            "Start the MCP servers of /p/.mcp.json? Changed since your last answer: new server db"
+        );
+        assert_eq!(
+            trust_title("/p", &changes),
+            "Start the MCP servers of /p/.mcp.json? Changed since your last answer: new server db; \
+             fs: env added A; fs: cwd added; and 1 more"
+        );
+    }
 }

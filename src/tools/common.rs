@@ -144,6 +144,15 @@ pub fn ws_error(path: &str, e: WorkspaceError) -> ToolError {
         )),
         WorkspaceError::PermissionDenied(_) => ToolError::new(format!("Permission denied: {path}")),
         WorkspaceError::Conflict(_) => ToolError::new(conflict_text(path)),
+        // The path as the model wrote it; where the symlink appeared stays absolute.
+        WorkspaceError::PathChanged { at, op, .. } => ToolError::new(
+            WorkspaceError::PathChanged {
+                path: path.to_string(),
+                at,
+                op,
+            }
+            .to_string(),
+        ),
         other => ToolError::new(other.to_string()),
     }
 }

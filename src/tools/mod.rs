@@ -17,6 +17,7 @@
 
 mod bash;
 mod bash_output;
+pub mod beneath;
 mod common;
 pub(crate) mod diff;
 mod edit;

@@ -5,26 +5,52 @@
 //! location (after `..` and symlinks) lies outside the workspace root and the extra roots.
 //! macOS-specific fallbacks of pi (NFD names, narrow NBSP before AM/PM) are not tried.
 
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
-use super::workspace::WorkspaceError;
+use super::beneath::{Beneath, Dir, Resolver};
+use super::workspace::{FileOp, WorkspaceError};
 
-/// The roots a workspace may touch, canonicalised once.
+/// The roots a workspace may touch, canonicalised once, with a handle on each that every file
+/// operation starts from ([`Beneath`]).
 #[derive(Clone, Debug)]
 pub struct Roots {
     root: PathBuf,
     extra: Vec<PathBuf>,
+    beneath: Arc<Beneath>,
 }
 
 impl Roots {
-    /// Canonicalises `root` and every extra root (each must exist).
+    /// Canonicalises `root` and every extra root (each must exist) and opens them.
     pub fn new(root: &Path, extra: &[PathBuf]) -> std::io::Result<Self> {
+        Self::with_resolver(root, extra, None)
+    }
+
+    /// As [`Roots::new`], with the way paths are walked beneath the roots chosen instead of
+    /// probed (`None`): tests use it to run the walk of kernels without `openat2`.
+    pub fn with_resolver(
+        root: &Path,
+        extra: &[PathBuf],
+        resolver: Option<Resolver>,
+    ) -> std::io::Result<Self> {
         let root = std::fs::canonicalize(root)?;
         let extra = extra
             .iter()
             .map(std::fs::canonicalize)
             .collect::<std::io::Result<Vec<_>>>()?;
-        Ok(Roots { root, extra })
+        let all: Vec<PathBuf> = std::iter::once(&root).chain(&extra).cloned().collect();
+        let beneath = Arc::new(Beneath::open(&all, resolver)?);
+        Ok(Roots {
+            root,
+            extra,
+            beneath,
+        })
+    }
+
+    /// The roots' handles, from which files are opened.
+    pub fn beneath(&self) -> &Arc<Beneath> {
+        &self.beneath
     }
 
     pub fn root(&self) -> &Path {
@@ -48,6 +74,35 @@ impl Roots {
             Ok(real)
         } else {
             Err(self.outside(input))
+        }
+    }
+
+    /// The directory holding `path` (canonical, from [`Roots::resolve`]) and the file's name in
+    /// it, opened beneath its root; `None` when a directory on the way does not exist.
+    pub fn parent(
+        &self,
+        path: &Path,
+        op: FileOp,
+    ) -> Result<Option<(Dir, OsString)>, WorkspaceError> {
+        self.confined(path)?;
+        self.beneath.parent(path, op)
+    }
+
+    /// As [`Roots::parent`], creating the missing directories.
+    pub fn parent_created(
+        &self,
+        path: &Path,
+        op: FileOp,
+    ) -> Result<(Dir, OsString), WorkspaceError> {
+        self.confined(path)?;
+        self.beneath.parent_created(path, op)
+    }
+
+    /// Refuses a path under no root (one that did not come from [`Roots::resolve`]).
+    fn confined(&self, path: &Path) -> Result<(), WorkspaceError> {
+        match self.is_allowed(path) {
+            true => Ok(()),
+            false => Err(self.outside(&path.display().to_string())),
         }
     }
 

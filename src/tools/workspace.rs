@@ -3,14 +3,19 @@
 //! Tools compute whole new contents; the workspace decides how they land. The disk
 //! implementation ([`DiskWorkspace`]) writes atomically (temp file + rename, permissions kept);
 //! the daemon implements the same trait over the editor's open buffers (`workspace/applyEdit`)
-//! and falls back to the disk for files that are not open.
+//! and falls back to the disk for files that are not open. On disk every file is reached from
+//! its root's directory handle without following symlinks ([`super::beneath`]), so a path
+//! swapped after [`Workspace::resolve`] checked it fails instead of leading out.
 
+use std::ffi::{OsStr, OsString};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
+use super::beneath::{Kind, Resolver};
 use super::paths;
 use crate::agent::tool::ToolError;
 
@@ -56,8 +61,36 @@ pub enum WorkspaceError {
         "The editor answered that it applied the change to {0}, but the buffer also changed otherwise (the user typed meanwhile), so whether it holds the change could not be verified. It was not applied again. Read the file to see whether the change is in it before editing it again."
     )]
     Unverified(String),
+    /// A symlink appeared on the path after it was checked (another process swapped a
+    /// directory or the file for one): nothing was done, inside or outside the workspace.
+    #[error(
+        "The path {path} changed while it was being {op} (a symlink appeared at {at}); nothing was {op}."
+    )]
+    PathChanged {
+        path: String,
+        at: String,
+        op: FileOp,
+    },
     #[error("{path}: {message}")]
     Io { path: String, message: String },
+}
+
+/// What was being done to a file, for [`WorkspaceError::PathChanged`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileOp {
+    Read,
+    Write,
+    Delete,
+}
+
+impl std::fmt::Display for FileOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FileOp::Read => "read",
+            FileOp::Write => "written",
+            FileOp::Delete => "deleted",
+        })
+    }
 }
 
 impl WorkspaceError {
@@ -362,23 +395,13 @@ pub trait Workspace: Send + Sync {
     }
 
     /// Deletes a file (a revert of the agent's creating it); a file already gone is no error.
-    /// The default deletes it on disk; the daemon asks the editor for an open one, so its
+    /// The disk deletes it beneath its root; the daemon asks the editor for an open one, so its
     /// buffer goes too.
-    fn remove(&self, path: PathBuf) -> BoxFuture<'static, Result<(), WorkspaceError>> {
-        Box::pin(remove_disk(path))
-    }
+    fn remove(&self, path: PathBuf) -> BoxFuture<'static, Result<(), WorkspaceError>>;
 }
 
-/// Deletes `path` on disk; a file already gone is no error.
-pub async fn remove_disk(path: PathBuf) -> Result<(), WorkspaceError> {
-    match tokio::fs::remove_file(&path).await {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(WorkspaceError::from_io(&path, &e)),
-    }
-}
-
-/// A [`Workspace`] on the local disk.
+/// A [`Workspace`] on the local disk. Every file is reached beneath its root's handle
+/// ([`super::beneath`]), never by its path again after [`Workspace::resolve`] checked it.
 #[derive(Clone, Debug)]
 pub struct DiskWorkspace {
     roots: Arc<paths::Roots>,
@@ -388,14 +411,52 @@ impl DiskWorkspace {
     /// A workspace rooted at `root`; `extra_roots` are further folders tools may touch (for
     /// example a shared scratch directory). Roots are canonicalised; a missing root is an error.
     pub fn new(root: impl AsRef<Path>, extra_roots: Vec<PathBuf>) -> std::io::Result<Self> {
+        Self::with_resolver(root, extra_roots, None)
+    }
+
+    /// As [`DiskWorkspace::new`], with the walk beneath the roots chosen instead of probed:
+    /// tests run the fallback of kernels without `openat2` through it.
+    pub fn with_resolver(
+        root: impl AsRef<Path>,
+        extra_roots: Vec<PathBuf>,
+        resolver: Option<Resolver>,
+    ) -> std::io::Result<Self> {
+        let roots = paths::Roots::with_resolver(root.as_ref(), &extra_roots, resolver)?;
         Ok(DiskWorkspace {
-            roots: Arc::new(paths::Roots::new(root.as_ref(), &extra_roots)?),
+            roots: Arc::new(roots),
         })
     }
 
     /// The resolution rules, shared with other implementations (the daemon's).
     pub fn roots(&self) -> &paths::Roots {
         &self.roots
+    }
+
+    /// Reads a file from disk (refusing directories with a clear error), in one trip to the
+    /// blocking pool: every trip is a thread hand-off each way, which costs more than reading a
+    /// small source file (issue 6, scenario 4).
+    pub async fn read_disk(&self, path: PathBuf) -> Result<FileSnapshot, WorkspaceError> {
+        let roots = self.roots.clone();
+        blocking(move || read_blocking(&roots, &path)).await
+    }
+
+    /// Writes a file atomically: checks `expected`, writes a sibling temp file with the old
+    /// file's permissions, then renames it over the target.
+    pub async fn write_disk(
+        &self,
+        path: PathBuf,
+        content: Vec<u8>,
+        expected: Option<Fingerprint>,
+    ) -> Result<WriteOutcome, WorkspaceError> {
+        let roots = self.roots.clone();
+        // Blocking I/O in one piece: the check and the rename should be as close as possible.
+        blocking(move || write_blocking(&roots, &path, &content, expected)).await
+    }
+
+    /// Deletes a file on disk; a file already gone is no error.
+    pub async fn remove_disk(&self, path: PathBuf) -> Result<(), WorkspaceError> {
+        let roots = self.roots.clone();
+        blocking(move || remove_blocking(&roots, &path)).await
     }
 }
 
@@ -409,7 +470,8 @@ impl Workspace for DiskWorkspace {
     }
 
     fn read(&self, path: PathBuf) -> BoxFuture<'static, Result<FileSnapshot, WorkspaceError>> {
-        Box::pin(async move { read_disk(&path).await })
+        let disk = self.clone();
+        Box::pin(async move { disk.read_disk(path).await })
     }
 
     fn write(
@@ -418,57 +480,51 @@ impl Workspace for DiskWorkspace {
         content: Vec<u8>,
         expected: Option<Fingerprint>,
     ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
-        Box::pin(async move { write_disk(&path, content, expected).await })
+        let disk = self.clone();
+        Box::pin(async move { disk.write_disk(path, content, expected).await })
+    }
+
+    fn remove(&self, path: PathBuf) -> BoxFuture<'static, Result<(), WorkspaceError>> {
+        let disk = self.clone();
+        Box::pin(async move { disk.remove_disk(path).await })
     }
 }
 
-/// Reads a file from disk (refusing directories with a clear error), in one trip to the
-/// blocking pool: every trip is a thread hand-off each way, which costs more than reading a
-/// small source file (issue 6, scenario 4).
-pub async fn read_disk(path: &Path) -> Result<FileSnapshot, WorkspaceError> {
-    let owned = path.to_path_buf();
-    let read = tokio::task::spawn_blocking(move || -> std::io::Result<Option<Vec<u8>>> {
-        let mut file = std::fs::File::open(&owned)?;
-        let meta = file.metadata()?;
-        if meta.is_dir() {
-            return Ok(None);
-        }
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        std::io::Read::read_to_end(&mut file, &mut bytes)?;
-        Ok(Some(bytes))
-    })
-    .await
-    .unwrap_or_else(|e| Err(std::io::Error::other(e)));
-    match read {
-        Ok(Some(bytes)) => Ok(FileSnapshot::from_disk(bytes)),
-        Ok(None) => Err(WorkspaceError::IsDirectory(path.display().to_string())),
-        Err(e) => Err(WorkspaceError::from_io(path, &e)),
-    }
-}
-
-/// Writes a file atomically: checks `expected`, writes a sibling temp file with the old file's
-/// permissions, then renames it over the target.
-pub async fn write_disk(
-    path: &Path,
-    content: Vec<u8>,
-    expected: Option<Fingerprint>,
-) -> Result<WriteOutcome, WorkspaceError> {
-    let path = path.to_path_buf();
-    // Blocking I/O in one piece: the check and the rename should be as close as possible.
-    tokio::task::spawn_blocking(move || write_disk_blocking(&path, &content, expected))
+/// Runs `work` on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
+) -> Result<T, WorkspaceError> {
+    tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| WorkspaceError::Io {
             path: String::new(),
-            message: format!("write task failed: {e}"),
+            message: format!("file task failed: {e}"),
         })?
 }
 
-/// What names a file [`write_disk`] is writing, until its rename: `.<name>.agent-lsp-<hex>.tmp`.
+fn read_blocking(roots: &paths::Roots, path: &Path) -> Result<FileSnapshot, WorkspaceError> {
+    let io_err = |e: std::io::Error| WorkspaceError::from_io(path, &e);
+    let Some((dir, name)) = roots.parent(path, FileOp::Read)? else {
+        return Err(WorkspaceError::NotFound(path.display().to_string()));
+    };
+    let mut file = dir.open_read(&name)?;
+    let meta = file.metadata().map_err(io_err)?;
+    if meta.is_dir() {
+        return Err(WorkspaceError::IsDirectory(path.display().to_string()));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(io_err)?;
+    Ok(FileSnapshot::from_disk(bytes))
+}
+
+/// What names a file [`DiskWorkspace::write_disk`] is writing, until its rename:
+/// `.<name>.agent-lsp-<hex>.tmp`.
 const TEMP_MARK: &str = ".agent-lsp-";
 const TEMP_SUFFIX: &str = ".tmp";
 
-/// Whether `name` is one of [`write_disk`]'s temporary files: the journal's workspace scan skips
-/// them, so a `write` running beside a `bash` command is not taken for a file the command made.
+/// Whether `name` is one of [`DiskWorkspace::write_disk`]'s temporary files: the journal's
+/// workspace scan skips them, so a `write` running beside a `bash` command is not taken for a
+/// file the command made.
 pub fn is_own_temp_file(name: &str) -> bool {
     name.starts_with('.')
         && name.ends_with(TEMP_SUFFIX)
@@ -478,56 +534,54 @@ pub fn is_own_temp_file(name: &str) -> bool {
             .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-fn write_disk_blocking(
+fn temp_name(name: &OsStr) -> OsString {
+    OsString::from(format!(
+        ".{}{TEMP_MARK}{}{TEMP_SUFFIX}",
+        name.to_string_lossy(),
+        uuid::Uuid::new_v4().simple()
+    ))
+}
+
+fn write_blocking(
+    roots: &paths::Roots,
     path: &Path,
     content: &[u8],
     expected: Option<Fingerprint>,
 ) -> Result<WriteOutcome, WorkspaceError> {
     use std::io::Write;
     let io_err = |e: std::io::Error| WorkspaceError::from_io(path, &e);
-    let existing = match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => {
-            return Err(WorkspaceError::IsDirectory(path.display().to_string()));
-        }
+    let (dir, name) = roots.parent_created(path, FileOp::Write)?;
+    let existing = match dir.kind(&name)? {
+        Kind::Missing => None,
+        Kind::Directory => return Err(WorkspaceError::IsDirectory(path.display().to_string())),
+        // `resolve` followed every symlink, so one here appeared since.
+        Kind::Symlink => return Err(dir.changed(&name)),
         // Atomic rename would bypass a read-only file's protection: honour it explicitly.
-        Ok(meta) if meta.permissions().readonly() => {
+        Kind::File { mode } if mode & 0o222 == 0 => {
             return Err(WorkspaceError::PermissionDenied(path.display().to_string()));
         }
-        Ok(meta) => Some(meta),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(io_err(e)),
+        Kind::File { mode } => Some(mode),
     };
-    if let (Some(_), Some(expected)) = (&existing, expected) {
-        let current = std::fs::read(path).map_err(io_err)?;
+    if let (Some(_), Some(expected)) = (existing, expected) {
+        let mut current = Vec::new();
+        std::io::Read::read_to_end(&mut dir.open_read(&name)?, &mut current).map_err(io_err)?;
         if Fingerprint::of(&current) != expected {
             return Err(WorkspaceError::Conflict(path.display().to_string()));
         }
     }
-    let parent = path.parent().ok_or_else(|| WorkspaceError::InvalidPath {
-        path: path.display().to_string(),
-        reason: "it has no parent directory".into(),
-    })?;
-    std::fs::create_dir_all(parent).map_err(|e| WorkspaceError::from_io(parent, &e))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = parent.join(format!(
-        ".{name}{TEMP_MARK}{}{TEMP_SUFFIX}",
-        uuid::Uuid::new_v4().simple()
-    ));
+    let tmp = temp_name(&name);
     let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
+        let mut file = dir.create_new(&tmp)?;
         file.write_all(content)?;
         file.sync_all()?;
-        if let Some(meta) = &existing {
-            std::fs::set_permissions(&tmp, meta.permissions())?;
+        if let Some(mode) = existing {
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
         }
-        std::fs::rename(&tmp, path)
+        dir.rename(&tmp, &name)
     })();
     if let Err(e) = result {
         // Best effort: never leave the temp file behind.
-        let _ = std::fs::remove_file(&tmp);
+        let _ = dir.unlink(&tmp);
         return Err(io_err(e));
     }
     Ok(WriteOutcome {
@@ -536,6 +590,18 @@ fn write_disk_blocking(
         via_editor: false,
         unsaved: None,
     })
+}
+
+fn remove_blocking(roots: &paths::Roots, path: &Path) -> Result<(), WorkspaceError> {
+    // A directory on the way is gone: so is the file.
+    let Some((dir, name)) = roots.parent(path, FileOp::Delete)? else {
+        return Ok(());
+    };
+    match dir.unlink(&name) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(WorkspaceError::from_io(path, &e)),
+    }
 }
 
 #[cfg(test)]

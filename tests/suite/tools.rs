@@ -3,6 +3,7 @@
 
 mod api;
 mod bash;
+mod beneath;
 mod edit;
 mod paths;
 mod read;

@@ -1,7 +1,7 @@
 //! The client's file system and terminals: reads see its buffers, edits arrive as
 //! `fs/write_text_file`, `bash` runs in its terminal (and cancel kills it).
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::support::{AcpEnv, steps};
 
@@ -275,4 +275,69 @@ async fn a_no_to_the_projects_servers_starts_nothing_and_is_kept() {
             .to_string()
             .contains("proj__echo")
     );
+}
+
+#[tokio::test]
+async fn a_trusted_entry_whose_cwd_changed_is_asked_about_again_naming_it() {
+    let env = AcpEnv::with_script(json!({"responses": [
+        {"text": "with them"},
+        {"text": "after the change"},
+        {"text": "the same file"}
+    ]}))
+    .await;
+    let project_file = |extra: Value| {
+        let entry = crate::suite::mcp::fault_entry(extra);
+        env.write(
+            ".mcp.json",
+            &json!({"mcpServers": {"proj": entry}}).to_string(),
+        );
+    };
+    let turn = |permissions: Vec<&str>| {
+        json!({
+            "client": {"permissions": permissions},
+            "steps": steps(&env, vec![json!({"op": "prompt", "text": "go", "as": "p"})]),
+        })
+    };
+    project_file(json!({}));
+    let t = env.run(turn(vec!["allow_always"])).await;
+    assert_eq!(t.agent_requests("session/request_permission").len(), 1);
+
+    // The entry gains a cwd: asked again, the change named in the title, text and input.
+    let elsewhere = env.home.path().display().to_string();
+    project_file(json!({"cwd": elsewhere}));
+    let t = env.run(turn(vec!["reject_always"])).await;
+    assert_eq!(t.stop_reason("p"), "end_turn");
+    let asks = t.agent_requests("session/request_permission");
+    assert_eq!(asks.len(), 1, "{asks:?}");
+    let call = &asks[0]["toolCall"];
+    let title = call["title"].as_str().unwrap();
+    assert!(
+        title.ends_with("Changed since your last answer: proj: cwd added"),
+        "{call}"
+    );
+    let text = call["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("Changed since your last answer:\n  proj: cwd added"),
+        "{text}"
+    );
+    assert_eq!(
+        call["rawInput"]["changes"],
+        json!(["proj: cwd added"]),
+        "{call}"
+    );
+    let last = env
+        .mock
+        .as_ref()
+        .unwrap()
+        .requests()
+        .last()
+        .unwrap()
+        .body
+        .to_string();
+    assert!(!last.contains("proj__echo"), "the changed server started");
+
+    // The same file again: the answer holds, nothing is asked.
+    let t = env.run(turn(vec![])).await;
+    assert_eq!(t.stop_reason("p"), "end_turn");
+    assert!(t.agent_requests("session/request_permission").is_empty());
 }

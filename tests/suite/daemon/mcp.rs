@@ -189,6 +189,86 @@ async fn a_project_file_is_started_only_once_trusted_and_the_answer_is_remembere
 }
 
 #[tokio::test]
+async fn a_trusted_entry_that_gains_env_waits_and_asks_again_naming_the_change() {
+    let state = tempfile::tempdir().unwrap();
+    let env = vec![(
+        "XDG_STATE_HOME".to_owned(),
+        state.path().display().to_string(),
+    )];
+    let (_mock, client) = daemon_with(json!({}), vec![], env).await;
+    // A disabled server is part of what is answered for, too (it never waits, so it is not
+    // listed; still, the same file must not ask again because of it).
+    let project_file = |entry: Value| {
+        let off = json!({"command": "false", "enabled": false});
+        let servers = json!({"mcpServers": {"proj": entry, "unused": off}});
+        std::fs::write(
+            client.workspace.path().join(".mcp.json"),
+            servers.to_string(),
+        )
+        .unwrap();
+    };
+    let trust_questions = |session: &str| {
+        requests_of(&client, "agent/beforeToolCall")
+            .into_iter()
+            .filter(|r| r["params"]["toolName"] == "mcp_servers")
+            .filter(|r| r["params"]["sessionId"] == session)
+            .collect::<Vec<_>>()
+    };
+    project_file(fault_entry(json!({})));
+    client.set_approvals(Box::new(|p| {
+        (p["toolName"] == "mcp_servers").then(|| json!({"decision": "allowAlways"}))
+    }));
+    let created = client.request("agent/newSession", json!({})).await;
+    let first = created["sessionId"].as_str().unwrap().to_owned();
+    first_server_in(&client, &first, "ready").await;
+    assert_eq!(
+        trust_questions(&first)[0]["params"]["args"]["changes"],
+        json!([])
+    );
+
+    // Something edits the trusted entry: the next session starts nothing and asks, naming it.
+    let evil = client.workspace.path().join("evil").display().to_string();
+    project_file(fault_entry(json!({"env": {"PYTHONPATH": evil}})));
+    client.set_approvals(Box::new(|_| None));
+    let created = client.request("agent/newSession", json!({})).await;
+    let changed = created["sessionId"].as_str().unwrap().to_owned();
+    let question = client
+        .wait_for("the trust question about the change", |m| {
+            m["method"] == "agent/beforeToolCall" && m["params"]["sessionId"] == changed.as_str()
+        })
+        .await;
+    let p = &question["params"];
+    assert_eq!(
+        p["args"]["changes"],
+        json!(["proj: env added PYTHONPATH"]),
+        "{p}"
+    );
+    let title = p["title"].as_str().unwrap();
+    assert!(
+        title.ends_with("Changed since your last answer: proj: env added PYTHONPATH"),
+        "{p}"
+    );
+    let listing = p["preview"]["command"].as_str().unwrap();
+    assert!(listing.starts_with("proj: python3"), "{p}");
+    assert!(listing.contains("\n  proj: env added PYTHONPATH"), "{p}");
+    let status = client
+        .request("agent/mcpStatus", json!({"sessionId": changed}))
+        .await;
+    assert_eq!(status["servers"][0]["state"], "untrusted", "{status}");
+    client
+        .reply(&question["id"], json!({"decision": "allowAlways"}))
+        .await;
+    first_server_in(&client, &changed, "ready").await;
+
+    // The same file again: the answer holds, no question.
+    let created = client.request("agent/newSession", json!({})).await;
+    let again = created["sessionId"].as_str().unwrap().to_owned();
+    first_server_in(&client, &again, "ready").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(trust_questions(&again).is_empty());
+}
+
+#[tokio::test]
 async fn after_a_remembered_no_the_user_can_be_asked_again_and_allow() {
     let state = tempfile::tempdir().unwrap();
     let env = vec![(

@@ -5,4 +5,5 @@ pub mod lsp_client;
 pub mod mock_provider;
 pub mod mock_stream;
 pub mod pi_session;
+pub mod swapper;
 pub mod tool_harness;

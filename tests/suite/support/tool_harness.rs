@@ -4,10 +4,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_lsp::agent::tool::{AgentToolResult, ToolError, ToolRef, ToolUpdater};
-use agent_lsp::sandbox::{Availability, Sandbox, SandboxPolicy, SandboxSetting};
+use agent_lsp::model_registry::EnvSource;
+use agent_lsp::sandbox::{Availability, Layers, Sandbox, SandboxParts, SandboxPolicy, SandboxSetting};
+use agent_lsp::tools::beneath::Resolver;
 use agent_lsp::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+/// This machine's sandbox layers, with this test binary's agent-lsp as the launcher.
+pub fn machine_layers() -> Layers {
+    agent_lsp::sandbox::launch::use_launcher(env!("CARGO_BIN_EXE_agent-lsp"));
+    agent_lsp::sandbox::machine_layers(&EnvSource::from_pairs::<&str, &str>([]))
+}
 
 /// A workspace in a fresh temp dir (plus a sibling "outside" dir and a spill dir).
 pub struct Harness {
@@ -35,19 +43,35 @@ impl Harness {
         Self::build(false, wrap)
     }
 
-    /// Commands sandboxed under `policy` (the session's roots writable, temp dir `sbtmp/`).
+    /// Commands sandboxed under `policy` (the session's roots writable, temp dir `sbtmp/`),
+    /// with this machine's layers, or none when `availability` says the sandbox is unavailable.
     pub fn sandboxed(policy: SandboxPolicy, availability: Availability) -> Self {
-        Self::build_with(false, |ws| ws, Some((policy, availability)))
+        let mut layers = machine_layers();
+        if let Availability::Unavailable(reason) = availability {
+            layers.landlock = Err(reason);
+        }
+        Self::sandboxed_with(policy, layers)
+    }
+
+    /// Commands sandboxed under `policy` with the given layers (a machine with fewer).
+    pub fn sandboxed_with(policy: SandboxPolicy, layers: Layers) -> Self {
+        Self::build_with(false, |ws| ws, Some((policy, layers)), None)
+    }
+
+    /// Files reached as on a kernel without `openat2`: one component at a time.
+    pub fn without_openat2() -> Self {
+        Self::build_with(false, |ws| ws, None, Some(Resolver::Components))
     }
 
     fn build(extra: bool, wrap: impl FnOnce(Arc<dyn Workspace>) -> Arc<dyn Workspace>) -> Self {
-        Self::build_with(extra, wrap, None)
+        Self::build_with(extra, wrap, None, None)
     }
 
     fn build_with(
         extra: bool,
         wrap: impl FnOnce(Arc<dyn Workspace>) -> Arc<dyn Workspace>,
-        sandbox: Option<(SandboxPolicy, Availability)>,
+        sandbox: Option<(SandboxPolicy, Layers)>,
+        resolver: Option<Resolver>,
     ) -> Self {
         let base = tempfile::tempdir().unwrap();
         for d in ["root", "outside", "spill"] {
@@ -58,19 +82,23 @@ impl Harness {
         } else {
             vec![]
         };
-        let disk: Arc<dyn Workspace> =
-            Arc::new(DiskWorkspace::new(base.path().join("root"), extra_roots).unwrap());
+        let disk = DiskWorkspace::with_resolver(base.path().join("root"), extra_roots, resolver);
+        let disk: Arc<dyn Workspace> = Arc::new(disk.unwrap());
         let ws = wrap(disk);
-        let sandbox = sandbox.map(|(policy, availability)| {
-            Sandbox::new(
-                SandboxSetting {
+        let sandbox = sandbox.map(|(policy, layers)| {
+            Sandbox::new(SandboxParts {
+                setting: SandboxSetting {
                     mode: Some(policy.mode),
                     network: policy.network,
+                    pass_env: None,
+                    protected: None,
                 },
-                vec![ws.root().to_path_buf()],
-                base.path().join("sbtmp"),
-                availability,
-            )
+                writable_roots: vec![ws.root().to_path_buf()],
+                temp_dir: base.path().join("sbtmp"),
+                layers,
+                secret_env: vec!["AGENT_LSP_TEST_SECRET".into()],
+                own_paths: Vec::new(),
+            })
         });
         let tools = coding_tools(
             ws.clone(),

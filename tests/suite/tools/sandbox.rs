@@ -2,12 +2,16 @@
 //! processes, temp dirs and a loopback TCP listener only.
 
 use agent_lsp::agent::tool::AgentToolResult;
-use agent_lsp::sandbox::{Availability, SandboxMode, SandboxPolicy};
+use agent_lsp::sandbox::{Availability, Network, SandboxMode, SandboxPolicy};
 use serde_json::{Value, json};
 
 use crate::suite::support::tool_harness::{Harness, text};
 
 fn policy(mode: SandboxMode, network: bool) -> SandboxPolicy {
+    let network = match network {
+        true => Network::On,
+        false => Network::Off,
+    };
     SandboxPolicy { mode, network }
 }
 

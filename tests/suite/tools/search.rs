@@ -110,6 +110,9 @@ impl Workspace for Overlay {
     ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
         self.disk.write(path, content, expected)
     }
+    fn remove(&self, path: PathBuf) -> BoxFuture<'static, Result<(), WorkspaceError>> {
+        self.disk.remove(path)
+    }
     fn open_documents(&self) -> Vec<(PathBuf, String)> {
         self.docs.clone()
     }
