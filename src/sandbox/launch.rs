@@ -92,6 +92,7 @@ impl Sandbox {
             program: shell.to_path_buf(),
             args: vec!["-c".into(), script.into()],
             cwd: cwd.to_path_buf(),
+            roots: self.writable_roots.clone(),
             writable: match policy.mode {
                 SandboxMode::WorkspaceWrite => self.writable_roots.clone(),
                 SandboxMode::ReadOnly | SandboxMode::Off => Vec::new(),

@@ -28,7 +28,7 @@ pub const LANDLOCK_ABI_ENV: &str = "AGENT_LSP_TEST_LANDLOCK_ABI";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Landlock {
-    /// 4 (Linux 6.7: file system, truncate, TCP), 5, 6 or 9 — the highest the sandbox uses.
+    /// The kernel's ABI (4 at least: Linux 6.7's file system, truncate and TCP rights).
     pub abi: u8,
     /// ABI 5: ioctls on devices (a terminal's `TIOCSTI`) are refused.
     pub ioctl_dev: bool,
@@ -148,35 +148,36 @@ pub fn layers(env: &EnvSource, launcher: Option<&Path>) -> Layers {
 
 const NO_LAUNCHER: &str = "no sandbox launcher is configured in this process";
 
-/// The highest ABI whose rights (file system, TCP, and the scopes from ABI 6) a ruleset can
-/// handle on this kernel, by the crate's hard-requirement mode.
+/// The kernel's ABI, when a ruleset with every right the sandbox uses at that ABI (file
+/// system, TCP, and the scopes from ABI 6) can be created in the crate's hard-requirement mode.
 fn probe_landlock() -> Result<Landlock, String> {
-    let handles = |abi: ABI, scopes: bool| -> Result<(), landlock::RulesetError> {
-        let ruleset = Ruleset::default()
-            .set_compatibility(CompatLevel::HardRequirement)
-            .handle_access(AccessFs::from_all(abi))?
-            .handle_access(AccessNet::from_all(abi))?;
-        let ruleset = match scopes {
-            true => ruleset.scope(Scope::from_all(abi))?,
-            false => ruleset,
-        };
-        ruleset.create().map(drop)
+    let abi = super::jail::sys::landlock_abi();
+    let level = Landlock::at(u8::try_from(abi).unwrap_or(0));
+    if abi >= 4 && handles_everything(level).is_ok() {
+        return Ok(level);
+    }
+    let reason = match abi {
+        ..=0 => "Landlock is not enabled in this kernel".to_string(),
+        1..=3 => format!("this kernel has Landlock ABI {abi}"),
+        _ => handles_everything(level).err().unwrap_or_default(),
     };
-    for (abi, level, scopes) in [
-        (ABI::V9, 9, true),
-        (ABI::V6, 6, true),
-        (ABI::V5, 5, false),
-    ] {
-        if handles(abi, scopes).is_ok() {
-            return Ok(Landlock::at(level));
-        }
-    }
-    match handles(ABI::V4, false) {
-        Ok(()) => Ok(Landlock::at(4)),
-        Err(e) => Err(format!(
-            "this kernel cannot enforce Landlock ABI 4 (file system and TCP rules): {e}"
-        )),
-    }
+    Err(format!(
+        "this kernel cannot enforce Landlock ABI 4 (file system and TCP rules): {reason}"
+    ))
+}
+
+fn handles_everything(level: Landlock) -> Result<(), String> {
+    let abi = level.crate_abi();
+    let ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_all(abi))
+        .and_then(|r| r.handle_access(AccessNet::from_all(abi)))
+        .map_err(|e| e.to_string())?;
+    let ruleset = match level.scopes {
+        true => ruleset.scope(Scope::from_all(abi)).map_err(|e| e.to_string())?,
+        false => ruleset,
+    };
+    ruleset.create().map(drop).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -186,7 +187,7 @@ mod tests {
     #[test]
     fn this_kernel_has_landlock_and_the_switches_only_take_layers_away() {
         let real = probe_landlock().map(|l| l.abi);
-        assert!(matches!(real, Ok(6..)), "{real:?}");
+        assert!(matches!(real, Ok(7..)), "{real:?}");
         let none = layers(&EnvSource::from_pairs::<&str, &str>([]), None);
         assert!(none.landlock.is_ok());
         // Without a launcher in this process, namespaces and seccomp cannot be probed.

@@ -5,45 +5,72 @@
 
 use super::policy::SandboxPolicy;
 
-/// A kind of refusal: the text that shows it, and what it means.
+/// A kind of refusal: the text that shows it (and, if set, a second text the line must hold
+/// too), and what it means.
 struct Mark {
     text: &'static str,
+    also: Option<&'static str>,
     layer: &'static str,
 }
 
-const MARKS: [Mark; 8] = [
+impl Mark {
+    fn matches(&self, line: &str) -> bool {
+        line.contains(self.text) && self.also.is_none_or(|also| line.contains(also))
+    }
+}
+
+const MARKS: [Mark; 10] = [
     Mark {
         text: "agent-lsp sandbox: this command created",
+        also: None,
         layer: "a protected path was created and removed again",
     },
     Mark {
         text: "blocked by the sandbox's network allowlist",
+        also: None,
         layer: "the network allowlist proxy (the host is not allowed)",
     },
     Mark {
         text: "Read-only file system",
+        also: None,
         layer: "the read-only file system view: only the workspace and /tmp are writable, and \
                 protected paths (.git, AGENTS.md, .mcp.json, …) never are",
     },
     Mark {
         text: "Permission denied",
+        also: None,
         layer: "Landlock: a write outside the workspace and /tmp, or a TCP connection without network",
     },
     Mark {
         text: "Operation not permitted",
+        also: None,
         layer: "seccomp: Unix sockets (docker, D-Bus, ssh-agent, tmux), sockets without network, \
                 io_uring, terminal input injection or the kernel keyring",
     },
     Mark {
         text: "Network is unreachable",
+        also: None,
         layer: "no network: the command's network namespace has no way out",
     },
     Mark {
+        text: "from proxy after CONNECT",
+        also: None,
+        layer: "the network allowlist proxy (the host is not allowed)",
+    },
+    Mark {
+        text: "No such file or directory",
+        also: Some("/tmp/"),
+        layer: "the command's /tmp is its own, empty at the start: files in your /tmp are not \
+                visible to it",
+    },
+    Mark {
         text: "Could not resolve host",
+        also: None,
         layer: "no network: names do not resolve in the sandbox",
     },
     Mark {
         text: "Temporary failure in name resolution",
+        also: None,
         layer: "no network: names do not resolve in the sandbox",
     },
 ];
@@ -52,7 +79,7 @@ const MARKS: [Mark; 8] = [
 pub fn refusal_lines(output: &str) -> Vec<&str> {
     output
         .lines()
-        .filter(|l| MARKS.iter().any(|m| l.contains(m.text)))
+        .filter(|l| MARKS.iter().any(|m| m.matches(l)))
         .take(5)
         .collect()
 }
@@ -68,7 +95,7 @@ pub fn refusal_note(policy: &SandboxPolicy, output: &str) -> Option<String> {
         .map(|l| {
             let layer = MARKS
                 .iter()
-                .find(|m| l.contains(m.text))
+                .find(|m| m.matches(l))
                 .map_or("", |m| m.layer);
             format!("  {l}\n    (likely: {layer})")
         })

@@ -29,7 +29,7 @@ mod protect;
 mod rules;
 mod seccomp;
 pub mod spec;
-mod sys;
+pub(crate) mod sys;
 mod worker;
 
 use std::ffi::OsString;

@@ -4,8 +4,8 @@
 //! - every mount read-only (`mount_setattr(AT_RECURSIVE, MOUNT_ATTR_RDONLY)`), so metadata
 //!   changes (`chmod`, `touch -d`, `setxattr`) fail with `EROFS` where Landlock has no right
 //!   for them;
-//! - the writable roots bound back read-write, and inside them the protected paths that exist
-//!   bound read-only again;
+//! - the session's roots bound where they are (a root under `/tmp` stays visible), read-write
+//!   when writable, and inside those the protected paths that exist bound read-only again;
 //! - `/tmp` the command's private temporary directory;
 //! - a new `/dev` (a tmpfs with the harmless devices, a private `devpts` and `shm`) and a new
 //!   `/proc` for the PID namespace.
@@ -105,6 +105,13 @@ fn clones(spec: &JailSpec) -> Result<Vec<Attachment>, MountError> {
             rank: 0,
         },
     ];
+    for root in spec.roots.iter().filter(|r| !spec.writable.contains(r)) {
+        out.push(Attachment {
+            target: root.clone(),
+            source: Source::Clone(clone_tree(root, true)?),
+            rank: 1,
+        });
+    }
     for root in &spec.writable {
         out.push(Attachment {
             target: root.clone(),

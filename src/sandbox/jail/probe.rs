@@ -27,6 +27,7 @@ fn namespaces() -> Result<(), String> {
         program: "/bin/true".into(),
         args: Vec::new(),
         cwd: "/".into(),
+        roots: Vec::new(),
         writable: Vec::new(),
         protected: Vec::new(),
         temp_dir: temp.clone(),

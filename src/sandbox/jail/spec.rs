@@ -18,6 +18,9 @@ pub struct JailSpec {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub cwd: PathBuf,
+    /// The session's roots: visible to the command wherever they are (a root under `/tmp` too),
+    /// read-only unless also in `writable`.
+    pub roots: Vec<PathBuf>,
     /// Folders the command may write (the session's roots; none in `readOnly`).
     pub writable: Vec<PathBuf>,
     /// Paths relative to every writable root that stay read-only and may not be created.

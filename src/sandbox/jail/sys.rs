@@ -132,3 +132,20 @@ pub fn loopback_up() -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// The Landlock ABI version of the running kernel (`landlock_create_ruleset(NULL, 0,
+/// LANDLOCK_CREATE_RULESET_VERSION)`), `<= 0` without Landlock. Callable from the daemon: it
+/// changes nothing.
+pub fn landlock_abi() -> i64 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: the documented version query: a null attribute pointer with size 0 is read by
+    // nobody, and the call has no other effect.
+    unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    }
+}

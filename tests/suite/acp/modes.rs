@@ -128,7 +128,7 @@ async fn model_and_thought_level_switch_live_with_config_option_updates() {
 /// the approved rerun runs outside the sandbox.
 #[tokio::test]
 async fn bypass_permissions_runs_commands_sandboxed_and_an_escalation_still_asks() {
-    let outside = tempfile::tempdir().unwrap();
+    let outside = crate::suite::support::outside_tmp();
     let target = outside.path().join("out.txt");
     let command = format!("echo x > {}", target.display());
     let env = AcpEnv::with_script(json!({"responses": [
@@ -169,7 +169,7 @@ async fn bypass_permissions_runs_commands_sandboxed_and_an_escalation_still_asks
 /// is refused), and only the approved escalation goes to the client's terminal.
 #[tokio::test]
 async fn with_client_terminals_a_confined_command_runs_here_sandboxed() {
-    let outside = tempfile::tempdir().unwrap();
+    let outside = crate::suite::support::outside_tmp();
     let target = outside.path().join("out.txt");
     let command = format!("echo x > {}", target.display());
     let env = AcpEnv::with_script(json!({"responses": [

@@ -20,7 +20,7 @@ fn tool_texts(mock: &agent_lsp::testing::MockProvider) -> Vec<String> {
 
 #[tokio::test]
 async fn approve_all_runs_bash_sandboxed_and_refuses_the_escalation() {
-    let outside = tempfile::tempdir().unwrap();
+    let outside = crate::suite::support::outside_tmp();
     let target = outside.path().join("out.txt");
     let command = format!("echo x > {}", target.display());
     let mock = mock(vec![
@@ -50,14 +50,14 @@ async fn approve_all_runs_bash_sandboxed_and_refuses_the_escalation() {
     );
     assert!(!target.exists());
     let texts = tool_texts(&mock);
-    assert!(texts[1].contains("Permission denied"), "{texts:?}");
+    assert!(texts[1].contains("Read-only file system"), "{texts:?}");
     assert!(texts[1].contains("the sandbox refused"), "{texts:?}");
     assert!(texts[2].contains("--sandbox off"), "{texts:?}");
 }
 
 #[tokio::test]
 async fn sandbox_off_runs_with_full_rights() {
-    let outside = tempfile::tempdir().unwrap();
+    let outside = crate::suite::support::outside_tmp();
     let target = outside.path().join("out.txt");
     let mock = mock(vec![
         MockResponse::tool_call(

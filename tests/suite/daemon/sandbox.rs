@@ -14,7 +14,7 @@ fn end_details(events: &[Value]) -> Vec<Value> {
 
 #[tokio::test]
 async fn an_unasked_command_is_sandboxed_and_its_escalation_asks_then_runs_unsandboxed() {
-    let outside = tempfile::tempdir().unwrap();
+    let outside = crate::suite::support::outside_tmp();
     let target = outside.path().join("out.txt");
     let command = format!("echo x > {}", target.display());
     let responses = vec![
@@ -37,7 +37,7 @@ async fn an_unasked_command_is_sandboxed_and_its_escalation_asks_then_runs_unsan
     let events = client.wait_settled(&session, &run).await;
     let results = tool_results(&events);
     assert!(results[0].1, "{results:?}");
-    assert!(results[0].0.contains("Permission denied"), "{results:?}");
+    assert!(results[0].0.contains("Read-only file system"), "{results:?}");
     assert!(results[0].0.contains("the sandbox refused"), "{results:?}");
     assert!(!results[1].1, "{results:?}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
@@ -69,9 +69,30 @@ async fn an_unasked_command_is_sandboxed_and_its_escalation_asks_then_runs_unsan
         .request("agent/getState", json!({"sessionId": session}))
         .await;
     assert_eq!(
-        state["sandbox"],
+        summary(&state["sandbox"]),
         json!({"available": true, "mode": "workspaceWrite", "network": false, "explicit": false})
     );
+    // The layers a command gets here, each said to be active (this machine has them all).
+    let layers = &state["sandbox"]["layers"];
+    for layer in ["landlock", "namespaces", "seccomp"] {
+        assert_eq!(layers[layer]["active"], true, "{layer}: {layers}");
+    }
+    assert_eq!(
+        layers["namespaces"]["kinds"],
+        json!(["user", "mount", "pid", "ipc", "net"])
+    );
+    assert!(layers["landlock"]["abi"].as_u64().is_some_and(|abi| abi >= 6), "{layers}");
+    assert_eq!(state["sandbox"]["notIsolated"], json!([]));
+}
+
+/// The status without its layers.
+fn summary(sandbox: &Value) -> Value {
+    let mut s = sandbox.clone();
+    if let Some(map) = s.as_object_mut() {
+        map.remove("layers");
+        map.remove("notIsolated");
+    }
+    s
 }
 
 #[tokio::test]
@@ -91,7 +112,7 @@ async fn an_explicit_read_only_sandbox_confines_hand_approved_commands_too() {
     let events = client.wait_settled(&session, &run).await;
     let results = tool_results(&events);
     assert!(
-        results[0].1 && results[0].0.contains("made.txt: Permission denied"),
+        results[0].1 && results[0].0.contains("made.txt: Read-only file system"),
         "{results:?}"
     );
     assert!(!client.workspace.path().join("made.txt").exists());
@@ -180,7 +201,7 @@ async fn set_sandbox_changes_the_sessions_sandbox_from_the_next_command_on() {
         )
         .await;
     assert_eq!(
-        set["sandbox"],
+        summary(&set["sandbox"]),
         json!({"available": true, "mode": "readOnly", "network": false, "explicit": true})
     );
     let (_, run, _) = prompt(&client, json!({"sessionId": session, "message": "two"})).await;
@@ -189,7 +210,7 @@ async fn set_sandbox_changes_the_sessions_sandbox_from_the_next_command_on() {
     let results = tool_results(&events);
     let last = results.last().unwrap();
     assert!(
-        last.1 && last.0.contains("b.txt: Permission denied"),
+        last.1 && last.0.contains("b.txt: Read-only file system"),
         "{results:?}"
     );
     assert!(client.workspace.path().join("a.txt").exists());

@@ -5,6 +5,7 @@ use agent_lsp::agent::tool::AgentToolResult;
 use agent_lsp::sandbox::{Availability, Network, SandboxMode, SandboxPolicy};
 use serde_json::{Value, json};
 
+use crate::suite::support::outside_tmp;
 use crate::suite::support::tool_harness::{Harness, text};
 
 fn policy(mode: SandboxMode, network: bool) -> SandboxPolicy {
@@ -40,7 +41,9 @@ fn sandbox_details(r: &AgentToolResult) -> Value {
 #[tokio::test]
 async fn workspace_write_writes_inside_reads_outside_and_refuses_writes_outside() {
     let h = workspace_write(false);
-    std::fs::write(h.outside().join("notes.txt"), "outside text").unwrap();
+    let far = outside_tmp();
+    let outside = far.path().to_path_buf();
+    std::fs::write(outside.join("notes.txt"), "outside text").unwrap();
 
     let ok = run(
         &h,
@@ -55,14 +58,13 @@ async fn workspace_write_writes_inside_reads_outside_and_refuses_writes_outside(
         json!({"mode": "workspaceWrite", "network": false})
     );
 
-    let outside = h.outside();
     let read = run(&h, &format!("cat {}/notes.txt", outside.display())).await;
     assert_eq!(text(&read), "outside text");
 
     let refused = run(&h, &format!("echo x > {}/new.txt", outside.display())).await;
     assert_eq!(refused.is_error, Some(true));
     let t = text(&refused);
-    assert!(t.contains("new.txt: Permission denied"), "{t}");
+    assert!(t.contains("new.txt: Read-only file system"), "{t}");
     assert!(t.contains("the sandbox refused"), "{t}");
     assert!(!outside.join("new.txt").exists());
     assert_eq!(
@@ -80,7 +82,7 @@ async fn loopback_tcp_is_refused_without_network_and_allowed_with_it() {
     let refused = run(&workspace_write(false), &connect).await;
     assert_eq!(refused.is_error, Some(true));
     let t = text(&refused);
-    assert!(t.contains("Permission denied"), "{t}");
+    assert!(t.contains("socket: Operation not permitted"), "{t}");
     assert!(t.contains("no network"), "{t}");
 
     let allowed = run(&workspace_write(true), &connect).await;
@@ -100,7 +102,7 @@ async fn udp_is_cut_without_network_and_allowed_with_it() {
     let cut = run(&workspace_write(false), &send).await;
     assert_eq!(cut.is_error, Some(true));
     let t = text(&cut);
-    assert!(t.contains("Network is unreachable"), "{t}");
+    assert!(t.contains("socket: Operation not permitted"), "{t}");
     assert!(t.contains("the sandbox refused"), "{t}");
 
     let allowed = run(&workspace_write(true), &send).await;
@@ -126,7 +128,7 @@ async fn read_only_refuses_writes_in_the_workspace_but_not_in_its_temp_dir() {
     h.put("kept.txt", "old");
     let refused = run(&h, "echo new > kept.txt").await;
     assert_eq!(refused.is_error, Some(true));
-    assert!(text(&refused).contains("kept.txt: Permission denied"));
+    assert!(text(&refused).contains("kept.txt: Read-only file system"), "{}", text(&refused));
     assert_eq!(h.get_str("kept.txt"), "old");
     let tmp = run(&h, "echo t > \"$TMPDIR/scratch\" && cat kept.txt").await;
     assert_eq!(text(&tmp), "old");
@@ -177,7 +179,8 @@ async fn an_unavailable_sandbox_refuses_to_run_rather_than_pretend() {
 #[tokio::test]
 async fn an_unsandboxed_rerun_runs_only_once_the_user_approved_that_call() {
     let h = workspace_write(false);
-    let target = h.outside().join("escalated.txt");
+    let far = outside_tmp();
+    let target = far.path().join("escalated.txt");
     let command = format!("echo x > {}", target.display());
     let refused = run(&h, &command).await;
     assert!(
