@@ -419,13 +419,31 @@ mod tests;
 /// a bare name that is set). Sandboxed commands do not get them (issue 30).
 pub fn secret_env_names(env: &EnvSource) -> Vec<String> {
     const PROVIDERS: [&str; 17] = [
-        "anthropic", "openai", "groq", "cerebras", "xai", "openrouter", "zai", "mistral",
-        "deepseek", "together", "fireworks", "huggingface", "ollama", "llama.cpp", "llamacpp",
-        "lmstudio", "lm-studio",
+        "anthropic",
+        "openai",
+        "groq",
+        "cerebras",
+        "xai",
+        "openrouter",
+        "zai",
+        "mistral",
+        "deepseek",
+        "together",
+        "fireworks",
+        "huggingface",
+        "ollama",
+        "llama.cpp",
+        "llamacpp",
+        "lmstudio",
+        "lm-studio",
     ];
     let mut names: Vec<String> = PROVIDERS
         .iter()
-        .flat_map(|p| crate::provider::api_key::env_vars(p).iter().map(|v| v.to_string()))
+        .flat_map(|p| {
+            crate::provider::api_key::env_vars(p)
+                .iter()
+                .map(|v| v.to_string())
+        })
         .collect();
     let file = env
         .config_dir()
@@ -433,7 +451,11 @@ pub fn secret_env_names(env: &EnvSource) -> Vec<String> {
         .filter(|p| p.is_file())
         .and_then(|p| ModelsFile::read(&p).ok());
     for (_, provider) in file.iter().flat_map(|f| f.providers.iter()) {
-        let headers = provider.headers.iter().flatten().filter_map(|(_, v)| v.as_str());
+        let headers = provider
+            .headers
+            .iter()
+            .flatten()
+            .filter_map(|(_, v)| v.as_str());
         for raw in provider.api_key.as_deref().into_iter().chain(headers) {
             if let Some(name) = config::referenced_var(raw, env) {
                 names.push(name);

@@ -29,8 +29,8 @@ use crate::agent::transcript::initial_system_message;
 use crate::compaction::{CompactionOptions, CompactionSettings};
 use crate::mcp::config::ConfigError;
 use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking, resolve_model};
-use crate::session::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
 use crate::sandbox::{self, Sandbox, SandboxParts, SandboxSetting};
+use crate::session::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
 pub use commands::{Builtin, CommandInfo, Expansion, SessionCommands};
@@ -225,8 +225,13 @@ pub fn assemble(
     let record = Arc::new(std::sync::Mutex::new(record));
     let journal = Arc::new(Journal::new(record.clone(), &cwd));
     let session_id = (record.lock().map(|r| r.id().to_string())).unwrap_or_default();
+    let (user_sandbox, sandbox_warning) =
+        match sandbox::user_sandbox(spec.env.config_dir().as_deref()) {
+            Ok(user) => (user, None),
+            Err(e) => (sandbox::UserSandbox::default(), Some(e)),
+        };
     let sandbox = Sandbox::new(SandboxParts {
-        setting: spec.sandbox,
+        setting: spec.sandbox.with_user(&user_sandbox),
         writable_roots: writable,
         temp_dir: Sandbox::temp_dir_for(&session_id),
         layers: sandbox::machine_layers(&spec.env),
@@ -257,7 +262,8 @@ pub fn assemble(
     options.thinking_level = thinking;
     let controls = Arc::new(SessionControls::new(resolved, thinking, spec.env.clone()));
     let guard = Arc::new(LoopGuard::new(spec.limits));
-    let (settings, warnings) = compaction_settings(&spec.env, &spec.compaction);
+    let (settings, mut warnings) = compaction_settings(&spec.env, &spec.compaction);
+    warnings.extend(sandbox_warning);
     let found = resources::load(&cwd, &spec.env, spec.context_files);
     let mut prompt = system_prompt(&cwd, today, front_end.prompt_note());
     prompt.push_str(&resources::prompt_sections(&found));

@@ -19,9 +19,9 @@ use tokio_util::sync::CancellationToken;
 use crate::acp::conn::ClientCaps;
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolRef, ToolUpdater};
+use crate::sandbox::{CallMode, Sandbox};
 use crate::server::outgoing::{Outgoing, RequestError};
 use crate::session_setup::FrontEnd;
-use crate::sandbox::{CallMode, Sandbox};
 use crate::tools::{
     BashTool, DiskWorkspace, FileSnapshot, Fingerprint, ToolContext, ToolOptions, Workspace,
     WorkspaceError, WriteOutcome,

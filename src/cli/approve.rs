@@ -10,9 +10,9 @@ use clap::ValueEnum;
 use crate::agent::hooks::{BeforeToolCallHook, BeforeToolCallResult};
 use crate::mcp::config::Policy;
 use crate::mcp::tool::McpToolInfo;
+use crate::sandbox::{MustAsk, Sandbox};
 use crate::session_setup::SessionTools;
 use crate::tools::is_read_only;
-use crate::sandbox::{MustAsk, Sandbox};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum Approval {

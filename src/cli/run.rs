@@ -19,6 +19,7 @@ use crate::compaction::CompactionOptions;
 use crate::mcp::McpHub;
 use crate::mcp::server::State;
 use crate::model_registry::EnvSource;
+use crate::sandbox::{Network, SandboxMode, SandboxSetting};
 use crate::session::SessionStore;
 use crate::session_setup::commands::{Builtin, BuiltinOutcome, CommandError, compact, run_model};
 use crate::session_setup::{
@@ -26,7 +27,6 @@ use crate::session_setup::{
     McpSpec, ModelChoice, RecordChoice, SessionCommands, SessionControls, SessionSpec,
     SessionTools, SetupError, assemble,
 };
-use crate::sandbox::{Network, SandboxMode, SandboxSetting};
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
 pub const EXIT_INTERRUPTED: u8 = 130;

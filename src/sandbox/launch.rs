@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::OnceLock;
 
-use super::jail::spec::{JailNetwork, JailSpec, SPEC_ENV};
 use super::jail::SUBCOMMAND;
+use super::jail::spec::{JailNetwork, JailSpec, SPEC_ENV};
 use super::layers::Probe;
 use super::{Network, Sandbox, SandboxError, SandboxMode, SandboxPolicy};
 

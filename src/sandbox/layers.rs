@@ -174,7 +174,9 @@ fn handles_everything(level: Landlock) -> Result<(), String> {
         .and_then(|r| r.handle_access(AccessNet::from_all(abi)))
         .map_err(|e| e.to_string())?;
     let ruleset = match level.scopes {
-        true => ruleset.scope(Scope::from_all(abi)).map_err(|e| e.to_string())?,
+        true => ruleset
+            .scope(Scope::from_all(abi))
+            .map_err(|e| e.to_string())?,
         false => ruleset,
     };
     ruleset.create().map(drop).map_err(|e| e.to_string())
@@ -196,7 +198,10 @@ mod tests {
         assert_eq!(capped.landlock, Ok(Landlock::at(4)));
         let forced = layers(&EnvSource::from_pairs([(FORCE_UNAVAILABLE_ENV, "1")]), None);
         assert!(forced.landlock.is_err());
-        let flat = layers(&EnvSource::from_pairs([(FORCE_NO_NAMESPACES_ENV, "1")]), None);
+        let flat = layers(
+            &EnvSource::from_pairs([(FORCE_NO_NAMESPACES_ENV, "1")]),
+            None,
+        );
         assert!(flat.namespaces.is_err());
     }
 }

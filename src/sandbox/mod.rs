@@ -30,8 +30,8 @@ use serde_json::{Value, json};
 
 pub use layers::{FORCE_NO_NAMESPACES_ENV, FORCE_UNAVAILABLE_ENV, LANDLOCK_ABI_ENV, Layers};
 pub use policy::{
-    CallMode, DEFAULT_PROTECTED, Network, SandboxMode, SandboxPolicy, SandboxSetting,
-    normalize_domain,
+    CallMode, DEFAULT_PROTECTED, Network, SandboxMode, SandboxPolicy, SandboxSetting, UserSandbox,
+    normalize_domain, user_sandbox,
 };
 pub use refusal::{refusal_lines, refusal_note};
 
@@ -282,7 +282,10 @@ impl Sandbox {
                 gaps.push("signals to your other processes (Landlock ABI 6 scopes are missing and there is no PID namespace)".into());
             }
             if !l.ioctl_dev && self.layers.namespaces.is_err() {
-                gaps.push("ioctls on devices (Landlock ABI 5 is missing); the terminal is still detached".into());
+                gaps.push(
+                    "ioctls on devices (Landlock ABI 5 is missing); the terminal is still detached"
+                        .into(),
+                );
             }
         }
         if self.layers.namespaces.is_err() {
@@ -473,10 +476,7 @@ impl Sandbox {
                 SandboxMode::Off
             },
             network: !sandboxed || network.is_on(),
-            allowed_domains: network
-                .allowed()
-                .filter(|_| sandboxed)
-                .map(|d| d.to_vec()),
+            allowed_domains: network.allowed().filter(|_| sandboxed).map(|d| d.to_vec()),
             justification,
             unavailable,
             not_isolated: match sandboxed {

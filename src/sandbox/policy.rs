@@ -55,7 +55,9 @@ impl Network {
             Value::Array(items) => {
                 let mut domains = Vec::with_capacity(items.len());
                 for item in items {
-                    let domain = item.as_str().ok_or("sandboxNetwork: a domain must be a string")?;
+                    let domain = item
+                        .as_str()
+                        .ok_or("sandboxNetwork: a domain must be a string")?;
                     domains.push(normalize_domain(domain)?);
                 }
                 Ok(Network::Allow(domains))
@@ -225,6 +227,52 @@ impl SandboxSetting {
     }
 }
 
+/// The user's own sandbox settings: `sandbox` in `$XDG_CONFIG_HOME/agent-lsp/settings.json`
+/// (`{"env": [...], "protectedPaths": [...]}`), used where the front end sets neither. Only the
+/// user's file counts: a project's files never loosen the sandbox.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UserSandbox {
+    #[serde(default)]
+    pub env: Option<Vec<String>>,
+    #[serde(default)]
+    pub protected_paths: Option<Vec<String>>,
+}
+
+impl SandboxSetting {
+    /// Fills what the front end left unset from the user's settings.
+    pub fn with_user(mut self, user: &UserSandbox) -> SandboxSetting {
+        if self.pass_env.is_none() {
+            self.pass_env = user.env.clone();
+        }
+        if self.protected.is_none() {
+            self.protected = user.protected_paths.clone();
+        }
+        self
+    }
+}
+
+/// Reads the user's [`UserSandbox`] from `settings.json` in `config_dir`; a missing file or key
+/// is the default, a broken one an error for the user (and the default).
+pub fn user_sandbox(config_dir: Option<&std::path::Path>) -> Result<UserSandbox, String> {
+    let Some(path) = config_dir.map(|d| d.join("settings.json")) else {
+        return Ok(UserSandbox::default());
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(UserSandbox::default()),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    #[derive(Deserialize)]
+    struct File {
+        #[serde(default)]
+        sandbox: Option<UserSandbox>,
+    }
+    serde_json::from_str::<File>(&text)
+        .map(|f| f.sandbox.unwrap_or_default())
+        .map_err(|e| format!("{}: {e} (its sandbox settings are ignored)", path.display()))
+}
+
 /// How one `bash` call runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CallMode {
@@ -258,7 +306,10 @@ mod tests {
         assert_eq!(Network::from_json(&json!(true)), Ok(Network::On));
         assert_eq!(
             Network::from_json(&json!(["Crates.io.", "*.npmjs.org"])),
-            Ok(Network::Allow(vec!["crates.io".into(), "*.npmjs.org".into()]))
+            Ok(Network::Allow(vec![
+                "crates.io".into(),
+                "*.npmjs.org".into()
+            ]))
         );
         assert!(Network::from_json(&json!(["a b"])).is_err());
         assert!(Network::from_json(&json!(3)).is_err());
@@ -271,6 +322,9 @@ mod tests {
             network: Network::On,
         };
         assert_eq!(policy.effective_network(), Network::Off);
-        assert_eq!(policy.details(), json!({"mode": "readOnly", "network": false}));
+        assert_eq!(
+            policy.details(),
+            json!({"mode": "readOnly", "network": false})
+        );
     }
 }

@@ -157,7 +157,14 @@ async fn handle(mut conn: UnixStream, shared: &Shared) -> std::io::Result<()> {
     };
     let mut upstream = match connect(&request, target).await {
         Ok(stream) => stream,
-        Err(e) => return reply(&mut conn, 502, &format!("cannot reach {}: {e}", request.host)).await,
+        Err(e) => {
+            return reply(
+                &mut conn,
+                502,
+                &format!("cannot reach {}: {e}", request.host),
+            )
+            .await;
+        }
     };
     if request.tunnel {
         conn.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
@@ -218,8 +225,13 @@ fn parse(head: &[u8]) -> Result<Request, String> {
     let mut out = format!("{method} {path} HTTP/1.1\r\n").into_bytes();
     for h in req.headers.iter() {
         let name = h.name.to_ascii_lowercase();
-        if ["connection", "proxy-connection", "proxy-authorization", "keep-alive"]
-            .contains(&name.as_str())
+        if [
+            "connection",
+            "proxy-connection",
+            "proxy-authorization",
+            "keep-alive",
+        ]
+        .contains(&name.as_str())
         {
             continue;
         }
@@ -292,7 +304,9 @@ fn is_local(ip: IpAddr) -> bool {
             v6.is_loopback()
                 || v6.is_unspecified()
                 || (v6.segments()[0] & 0xffc0) == 0xfe80
-                || v6.to_ipv4_mapped().is_some_and(|v4| is_local(IpAddr::V4(v4)))
+                || v6
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| is_local(IpAddr::V4(v4)))
         }
     }
 }
@@ -330,7 +344,9 @@ fn upstream_proxy(host: &str, tunnel: bool) -> Option<String> {
     }?;
     let exempt = var(&["NO_PROXY", "no_proxy"]).is_some_and(|list| {
         list.split(',').map(str::trim).any(|e| {
-            e == "*" || host == e.trim_start_matches('.') || host.ends_with(&format!(".{}", e.trim_start_matches('.')))
+            e == "*"
+                || host == e.trim_start_matches('.')
+                || host.ends_with(&format!(".{}", e.trim_start_matches('.')))
         })
     });
     if exempt {
@@ -350,7 +366,9 @@ async fn expect_established(stream: &mut TcpStream) -> std::io::Result<()> {
     let mut byte = [0u8; 1];
     while !buf.ends_with(b"\r\n\r\n") {
         if buf.len() > MAX_HEAD || stream.read(&mut byte).await? == 0 {
-            return Err(std::io::Error::other("the upstream proxy closed the tunnel"));
+            return Err(std::io::Error::other(
+                "the upstream proxy closed the tunnel",
+            ));
         }
         buf.push(byte[0]);
     }
@@ -398,19 +416,37 @@ mod tests {
 
     #[test]
     fn loopback_and_link_local_are_local() {
-        for ip in ["127.0.0.1", "169.254.169.254", "::1", "fe80::1", "0.0.0.0", "::ffff:127.0.0.1"] {
-            assert!(is_local(ip.parse().unwrap_or(IpAddr::from([8, 8, 8, 8]))), "{ip}");
+        for ip in [
+            "127.0.0.1",
+            "169.254.169.254",
+            "::1",
+            "fe80::1",
+            "0.0.0.0",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(
+                is_local(ip.parse().unwrap_or(IpAddr::from([8, 8, 8, 8]))),
+                "{ip}"
+            );
         }
-        assert!(!is_local("10.0.0.1".parse().unwrap_or(IpAddr::from([127, 0, 0, 1]))));
+        assert!(!is_local(
+            "10.0.0.1".parse().unwrap_or(IpAddr::from([127, 0, 0, 1]))
+        ));
     }
 
     #[test]
     fn requests_parse_as_tunnels_or_origin_form_requests() {
         let t = parse(b"CONNECT crates.io:443 HTTP/1.1\r\nHost: crates.io\r\n\r\n");
-        assert!(t.as_ref().is_ok_and(|r| r.tunnel && r.host == "crates.io" && r.port == 443));
+        assert!(
+            t.as_ref()
+                .is_ok_and(|r| r.tunnel && r.host == "crates.io" && r.port == 443)
+        );
         let p = parse(b"GET http://Example.com:8080/a?b HTTP/1.1\r\nHost: example.com\r\nProxy-Connection: keep-alive\r\n\r\n");
         let p = p.unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((p.host.as_str(), p.port, p.tunnel), ("example.com", 8080, false));
+        assert_eq!(
+            (p.host.as_str(), p.port, p.tunnel),
+            ("example.com", 8080, false)
+        );
         let head = String::from_utf8_lossy(&p.head).into_owned();
         assert!(head.starts_with("GET /a?b HTTP/1.1\r\n"), "{head}");
         assert!(!head.contains("Proxy-Connection") && head.ends_with("Connection: close\r\n\r\n"));

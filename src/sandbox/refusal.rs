@@ -93,10 +93,7 @@ pub fn refusal_note(policy: &SandboxPolicy, output: &str) -> Option<String> {
     let quoted: Vec<String> = lines
         .iter()
         .map(|l| {
-            let layer = MARKS
-                .iter()
-                .find(|m| m.matches(l))
-                .map_or("", |m| m.layer);
+            let layer = MARKS.iter().find(|m| m.matches(l)).map_or("", |m| m.layer);
             format!("  {l}\n    (likely: {layer})")
         })
         .collect();
@@ -122,7 +119,8 @@ mod tests {
         let note = note.unwrap_or_default();
         assert!(note.contains("/etc/x: Read-only file system"), "{note}");
         assert!(note.contains("read-only file system view"), "{note}");
-        let sock = refusal_note(&policy, "docker: socket: Operation not permitted").unwrap_or_default();
+        let sock =
+            refusal_note(&policy, "docker: socket: Operation not permitted").unwrap_or_default();
         assert!(sock.contains("seccomp: Unix sockets"), "{sock}");
     }
 }

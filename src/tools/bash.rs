@@ -16,11 +16,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::bash_output::OutputBuffer;
 use super::common::{self, BashSettings, ToolContext};
+use crate::agent::message::ToolDeclaration;
+use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolUpdater};
 use crate::sandbox::jail::SETUP_FAILED_PREFIX;
 use crate::sandbox::launch::JailCommand;
 use crate::sandbox::{self, Availability, CallMode, SandboxPolicy};
-use crate::agent::message::ToolDeclaration;
-use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolUpdater};
 
 const DESCRIPTION: &str = "Run a shell command (bash) in the workspace root. stdout and stderr are merged; only the last 2000 lines or 50KB \
 are returned, and when output is cut the full output is saved to a file whose path is given (read it with read, or filter it with grep/tail). \

@@ -40,8 +40,10 @@ pub fn run(
         sys::Forked::Parent(pid) => pid,
     };
     let end = loop {
-        let ready =
-            super::poll_ready(&[Some(sigfd.as_fd()), lifeline, guard.fd()], guard.poll_timeout())?;
+        let ready = super::poll_ready(
+            &[Some(sigfd.as_fd()), lifeline, guard.fd()],
+            guard.poll_timeout(),
+        )?;
         if ready[1] && lifeline.is_some_and(super::closed) {
             kill_descendants();
             return Ok(End::Signal(Signal::SIGKILL as i32));

@@ -108,7 +108,11 @@ impl End {
             End::Signal(sig) => {
                 if let Ok(signal) = Signal::try_from(sig) {
                     // No core file of the launcher; the default action ends it with `signal`.
-                    let _ = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0);
+                    let _ = nix::sys::resource::setrlimit(
+                        nix::sys::resource::Resource::RLIMIT_CORE,
+                        0,
+                        0,
+                    );
                     let mut one = SigSet::empty();
                     one.add(signal);
                     let _ = one.thread_unblock();
@@ -285,10 +289,7 @@ fn watch_init(
 
 /// Polls the descriptors given (`None` slots are left out) until one is ready or `timeout`
 /// passed; which are.
-fn poll_ready(
-    fds: &[Option<BorrowedFd<'_>>],
-    timeout: PollTimeout,
-) -> Result<Vec<bool>, String> {
+fn poll_ready(fds: &[Option<BorrowedFd<'_>>], timeout: PollTimeout) -> Result<Vec<bool>, String> {
     let mut polled: Vec<PollFd> = fds
         .iter()
         .flatten()

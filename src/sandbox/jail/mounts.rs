@@ -135,8 +135,9 @@ fn clones(spec: &JailSpec) -> Result<Vec<Attachment>, MountError> {
 
 /// A detached recursive copy of the mount tree at `path` (read-only when asked).
 fn clone_tree(path: &Path, read_only: bool) -> Result<OwnedFd, MountError> {
-    let flags =
-        OpenTreeFlags::OPEN_TREE_CLONE | OpenTreeFlags::OPEN_TREE_CLOEXEC | OpenTreeFlags::AT_RECURSIVE;
+    let flags = OpenTreeFlags::OPEN_TREE_CLONE
+        | OpenTreeFlags::OPEN_TREE_CLOEXEC
+        | OpenTreeFlags::AT_RECURSIVE;
     let fd = open_tree(CWD, path, flags)
         .map_err(errno)
         .map_err(fail("cannot clone", path))?;
@@ -251,12 +252,11 @@ fn build_dev(dev: &Path, devices: Vec<(&'static str, OwnedFd)>) -> Result<(), Mo
     )
     .map_err(errno)
     .map_err(fail("cannot mount a tmpfs on", &shm))?;
-    let dev_c = CString::new(dev.as_os_str().as_bytes())
-        .map_err(|_| MountError {
-            what: "bad path",
-            path: dev.display().to_string(),
-            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
-        })?;
+    let dev_c = CString::new(dev.as_os_str().as_bytes()).map_err(|_| MountError {
+        what: "bad path",
+        path: dev.display().to_string(),
+        source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+    })?;
     sys::mount_setattr(None, &dev_c, false, MOUNT_ATTR_RDONLY, 0)
         .map_err(fail("cannot make read-only", dev))
 }

@@ -47,8 +47,8 @@ fn namespaces() -> Result<(), String> {
 
 /// Runs `f` in a child; its error comes back through a pipe.
 fn in_child(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
-    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-        .map_err(|e| format!("pipe: {e}"))?;
+    let (read, write) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("pipe: {e}"))?;
     match sys::fork().map_err(|e| format!("fork: {e}"))? {
         sys::Forked::Child => {
             drop(read);

@@ -107,7 +107,8 @@ impl Guard {
         let Some(inotify) = &self.inotify else {
             return;
         };
-        let flags = AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_ONLYDIR;
+        let flags =
+            AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO | AddWatchFlags::IN_ONLYDIR;
         for path in &self.missing {
             let Some(dir) = nearest_existing_parent(path) else {
                 continue;

@@ -20,7 +20,13 @@ use landlock::{
 use super::spec::{JailNetwork, JailSpec};
 
 /// Devices every shell uses, readable and writable without ioctls.
-const DEVICES: [&str; 5] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
+const DEVICES: [&str; 5] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
 
 /// Enforces the domain on this (single-threaded) process.
 pub fn restrict(spec: &JailSpec) -> Result<(), String> {
@@ -66,7 +72,9 @@ pub fn restrict(spec: &JailSpec) -> Result<(), String> {
     let status = ruleset.restrict_self().map_err(text)?;
     match status.ruleset {
         RulesetStatus::FullyEnforced => Ok(()),
-        other => Err(format!("Landlock enforced the rules only partly ({other:?})")),
+        other => Err(format!(
+            "Landlock enforced the rules only partly ({other:?})"
+        )),
     }
 }
 
@@ -106,9 +114,7 @@ fn add(
         Ok(meta) if !meta.is_dir() => access & AccessFs::from_file(landlock::ABI::V9),
         _ => access,
     };
-    ruleset
-        .add_rule(PathBeneath::new(fd, access))
-        .map_err(text)
+    ruleset.add_rule(PathBeneath::new(fd, access)).map_err(text)
 }
 
 fn text(e: impl std::fmt::Display) -> String {

@@ -64,7 +64,11 @@ fn rules(network: &JailNetwork) -> Result<BTreeMap<i64, Vec<SeccompRule>>, Strin
     );
     let mut pairs = Vec::new();
     for kind in [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_RDM] {
-        pairs.push(rule(&[(1, SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK), kind as u64)])?);
+        pairs.push(rule(&[(
+            1,
+            SeccompCmpOp::MaskedEq(SOCK_TYPE_MASK),
+            kind as u64,
+        )])?);
     }
     rules.insert(libc::SYS_socketpair, pairs);
     if off {
@@ -101,7 +105,9 @@ fn rules(network: &JailNetwork) -> Result<BTreeMap<i64, Vec<SeccompRule>>, Strin
 fn rule(conditions: &[(u8, SeccompCmpOp, u64)]) -> Result<SeccompRule, String> {
     let conditions = conditions
         .iter()
-        .map(|(arg, op, value)| SeccompCondition::new(*arg, SeccompCmpArgLen::Dword, op.clone(), *value))
+        .map(|(arg, op, value)| {
+            SeccompCondition::new(*arg, SeccompCmpArgLen::Dword, op.clone(), *value)
+        })
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("seccomp: {e}"))?;
     SeccompRule::new(conditions).map_err(|e| format!("seccomp: {e}"))
@@ -120,10 +126,10 @@ fn x32_guard() -> BpfProgram {
     const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
     let op = |code, jt, jf, k| sock_filter { code, jt, jf, k };
     vec![
-        op(LD_ABS_W, 0, 0, 4),                   // A = seccomp_data.arch
-        op(JEQ_K, 0, 3, AUDIT_ARCH_X86_64),      // another ABI: allow (the main filter kills it)
-        op(LD_ABS_W, 0, 0, 0),                   // A = seccomp_data.nr
-        op(JGE_K, 0, 1, 0x4000_0000),            // x32 bit set?
+        op(LD_ABS_W, 0, 0, 4),              // A = seccomp_data.arch
+        op(JEQ_K, 0, 3, AUDIT_ARCH_X86_64), // another ABI: allow (the main filter kills it)
+        op(LD_ABS_W, 0, 0, 0),              // A = seccomp_data.nr
+        op(JGE_K, 0, 1, 0x4000_0000),       // x32 bit set?
         op(RET_K, 0, 0, SECCOMP_RET_ERRNO | libc::EPERM as u32),
         op(RET_K, 0, 0, SECCOMP_RET_ALLOW),
     ]

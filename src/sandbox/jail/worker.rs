@@ -75,7 +75,8 @@ fn drop_capabilities() -> Result<(), String> {
 type Exec = (CString, Vec<CString>, Vec<CString>);
 
 fn build_exec(spec: &JailSpec, env: &[OsString]) -> Result<Exec, String> {
-    let c = |bytes: Vec<u8>| CString::new(bytes).map_err(|_| "a NUL byte in the command".to_string());
+    let c =
+        |bytes: Vec<u8>| CString::new(bytes).map_err(|_| "a NUL byte in the command".to_string());
     let program = c(spec.program.as_os_str().as_bytes().to_vec())?;
     let mut args = vec![program.clone()];
     for arg in &spec.args {

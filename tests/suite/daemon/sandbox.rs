@@ -37,7 +37,10 @@ async fn an_unasked_command_is_sandboxed_and_its_escalation_asks_then_runs_unsan
     let events = client.wait_settled(&session, &run).await;
     let results = tool_results(&events);
     assert!(results[0].1, "{results:?}");
-    assert!(results[0].0.contains("Read-only file system"), "{results:?}");
+    assert!(
+        results[0].0.contains("Read-only file system"),
+        "{results:?}"
+    );
     assert!(results[0].0.contains("the sandbox refused"), "{results:?}");
     assert!(!results[1].1, "{results:?}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "x\n");
@@ -81,7 +84,12 @@ async fn an_unasked_command_is_sandboxed_and_its_escalation_asks_then_runs_unsan
         layers["namespaces"]["kinds"],
         json!(["user", "mount", "pid", "ipc", "net"])
     );
-    assert!(layers["landlock"]["abi"].as_u64().is_some_and(|abi| abi >= 6), "{layers}");
+    assert!(
+        layers["landlock"]["abi"]
+            .as_u64()
+            .is_some_and(|abi| abi >= 6),
+        "{layers}"
+    );
     assert_eq!(state["sandbox"]["notIsolated"], json!([]));
 }
 

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use agent_lsp::agent::tool::{AgentToolResult, ToolError, ToolRef, ToolUpdater};
 use agent_lsp::model_registry::EnvSource;
-use agent_lsp::sandbox::{Availability, Layers, Sandbox, SandboxParts, SandboxPolicy, SandboxSetting};
+use agent_lsp::sandbox::{
+    Availability, Layers, Sandbox, SandboxParts, SandboxPolicy, SandboxSetting,
+};
 use agent_lsp::tools::beneath::Resolver;
 use agent_lsp::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 use serde_json::Value;

@@ -128,7 +128,11 @@ async fn read_only_refuses_writes_in_the_workspace_but_not_in_its_temp_dir() {
     h.put("kept.txt", "old");
     let refused = run(&h, "echo new > kept.txt").await;
     assert_eq!(refused.is_error, Some(true));
-    assert!(text(&refused).contains("kept.txt: Read-only file system"), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("kept.txt: Read-only file system"),
+        "{}",
+        text(&refused)
+    );
     assert_eq!(h.get_str("kept.txt"), "old");
     let tmp = run(&h, "echo t > \"$TMPDIR/scratch\" && cat kept.txt").await;
     assert_eq!(text(&tmp), "old");
