@@ -282,6 +282,16 @@ async fn decide(host: &str, port: u16, allowed: &[String]) -> Result<SocketAddr,
     let addrs = tokio::net::lookup_host((host, port))
         .await
         .map_err(|e| format!("the host does not resolve: {e}"))?;
+    pick(host, entry, addrs)
+}
+
+/// The address to connect to: a loopback or link-local one only when the entry names that
+/// address (or `localhost`) itself.
+fn pick(
+    host: &str,
+    entry: &str,
+    addrs: impl IntoIterator<Item = SocketAddr>,
+) -> Result<SocketAddr, String> {
     let named_literally = entry == host && (host == "localhost" || host.parse::<IpAddr>().is_ok());
     addrs
         .into_iter()
@@ -412,6 +422,18 @@ mod tests {
         assert!(matches_domain("registry.npmjs.org", "*.npmjs.org"));
         assert!(!matches_domain("npmjs.org", "*.npmjs.org"));
         assert!(!matches_domain("evilnpmjs.org", "*.npmjs.org"));
+    }
+
+    #[test]
+    fn a_name_that_resolves_to_the_users_machine_is_refused_unless_named_so() {
+        let lo: SocketAddr = "127.0.0.1:80".parse().unwrap();
+        let metadata: SocketAddr = "169.254.169.254:80".parse().unwrap();
+        let public: SocketAddr = "93.184.215.14:80".parse().unwrap();
+        assert!(pick("evil.example", "*.example", [lo]).is_err());
+        assert!(pick("evil.example", "*.example", [metadata]).is_err());
+        assert_eq!(pick("evil.example", "*.example", [lo, public]), Ok(public));
+        assert_eq!(pick("localhost", "localhost", [lo]), Ok(lo));
+        assert_eq!(pick("127.0.0.1", "127.0.0.1", [lo]), Ok(lo));
     }
 
     #[test]

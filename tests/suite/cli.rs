@@ -6,6 +6,7 @@ mod commands;
 mod compaction;
 mod controls;
 mod demo_help;
+mod escapes;
 mod models;
 mod responses;
 mod run;

@@ -63,7 +63,21 @@ impl CliEnv {
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-lsp"));
+        self.command_through(&[], args)
+    }
+
+    /// The binary started by `wrapper` (a program and its first arguments, the binary's path
+    /// and `args` follow), in the same sealed environment.
+    pub fn command_through(&self, wrapper: &[&str], args: &[&str]) -> Command {
+        let binary = env!("CARGO_BIN_EXE_agent-lsp");
+        let mut cmd = match wrapper.split_first() {
+            Some((program, rest)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(rest).arg(binary);
+                cmd
+            }
+            None => Command::new(binary),
+        };
         let closed = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
