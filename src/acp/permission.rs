@@ -152,6 +152,31 @@ const OPTIONS: [(&str, &str, acp::PermissionOptionKind, Decision); 4] = [
     ),
 ];
 
+/// What approving a `bash` call means for the sandbox, for the permission request's content:
+/// sandboxed (under which rules, and what is not isolated on this machine) or with the user's
+/// full rights.
+fn sandbox_note(sandbox: &crate::sandbox::ApprovalSandbox) -> String {
+    if !sandbox.sandboxed {
+        return "Once approved, this command runs outside the sandbox, with your full rights."
+            .into();
+    }
+    let network = match (&sandbox.allowed_domains, sandbox.network) {
+        (Some(domains), _) => format!("network only to {}", domains.join(", ")),
+        (None, true) => "network allowed".into(),
+        (None, false) => "no network".into(),
+    };
+    let mut note = format!(
+        "Once approved, this command runs sandboxed ({}, {network}).",
+        sandbox.mode.as_str()
+    );
+    if !sandbox.not_isolated.is_empty() {
+        note.push_str(" Not isolated on this machine: ");
+        note.push_str(&sandbox.not_isolated.join("; "));
+        note.push('.');
+    }
+    note
+}
+
 /// Asks the client; the tool call carries the diff an `edit` or `write` would make.
 async fn ask(
     session: &Arc<AcpSession>,
@@ -181,6 +206,12 @@ async fn ask(
                 "Run unsandboxed (sandbox unavailable: {reason}): {command}"
             ));
         }
+        let note = crate::acp::updates::text_block(&sandbox_note(&sandbox));
+        tool_call
+            .fields
+            .content
+            .get_or_insert_with(Vec::new)
+            .push(acp::ToolCallContent::Content(acp::Content::new(note)));
     }
     let options = OPTIONS
         .iter()

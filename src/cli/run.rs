@@ -456,7 +456,10 @@ fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<Bui
         eprintln!("agent-lsp: {warning}");
     }
     let sandbox = &session.sandbox;
-    if plan.verbose || (sandbox.confines() && !sandbox.availability.is_available()) {
+    let degraded = sandbox.confines()
+        && (!sandbox.availability.is_available()
+            || !sandbox.not_isolated(&sandbox.policy()).is_empty());
+    if plan.verbose || degraded {
         eprintln!("agent-lsp: {}", sandbox.status_line());
     }
     let mut options = session.options;

@@ -97,18 +97,85 @@ pub fn availability(env: &EnvSource) -> Availability {
 }
 
 /// The one-time message of a front end whose sessions would sandbox commands on a machine that
-/// cannot: `None` when the sandbox is available or turned off.
+/// cannot, or can only with fewer layers: `None` when every layer holds or the sandbox is off.
 pub fn startup_warning(mode: Option<SandboxMode>, env: &EnvSource) -> Option<String> {
     if mode == Some(SandboxMode::Off) {
         return None;
     }
-    match availability(env) {
-        Availability::Available => None,
-        Availability::Unavailable(reason) => Some(format!(
+    let layers = machine_layers(env);
+    if let Some(reason) = layers.unavailable() {
+        return Some(format!(
             "agent-lsp: the command sandbox is unavailable ({reason}); commands that would have \
              run sandboxed ask first"
-        )),
+        ));
     }
+    let policy = SandboxPolicy {
+        mode: mode.unwrap_or_default(),
+        network: Network::Off,
+    };
+    let gaps = gaps(&layers, &policy);
+    (!gaps.is_empty()).then(|| {
+        format!(
+            "agent-lsp: the command sandbox has fewer layers on this machine ({}); not isolated: {}",
+            fewer_layers_reason(&layers),
+            gaps.join("; ")
+        )
+    })
+}
+
+/// Why a machine offers fewer layers, in a few words.
+fn fewer_layers_reason(layers: &Layers) -> String {
+    let mut why = Vec::new();
+    if let Err(e) = &layers.namespaces {
+        why.push(format!("no namespaces: {e}"));
+    }
+    if let Ok(l) = &layers.landlock
+        && !l.scopes
+    {
+        why.push(format!("Landlock ABI {}", l.abi));
+    }
+    why.join("; ")
+}
+
+/// What a confined command is not kept from with these layers, in plain words.
+pub fn gaps(layers: &Layers, policy: &SandboxPolicy) -> Vec<String> {
+    if !policy.confines() {
+        return vec!["everything: commands run with your full rights".into()];
+    }
+    if let Some(_reason) = layers.unavailable() {
+        return vec!["everything: the sandbox is unavailable, so commands ask first".into()];
+    }
+    let mut gaps = Vec::new();
+    if let Ok(l) = &layers.landlock {
+        if !l.scopes && layers.namespaces.is_err() {
+            gaps.push("signals to your other processes (Landlock ABI 6 scopes are missing and there is no PID namespace)".into());
+        }
+        if !l.ioctl_dev && layers.namespaces.is_err() {
+            gaps.push(
+                "ioctls on devices (Landlock ABI 5 is missing); the terminal is still detached"
+                    .into(),
+            );
+        }
+    }
+    if layers.namespaces.is_err() {
+        gaps.extend(
+            [
+                "metadata outside the writable roots (chmod, touch, extended attributes): no read-only mount namespace",
+                "protected paths inside the workspace (.git, AGENTS.md, .mcp.json, …) can be changed; only their creation is undone",
+                "System V IPC of your other processes: no IPC namespace",
+                "the shared /tmp (the command's TMPDIR is private, /tmp itself is not)",
+                "a command that is killed may leave background processes (no PID namespace)",
+            ]
+            .map(String::from),
+        );
+        if policy.effective_network().allowed().is_some() {
+            gaps.push(
+                "the network allowlist: without a network namespace commands get no network at all"
+                    .into(),
+            );
+        }
+    }
+    gaps
 }
 
 /// Errors while preparing a command's jail (the command is then not run).
@@ -270,43 +337,7 @@ impl Sandbox {
 
     /// What a confined command is not kept from on this machine, in plain words.
     pub fn not_isolated(&self, policy: &SandboxPolicy) -> Vec<String> {
-        if !policy.confines() {
-            return vec!["everything: commands run with your full rights".into()];
-        }
-        if let Availability::Unavailable(_) = &self.availability {
-            return vec!["everything: the sandbox is unavailable, so commands ask first".into()];
-        }
-        let mut gaps = Vec::new();
-        if let Ok(l) = &self.layers.landlock {
-            if !l.scopes && self.layers.namespaces.is_err() {
-                gaps.push("signals to your other processes (Landlock ABI 6 scopes are missing and there is no PID namespace)".into());
-            }
-            if !l.ioctl_dev && self.layers.namespaces.is_err() {
-                gaps.push(
-                    "ioctls on devices (Landlock ABI 5 is missing); the terminal is still detached"
-                        .into(),
-                );
-            }
-        }
-        if self.layers.namespaces.is_err() {
-            gaps.extend(
-                [
-                    "metadata outside the writable roots (chmod, touch, extended attributes): no read-only mount namespace",
-                    "protected paths inside the workspace (.git, AGENTS.md, .mcp.json, …) can be changed; only their creation is undone",
-                    "System V IPC of your other processes: no IPC namespace",
-                    "the shared /tmp (the command's TMPDIR is private, /tmp itself is not)",
-                    "a command that is killed may leave background processes (no PID namespace)",
-                ]
-                .map(String::from),
-            );
-            if policy.effective_network().allowed().is_some() {
-                gaps.push(
-                    "the network allowlist: without a network namespace commands get no network at all"
-                        .into(),
-                );
-            }
-        }
-        gaps
+        gaps(&self.layers, policy)
     }
 
     /// Whether a call the approval gate lets through without asking may run as the policy says:

@@ -56,7 +56,7 @@ impl Guard {
             None => PollTimeout::NONE,
             Some(at) => {
                 let left = at.saturating_duration_since(Instant::now()).as_millis();
-                PollTimeout::try_from(left.min(1000) as u16 + 1).unwrap_or(PollTimeout::NONE)
+                PollTimeout::from(left.min(1000) as u16 + 1)
             }
         }
     }
@@ -94,10 +94,11 @@ impl Guard {
 
     fn sweep(&mut self) {
         for path in &self.missing {
-            if std::fs::symlink_metadata(path).is_ok() && remove(path).is_ok() {
-                if !self.removed.contains(path) {
-                    self.removed.push(path.clone());
-                }
+            if std::fs::symlink_metadata(path).is_ok()
+                && remove(path).is_ok()
+                && !self.removed.contains(path)
+            {
+                self.removed.push(path.clone());
             }
         }
     }

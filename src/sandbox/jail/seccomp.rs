@@ -81,6 +81,8 @@ fn rules(network: &JailNetwork) -> Result<BTreeMap<i64, Vec<SeccompRule>>, Strin
             vec![SeccompRule::new(vec![addressed]).map_err(|e| format!("seccomp: {e}"))?],
         );
     }
+    // The request numbers' type differs between C libraries (`c_ulong`, `c_int`).
+    #[allow(clippy::unnecessary_cast)]
     rules.insert(
         libc::SYS_ioctl,
         vec![

@@ -54,6 +54,16 @@ async fn each_option_kind_decides_the_call_and_always_is_remembered() {
         .as_str()
         .unwrap();
     assert!(text.contains("rejected for this session"), "{text}");
+    // The request says what approving the command means: the default setting runs a command
+    // approved by hand with the user's rights.
+    let b1 = &t.agent_requests("session/request_permission")[2]["toolCall"];
+    let note = b1["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(
+        note,
+        "Once approved, this command runs outside the sandbox, with your full rights."
+    );
 }
 
 #[tokio::test]

@@ -231,3 +231,67 @@ async fn set_sandbox_changes_the_sessions_sandbox_from_the_next_command_on() {
         .await;
     assert_eq!(bad["error"]["code"], -32602);
 }
+
+/// A machine without user namespaces (forced): commands still run sandboxed, with Landlock and
+/// seccomp, and the daemon says once, in `agent/getState` and in each approval what is then
+/// not isolated.
+#[tokio::test]
+async fn fewer_layers_are_said_once_in_the_state_and_in_each_approval() {
+    let mock = MockProvider::start(MockScript {
+        responses: vec![
+            bash_call("c1", "echo x > made.txt"),
+            MockResponse::text("ok"),
+        ],
+    })
+    .await
+    .unwrap();
+    let client = LspClient::spawn(Spawn {
+        provider_url: Some(mock.openai_base_url()),
+        env: vec![("AGENT_LSP_TEST_SANDBOX_NO_NAMESPACES".into(), "1".into())],
+    })
+    .await;
+    client
+        .initialize(
+            LspClient::agent_caps(false),
+            json!({"sandbox": "workspaceWrite"}),
+        )
+        .await;
+    let warning = client
+        .wait_for("the fewer-layers warning", |m| {
+            m["method"] == "window/showMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("fewer layers"))
+        })
+        .await;
+    let text = warning["params"]["message"].as_str().unwrap();
+    assert!(text.contains("no namespaces: forced by"), "{text}");
+    assert!(text.contains("System V IPC"), "{text}");
+    client.set_approvals(Box::new(|_| Some(json!({"decision": "allow"}))));
+    let (session, run, _) = prompt(&client, json!({"message": "go"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    assert!(!tool_results(&events)[0].1, "{:?}", tool_results(&events));
+    let asked = requests_of(&client, "agent/beforeToolCall");
+    let sandbox = &asked[0]["params"]["sandbox"];
+    assert_eq!(sandbox["sandboxed"], true);
+    let gaps = sandbox["notIsolated"].as_array().unwrap();
+    assert!(
+        gaps.iter()
+            .any(|g| g.as_str().unwrap().starts_with("metadata outside")),
+        "{sandbox}"
+    );
+    let state = client
+        .request("agent/getState", json!({"sessionId": session}))
+        .await;
+    let layers = &state["sandbox"]["layers"];
+    assert_eq!(layers["namespaces"]["active"], false, "{layers}");
+    assert!(
+        layers["namespaces"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("forced by AGENT_LSP_TEST_SANDBOX_NO_NAMESPACES")
+    );
+    assert_eq!(layers["landlock"]["active"], true);
+    assert_eq!(layers["seccomp"]["active"], true);
+    assert_eq!(&state["sandbox"]["notIsolated"], &sandbox["notIsolated"]);
+}
