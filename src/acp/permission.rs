@@ -166,8 +166,9 @@ fn sandbox_note(sandbox: &crate::sandbox::ApprovalSandbox) -> String {
         (None, false) => "no network".into(),
     };
     let mut note = format!(
-        "Once approved, this command runs sandboxed ({}, {network}).",
-        sandbox.mode.as_str()
+        "Once approved, this command runs sandboxed ({}, {network}; {}).",
+        sandbox.mode.as_str(),
+        sandbox.layers.join(", ")
     );
     if !sandbox.not_isolated.is_empty() {
         note.push_str(" Not isolated on this machine: ");

@@ -445,6 +445,10 @@ pub struct ApprovalSandbox {
     /// Why the sandbox cannot be used here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
+    /// The layers a sandboxed command runs in here (`Landlock ABI 7`, `user/mount/pid/ipc/net
+    /// namespaces`, `seccomp`, `allowlist proxy`); empty when it runs unsandboxed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<String>,
     /// What a sandboxed command is not kept from on this machine (empty when nothing, or when
     /// it runs unsandboxed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -510,6 +514,10 @@ impl Sandbox {
             allowed_domains: network.allowed().filter(|_| sandboxed).map(|d| d.to_vec()),
             justification,
             unavailable,
+            layers: match sandboxed {
+                true => self.layer_names(&policy),
+                false => Vec::new(),
+            },
             not_isolated: match sandboxed {
                 true => self.not_isolated(&policy),
                 false => Vec::new(),
@@ -556,6 +564,11 @@ impl Sandbox {
     }
 
     fn layers_line(&self, policy: &SandboxPolicy) -> String {
+        self.layer_names(policy).join(", ")
+    }
+
+    /// The layers a command gets under `policy` here, in a few words each.
+    pub fn layer_names(&self, policy: &SandboxPolicy) -> Vec<String> {
         let mut parts = Vec::new();
         if let Ok(l) = &self.layers.landlock {
             parts.push(format!("Landlock ABI {}", l.abi));
@@ -571,6 +584,6 @@ impl Sandbox {
         if policy.effective_network().allowed().is_some() && self.layers.namespaces.is_ok() {
             parts.push("allowlist proxy".into());
         }
-        parts.join(", ")
+        parts
     }
 }

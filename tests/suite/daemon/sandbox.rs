@@ -125,9 +125,23 @@ async fn an_explicit_read_only_sandbox_confines_hand_approved_commands_too() {
     );
     assert!(!client.workspace.path().join("made.txt").exists());
     let asked = requests_of(&client, "agent/beforeToolCall");
+    let mut sandbox = asked[0]["params"]["sandbox"].clone();
+    let layers = sandbox["layers"].take();
     assert_eq!(
-        asked[0]["params"]["sandbox"],
-        json!({"sandboxed": true, "mode": "readOnly", "network": false})
+        sandbox,
+        json!({"sandboxed": true, "mode": "readOnly", "network": false, "layers": null})
+    );
+    // This kernel's Landlock ABI (6 or newer on this machine), then the other layers.
+    let layers: Vec<&str> = layers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(layers[0].starts_with("Landlock ABI "), "{layers:?}");
+    assert_eq!(
+        layers[1..],
+        ["user/mount/pid/ipc/net namespaces", "seccomp"]
     );
 }
 
