@@ -46,6 +46,7 @@ fn sandbox(root: &Path, temp: &Path, layers: Layers) -> Arc<Sandbox> {
         layers,
         secret_env: Vec::new(),
         own_paths: Vec::new(),
+        quarantine: None,
     })
 }
 

@@ -237,6 +237,7 @@ pub fn assemble(
         layers: sandbox::machine_layers(&spec.env),
         secret_env: crate::model_registry::secret_env_names(&spec.env),
         own_paths: sandbox::own_paths(&spec.env),
+        quarantine: sandbox::quarantine_dir(&spec.env, &session_id),
     });
     let options = ToolOptions {
         env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],

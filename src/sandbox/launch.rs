@@ -99,6 +99,7 @@ impl Sandbox {
             },
             protected: self.protected_paths(),
             temp_dir: self.temp_dir.clone(),
+            quarantine: self.quarantine(),
             namespaces,
             network,
             landlock,

@@ -63,9 +63,29 @@ pub fn machine_layers(env: &EnvSource) -> Layers {
     layers::layers(env, launch::launcher())
 }
 
+/// Files in the home folder that run or configure programs at the user's next login, shell or
+/// `git`: protected, with every other dot entry of the home folder, where a writable root
+/// contains the home folder.
+const HOME_STARTUP: [&str; 14] = [
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+    ".gitconfig",
+    ".ssh",
+    ".config",
+    ".local",
+    ".pam_environment",
+];
+
 /// The daemon's own folders, protected where a writable root contains them (a workspace that
 /// is the home folder): its configuration (`models.json` can run commands), its MCP trust and
-/// other state, and its sessions.
+/// other state, and its sessions; and, for the same case, the home folder's dot entries.
 pub fn own_paths(env: &EnvSource) -> Vec<PathBuf> {
     let home = env.get_nonempty("HOME").map(PathBuf::from);
     let xdg = |var: &str, fallback: &str| {
@@ -83,9 +103,32 @@ pub fn own_paths(env: &EnvSource) -> Vec<PathBuf> {
     .into_iter()
     .flatten()
     .collect();
+    if let Some(home) = &home {
+        paths.extend(HOME_STARTUP.iter().map(|name| home.join(name)));
+        let dot_entries = std::fs::read_dir(home).into_iter().flatten().flatten();
+        paths.extend(
+            dot_entries
+                .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+                .map(|e| e.path()),
+        );
+    }
     paths.sort();
     paths.dedup();
     paths
+}
+
+/// Where a session's sandbox keeps copies of the protected paths its commands created (under
+/// the daemon's state folder, protected itself).
+pub fn quarantine_dir(env: &EnvSource, session_id: &str) -> Option<PathBuf> {
+    let state = env
+        .get_nonempty("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| Some(PathBuf::from(env.get_nonempty("HOME")?).join(".local/state")))?;
+    let safe: String = session_id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    Some(state.join("agent-lsp/sandbox-removed").join(safe))
 }
 
 /// Whether this machine can enforce the sandbox at all.
@@ -206,6 +249,8 @@ pub struct Sandbox {
     /// Absolute paths protected besides the setting's (the daemon's own configuration and
     /// state, where they lie inside a writable root).
     own_paths: Vec<PathBuf>,
+    /// Where protected paths a command created are copied before they are removed.
+    quarantine: Option<PathBuf>,
     approved: Mutex<HashSet<String>>,
     proxy: proxy::SessionProxy,
 }
@@ -218,6 +263,9 @@ pub struct SandboxParts {
     pub layers: Layers,
     pub secret_env: Vec<String>,
     pub own_paths: Vec<PathBuf>,
+    /// Where protected paths a command created are copied before they are removed (`None`: not
+    /// kept).
+    pub quarantine: Option<PathBuf>,
 }
 
 impl Sandbox {
@@ -235,6 +283,7 @@ impl Sandbox {
             layers: parts.layers,
             secret_env: parts.secret_env,
             own_paths: parts.own_paths,
+            quarantine: parts.quarantine,
             approved: Mutex::default(),
         })
     }
@@ -403,6 +452,17 @@ impl Sandbox {
         list.sort();
         list.dedup();
         list
+    }
+
+    /// The quarantine folder, made if needed (`None`: none configured, or it cannot be made).
+    pub fn quarantine(&self) -> Option<PathBuf> {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = self.quarantine.as_ref()?;
+        let made = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir);
+        made.ok().map(|()| dir.clone())
     }
 
     /// The session's allowlist proxy (started for the first command that needs it).

@@ -24,7 +24,11 @@ pub fn run(
     nix::sys::prctl::set_child_subreaper(true).map_err(|e| format!("subreaper: {e}"))?;
     nix::unistd::chdir(&spec.cwd)
         .map_err(|e| format!("cannot enter {}: {e}", spec.cwd.display()))?;
-    let mut guard = protect::Guard::start(&spec.writable, &spec.protected);
+    let quarantine = spec.quarantine.clone().map(|dir| protect::Quarantine {
+        shown: dir.clone(),
+        dir,
+    });
+    let mut guard = protect::Guard::start(&spec.writable, &spec.protected, quarantine);
     let launcher = nix::unistd::getpid();
     let worker = match sys::fork().map_err(|e| format!("fork: {e}"))? {
         sys::Forked::Child => {
@@ -74,11 +78,10 @@ pub fn run(
         }
     };
     kill_descendants();
-    let removed = guard.finish();
-    if removed.is_empty() {
+    let Some(report) = guard.finish() else {
         return Ok(end);
-    }
-    eprintln!("{}", protect::report(&removed));
+    };
+    eprintln!("{report}");
     Ok(match end {
         End::Code(0) => End::Code(1),
         other => other,

@@ -3,7 +3,7 @@
 //! worker does (the kernel then kills whatever is left).
 
 use std::ffi::OsString;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::PathBuf;
 
 use nix::errno::Errno;
@@ -45,6 +45,14 @@ fn supervise(
     ctl: &OwnedFd,
     proxy_dir: Option<OwnedFd>,
 ) -> Result<End, String> {
+    // The quarantine is read-only in the view: keep a writable clone of it first.
+    let quarantine = match &spec.quarantine {
+        Some(dir) => Some((
+            mounts::writable_clone(dir).map_err(|e| e.to_string())?,
+            dir.clone(),
+        )),
+        None => None,
+    };
     mounts::build(spec).map_err(|e| e.to_string())?;
     nix::unistd::chdir(&spec.cwd)
         .map_err(|e| format!("cannot enter {}: {e}", spec.cwd.display()))?;
@@ -55,7 +63,13 @@ fn supervise(
         }
         JailNetwork::Off | JailNetwork::On => None,
     };
-    let mut guard = protect::Guard::start(&spec.writable, &spec.protected);
+    let quarantine = quarantine.map(|(fd, shown)| {
+        let dir = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
+        // The clone lives as long as init: its descriptor is never closed.
+        std::mem::forget(fd);
+        protect::Quarantine { dir, shown }
+    });
+    let mut guard = protect::Guard::start(&spec.writable, &spec.protected, quarantine);
     let mut children = SigSet::empty();
     children.add(Signal::SIGCHLD);
     let sigfd = SignalFd::with_flags(&children, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK)
@@ -77,11 +91,10 @@ fn supervise(
     }
     let end = wait_for(worker, &sigfd, ctl, &mut guard)?;
     end_everything_else();
-    let removed = guard.finish();
-    if removed.is_empty() {
+    let Some(report) = guard.finish() else {
         return Ok(end);
-    }
-    eprintln!("{}", protect::report(&removed));
+    };
+    eprintln!("{report}");
     Ok(match end {
         End::Code(0) => End::Code(1),
         other => other,

@@ -133,6 +133,12 @@ fn clones(spec: &JailSpec) -> Result<Vec<Attachment>, MountError> {
     Ok(out)
 }
 
+/// A writable detached copy of the mount tree at `path`, to reach it through its descriptor
+/// once the view is read-only.
+pub fn writable_clone(path: &Path) -> Result<OwnedFd, MountError> {
+    clone_tree(path, false)
+}
+
 /// A detached recursive copy of the mount tree at `path` (read-only when asked).
 fn clone_tree(path: &Path, read_only: bool) -> Result<OwnedFd, MountError> {
     let flags = OpenTreeFlags::OPEN_TREE_CLONE

@@ -31,6 +31,7 @@ fn namespaces() -> Result<(), String> {
         writable: Vec::new(),
         protected: Vec::new(),
         temp_dir: temp.clone(),
+        quarantine: None,
         namespaces: true,
         network: JailNetwork::Off,
         landlock: Landlock {

@@ -4,7 +4,10 @@
 //! a parent repository). So, as Codex does, the jail's init watches for them (inotify on the
 //! nearest existing folder) and removes what the command creates there at once; when the
 //! command's processes are all gone it looks once more, and a command that created one is
-//! reported as failed. Nothing here ever removes what existed before the command started.
+//! reported as failed. Nothing here ever removes what existed before the command started,
+//! and what it removes is first copied (files and folders, bounded) into a quarantine folder
+//! of the daemon's, named in the report: a file the user happened to create there while the
+//! command ran (an `AGENTS.md` saved from the editor) is not lost.
 //!
 //! The watch starts only once a command has run for [`WATCH_AFTER`]: closing an inotify
 //! instance waits for the kernel's SRCU grace period (8-25 ms measured here), which would
@@ -22,8 +25,20 @@ use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 /// looking at the end.
 pub const WATCH_AFTER: Duration = Duration::from_millis(100);
 
+/// What a quarantine copy may hold of one removed path.
+const COPY_MAX_BYTES: u64 = 16 * 1024 * 1024;
+const COPY_MAX_ENTRIES: usize = 2000;
+
+/// Where removed paths are copied: `dir` as the guard reaches it (through a descriptor in the
+/// jail, whose view of it is read-only otherwise), `shown` as the user finds it.
+pub struct Quarantine {
+    pub dir: PathBuf,
+    pub shown: PathBuf,
+}
+
 /// The protected paths missing when the command started, and the watches on them.
 pub struct Guard {
+    quarantine: Option<Quarantine>,
     missing: Vec<PathBuf>,
     inotify: Option<Inotify>,
     watched: HashMap<PathBuf, WatchDescriptor>,
@@ -35,7 +50,7 @@ pub struct Guard {
 
 impl Guard {
     /// Notes which of `protected` (relative to each of `roots`) are missing now.
-    pub fn start(roots: &[PathBuf], protected: &[String]) -> Guard {
+    pub fn start(roots: &[PathBuf], protected: &[String], quarantine: Option<Quarantine>) -> Guard {
         let missing: Vec<PathBuf> = roots
             .iter()
             .flat_map(|root| protected.iter().map(move |rel| root.join(rel)))
@@ -43,6 +58,7 @@ impl Guard {
             .collect();
         Guard {
             watch_at: (!missing.is_empty()).then(|| Instant::now() + WATCH_AFTER),
+            quarantine,
             missing,
             inotify: None,
             watched: HashMap::new(),
@@ -85,19 +101,34 @@ impl Guard {
         self.arm();
     }
 
-    /// The last look, once the command's processes are gone: what the command created and
-    /// the guard removed.
-    pub fn finish(mut self) -> Vec<PathBuf> {
+    /// The last look, once the command's processes are gone: the report of what the command
+    /// created and the guard removed (`None`: nothing).
+    pub fn finish(mut self) -> Option<String> {
         self.sweep();
-        self.removed
+        if self.removed.is_empty() {
+            return None;
+        }
+        Some(report(
+            &self.removed,
+            self.quarantine.as_ref().map(|q| &q.shown),
+        ))
     }
 
     fn sweep(&mut self) {
-        for path in &self.missing {
-            if std::fs::symlink_metadata(path).is_ok()
-                && remove(path).is_ok()
-                && !self.removed.contains(path)
-            {
+        for at in 0..self.missing.len() {
+            let path = &self.missing[at];
+            if std::fs::symlink_metadata(path).is_err() {
+                continue;
+            }
+            if let Some(q) = &self.quarantine {
+                let stamp = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos());
+                let name = path.file_name().map(PathBuf::from).unwrap_or_default();
+                let to = q.dir.join(format!("{stamp}-{at}")).join(name);
+                let _ = copy_bounded(path, &to, &mut Budget::new());
+            }
+            if remove(path).is_ok() && !self.removed.contains(path) {
                 self.removed.push(path.clone());
             }
         }
@@ -139,13 +170,60 @@ fn remove(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// How much a quarantine copy may still take.
+struct Budget {
+    bytes: u64,
+    entries: usize,
+}
+
+impl Budget {
+    fn new() -> Budget {
+        Budget {
+            bytes: COPY_MAX_BYTES,
+            entries: COPY_MAX_ENTRIES,
+        }
+    }
+}
+
+/// Copies `from` (a file, a link as a link, or a folder) to `to`, within the budget; what
+/// does not fit is left out.
+fn copy_bounded(from: &Path, to: &Path, budget: &mut Budget) -> std::io::Result<()> {
+    if budget.entries == 0 {
+        return Ok(());
+    }
+    budget.entries -= 1;
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let meta = std::fs::symlink_metadata(from)?;
+    if meta.file_type().is_symlink() {
+        return std::os::unix::fs::symlink(std::fs::read_link(from)?, to);
+    }
+    if meta.is_dir() {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)?.flatten() {
+            let _ = copy_bounded(&entry.path(), &to.join(entry.file_name()), budget);
+        }
+        return Ok(());
+    }
+    if meta.is_file() && meta.len() <= budget.bytes {
+        budget.bytes -= meta.len();
+        std::fs::copy(from, to)?;
+    }
+    Ok(())
+}
+
 /// The message for the command's output when the guard removed something.
-pub fn report(removed: &[PathBuf]) -> String {
+fn report(removed: &[PathBuf], copies: Option<&PathBuf>) -> String {
     let list: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
+    let kept = match copies {
+        Some(dir) => format!(" (a copy is in {})", dir.display()),
+        None => String::new(),
+    };
     format!(
         "agent-lsp sandbox: this command created {}, which the sandbox protects (git's hooks and \
          config, the agent's instructions and settings, MCP servers and editors' project \
-         settings run or load outside the sandbox later); it was removed and the command \
+         settings run or load outside the sandbox later); it was removed{kept} and the command \
          counts as failed. If it really must create it, ask to rerun the command outside the \
          sandbox.",
         list.join(", ")

@@ -27,6 +27,9 @@ pub struct JailSpec {
     pub protected: Vec<String>,
     /// The command's private temporary directory (its `/tmp` when namespaces are used).
     pub temp_dir: PathBuf,
+    /// Where protected paths the command created are copied before they are removed (an
+    /// existing folder of the daemon's); `None`: not copied.
+    pub quarantine: Option<PathBuf>,
     /// User, mount, PID, IPC (and network) namespaces; `false`: Landlock and seccomp only.
     pub namespaces: bool,
     pub network: JailNetwork,

@@ -100,6 +100,7 @@ impl Harness {
                 layers,
                 secret_env: vec!["AGENT_LSP_TEST_SECRET".into()],
                 own_paths: Vec::new(),
+                quarantine: Some(base.path().join("removed")),
             })
         });
         let tools = coding_tools(
