@@ -100,9 +100,14 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// What identifies a running server: two sessions with the same key share it.
+    /// What identifies a running server: two sessions with the same key share it. Everything
+    /// that decides how the server runs or how its tools are approved is in it, so a session
+    /// whose entry changed any of that gets a server of its own.
     pub fn key(&self) -> String {
-        format!("{}\u{0}{:?}", self.name, self.transport)
+        format!(
+            "{}\u{0}{:?}\u{0}{:?}\u{0}{:?}\u{0}{:?}",
+            self.name, self.transport, self.approval, self.startup_timeout, self.tool_timeout
+        )
     }
 
     /// The command line or URL, as shown to the user in a trust prompt.

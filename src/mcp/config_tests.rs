@@ -118,3 +118,23 @@ fn expansion_reads_the_environment_and_keeps_escapes() {
     assert!(expand("${TOKEN", &env()).unwrap_err().contains("unclosed"));
     assert_eq!(expand("no vars", &env()).unwrap(), "no vars");
 }
+
+#[test]
+fn entries_that_differ_in_approval_or_timeouts_do_not_share_a_server() {
+    let (servers, errors) = parse(json!({
+        "a": {"command": "srv"},
+        "b": {"command": "srv", "approval": "allow"},
+        "c": {"command": "srv", "toolTimeoutMs": 5000}
+    }));
+    assert!(errors.is_empty(), "{errors:?}");
+    let keys: Vec<String> = servers
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            s.name = "same".into();
+            s.key()
+        })
+        .collect();
+    assert_ne!(keys[0], keys[1]);
+    assert_ne!(keys[0], keys[2]);
+}
