@@ -309,3 +309,34 @@ async fn fewer_layers_are_said_once_in_the_state_and_in_each_approval() {
     assert_eq!(layers["seccomp"]["active"], true);
     assert_eq!(&state["sandbox"]["notIsolated"], &sandbox["notIsolated"]);
 }
+
+#[tokio::test]
+async fn set_sandbox_takes_a_list_of_domains_and_refuses_a_malformed_one() {
+    let (_mock, client) = agent_setup(
+        vec![MockResponse::text("ok")],
+        LspClient::agent_caps(false),
+        json!({}),
+    )
+    .await;
+    let (session, run, _) = prompt(&client, json!({"message": "hi"})).await;
+    client.wait_settled(&session, &run).await;
+    let set = client
+        .request(
+            "agent/setSandbox",
+            json!({"sessionId": session, "sandbox": "workspaceWrite",
+                   "sandboxNetwork": ["Crates.io", "*.npmjs.org"]}),
+        )
+        .await;
+    assert_eq!(set["sandbox"]["network"], false);
+    assert_eq!(
+        set["sandbox"]["allowedDomains"],
+        json!(["crates.io", "*.npmjs.org"])
+    );
+    let bad = client
+        .request_raw(
+            "agent/setSandbox",
+            json!({"sessionId": session, "sandbox": "workspaceWrite", "sandboxNetwork": ["a b"]}),
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+}

@@ -221,3 +221,32 @@ async fn run_args(h: &Harness, args: Value) -> AgentToolResult {
         Err(e) => panic!("unexpected error {e}"),
     }
 }
+
+#[tokio::test]
+async fn the_allowlist_proxy_refuses_other_hosts_and_the_status_lists_them() {
+    let h = Harness::sandboxed(
+        SandboxPolicy {
+            mode: SandboxMode::WorkspaceWrite,
+            network: Network::Allow(vec!["crates.io".into()]),
+        },
+        Availability::Available,
+    );
+    let refused = run(
+        &h,
+        "curl -sS -o /dev/null -w '%{http_code}' http://example.com/",
+    )
+    .await;
+    assert_eq!(text(&refused), "403");
+    assert_eq!(
+        sandbox_details(&refused),
+        json!({"mode": "workspaceWrite", "network": false, "allowedDomains": ["crates.io"]})
+    );
+    let status = h.sandbox.as_ref().unwrap().status_json();
+    assert_eq!(status["refusedHosts"], json!(["example.com:80"]));
+    assert_eq!(status["allowedDomains"], json!(["crates.io"]));
+    assert_eq!(status["layers"]["proxy"]["active"], true);
+    assert_eq!(
+        status["layers"]["namespaces"]["kinds"],
+        json!(["user", "mount", "pid", "ipc", "net"])
+    );
+}
