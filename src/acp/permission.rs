@@ -152,32 +152,6 @@ const OPTIONS: [(&str, &str, acp::PermissionOptionKind, Decision); 4] = [
     ),
 ];
 
-/// What approving a `bash` call means for the sandbox, for the permission request's content:
-/// sandboxed (under which rules, and what is not isolated on this machine) or with the user's
-/// full rights.
-fn sandbox_note(sandbox: &crate::sandbox::ApprovalSandbox) -> String {
-    if !sandbox.sandboxed {
-        return "Once approved, this command runs outside the sandbox, with your full rights."
-            .into();
-    }
-    let network = match (&sandbox.allowed_domains, sandbox.network) {
-        (Some(domains), _) => format!("network only to {}", domains.join(", ")),
-        (None, true) => "network allowed".into(),
-        (None, false) => "no network".into(),
-    };
-    let mut note = format!(
-        "Once approved, this command runs sandboxed ({}, {network}; {}).",
-        sandbox.mode.as_str(),
-        sandbox.layers.join(", ")
-    );
-    if !sandbox.not_isolated.is_empty() {
-        note.push_str(" Not isolated on this machine: ");
-        note.push_str(&sandbox.not_isolated.join("; "));
-        note.push('.');
-    }
-    note
-}
-
 /// Asks the client; the tool call carries the diff an `edit` or `write` would make.
 async fn ask(
     session: &Arc<AcpSession>,
@@ -207,7 +181,7 @@ async fn ask(
                 "Run unsandboxed (sandbox unavailable: {reason}): {command}"
             ));
         }
-        let note = crate::acp::updates::text_block(&sandbox_note(&sandbox));
+        let note = crate::acp::updates::text_block(&sandbox.note());
         tool_call
             .fields
             .content

@@ -515,6 +515,34 @@ pub struct ApprovalSandbox {
     pub not_isolated: Vec<String>,
 }
 
+impl ApprovalSandbox {
+    /// What approving the call means, in one sentence or two, for clients that show text only
+    /// (ACP's permission request, generic LSP clients' message): sandboxed (under which rules
+    /// and layers, and what is not isolated on this machine) or with the user's full rights.
+    pub fn note(&self) -> String {
+        if !self.sandboxed {
+            return "Once approved, this command runs outside the sandbox, with your full rights."
+                .into();
+        }
+        let network = match (&self.allowed_domains, self.network) {
+            (Some(domains), _) => format!("network only to {}", domains.join(", ")),
+            (None, true) => "network allowed".into(),
+            (None, false) => "no network".into(),
+        };
+        let mut note = format!(
+            "Once approved, this command runs sandboxed ({}, {network}; {}).",
+            self.mode.as_str(),
+            self.layers.join(", ")
+        );
+        if !self.not_isolated.is_empty() {
+            note.push_str(" Not isolated on this machine: ");
+            note.push_str(&self.not_isolated.join("; "));
+            note.push('.');
+        }
+        note
+    }
+}
+
 fn is_escalation(tool: &str, args: &Value) -> Option<String> {
     (tool == "bash" && args.get("sandbox").and_then(Value::as_bool) == Some(false)).then(|| {
         args.get("justification")

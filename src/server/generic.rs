@@ -241,11 +241,15 @@ pub async fn ask(
 ) -> Result<Answer, String> {
     let ctx = &session.ctx;
     let timeout = ctx.config.approval_timeout();
-    let detail = match &request.preview {
+    let mut detail = match &request.preview {
         Some(Preview::Command { command, cwd }) => format!("{command}\n(in {cwd})"),
         Some(Preview::Diff { diff, .. }) => diff.chars().take(1500).collect(),
         None => String::new(),
     };
+    if let Some(sandbox) = &request.sandbox {
+        detail.push('\n');
+        detail.push_str(&sandbox.note());
+    }
     if ctx.config.message_actions {
         let actions = ACTIONS.iter().map(|(title, _)| MessageActionItem {
             title: (*title).to_owned(),

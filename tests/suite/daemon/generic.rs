@@ -68,6 +68,13 @@ async fn generic_client_end_to_end_with_message_action_approvals() {
             .contains("Run: echo generic-ok"),
         "{ask}"
     );
+    // The default sandbox runs a command approved by hand with the user's rights: it says so.
+    assert!(
+        ask["message"].as_str().unwrap().ends_with(
+            "Once approved, this command runs outside the sandbox, with your full rights."
+        ),
+        "{ask}"
+    );
     assert_eq!(ask["actions"].as_array().unwrap().len(), 4);
     let progress: Vec<String> = notifications(&client, "$/progress")
         .iter()
