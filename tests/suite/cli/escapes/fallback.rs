@@ -41,6 +41,9 @@ async fn without_namespaces_landlock_and_seccomp_still_hold_and_the_status_says_
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
         .filter(|c| String::from_utf8_lossy(c).contains(&marker))
         .count();
+    let _ = std::process::Command::new("pkill")
+        .args(["-f", &marker])
+        .status();
     a.assert_ran();
     let status = stderr(&a.out);
     assert!(status.contains("no namespaces (forced by"), "{status}");

@@ -34,17 +34,23 @@ impl Drop for Victim {
 async fn signals_reach_no_process_outside() {
     let mut victim = Victim::start();
     let pid = victim.pid();
-    let a = attack(
-        &[
-            format!("kill -9 {pid}; kill -STOP $PPID; echo \"ppid=$PPID\""),
-            "ps -e -o pid= | wc -l".into(),
-        ],
-        &[],
-        |_| {},
+    // A command that stops agent-lsp itself would leave the run hanging: the bound only ever
+    // ends a failing test.
+    let a = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        attack(
+            &[
+                format!("kill -9 {pid}; kill -STOP $PPID; echo \"ppid=$PPID\""),
+                "ps -e -o pid= | wc -l".into(),
+            ],
+            &[],
+            |_| {},
+        ),
     )
     .await;
+    assert!(victim.alive(), "the command killed a process outside");
+    let a = a.expect("agent-lsp never finished: the command stopped it");
     a.assert_ran();
-    assert!(victim.alive(), "{:?}", a.results());
     let results = a.results();
     assert!(results[0].contains("ppid=1"), "{results:?}");
     // The command sees its own processes only: the jail's init, the shell, ps and wc.
@@ -66,11 +72,12 @@ fn make_queue() -> String {
         .to_string()
 }
 
+/// Whether queue `id` exists (`ipcs -i` exits 0 either way: its answer is what it prints).
 fn queue_exists(id: &str) -> bool {
     Command::new("ipcs")
         .args(["-q", "-i", id])
         .output()
-        .is_ok_and(|o| o.status.success())
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(&format!("msqid={id}\n")))
 }
 
 #[tokio::test]
@@ -87,6 +94,8 @@ async fn the_users_system_v_ipc_is_out_of_reach() {
     let _ = Command::new("ipcrm").args(["-q", &id]).status();
     a.assert_ran();
     assert!(survived, "{}", a.result());
+    // In its own IPC namespace the command does not even see the queue.
+    assert!(a.result().contains("invalid id"), "{}", a.result());
 }
 
 /// The processes whose command line holds `marker`.
