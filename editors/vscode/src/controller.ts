@@ -10,7 +10,7 @@ import { ApprovalRegistry } from './approvals';
 import { BinaryMissingError, createClient, readConfig } from './client';
 import { ChatCompletions } from './completions';
 import { LiveControls } from './controls';
-import { askMcpTrust, isMcpTrustRequest, McpServersView } from './mcpView';
+import { askMcpTrust, McpServersView } from './mcpView';
 import { currentText, resolveToolUri, showDiff, showUnifiedDiff, SnapshotStore } from './diffs';
 import { DiagnosticsForwarder, saveDocuments } from './documents';
 import {
@@ -18,10 +18,12 @@ import {
   type FileChange, type GetMessagesResult, type ListSessionsResult, Methods, type NewSessionResult,
   type PromptResult, type QueueResult, type RemoveQueuedParams, type RemoveQueuedResult, type SessionState,
 } from './protocol';
-import { type ChatAction, type ChatState, initialState, isEditTool, reduce, sandboxNote, splitUserContent, toolPath } from './shared/chatState';
+import { type ChatAction, type ChatState, initialState, isEditTool, reduce, splitUserContent, toolPath } from './shared/chatState';
 import { buildMessage, type ContextItem, contextLabel } from './shared/context';
 import { EditPreviewError, proposedContent } from './shared/edits';
 import { UNSAVED_WARNING } from './shared/render';
+import { isMcpTrustRequest } from './shared/mcpTrust';
+import { sandboxNoteLine } from './shared/sandbox';
 import { sessionChoices } from './shared/sessions';
 import type { HostToView, ViewStatus } from './shared/messages';
 
@@ -91,7 +93,7 @@ export class Controller implements vscode.Disposable {
 
   /** An approval for a session the chat is not showing (a background run): ask in a notification. */
   private async askElsewhere(requestId: string, params: BeforeToolCallParams): Promise<void> {
-    const sandbox = sandboxNote(params.sandbox);
+    const sandbox = sandboxNoteLine(params.sandbox);
     const warning = `${params.savesUnsavedChanges ? ` ${UNSAVED_WARNING}` : ''}${sandbox ? ` ${sandbox}` : ''}`;
     const choice = await vscode.window.showWarningMessage(`Agent (session ${params.sessionId.slice(0, 8)}): ${params.title || params.toolName}${warning}`, 'Allow', 'Reject');
     this.approvals.answer(requestId, { decision: choice === 'Allow' ? 'allow' : 'block', reason: choice ? undefined : 'No answer from the user' });
