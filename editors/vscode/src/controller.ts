@@ -174,6 +174,12 @@ export class Controller implements vscode.Disposable {
       return;
     }
     this.client = client;
+    for (const problem of config.problems) {
+      this.output.appendLine(`settings: ${problem}`);
+      void vscode.window.showWarningMessage(`agent-lsp: ${problem}`, 'Open Settings').then((choice) => {
+        if (choice) void vscode.commands.executeCommand('workbench.action.openSettings', problem.split(':')[0]);
+      });
+    }
     client.onDidChangeState((e) => {
       // 1 = Stopped, 2 = Running (vscode-languageclient's State enum).
       if (e.newState === 1 && this.client === client) this.setStatus({ connection: 'stopped', message: 'The agent daemon stopped. See the "agent-lsp" output for its log.' });
