@@ -23,7 +23,7 @@ import { buildMessage, type ContextItem, contextLabel } from './shared/context';
 import { EditPreviewError, proposedContent } from './shared/edits';
 import { UNSAVED_WARNING } from './shared/render';
 import { isMcpTrustRequest } from './shared/mcpTrust';
-import { sandboxNoteLine } from './shared/sandbox';
+import { sandboxNoteLine, sandboxStatusLines, sandboxSummary } from './shared/sandbox';
 import { sessionChoices } from './shared/sessions';
 import type { HostToView, ViewStatus } from './shared/messages';
 
@@ -352,6 +352,28 @@ export class Controller implements vscode.Disposable {
     if (this.state.sessionId) return this.state.sessionId;
     await this.newSession();
     return this.state.sessionId;
+  }
+
+  /**
+   * "Agent: Show Sandbox Status" (and the footer's sandbox link): the shown session's
+   * `agent/getState.sandbox` in a modal, its mode, network, every layer, what it does not
+   * isolate on this machine and the hosts its allowlist refused (protocol.md §3.17).
+   */
+  async showSandboxStatus(): Promise<void> {
+    const client = this.requireClient();
+    if (!client) return;
+    const sessionId = await this.ensureSession();
+    if (!sessionId) return;
+    try {
+      const st = await client.sendRequest<SessionState>(Methods.getState, { sessionId });
+      if (!st.sandbox) { void vscode.window.showInformationMessage('This agent-lsp daemon does not report a command sandbox.'); return; }
+      const { text } = sandboxSummary(st.sandbox);
+      const choice = await vscode.window.showInformationMessage(`Command sandbox of this session (${text.replace(/^sandbox: /, '')})`,
+        { modal: true, detail: sandboxStatusLines(st.sandbox).join('\n') }, 'Open Settings');
+      if (choice) await vscode.commands.executeCommand('workbench.action.openSettings', 'agentLsp.sandbox');
+    } catch (e) {
+      this.reportError(e);
+    }
   }
 
   /**

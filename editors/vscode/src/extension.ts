@@ -67,6 +67,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     vscode.commands.registerCommand('agentLsp.refreshMcp', () => c.mcp.refresh()),
     vscode.commands.registerCommand('agentLsp.mcpAskTrust', () => c.mcp.askTrust()),
+    vscode.commands.registerCommand('agentLsp.showSandboxStatus', () => c.showSandboxStatus()),
     vscode.commands.registerCommand('agentLsp.restart', () => c.restart()),
     vscode.commands.registerCommand('agentLsp.addSelection', () => {
       const editor = vscode.window.activeTextEditor;

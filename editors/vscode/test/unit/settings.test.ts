@@ -38,6 +38,7 @@ test('the new sandbox settings: sandboxNetwork takes true/false or domains, sand
   // Every setting but the trace is sent at the daemon's start: changing one restarts it.
   const sent = Object.keys(properties).map((k) => k.replace('agentLsp.', '')).filter((k) => k !== 'trace.server').sort();
   assert.deepEqual([...RESTART_SETTINGS].sort(), sent);
+  assert.ok(pkg.contributes.commands.some((c: { command: string }) => c.command === 'agentLsp.showSandboxStatus'));
 });
 
 /** A configuration with per-key inspect answers; `get` merges them as a VS Code that did not filter would. */
