@@ -422,6 +422,8 @@ export interface ApprovalSandbox {
   justification?: string;
   /** Why the sandbox cannot be used here. */
   unavailable?: string;
+  /** The layers a sandboxed command runs in here (`Landlock ABI 7`, `…namespaces`, `seccomp`, `allowlist proxy`). */
+  layers?: string[];
   /** What a sandboxed command is not kept from on this machine (absent when nothing). */
   notIsolated?: string[];
 }

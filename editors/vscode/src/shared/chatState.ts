@@ -12,7 +12,7 @@ import type {
   AgentEventParams, AgentMessage, AssistantMessage, BeforeToolCallParams, CompactionReason,
   ContentBlock, QueuedMessage, ToolResultMessage, Usage,
 } from '../protocol';
-import { sandboxGaps, sandboxNote } from './sandbox';
+import { sandboxGaps, sandboxLayers, sandboxNote } from './sandbox';
 
 export type ToolStatus = 'streaming' | 'approval' | 'running' | 'done' | 'error' | 'blocked' | 'aborted';
 
@@ -44,6 +44,8 @@ export interface PendingApproval {
   savesUnsavedChanges?: boolean;
   /** For bash: how the command runs once approved (§3.17), in words. */
   sandboxNote?: string;
+  /** For a sandboxed command: the layers it runs in here (`Landlock ABI 7`, `seccomp`, …). */
+  sandboxLayers?: string[];
   /** For a sandboxed command: what the sandbox does not keep it from on this machine. */
   sandboxGaps?: string[];
 }
@@ -489,6 +491,7 @@ function applyApprovalRequest(state: ChatState, requestId: string, p: BeforeTool
     cwd: preview?.type === 'command' ? preview.cwd : undefined,
     savesUnsavedChanges: p.savesUnsavedChanges === true ? true : undefined,
     sandboxNote: sandboxNote(p.sandbox),
+    sandboxLayers: sandboxLayers(p.sandbox).length > 0 ? sandboxLayers(p.sandbox) : undefined,
     sandboxGaps: sandboxGaps(p.sandbox).length > 0 ? sandboxGaps(p.sandbox) : undefined,
   };
   const shown = state.items.some((it) => it.kind === 'assistant' && it.blocks.some((b) => b.type === 'tool' && b.toolCallId === p.toolCallId));

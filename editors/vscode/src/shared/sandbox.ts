@@ -1,6 +1,7 @@
 /**
  * The command sandbox in words (protocol.md §3.17): what an approval card says about a `bash`
- * call (`agent/beforeToolCall.sandbox`, §4.2), the status of a session's sandbox
+ * call (`agent/beforeToolCall.sandbox`, §4.2: how it runs, the network allowlist, the layers it
+ * runs in and what is not isolated here), the status of a session's sandbox
  * (`agent/getState.sandbox`, §3.6) for "Agent: Show Sandbox Status" and the chat footer, and the
  * `sandboxNetwork` setting checked as the daemon checks it. Pure: unit-tested.
  */
@@ -37,15 +38,22 @@ export function sandboxGaps(s: ApprovalSandbox | undefined): string[] {
   return (s.notIsolated ?? []).filter((g) => typeof g === 'string' && g !== '');
 }
 
+/** The layers a command that runs sandboxed gets here, as the approval names them (empty: none said). */
+export function sandboxLayers(s: ApprovalSandbox | undefined): string[] {
+  if (!s?.sandboxed) return [];
+  return (s.layers ?? []).filter((l) => typeof l === 'string' && l !== '');
+}
+
 /** Heading of the gaps' list, on a card and in the status. */
 export const NOT_ISOLATED = 'Not isolated here:';
 
 /** The approval's sandbox text in one line (a notification has no room for a list). */
 export function sandboxNoteLine(s: ApprovalSandbox | undefined): string | undefined {
   const note = sandboxNote(s);
+  const layers = sandboxLayers(s);
   const gaps = sandboxGaps(s);
   if (!note) return undefined;
-  return gaps.length > 0 ? `${note} ${NOT_ISOLATED} ${gaps.join('; ')}.` : note;
+  return `${note}${layers.length > 0 ? ` Layers: ${layers.join(', ')}.` : ''}${gaps.length > 0 ? ` ${NOT_ISOLATED} ${gaps.join('; ')}.` : ''}`;
 }
 
 function layerState(l: { available: boolean; active: boolean; reason?: string } | undefined, details = ''): string {

@@ -58,16 +58,19 @@ test('a sandboxed command\'s approval names its network allowlist and everything
       args: { command: 'cargo fetch' }, preview: { type: 'command', command: 'cargo fetch', cwd: '/w' }, sandbox: sandbox as never } });
     return renderItem(s, s.items[0], new Set());
   };
-  const allowlist = card({ sandboxed: true, mode: 'workspaceWrite', network: false, allowedDomains: ['crates.io', '*.npmjs.org'] });
+  const allowlist = card({ sandboxed: true, mode: 'workspaceWrite', network: false, allowedDomains: ['crates.io', '*.npmjs.org'],
+    layers: ['Landlock ABI 7', 'user/mount/pid/ipc namespaces', 'seccomp', 'allowlist proxy'] });
   assert.ok(allowlist.includes('; network only to crates.io, *.npmjs.org.'), allowlist);
+  assert.ok(allowlist.includes('<div class="approval-sandbox layers">Layers: Landlock ABI 7, user/mount/pid/ipc namespaces, seccomp, allowlist proxy.</div>'), allowlist);
   assert.ok(!allowlist.includes('Not isolated here'), 'nothing to list on a machine with every layer');
   assert.ok(card({ sandboxed: true, mode: 'workspaceWrite', network: false, allowedDomains: [] }).includes('; no network (the allowlist names no host).'));
   const gaps = card({ sandboxed: true, mode: 'workspaceWrite', network: false, allowedDomains: ['crates.io'], notIsolated: [
     'System V IPC of your other processes: no IPC namespace', 'the shared /tmp <and> more'] });
   assert.ok(gaps.includes('<div class="approval-sandbox gaps">Not isolated here:<ul><li>System V IPC of your other processes: no IPC namespace</li><li>the shared /tmp &lt;and&gt; more</li></ul></div>'), gaps);
   assert.ok(gaps.includes('network only to crates.io'), gaps);
-  // A command that runs unsandboxed has no sandbox to fall short.
-  assert.ok(!card({ sandboxed: false, mode: 'off', network: true, notIsolated: ['x'] }).includes('Not isolated here'));
+  // A command that runs unsandboxed has no sandbox to fall short, and no layers.
+  const outside = card({ sandboxed: false, mode: 'off', network: true, notIsolated: ['x'], layers: ['seccomp'] });
+  assert.ok(!outside.includes('Not isolated here') && !outside.includes('Layers:'), outside);
 });
 
 test('tool targets name the path, command or pattern', () => {

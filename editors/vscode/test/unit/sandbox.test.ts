@@ -69,8 +69,8 @@ test('an unavailable sandbox and the mode off say what that means', () => {
 });
 
 test('a background approval says it all in one line', () => {
-  assert.equal(sandboxNoteLine({ sandboxed: true, mode: 'workspaceWrite', network: false, allowedDomains: ['crates.io'], notIsolated: ['a', 'b'] }),
-    'Sandboxed: writes only inside the workspace (not its protected paths, such as .git) and its temporary directory; network only to crates.io. Not isolated here: a; b.');
+  assert.equal(sandboxNoteLine({ sandboxed: true, mode: 'workspaceWrite', network: false, allowedDomains: ['crates.io'], layers: ['Landlock ABI 7', 'seccomp'], notIsolated: ['a', 'b'] }),
+    'Sandboxed: writes only inside the workspace (not its protected paths, such as .git) and its temporary directory; network only to crates.io. Layers: Landlock ABI 7, seccomp. Not isolated here: a; b.');
   assert.equal(sandboxNoteLine({ sandboxed: false, mode: 'off', network: true }), 'Runs with your full rights (no sandbox).');
   assert.equal(sandboxNoteLine(undefined), undefined);
 });

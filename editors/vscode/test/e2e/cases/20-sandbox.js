@@ -102,7 +102,7 @@ exports.register = ({ testCase, until, runCommand, readTraces, text, send, log, 
       await card.waitFor({ timeout: 30000 });
       const asked = await card.innerText();
       for (const want of ['Sandboxed: writes only inside the workspace (not its protected paths, such as .git) and its temporary directory; network only to crates.io, *.npmjs.org.',
-        'Not isolated here:', 'System V IPC of your other processes', 'the network allowlist: without a network namespace commands get no network at all']) {
+        'Layers: Landlock ABI', 'no namespaces', 'seccomp', 'Not isolated here:', 'System V IPC of your other processes', 'the network allowlist: without a network namespace commands get no network at all']) {
         if (!asked.includes(want)) throw new Error(`the approval lacks "${want}": ${asked}`);
       }
       await page.screenshot({ path: path.join(artifacts, '21-sandbox-approval.png') });
