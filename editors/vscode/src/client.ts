@@ -15,6 +15,7 @@ import {
   type InitializationOptions, Methods, type SaveDocumentsParams, type SaveDocumentsResult,
 } from './protocol';
 import { resolveBinary } from './shared/binary';
+import { daemonSettings } from './shared/settings';
 
 export interface AgentHandlers {
   onEvent(params: AgentEventParams): void;
@@ -48,30 +49,20 @@ export interface DaemonConfig {
   cwd?: string;
   /** Whether diagnostics are forwarded (sent in `initialize`: changing it restarts the daemon). */
   forwardDiagnostics: boolean;
+  /** Setting values left out because the daemon would refuse them (shown to the user). */
+  problems: string[];
 }
 
+/**
+ * The daemon's settings. The security-relevant ones come from the user's settings only (see
+ * `shared/settings.ts`): a workspace's `.vscode/settings.json` cannot change the binary, its
+ * environment, the approval policy or the sandbox.
+ */
 export function readConfig(): DaemonConfig {
   const c = vscode.workspace.getConfiguration('agentLsp');
-  const init: InitializationOptions = {};
-  const model = c.get<unknown>('model');
-  if (typeof model === 'string' && model.trim() !== '') init.model = model.trim();
-  const approval = c.get<Record<string, 'allow' | 'ask' | 'block'> | null>('approval');
-  if (approval && typeof approval === 'object') init.approval = approval;
-  const save = c.get<string>('saveAfterEdit');
-  if (save === 'ifClean' || save === 'always' || save === 'never') init.saveAfterEdit = save;
-  const sandbox = c.get<string>('sandbox');
-  if (sandbox === 'workspaceWrite' || sandbox === 'readOnly' || sandbox === 'off') init.sandbox = sandbox;
-  if (c.get<boolean>('sandboxNetwork') === true) init.sandboxNetwork = true;
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-  if (folder) init.cwd = folder;
-  return {
-    serverPath: c.get<string>('serverPath') || 'agent-lsp',
-    serverArgs: c.get<string[]>('serverArgs') ?? ['--stdio'],
-    env: c.get<Record<string, string>>('env') ?? {},
-    initializationOptions: init,
-    cwd: folder,
-    forwardDiagnostics: c.get<boolean>('forwardDiagnostics') ?? true,
-  };
+  const s = daemonSettings({ get: (key) => c.get(key), inspect: (key) => c.inspect(key) }, folder);
+  return { ...s, cwd: folder };
 }
 
 export function createClient(config: DaemonConfig, handlers: AgentHandlers, output: vscode.OutputChannel): LanguageClient {

@@ -10,7 +10,7 @@ import { ApprovalRegistry } from './approvals';
 import { BinaryMissingError, createClient, readConfig } from './client';
 import { ChatCompletions } from './completions';
 import { LiveControls } from './controls';
-import { askMcpTrust, isMcpTrustRequest, McpServersView } from './mcpView';
+import { askMcpTrust, McpServersView } from './mcpView';
 import { currentText, resolveToolUri, showDiff, showUnifiedDiff, SnapshotStore } from './diffs';
 import { DiagnosticsForwarder, saveDocuments } from './documents';
 import {
@@ -18,10 +18,12 @@ import {
   type FileChange, type GetMessagesResult, type ListSessionsResult, Methods, type NewSessionResult,
   type PromptResult, type QueueResult, type RemoveQueuedParams, type RemoveQueuedResult, type SessionState,
 } from './protocol';
-import { type ChatAction, type ChatState, initialState, isEditTool, reduce, sandboxNote, splitUserContent, toolPath } from './shared/chatState';
+import { type ChatAction, type ChatState, initialState, isEditTool, reduce, splitUserContent, toolPath } from './shared/chatState';
 import { buildMessage, type ContextItem, contextLabel } from './shared/context';
 import { EditPreviewError, proposedContent } from './shared/edits';
 import { UNSAVED_WARNING } from './shared/render';
+import { isMcpTrustRequest } from './shared/mcpTrust';
+import { sandboxNoteLine, sandboxStatusLines, sandboxSummary } from './shared/sandbox';
 import { sessionChoices } from './shared/sessions';
 import type { HostToView, ViewStatus } from './shared/messages';
 
@@ -91,7 +93,7 @@ export class Controller implements vscode.Disposable {
 
   /** An approval for a session the chat is not showing (a background run): ask in a notification. */
   private async askElsewhere(requestId: string, params: BeforeToolCallParams): Promise<void> {
-    const sandbox = sandboxNote(params.sandbox);
+    const sandbox = sandboxNoteLine(params.sandbox);
     const warning = `${params.savesUnsavedChanges ? ` ${UNSAVED_WARNING}` : ''}${sandbox ? ` ${sandbox}` : ''}`;
     const choice = await vscode.window.showWarningMessage(`Agent (session ${params.sessionId.slice(0, 8)}): ${params.title || params.toolName}${warning}`, 'Allow', 'Reject');
     this.approvals.answer(requestId, { decision: choice === 'Allow' ? 'allow' : 'block', reason: choice ? undefined : 'No answer from the user' });
@@ -172,6 +174,12 @@ export class Controller implements vscode.Disposable {
       return;
     }
     this.client = client;
+    for (const problem of config.problems) {
+      this.output.appendLine(`settings: ${problem}`);
+      void vscode.window.showWarningMessage(`agent-lsp: ${problem}`, 'Open Settings').then((choice) => {
+        if (choice) void vscode.commands.executeCommand('workbench.action.openSettings', problem.split(':')[0]);
+      });
+    }
     client.onDidChangeState((e) => {
       // 1 = Stopped, 2 = Running (vscode-languageclient's State enum).
       if (e.newState === 1 && this.client === client) this.setStatus({ connection: 'stopped', message: 'The agent daemon stopped. See the "agent-lsp" output for its log.' });
@@ -344,6 +352,28 @@ export class Controller implements vscode.Disposable {
     if (this.state.sessionId) return this.state.sessionId;
     await this.newSession();
     return this.state.sessionId;
+  }
+
+  /**
+   * "Agent: Show Sandbox Status" (and the footer's sandbox link): the shown session's
+   * `agent/getState.sandbox` in a modal, its mode, network, every layer, what it does not
+   * isolate on this machine and the hosts its allowlist refused (protocol.md §3.17).
+   */
+  async showSandboxStatus(): Promise<void> {
+    const client = this.requireClient();
+    if (!client) return;
+    const sessionId = await this.ensureSession();
+    if (!sessionId) return;
+    try {
+      const st = await client.sendRequest<SessionState>(Methods.getState, { sessionId });
+      if (!st.sandbox) { void vscode.window.showInformationMessage('This agent-lsp daemon does not report a command sandbox.'); return; }
+      const { text } = sandboxSummary(st.sandbox);
+      const choice = await vscode.window.showInformationMessage(`Command sandbox of this session (${text.replace(/^sandbox: /, '')})`,
+        { modal: true, detail: sandboxStatusLines(st.sandbox).join('\n') }, 'Open Settings');
+      if (choice) await vscode.commands.executeCommand('workbench.action.openSettings', 'agentLsp.sandbox');
+    } catch (e) {
+      this.reportError(e);
+    }
   }
 
   /**

@@ -2,14 +2,15 @@
  * The running session's live controls (protocol.md §3.11): the model picker (`agent/listModels`
  * → `agent/setModel`, no daemon restart), the thinking level (`agent/setThinkingLevel`), and
  * the model, context use and cost (`agent/getStats`) always visible in a status bar item and
- * the chat footer, refreshed after each run, compaction and switch.
+ * the chat footer, refreshed after each run, compaction and switch; and the session's command
+ * sandbox in short in the footer (`agent/getState.sandbox`), whose click shows every layer.
  */
 
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import {
   type AgentEventParams, type ListModelsResult, type LiveSettings, Methods, type ModelInfo,
-  type SessionState, type SessionStats, type ThinkingLevel,
+  type SandboxStatus, type SessionState, type SessionStats, type ThinkingLevel,
 } from './protocol';
 import { type ControlsView, controlsView, modelRows, modelSpec, statusBarText, typedModel } from './shared/controls';
 import { cost } from './shared/format';
@@ -33,6 +34,7 @@ export class LiveControls implements vscode.Disposable {
   private model: ModelInfo | { provider: string; id: string } | undefined;
   private thinkingLevel: ThinkingLevel | undefined;
   private stats: SessionStats | undefined;
+  private sandbox: SandboxStatus | undefined;
   private models: ModelInfo[] | undefined;
   private readonly item: vscode.StatusBarItem;
   /** Answers of an older session or connection are dropped (a refresh races a switch). */
@@ -46,7 +48,7 @@ export class LiveControls implements vscode.Disposable {
     this.render();
   }
 
-  get view(): ControlsView { return controlsView(this.model, this.thinkingLevel, this.stats); }
+  get view(): ControlsView { return controlsView(this.model, this.thinkingLevel, this.stats, this.sandbox); }
 
   /** A restarted daemon or another session: forget what was shown and read it again. */
   reset(): void {
@@ -54,6 +56,7 @@ export class LiveControls implements vscode.Disposable {
     this.model = undefined;
     this.thinkingLevel = undefined;
     this.stats = undefined;
+    this.sandbox = undefined;
     this.models = undefined;
     this.render();
   }
@@ -86,6 +89,7 @@ export class LiveControls implements vscode.Disposable {
       ]);
       if (generation !== this.generation || sessionId !== this.host.sessionId()) return;
       this.stats = stats;
+      this.sandbox = state.sandbox;
       this.thinkingLevel = state.thinkingLevel;
       if (state.model && (!this.model || modelSpec(this.model) !== modelSpec(state.model))) {
         const known = (await this.listModels()).find((m) => modelSpec(m) === modelSpec(state.model ?? { provider: '', id: '' }));

@@ -9,6 +9,7 @@ import { DIFF_SCHEME } from './diffs';
 import { registerReview } from './review';
 import { registerSessionActions } from './sessionActions';
 import { type ContextItem, selectionLines } from './shared/context';
+import { RESTART_SETTINGS } from './shared/settings';
 
 let controller: Controller | undefined;
 
@@ -66,6 +67,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     vscode.commands.registerCommand('agentLsp.refreshMcp', () => c.mcp.refresh()),
     vscode.commands.registerCommand('agentLsp.mcpAskTrust', () => c.mcp.askTrust()),
+    vscode.commands.registerCommand('agentLsp.showSandboxStatus', () => c.showSandboxStatus()),
     vscode.commands.registerCommand('agentLsp.restart', () => c.restart()),
     vscode.commands.registerCommand('agentLsp.addSelection', () => {
       const editor = vscode.window.activeTextEditor;
@@ -84,7 +86,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       c.addContext({ path: relative(target), text: doc.getText(), languageId: doc.languageId });
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (['serverPath', 'serverArgs', 'env', 'model', 'approval', 'saveAfterEdit', 'sandbox', 'sandboxNetwork', 'forwardDiagnostics'].some((k) => e.affectsConfiguration(`agentLsp.${k}`))) void c.restart();
+      if (RESTART_SETTINGS.some((k) => e.affectsConfiguration(`agentLsp.${k}`))) void c.restart();
     }),
   );
   registerReview(context, c);

@@ -2,8 +2,9 @@
  * MCP in VS Code's idiom (protocol.md §3.10): a tree view "MCP Servers" in the Agent container,
  * one node per server of the shown session (state icon, error, its tools as children), read
  * with `agent/mcpStatus` and updated live by `mcp_update` events; and the trust prompt for a
- * project's `.mcp.json` as a modal dialog naming each server and its command line, which a
- * server not allowed for the project can ask again (its unlock action, "Trust…", `agent/mcpAskTrust`).
+ * project's `.mcp.json` as a modal dialog naming each server, its command line and what changed
+ * since the last answer (`shared/mcpTrust.ts`), which a server not allowed for the project can
+ * ask again (its unlock action, "Trust…", `agent/mcpAskTrust`).
  */
 
 import * as vscode from 'vscode';
@@ -13,6 +14,7 @@ import {
   type AgentEventParams, type BeforeToolCallParams, type BeforeToolCallResult, type McpAskTrustResult,
   type McpServerStatus, type McpStatusResult, Methods,
 } from './protocol';
+import { mcpTrustText } from './shared/mcpTrust';
 
 export const MCP_VIEW_ID = 'agentLsp.mcp';
 
@@ -123,22 +125,6 @@ export class McpServersView implements vscode.TreeDataProvider<Node>, vscode.Dis
     this.tree.dispose();
     this.changed.dispose();
   }
-}
-
-/** The daemon's request to start a project's `.mcp.json` servers (§3.10). */
-export function isMcpTrustRequest(p: BeforeToolCallParams): boolean {
-  return p.toolName === 'mcp_servers' && p.runId === '';
-}
-
-/** The trust prompt's text: the project and each server with its command line. */
-export function mcpTrustText(p: BeforeToolCallParams): { message: string; detail: string } {
-  const args = (p.args ?? {}) as { project?: string; servers?: { name: string; command: string }[] };
-  const servers = args.servers ?? [];
-  const project = args.project ?? '';
-  return {
-    message: `Start the MCP servers of ${project}/.mcp.json?`,
-    detail: `This project's .mcp.json starts ${servers.length === 1 ? 'this program' : 'these programs'} on your machine:\n\n${servers.map((s) => `• ${s.name}: ${s.command}`).join('\n')}\n\nYour answer is remembered for this project until the file's servers change. After Don't Allow, the unlock button of a server in MCP Servers asks again.`,
-  };
 }
 
 /**

@@ -194,21 +194,41 @@ export interface SessionState {
   sandbox?: SandboxStatus;
 }
 
-/** `agent/getState`'s `sandbox` (§3.17). */
+/** `agent/getState`'s `sandbox` (§3.6, §3.17). */
 export interface SandboxStatus {
-  mode: SandboxMode;
-  network: boolean;
-  /** The mode was set in initializationOptions (else the default for unasked commands). */
-  explicit: boolean;
-  /** false where this kernel cannot enforce it (then `reason`). */
+  /** false where this machine cannot enforce it (then `reason`): commands that would run sandboxed ask. */
   available: boolean;
   reason?: string;
+  mode: SandboxMode;
+  /** Unrestricted network for sandboxed commands (false for none and for an allowlist). */
+  network: boolean;
+  /** The network allowlist (reached through the daemon's proxy), when only some hosts. */
+  allowedDomains?: string[];
+  /** The mode was set (initializationOptions, agent/setSandbox), not the default for unasked commands. */
+  explicit: boolean;
+  /** What this machine offers and what a command gets under the current mode. */
+  layers?: SandboxLayers;
+  /** In plain words, what a sandboxed command is not kept from here (empty: nothing). */
+  notIsolated?: string[];
+  /** Hosts the allowlist proxy refused (`host:port`). */
+  refusedHosts?: string[];
 }
+
+/** `agent/getState.sandbox.layers` (§3.17): `available` on this machine, `active` for a command now. */
+export interface SandboxLayers {
+  landlock: { available: boolean; active: boolean; abi?: number; ioctlDev?: boolean; scopes?: boolean; unixSockets?: boolean; reason?: string };
+  namespaces: { available: boolean; active: boolean; kinds?: string[]; reason?: string };
+  seccomp: { available: boolean; active: boolean; reason?: string };
+  proxy: { available: boolean; active: boolean };
+}
+
+/** `sandboxNetwork` (§1.1, §3.17): none, the user's, or only these domains through the daemon's proxy. */
+export type SandboxNetwork = boolean | string[];
 
 export type SandboxMode = 'workspaceWrite' | 'readOnly' | 'off';
 
 /** `agent/setSandbox` (§3.17): `sandbox: null` returns to the default. */
-export interface SetSandboxParams { sessionId: string; sandbox: SandboxMode | null; sandboxNetwork?: boolean }
+export interface SetSandboxParams { sessionId: string; sandbox: SandboxMode | null; sandboxNetwork?: SandboxNetwork }
 export interface SetSandboxResult { sessionId: string; sandbox: SandboxStatus }
 
 /** `agent/getDocument` (§3.8): the server's mirror of an open document. */
@@ -309,8 +329,12 @@ export interface InitializationOptions {
   loopGuard?: { warnAt?: number; stopAt?: number };
   /** The command sandbox (§3.17; unset: workspaceWrite for commands that run unasked). */
   sandbox?: SandboxMode;
-  /** Sandboxed commands may use the network (default false). */
-  sandboxNetwork?: boolean;
+  /** What sandboxed commands may reach: false (default), true, or a domain allowlist. */
+  sandboxNetwork?: SandboxNetwork;
+  /** Variables sandboxed commands keep although they hold model keys (unset: settings.json `sandbox.env`). */
+  sandboxEnv?: string[];
+  /** Paths kept read-only in every writable root (unset: settings.json `sandbox.protectedPaths`, else the built-in list). */
+  sandboxProtectedPaths?: string[];
 }
 
 /**
@@ -390,12 +414,26 @@ export interface BeforeToolCallParams {
 export interface ApprovalSandbox {
   sandboxed: boolean;
   mode: SandboxMode;
+  /** Unrestricted network (false for none and for an allowlist). */
   network: boolean;
+  /** The domains a sandboxed command may reach (a network allowlist). */
+  allowedDomains?: string[];
   /** The model asks to rerun the command outside the sandbox, for this reason. */
   justification?: string;
   /** Why the sandbox cannot be used here. */
   unavailable?: string;
+  /** The layers a sandboxed command runs in here (`Landlock ABI 7`, `…namespaces`, `seccomp`, `allowlist proxy`). */
+  layers?: string[];
+  /** What a sandboxed command is not kept from on this machine (absent when nothing). */
+  notIsolated?: string[];
 }
+
+/**
+ * `args` of the MCP trust question (`toolName` `mcp_servers`, `runId` "", §3.10): the project,
+ * its servers waiting for trust with their command lines, and what changed since the user's last
+ * answer (`[]` for a first question).
+ */
+export interface McpTrustArgs { project: string; servers: { name: string; command: string }[]; changes?: string[] }
 
 export type ApprovalDecision = 'allow' | 'allowAlways' | 'block' | 'blockAlways';
 export interface BeforeToolCallResult { decision: ApprovalDecision; reason?: string; terminate?: boolean }

@@ -32,24 +32,93 @@ M.choices = choices
 --- Shown when approving saves the user's own unsaved changes too (`savesUnsavedChanges`).
 M.unsaved_warning = "Warning: approving also saves your unsaved changes in this file."
 
---- One line on the command sandbox for a `bash` approval (`sandbox`, protocol.md §3.17), or nil.
+--- What sandboxed commands may reach: none, everything, or the allowlist's hosts.
+---@param network boolean?
+---@param domains string[]?
+---@return string
+function M.network_words(network, domains)
+  if type(domains) == "table" then
+    if #domains > 0 then
+      return "network only to " .. table.concat(domains, ", ")
+    end
+    return "no network (the allowlist names no host)"
+  end
+  return network and "full network" or "no network"
+end
+
+--- Where a sandboxed command may write, under its mode.
+---@param mode string?
+---@return string
+function M.write_words(mode)
+  if mode == "readOnly" then
+    return "nowhere but its temporary directory"
+  end
+  return "only inside the workspace (not its protected paths, such as .git) and its temporary directory"
+end
+
+--- What a `bash` approval says about the command sandbox (`sandbox`, protocol.md §3.17, §4.2):
+--- how the command runs once approved (for a sandboxed one where it may write and what it may
+--- reach, the allowlist's hosts included), then, for a sandboxed one, the layers it runs in
+--- (`layers`) and each thing the sandbox does not keep it from on this machine (`notIsolated`).
+--- Empty for other tools.
+---@param params table
+---@return string[]
+function M.sandbox_lines(params)
+  local s = params.sandbox
+  if type(s) ~= "table" then
+    return {}
+  end
+  if type(s.justification) == "string" then
+    return { "Runs OUTSIDE the sandbox, with your rights. The model says: " .. s.justification }
+  end
+  if type(s.unavailable) == "string" then
+    return { "Runs unsandboxed, with your rights: the sandbox is unavailable (" .. s.unavailable .. ")" }
+  end
+  if s.sandboxed ~= true then
+    return { "Runs with your full rights (no sandbox)" }
+  end
+  local network = s.mode == "readOnly" and "no network" or M.network_words(s.network, s.allowedDomains)
+  local lines = { string.format("Runs sandboxed (%s): writes %s; %s", tostring(s.mode), M.write_words(s.mode), network) }
+  local layers = vim.tbl_filter(function(l)
+    return type(l) == "string" and l ~= ""
+  end, type(s.layers) == "table" and s.layers or {})
+  if #layers > 0 then
+    lines[#lines + 1] = "Layers: " .. table.concat(layers, ", ")
+  end
+  local gaps = vim.tbl_filter(function(g)
+    return type(g) == "string" and g ~= ""
+  end, type(s.notIsolated) == "table" and s.notIsolated or {})
+  if #gaps > 0 then
+    lines[#lines + 1] = "Not isolated here:"
+    for _, g in ipairs(gaps) do
+      lines[#lines + 1] = "  - " .. g
+    end
+  end
+  return lines
+end
+
+--- The sandbox in one line for the picker's prompt (`sandbox_lines` joined), or nil.
 ---@param params table
 ---@return string?
 function M.sandbox_line(params)
-  local s = params.sandbox
-  if type(s) ~= "table" then
+  local lines = M.sandbox_lines(params)
+  if #lines == 0 then
     return nil
   end
-  if type(s.justification) == "string" then
-    return "Runs OUTSIDE the sandbox, with your rights. The model says: " .. s.justification
+  local line = lines[1]
+  local gaps = {}
+  for i = 2, #lines do
+    local l = lines[i]
+    if l:find("^Layers: ") then
+      line = line .. ". " .. l
+    elseif l:find("^  %- ") then
+      gaps[#gaps + 1] = (l:gsub("^  %- ", ""))
+    end
   end
-  if type(s.unavailable) == "string" then
-    return "Runs unsandboxed: the sandbox is unavailable (" .. s.unavailable .. ")"
+  if #gaps > 0 then
+    line = line .. ". Not isolated here: " .. table.concat(gaps, "; ")
   end
-  if s.sandboxed == true then
-    return string.format("Runs sandboxed (%s, %s)", tostring(s.mode), s.network and "network" or "no network")
-  end
-  return nil
+  return line
 end
 
 --- The preview as lines plus a filetype for highlighting.
@@ -66,10 +135,7 @@ function M.preview_lines(params)
     if params.savesUnsavedChanges == true then
       lines[#lines + 1] = M.unsaved_warning
     end
-    local sandbox = M.sandbox_line(params)
-    if sandbox then
-      lines[#lines + 1] = sandbox
-    end
+    vim.list_extend(lines, M.sandbox_lines(params))
     lines[#lines + 1] = ""
     return lines
   end
@@ -173,7 +239,7 @@ local function decide(p, item)
 end
 
 --- The `agent/beforeToolCall` request handler.
----@param params table {sessionId, runId, toolCallId, toolName, args, kind, title, preview?, savesUnsavedChanges?}
+---@param params table {sessionId, runId, toolCallId, toolName, args, kind, title, preview?, savesUnsavedChanges?, sandbox?}
 function M.handler(_, params, _)
   local co = coroutine.running()
   if not co then

@@ -19,6 +19,10 @@ local M = {}
 ---@field chat agent_lsp.ChatOptions
 ---@field save_on_request boolean answer agent/saveDocuments by writing the buffers
 ---@field save_after_edit "ifClean"|"always"|"never"|nil saving a buffer the agent edited (initializationOptions.saveAfterEdit; nil: the daemon's default, "ifClean")
+---@field sandbox "workspaceWrite"|"readOnly"|"off"|nil the command sandbox of every command (initializationOptions.sandbox; nil: the daemon's default, commands that run unasked in workspaceWrite)
+---@field sandbox_network boolean|string[]|nil what sandboxed commands reach: false (none), true, or a domain allowlist ({ "crates.io", "*.npmjs.org" })
+---@field sandbox_env string[]? variables sandboxed commands keep although they hold model keys (nil: settings.json `sandbox.env`)
+---@field sandbox_protected_paths string[]? paths kept read-only in every writable root (nil: settings.json `sandbox.protectedPaths`, else the built-in list)
 ---@field forward_diagnostics boolean send agent/diagnostics for attached buffers
 ---@field diagnostics_debounce_ms integer
 
@@ -35,6 +39,10 @@ M.defaults = {
   chat = { layout = "split", size = 0.4, auto_open = true },
   save_on_request = true,
   save_after_edit = nil,
+  sandbox = nil,
+  sandbox_network = nil,
+  sandbox_env = nil,
+  sandbox_protected_paths = nil,
   forward_diagnostics = true,
   diagnostics_debounce_ms = 200,
 }
@@ -63,8 +71,47 @@ function M.merge(user)
   vim.validate("save_after_edit", opts.save_after_edit, function(v)
     return v == nil or v == "ifClean" or v == "always" or v == "never"
   end, "one of ifClean, always, never")
+  vim.validate("sandbox", opts.sandbox, function(v)
+    return v == nil or v == "workspaceWrite" or v == "readOnly" or v == "off"
+  end, "one of workspaceWrite, readOnly, off")
+  vim.validate("sandbox_network", opts.sandbox_network, function(v)
+    if v == nil or type(v) == "boolean" then
+      return true
+    end
+    if type(v) ~= "table" or not vim.islist(v) then
+      return false, "true, false or a list of domains"
+    end
+    for _, d in ipairs(v) do
+      if not M.domain(d) then
+        return false, string.format("a domain (letters, digits, '-', '.', an optional '*.' prefix), not %s", vim.inspect(d))
+      end
+    end
+    return true
+  end)
+  for _, name in ipairs({ "sandbox_env", "sandbox_protected_paths" }) do
+    vim.validate(name, opts[name], function(v)
+      return v == nil or (type(v) == "table" and vim.islist(v) and vim.iter(v):all(function(x)
+        return type(x) == "string"
+      end))
+    end, "a list of strings")
+  end
   vim.validate("forward_diagnostics", opts.forward_diagnostics, "boolean")
   return opts
+end
+
+--- A domain as the daemon's allowlist takes it (`src/sandbox/policy.rs`), or nil.
+---@param d any
+---@return string?
+function M.domain(d)
+  if type(d) ~= "string" then
+    return nil
+  end
+  local v = vim.trim(d):gsub("%.+$", ""):lower()
+  local bare = v:gsub("^%*%.", "", 1)
+  if bare ~= "" and not bare:find("[^%w%.%-]") then
+    return v
+  end
+  return nil
 end
 
 --- The initializationOptions the daemon receives (nil when there are none: an empty Lua table
@@ -81,6 +128,21 @@ function M.init_options(opts)
   end
   if opts.save_after_edit then
     init.saveAfterEdit = opts.save_after_edit
+  end
+  if opts.sandbox then
+    init.sandbox = opts.sandbox
+  end
+  if type(opts.sandbox_network) == "table" then
+    -- An empty list is an allowlist naming no host (vim.json encodes {} as []).
+    init.sandboxNetwork = vim.tbl_map(M.domain, opts.sandbox_network)
+  elseif opts.sandbox_network ~= nil then
+    init.sandboxNetwork = opts.sandbox_network
+  end
+  if opts.sandbox_env then
+    init.sandboxEnv = opts.sandbox_env
+  end
+  if opts.sandbox_protected_paths then
+    init.sandboxProtectedPaths = opts.sandbox_protected_paths
   end
   if next(init) == nil then
     return nil

@@ -1,5 +1,6 @@
 --- agent_lsp.health: `:checkhealth agent_lsp` (Neovim, setup, binary and version, model
---- configuration, and the running daemon's protocol version when one is attached).
+--- configuration, the running daemon's protocol version when one is attached, and the command
+--- sandbox of the current session: `agent/getState.sandbox`, as `:AgentSandbox` shows it).
 
 local M = {}
 
@@ -70,6 +71,41 @@ local function check_model(opts)
   end
 end
 
+--- The current session's command sandbox, when that session lives in `client`.
+---@param client vim.lsp.Client
+local function check_sandbox(client)
+  local state = require("agent_lsp.state")
+  local id = state.current
+  local s = id and state.sessions[id]
+  if not s or (s.client_id and s.client_id ~= client.id) then
+    health.info("sandbox: no session yet (:AgentSandbox starts one and shows its sandbox)")
+    return
+  end
+  local res = client:request_sync(require("agent_lsp.protocol").methods.get_state, { sessionId = id }, 5000)
+  local sb = res and not res.err and type(res.result) == "table" and res.result.sandbox
+  if type(sb) ~= "table" then
+    health.warn("sandbox: agent/getState did not report it (" .. vim.inspect(res and res.err or "no answer") .. ")")
+    return
+  end
+  local lines = require("agent_lsp.sandbox").status_lines(sb)
+  if sb.available == false or sb.mode == "off" then
+    health.warn("sandbox: " .. lines[1], {
+      "It comes from setup() (`sandbox`, `sandbox_network`) and this machine; a repository cannot change it",
+      "protocol.md §3.17 says what each layer keeps a command from",
+    })
+  else
+    health.ok("sandbox: " .. lines[1])
+  end
+  for i = 2, #lines do
+    local gap = lines[i]:match("^  %- (.*)$")
+    if gap then
+      health.warn("not isolated here: " .. gap)
+    elseif lines[i] ~= "Not isolated here:" then
+      health.info(lines[i])
+    end
+  end
+end
+
 local function check_client(opts)
   local client = vim.lsp.get_clients({ name = opts.name })[1]
   if not client then
@@ -81,6 +117,7 @@ local function check_client(opts)
   local want = require("agent_lsp.protocol").PROTOCOL_VERSION
   if type(agent) == "table" and agent.protocolVersion == want then
     health.ok(string.format("daemon running (client id %d), protocol version %d", client.id, want))
+    check_sandbox(client)
   else
     health.error("the running daemon does not speak agent protocol version " .. want, {
       "Update agent-lsp or the plugin so that both match",

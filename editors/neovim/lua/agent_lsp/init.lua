@@ -268,5 +268,8 @@ end
 M.mcp = function(...)
   return require("agent_lsp.mcp").open(...)
 end
+M.sandbox = function(...)
+  return require("agent_lsp.sandbox").show(...)
+end
 
 return M

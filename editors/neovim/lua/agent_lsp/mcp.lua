@@ -3,7 +3,8 @@
 --- `:AgentMcp` shows `agent/mcpStatus` (each server's state, error and tools) in a float; while
 --- it is open every `mcp_update` event of that session redraws it (protocol.md §3.10). The
 --- daemon asks before it starts a project's `.mcp.json` servers with an `agent/beforeToolCall`
---- named `mcp_servers`; `trust_prompt` and `trust_lines` say which servers and commands. After a
+--- named `mcp_servers`; `trust_prompt` and `trust_lines` say which servers and commands, and what
+--- changed since the user's last answer (`args.changes`). After a
 --- "no", `t` in the view (or `ask_trust()`) has the daemon ask again (`agent/mcpAskTrust`).
 
 local protocol = require("agent_lsp.protocol")
@@ -174,7 +175,18 @@ local function trust_servers(params)
   return type(args.servers) == "table" and args.servers or {}
 end
 
---- The picker prompt of a trust request, naming each server and its command.
+--- What changed since the user's last answer (`args.changes`, `[]` for a first question).
+---@param params table
+---@return string[]
+function M.trust_changes(params)
+  local args = type(params.args) == "table" and params.args or {}
+  return vim.tbl_filter(function(c)
+    return type(c) == "string" and c ~= ""
+  end, type(args.changes) == "table" and args.changes or {})
+end
+
+--- The picker prompt of a trust request, naming each server and its command, and what
+--- changed since the last answer.
 ---@param params table
 ---@return string
 function M.trust_prompt(params)
@@ -182,11 +194,16 @@ function M.trust_prompt(params)
   local named = vim.tbl_map(function(s)
     return string.format("%s (%s)", tostring(s.name), tostring(s.command))
   end, trust_servers(params))
-  return string.format(
+  local prompt = string.format(
     "agent-lsp: start the MCP servers of %s/.mcp.json? %s",
     tostring(args.project or "the project"),
     table.concat(named, ", ")
   )
+  local changes = M.trust_changes(params)
+  if #changes > 0 then
+    prompt = prompt .. " (changed since your last answer: " .. table.concat(changes, "; ") .. ")"
+  end
+  return prompt
 end
 
 --- The preview float's lines for a trust request.
@@ -200,6 +217,14 @@ function M.trust_lines(params)
   }
   for _, s in ipairs(trust_servers(params)) do
     lines[#lines + 1] = string.format("  %s: %s", tostring(s.name), tostring(s.command))
+  end
+  local changes = M.trust_changes(params)
+  if #changes > 0 then
+    lines[#lines + 1] = ""
+    lines[#lines + 1] = "Changed since your last answer:"
+    for _, c in ipairs(changes) do
+      lines[#lines + 1] = "  " .. c
+    end
   end
   lines[#lines + 1] = ""
   lines[#lines + 1] = "Either answer is remembered for this project until the file's servers change"

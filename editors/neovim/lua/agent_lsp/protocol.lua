@@ -107,12 +107,16 @@ M.session_events = {
 ---   agent/clearQueue  {sessionId} -> {steering, followUp}
 ---   agent/removeQueued {sessionId, messageId} -> {removed, steering, followUp}
 ---   agent/newSession  {cwd?, resume?, maxTurns?} -> {sessionId, cwd}   (resume: a stored session id, prefix or file)
----   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, thinkingLevel, steeringMode, followUpMode, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile, sandbox{mode, network, explicit, available, reason?}}   (messageCount: the stored messages, as listSessions counts them)
+---   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, thinkingLevel, steeringMode, followUpMode, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile, contextFiles, sandbox}   (messageCount: the stored messages, as listSessions counts them; sandbox below)
 ---   agent/listModels  {} -> {models: [{provider, id, name, api, contextWindow, maxTokens, reasoning, thinkingLevels, input, cost}]}
 ---   agent/setModel    {sessionId, model} -> {model, thinkingLevel}   (from the next request, also mid-run)
 ---   agent/setThinkingLevel {sessionId, level} -> {model, thinkingLevel}
 ---   agent/setQueueModes {sessionId, steering?, followUp?} -> {steering, followUp}   ("all" | "one-at-a-time")
----   agent/setSandbox  {sessionId, sandbox, sandboxNetwork?} -> {sessionId, sandbox{mode, network, explicit, available, reason?}}
+---   agent/setSandbox  {sessionId, sandbox, sandboxNetwork?} -> {sessionId, sandbox}   (sandboxNetwork: true | false | {domain…})
+---   sandbox (getState, setSandbox) {available, reason?, mode, network, allowedDomains?, explicit,
+---                     layers{landlock{available, active, abi, ioctlDev, scopes, unixSockets},
+---                     namespaces{available, active, kinds?, reason?}, seccomp{available, active, reason?},
+---                     proxy{available, active}}, notIsolated: string[], refusedHosts?}
 ---   agent/getStats    {sessionId} -> {sessionFile, sessionId, userMessages, assistantMessages, toolCalls, toolResults, totalMessages, tokens, cost, contextUsage}
 ---   agent/listSessions {cwd?} -> {sessions: [{sessionId, title, name, cwd, created, modified, messageCount, file}]}
 ---   agent/forkSession {sessionId, messageId} -> {sessionId, cwd, text}
@@ -126,12 +130,14 @@ M.session_events = {
 ---   agent/getDocument {uri} -> {uri, version, text}   (the daemon's mirror of an open document)
 ---   $/agentEvent      {sessionId, runId, seq, event}
 ---   agent/beforeToolCall {sessionId, runId, toolCallId, toolName, args, kind, title, preview?,
----     savesUnsavedChanges?, sandbox?{sandboxed, mode, network, justification?, unavailable?}}
+---     savesUnsavedChanges?, sandbox?{sandboxed, mode, network, allowedDomains?, justification?,
+---     unavailable?, layers?, notIsolated?}}   (layers: {"Landlock ABI 7", "…namespaces", "seccomp", …})
 ---                     -> {decision, reason?, terminate?}
 ---   agent/saveDocuments {uris} -> {saved}
 ---   session events    model_update {model, thinkingLevel}, mcp_update {servers}, commands_update {commands},
 ---                     compaction_start {reason}, compaction_end {reason, result?, aborted, willRetry, errorMessage?}
----   MCP trust         agent/beforeToolCall with toolName "mcp_servers", args {project, servers: [{name, command}]}
+---   MCP trust         agent/beforeToolCall with toolName "mcp_servers", runId "", args {project,
+---                     servers: [{name, command}], changes: string[]}   (changes: since the last answer; {} for a first question)
 ---   QueuedMessage     {messageId, text}
 
 --- JSON-RPC error code for a request the client cancelled or a server request that was cancelled.

@@ -1,6 +1,8 @@
 --- Approvals go through `vim.ui.select` (stubbed here as a user would answer it) with a diff
 --- preview float; rejecting with a reason reaches the model, allowing applies the edit, and
---- "Always allow" is remembered by the daemon for the session.
+--- "Always allow" is remembered by the daemon for the session. A command's approval says how it
+--- runs: sandboxed (where it writes, its network allowlist, its layers, what is not isolated on
+--- this machine), unsandboxed, or asking to leave the sandbox.
 
 local function edit_call(id, new)
   return {
@@ -53,6 +55,67 @@ local function open_notes(H, root)
 end
 
 return {
+  {
+    name = "a sandboxed command's approval names the allowlist, its layers and everything not isolated here",
+    run = function(H)
+      local mock = H.mock({
+        responses = {
+          { toolCalls = { { id = "b1", name = "bash", arguments = { command = "echo sandboxed-ok key=$OPENAI_API_KEY" } } } },
+          { text = "ok" },
+        },
+      })
+      local root = H.workspace({ ["notes.txt"] = "alpha\n" })
+      vim.cmd.cd(root)
+      H.setup(mock, {
+        sandbox = "workspaceWrite",
+        sandbox_network = { "crates.io", "*.npmjs.org" },
+        -- The model key the daemon has is removed from sandboxed commands unless named.
+        sandbox_env = { "OPENAI_API_KEY" },
+        -- This machine may have every layer: the daemon's test switch takes namespaces away.
+        cmd_env = { AGENT_LSP_TEST_SANDBOX_NO_NAMESPACES = "1" },
+      })
+      open_notes(H, root)
+      local init = H.client().config.init_options
+      H.eq({ "crates.io", "*.npmjs.org" }, init.sandboxNetwork, "initializationOptions.sandboxNetwork")
+      H.eq({ "OPENAI_API_KEY" }, init.sandboxEnv, "initializationOptions.sandboxEnv")
+      H.eq("workspaceWrite", init.sandbox, "initializationOptions.sandbox")
+      local calls = stub_select({ "Allow" })
+      vim.cmd("AgentPrompt fetch the crates")
+      H.eq(false, H.settled().aborted, "aborted")
+      H.eq(1, #calls, "approval prompts")
+      local prompt, preview = calls[1].prompt, table.concat(calls[1].previews, "\n")
+      local runs = "Runs sandboxed (workspaceWrite): writes only inside the workspace (not its protected paths, such as .git) and its temporary directory; network only to crates.io, *.npmjs.org"
+      H.contains(prompt, runs, "prompt")
+      H.contains(prompt, ". Layers: Landlock ABI ", "prompt")
+      H.contains(prompt, ". Not isolated here: ", "prompt")
+      H.contains(prompt, "System V IPC of your other processes: no IPC namespace", "prompt")
+      H.contains(preview, runs .. "\nLayers: Landlock ABI ", "preview")
+      H.contains(preview, "\nNot isolated here:\n  - ", "preview")
+      H.contains(preview, "\n  - the network allowlist: without a network namespace commands get no network at all", "preview")
+      -- It ran sandboxed with the key sandbox_env named.
+      H.contains(vim.json.encode(mock.requests()[2]), "sandboxed-ok key=test", "the command's output")
+    end,
+  },
+  {
+    name = "the sandbox lines: full network, an empty allowlist, readOnly, unsandboxed, unavailable",
+    run = function(H)
+      local approval = require("agent_lsp.approval")
+      local function lines(sandbox)
+        return approval.sandbox_lines({ toolName = "bash", sandbox = sandbox })
+      end
+      H.eq({ "Runs sandboxed (workspaceWrite): writes only inside the workspace (not its protected paths, such as .git) and its temporary directory; full network" },
+        lines({ sandboxed = true, mode = "workspaceWrite", network = true }), "full network")
+      H.eq({ "Runs sandboxed (workspaceWrite): writes only inside the workspace (not its protected paths, such as .git) and its temporary directory; no network (the allowlist names no host)" },
+        lines({ sandboxed = true, mode = "workspaceWrite", network = false, allowedDomains = {} }), "empty allowlist")
+      H.eq({ "Runs sandboxed (readOnly): writes nowhere but its temporary directory; no network", "Layers: Landlock ABI 7, seccomp" },
+        lines({ sandboxed = true, mode = "readOnly", network = false, layers = { "Landlock ABI 7", "seccomp" } }), "readOnly")
+      H.eq({ "Runs with your full rights (no sandbox)" }, lines({ sandboxed = false, mode = "off", network = true, notIsolated = { "x" } }), "unsandboxed")
+      H.eq({ "Runs unsandboxed, with your rights: the sandbox is unavailable (no Landlock)" },
+        lines({ sandboxed = false, mode = "off", network = true, unavailable = "no Landlock" }), "unavailable")
+      H.eq({}, approval.sandbox_lines({ toolName = "edit" }), "other tools")
+      H.eq(nil, approval.sandbox_line({ toolName = "edit" }), "other tools, one line")
+    end,
+  },
   {
     name = "an escalation out of the sandbox says so in the prompt and the preview",
     run = function(H)

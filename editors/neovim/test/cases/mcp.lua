@@ -1,6 +1,7 @@
 --- MCP: :AgentMcp shows the servers of agent/mcpStatus (state, error, tools) and follows the
 --- mcp_update events while open; the trust prompt for a project's .mcp.json names its servers
---- and their commands, and starting them is what the answer says; `t` in the view asks again.
+--- and their commands, and starting them is what the answer says; `t` in the view asks again;
+--- asked again after the file changed, the question names what changed.
 
 --- The MCP view's text.
 local function view()
@@ -114,6 +115,52 @@ return {
       H.wait("the trusted server ready", function()
         return require("agent_lsp.mcp").buf and view():find("● proj  ready  1 tools", 1, true)
       end, 20000)
+    end,
+  },
+  {
+    name = "asked again after .mcp.json changed, the prompt and the preview name what changed",
+    run = function(H)
+      local mock = H.mock({ responses = {} })
+      local root = H.workspace({})
+      local function write(entry)
+        local f = assert(io.open(root .. "/.mcp.json", "w"))
+        f:write(vim.json.encode({ mcpServers = { proj = entry } }))
+        f:close()
+      end
+      write({ command = H.mock_mcp_bin, args = { "0" } })
+      vim.cmd.cd(root)
+      H.setup(mock)
+      local asked = {}
+      vim.ui.select = function(items, opts, on_choice)
+        local floats = {}
+        for _, win in ipairs(vim.api.nvim_list_wins()) do
+          if vim.api.nvim_win_get_config(win).relative ~= "" then
+            floats[#floats + 1] = table.concat(vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false), "\n")
+          end
+        end
+        asked[#asked + 1] = { prompt = opts.prompt, preview = table.concat(floats, "\n\n") }
+        vim.schedule(function()
+          on_choice(items[1]) -- start them
+        end)
+      end
+      vim.cmd("AgentMcp")
+      H.wait("the first trust prompt", function()
+        return #asked == 1
+      end)
+      assert(not asked[1].prompt:find("changed since", 1, true), "a first question names no change: " .. asked[1].prompt)
+      assert(not asked[1].preview:find("Changed since", 1, true), "a first question names no change")
+      H.wait("the trusted server ready", function()
+        return require("agent_lsp.mcp").buf and view():find("● proj  ready", 1, true)
+      end, 20000)
+      -- The entry gains a variable: the next session asks again, naming it.
+      write({ command = H.mock_mcp_bin, args = { "0" }, env = { PYTHONPATH = "/nowhere" } })
+      vim.cmd("AgentNew")
+      H.wait("the second trust prompt", function()
+        return #asked == 2
+      end)
+      H.contains(asked[2].prompt, "start the MCP servers of " .. root .. "/.mcp.json? proj (", "prompt")
+      H.contains(asked[2].prompt, " (changed since your last answer: proj: env added PYTHONPATH)", "prompt")
+      H.contains(asked[2].preview, "\nChanged since your last answer:\n  proj: env added PYTHONPATH\n", "preview")
     end,
   },
 }

@@ -12,6 +12,7 @@ import type {
   AgentEventParams, AgentMessage, AssistantMessage, BeforeToolCallParams, CompactionReason,
   ContentBlock, QueuedMessage, ToolResultMessage, Usage,
 } from '../protocol';
+import { sandboxGaps, sandboxLayers, sandboxNote } from './sandbox';
 
 export type ToolStatus = 'streaming' | 'approval' | 'running' | 'done' | 'error' | 'blocked' | 'aborted';
 
@@ -43,6 +44,10 @@ export interface PendingApproval {
   savesUnsavedChanges?: boolean;
   /** For bash: how the command runs once approved (§3.17), in words. */
   sandboxNote?: string;
+  /** For a sandboxed command: the layers it runs in here (`Landlock ABI 7`, `seccomp`, …). */
+  sandboxLayers?: string[];
+  /** For a sandboxed command: what the sandbox does not keep it from on this machine. */
+  sandboxGaps?: string[];
 }
 
 export type AssistantBlock =
@@ -473,16 +478,6 @@ function onSettled(state: ChatState, aborted: boolean): void {
 /** The one mark of an aborted run, live and in a resumed transcript alike. */
 export const ABORTED_NOTICE = 'Run aborted.';
 
-/** How an approved command runs, as the approval says it (undefined when nothing to say). */
-export function sandboxNote(s: BeforeToolCallParams['sandbox']): string | undefined {
-  if (!s) return undefined;
-  if (s.justification !== undefined) return `Runs outside the sandbox. The agent says: ${s.justification}`;
-  if (s.unavailable !== undefined) return `The sandbox is unavailable (${s.unavailable}): runs with your full rights.`;
-  if (!s.sandboxed) return 'Runs with your full rights (no sandbox).';
-  const where = s.mode === 'readOnly' ? 'writes nowhere but its temporary directory' : 'writes only inside the workspace';
-  return `Sandboxed: ${where}, ${s.network ? 'network allowed' : 'no network'}.`;
-}
-
 function applyApprovalRequest(state: ChatState, requestId: string, p: BeforeToolCallParams): ChatState {
   if (state.sessionId !== undefined && p.sessionId !== state.sessionId) return state;
   const tool = ensureTool(state, p.toolCallId, p.toolName);
@@ -496,6 +491,8 @@ function applyApprovalRequest(state: ChatState, requestId: string, p: BeforeTool
     cwd: preview?.type === 'command' ? preview.cwd : undefined,
     savesUnsavedChanges: p.savesUnsavedChanges === true ? true : undefined,
     sandboxNote: sandboxNote(p.sandbox),
+    sandboxLayers: sandboxLayers(p.sandbox).length > 0 ? sandboxLayers(p.sandbox) : undefined,
+    sandboxGaps: sandboxGaps(p.sandbox).length > 0 ? sandboxGaps(p.sandbox) : undefined,
   };
   const shown = state.items.some((it) => it.kind === 'assistant' && it.blocks.some((b) => b.type === 'tool' && b.toolCallId === p.toolCallId));
   if (!shown) {

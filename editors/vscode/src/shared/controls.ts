@@ -4,8 +4,9 @@
  * and the chat footer, and the rows of the model picker. Pure: unit-tested.
  */
 
-import type { ModelInfo, SessionStats, ThinkingLevel } from '../protocol';
+import type { ModelInfo, SandboxStatus, SessionStats, ThinkingLevel } from '../protocol';
 import { cost, tokens } from './format';
+import { sandboxSummary } from './sandbox';
 
 /** What the footer and the status bar show (sent to the chat view as is). */
 export interface ControlsView {
@@ -18,6 +19,8 @@ export interface ControlsView {
   context?: string;
   percent?: number;
   cost?: number;
+  /** The session's command sandbox in short (`agent/getState.sandbox`), e.g. `sandbox: workspaceWrite · no network`. */
+  sandbox?: { text: string; warn: boolean };
 }
 
 export function modelSpec(m: { provider: string; id: string }): string {
@@ -33,7 +36,7 @@ export function contextUse(stats: SessionStats | undefined): { text: string; per
   return { text: `${tokens(u.tokens)} / ${tokens(u.contextWindow)} (${percent}%)`, percent };
 }
 
-export function controlsView(model: ModelInfo | { provider: string; id: string } | undefined, thinkingLevel: ThinkingLevel | undefined, stats: SessionStats | undefined): ControlsView {
+export function controlsView(model: ModelInfo | { provider: string; id: string } | undefined, thinkingLevel: ThinkingLevel | undefined, stats: SessionStats | undefined, sandbox?: SandboxStatus): ControlsView {
   const use = contextUse(stats);
   const levels = model && 'thinkingLevels' in model ? model.thinkingLevels : [];
   return {
@@ -43,6 +46,7 @@ export function controlsView(model: ModelInfo | { provider: string; id: string }
     context: use?.text,
     percent: use?.percent,
     cost: stats?.cost,
+    sandbox: sandbox ? sandboxSummary(sandbox) : undefined,
   };
 }
 

@@ -31,7 +31,7 @@ export type ViewToHost =
   | { type: 'removeContext'; index: number }
   | { type: 'restore'; messageId: string }
   | { type: 'fork'; messageId: string }
-  | { type: 'command'; command: 'newSession' | 'switchSession' | 'switchModel' | 'setThinkingLevel' | 'compact' | 'addFile' | 'restart' | 'openSettings' }
+  | { type: 'command'; command: 'newSession' | 'switchSession' | 'switchModel' | 'setThinkingLevel' | 'compact' | 'addFile' | 'restart' | 'openSettings' | 'showSandboxStatus' }
   | { type: 'complete'; requestId: number; kind: CompletionKind; query: string }
   /** A file chosen in the `@` completion: attached as a context chip. */
   | { type: 'attachFile'; path: string }

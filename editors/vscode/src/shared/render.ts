@@ -9,6 +9,7 @@ import { toolPath } from './chatState';
 import { diffLines } from './edits';
 import { duration, tokens } from './format';
 import { escapeHtml, renderMarkdown } from './markdown';
+import { NOT_ISOLATED } from './sandbox';
 
 const STATUS_LABEL: Record<ToolItem['status'], string> = {
   streaming: 'preparing', approval: 'needs approval', running: 'running', done: 'done',
@@ -40,7 +41,7 @@ function renderApproval(tool: ToolItem, a: PendingApproval): string {
     ? `<button class="link" data-action="approvalDiff" data-request="${rid}">Open diff</button>` : '';
   return `<div class="approval" data-request="${rid}">
 <div class="approval-title"><span class="codicon-warn">⚠</span> ${escapeHtml(a.title || `Allow ${tool.name}?`)} ${diffBtn}</div>
-${a.savesUnsavedChanges ? `<div class="approval-warning">${UNSAVED_WARNING}</div>\n` : ''}${a.sandboxNote ? `<div class="approval-sandbox">${escapeHtml(a.sandboxNote)}</div>\n` : ''}${preview}
+${a.savesUnsavedChanges ? `<div class="approval-warning">${UNSAVED_WARNING}</div>\n` : ''}${a.sandboxNote ? `<div class="approval-sandbox">${escapeHtml(a.sandboxNote)}</div>\n` : ''}${a.sandboxLayers?.length ? `<div class="approval-sandbox layers">Layers: ${escapeHtml(a.sandboxLayers.join(', '))}.</div>\n` : ''}${a.sandboxGaps?.length ? `<div class="approval-sandbox gaps">${NOT_ISOLATED}<ul>${a.sandboxGaps.map((g) => `<li>${escapeHtml(g)}</li>`).join('')}</ul></div>\n` : ''}${preview}
 <div class="approval-actions">
 <button class="primary" data-action="approve" data-decision="allow" data-request="${rid}">Allow</button>
 <button data-action="approve" data-decision="allowAlways" data-request="${rid}">Always allow</button>

@@ -119,7 +119,10 @@ function renderChrome(): void {
   const ctx = controls?.context
     ? `<span class="ctx${(controls.percent ?? 0) >= 80 ? ' high' : ''}" title="Context: tokens in use / the model's window">ctx ${escapeHtml(controls.context)}</span>`
     : `<span class="ctx" title="Context size of the last request">ctx ${tokens(state.contextTokens)}</span>`;
-  setHtml($('usage'), `${modelHtml}${thinking}<span title="Input tokens (incl. cache)">↑${tokens(t.input + t.cacheRead + t.cacheWrite)}</span> <span title="Output tokens">↓${tokens(t.output)}</span> <span class="cost" title="Cost">${cost(controls?.cost ?? t.cost)}</span> ${ctx}`);
+  // The session's command sandbox (agent/getState.sandbox); a click shows every layer.
+  const sb = controls?.sandbox;
+  const sandbox = sb ? ` <button class="link sandbox${sb.warn ? ' warn' : ''}" title="The command sandbox: click for its layers and what it does not isolate here" data-action="command" data-command="showSandboxStatus">${escapeHtml(sb.text)}</button>` : '';
+  setHtml($('usage'), `${modelHtml}${thinking}<span title="Input tokens (incl. cache)">↑${tokens(t.input + t.cacheRead + t.cacheWrite)}</span> <span title="Output tokens">↓${tokens(t.output)}</span> <span class="cost" title="Cost">${cost(controls?.cost ?? t.cost)}</span> ${ctx}${sandbox}`);
   const banner = $('banner');
   const msg = conn === 'missing' || conn === 'error' || conn === 'stopped' ? status.message ?? 'The agent daemon is not running.' : '';
   banner.hidden = msg === '';

@@ -350,10 +350,16 @@ testCase('New Session, Agent: Prompt and Switch Session (the old transcript come
   await page.screenshot({ path: path.join(artifacts, '07-switched-session.png') });
 });
 
-/** Sets a string setting through VS Code's Settings editor (the way a user does). */
+/**
+ * Sets a string setting through VS Code's Settings editor (the way a user does). A machine-scoped
+ * setting (agentLsp.serverPath) lives in the "Remote" tab of a remote window, which code-server's
+ * window is: there the "User" tab does not list it.
+ */
 async function setStringSetting(page, id, value) {
   await runCommand(page, 'Preferences: Open User Settings');
   await page.locator('.settings-editor').waitFor({ timeout: 15000 });
+  const remote = page.locator('.settings-editor .settings-tabs-widget .action-label', { hasText: /^Remote/ });
+  if (await remote.count() > 0) await remote.first().click(); // (and the search box has the focus again)
   await page.keyboard.press('Control+A');
   await page.keyboard.type(id);
   const input = page.locator(`.setting-item-contents[data-key="${id}"] input, .setting-item[data-key="${id}"] input`).first();

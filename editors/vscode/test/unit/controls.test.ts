@@ -128,3 +128,9 @@ test('model_update shows the new model at once', () => {
   const s = reduce(initialState('s1'), { type: 'event', params: { sessionId: 's1', runId: null, seq: 1, event: { type: 'model_update', model: model('mock', 'other-model'), thinkingLevel: 'off' } } });
   assert.equal(s.model, 'other-model');
 });
+
+test('the footer shows the session\'s sandbox in short, warning when it leaves something out', () => {
+  const sandbox = { available: true, mode: 'workspaceWrite' as const, network: false, allowedDomains: ['crates.io'], explicit: true, notIsolated: ['the shared /tmp'] };
+  assert.deepEqual(controlsView(model('openai', 'm'), 'off', undefined, sandbox).sandbox, { text: 'sandbox: workspaceWrite · network: crates.io · 1 not isolated', warn: true });
+  assert.equal(controlsView(model('openai', 'm'), 'off', undefined).sandbox, undefined, 'nothing before agent/getState answered');
+});

@@ -1,4 +1,5 @@
-//! Pure logic of the extension: input keys, context blocks, edit previews, Markdown, binary lookup.
+//! Pure logic of the extension: input keys, context blocks, edit previews, Markdown, binary lookup,
+//! the MCP trust dialog's text.
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -10,6 +11,7 @@ import { diffLines, EditPreviewError, proposedContent } from '../../src/shared/e
 import { cost, tokens } from '../../src/shared/format';
 import { actionForKey } from '../../src/shared/input';
 import { escapeHtml, renderMarkdown } from '../../src/shared/markdown';
+import { isMcpTrustRequest, mcpTrustText } from '../../src/shared/mcpTrust';
 import { splitUserContent } from '../../src/shared/chatState';
 
 const key = (k: string, mods: Partial<{ shiftKey: boolean; altKey: boolean; ctrlKey: boolean; metaKey: boolean; isComposing: boolean }> = {}) =>
@@ -125,4 +127,21 @@ test('last activity reads as a relative time, then as a date', async () => {
   assert.equal(relativeTime('2026-01-02T12:00:00Z', now), '2026-01-02');
   assert.equal(relativeTime(undefined, now), '');
   assert.equal(relativeTime('not a date', now), 'not a date');
+});
+
+test('the MCP trust dialog names the servers, their commands and what changed since the last answer', () => {
+  const ask = (args: Record<string, unknown>) => mcpTrustText({ sessionId: 's', runId: '', toolCallId: 't', toolName: 'mcp_servers', kind: 'execute', title: 'Start…', args });
+  const first = ask({ project: '/p', servers: [{ name: 'fs', command: 'npx fs-server .' }], changes: [] });
+  assert.equal(first.message, 'Start the MCP servers of /p/.mcp.json?');
+  assert.ok(first.detail.includes('• fs: npx fs-server .'), first.detail);
+  assert.ok(!first.detail.includes('Changed since'), first.detail);
+  const changed = ask({ project: '/p', servers: [{ name: 'fs', command: 'npx fs-server .' }, { name: 'db', command: 'db-server' }],
+    changes: ['new server db', 'fs: env added PYTHONPATH'] });
+  assert.equal(changed.message, 'Start the MCP servers of /p/.mcp.json? (changed since your last answer)');
+  assert.ok(changed.detail.includes('these programs'), changed.detail);
+  assert.ok(changed.detail.includes('Changed since your last answer:\n• new server db\n• fs: env added PYTHONPATH\n'), changed.detail);
+  // An older daemon's args (no changes) and malformed ones still make a question.
+  assert.ok(!ask({ project: '/p', servers: [] }).detail.includes('Changed since'));
+  assert.equal(ask({ changes: 'x' }).message, 'Start the MCP servers of /.mcp.json?');
+  assert.ok(isMcpTrustRequest({ sessionId: 's', runId: '', toolCallId: 't', toolName: 'mcp_servers', kind: 'execute', title: '', args: {} }));
 });

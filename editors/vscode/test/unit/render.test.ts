@@ -41,11 +41,36 @@ test('a command\'s approval says how it runs: sandboxed, unsandboxed, or asking 
       sandbox: sandbox as never } });
     return renderItem(s, s.items[0], new Set());
   };
-  assert.ok(card({ sandboxed: true, mode: 'workspaceWrite', network: false }).includes('Sandboxed: writes only inside the workspace, no network.'));
-  assert.ok(card({ sandboxed: true, mode: 'readOnly', network: false }).includes('writes nowhere but its temporary directory'));
+  assert.ok(card({ sandboxed: true, mode: 'workspaceWrite', network: false }).includes('Sandboxed: writes only inside the workspace (not its protected paths, such as .git) and its temporary directory; no network.'));
+  assert.ok(card({ sandboxed: true, mode: 'workspaceWrite', network: true }).includes('; full network.'));
+  assert.ok(card({ sandboxed: true, mode: 'readOnly', network: false }).includes('Sandboxed: writes nowhere but its temporary directory; no network.'));
   assert.ok(card({ sandboxed: false, mode: 'off', network: true }).includes('Runs with your full rights (no sandbox).'));
-  assert.ok(card({ sandboxed: false, mode: 'workspaceWrite', network: false, justification: 'needs <npm>' }).includes('Runs outside the sandbox. The agent says: needs &lt;npm&gt;'));
+  assert.ok(card({ sandboxed: false, mode: 'workspaceWrite', network: false, justification: 'needs <npm>' }).includes('Runs outside the sandbox, with your full rights. The agent says: needs &lt;npm&gt;'));
+  assert.ok(card({ sandboxed: false, mode: 'off', network: true, unavailable: 'Landlock ABI 4 is missing' }).includes('The sandbox is unavailable (Landlock ABI 4 is missing): runs with your full rights.'));
   assert.ok(!card(undefined).includes('approval-sandbox'));
+});
+
+test('a sandboxed command\'s approval names its network allowlist and everything not isolated here', () => {
+  const card = (sandbox: Record<string, unknown>) => {
+    let s = initialState('s1');
+    s = reduce(s, { type: 'approvalRequest', requestId: 'approval-1', params: {
+      sessionId: 's1', runId: 'r', toolCallId: 'c1', toolName: 'bash', kind: 'execute', title: 'Run cargo fetch',
+      args: { command: 'cargo fetch' }, preview: { type: 'command', command: 'cargo fetch', cwd: '/w' }, sandbox: sandbox as never } });
+    return renderItem(s, s.items[0], new Set());
+  };
+  const allowlist = card({ sandboxed: true, mode: 'workspaceWrite', network: false, allowedDomains: ['crates.io', '*.npmjs.org'],
+    layers: ['Landlock ABI 7', 'user/mount/pid/ipc namespaces', 'seccomp', 'allowlist proxy'] });
+  assert.ok(allowlist.includes('; network only to crates.io, *.npmjs.org.'), allowlist);
+  assert.ok(allowlist.includes('<div class="approval-sandbox layers">Layers: Landlock ABI 7, user/mount/pid/ipc namespaces, seccomp, allowlist proxy.</div>'), allowlist);
+  assert.ok(!allowlist.includes('Not isolated here'), 'nothing to list on a machine with every layer');
+  assert.ok(card({ sandboxed: true, mode: 'workspaceWrite', network: false, allowedDomains: [] }).includes('; no network (the allowlist names no host).'));
+  const gaps = card({ sandboxed: true, mode: 'workspaceWrite', network: false, allowedDomains: ['crates.io'], notIsolated: [
+    'System V IPC of your other processes: no IPC namespace', 'the shared /tmp <and> more'] });
+  assert.ok(gaps.includes('<div class="approval-sandbox gaps">Not isolated here:<ul><li>System V IPC of your other processes: no IPC namespace</li><li>the shared /tmp &lt;and&gt; more</li></ul></div>'), gaps);
+  assert.ok(gaps.includes('network only to crates.io'), gaps);
+  // A command that runs unsandboxed has no sandbox to fall short, and no layers.
+  const outside = card({ sandboxed: false, mode: 'off', network: true, notIsolated: ['x'], layers: ['seccomp'] });
+  assert.ok(!outside.includes('Not isolated here') && !outside.includes('Layers:'), outside);
 });
 
 test('tool targets name the path, command or pattern', () => {
