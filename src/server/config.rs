@@ -42,12 +42,7 @@ impl ConnConfig {
         });
         let options = match &params.initialization_options {
             None | Some(Value::Null) => InitOptions::default(),
-            Some(v) => serde_json::from_value(v.clone()).unwrap_or_else(|e| {
-                warnings.push(format!(
-                    "initializationOptions are malformed and were ignored: {e}"
-                ));
-                InitOptions::default()
-            }),
+            Some(v) => parse_options(v, &mut warnings),
         };
         let encodings: Option<Vec<PositionEncodingKind>> = params
             .capabilities
@@ -118,6 +113,46 @@ impl ConnConfig {
             .delta_interval_ms
             .map_or(DEFAULT_DELTA_INTERVAL, Duration::from_millis)
     }
+}
+
+/// `initializationOptions`, each malformed field left out with a warning naming it (one typo
+/// must not throw away the rest: `sandbox` among them). A malformed `sandbox` mode fails
+/// closed: every command then runs `readOnly` until it is fixed.
+fn parse_options(value: &Value, warnings: &mut Vec<String>) -> InitOptions {
+    if let Ok(options) = serde_json::from_value(value.clone()) {
+        return options;
+    }
+    let Some(fields) = value.as_object() else {
+        warnings.push("initializationOptions must be an object; they were ignored".into());
+        return InitOptions::default();
+    };
+    let mut good = serde_json::Map::new();
+    let mut bad_mode = false;
+    for (key, field) in fields {
+        let alone = Value::Object(serde_json::Map::from_iter([(key.clone(), field.clone())]));
+        match serde_json::from_value::<InitOptions>(alone) {
+            Ok(_) => {
+                good.insert(key.clone(), field.clone());
+            }
+            Err(e) => {
+                warnings.push(format!(
+                    "initializationOptions.{key} is malformed and was ignored: {e}"
+                ));
+                bad_mode |= key == "sandbox";
+            }
+        }
+    }
+    let mut options: InitOptions =
+        serde_json::from_value(Value::Object(good)).unwrap_or_default();
+    if bad_mode {
+        options.sandbox = Some(crate::sandbox::SandboxMode::ReadOnly);
+        warnings.push(
+            "initializationOptions.sandbox is not a mode: every command runs sandboxed readOnly \
+             until it names workspaceWrite, readOnly or off"
+                .into(),
+        );
+    }
+    options
 }
 
 fn default_cwd(params: &InitializeParams, options: &InitOptions) -> PathBuf {

@@ -340,3 +340,28 @@ async fn set_sandbox_takes_a_list_of_domains_and_refuses_a_malformed_one() {
         .await;
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
 }
+
+/// One malformed option must not throw away the others (the sandbox's among them), and a
+/// malformed mode fails closed.
+#[tokio::test]
+async fn a_malformed_option_is_left_out_alone_and_a_bad_mode_fails_closed() {
+    for (options, mode) in [
+        (json!({"sandbox": "readOnly", "sandboxNetwork": ["http://x"]}), "readOnly"),
+        (json!({"sandbox": "readonly", "approval": {"bash": "allow"}}), "readOnly"),
+    ] {
+        let (_mock, client) = agent_setup(
+            vec![MockResponse::text("ok")],
+            LspClient::agent_caps(false),
+            options.clone(),
+        )
+        .await;
+        let (session, run, _) = prompt(&client, json!({"message": "hi"})).await;
+        client.wait_settled(&session, &run).await;
+        let state = client
+            .request("agent/getState", json!({"sessionId": session}))
+            .await;
+        assert_eq!(state["sandbox"]["mode"], mode, "{options}");
+        assert_eq!(state["sandbox"]["explicit"], true, "{options}");
+        assert_eq!(state["sandbox"]["network"], false, "{options}");
+    }
+}
