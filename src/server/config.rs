@@ -142,8 +142,7 @@ fn parse_options(value: &Value, warnings: &mut Vec<String>) -> InitOptions {
             }
         }
     }
-    let mut options: InitOptions =
-        serde_json::from_value(Value::Object(good)).unwrap_or_default();
+    let mut options: InitOptions = serde_json::from_value(Value::Object(good)).unwrap_or_default();
     if bad_mode {
         options.sandbox = Some(crate::sandbox::SandboxMode::ReadOnly);
         warnings.push(

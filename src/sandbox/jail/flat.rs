@@ -78,14 +78,7 @@ pub fn run(
         }
     };
     kill_descendants();
-    let Some(report) = guard.finish() else {
-        return Ok(end);
-    };
-    eprintln!("{report}");
-    Ok(match end {
-        End::Code(0) => End::Code(1),
-        other => other,
-    })
+    Ok(guard.settle(end))
 }
 
 /// Passes a stop request to the command's process group (the worker's own).

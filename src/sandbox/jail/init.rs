@@ -91,14 +91,7 @@ fn supervise(
     }
     let end = wait_for(worker, &sigfd, ctl, &mut guard)?;
     end_everything_else();
-    let Some(report) = guard.finish() else {
-        return Ok(end);
-    };
-    eprintln!("{report}");
-    Ok(match end {
-        End::Code(0) => End::Code(1),
-        other => other,
-    })
+    Ok(guard.settle(end))
 }
 
 /// Reaps until the worker ends; a stop request sends SIGTERM to every process of the

@@ -101,9 +101,21 @@ impl Guard {
         self.arm();
     }
 
-    /// The last look, once the command's processes are gone: the report of what the command
-    /// created and the guard removed (`None`: nothing).
-    pub fn finish(mut self) -> Option<String> {
+    /// The last look, once the command's processes are gone: how the command counts as having
+    /// ended (failed when it created a protected path, which the report on stderr names).
+    pub fn settle(self, end: super::End) -> super::End {
+        let Some(report) = self.finish() else {
+            return end;
+        };
+        eprintln!("{report}");
+        match end {
+            super::End::Code(0) => super::End::Code(1),
+            other => other,
+        }
+    }
+
+    /// The report of what the command created and the guard removed (`None`: nothing).
+    fn finish(mut self) -> Option<String> {
         self.sweep();
         if self.removed.is_empty() {
             return None;

@@ -346,8 +346,14 @@ async fn set_sandbox_takes_a_list_of_domains_and_refuses_a_malformed_one() {
 #[tokio::test]
 async fn a_malformed_option_is_left_out_alone_and_a_bad_mode_fails_closed() {
     for (options, mode) in [
-        (json!({"sandbox": "readOnly", "sandboxNetwork": ["http://x"]}), "readOnly"),
-        (json!({"sandbox": "readonly", "approval": {"bash": "allow"}}), "readOnly"),
+        (
+            json!({"sandbox": "readOnly", "sandboxNetwork": ["http://x"]}),
+            "readOnly",
+        ),
+        (
+            json!({"sandbox": "readonly", "approval": {"bash": "allow"}}),
+            "readOnly",
+        ),
     ] {
         let (_mock, client) = agent_setup(
             vec![MockResponse::text("ok")],

@@ -114,35 +114,32 @@ function M.domain(d)
   return nil
 end
 
+--- setup() options passed as they are, by the initializationOptions field they become.
+local INIT_FIELDS = {
+  model = "model",
+  approval = "approval",
+  save_after_edit = "saveAfterEdit",
+  sandbox = "sandbox",
+  sandbox_env = "sandboxEnv",
+  sandbox_protected_paths = "sandboxProtectedPaths",
+}
+
 --- The initializationOptions the daemon receives (nil when there are none: an empty Lua table
 --- would be encoded as a JSON array).
 ---@param opts agent_lsp.Options
 ---@return table?
 function M.init_options(opts)
   local init = vim.deepcopy(opts.init_options or {})
-  if opts.model then
-    init.model = opts.model
-  end
-  if opts.approval then
-    init.approval = opts.approval
-  end
-  if opts.save_after_edit then
-    init.saveAfterEdit = opts.save_after_edit
-  end
-  if opts.sandbox then
-    init.sandbox = opts.sandbox
+  for option, field in pairs(INIT_FIELDS) do
+    if opts[option] then
+      init[field] = opts[option]
+    end
   end
   if type(opts.sandbox_network) == "table" then
     -- An empty list is an allowlist naming no host (vim.json encodes {} as []).
     init.sandboxNetwork = vim.tbl_map(M.domain, opts.sandbox_network)
   elseif opts.sandbox_network ~= nil then
     init.sandboxNetwork = opts.sandbox_network
-  end
-  if opts.sandbox_env then
-    init.sandboxEnv = opts.sandbox_env
-  end
-  if opts.sandbox_protected_paths then
-    init.sandboxProtectedPaths = opts.sandbox_protected_paths
   end
   if next(init) == nil then
     return nil

@@ -70,7 +70,7 @@ function readTraces() {
 
 const text = async (frame, sel) => (await frame.locator(sel).allInnerTexts()).join('\n');
 
-async function openFile(page, name) {
+async function openFile(page, name, fullPath) {
   const tab = page.locator('.tab', { hasText: name });
   if (await tab.count() > 0) { // already open: its tab (Ctrl+P would go to a focused webview)
     await tab.first().click();
@@ -81,10 +81,13 @@ async function openFile(page, name) {
   await page.keyboard.press('Control+P');
   const input = page.locator('.quick-input-widget input');
   await input.waitFor({ state: 'visible', timeout: 5000 });
-  await input.fill(name);
-  await page.locator('.quick-input-list .monaco-list-row', { hasText: name }).first().waitFor({ state: 'visible', timeout: 10000 });
+  // A file made a moment ago may not be in Quick Open's search results yet (they come from
+  // an index the file watcher refreshes); its absolute path is looked up on disk instead.
+  await input.fill(fullPath || name);
+  const base = path.basename(fullPath || name);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: base }).first().waitFor({ state: 'visible', timeout: 10000 });
   await page.keyboard.press('Enter');
-  await page.locator('.tab.active', { hasText: name }).waitFor({ timeout: 10000 });
+  await page.locator('.tab.active', { hasText: base }).waitFor({ timeout: 10000 });
 }
 
 /** The visible text of the active editor (Monaco renders spaces as U+00A0). */

@@ -285,14 +285,7 @@ async fn what_the_guard_removes_is_kept_in_the_quarantine() {
     .await;
     let env = super::super::super::support::cli_run::CliEnv::with_mock(&mock);
     let target = env.project().join("AGENTS.md");
-    let mut child = env.spawn(&[
-        "run",
-        "--approve",
-        "all",
-        "--model",
-        super::super::MODEL,
-        "go",
-    ]);
+    let mut child = env.spawn(&super::RUN);
     // Only once the command runs (it says so), so AGENTS.md was missing when it started.
     let started = env.project().join("started");
     while !started.exists() {
@@ -305,13 +298,10 @@ async fn what_the_guard_removes_is_kept_in_the_quarantine() {
     std::fs::write(&target, "My own instructions.\n").unwrap();
     let out = child.wait_with_output().await.unwrap();
     assert_eq!(out.status.code(), Some(0));
-    let requests = mock.requests();
-    let result =
-        super::super::super::support::cli_run::request_texts(&requests[requests.len() - 1].body)
-            .into_iter()
-            .find(|(role, _)| role == "tool")
-            .map(|(_, t)| t)
-            .unwrap_or_default();
+    let result = super::results_of(&mock)
+        .into_iter()
+        .next()
+        .unwrap_or_default();
     assert!(result.starts_with("saw it\n"), "{result}");
     assert!(result.contains("(a copy is in "), "{result}");
     assert!(!target.exists());

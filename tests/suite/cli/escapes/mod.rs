@@ -26,18 +26,26 @@ pub struct Attack {
     pub out: Output,
 }
 
+/// The tool results the model got from `mock`, in call order.
+pub fn results_of(mock: &MockProvider) -> Vec<String> {
+    let requests = mock.requests();
+    let Some(last) = requests.last() else {
+        return Vec::new();
+    };
+    request_texts(&last.body)
+        .into_iter()
+        .filter(|(role, _)| role == "tool")
+        .map(|(_, text)| text)
+        .collect()
+}
+
+/// `agent-lsp run --approve all --model … go`: the run of an attack, as a command line.
+pub const RUN: [&str; 6] = ["run", "--approve", "all", "--model", MODEL, "go"];
+
 impl Attack {
     /// The tool results the model got, in call order.
     pub fn results(&self) -> Vec<String> {
-        let requests = self.mock.requests();
-        let Some(last) = requests.last() else {
-            return Vec::new();
-        };
-        request_texts(&last.body)
-            .into_iter()
-            .filter(|(role, _)| role == "tool")
-            .map(|(_, text)| text)
-            .collect()
+        results_of(&self.mock)
     }
 
     /// The one tool result of a single-command attack.
@@ -88,8 +96,7 @@ pub async fn attack_through(
     let mock = mock(script(commands)).await;
     let mut env = CliEnv::with_mock(&mock);
     setup(&mut env);
-    let argv = ["run", "--approve", "all", "--model", MODEL, "go"];
-    let out = env.command_through(wrapper, &argv).output().await.unwrap();
+    let out = env.command_through(wrapper, &RUN).output().await.unwrap();
     Attack { env, mock, out }
 }
 

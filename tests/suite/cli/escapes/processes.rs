@@ -156,16 +156,7 @@ async fn a_command_that_times_out_takes_its_background_with_it() {
     ])
     .await;
     let env = super::super::super::support::cli_run::CliEnv::with_mock(&mock);
-    let out = env
-        .run(&[
-            "run",
-            "--approve",
-            "all",
-            "--model",
-            super::super::MODEL,
-            "go",
-        ])
-        .await;
+    let out = env.run(&super::RUN).await;
     let left = running(&format!("sleep {marker}"));
     kill_all(&marker);
     assert_eq!(out.status.code(), Some(0));

@@ -90,7 +90,7 @@ exports.register = ({ testCase, until, runCommand, text, send, openFile, readTra
     if (!fs.existsSync(ws('made.txt'))) throw new Error('reverting one file reverted another');
 
     // A created file the user has open is deleted through the editor, which closes its tab.
-    await openFile(page, 'made.txt');
+    await openFile(page, 'made.txt', ws('made.txt'));
     await runCommand(page, 'Agent: Revert This Run');
     await until('made.txt removed (it was created by the run)', () => !fs.existsSync(ws('made.txt')), 15000);
     await toast(page, 'Reverted').first().waitFor({ timeout: 10000 });

@@ -176,7 +176,10 @@ exports.register = ({ testCase, until, runCommand, text, send, fs, path, workspa
       // "Don't Allow" first: remembered, the servers stay stopped…
       await dialog.locator('.monaco-button', { hasText: /^Don't Allow$/ }).click();
       await dialog.waitFor({ state: 'detached', timeout: 10000 });
-      await page.waitForTimeout(500);
+      // The daemon remembers the answer before it would start anything: once the trust file
+      // holds it, a server that was going to start would have been started.
+      const trustFile = path.join(process.env.XDG_STATE_HOME, 'agent-lsp', 'mcp-trust.json');
+      await until('the refusal remembered', () => fs.existsSync(trustFile) && fs.readFileSync(trustFile, 'utf8').includes('"allowed": false'), 10000);
       if (!(await row('echo').innerText()).includes('not allowed for this project')) throw new Error('a refused server started');
       // …until the user changes their mind with the server's shield action: the same question again.
       await row('echo').hover();
