@@ -100,7 +100,8 @@ async fn a_tmux_server_outside_gets_no_keys() {
     );
 }
 
-/// `io_uring_setup` and the kernel keyring, called directly (no library wraps them).
+/// `io_uring_setup`, the kernel keyring and an x32 system call, made directly (no library
+/// wraps them).
 const RAW_CALLS: &str = r#"
 #include <stdio.h>
 #include <string.h>
@@ -114,12 +115,20 @@ int main(void) {
     printf("io_uring: %s\n", ring >= 0 ? "created" : strerror(errno));
     long key = syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3 /* session */, 0);
     printf("keyring: %s\n", key >= 0 ? "readable" : strerror(errno));
+#ifdef __x86_64__
+    /* getpid through the x32 ABI: a filter keyed on x86-64 numbers would not see it. The
+       guard refuses it before the kernel looks (a kernel without x32 would say ENOSYS). */
+    long x32 = syscall(0x40000000 | SYS_getpid);
+    printf("x32: %s\n", x32 >= 0 ? "ran" : strerror(errno));
+#else
+    printf("x32: Operation not permitted\n");
+#endif
     return 0;
 }
 "#;
 
 #[tokio::test]
-async fn io_uring_and_the_kernel_keyring_are_refused() {
+async fn io_uring_the_kernel_keyring_and_x32_calls_are_refused() {
     let dir = outside_tmp();
     let source = dir.path().join("raw.c");
     let binary = dir.path().join("raw");
@@ -140,6 +149,7 @@ async fn io_uring_and_the_kernel_keyring_are_refused() {
     a.assert_ran();
     assert_eq!(
         a.result(),
-        "io_uring: Operation not permitted\nkeyring: Operation not permitted"
+        "io_uring: Operation not permitted\nkeyring: Operation not permitted\n\
+         x32: Operation not permitted"
     );
 }
