@@ -5,9 +5,11 @@
 //!
 //! By default the commands are `true`, `ls` and a `find` over a synthetic workspace of 1,000
 //! files. With `--workspace DIR` they run in DIR (a large real checkout) and are real work:
-//! `git status`, `git log`, a `find` and a `grep -r` over its Rust files, and `ls`.
+//! `git status`, `git log`, a `find` and a `grep -r` over its Rust files, and `ls`. With
+//! `--command CMD` (repeatable) they are those commands instead (`sleep 0.15`: one that runs
+//! long enough for the protected paths' watch).
 //!
-//! `cargo bench --bench sandbox [-- --runs N] [--workspace DIR]`. The launcher is the release
+//! `cargo bench --bench sandbox [-- --runs N] [--workspace DIR] [--command CMD]…`. The launcher is the release
 //! `agent-lsp` binary built with the bench. Every run's output is checked: a command that
 //! fails, or prints in the jail what it does not print unsandboxed, fails the bench instead of
 //! reporting numbers. Exits 1 when the jail's median cost above the unsandboxed run misses
@@ -124,11 +126,17 @@ async fn main() -> anyhow::Result<()> {
     let workspace = arg("--workspace").map(PathBuf::from);
     agent_lsp::sandbox::launch::use_launcher(env!("CARGO_BIN_EXE_agent-lsp"));
     let base = tempfile::tempdir()?;
-    let (root, commands, what): (PathBuf, &[&str], String) = match &workspace {
+    let chosen: Vec<String> = std::env::args()
+        .collect::<Vec<_>>()
+        .windows(2)
+        .filter(|w| w[0] == "--command")
+        .map(|w| w[1].clone())
+        .collect();
+    let (root, mut commands, what): (PathBuf, Vec<&str>, String) = match &workspace {
         Some(dir) => {
             let root = std::fs::canonicalize(dir)?;
             let what = format!("workspace {}", root.display());
-            (root, &REAL, what)
+            (root, REAL.to_vec(), what)
         }
         None => {
             let root = std::fs::canonicalize(base.path())?.join("ws");
@@ -137,7 +145,7 @@ async fn main() -> anyhow::Result<()> {
                 std::fs::create_dir_all(&dir)?;
                 std::fs::write(dir.join(format!("f{i}.rs")), "fn main() {}\n")?;
             }
-            (root, &SYNTHETIC, "workspace of 1,000 files".into())
+            (root, SYNTHETIC.to_vec(), "workspace of 1,000 files".into())
         }
     };
     let layers = agent_lsp::sandbox::machine_layers(&EnvSource::from_process());
@@ -156,6 +164,9 @@ async fn main() -> anyhow::Result<()> {
         sandbox: Some(sandbox(&root, &base.path().join("t2"), flat_layers)),
         ..BashSettings::default()
     };
+    if !chosen.is_empty() {
+        commands = chosen.iter().map(String::as_str).collect();
+    }
     let width = commands.iter().map(|c| c.len()).max().unwrap_or(0).max(7);
     println!("sandbox cost per command, {runs} runs each, {what} (ms)");
     println!(
@@ -163,7 +174,7 @@ async fn main() -> anyhow::Result<()> {
         "command", "unsandboxed", "jail", "no namespaces", "jail cost"
     );
     let mut worst = 0.0f64;
-    for command in commands {
+    for command in &commands {
         let s = time(&[&plain, &jailed, &flat], command, &root, runs).await?;
         let (p, j, f) = (&s[0], &s[1], &s[2]);
         worst = worst.max(j.p50 - p.p50);
