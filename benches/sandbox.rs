@@ -9,13 +9,18 @@
 //! `--command CMD` (repeatable) they are those commands instead (`sleep 0.15`: one that runs
 //! long enough for the protected paths' watch).
 //!
-//! `cargo bench --bench sandbox [-- --runs N] [--workspace DIR] [--command CMD]…`. The launcher is the release
+//! `--phases` times a jailed `true` spawned directly in several ways (the shell alone, the
+//! launcher alone, without namespaces, without the network namespace, without protected
+//! paths), to tell where the jail's cost goes.
+//!
+//! `cargo bench --bench sandbox [-- --runs N] [--workspace DIR] [--command CMD]… [--phases]`. The launcher is the release
 //! `agent-lsp` binary built with the bench. Every run's output is checked: a command that
 //! fails, or prints in the jail what it does not print unsandboxed, fails the bench instead of
 //! reporting numbers. Exits 1 when the jail's median cost above the unsandboxed run misses
 //! the bar.
 
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -55,12 +60,22 @@ fn stats(mut ms: Vec<f64>) -> Stats {
 }
 
 fn sandbox(root: &Path, temp: &Path, layers: Layers) -> Arc<Sandbox> {
+    sandbox_with(root, temp, layers, Network::Off, None)
+}
+
+fn sandbox_with(
+    root: &Path,
+    temp: &Path,
+    layers: Layers,
+    network: Network,
+    protected: Option<Vec<String>>,
+) -> Arc<Sandbox> {
     Sandbox::new(SandboxParts {
         setting: SandboxSetting {
             mode: Some(SandboxMode::WorkspaceWrite),
-            network: Network::Off,
+            network,
             pass_env: None,
-            protected: None,
+            protected,
         },
         writable_roots: vec![root.to_path_buf()],
         temp_dir: temp.to_path_buf(),
@@ -116,6 +131,109 @@ async fn time(
     Ok(ms.into_iter().map(stats).collect())
 }
 
+/// One way of running `true` for `--phases`: the shell alone, the launcher alone (no spec: it
+/// exits at once), or the launcher with one sandbox's spec.
+enum Phase {
+    Shell,
+    LauncherAlone,
+    Launcher(Arc<Sandbox>),
+}
+
+/// One run of `phase` in `cwd` (the process spawned directly, no executor): its wall time in ms.
+async fn run_phase(phase: &Phase, cwd: &Path) -> anyhow::Result<f64> {
+    let shell = Path::new("/bin/bash");
+    let launcher = Path::new(env!("CARGO_BIN_EXE_agent-lsp"));
+    let started = Instant::now();
+    let (mut command, lifeline, expected) = match phase {
+        Phase::Shell => {
+            let mut c = tokio::process::Command::new(shell);
+            c.args(["-c", "true"]).stdin(Stdio::null());
+            (c, None, Some(0))
+        }
+        Phase::LauncherAlone => {
+            let mut c = tokio::process::Command::new(launcher);
+            c.arg(agent_lsp::sandbox::jail::SUBCOMMAND)
+                .env_remove(agent_lsp::sandbox::jail::spec::SPEC_ENV)
+                .stdin(Stdio::null());
+            (c, None, Some(agent_lsp::sandbox::jail::SETUP_FAILED))
+        }
+        Phase::Launcher(sb) => {
+            let jail = sb
+                .jail(&sb.policy(), shell, "true", cwd)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            (jail.command, Some(jail.lifeline), Some(0))
+        }
+    };
+    let status = command
+        .current_dir(cwd)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .await?;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    drop(lifeline);
+    anyhow::ensure!(status.code() == expected, "a phase ended with {status}");
+    Ok(ms)
+}
+
+/// `--phases`: where a jailed `true` spends its time, by difference between ways of running it.
+async fn phases(root: &Path, temp: &Path, layers: &Layers, runs: usize) -> anyhow::Result<()> {
+    let mut flat_layers = layers.clone();
+    flat_layers.namespaces = Err("left out for the bench".into());
+    let variants: Vec<(&str, Phase)> = vec![
+        ("bash -c true, no launcher", Phase::Shell),
+        (
+            "the launcher alone (no spec: exits at once)",
+            Phase::LauncherAlone,
+        ),
+        (
+            "no namespaces (Landlock, seccomp)",
+            Phase::Launcher(sandbox(root, &temp.join("p1"), flat_layers)),
+        ),
+        (
+            "jail with the user's network (no net namespace)",
+            Phase::Launcher(sandbox_with(
+                root,
+                &temp.join("p2"),
+                layers.clone(),
+                Network::On,
+                None,
+            )),
+        ),
+        (
+            "jail",
+            Phase::Launcher(sandbox(root, &temp.join("p3"), layers.clone())),
+        ),
+        (
+            "jail with no protected paths",
+            Phase::Launcher(sandbox_with(
+                root,
+                &temp.join("p4"),
+                layers.clone(),
+                Network::Off,
+                Some(Vec::new()),
+            )),
+        ),
+    ];
+    let mut ms = vec![Vec::with_capacity(runs); variants.len()];
+    for rep in 0..=runs {
+        for k in 0..variants.len() {
+            let v = (rep + k) % variants.len();
+            let t = run_phase(&variants[v].1, root).await?;
+            if rep > 0 {
+                ms[v].push(t);
+            }
+        }
+    }
+    println!("a jailed `true`, spawned directly, {runs} runs each (ms)");
+    println!("{:<50} {:>7} {:>7}", "how", "p50", "p95");
+    for ((name, _), ms) in variants.iter().zip(ms) {
+        let s = stats(ms);
+        println!("{name:<50} {:>7.2} {:>7.2}", s.p50, s.p95);
+    }
+    Ok(())
+}
+
 fn arg(name: &str) -> Option<String> {
     std::env::args().skip_while(|a| a != name).nth(1)
 }
@@ -153,6 +271,9 @@ async fn main() -> anyhow::Result<()> {
         layers.unavailable().is_none(),
         "no sandbox here: {layers:?}"
     );
+    if std::env::args().any(|a| a == "--phases") {
+        return phases(&root, base.path(), &layers, runs).await;
+    }
     let mut flat_layers = layers.clone();
     flat_layers.namespaces = Err("left out for the bench".into());
     let plain = BashSettings::default();
