@@ -78,7 +78,25 @@ pub fn run(
         }
     };
     kill_descendants();
-    Ok(guard.settle(end))
+    let end = guard.settle(end);
+    let_go(guard);
+    Ok(end)
+}
+
+/// Drops the guard without waiting for the kernel: a watching guard's inotify instance is
+/// closed for good by a child of its own (its output closed first), the launcher's copy at once.
+fn let_go(guard: protect::Guard) {
+    if !guard.watching() {
+        return;
+    }
+    if let Ok(sys::Forked::Child) = sys::fork() {
+        if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+            let _ = nix::unistd::dup2_stdout(&null);
+            let _ = nix::unistd::dup2_stderr(&null);
+        }
+        drop(guard);
+        std::process::exit(0);
+    }
 }
 
 /// Passes a stop request to the command's process group (the worker's own).
@@ -103,9 +121,17 @@ fn kill_descendants() {
     }
 }
 
-/// The launcher's children, from `/proc/*/stat` (the field after the command name).
+/// The launcher's children: its (only) thread's `children` list, else from every
+/// `/proc/*/stat` (the field after the command name) where the kernel has no such list.
 fn children() -> Vec<Pid> {
     let me = nix::unistd::getpid().as_raw();
+    if let Ok(list) = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")) {
+        return list
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .map(Pid::from_raw)
+            .collect();
+    }
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

@@ -25,8 +25,15 @@ pub fn run(
     proxy_dir: Option<OwnedFd>,
 ) -> i32 {
     match supervise(spec, env, &ctl, proxy_dir) {
-        Ok(end) => {
+        Ok((end, guard)) => {
+            // The launcher ends on this message, before init does: what init still has to do
+            // (let its watch go, which may wait for the kernel) delays nothing, and with its
+            // output closed first the daemon does not wait for it either.
             let _ = nix::unistd::write(&status, &end.encode());
+            if guard.watching() {
+                close_output();
+            }
+            drop(guard);
             match end {
                 End::Code(code) => code,
                 End::Signal(sig) => 128 + sig,
@@ -39,12 +46,20 @@ pub fn run(
     }
 }
 
+/// Points stdout and stderr at `/dev/null`, so the command's output pipe ends with the command.
+fn close_output() {
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        let _ = nix::unistd::dup2_stdout(&null);
+        let _ = nix::unistd::dup2_stderr(&null);
+    }
+}
+
 fn supervise(
     spec: &JailSpec,
     env: &[OsString],
     ctl: &OwnedFd,
     proxy_dir: Option<OwnedFd>,
-) -> Result<End, String> {
+) -> Result<(End, protect::Guard), String> {
     // The quarantine is read-only in the view: keep a writable clone of it first.
     let quarantine = match &spec.quarantine {
         Some(dir) => Some((
@@ -91,7 +106,8 @@ fn supervise(
     }
     let end = wait_for(worker, &sigfd, ctl, &mut guard)?;
     end_everything_else();
-    Ok(guard.settle(end))
+    let end = guard.settle(end);
+    Ok((end, guard))
 }
 
 /// Reaps until the worker ends; a stop request sends SIGTERM to every process of the

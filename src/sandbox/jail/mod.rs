@@ -41,7 +41,7 @@ use nix::fcntl::OFlag;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use spec::{JailNetwork, JailSpec, SPEC_ENV};
@@ -248,7 +248,7 @@ fn open_dir(path: &std::path::Path) -> Result<OwnedFd, String> {
 }
 
 /// The launcher's loop while init runs: forwards a stop request, follows the daemon, and
-/// returns how the command ended once init has.
+/// returns how the command ended as soon as init says so (init may linger a little after).
 fn watch_init(
     init: Pid,
     ctl: OwnedFd,
@@ -256,33 +256,40 @@ fn watch_init(
     sigfd: SignalFd,
     lifeline: Option<BorrowedFd<'_>>,
 ) -> Result<End, String> {
+    let mut said = Vec::new();
     loop {
-        let ready = poll_ready(&[Some(sigfd.as_fd()), lifeline], PollTimeout::NONE)?;
+        let ready = poll_ready(
+            &[Some(sigfd.as_fd()), lifeline, Some(status.as_fd())],
+            PollTimeout::NONE,
+        )?;
         if ready[1] && lifeline.is_some_and(closed) {
             // Init sees its control pipe close and takes the namespace with it.
             std::process::exit(128 + Signal::SIGKILL as i32);
         }
-        if !ready[0] {
-            continue;
-        }
-        let mut stop = false;
-        while let Ok(Some(info)) = sigfd.read_signal() {
-            stop |= info.ssi_signo != Signal::SIGCHLD as u32;
-        }
-        if stop {
-            let _ = nix::unistd::write(&ctl, b"T");
-        }
-        match waitpid(init, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::StillAlive) | Err(Errno::EINTR) => {}
-            Ok(status_of_init) => {
-                let mut buf = [0u8; 5];
-                let n = nix::unistd::read(&status, &mut buf).unwrap_or(0);
-                let end = End::decode(&buf[..n])
-                    .or_else(|| End::from_wait(status_of_init))
-                    .unwrap_or(End::Code(SETUP_FAILED));
+        if ready[2] {
+            let mut buf = [0u8; 5];
+            match nix::unistd::read(&status, &mut buf) {
+                Ok(0) => {
+                    // Init ended without a word: its own exit status says how.
+                    let status_of_init = waitpid(init, None).map_err(|e| format!("waitpid: {e}"))?;
+                    return Ok(End::from_wait(status_of_init).unwrap_or(End::Code(SETUP_FAILED)));
+                }
+                Ok(n) => said.extend_from_slice(&buf[..n]),
+                Err(Errno::EINTR | Errno::EAGAIN) => {}
+                Err(e) => return Err(format!("reading init's status: {e}")),
+            }
+            if let Some(end) = End::decode(&said) {
                 return Ok(end);
             }
-            Err(e) => return Err(format!("waitpid: {e}")),
+        }
+        if ready[0] {
+            let mut stop = false;
+            while let Ok(Some(info)) = sigfd.read_signal() {
+                stop |= info.ssi_signo != Signal::SIGCHLD as u32;
+            }
+            if stop {
+                let _ = nix::unistd::write(&ctl, b"T");
+            }
         }
     }
 }

@@ -11,7 +11,10 @@
 //!
 //! The watch starts only once a command has run for [`WATCH_AFTER`]: closing an inotify
 //! instance waits for the kernel's SRCU grace period (8-25 ms measured here), which would
-//! more than double the cost of every short command, and the last look covers those.
+//! more than double the cost of every short command, and the last look covers those. For a
+//! longer one, the instance is closed only after the command's end has been passed on (by
+//! init, once its output is closed; by the launcher without namespaces, in a child of its own),
+//! so nobody waits for that period.
 
 use std::collections::HashMap;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -103,7 +106,9 @@ impl Guard {
 
     /// The last look, once the command's processes are gone: how the command counts as having
     /// ended (failed when it created a protected path, which the report on stderr names).
-    pub fn settle(self, end: super::End) -> super::End {
+    /// The guard is kept: dropping it may wait for the kernel (see the module doc), which the
+    /// caller does once the command's end is out.
+    pub fn settle(&mut self, end: super::End) -> super::End {
         let Some(report) = self.finish() else {
             return end;
         };
@@ -114,8 +119,13 @@ impl Guard {
         }
     }
 
+    /// Whether dropping the guard closes an inotify instance (and so may wait).
+    pub fn watching(&self) -> bool {
+        self.inotify.is_some()
+    }
+
     /// The report of what the command created and the guard removed (`None`: nothing).
-    fn finish(mut self) -> Option<String> {
+    fn finish(&mut self) -> Option<String> {
         self.sweep();
         if self.removed.is_empty() {
             return None;
