@@ -271,7 +271,8 @@ fn watch_init(
             match nix::unistd::read(&status, &mut buf) {
                 Ok(0) => {
                     // Init ended without a word: its own exit status says how.
-                    let status_of_init = waitpid(init, None).map_err(|e| format!("waitpid: {e}"))?;
+                    let status_of_init =
+                        waitpid(init, None).map_err(|e| format!("waitpid: {e}"))?;
                     return Ok(End::from_wait(status_of_init).unwrap_or(End::Code(SETUP_FAILED)));
                 }
                 Ok(n) => said.extend_from_slice(&buf[..n]),
