@@ -23,7 +23,7 @@ use crate::sandbox::{CallMode, Sandbox};
 use crate::server::outgoing::{Outgoing, RequestError};
 use crate::session_setup::FrontEnd;
 use crate::tools::{
-    BashTool, DiskWorkspace, FileSnapshot, Fingerprint, ToolContext, ToolOptions, Workspace,
+    BashTool, ContentId, DiskWorkspace, FileSnapshot, ToolContext, ToolOptions, Workspace,
     WorkspaceError, WriteOutcome,
 };
 
@@ -167,7 +167,7 @@ impl Workspace for ClientWorkspace {
         &self,
         path: PathBuf,
         content: Vec<u8>,
-        expected: Option<Fingerprint>,
+        expected: Option<ContentId>,
     ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
         if !self.link.caps.write_text_file {
             return self.disk.write(path, content, expected);
@@ -177,7 +177,7 @@ impl Workspace for ClientWorkspace {
         Box::pin(async move {
             let created = match current.await {
                 Ok(now) => {
-                    if expected.is_some_and(|e| e != now.fingerprint) {
+                    if expected.is_some_and(|e| !now.is(&e)) {
                         return Err(WorkspaceError::Conflict(path.display().to_string()));
                     }
                     false
@@ -189,14 +189,14 @@ impl Workspace for ClientWorkspace {
                 path: path.display().to_string(),
                 reason: "the new content is not UTF-8 text".into(),
             })?;
-            let fingerprint = Fingerprint::of(text.as_bytes());
+            let id = ContentId::of(text.as_bytes());
             let params = acp::WriteTextFileRequest::new(link.id(), path.clone(), text);
             let _: Value = link
                 .request("fs/write_text_file", params, FS_TIMEOUT)
                 .await
                 .map_err(|e| client_failure(&path, e))?;
             Ok(WriteOutcome {
-                fingerprint,
+                id,
                 created,
                 via_editor: true,
                 unsaved: None,

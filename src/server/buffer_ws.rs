@@ -36,7 +36,8 @@ use crate::tools::workspace::{
     EditOutcome, EditRequest, check_abort, edit_by_rewrite, edit_write_error, seen_conflict,
 };
 use crate::tools::{
-    DiskWorkspace, FileSnapshot, Fingerprint, Unsaved, Workspace, WorkspaceError, WriteOutcome,
+    Capture, ContentHash, ContentId, DiskWorkspace, FileSnapshot, Unsaved, Workspace,
+    WorkspaceError, WriteOutcome,
 };
 
 /// A workspace whose open files live in the editor.
@@ -78,13 +79,19 @@ impl Workspace for BufferWorkspace {
         self.editor.disk.resolve(path)
     }
 
-    fn fingerprint(
+    /// An open buffer's rope is captured as it is (an O(1) clone) and hashed later.
+    fn capture(
         &self,
         path: PathBuf,
-    ) -> BoxFuture<'static, Result<Option<Fingerprint>, WorkspaceError>> {
+    ) -> BoxFuture<'static, Result<Option<Capture>, WorkspaceError>> {
         match self.editor.docs.get_path(&path) {
-            Some(doc) => Box::pin(std::future::ready(Ok(Some(doc.facts.fingerprint)))),
-            None => self.editor.disk.fingerprint(path),
+            Some(doc) => {
+                let rope = doc.rope;
+                let capture =
+                    Capture::new(move || ContentHash::of_pieces(rope.chunks().map(str::as_bytes)));
+                Box::pin(std::future::ready(Ok(Some(capture))))
+            }
+            None => self.editor.disk.capture(path),
         }
     }
 
@@ -95,7 +102,7 @@ impl Workspace for BufferWorkspace {
             match open {
                 Some(doc) => Ok(FileSnapshot {
                     bytes: String::from(&doc.rope).into_bytes(),
-                    fingerprint: doc.facts.fingerprint,
+                    id: doc.content_id(),
                     from_editor: true,
                 }),
                 None => editor.disk.read_disk(path).await,
@@ -107,7 +114,7 @@ impl Workspace for BufferWorkspace {
         &self,
         path: PathBuf,
         content: Vec<u8>,
-        expected: Option<Fingerprint>,
+        expected: Option<ContentId>,
     ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
         let editor = self.editor.clone();
         Box::pin(async move {
@@ -156,7 +163,7 @@ impl BufferWorkspace {
         let Some(mut doc) = self.editor.docs.get_path(&path) else {
             return edit_by_rewrite(self, path, req).await;
         };
-        if req.seen.is_some_and(|seen| seen != doc.facts.fingerprint) {
+        if req.seen.is_some_and(|seen| !doc.is(&seen)) {
             return Err(seen_conflict(req.shown));
         }
         check_abort(req.cancel)?;
@@ -166,7 +173,7 @@ impl BufferWorkspace {
         if !req.apply {
             let after = rope_edit::applied(&doc, &plan);
             return Ok(EditOutcome {
-                fingerprint: doc.facts.fingerprint,
+                id: doc.content_id(),
                 diff: rope_edit::diff_of(&doc, &after, &plan, req.shown),
                 unsaved: None,
             });
@@ -179,8 +186,17 @@ impl BufferWorkspace {
             let edits = rope_edit::text_edits(&doc, &plan, editor.config.encoding);
             let expected = after.facts.fingerprint;
             let confirmed = move |d: &Document| d.facts.fingerprint == expected;
+            // The buffer's version holding the edit (unknown when it was found by looking,
+            // next to the user's typing: then it never matches, and the next edit reads again).
+            let mut landed = ContentId::Buffer {
+                doc: doc.open_id,
+                rev: u64::MAX,
+            };
             let (mut is_in, claimed) = match editor.send_and_confirm(&doc, edits, confirmed).await {
-                Ok(()) => (true, true),
+                Ok(id) => {
+                    landed = id;
+                    (true, true)
+                }
                 Err(f) => {
                     tracing::info!(attempt, path = %path.display(), reason = %f.reason, "edit not confirmed");
                     failure = f.reason;
@@ -203,13 +219,13 @@ impl BufferWorkspace {
             if is_in {
                 let diff = rope_edit::diff_of(&doc, &after, &plan, req.shown);
                 let unsaved = editor
-                    .save_edit(&path, user_changes, expected, || {
+                    .save_edit(&path, user_changes, landed, || {
                         String::from(&after.rope).into_bytes()
                     })
                     .await
                     .map_err(|e| edit_write_error(req.shown, e))?;
                 return Ok(EditOutcome {
-                    fingerprint: expected,
+                    id: landed,
                     diff,
                     unsaved,
                 });
@@ -254,7 +270,7 @@ impl Editor {
         &self,
         path: &Path,
         content: Vec<u8>,
-        expected: Option<Fingerprint>,
+        expected: Option<ContentId>,
     ) -> Result<WriteOutcome, WorkspaceError> {
         let mut target = String::from_utf8(content)
             .map_err(|_| editor_error(path, "the new content is not UTF-8 text"))?;
@@ -264,6 +280,8 @@ impl Editor {
             Some(doc) => self.user_changes_before(&doc, path).await,
             None => false,
         };
+        // The buffer's version holding the target text, when it is known exactly.
+        let mut landed_at: Option<ContentId> = None;
         for attempt in 0..2 {
             let Some(doc) = self.docs.get_path(path) else {
                 // Closed meanwhile: the disk is the truth again.
@@ -276,7 +294,7 @@ impl Editor {
             match &sent_against {
                 // First attempt: the tool computed `target` from the text it read; if the user
                 // changed the buffer since, writing it would clobber their change.
-                None if expected.is_some_and(|e| e != doc.facts.fingerprint) => {
+                None if expected.is_some_and(|e| !doc.is(&e)) => {
                     return Err(WorkspaceError::Conflict(path.display().to_string()));
                 }
                 // The editor said it applied the change but the buffer changed otherwise too (the
@@ -307,11 +325,13 @@ impl Editor {
                 _ => {}
             }
             if current == target {
+                landed_at = Some(doc.content_id());
                 last_failure.clear();
                 break;
             }
             match self.apply_once(&doc, &current, &target).await {
-                Ok(()) => {
+                Ok(id) => {
+                    landed_at = Some(id);
                     last_failure.clear();
                     break;
                 }
@@ -337,12 +357,11 @@ impl Editor {
             return Err(editor_error(path, format!("{last_failure} (tried twice)")));
         }
         let bytes = target.into_bytes();
-        let fingerprint = Fingerprint::of(&bytes);
-        let unsaved = self
-            .save_edit(path, user_changes, fingerprint, || bytes)
-            .await?;
+        // Found by looking, next to the user's typing: the text's hash names what the agent left.
+        let id = landed_at.unwrap_or_else(|| ContentId::of(&bytes));
+        let unsaved = self.save_edit(path, user_changes, id, || bytes).await?;
         Ok(WriteOutcome {
-            fingerprint,
+            id,
             created: false,
             via_editor: true,
             unsaved,
@@ -398,7 +417,12 @@ impl Editor {
     }
 
     /// Sends one applyEdit and waits for the mirror to hold `new_text`.
-    async fn apply_once(&self, doc: &Document, old: &str, new_text: &str) -> Result<(), Failure> {
+    async fn apply_once(
+        &self,
+        doc: &Document,
+        old: &str,
+        new_text: &str,
+    ) -> Result<ContentId, Failure> {
         let edit = minimal_edit(doc, old, new_text, self.config.encoding);
         let new_text = new_text.to_owned();
         self.send_and_confirm(doc, vec![edit], move |d| d.rope == new_text.as_str())
@@ -406,13 +430,13 @@ impl Editor {
     }
 
     /// Sends one applyEdit with `edits` (relative to `doc`) and waits for a change of the
-    /// mirror after which `confirmed` holds.
+    /// mirror after which `confirmed` holds; the version of the mirror it held for.
     async fn send_and_confirm(
         &self,
         doc: &Document,
         edits: Vec<TextEdit>,
         confirmed: impl Fn(&Document) -> bool,
-    ) -> Result<(), Failure> {
+    ) -> Result<ContentId, Failure> {
         let mut changes = self.docs.subscribe();
         let params = self.apply_params(doc, edits).map_err(Failure::refused)?;
         let timeout = self.config.edit_timeout();
@@ -436,21 +460,20 @@ impl Editor {
         // `applied: true` is only a hint: wait for the didChange that makes the mirror match.
         let confirmed = tokio::time::timeout(timeout, async {
             loop {
-                if self
-                    .docs
-                    .get(&doc.uri)
-                    .is_some_and(|d| d.version != doc.version && confirmed(&d))
+                if let Some(d) = self.docs.get(&doc.uri)
+                    && d.version != doc.version
+                    && confirmed(&d)
                 {
-                    return true;
+                    return Some(d.content_id());
                 }
                 if changes.changed().await.is_err() {
-                    return false;
+                    return None;
                 }
             }
         })
         .await;
         match confirmed {
-            Ok(true) => Ok(()),
+            Ok(Some(id)) => Ok(id),
             _ => Err(Failure {
                 reason: format!("the buffer did not change to the edited text within {timeout:?}"),
                 claimed: true,
@@ -499,7 +522,7 @@ impl Editor {
         &self,
         path: &Path,
         user_changes: bool,
-        expected: Fingerprint,
+        expected: ContentId,
         bytes: impl FnOnce() -> Vec<u8>,
     ) -> Result<Option<Unsaved>, WorkspaceError> {
         let mode = self.config.save_after_edit();
@@ -514,7 +537,7 @@ impl Editor {
                 .await
                 .map(|_| None);
         };
-        let user_changes = user_changes || doc.facts.fingerprint != expected;
+        let user_changes = user_changes || !doc.is(&expected);
         if let Some(why) = keep_unsaved(mode, user_changes) {
             return Ok(Some(why));
         }
@@ -538,8 +561,8 @@ impl Editor {
             Ok(r) if r.saved.contains(&doc.uri) => {
                 // The editor wrote its buffer: the agent's text, unless it changed meanwhile (the
                 // user typed, or the editor formatted on save), which the next edit reads again.
-                let now = self.docs.get_path(path).map(|d| d.facts.fingerprint);
-                let known = now.filter(|fp| *fp == expected);
+                let now = self.docs.get_path(path).map(|d| d.content_id());
+                let known = now.filter(|id| id.same(&expected) == Some(true));
                 self.on_disk.saved(path, known).await;
                 Ok(None)
             }

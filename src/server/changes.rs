@@ -36,6 +36,12 @@ pub fn handle(sessions: &Arc<SessionTable>, method: &str, id: Id, params: Value,
     };
     let id = id.clone();
     tokio::spawn(async move {
+        // Hashes of open buffers still being computed decide whether the user changed a file.
+        match &work {
+            Work::Changes(session, _) | Work::Revert(session, _, _) => {
+                session.journal.settled().await
+            }
+        }
         let result = match work {
             Work::Changes(session, selection) => {
                 review::run_changes(&session.record, &session.workspace, &selection, true)
@@ -108,6 +114,7 @@ fn to_value<T: serde::Serialize>(value: T) -> Result<Value, ResponseError> {
 /// After a run: `changes_update` when it changed files (the diffs left out; `agent/runChanges`
 /// has them).
 pub async fn changes_update(session: &LiveSession, run_id: &str) {
+    session.journal.settled().await;
     let selection = Selection::Run(Some(run_id.to_string()));
     let changes = review::run_changes(&session.record, &session.workspace, &selection, false);
     let Ok(changes) = changes.await else {

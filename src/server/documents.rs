@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use crate::server::diagnostics::DiagnosticStore;
 use crate::server::position::{self, Encoding};
 use crate::tools::workspace::{
-    FINGERPRINT_CONTEXT, Fingerprint, FingerprintHasher, folds_or_trims,
+    ContentHash, ContentId, FINGERPRINT_CONTEXT, Fingerprint, FingerprintHasher, folds_or_trims,
 };
 
 /// One open document as the editor holds it (unsaved text included).
@@ -29,15 +29,44 @@ pub struct Document {
     pub rope: Rope,
     /// Facts about `rope`'s text, kept current by every change.
     pub facts: DocFacts,
+    /// This opening of the document (a new one each `didOpen`) and its count of changes: the
+    /// exact identity of the text, with nothing hashed (the editor's own `version` is the
+    /// client's to number).
+    pub open_id: u64,
+    pub rev: u64,
 }
 
 impl Document {
     pub fn new(uri: String, version: i32, rope: Rope) -> Self {
+        static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         Document {
             uri,
             version,
             facts: DocFacts::of(&rope),
             rope,
+            open_id: OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            rev: 0,
+        }
+    }
+
+    /// The version of the text this is.
+    pub fn content_id(&self) -> ContentId {
+        ContentId::Buffer {
+            doc: self.open_id,
+            rev: self.rev,
+        }
+    }
+
+    /// The SHA-256 of the text (a pass over it: for the rare comparison with a file's hash).
+    pub fn content_hash(&self) -> ContentHash {
+        ContentHash::of_pieces(self.rope.chunks().map(str::as_bytes))
+    }
+
+    /// Whether the text is the version `id` names (hashing it only against a file's hash).
+    pub fn is(&self, id: &ContentId) -> bool {
+        match self.content_id().same(id) {
+            Some(same) => same,
+            None => id.hash().is_some_and(|h| h == self.content_hash()),
         }
     }
 
@@ -45,6 +74,7 @@ impl Document {
     pub fn set_text(&mut self, text: &str) {
         self.rope = Rope::from_str(text);
         self.facts = DocFacts::of(&self.rope);
+        self.rev += 1;
     }
 
     /// Replaces the chars `chars` (clamped to the text) with `text`, updating the facts from
@@ -61,6 +91,7 @@ impl Document {
         self.facts = self.facts.replaced(&head, &old, text.as_bytes(), &tail);
         self.rope.remove(cs..ce);
         self.rope.insert(cs, text);
+        self.rev += 1;
     }
 
     /// The bytes `range` of the text (any byte offsets, not only char boundaries), clamped to

@@ -3,8 +3,9 @@
 //!
 //! "Unsaved" is known by comparing the mirror with the file on disk (no `didSave` bookkeeping,
 //! so it holds for every client and after a reconnect): a buffer whose text differs from the
-//! disk has changes nobody saved. The disk's fingerprint is cached per file version
-//! ([`DiskFingerprints`]).
+//! disk has changes nobody saved. What the disk holds is cached per file version
+//! ([`DiskFingerprints`]): the buffer's version the editor saved, or the file's fingerprint (a
+//! hint: different means different) and hash (which decides when the fingerprints agree).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -13,34 +14,46 @@ use std::time::SystemTime;
 
 use crate::server::documents::Document;
 use crate::server::protocol::SaveAfterEdit;
-use crate::tools::{Fingerprint, Unsaved};
+use crate::tools::{ContentHash, ContentId, Fingerprint, Unsaved};
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// The fingerprint of a file's content, with and without a leading byte-order mark.
+/// What is known of a file's content.
 #[derive(Clone, Copy)]
-struct OnDisk {
-    raw: Fingerprint,
-    without_bom: Option<Fingerprint>,
+enum OnDisk {
+    /// Read: its fingerprint and hash, with and without a leading byte-order mark.
+    Read {
+        raw: (Fingerprint, ContentHash),
+        without_bom: Option<(Fingerprint, ContentHash)>,
+    },
+    /// The editor saved this version of the open buffer into it.
+    Saved(ContentId),
 }
 
 impl OnDisk {
     fn of(bytes: &[u8]) -> OnDisk {
-        OnDisk {
-            raw: Fingerprint::of(bytes),
-            without_bom: bytes.strip_prefix(BOM).map(Fingerprint::of),
+        let both = |b: &[u8]| (Fingerprint::of(b), ContentHash::of(b));
+        OnDisk::Read {
+            raw: both(bytes),
+            without_bom: bytes.strip_prefix(BOM).map(both),
         }
     }
 
     /// Whether `doc` holds this content. Editors hold the text without the byte-order mark they
-    /// write back, so a buffer without one is compared with the content after it.
+    /// write back, so a buffer without one is compared with the content after it. The
+    /// fingerprint only rules out; equal fingerprints are confirmed by the hash.
     fn holds(&self, doc: &Document) -> bool {
-        let doc_has_bom = doc.rope.len_bytes() > 0 && doc.rope.byte(0) == BOM[0];
-        let disk = match self.without_bom {
-            Some(fp) if !doc_has_bom => fp,
-            _ => self.raw,
-        };
-        disk == doc.facts.fingerprint
+        match self {
+            OnDisk::Saved(id) => doc.content_id().same(id) == Some(true),
+            OnDisk::Read { raw, without_bom } => {
+                let doc_has_bom = doc.rope.len_bytes() > 0 && doc.rope.byte(0) == BOM[0];
+                let (fingerprint, hash) = match without_bom {
+                    Some(after_bom) if !doc_has_bom => *after_bom,
+                    _ => *raw,
+                };
+                fingerprint == doc.facts.fingerprint && hash == doc.content_hash()
+            }
+        }
     }
 }
 
@@ -92,19 +105,15 @@ impl DiskFingerprints {
         !disk.holds(doc)
     }
 
-    /// The editor saved the file: it now holds the text with fingerprint `text`, or, `None`,
+    /// The editor saved the file: it now holds the buffer's version `text`, or, `None`,
     /// something not known for sure (read again next time).
-    pub async fn saved(&self, path: &Path, text: Option<Fingerprint>) {
-        let (Some(fp), Ok(meta)) = (text, tokio::fs::metadata(path).await) else {
+    pub async fn saved(&self, path: &Path, text: Option<ContentId>) {
+        let (Some(id), Ok(meta)) = (text, tokio::fs::metadata(path).await) else {
             self.known().remove(path);
             return;
         };
-        let disk = OnDisk {
-            raw: fp,
-            without_bom: Some(fp),
-        };
         self.known()
-            .insert(path.to_path_buf(), (stamp(&meta), disk));
+            .insert(path.to_path_buf(), (stamp(&meta), OnDisk::Saved(id)));
     }
 }
 
@@ -167,13 +176,26 @@ mod tests {
         // Changed on disk (another length): read again.
         std::fs::write(&path, "two!\n").unwrap();
         assert!(!cache.has_unsaved_changes(&doc("two!\n"), &path).await);
-        // The editor saved the buffer: its text is what the disk holds now.
+        // The editor saved the buffer: that version of it is what the disk holds now, and
+        // any other (another opening of the file, a later change) is not known to be.
         std::fs::write(&path, "three\n").unwrap();
-        cache
-            .saved(&path, Some(doc("three\n").facts.fingerprint))
-            .await;
-        assert!(!cache.has_unsaved_changes(&doc("three\n"), &path).await);
-        assert!(cache.has_unsaved_changes(&doc("three!\n"), &path).await);
+        let mut saved = doc("three\n");
+        cache.saved(&path, Some(saved.content_id())).await;
+        assert!(!cache.has_unsaved_changes(&saved, &path).await);
+        assert!(cache.has_unsaved_changes(&doc("three\n"), &path).await);
+        saved.replace(0..0, "!");
+        assert!(cache.has_unsaved_changes(&saved, &path).await);
+    }
+
+    #[tokio::test]
+    async fn a_swap_the_fingerprint_misses_is_unsaved() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.py");
+        let disk = "def f():\n        a = 1\n        b = 2\n        c()\n";
+        let buffer = "def f():\n        b = 2\n        a = 1\n        c()\n";
+        std::fs::write(&path, disk).unwrap();
+        assert_eq!(doc(disk).facts.fingerprint, doc(buffer).facts.fingerprint);
+        assert!(has_unsaved_changes(&doc(buffer), &path).await);
     }
 
     #[test]

@@ -246,7 +246,7 @@ pub async fn edit_by_rewrite<W: Workspace + ?Sized>(
 ) -> Result<EditOutcome, ToolError> {
     let shown = req.shown;
     let snap = match ws.read(abs.clone()).await {
-        Ok(snap) if req.seen.is_some_and(|seen| seen != snap.fingerprint) => {
+        Ok(snap) if req.seen.is_some_and(|seen| !snap.is(&seen)) => {
             return Err(seen_conflict(shown));
         }
         Ok(snap) => snap,
@@ -262,17 +262,17 @@ pub async fn edit_by_rewrite<W: Workspace + ?Sized>(
     let (bytes, diff) = compute_edit(&snap.bytes, req.edits, shown)?;
     if !req.apply {
         return Ok(EditOutcome {
-            fingerprint: snap.fingerprint,
+            id: snap.id,
             diff,
             unsaved: None,
         });
     }
     let outcome = ws
-        .write(abs, bytes, Some(snap.fingerprint))
+        .write(abs, bytes, Some(snap.id))
         .await
         .map_err(|e| edit_write_error(shown, e))?;
     Ok(EditOutcome {
-        fingerprint: outcome.fingerprint,
+        id: outcome.id,
         diff,
         unsaved: outcome.unsaved,
     })
@@ -298,7 +298,7 @@ async fn run(
         cancel: &cancel,
     };
     let outcome = ctx.ws.edit(abs.clone(), request).await?;
-    ctx.tracker.record(&abs, outcome.fingerprint);
+    ctx.tracker.record(&abs, outcome.id);
     let n = edits.len();
     let d = outcome.diff;
     Ok(AgentToolResult {

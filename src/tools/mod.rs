@@ -19,6 +19,7 @@ mod bash;
 mod bash_output;
 pub mod beneath;
 mod common;
+pub mod content;
 pub(crate) mod diff;
 mod edit;
 mod edit_match;
@@ -46,6 +47,7 @@ pub use common::{BashSettings, ToolContext};
 pub use edit::EditTool;
 // The edit a call would make, for front ends that show whole-file diffs (ACP).
 pub(crate) use common::{normalize_to_lf, strip_bom};
+pub use content::{Capture, ContentHash, ContentId};
 pub(crate) use edit::{parse_edits, prepare_edit_arguments};
 pub(crate) use edit_match::apply_edits;
 pub use find::FindTool;

@@ -82,7 +82,7 @@ async fn run(
         .await
         .map_err(|e| ws_error(&path, e))?;
     check_abort(&cancel)?;
-    ctx.tracker.record(&abs, snap.fingerprint);
+    ctx.tracker.record(&abs, snap.id);
     if let Some(mime) = sniff_image(&snap.bytes) {
         if snap.bytes.len() > MAX_IMAGE_BYTES {
             return Err(ToolError::new(format!(

@@ -6,15 +6,15 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
-use super::workspace::Fingerprint;
+use super::content::ContentId;
 
-/// The fingerprint of each file as the agent last saw it (read, or wrote itself).
+/// The version of each file as the agent last saw it (read, or wrote itself).
 ///
 /// `write`/`edit` compare the current content with this before changing a file, so a change
 /// made by the user in between is reported to the model instead of being clobbered.
 #[derive(Debug, Default)]
 pub struct ReadTracker {
-    seen: Mutex<HashMap<PathBuf, Fingerprint>>,
+    seen: Mutex<HashMap<PathBuf, ContentId>>,
 }
 
 impl ReadTracker {
@@ -22,15 +22,15 @@ impl ReadTracker {
         Self::default()
     }
 
-    /// Records that the agent has seen `fingerprint` at `path`.
-    pub fn record(&self, path: &Path, fingerprint: Fingerprint) {
+    /// Records that the agent has seen `id` at `path`.
+    pub fn record(&self, path: &Path, id: ContentId) {
         if let Ok(mut seen) = self.seen.lock() {
-            seen.insert(path.to_path_buf(), fingerprint);
+            seen.insert(path.to_path_buf(), id);
         }
     }
 
     /// What the agent last saw at `path`, if it ever read it.
-    pub fn get(&self, path: &Path) -> Option<Fingerprint> {
+    pub fn get(&self, path: &Path) -> Option<ContentId> {
         self.seen.lock().ok().and_then(|s| s.get(path).copied())
     }
 
@@ -163,7 +163,7 @@ mod tests {
     #[test]
     fn tracker_records_and_forgets() {
         let t = ReadTracker::new();
-        let f = Fingerprint::of(b"x");
+        let f = ContentId::of(b"x");
         t.record(Path::new("/a"), f);
         assert_eq!(t.get(Path::new("/a")), Some(f));
         t.forget(Path::new("/a"));

@@ -21,6 +21,7 @@ use crate::agent::tool::ToolError;
 
 // What another `Workspace` implementation needs to edit in place with `edit`'s exact rules.
 pub use super::common::{check_abort, normalize_to_lf, restore_line_endings, strip_bom};
+pub use super::content::{Capture, ContentHash, ContentId};
 pub use super::diff::DiffResult;
 pub use super::edit::{compute_edit, edit_by_rewrite, edit_write_error, seen_conflict};
 pub use super::edit_match::{Edit, folds_or_trims, is_fuzzy_invariant, no_change};
@@ -109,17 +110,20 @@ impl WorkspaceError {
     }
 }
 
-/// Identifies one version of a file's content, so a later write can tell it changed.
+/// A cheap hint of a file's content, kept current per change for an open buffer: when two
+/// fingerprints differ the contents differ; when they are equal the contents may still differ
+/// (see below), so it never decides on its own — [`ContentId`] does.
 ///
 /// Content-based (length + a 64-bit hash), so the disk and an editor buffer holding the same
-/// text agree, and touching a file without changing it is not a conflict.
+/// text agree.
 ///
 /// The hash is the wrapping sum of a mixed value of every 8-byte window of the text (the
 /// windows starting in its last 7 bytes are shorter, tagged with their length). A sum of
 /// windows can be updated when a range is replaced by looking only at the replaced bytes and
 /// 7 bytes on each side ([`Fingerprint::replaced`]), so the daemon keeps the fingerprint of a
-/// 10 MB buffer current per change instead of hashing the whole text per edit. It detects
-/// changes; it is not meant to resist crafted collisions.
+/// 10 MB buffer current per change instead of hashing the whole text per edit. A sum of
+/// windows is blind to the order of pieces whose boundaries look alike: two lines swapped
+/// between lines indented by 7 spaces or more keep it (issue 31).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Fingerprint {
     pub len: u64,
@@ -253,17 +257,31 @@ impl FingerprintHasher {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileSnapshot {
     pub bytes: Vec<u8>,
-    pub fingerprint: Fingerprint,
+    /// Which version this is: what decides whether the file changed since.
+    pub id: ContentId,
     /// True when the bytes came from an open editor buffer rather than the disk.
     pub from_editor: bool,
 }
 
 impl FileSnapshot {
+    /// Content read from a file (or from a client that has no buffer revisions): identified by
+    /// its hash.
     pub fn from_disk(bytes: Vec<u8>) -> Self {
         FileSnapshot {
-            fingerprint: Fingerprint::of(&bytes),
+            id: ContentId::of(&bytes),
             bytes,
             from_editor: false,
+        }
+    }
+
+    /// Whether this is the content the agent saw as `seen` (its bytes hashed only when the ids
+    /// are of different kinds; a revision of a buffer is never this file's hash).
+    pub fn is(&self, seen: &ContentId) -> bool {
+        match self.id.same(seen) {
+            Some(same) => same,
+            None => seen
+                .hash()
+                .is_some_and(|hash| hash == ContentHash::of(&self.bytes)),
         }
     }
 }
@@ -271,8 +289,8 @@ impl FileSnapshot {
 /// What a write did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteOutcome {
-    /// The fingerprint of the content now in place.
-    pub fingerprint: Fingerprint,
+    /// The version of the content now in place.
+    pub id: ContentId,
     /// The file did not exist before.
     pub created: bool,
     /// The change went to an editor buffer (not yet saved) rather than the disk.
@@ -320,9 +338,9 @@ pub struct EditRequest<'a> {
     pub shown: &'a str,
     /// The replacements (texts in LF), matched against the current content.
     pub edits: &'a [Edit],
-    /// The fingerprint the agent last saw at this path: a different current content is a
+    /// The version the agent last saw at this path: a different current content is a
     /// conflict.
-    pub seen: Option<Fingerprint>,
+    pub seen: Option<ContentId>,
     /// False for a dry run (an approval preview): compute the diff, change nothing.
     pub apply: bool,
     pub cancel: &'a CancellationToken,
@@ -331,8 +349,8 @@ pub struct EditRequest<'a> {
 /// What an `edit` did (or, dry, would do).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EditOutcome {
-    /// The fingerprint of the content now in place (dry run: of the current content).
-    pub fingerprint: Fingerprint,
+    /// The version of the content now in place (dry run: of the current content).
+    pub id: ContentId,
     /// The change, on LF text without BOM.
     pub diff: DiffResult,
     /// The change is in an editor buffer and was not saved: why.
@@ -359,7 +377,7 @@ pub trait Workspace: Send + Sync {
         &self,
         path: PathBuf,
         content: Vec<u8>,
-        expected: Option<Fingerprint>,
+        expected: Option<ContentId>,
     ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>>;
 
     /// Applies `edit`'s replacements to the file (all or none), with pi's matching rules and
@@ -373,16 +391,19 @@ pub trait Workspace: Send + Sync {
         Box::pin(super::edit::edit_by_rewrite(self, path, request))
     }
 
-    /// The [`Fingerprint`] of the content as the user sees it (`None`: no such file), which the
-    /// daemon keeps for an open buffer without reading it. The default reads the content.
-    fn fingerprint(
+    /// The content as the user sees it now, held to be hashed later (`None`: no such file).
+    /// The default reads it; the daemon captures an open buffer's rope without copying it.
+    fn capture(
         &self,
         path: PathBuf,
-    ) -> BoxFuture<'static, Result<Option<Fingerprint>, WorkspaceError>> {
+    ) -> BoxFuture<'static, Result<Option<Capture>, WorkspaceError>> {
         let read = self.read(path);
         Box::pin(async move {
             match read.await {
-                Ok(snapshot) => Ok(Some(snapshot.fingerprint)),
+                Ok(snapshot) => Ok(Some(match snapshot.id {
+                    ContentId::Hash(hash) => Capture::Ready(hash),
+                    ContentId::Buffer { .. } => Capture::bytes(snapshot.bytes),
+                })),
                 Err(WorkspaceError::NotFound(_)) => Ok(None),
                 Err(e) => Err(e),
             }
@@ -446,7 +467,7 @@ impl DiskWorkspace {
         &self,
         path: PathBuf,
         content: Vec<u8>,
-        expected: Option<Fingerprint>,
+        expected: Option<ContentId>,
     ) -> Result<WriteOutcome, WorkspaceError> {
         let roots = self.roots.clone();
         // Blocking I/O in one piece: the check and the rename should be as close as possible.
@@ -478,7 +499,7 @@ impl Workspace for DiskWorkspace {
         &self,
         path: PathBuf,
         content: Vec<u8>,
-        expected: Option<Fingerprint>,
+        expected: Option<ContentId>,
     ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
         let disk = self.clone();
         Box::pin(async move { disk.write_disk(path, content, expected).await })
@@ -546,7 +567,7 @@ fn write_blocking(
     roots: &paths::Roots,
     path: &Path,
     content: &[u8],
-    expected: Option<Fingerprint>,
+    expected: Option<ContentId>,
 ) -> Result<WriteOutcome, WorkspaceError> {
     use std::io::Write;
     let io_err = |e: std::io::Error| WorkspaceError::from_io(path, &e);
@@ -565,7 +586,8 @@ fn write_blocking(
     if let (Some(_), Some(expected)) = (existing, expected) {
         let mut current = Vec::new();
         std::io::Read::read_to_end(&mut dir.open_read(&name)?, &mut current).map_err(io_err)?;
-        if Fingerprint::of(&current) != expected {
+        // The disk's content is a hash: an expected buffer revision cannot be it.
+        if ContentId::of(&current).same(&expected) != Some(true) {
             return Err(WorkspaceError::Conflict(path.display().to_string()));
         }
     }
@@ -585,7 +607,7 @@ fn write_blocking(
         return Err(io_err(e));
     }
     Ok(WriteOutcome {
-        fingerprint: Fingerprint::of(content),
+        id: ContentId::of(content),
         created: existing.is_none(),
         via_editor: false,
         unsaved: None,

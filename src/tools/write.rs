@@ -81,13 +81,13 @@ async fn run(
     check_abort(&cancel)?;
     let bytes = adapt_to_existing(&content, existing.as_ref());
     let len = bytes.len();
-    let expected = existing.as_ref().map(|s| s.fingerprint);
+    let expected = existing.as_ref().map(|s| s.id);
     let outcome = ctx
         .ws
         .write(abs.clone(), bytes, expected)
         .await
         .map_err(|e| ws_error(&path, e))?;
-    ctx.tracker.record(&abs, outcome.fingerprint);
+    ctx.tracker.record(&abs, outcome.id);
     Ok(AgentToolResult::text(common::with_unsaved_note(
         format!("Successfully wrote {len} bytes to {path}"),
         outcome.unsaved,
@@ -105,7 +105,7 @@ pub async fn load_checked(
     match ctx.ws.read(abs.to_path_buf()).await {
         Ok(snap) => {
             if let Some(seen) = ctx.tracker.get(abs)
-                && seen != snap.fingerprint
+                && !snap.is(&seen)
             {
                 return Err(ToolError::new(conflict_text(shown)));
             }

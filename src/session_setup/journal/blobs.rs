@@ -1,5 +1,5 @@
 //! Before- and after-images of files, stored once per content in the session folder and shared
-//! by its sessions (`<session folder>/blobs/<fingerprint>`), private to the user like the
+//! by its sessions (`<session folder>/blobs/<sha-256>`; [`super::image`] names them), private to the user like the
 //! sessions themselves. Shared, because a session's first `bash` stores an image of every file
 //! of the workspace: per session that was a copy of the workspace each (up to 64 MiB) and, on
 //! the 2-core test machine, about a second of file creation for 3,000 files each time; shared,
@@ -10,35 +10,26 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::tools::Fingerprint;
-use crate::tools::workspace::FingerprintHasher;
+use super::image::{ImageId, name_of};
 
-/// The content hash the journal names images by: the tools' [`Fingerprint`] (length and a
-/// 64-bit hash, 32 hex digits). It identifies content, it does not authenticate it (the images
-/// are the user's own files, in the user's private directory), and for an open buffer the
-/// daemon keeps it current per change, so a journaled `edit` of a 10 MB buffer hashes nothing
-/// (SHA-256 of the whole buffer before and after cost ~10 ms per edit; BENCH.md, scenario 5).
+/// The image name of `bytes` (their SHA-256, [`super::image`]).
 pub fn hash(bytes: &[u8]) -> String {
-    name(Fingerprint::of(bytes))
-}
-
-/// The journal's name of content with `fingerprint`.
-pub fn name(fingerprint: Fingerprint) -> String {
-    format!("{:016x}{:016x}", fingerprint.len, fingerprint.hash)
+    name_of(bytes)
 }
 
 /// [`hash`] of a file's content, read in pieces (for files too large to hold).
 pub fn hash_file(path: &Path) -> std::io::Result<String> {
+    use sha2::Digest;
     use std::io::Read;
     let mut file = std::fs::File::open(path)?;
-    let mut hasher = FingerprintHasher::default();
+    let mut hasher = sha2::Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
         let n = file.read(&mut buf)?;
         if n == 0 {
-            return Ok(name(hasher.finish()));
+            return Ok(crate::tools::ContentHash(hasher.finalize().into()).hex());
         }
-        hasher.feed(&buf[..n]);
+        hasher.update(&buf[..n]);
     }
 }
 
@@ -111,15 +102,24 @@ impl BlobStore {
         written.map(|()| name)
     }
 
-    /// The content stored under `hash`, if this session or its parent has it.
-    pub fn load(&self, hash: &str) -> Option<Vec<u8>> {
-        // A hash from the file is only ever hex: never a path of its own.
-        if hash.is_empty() || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+    /// The content stored under `name`, if this session or its parent has it and it is
+    /// that content (an image file that does not hash to its name is not used).
+    pub fn load(&self, name: &str) -> Option<Vec<u8>> {
+        // A name from the file is only ever one of the image names: never a path of its own.
+        let id = ImageId::parse(name)?;
+        if matches!(id, ImageId::Git(_)) {
             return None;
         }
+        let file = id.name();
         std::iter::once(&self.dir)
             .chain(&self.legacy)
-            .find_map(|dir| std::fs::read(dir.join(hash)).ok())
+            .filter_map(|dir| std::fs::read(dir.join(&file)).ok())
+            .find(|bytes| id.matches(bytes))
+    }
+
+    /// The folder images are stored in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 }
 
@@ -134,7 +134,7 @@ mod tests {
         let bytes: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
         std::fs::write(&path, &bytes).unwrap();
         assert_eq!(hash_file(&path).unwrap(), hash(&bytes));
-        assert_eq!(hash(b"a").len(), 32);
+        assert_eq!(hash(b"a").len(), 64);
     }
 
     #[test]
@@ -149,7 +149,10 @@ mod tests {
             1
         );
         assert!(store.load("../s.jsonl").is_none());
-        assert_eq!(a.len(), 32);
+        assert_eq!(a.len(), 64);
+        // An image whose bytes are not what its name says is not served.
+        std::fs::write(dir.path().join("blobs").join(&a), b"tampered").unwrap();
+        assert!(store.load(&a).is_none());
     }
 
     #[test]
@@ -169,6 +172,11 @@ mod tests {
         // An image a session stored in its own directory, before the store was shared.
         std::fs::create_dir(dir.path().join("b.blobs")).unwrap();
         std::fs::write(dir.path().join("b.blobs").join(hash(b"old")), b"old").unwrap();
+        // And one named by the fingerprint, before issue 31.
+        let fp = crate::tools::Fingerprint::of(b"older");
+        let legacy = format!("{:016x}{:016x}", fp.len, fp.hash);
+        std::fs::write(dir.path().join("b.blobs").join(&legacy), b"older").unwrap();
+        assert_eq!(second.load(&legacy).unwrap(), b"older");
         assert_eq!(second.load(&hash(b"old")).unwrap(), b"old");
         // A fork reads its parent's old images, also from another folder.
         let elsewhere = tempfile::tempdir().unwrap();

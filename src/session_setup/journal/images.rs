@@ -39,6 +39,8 @@ pub enum Unknown {
     OverBudget,
     /// It could not be read, or it changed while it was read.
     Unreadable,
+    /// agent-lsp stopped before it had hashed the open buffer's content.
+    Unhashed,
 }
 
 impl Unknown {
@@ -55,6 +57,10 @@ impl Unknown {
             ),
             Unknown::Unreadable => {
                 "its content before the command is unknown: it could not be read before the command"
+                    .into()
+            }
+            Unknown::Unhashed => {
+                "its content before the change is unknown: agent-lsp stopped before it had hashed it"
                     .into()
             }
         }

@@ -14,6 +14,7 @@
 //! `agent/revert`); [`recover`] tells a resumed session what its interrupted calls did.
 
 pub mod blobs;
+pub mod image;
 pub mod images;
 pub mod recover;
 pub mod review;
@@ -49,7 +50,14 @@ pub const REVERT_TOOL: &str = "agent-lsp.revert";
 pub enum Phase {
     Intended,
     Done,
+    /// A hash an earlier entry of the call left [`PENDING`] (an open buffer's content, hashed
+    /// off the edit's path): `files` carries the values, by path.
+    Hashed,
 }
+
+/// What an `intended` or `done` entry holds for a hash computed after it ([`Phase::Hashed`]
+/// fills it in; one never filled means "not known").
+pub const PENDING: &str = "pending";
 
 /// One journal entry's data.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -132,6 +140,8 @@ pub struct Journal {
     /// The files whose before-image each run stored (only its first is needed: a run is
     /// reverted to, and reviewed from, the content before its first change of a file).
     imaged: Mutex<HashSet<(String, PathBuf)>>,
+    /// Hashes being computed off the calls' path ([`Phase::Hashed`]), and their end.
+    hashing: tokio::sync::watch::Sender<usize>,
 }
 
 impl Journal {
@@ -144,7 +154,23 @@ impl Journal {
             run: Mutex::new(None),
             known: Mutex::default(),
             imaged: Mutex::default(),
+            hashing: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// Waits until every hash being computed is in the record (a review reads them).
+    pub async fn settled(&self) {
+        let mut rx = self.hashing.subscribe();
+        let _ = rx.wait_for(|n| *n == 0).await;
+    }
+
+    /// Counts a hash that is being computed until `done` is called for it.
+    fn hashing_started(&self) {
+        self.hashing.send_modify(|n| *n += 1);
+    }
+
+    fn hashing_done(&self) {
+        self.hashing.send_modify(|n| *n = n.saturating_sub(1));
     }
 
     /// The run whose calls are journaled from now on (the daemon's `runId`); `None`: each
@@ -201,6 +227,18 @@ impl Journal {
             Ok(mut imaged) => imaged.insert((run, path.to_path_buf())),
             Err(_) => true,
         }
+    }
+
+    /// Appends the hashes computed for `tool_call_id` after its entries were written.
+    fn append_hashed(&self, tool_call_id: &str, tool: &str, files: Vec<FileEffect>) {
+        self.append(Effect {
+            phase: Phase::Hashed,
+            run: String::new(),
+            tool_call_id: tool_call_id.to_string(),
+            tool: tool.to_string(),
+            files,
+            untracked: false,
+        });
     }
 
     /// Stores an image; `None` (logged) when it cannot.
@@ -265,12 +303,51 @@ fn last_user_message(record: &SessionFile) -> Option<String> {
         })
 }
 
-/// The journal entries of the branch, in order, with the position of each on the branch.
+/// The journal entries of the branch, in order, with the position of each on the branch; the
+/// hashes [`Phase::Hashed`] entries carry are filled into the entries they complete (a hash
+/// never filled stays `None` with `before_known` false, or an unknown `after`).
 pub fn branch_effects(record: &SessionFile) -> Vec<(usize, Effect)> {
-    record
+    let all: Vec<(usize, Effect)> = record
         .branch_path()
         .iter()
         .enumerate()
         .filter_map(|(i, e)| Effect::of(e).map(|effect| (i, effect)))
+        .collect();
+    let mut fills: HashMap<(String, String), FileEffect> = HashMap::new();
+    for (_, effect) in all.iter().filter(|(_, e)| e.phase == Phase::Hashed) {
+        for file in &effect.files {
+            fills.insert(
+                (effect.tool_call_id.clone(), file.path.clone()),
+                file.clone(),
+            );
+        }
+    }
+    all.into_iter()
+        .filter(|(_, e)| e.phase != Phase::Hashed)
+        .map(|(i, mut effect)| {
+            for file in &mut effect.files {
+                let fill = fills.get(&(effect.tool_call_id.clone(), file.path.clone()));
+                fill_pending(file, fill);
+            }
+            (i, effect)
+        })
         .collect()
+}
+
+/// Puts the hashes of `fill` where `file` has [`PENDING`].
+fn fill_pending(file: &mut FileEffect, fill: Option<&FileEffect>) {
+    if file.before.as_deref() == Some(PENDING) {
+        file.before = fill.and_then(|f| f.before.clone());
+        file.before_known = file.before.is_some();
+        if !file.before_known {
+            file.unknown = Some(images::Unknown::Unhashed);
+        }
+    }
+    // An `after` never filled stays PENDING, which no content matches: in doubt, the file
+    // counts as changed since the agent left it.
+    if file.after.as_deref() == Some(PENDING)
+        && let Some(after) = fill.and_then(|f| f.after.clone())
+    {
+        file.after = Some(after);
+    }
 }

@@ -14,7 +14,6 @@ use serde_json::json;
 use crate::agent::message::{AgentMessage, ContentBlock, ToolResultMessage, now_ms};
 use crate::session::{SessionError, SessionFile};
 
-use super::blobs::hash;
 use super::{Effect, JOURNALED, Phase};
 
 /// What the journal says about one interrupted call.
@@ -132,8 +131,8 @@ fn statement(tool: &str, id: &str, effects: &[Effect]) -> (Status, String) {
     }
     let mut changed = Vec::new();
     for file in &intended.files {
-        let now = std::fs::read(&file.path).ok().map(|b| hash(&b));
-        if now != file.before {
+        let now = std::fs::read(&file.path).ok();
+        if !super::image::is(file.before.as_deref(), now.as_deref()) {
             changed.push(file.path.as_str());
         }
     }
@@ -162,6 +161,7 @@ fn statement(tool: &str, id: &str, effects: &[Effect]) -> (Status, String) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::blobs::hash;
     use super::*;
     use crate::session::EntryKind;
     use serde_json::json;

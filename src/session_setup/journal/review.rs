@@ -11,6 +11,7 @@ use crate::session::{EntryKind, SessionFile};
 use crate::tools::{Workspace, WorkspaceError};
 
 use super::blobs::{BlobStore, hash};
+use super::image;
 use super::images::Unknown;
 use super::{Effect, FileEffect, Phase, REVERT_TOOL, branch_effects, store_of};
 
@@ -218,7 +219,6 @@ pub async fn run_changes(
     let mut files = Vec::new();
     for file in &plan.files {
         let now = current(ws, &file.path).await.ok().flatten();
-        let now_hash = now.as_deref().map(hash);
         let change = match (&file.before, &now, file.before_known) {
             (None, _, true) => ChangeKind::Created,
             (_, None, _) => ChangeKind::Deleted,
@@ -245,7 +245,7 @@ pub async fn run_changes(
             path: shown,
             change,
             diff,
-            user_changed: now_hash != file.expected,
+            user_changed: !image::is(file.expected.as_deref(), now.as_deref()),
             revertible: reason.is_none(),
             reason,
         });
@@ -292,16 +292,15 @@ pub async fn revert(
                 continue;
             }
         };
-        let now_hash = now.as_deref().map(hash);
         if !file.before_known {
             out.skipped.push(not(&file.unknown_reason()));
             continue;
         }
-        if now_hash == file.before {
+        if image::is(file.before.as_deref(), now.as_deref()) {
             out.reverted.push(shown);
             continue;
         }
-        if now_hash != file.expected && !force {
+        if !image::is(file.expected.as_deref(), now.as_deref()) && !force {
             out.conflicts
                 .push(not("changed since the agent changed it"));
             continue;
@@ -314,7 +313,7 @@ pub async fn revert(
             Some(h) => match plan.blobs.load(h) {
                 None => Err(format!("its before-image {h} is missing")),
                 Some(bytes) => {
-                    let seen = now.as_deref().map(crate::tools::Fingerprint::of);
+                    let seen = now.as_deref().map(crate::tools::ContentId::of);
                     (ws.write(file.path.clone(), bytes, seen).await)
                         .map(|_| ())
                         .map_err(|e| e.to_string())
@@ -325,7 +324,7 @@ pub async fn revert(
             Ok(()) => {
                 effects.push(FileEffect {
                     path: shown.clone(),
-                    before: now_hash,
+                    before: now.as_deref().map(hash),
                     before_known: true,
                     unknown: None,
                     after: file.before.clone(),

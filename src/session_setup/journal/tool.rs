@@ -95,7 +95,10 @@ impl AgentTool for Journaled {
                 return inner.execute(tool_call_id, args, cancel, on_update).await;
             };
             let keep = journal.first_change_in_run(&path);
-            let before = image(&journal, &ws, &path, keep).await;
+            let before = match keep {
+                true => image(&journal, &ws, &path).await,
+                false => hashed(&journal, &ws, &path, &tool_call_id, &tool, Which::Before).await,
+            };
             let shown = path.display().to_string();
             let planned = FileEffect {
                 path: shown.clone(),
@@ -111,9 +114,12 @@ impl AgentTool for Journaled {
             // After-images are only compared, never restored: hashed, not stored (the next
             // run that changes the file stores it as its before-image). So the journal does not
             // hold the file's current content, and `bash` re-reads it before it runs.
-            let after = image(&journal, &ws, &path, false).await;
+            let after = hashed(&journal, &ws, &path, &tool_call_id, &tool, Which::After).await;
             journal.remember(&path, None);
-            let files = match after != before {
+            let pending = [&before, &after]
+                .iter()
+                .any(|h| h.as_deref() == Some(super::PENDING));
+            let files = match pending || after != before {
                 true => vec![FileEffect {
                     path: shown,
                     before,
@@ -129,24 +135,13 @@ impl AgentTool for Journaled {
     }
 }
 
-/// The hash of `path`'s content as the user sees it, the content stored when `keep`; `None`
-/// when there is no such file. Storing runs off the async thread (a 10 MB buffer); an open
-/// buffer's hash is the fingerprint the daemon keeps, nothing is read for it.
+/// `path`'s content as the user sees it, stored as an image: its name; `None` when there is
+/// no such file (or it could not be stored, logged). Storing runs off the async thread.
 async fn image(
     journal: &Arc<Journal>,
     ws: &Arc<dyn Workspace>,
     path: &std::path::Path,
-    keep: bool,
 ) -> Option<String> {
-    if !keep {
-        return match ws.fingerprint(path.to_path_buf()).await {
-            Ok(found) => found.map(super::blobs::name),
-            Err(e) => {
-                tracing::debug!(%e, "no hash of {} for the journal", path.display());
-                None
-            }
-        };
-    }
     match ws.read(path.to_path_buf()).await {
         Ok(snapshot) => {
             let journal = journal.clone();
@@ -160,6 +155,60 @@ async fn image(
             None
         }
     }
+}
+
+/// Which hash of a call's file [`hashed`] computes.
+#[derive(Clone, Copy)]
+enum Which {
+    Before,
+    After,
+}
+
+/// The image name of `path`'s content as the user sees it, without storing it (`None`: no
+/// such file). A content whose hash is not known yet (an open buffer, captured as it is) is
+/// hashed off the call's path: the entry then says [`super::PENDING`], and a `hashed` entry
+/// fills it in, so a 10 MB buffer costs the edit nothing.
+async fn hashed(
+    journal: &Arc<Journal>,
+    ws: &Arc<dyn Workspace>,
+    path: &std::path::Path,
+    tool_call_id: &str,
+    tool: &str,
+    which: Which,
+) -> Option<String> {
+    let capture = match ws.capture(path.to_path_buf()).await {
+        Ok(capture) => capture?,
+        Err(e) => {
+            tracing::debug!(%e, "no hash of {} for the journal", path.display());
+            return None;
+        }
+    };
+    if let Some(hash) = capture.known() {
+        return Some(hash.hex());
+    }
+    let (journal, shown) = (journal.clone(), path.display().to_string());
+    let (id, tool) = (tool_call_id.to_string(), tool.to_string());
+    journal.hashing_started();
+    tokio::spawn(async move {
+        let Ok(hash) = tokio::task::spawn_blocking(move || capture.hash()).await else {
+            journal.hashing_done();
+            return;
+        };
+        let (before, after) = match which {
+            Which::Before => (Some(hash.hex()), None),
+            Which::After => (None, Some(hash.hex())),
+        };
+        let file = FileEffect {
+            path: shown,
+            before,
+            before_known: true,
+            unknown: None,
+            after,
+        };
+        journal.append_hashed(&id, &tool, vec![file]);
+        journal.hashing_done();
+    });
+    Some(super::PENDING.to_string())
 }
 
 /// The command's before-snapshot, every file in it given a before-image within the bounds

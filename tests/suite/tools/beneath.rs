@@ -156,7 +156,7 @@ async fn a_file_swapped_for_a_symlink_is_neither_read_nor_replaced_through_it() 
         std::os::unix::fs::symlink(h.outside().join("secret.txt"), &checked).unwrap();
         let read = h.ws.read(checked.clone()).await.unwrap_err().to_string();
         assert!(read.contains("changed while it was being read"), "{read}");
-        let expected = Some(agent_lsp::tools::Fingerprint::of(b"the user's"));
+        let expected = Some(agent_lsp::tools::ContentId::of(b"the user's"));
         let write = h.ws.write(checked.clone(), b"x".to_vec(), expected).await;
         let write = write.unwrap_err().to_string();
         assert!(

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_lsp::tools::{FileSnapshot, Fingerprint, Workspace, WorkspaceError, WriteOutcome};
+use agent_lsp::tools::{ContentId, FileSnapshot, Workspace, WorkspaceError, WriteOutcome};
 use futures_util::future::BoxFuture;
 use serde_json::json;
 
@@ -93,7 +93,7 @@ impl Workspace for Overlay {
                 let bytes = text.clone().into_bytes();
                 Box::pin(async move {
                     Ok(FileSnapshot {
-                        fingerprint: Fingerprint::of(&bytes),
+                        id: ContentId::of(&bytes),
                         bytes,
                         from_editor: true,
                     })
@@ -106,7 +106,7 @@ impl Workspace for Overlay {
         &self,
         path: PathBuf,
         content: Vec<u8>,
-        expected: Option<Fingerprint>,
+        expected: Option<ContentId>,
     ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
         self.disk.write(path, content, expected)
     }
