@@ -265,6 +265,7 @@ pub fn assemble(
     let guard = Arc::new(LoopGuard::new(spec.limits));
     let (settings, mut warnings) = compaction_settings(&spec.env, &spec.compaction);
     warnings.extend(sandbox_warning);
+    warnings.extend(journal.collect_if_large(journal::gc::auto_limit(&spec.env)));
     let found = resources::load(&cwd, &spec.env, spec.context_files);
     let mut prompt = system_prompt(&cwd, today, front_end.prompt_note());
     prompt.push_str(&resources::prompt_sections(&found));

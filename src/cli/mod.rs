@@ -109,6 +109,26 @@ pub enum SessionsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Remove the effect journal's stored images no session refers to (of every project, or of
+    /// one); images a running session may still need are kept.
+    Gc {
+        /// Only this project directory's sessions (`--cwd` alone: the current directory).
+        #[arg(long, num_args = 0..=1, default_missing_value = ".")]
+        cwd: Option<PathBuf>,
+        #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
+        session_dir: Option<PathBuf>,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session file, and the journal's images only it referred to (its runs can no
+    /// longer be reviewed or reverted).
+    Delete {
+        /// The session (id, id prefix, or file path).
+        session: String,
+        #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
+        session_dir: Option<PathBuf>,
+    },
     /// Restore the files a run changed (default: the last run that changed files), or every run
     /// since a user message; files changed since the agent changed them are left alone.
     Revert {
@@ -225,6 +245,18 @@ async fn sessions(command: SessionsCommand, env: &EnvSource) -> anyhow::Result<(
             session_dir,
             json,
         } => sessions_cmd::changes(&store(session_dir)?, &session, run, json).await,
+        SessionsCommand::Gc {
+            cwd,
+            session_dir,
+            json,
+        } => {
+            let cwd = cwd.map(|c| sessions_cmd::absolute(&c)).transpose()?;
+            sessions_cmd::gc(&store(session_dir)?, cwd.as_deref(), json)
+        }
+        SessionsCommand::Delete {
+            session,
+            session_dir,
+        } => sessions_cmd::delete(&store(session_dir)?, &session),
         SessionsCommand::Revert {
             session,
             run,

@@ -23,8 +23,8 @@ use crate::sandbox::{Network, SandboxMode, SandboxSetting};
 use crate::session::SessionStore;
 use crate::session_setup::commands::{Builtin, BuiltinOutcome, CommandError, compact, run_model};
 use crate::session_setup::{
-    CompactionEvent, Compactor, Expansion, GuardEvent, Headless, LoopGuard, LoopLimits, McpSource,
-    McpSpec, ModelChoice, RecordChoice, SessionCommands, SessionControls, SessionSpec,
+    CompactionEvent, Compactor, Expansion, GuardEvent, Headless, Journal, LoopGuard, LoopLimits,
+    McpSource, McpSpec, ModelChoice, RecordChoice, SessionCommands, SessionControls, SessionSpec,
     SessionTools, SetupError, assemble,
 };
 
@@ -275,6 +275,7 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
         commands,
         context_files,
         compactor,
+        journal,
     } = built;
     if verbose {
         for path in &context_files {
@@ -336,6 +337,7 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
     if let Some(hub) = hub {
         hub.shutdown().await;
     }
+    journal.collected().await;
     let (outcome, stopped_by) = match settled {
         Settled::Run(outcome, stopped_by) => (outcome, stopped_by),
         Settled::ExitNow(code) => return ExitCode::from(code),
@@ -439,6 +441,7 @@ struct Built {
     commands: SessionCommands,
     context_files: Vec<PathBuf>,
     compactor: Arc<Compactor>,
+    journal: Arc<Journal>,
 }
 
 fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<Built> {
@@ -488,6 +491,7 @@ fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<Bui
         commands: session.commands,
         context_files: session.context_files,
         compactor: session.compactor,
+        journal: session.journal,
     })
 }
 

@@ -1,4 +1,5 @@
-//! `agent-lsp sessions list | fork | rename | changes | revert`: the stored sessions.
+//! `agent-lsp sessions list | fork | rename | changes | revert | gc | delete`: the stored
+//! sessions.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use anyhow::Context;
 use crate::agent::message::AgentMessage;
 use crate::session::{ForkPoint, SessionStore, SessionSummary, time::iso_from_ms};
 use crate::session_setup::SharedRecord;
+use crate::session_setup::journal::gc;
 use crate::session_setup::journal::review::{self, Selection};
 use crate::tools::{DiskWorkspace, Workspace};
 
@@ -132,6 +134,49 @@ pub fn rename(store: &SessionStore, session: &str, name: &str) -> anyhow::Result
         record.id(),
         record.name().unwrap_or_default()
     )?;
+    Ok(())
+}
+
+/// Collects the journal's unreferenced images: of every folder, or of `cwd`'s.
+pub fn gc(store: &SessionStore, cwd: Option<&Path>, json: bool) -> anyhow::Result<()> {
+    let report = match cwd {
+        Some(cwd) => gc::collect_folder(&store.dir_for_cwd(cwd), gc::GRACE),
+        None => gc::collect_store(store.root(), gc::GRACE),
+    }
+    .context("cannot collect the journal's images")?;
+    let mut out = std::io::stdout();
+    match json {
+        true => writeln!(out, "{}", report_json(&report))?,
+        false => writeln!(out, "{}", report.line())?,
+    }
+    Ok(())
+}
+
+fn report_json(report: &gc::GcReport) -> serde_json::Value {
+    serde_json::json!({
+        "folders": report.folders,
+        "removed": report.removed,
+        "freedBytes": report.freed,
+        "kept": report.kept,
+        "keptBytes": report.kept_bytes,
+    })
+}
+
+/// Deletes a session file (refused while a process has it open), then collects its folder.
+pub fn delete(store: &SessionStore, session: &str) -> anyhow::Result<()> {
+    // Opened, it holds the writer lock: no session opens the file while it is removed.
+    let record = store.open(session)?;
+    let id = record.id().to_string();
+    let path = record
+        .path()
+        .map(Path::to_path_buf)
+        .context("the session has no file")?;
+    std::fs::remove_file(&path).with_context(|| format!("cannot delete {}", path.display()))?;
+    drop(record);
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let report = gc::collect_folder(folder, gc::GRACE)
+        .context("deleted; the journal's images were not collected")?;
+    writeln!(std::io::stdout(), "deleted {id}; {}", report.line())?;
     Ok(())
 }
 

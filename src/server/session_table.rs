@@ -190,6 +190,11 @@ impl SessionTable {
             .map_or_else(|e| e.into_inner().id().to_owned(), |r| r.id().to_owned());
         for warning in &session.warnings {
             tracing::warn!("{warning}");
+            crate::server::generic::show(
+                &self.ctx,
+                MessageType::WARNING,
+                format!("agent-lsp: {warning}"),
+            );
         }
         for error in &session.mcp_errors {
             crate::server::generic::show(

@@ -7,6 +7,7 @@ mod compaction;
 mod controls;
 mod demo_help;
 mod escapes;
+mod gc;
 mod identity;
 mod models;
 mod responses;

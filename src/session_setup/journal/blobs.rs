@@ -76,7 +76,7 @@ impl BlobStore {
     pub fn store(&self, bytes: &[u8]) -> std::io::Result<String> {
         let name = hash(bytes);
         let path = self.dir.join(&name);
-        if path.is_file() {
+        if self.reuse(&path) {
             return Ok(name);
         }
         std::fs::DirBuilder::new()
@@ -100,6 +100,22 @@ impl BlobStore {
             let _ = std::fs::remove_file(&tmp);
         }
         written.map(|()| name)
+    }
+
+    /// Whether an image is stored at `path` already, and then marks it as used now: a
+    /// collection ([`super::gc`]) keeps every image used since the oldest running session
+    /// started, which may name it in an entry any time later. Marked under the store's shared
+    /// lock, so a collection (which holds it exclusively) cannot remove it in between.
+    fn reuse(&self, path: &Path) -> bool {
+        if !path.is_file() {
+            return false;
+        }
+        let _shared = super::gc::StoreLock::shared(&self.dir);
+        let touched = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+        touched.is_ok()
     }
 
     /// The content stored under `name`, if this session or its parent has it and it is

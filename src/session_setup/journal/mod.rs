@@ -14,6 +14,7 @@
 //! `agent/revert`); [`recover`] tells a resumed session what its interrupted calls did.
 
 pub mod blobs;
+pub mod gc;
 pub mod image;
 pub mod images;
 pub mod recover;
@@ -142,6 +143,8 @@ pub struct Journal {
     imaged: Mutex<HashSet<(String, PathBuf)>>,
     /// Hashes being computed off the calls' path ([`Phase::Hashed`]), and their end.
     hashing: tokio::sync::watch::Sender<usize>,
+    /// The collection of the folder's image store started with the session ([`gc::auto`]).
+    collection: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Journal {
@@ -155,6 +158,27 @@ impl Journal {
             known: Mutex::default(),
             imaged: Mutex::default(),
             hashing: tokio::sync::watch::Sender::new(0),
+            collection: Mutex::default(),
+        }
+    }
+
+    /// Collects the session folder's image store on a thread if it holds more than `limit`
+    /// bytes; what to tell the user, if so.
+    pub fn collect_if_large(&self, limit: u64) -> Option<String> {
+        let folder = self.blobs.as_ref()?.dir().parent()?.to_path_buf();
+        let (words, thread) = gc::auto(&folder, limit)?;
+        if let Ok(mut collection) = self.collection.lock() {
+            *collection = Some(thread);
+        }
+        Some(words)
+    }
+
+    /// Waits for the collection [`Journal::collect_if_large`] started (a process about to
+    /// exit lets it finish).
+    pub async fn collected(&self) {
+        let thread = self.collection.lock().ok().and_then(|mut c| c.take());
+        if let Some(thread) = thread {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
         }
     }
 
