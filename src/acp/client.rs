@@ -36,12 +36,81 @@ const OUTPUT_LIMIT: u64 = 50 * 1024;
 
 /// What a session's client-side tools share with the session: the connection, the client's
 /// capabilities, the session id (known once the session file exists), the terminal of each
-/// running `bash` call.
+/// running `bash` call, the files approved calls are changing.
 pub struct SessionLink {
     pub out: Outgoing,
     pub caps: ClientCaps,
     pub session_id: OnceLock<String>,
     pub terminals: Mutex<HashMap<String, String>>,
+    pub views: CallViews,
+}
+
+/// The client's content of the files allowed `edit` and `write` calls are changing, from the
+/// moment a call is allowed to its end: read from the client once, then what the call wrote.
+/// Over a remote link every `fs/*` request is a round trip; without this an approved edit made
+/// 7 reads (the diff shown, the journal's before and after, the edit, the check before the
+/// write, the diff after). The user cannot change the file in between (no question is asked
+/// while a view is open, and the call takes milliseconds); a question's own diff is read
+/// before the view opens, so typing while it is open is never overwritten.
+#[derive(Default)]
+pub struct CallViews {
+    views: Mutex<HashMap<PathBuf, View>>,
+}
+
+#[derive(Default)]
+struct View {
+    /// The calls looking at the file through this view.
+    calls: Vec<String>,
+    /// The content, once read or written (`None` inside: no such file).
+    content: Option<Option<FileSnapshot>>,
+}
+
+impl CallViews {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, View>> {
+        self.views.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `call` changes `path` from now until [`CallViews::close`]. What an earlier call of the
+    /// file saw is dropped: this one reads the client again.
+    pub fn open(&self, call: &str, path: &Path) {
+        let mut views = self.lock();
+        let view = views.entry(path.to_path_buf()).or_default();
+        view.calls.push(call.to_owned());
+        view.content = None;
+    }
+
+    /// `call` ended: the files it viewed are read from the client again.
+    pub fn close(&self, call: &str) {
+        self.lock().retain(|_, view| {
+            view.calls.retain(|c| c != call);
+            !view.calls.is_empty()
+        });
+    }
+
+    /// Every call of the session ended (a run's end, whatever happened to its calls).
+    pub fn close_all(&self) {
+        self.lock().clear();
+    }
+
+    /// The content of `path` in an open view, if it was read or written already; `None` when
+    /// there is no view or it holds nothing yet.
+    fn content(&self, path: &Path) -> Option<Option<FileSnapshot>> {
+        self.lock().get(path)?.content.clone()
+    }
+
+    /// What the client has at `path` is not known any more (a write that failed).
+    fn forget(&self, path: &Path) {
+        if let Some(view) = self.lock().get_mut(path) {
+            view.content = None;
+        }
+    }
+
+    /// What the client has at `path` now, if a view of it is open.
+    fn keep(&self, path: &Path, content: Option<FileSnapshot>) {
+        if let Some(view) = self.lock().get_mut(path) {
+            view.content = Some(content);
+        }
+    }
 }
 
 impl SessionLink {
@@ -51,6 +120,7 @@ impl SessionLink {
             caps,
             session_id: OnceLock::new(),
             terminals: Mutex::default(),
+            views: CallViews::default(),
         })
     }
 
@@ -140,26 +210,37 @@ impl Workspace for ClientWorkspace {
     }
 
     fn read(&self, path: PathBuf) -> BoxFuture<'static, Result<FileSnapshot, WorkspaceError>> {
+        if !self.link.caps.read_text_file {
+            return self.disk.read(path);
+        }
         let link = self.link.clone();
-        let disk = self.disk.read(path.clone());
+        let disk = self.disk.clone();
         Box::pin(async move {
-            if !link.caps.read_text_file {
-                return disk.await;
+            if let Some(seen) = link.views.content(&path) {
+                return seen.ok_or_else(|| WorkspaceError::NotFound(path.display().to_string()));
             }
-            // A file neither on disk nor open is missing; the client's error would not say so.
-            let on_disk = disk.await;
             let params = acp::ReadTextFileRequest::new(link.id(), path.clone());
             let reply: Result<acp::ReadTextFileResponse, _> =
                 link.request("fs/read_text_file", params, FS_TIMEOUT).await;
-            match (reply, on_disk) {
-                (Ok(reply), _) => {
+            let read = match reply {
+                Ok(reply) => {
                     let mut snapshot = FileSnapshot::from_disk(reply.content.into_bytes());
                     snapshot.from_editor = true;
                     Ok(snapshot)
                 }
-                (Err(_), Err(missing @ WorkspaceError::NotFound(_))) => Err(missing),
-                (Err(e), _) => Err(client_failure(&path, e)),
+                // A file neither open nor on disk is missing; the client's error would not
+                // say so.
+                Err(e) => match disk.read(path.clone()).await {
+                    Err(missing @ WorkspaceError::NotFound(_)) => Err(missing),
+                    _ => Err(client_failure(&path, e)),
+                },
+            };
+            match &read {
+                Ok(snapshot) => link.views.keep(&path, Some(snapshot.clone())),
+                Err(WorkspaceError::NotFound(_)) => link.views.keep(&path, None),
+                Err(_) => {}
             }
+            read
         })
     }
 
@@ -189,12 +270,18 @@ impl Workspace for ClientWorkspace {
                 path: path.display().to_string(),
                 reason: "the new content is not UTF-8 text".into(),
             })?;
-            let id = ContentId::of(text.as_bytes());
-            let params = acp::WriteTextFileRequest::new(link.id(), path.clone(), text);
-            let _: Value = link
-                .request("fs/write_text_file", params, FS_TIMEOUT)
-                .await
-                .map_err(|e| client_failure(&path, e))?;
+            let params = acp::WriteTextFileRequest::new(link.id(), path.clone(), text.clone());
+            let sent: Result<Value, _> =
+                link.request("fs/write_text_file", params, FS_TIMEOUT).await;
+            if let Err(e) = sent {
+                // It may have been written or not: the next read asks the client.
+                link.views.forget(&path);
+                return Err(client_failure(&path, e));
+            }
+            let mut written = FileSnapshot::from_disk(text.into_bytes());
+            written.from_editor = true;
+            let id = written.id;
+            link.views.keep(&path, Some(written));
             Ok(WriteOutcome {
                 id,
                 created,

@@ -345,6 +345,8 @@ impl AcpSession {
     /// delivers follow-ups that came too late for it as a run of their own.
     async fn finish(self: Arc<Self>, handle: RunHandle) {
         let outcome = handle.wait().await;
+        // A call that never reached its end event (the run failed around it) keeps no view.
+        self.link.views.close_all();
         let stopped_by_guard = self.guard.take_stop().is_some();
         let result = stop_result(&outcome, stopped_by_guard);
         let mut turn = lock(&self.turn);
@@ -422,8 +424,16 @@ impl AcpSession {
         }
     }
 
-    /// Before an allowed `edit`/`write` runs: the file's text now, for the diff after it.
+    /// Before an allowed `edit`/`write` runs: the file's text now, for the diff after it. The
+    /// call sees the file through one view from here to its end ([`CallViews`]).
+    ///
+    /// [`CallViews`]: crate::acp::client::CallViews
     pub async fn remember_before(&self, id: &str, tool: &str, args: &Value) {
+        let path =
+            (args.get("path").and_then(Value::as_str)).and_then(|p| self.workspace.resolve(p).ok());
+        if let (Some(path), true) = (path, tool == "edit" || tool == "write") {
+            self.link.views.open(id, &path);
+        }
         if let Some(before) =
             crate::acp::permission::current_text(&*self.workspace, tool, args).await
         {
@@ -432,11 +442,13 @@ impl AcpSession {
     }
 
     async fn diff_of(&self, id: &str, is_error: bool) -> Option<acp::Diff> {
-        let (path, old) = lock(&self.before).remove(id)?;
-        if is_error {
-            return None;
-        }
-        let now = self.workspace.read(path.clone()).await.ok()?;
+        let before = lock(&self.before).remove(id);
+        let now = match (&before, is_error) {
+            (Some((path, _)), false) => self.workspace.read(path.clone()).await.ok(),
+            _ => None,
+        };
+        self.link.views.close(id);
+        let ((path, old), now) = (before?, now?);
         Some(updates::diff(
             &path,
             old,

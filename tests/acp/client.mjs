@@ -18,7 +18,7 @@
 //   kind, "count"?} | {"op": "request", "method", "params", "as"} | {"op": "raw", "line"} |
 //   {"op": "load" | "resume", "sessionId"?, "cwd"} | {"op": "sleep", "ms"}
 // Output (stdout, one JSON object): {"wire": [{"dir": "in"|"out", "msg"}], "results": {...},
-//   "writes": [{path, content}], "terminals": [{command, ...}], "error"?}
+//   "reads": [{path, line, limit}], "writes": [{path, content}], "terminals": [{command, ...}], "error"?}
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
@@ -39,6 +39,7 @@ const cfg = scenario.client ?? {};
 const wire = [];
 const results = {};
 const writes = [];
+const reads = [];
 const terminals = [];
 const buffers = { ...(cfg.buffers ?? {}) };
 const permissions = [...(cfg.permissions ?? [])];
@@ -126,6 +127,7 @@ const app = acp
     return { outcome: { outcome: "selected", optionId: answer } };
   })
   .onRequest("fs/read_text_file", async ({ params }) => {
+    reads.push({ path: params.path, line: params.line ?? null, limit: params.limit ?? null });
     let content = params.path in buffers ? buffers[params.path] : readFileSync(params.path, "utf8");
     if (params.line || params.limit) {
       const all = content.split("\n");
@@ -239,7 +241,7 @@ let failure;
 const deadline = setTimeout(() => {
   agentProc.kill("SIGKILL");
   const error = "the scenario did not finish within 90 s (a step waits for something that never came)";
-  process.stdout.write(JSON.stringify({ wire, results, writes, terminals, error }) + "\n");
+  process.stdout.write(JSON.stringify({ wire, results, reads, writes, terminals, error }) + "\n");
   process.exit(1);
 }, 90000);
 try {
@@ -260,4 +262,4 @@ const exitCode = await new Promise((resolve) => {
 });
 clearTimeout(deadline);
 for (const t of terminals) delete t.proc, delete t.done;
-process.stdout.write(JSON.stringify({ wire, results, writes, terminals, exitCode, error: failure, unusedPermissions: permissions }) + "\n");
+process.stdout.write(JSON.stringify({ wire, results, reads, writes, terminals, exitCode, error: failure, unusedPermissions: permissions }) + "\n");

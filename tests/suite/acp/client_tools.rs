@@ -28,6 +28,14 @@ async fn reads_see_the_clients_buffer_and_edits_go_to_the_client() {
         .as_str()
         .unwrap();
     assert!(text.contains("unsaved text"), "{text}");
+    // The read; the question's diff; the edit after the answer (its journal, check and diff
+    // after it see the same view).
+    assert_eq!(
+        t.0["reads"].as_array().unwrap().len(),
+        3,
+        "{}",
+        t.0["reads"]
+    );
     let writes = t.0["writes"].as_array().unwrap();
     assert_eq!(writes.len(), 1);
     assert_eq!(writes[0]["path"], path);
@@ -46,6 +54,42 @@ async fn reads_see_the_clients_buffer_and_edits_go_to_the_client() {
         note.contains("grep, find and ls search the files on disk"),
         "{note}"
     );
+}
+
+/// Over a remote link each `fs/*` request is a round trip: an edit the client allowed costs one
+/// read and one write (before, 7 reads), plus the read of the question's diff when it asks.
+#[tokio::test]
+async fn an_allowed_edit_costs_one_read_and_one_write() {
+    let edit = |id: &str, from: &str, to: &str| {
+        json!({"toolCalls": [{"id": id, "name": "edit", "arguments": {"path": "a.txt",
+            "edits": [{"oldText": from, "newText": to}]}}]})
+    };
+    let env = AcpEnv::with_script(json!({"responses": [
+        edit("e1", "one", "uno"),
+        edit("e2", "two", "dos"),
+        {"text": "done"}
+    ]}))
+    .await;
+    env.write("a.txt", "one two\n");
+    let path = env.file("a.txt");
+    let t = env
+        .run(json!({
+            "client": {"fs": true, "permissions": ["allow_always"]},
+            "steps": steps(&env, vec![json!({"op": "prompt", "text": "go", "as": "p"})]),
+        }))
+        .await;
+    assert_eq!(t.stop_reason("p"), "end_turn");
+    let writes = t.0["writes"].as_array().unwrap();
+    assert_eq!(writes.len(), 2, "{writes:?}");
+    assert_eq!(writes[1]["content"], "uno dos\n");
+    // e1: the question's diff, then the edit; e2 (allowed always): the edit only.
+    let reads = t.0["reads"].as_array().unwrap();
+    assert_eq!(reads.len(), 3, "{reads:?}");
+    assert!(reads.iter().all(|r| r["path"] == path));
+    // Each call's diff after it is still right.
+    let diff = &t.tool_call("e2").last().unwrap()["content"][0];
+    assert_eq!(diff["oldText"], "uno two\n");
+    assert_eq!(diff["newText"], "uno dos\n");
 }
 
 #[tokio::test]
