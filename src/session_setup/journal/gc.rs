@@ -92,7 +92,7 @@ pub fn collect_store(root: &Path, grace: Duration) -> std::io::Result<GcReport> 
     Ok(report)
 }
 
-/// The store's lock (`<store>/.lock`, `flock`): shared while an image is reused, exclusive
+/// The store's lock (`blobs.lock` beside `blobs/`, `flock`): shared while an image is reused, exclusive
 /// while a collection sweeps. `None` when it cannot be taken (no store yet: nothing to guard).
 pub struct StoreLock {
     _file: Flock<std::fs::File>,
@@ -116,7 +116,7 @@ impl StoreLock {
             .create(true)
             .truncate(false)
             .mode(0o600)
-            .open(store.join(".lock"))
+            .open(store.with_extension("lock"))
             .ok()?;
         Flock::lock(file, how)
             .ok()
@@ -202,9 +202,6 @@ pub fn collect_folder(folder: &Path, grace: Duration) -> std::io::Result<GcRepor
             let Ok(meta) = image.metadata() else {
                 continue;
             };
-            if name == ".lock" {
-                continue;
-            }
             let used_since = meta.modified().map_or(true, |m| m >= cutoff);
             // A copy left half-written by a session that was killed is garbage too.
             let unreferenced = match name.strip_suffix(".tmp") {

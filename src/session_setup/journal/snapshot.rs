@@ -1,26 +1,35 @@
-//! What `bash` changed in the workspace: the metadata (size, modification time) of every file
-//! before and after the command, compared.
+//! What `bash` changed in the workspace: the metadata of every file before and after the
+//! command, compared.
 //!
 //! A metadata walk is cheaper than a file watcher to get right (no event queue to overflow, no
 //! per-platform limits on watched folders, nothing running between commands) and costs one
-//! `stat` per file. It honours `.gitignore` (build output such as `target/` is not tracked)
-//! and skips `.git`. Measured on this repository (about 400 files, `target/` ignored):
-//! about 9 ms per walk (debug build) on the 2-core test machine (`journal_snapshot_of_this_repository`).
-//! A workspace with more than [`MAX_FILES`] files is not tracked at all: the command's file
-//! effects are then recorded as unknown rather than slowing every command down.
+//! `stat` per file; it runs on every core, with `ignore`'s parallel walker (ripgrep's). It
+//! honours `.gitignore` (build output such as `target/` is not tracked) and skips `.git`. The
+//! metadata is git's stat data minus the owner: size, modification and change times, inode,
+//! device — a content change that keeps size and modification time (`touch -r`, a tool that
+//! restores times) still moves the change time, which no program can set. A workspace with more
+//! than [`MAX_FILES`] files is not tracked at all: the command's file effects are then recorded
+//! as unknown rather than slowing every command down. Costs: BENCH.md, "Journal".
 
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::SystemTime;
 
 /// Above this many files a snapshot is not taken.
-pub const MAX_FILES: usize = 100_000;
+pub const MAX_FILES: usize = 500_000;
 
-/// One file's metadata.
+/// One file's metadata (its stat data, as git's index keeps it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Meta {
     pub len: u64,
     pub modified: Option<SystemTime>,
+    /// The change time (seconds, nanoseconds): moved by every write, never set by a program.
+    pub changed: (i64, i64),
+    pub inode: u64,
+    pub device: u64,
 }
 
 impl Meta {
@@ -28,6 +37,9 @@ impl Meta {
         Meta {
             len: meta.len(),
             modified: meta.modified().ok(),
+            changed: (meta.ctime(), meta.ctime_nsec()),
+            inode: meta.ino(),
+            device: meta.dev(),
         }
     }
 }
@@ -49,10 +61,12 @@ pub enum Change {
 impl Snapshot {
     /// The regular files under `root`; `None` when there are more than [`MAX_FILES`].
     pub fn take(root: &Path) -> Option<Snapshot> {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
         let walk = ignore::WalkBuilder::new(root)
             .hidden(false)
             .require_git(false)
             .parents(false)
+            .threads(threads)
             .filter_entry(|e| {
                 let name = e.file_name();
                 name != ".git"
@@ -60,19 +74,23 @@ impl Snapshot {
                         .to_str()
                         .is_some_and(crate::tools::workspace::is_own_temp_file)
             })
-            .build();
-        let mut files = HashMap::new();
-        for entry in walk.flatten() {
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
-                continue;
-            }
-            if let Ok(meta) = entry.metadata() {
-                files.insert(entry.into_path(), Meta::of(&meta));
-            }
-            if files.len() > MAX_FILES {
-                return None;
-            }
+            .build_parallel();
+        let count = AtomicUsize::new(0);
+        let parts: Mutex<Vec<Vec<(PathBuf, Meta)>>> = Mutex::default();
+        walk.run(|| {
+            let mut part = Part {
+                files: Vec::new(),
+                parts: &parts,
+                count: &count,
+            };
+            Box::new(move |entry| part.visit(entry))
+        });
+        if count.load(Ordering::Relaxed) > MAX_FILES {
+            return None;
         }
+        let parts = parts.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut files = HashMap::with_capacity(parts.iter().map(Vec::len).sum());
+        files.extend(parts.into_iter().flatten());
         Some(Snapshot { files })
     }
 
@@ -93,6 +111,42 @@ impl Snapshot {
         }
         out.sort();
         out
+    }
+}
+
+/// One walker thread's files, handed over when the thread is done with them.
+struct Part<'a> {
+    files: Vec<(PathBuf, Meta)>,
+    parts: &'a Mutex<Vec<Vec<(PathBuf, Meta)>>>,
+    count: &'a AtomicUsize,
+}
+
+impl Part<'_> {
+    fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> ignore::WalkState {
+        let Ok(entry) = entry else {
+            return ignore::WalkState::Continue;
+        };
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            return ignore::WalkState::Continue;
+        }
+        let Ok(meta) = entry.metadata() else {
+            return ignore::WalkState::Continue;
+        };
+        if self.count.fetch_add(1, Ordering::Relaxed) >= MAX_FILES {
+            return ignore::WalkState::Quit;
+        }
+        self.files.push((entry.into_path(), Meta::of(&meta)));
+        ignore::WalkState::Continue
+    }
+}
+
+impl Drop for Part<'_> {
+    fn drop(&mut self) {
+        let files = std::mem::take(&mut self.files);
+        self.parts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(files);
     }
 }
 

@@ -257,6 +257,11 @@ async fn bash_files(journal: &Arc<Journal>, before: &Before, after: &Snapshot) -
             Change::Created | Change::Modified => after_image(journal, &path).await,
         };
         journal.remember(&path, after_hash.as_deref());
+        // Its metadata moved, its content did not (`touch`, `chmod`, a rewrite of the same
+        // bytes): the journal is about content.
+        if change == Change::Modified && before_hash.is_some() && before_hash == after_hash {
+            continue;
+        }
         files.push(FileEffect {
             path: path.display().to_string(),
             before: before_hash,

@@ -37,7 +37,7 @@ fn age_images(env: &CliEnv) {
         let Ok(images) = std::fs::read_dir(folder.path().join("blobs")) else {
             continue;
         };
-        for image in images.flatten().filter(|i| i.file_name() != ".lock") {
+        for image in images.flatten() {
             let file = std::fs::File::options()
                 .write(true)
                 .open(image.path())
