@@ -11,7 +11,7 @@
 //! holds it shared. Git-backed images are never copies: their blobs are kept by the
 //! repository's `refs/agent-lsp/journal/<session>` ref, which `sessions delete` drops.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -22,6 +22,7 @@ use serde_json::Value;
 use super::EFFECT;
 use super::blobs::shared_dir;
 use super::image::ImageId;
+use super::manifest::{Base, Manifest};
 
 /// An unreferenced image used less than this long ago is kept whatever the sessions' locks say:
 /// a margin for clocks that disagree (a session folder on a network file system).
@@ -235,25 +236,53 @@ fn has_own_stores(folder: &Path) -> bool {
         })
 }
 
-/// The image names the journal entries of `folder`'s session files hold.
+/// The image names the journal entries of `folder`'s session files hold: every before- and
+/// after-image, and the manifest of a command that has no `done` entry (a resumed session
+/// needs it to tell what the command did), with everything the manifest names.
 fn referenced(folder: &Path) -> HashSet<String> {
     let mut names = HashSet::new();
     let Ok(entries) = std::fs::read_dir(folder) else {
         return names;
     };
+    let mut manifests = Vec::new();
     for file in entries.flatten().map(|e| e.path()) {
         if file.extension().is_some_and(|x| x == "jsonl") {
-            names.extend(names_in(&file));
+            let (images, pending) = names_in(&file);
+            names.extend(images);
+            manifests.extend(pending);
+        }
+    }
+    let store = shared_dir(&folder.join("x.jsonl"));
+    while let Some(name) = manifests.pop() {
+        if !names.insert(name.clone()) || ImageId::parse(&name).is_none() {
+            continue;
+        }
+        let Some(manifest) = std::fs::read(store.join(&name))
+            .ok()
+            .and_then(|bytes| Manifest::from_bytes(&bytes))
+        else {
+            continue;
+        };
+        for named in manifest.names() {
+            match &manifest.base {
+                Some(Base::Manifest(base)) if base == named => manifests.push(base.clone()),
+                _ => {
+                    names.insert(named.to_string());
+                }
+            }
         }
     }
     names
 }
 
-fn names_in(file: &Path) -> Vec<String> {
+/// The images a session file's entries name, and the manifests of its commands with no `done`.
+fn names_in(file: &Path) -> (Vec<String>, Vec<String>) {
     let Ok(text) = std::fs::read_to_string(file) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let mut names = Vec::new();
+    let mut snapshots: HashMap<String, String> = HashMap::new();
+    let mut done = HashSet::new();
     for line in text.lines().filter(|l| l.contains(EFFECT)) {
         let Ok(entry) = serde_json::from_str::<Value>(line) else {
             continue;
@@ -261,7 +290,20 @@ fn names_in(file: &Path) -> Vec<String> {
         if entry["customType"] != EFFECT {
             continue;
         }
-        for f in entry["data"]["files"].as_array().into_iter().flatten() {
+        let data = &entry["data"];
+        let call = data["toolCallId"].as_str().unwrap_or_default().to_string();
+        match data["phase"].as_str() {
+            Some("done") => {
+                done.insert(call);
+            }
+            Some("intended") => {
+                if let Some(snapshot) = data["snapshot"].as_str() {
+                    snapshots.insert(call, snapshot.to_string());
+                }
+            }
+            _ => {}
+        }
+        for f in data["files"].as_array().into_iter().flatten() {
             for key in ["before", "after"] {
                 if let Some(name) = f[key].as_str() {
                     names.push(name.to_string());
@@ -269,7 +311,12 @@ fn names_in(file: &Path) -> Vec<String> {
             }
         }
     }
-    names
+    let pending = snapshots
+        .into_iter()
+        .filter(|(call, _)| !done.contains(call))
+        .map(|(_, manifest)| manifest)
+        .collect();
+    (names, pending)
 }
 
 /// The total size of a folder's shared store (what [`AUTO_GC_BYTES`] is compared with).
@@ -340,6 +387,8 @@ mod tests {
             tool: "bash".into(),
             files,
             untracked: false,
+            snapshot: None,
+            interrupted: false,
         };
         record.append(effect.into_entry()).unwrap();
     }
@@ -416,6 +465,43 @@ mod tests {
         let swept = collect_folder(dir.path(), Duration::ZERO).unwrap();
         assert_eq!((swept.removed, swept.kept), (2, 0));
         assert!(!tmp.exists());
+    }
+
+    /// A command cut off without its `done` entry keeps its manifest and what it names: the
+    /// resumed session tells its effects from them. Once done, they are garbage.
+    #[test]
+    fn an_unfinished_commands_manifest_keeps_its_images() {
+        use crate::session_setup::journal::manifest::{Files, Manifest, Slot};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.jsonl");
+        let store = BlobStore::for_session(&path, None);
+        let image = store.store(b"before the command").unwrap();
+        let files: Files = [(PathBuf::from("/w/f"), Slot::Image(image.clone()))].into();
+        let manifest = store
+            .store(&Manifest::diff(Path::new("/w"), &files, None).to_bytes())
+            .unwrap();
+        age(&store, &image, Duration::from_secs(3600));
+        age(&store, &manifest, Duration::from_secs(3600));
+        let mut record = SessionFile::create_at(&path, Path::new("/w")).unwrap();
+        let effect = |phase| Effect {
+            phase,
+            run: "r".into(),
+            tool_call_id: "b".into(),
+            tool: "bash".into(),
+            files: Vec::new(),
+            untracked: false,
+            snapshot: (phase == Phase::Intended).then(|| manifest.clone()),
+            interrupted: false,
+        };
+        record.append(effect(Phase::Intended).into_entry()).unwrap();
+        drop(record);
+        let kept = collect_folder(dir.path(), Duration::ZERO).unwrap();
+        assert_eq!((kept.removed, kept.kept), (0, 2));
+        let mut record = SessionFile::open_path(&path).unwrap();
+        record.append(effect(Phase::Done).into_entry()).unwrap();
+        drop(record);
+        let swept = collect_folder(dir.path(), Duration::ZERO).unwrap();
+        assert_eq!((swept.removed, swept.kept), (2, 0));
     }
 
     #[test]

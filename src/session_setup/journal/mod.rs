@@ -17,6 +17,7 @@ pub mod blobs;
 pub mod gc;
 pub mod image;
 pub mod images;
+pub mod manifest;
 pub mod recover;
 pub mod review;
 pub mod snapshot;
@@ -77,6 +78,13 @@ pub struct Effect {
     /// `bash` in a workspace too large to snapshot: its file effects are unknown.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub untracked: bool,
+    /// `bash`'s `intended`: the workspace before the command ([`manifest`], an image name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+    /// A `done` written when the session was resumed after the process died during the call:
+    /// `files` are those that differ from its `snapshot`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// One file in an [`Effect`].
@@ -145,6 +153,8 @@ pub struct Journal {
     hashing: tokio::sync::watch::Sender<usize>,
     /// The collection of the folder's image store started with the session ([`gc::auto`]).
     collection: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The last full [`manifest`] stored, and its files: later ones are differences from it.
+    full_manifest: Mutex<Option<(String, manifest::Files)>>,
 }
 
 impl Journal {
@@ -159,6 +169,7 @@ impl Journal {
             imaged: Mutex::default(),
             hashing: tokio::sync::watch::Sender::new(0),
             collection: Mutex::default(),
+            full_manifest: Mutex::default(),
         }
     }
 
@@ -262,6 +273,8 @@ impl Journal {
             tool: tool.to_string(),
             files,
             untracked: false,
+            snapshot: None,
+            interrupted: false,
         });
     }
 

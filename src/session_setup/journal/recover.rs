@@ -68,12 +68,15 @@ pub fn settle_interrupted(record: &mut SessionFile) -> Result<usize, SessionErro
             .tool_calls()
             .filter(|c| !answered.contains(&c.id))
             .map(|c| {
-                let (status, text) = statement(&c.name, &c.id, &effects);
-                (c.id.clone(), c.name.clone(), status, text)
+                let (status, text, done) = statement(record, &c.name, &c.id, &effects);
+                (c.id.clone(), c.name.clone(), status, text, done)
             })
             .collect::<Vec<_>>()
     };
-    for (id, name, status, text) in &pending {
+    for (id, name, status, text, done) in &pending {
+        if let Some(done) = done {
+            record.append(done.clone().into_entry())?;
+        }
         let result = ToolResultMessage {
             tool_call_id: id.clone(),
             tool_name: name.clone(),
@@ -89,8 +92,81 @@ pub fn settle_interrupted(record: &mut SessionFile) -> Result<usize, SessionErro
     Ok(pending.len())
 }
 
-/// The status of call `id` of tool `tool` and the words for the model.
-fn statement(tool: &str, id: &str, effects: &[Effect]) -> (Status, String) {
+/// The status of call `id` of tool `tool`, the words for the model, and for a command cut off
+/// with its workspace known before it, the `done` entry of what changed since.
+fn statement(
+    record: &SessionFile,
+    tool: &str,
+    id: &str,
+    effects: &[Effect],
+) -> (Status, String, Option<Effect>) {
+    let (status, text) = match cut_off_command(record, tool, id, effects) {
+        Some((text, done)) => return (Status::MayHaveHalfRun, text, Some(done)),
+        None => call_statement(tool, id, effects),
+    };
+    (status, text, None)
+}
+
+/// A `bash` call with an `intended` entry and no `done`, whose manifest is stored: what changed
+/// since it started, as its `done` entry (marked interrupted) and the words for the model.
+fn cut_off_command(
+    record: &SessionFile,
+    tool: &str,
+    id: &str,
+    effects: &[Effect],
+) -> Option<(String, Effect)> {
+    let of_call = || effects.iter().filter(|e| e.tool_call_id == id);
+    if tool != "bash" || of_call().any(|e| e.phase == Phase::Done) {
+        return None;
+    }
+    let intended = of_call().find(|e| e.phase == Phase::Intended)?;
+    let store = super::store_of(record)?;
+    let root = std::path::Path::new(record.cwd());
+    let before = super::manifest::load(&store, root, intended.snapshot.as_deref()?)?;
+    let (files, unchecked) = super::manifest::changes_since(root, &before)?;
+    let listed: Vec<String> = files
+        .iter()
+        .map(|f| {
+            let how = match (&f.before, &f.after, f.before_known) {
+                (_, None, _) => "deleted",
+                (None, Some(_), true) => "created",
+                _ => "modified",
+            };
+            format!("{} ({how})", f.path)
+        })
+        .collect();
+    let changed = match listed.is_empty() {
+        true => "no file of the workspace differs from before it".to_string(),
+        false => format!(
+            "these files differ from before it: {}; the journal holds their content from before, \
+             so the run can be reviewed and reverted",
+            listed.join(", ")
+        ),
+    };
+    let unchecked = match unchecked {
+        0 => String::new(),
+        n => format!(
+            " {n} file(s) could not be compared: their content before the command was not kept."
+        ),
+    };
+    let text = format!(
+        "The journal says the command was started and did not finish: it may have run partly or wholly. Since it started, {changed}.{unchecked} Check its effects before running it again."
+    );
+    let done = Effect {
+        phase: Phase::Done,
+        run: intended.run.clone(),
+        tool_call_id: id.to_string(),
+        tool: tool.to_string(),
+        files,
+        untracked: false,
+        snapshot: None,
+        interrupted: true,
+    };
+    Some((text, done))
+}
+
+/// The status of call `id` of tool `tool` and the words for the model, from its entries alone.
+fn call_statement(tool: &str, id: &str, effects: &[Effect]) -> (Status, String) {
     let of_call: Vec<&Effect> = effects.iter().filter(|e| e.tool_call_id == id).collect();
     let done = of_call.iter().find(|e| e.phase == Phase::Done);
     let intended = of_call.iter().find(|e| e.phase == Phase::Intended);

@@ -343,6 +343,8 @@ pub async fn revert(
             tool: REVERT_TOOL.into(),
             files: effects,
             untracked: false,
+            snapshot: None,
+            interrupted: false,
         };
         if let Err(e) = record.append(effect.into_entry()) {
             tracing::warn!(%e, "cannot record the revert in the journal");

@@ -64,12 +64,15 @@ impl AgentTool for Journaled {
                 tool: tool.clone(),
                 files,
                 untracked: false,
+                snapshot: None,
+                interrupted: false,
             };
             if tool == "bash" {
                 let root = journal.root.clone();
-                let before = before_images(&journal).await;
+                let (before, manifest) = before_images(&journal).await.unzip();
                 journal.append(Effect {
                     untracked: before.is_none(),
+                    snapshot: manifest.flatten(),
                     ..effect(Phase::Intended, Vec::new())
                 });
                 let result = inner
@@ -212,11 +215,14 @@ async fn hashed(
 }
 
 /// The command's before-snapshot, every file in it given a before-image within the bounds
-/// ([`super::images`]); `None` when the workspace is too large to snapshot.
-async fn before_images(journal: &Arc<Journal>) -> Option<Before> {
+/// ([`super::images`]), and the name of its [`super::manifest`]; `None` when the workspace is
+/// too large to snapshot.
+async fn before_images(journal: &Arc<Journal>) -> Option<(Before, Option<String>)> {
     let journal = journal.clone();
     tokio::task::spawn_blocking(move || {
-        Snapshot::take(&journal.root).map(|s| journal.before_images(s))
+        let before = journal.before_images(Snapshot::take(&journal.root)?);
+        let manifest = journal.store_manifest(&before);
+        Some((before, manifest))
     })
     .await
     .ok()

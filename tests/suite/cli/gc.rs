@@ -108,8 +108,9 @@ async fn deleting_a_session_frees_what_only_it_named_and_keeps_the_rest_revertib
     assert!(report["kept"].as_u64().unwrap() >= 2, "{report}");
 }
 
-/// Images no session names (the first command's images of files it did not change) are
-/// removed by `sessions gc`; those a session names are kept.
+/// Images no session names (the first command's images of files it did not change, and its
+/// manifest of the workspace, needed only while it had no `done` entry) are removed by
+/// `sessions gc`; those a session names are kept.
 #[tokio::test]
 async fn gc_removes_the_images_of_files_no_command_changed() {
     let mock = mock(vec![
@@ -132,7 +133,7 @@ async fn gc_removes_the_images_of_files_no_command_changed() {
     let gc = env.run(&["sessions", "gc"]).await;
     assert_eq!(gc.status.code(), Some(0), "{}", stderr(&gc));
     assert!(
-        stdout(&gc).contains("removed 1 unreferenced image(s)"),
+        stdout(&gc).contains("removed 2 unreferenced image(s)"),
         "{}",
         stdout(&gc)
     );

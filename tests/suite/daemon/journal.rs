@@ -389,7 +389,7 @@ async fn after_kill_9_during_a_write_and_a_bash_the_resumed_session_says_what_ra
             MockToolCall {
                 id: "b1".into(),
                 name: "bash".into(),
-                arguments: json!({"command": "printf x > made.txt; sleep 60"}),
+                arguments: json!({"command": "printf changed > kept.txt; rm gone.txt; printf x > made.txt; sleep 60"}),
                 raw_arguments: None,
             },
         ],
@@ -410,6 +410,8 @@ async fn after_kill_9_during_a_write_and_a_bash_the_resumed_session_says_what_ra
         .await;
     let root = first.workspace.path().to_path_buf();
     std::fs::write(root.join("held.txt"), "old\n").unwrap();
+    std::fs::write(root.join("kept.txt"), "before\n").unwrap();
+    std::fs::write(root.join("gone.txt"), "doomed\n").unwrap();
     let uri = first.did_open(&root.join("held.txt"), "old\n").await;
     // The write reaches the buffer, then waits for a save that never comes.
     first.set_save_documents(false);
@@ -468,6 +470,41 @@ async fn after_kill_9_during_a_write_and_a_bash_the_resumed_session_says_what_ra
     let bash = of("b1");
     assert_eq!(bash["details"]["status"], "mayHaveHalfRun", "{bash}");
     assert_eq!(bash["isError"], true);
+    // What the command did before the kill is known: the workspace from before it was in the
+    // journal, and what differs from it now is its run's changes, reviewable and revertible.
+    let said = bash["content"][0]["text"].as_str().unwrap();
+    for named in [
+        "kept.txt (modified)",
+        "made.txt (created)",
+        "gone.txt (deleted)",
+    ] {
+        assert!(said.contains(named), "{named}: {said}");
+    }
+    assert!(!said.contains("held.txt"), "{said}");
+    let changes = second
+        .request("agent/runChanges", json!({"sessionId": session}))
+        .await;
+    assert_eq!(changes["files"].as_array().unwrap().len(), 3, "{changes}");
+    let reverted = second
+        .request(
+            "agent/revert",
+            json!({"sessionId": session, "runId": changes["runId"], "paths": ["kept.txt", "made.txt", "gone.txt"]}),
+        )
+        .await;
+    assert_eq!(
+        reverted["reverted"].as_array().unwrap().len(),
+        3,
+        "{reverted}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("kept.txt")).unwrap(),
+        "before\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("gone.txt")).unwrap(),
+        "doomed\n"
+    );
+    assert!(!root.join("made.txt").exists());
 
     // The model reads the statements with its next prompt.
     let r = second
