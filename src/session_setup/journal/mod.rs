@@ -14,6 +14,7 @@
 //! `agent/revert`); [`recover`] tells a resumed session what its interrupted calls did.
 
 pub mod blobs;
+pub mod git;
 pub mod images;
 pub mod recover;
 pub mod review;
