@@ -89,6 +89,9 @@ pub const REF_PREFIX: &str = "refs/agent-lsp/journal/";
 /// How many times [`GitRepo::keep`] tries when other writers keep moving the ref under it.
 const KEEP_ATTEMPTS: u32 = 16;
 
+/// Up to this many ids, [`GitRepo::keep`] asks whether the tree holds each already.
+const MAX_LOOKUPS: usize = 64;
+
 /// Held by [`GitRepo::keep`].
 static KEEPING: Mutex<()> = Mutex::new(());
 
@@ -333,10 +336,24 @@ impl Env {
             ("GIT_PAGER", "cat"),
             // A partial clone's missing blob is reported missing, never fetched.
             ("GIT_NO_LAZY_FETCH", "1"),
+            // We read answers once all are written: `check-attr` would otherwise flush after
+            // every path (14,807 writes to the pipe for a 15k-file checkout, not 556).
+            ("GIT_FLUSH", "0"),
         ];
         Env {
             remove,
             set: set.map(|(k, v)| (k.into(), v.into())).to_vec(),
+        }
+    }
+
+    /// The value git gets for `name`.
+    fn var(&self, name: &str) -> Option<OsString> {
+        if let Some((_, v)) = self.set.iter().rev().find(|(k, _)| k == name) {
+            return Some(v.clone());
+        }
+        match self.remove.iter().any(|k| k == name) {
+            true => None,
+            false => std::env::var_os(name),
         }
     }
 
@@ -359,6 +376,11 @@ pub struct GitRepo {
     /// The workspace root below `top`: empty, or ending in `/`.
     prefix: Vec<u8>,
     git_dir: PathBuf,
+    /// Where `info/attributes` is (a linked worktree shares its repository's).
+    common_dir: PathBuf,
+    /// The system-wide attributes file (`git var GIT_ATTR_SYSTEM`); `None` when git cannot
+    /// say (before 2.42).
+    system_attributes: Option<PathBuf>,
     format: ObjectFormat,
     env: Env,
     /// Blob sizes by id, shared by clones.
@@ -390,6 +412,7 @@ impl GitRepo {
             "--is-bare-repository",
             "--show-object-format",
             "--git-dir",
+            "--git-common-dir",
             "--show-prefix",
             "--show-toplevel",
         ];
@@ -398,6 +421,8 @@ impl GitRepo {
             top: PathBuf::new(),
             prefix: Vec::new(),
             git_dir: PathBuf::new(),
+            common_dir: PathBuf::new(),
+            system_attributes: None,
             format: ObjectFormat::Sha1,
             env,
             sizes: Arc::default(),
@@ -405,7 +430,9 @@ impl GitRepo {
         let out = probe
             .run(&args, None)
             .map_err(|e| probe.not_a_workspace(e))?;
-        probe.located(&out)
+        let mut repo = probe.located(&out)?;
+        repo.system_attributes = repo.system_attributes();
+        Ok(repo)
     }
 
     /// A failed `rev-parse`, named.
@@ -437,10 +464,10 @@ impl GitRepo {
         };
         let text = out.strip_suffix(b"\n").unwrap_or(out);
         let lines: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
-        let [inside, _bare, format, git_dir, prefix, top] = lines[..] else {
+        let [inside, _bare, format, git_dir, common_dir, prefix, top] = lines[..] else {
             return match lines.first().copied() == Some(b"false".as_slice()) {
                 true => Err(GitError::NotAWorkTree(self.root)),
-                false => Err(unparsable("not six lines")),
+                false => Err(unparsable("not seven lines")),
             };
         };
         if inside != b"true" {
@@ -455,6 +482,7 @@ impl GitRepo {
         };
         let git_dir = Path::new(OsStr::from_bytes(git_dir));
         self.git_dir = self.root.join(git_dir);
+        self.common_dir = self.root.join(Path::new(OsStr::from_bytes(common_dir)));
         self.prefix = prefix.to_vec();
         self.top = PathBuf::from(OsStr::from_bytes(top));
         Ok(self)
@@ -490,74 +518,221 @@ impl GitRepo {
     /// `status`, `check-attr` (filters) and `cat-file --batch-check` (the sizes of blobs not
     /// seen before) while the tracked files are stat'ed here. No call takes a lock or writes.
     pub fn state(&self) -> Result<State, GitError> {
-        let (index, drivers) = std::thread::scope(|s| {
-            let drivers = s.spawn(|| self.filter_drivers());
-            (self.index(), drivers.join())
-        });
-        let index = index?;
-        let drivers = drivers.map_err(|_| panicked("config"))??;
-        let looked: Vec<&Indexed> = (index.iter())
-            .filter(|i| i.stage == 0 && i.mode.is_file() && !i.not_looked)
-            .collect();
-        let (status, filtered, sized, on_disk) = std::thread::scope(|s| {
-            let status = s.spawn(|| self.status(&drivers));
-            let filtered = s.spawn(|| self.filtered(&looked));
-            let sized = s.spawn(|| self.size_blobs(&looked));
-            let on_disk: HashMap<&Path, u64> = (looked.iter())
-                .filter_map(|i| Some((i.absolute.as_path(), file_size(&i.absolute)?)))
-                .collect();
-            (status.join(), filtered.join(), sized.join(), on_disk)
-        });
-        let status = status.map_err(|_| panicked("status"))??;
-        let filtered = filtered.map_err(|_| panicked("check-attr"))??;
-        sized.map_err(|_| panicked("cat-file"))??;
-        let sizes = self.sizes.lock().unwrap_or_else(|p| p.into_inner());
-        let verdicts = Verdicts {
-            filtered,
-            sizes: &sizes,
-            on_disk,
-        };
-        Ok(self.combine(&index, status, &verdicts))
+        self.state_with_sizes(&file_size)
     }
 
-    /// The filter drivers the configuration defines (`filter.<name>.*`).
-    fn filter_drivers(&self) -> Result<Vec<String>, GitError> {
-        let args = ["config", "-z", "--get-regexp", r"^filter\."];
-        let out = match self.run(&args, None) {
+    /// [`GitRepo::state`], the files' sizes on disk from `size_of` (`None`: no regular file):
+    /// the journal's metadata snapshot, taken just before, spares a second `lstat` of every
+    /// file. A size from a moment before git looked is as good: a file that changed in
+    /// between is seen changed by the snapshot's next comparison.
+    pub fn state_with_sizes(
+        &self,
+        size_of: &(dyn Fn(&Path) -> Option<u64> + Sync),
+    ) -> Result<State, GitError> {
+        let (config_tx, config_rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            // `config` then `status` on one side, `ls-files` then what needs its entries on the
+            // other: nothing waits for `status` but the result.
+            let status = s.spawn(move || {
+                let config = self.config();
+                let drivers = config.as_ref().map(|c| c.drivers.clone()).ok();
+                let _ = config_tx.send(config);
+                self.status(&drivers.unwrap_or_default())
+            });
+            let index = self.index()?;
+            let config = config_rx.recv().map_err(|_| panicked("config"))??;
+            let looked: Vec<&Indexed> = (index.entries.iter())
+                .filter(|i| i.is_looked_at())
+                .collect();
+            let may_filter = self.may_filter(&config, &index, &looked);
+            let (filtered, sized, on_disk) = std::thread::scope(|inner| {
+                let filtered = inner.spawn(|| match may_filter {
+                    true => self.filtered(&looked),
+                    false => Ok(vec![false; looked.len()]),
+                });
+                let sized = inner.spawn(|| self.size_blobs(&looked));
+                let on_disk: Vec<Option<u64>> =
+                    looked.iter().map(|i| size_of(&i.absolute)).collect();
+                (filtered.join(), sized.join(), on_disk)
+            });
+            let filtered = filtered.map_err(|_| panicked("check-attr"))??;
+            sized.map_err(|_| panicked("cat-file"))??;
+            let status = status.join().map_err(|_| panicked("status"))??;
+            let sizes = self.sizes.lock().unwrap_or_else(|p| p.into_inner());
+            let checks: Vec<Check> = (filtered.into_iter().zip(on_disk))
+                .map(|(filtered, on_disk)| Check { filtered, on_disk })
+                .collect();
+            Ok(self.combine(&index.entries, status, &checks, &sizes))
+        })
+    }
+
+    /// What the configuration says that [`GitRepo::state`] needs, from one `config` call.
+    fn config(&self) -> Result<Config, GitError> {
+        let pattern = r"^(filter\..*|core\.attributesfile|attr\.tree)$";
+        let out = match self.run(&["config", "-z", "--get-regexp", pattern], None) {
             Ok(out) => out,
             // Exit 1, no message: nothing matches.
-            Err(GitError::Failed { stderr, .. }) if stderr.is_empty() => return Ok(Vec::new()),
+            Err(GitError::Failed { stderr, .. }) if stderr.is_empty() => Vec::new(),
             Err(e) => return Err(e),
         };
-        let mut names: Vec<String> = records(&out)
-            .filter_map(|r| {
-                // `filter.<name>.<variable>\n<value>`; the name may hold dots.
-                let key = r.split(|b| *b == b'\n').next()?;
-                let key = std::str::from_utf8(key).ok()?.strip_prefix("filter.")?;
-                Some(key.rsplit_once('.')?.0.to_string())
-            })
-            .collect();
-        names.sort();
-        names.dedup();
-        Ok(names)
+        let mut config = Config::default();
+        for record in records(&out) {
+            // `<key>\n<value>`, or `<key>` alone for a key without `=`.
+            let (key, value) = match memchr::memchr(b'\n', record) {
+                Some(at) => (&record[..at], Some(&record[at + 1..])),
+                None => (record, None),
+            };
+            let key = String::from_utf8_lossy(key);
+            if let Some(driver) = key.strip_prefix("filter.") {
+                // `filter.<name>.<variable>`; the name may hold dots.
+                if let Some((name, _)) = driver.rsplit_once('.') {
+                    config.drivers.push(name.to_string());
+                }
+            } else if key == "core.attributesfile" {
+                config.attributes_file = Some(value.map(<[u8]>::to_vec));
+            } else if key == "attr.tree" {
+                config.attr_tree = true;
+            }
+        }
+        config.drivers.sort();
+        config.drivers.dedup();
+        Ok(config)
+    }
+
+    /// `git var GIT_ATTR_SYSTEM`: the system's attributes file, fixed for a git binary.
+    fn system_attributes(&self) -> Option<PathBuf> {
+        let out = self.run(&["var", "GIT_ATTR_SYSTEM"], None).ok()?;
+        let path = out.strip_suffix(b"\n").unwrap_or(&out);
+        (!path.is_empty()).then(|| PathBuf::from(OsStr::from_bytes(path)))
+    }
+
+    /// The user's attributes file: `core.attributesFile`, else git's default under
+    /// `$XDG_CONFIG_HOME` or `~/.config`. `Err` when we cannot tell where it is (a path
+    /// relative to something, `~user/`).
+    fn global_attributes(&self, config: &Config) -> Result<Option<PathBuf>, ()> {
+        let home = self
+            .env
+            .var("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        let Some(set) = &config.attributes_file else {
+            let xdg = self.env.var("XDG_CONFIG_HOME").filter(|x| !x.is_empty());
+            return Ok(match (xdg, home) {
+                (Some(xdg), _) => Some(PathBuf::from(xdg).join("git/attributes")),
+                (None, Some(home)) => Some(home.join(".config/git/attributes")),
+                (None, None) => None,
+            });
+        };
+        // A key without a value, or an empty one: no file.
+        let Some(path) = set.as_deref().filter(|p| !p.is_empty()) else {
+            return Ok(None);
+        };
+        if let Some(rest) = path.strip_prefix(b"~/") {
+            return home
+                .map(|h| Some(h.join(OsStr::from_bytes(rest))))
+                .ok_or(());
+        }
+        let path = Path::new(OsStr::from_bytes(path));
+        path.is_absolute()
+            .then(|| Some(path.to_path_buf()))
+            .ok_or(())
+    }
+
+    /// Whether a `filter` or `working-tree-encoding` attribute can be set for any of `files`:
+    /// `false` only when every attributes file git would read for them is known and none
+    /// holds either word (a macro names what it sets, so it holds the word too). Then
+    /// `check-attr`, which costs half a `git status` on 15k files, need not run. The files
+    /// read: `.gitattributes` in every folder from the top down to each file, on disk whatever
+    /// git ignores (an index-only one, which git would fall back to, counts as a mention),
+    /// `info/attributes`, the user's and the system's; `attr.tree` counts as a mention.
+    fn may_filter(&self, config: &Config, index: &Index, files: &[&Indexed]) -> bool {
+        if config.attr_tree || !index.outside_attributes.is_empty() {
+            return true;
+        }
+        let Ok(global) = self.global_attributes(config) else {
+            return true;
+        };
+        let Some(system) = &self.system_attributes else {
+            return true;
+        };
+        let mut sources = vec![self.common_dir.join("info/attributes"), system.clone()];
+        sources.extend(global);
+        sources.extend(self.ancestors_attributes());
+        let mut folders: HashSet<&[u8]> = HashSet::new();
+        for file in files {
+            let mut path = file.path.as_slice();
+            while let Some(slash) = memchr::memrchr(b'/', path) {
+                path = &path[..slash];
+                if !folders.insert(path) {
+                    break;
+                }
+            }
+        }
+        sources.push(self.root.join(".gitattributes"));
+        sources.extend(
+            folders
+                .iter()
+                .map(|f| self.absolute(f).join(".gitattributes")),
+        );
+        let tracked = (index.entries.iter())
+            .filter(|e| e.path == b".gitattributes" || e.path.ends_with(b"/.gitattributes"));
+        for entry in tracked {
+            if !entry.absolute.exists() {
+                return true;
+            }
+        }
+        sources.iter().any(|source| mentions_filtering(source))
+    }
+
+    /// `.gitattributes` of the folders from the top down to (not including) the root.
+    fn ancestors_attributes(&self) -> Vec<PathBuf> {
+        let mut out = vec![self.top.join(".gitattributes")];
+        let mut below = self.top.clone();
+        let components = self.prefix.split(|b| *b == b'/').filter(|c| !c.is_empty());
+        let components: Vec<&[u8]> = components.collect();
+        for component in components.iter().take(components.len().saturating_sub(1)) {
+            below.push(OsStr::from_bytes(component));
+            out.push(below.join(".gitattributes"));
+        }
+        out
     }
 
     /// The stage entries under the workspace (`ls-files --stage`, tagged: `-v` says which git
-    /// does not look at).
-    fn index(&self) -> Result<Vec<Indexed>, GitError> {
-        let args = ["ls-files", "--stage", "-v", "-z", "--full-name", "--", "."];
+    /// does not look at), and whether the folders above it have `.gitattributes` in the index.
+    fn index(&self) -> Result<Index, GitError> {
+        let mut args: Vec<OsString> = ["ls-files", "--stage", "-v", "-z", "--full-name", "--", "."]
+            .map(OsString::from)
+            .to_vec();
+        for above in self.ancestors_attributes() {
+            let Ok(from_top) = above.strip_prefix(&self.top) else {
+                continue;
+            };
+            let mut spec = OsString::from(":(top,literal)");
+            spec.push(from_top);
+            args.push(spec);
+        }
         let out = self.run(&args, None)?;
-        records(&out)
-            .map(|r| self.indexed(r))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| GitError::Unparsable {
-                command: "ls-files".into(),
-                what: "an entry".into(),
-            })
+        let mut index = Index::default();
+        for record in records(&out) {
+            match self.indexed(record) {
+                Some(Ok(entry)) => index.entries.push(entry),
+                // Only one missing on disk matters: git would read it from the index.
+                Some(Err(above)) if !above.exists() => index.outside_attributes.push(above),
+                Some(Err(_)) => {}
+                None => {
+                    return Err(GitError::Unparsable {
+                        command: "ls-files".into(),
+                        what: "an entry".into(),
+                    });
+                }
+            }
+        }
+        Ok(index)
     }
 
-    /// One `ls-files -s -v` record: `<tag> <mode> <oid> <stage>\t<path>`.
-    fn indexed(&self, record: &[u8]) -> Option<Indexed> {
+    /// One `ls-files -s -v` record: `<tag> <mode> <oid> <stage>\t<path>`; `Err` with the path
+    /// of one above the workspace (a `.gitattributes` asked about, not on disk).
+    fn indexed(&self, record: &[u8]) -> Option<Result<Indexed, PathBuf>> {
         let tab = memchr::memchr(b'\t', record)?;
         let (head, path) = (&record[..tab], &record[tab + 1..]);
         let head = std::str::from_utf8(head).ok()?;
@@ -567,8 +742,11 @@ impl GitRepo {
         let oid = self.format.check(fields.next()?).ok()?;
         let stage: u8 = fields.next()?.parse().ok()?;
         let tag = tag.chars().next()?;
-        let path = self.below_root(path)?.to_vec();
-        Some(Indexed {
+        let Some(path) = self.below_root(path) else {
+            return Some(Err(self.top.join(OsStr::from_bytes(path))));
+        };
+        let path = path.to_vec();
+        Some(Ok(Indexed {
             absolute: self.absolute(&path),
             path,
             mode,
@@ -576,7 +754,7 @@ impl GitRepo {
             stage,
             // Lower case: assume-unchanged; `S`: skip-worktree.
             not_looked: tag.is_ascii_lowercase() || tag == 'S',
-        })
+        }))
     }
 
     /// What `status` says differs, by path below the root. The filter `drivers` are switched
@@ -628,36 +806,43 @@ impl GitRepo {
         Ok(changes)
     }
 
-    /// The files among `files` with a `filter` or `working-tree-encoding` attribute.
-    fn filtered(&self, files: &[&Indexed]) -> Result<HashSet<Vec<u8>>, GitError> {
+    /// Whether each of `files` has a `filter` or `working-tree-encoding` attribute.
+    fn filtered(&self, files: &[&Indexed]) -> Result<Vec<bool>, GitError> {
         if files.is_empty() {
-            return Ok(HashSet::new());
+            return Ok(Vec::new());
         }
         let mut input = Vec::new();
         for file in files {
             input.extend_from_slice(&file.path);
             input.push(0);
         }
-        let args = [
-            "check-attr",
-            "--stdin",
-            "-z",
-            "filter",
-            "working-tree-encoding",
-        ];
+        let mut args = vec!["check-attr", "--stdin", "-z"];
+        args.extend(FILTERING);
         let out = self.run(&args, Some(&input))?;
         let fields: Vec<&[u8]> = records(&out).collect();
-        if !fields.len().is_multiple_of(3) {
-            return Err(GitError::Unparsable {
-                command: "check-attr".into(),
-                what: "not path, attribute, value triples".into(),
-            });
+        // `<path> <attribute> <value>` for each path and attribute, in the order asked.
+        let per_file = 3 * FILTERING.len();
+        let answers = fields.chunks_exact(per_file);
+        let unparsable = || GitError::Unparsable {
+            command: "check-attr".into(),
+            what: "not one answer per path and attribute, in order".into(),
+        };
+        if fields.len() != per_file * files.len() {
+            return Err(unparsable());
         }
-        Ok(fields
-            .chunks_exact(3)
-            .filter(|t| !matches!(t[2], b"unspecified" | b"unset"))
-            .map(|t| t[0].to_vec())
-            .collect())
+        (files.iter().zip(answers))
+            .map(|(file, answer)| {
+                let triples = answer.chunks_exact(3);
+                let mut set = false;
+                for triple in triples {
+                    if triple[0] != file.path.as_slice() {
+                        return Err(unparsable());
+                    }
+                    set |= !matches!(triple[2], b"unspecified" | b"unset");
+                }
+                Ok(set)
+            })
+            .collect()
     }
 
     /// Adds the sizes of the blobs of `files` not sized before to [`GitRepo::sizes`] (an
@@ -715,9 +900,21 @@ impl GitRepo {
 
     /// The index and status merged, each file git calls clean checked against its attributes
     /// and sizes.
-    fn combine(&self, index: &[Indexed], mut changes: Changes, verdicts: &Verdicts) -> State {
-        let mut files = HashMap::new();
+    fn combine(
+        &self,
+        index: &[Indexed],
+        mut changes: Changes,
+        checks: &[Check],
+        sizes: &HashMap<String, u64>,
+    ) -> State {
+        let mut files = HashMap::with_capacity(index.len() + changes.len());
+        // `checks` are those of the entries looked at, in order.
+        let mut checks = checks.iter();
         for entry in index {
+            let check = match entry.is_looked_at() {
+                true => checks.next(),
+                false => None,
+            };
             let path = entry.absolute.clone();
             if entry.stage != 0 {
                 let unmerged = Entry {
@@ -729,7 +926,7 @@ impl GitRepo {
             }
             let status = match changes.remove(&entry.path) {
                 Some(changed) => changed,
-                None => verdicts.of(entry),
+                None => verdict(entry, check, sizes),
             };
             let index = IndexEntry {
                 oid: entry.oid.clone(),
@@ -826,7 +1023,17 @@ impl GitRepo {
 
     /// One read-merge-update of `refname`.
     fn keep_once(&self, refname: &str, oids: &[String]) -> Result<Kept, KeepError> {
-        let names = std::iter::once(refname).chain(oids.iter().map(String::as_str));
+        // One `--batch-check` says what the ref names, which ids are blobs, and which the tree
+        // holds already (`<ref>:<id>`): when nothing is new, that is all it costs.
+        // (Each lookup scans the tree: for many ids, reading the tree once is cheaper.)
+        let look_up = oids.len() <= MAX_LOOKUPS;
+        let entries: Vec<String> = match look_up {
+            true => oids.iter().map(|o| format!("{refname}:{o}")).collect(),
+            false => Vec::new(),
+        };
+        let names = std::iter::once(refname)
+            .chain(oids.iter().map(String::as_str))
+            .chain(entries.iter().map(String::as_str));
         let found = self.objects(names)?;
         let old = match found.get(refname) {
             Some(Some(Object {
@@ -842,16 +1049,20 @@ impl GitRepo {
                 }));
             }
         };
-        let is_blob = |o: &String| matches!(found.get(o), Some(Some(b)) if b.kind == Kind::Blob);
+        let is_blob = |name: &str| matches!(found.get(name), Some(Some(b)) if b.kind == Kind::Blob);
         let mut missing: Vec<String> = (oids.iter()).filter(|o| !is_blob(o)).cloned().collect();
         missing.sort();
         missing.dedup();
+        let new = (oids.iter().zip(&entries)).any(|(o, entry)| is_blob(o) && !is_blob(entry));
+        if look_up && !new {
+            return Ok(Kept { missing });
+        }
         let mut kept = match &old {
             Some(tree) => self.tree_blobs(tree)?,
             None => HashSet::new(),
         };
         let before = kept.len();
-        kept.extend(oids.iter().filter(|o| !missing.contains(o)).cloned());
+        kept.extend(oids.iter().filter(|o| is_blob(o)).cloned());
         if kept.len() == before {
             return Ok(Kept { missing });
         }
@@ -932,14 +1143,14 @@ impl GitRepo {
     }
 
     /// Runs `git <args>` in the workspace root, `input` on its stdin (else none); its stdout.
-    fn run(&self, args: &[&str], input: Option<&[u8]>) -> Result<Vec<u8>, GitError> {
+    fn run<S: AsRef<OsStr>>(&self, args: &[S], input: Option<&[u8]>) -> Result<Vec<u8>, GitError> {
         self.run_with(args, input, &[])
     }
 
     /// [`GitRepo::run`] with `env` added.
-    fn run_with(
+    fn run_with<S: AsRef<OsStr>>(
         &self,
-        args: &[&str],
+        args: &[S],
         input: Option<&[u8]>,
         env: &[(String, String)],
     ) -> Result<Vec<u8>, GitError> {
@@ -982,8 +1193,9 @@ impl GitRepo {
                 .find(|i| stderr.is_char_boundary(*i));
             stderr.truncate(cut.unwrap_or(0));
         }
+        let command: Vec<_> = args.iter().map(|a| a.as_ref().to_string_lossy()).collect();
         Err(GitError::Failed {
-            command: args.join(" "),
+            command: command.join(" "),
             status: output.status.to_string(),
             stderr,
         })
@@ -1042,6 +1254,39 @@ fn panicked(command: &str) -> GitError {
     }
 }
 
+/// What `ls-files` says.
+#[derive(Debug, Default)]
+struct Index {
+    entries: Vec<Indexed>,
+    /// `.gitattributes` of folders above the workspace that are in the index, not on disk.
+    outside_attributes: Vec<PathBuf>,
+}
+
+/// What the configuration says that [`GitRepo::state`] needs.
+#[derive(Debug, Default)]
+struct Config {
+    /// The filter drivers defined (`filter.<name>.*`).
+    drivers: Vec<String>,
+    /// `core.attributesFile`, as written (`Some(None)`: set without a value).
+    attributes_file: Option<Option<Vec<u8>>>,
+    /// `attr.tree`: attributes come from a tree as well.
+    attr_tree: bool,
+}
+
+/// Whether the attributes file `path` mentions a [`FILTERING`] attribute; a file that cannot
+/// be read (other than by not being there) might.
+fn mentions_filtering(path: &Path) -> bool {
+    match std::fs::read(path) {
+        Ok(text) => FILTERING
+            .iter()
+            .any(|word| memchr::memmem::find(&text, word.as_bytes()).is_some()),
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+        ),
+    }
+}
+
 /// A stage entry of the index, its path below the workspace root.
 #[derive(Debug)]
 struct Indexed {
@@ -1056,36 +1301,45 @@ struct Indexed {
 /// What `status` says of the paths it lists, by path below the root.
 type Changes = HashMap<Vec<u8>, Status>;
 
-/// What decides whether a file git calls clean holds its blob's bytes.
-struct Verdicts<'a> {
-    filtered: HashSet<Vec<u8>>,
-    sizes: &'a HashMap<String, u64>,
-    /// The regular files among them.
-    on_disk: HashMap<&'a Path, u64>,
+impl Indexed {
+    /// A stage-0 regular or executable file git looks at: the files [`Check`]ed.
+    fn is_looked_at(&self) -> bool {
+        self.stage == 0 && self.mode.is_file() && !self.not_looked
+    }
 }
 
-impl Verdicts<'_> {
-    /// The status of a stage-0 entry `status` did not list.
-    fn of(&self, entry: &Indexed) -> Status {
-        if entry.mode == Mode::Gitlink {
-            return Status::Submodule;
-        }
-        if entry.not_looked {
-            return Status::Unverified(Unverified::NotLooked);
-        }
-        if !entry.mode.is_file() {
-            return Status::Clean;
-        }
-        if self.filtered.contains(&entry.path) {
-            return Status::Unverified(Unverified::Filtered);
-        }
-        let Some(blob) = self.sizes.get(&entry.oid) else {
-            return Status::Unverified(Unverified::BlobMissing);
-        };
-        match self.on_disk.get(entry.absolute.as_path()) {
-            Some(size) if size == blob => Status::Clean,
-            _ => Status::Unverified(Unverified::SizeDiffers),
-        }
+/// The attributes that let git's clean hide any difference in bytes.
+const FILTERING: [&str; 2] = ["filter", "working-tree-encoding"];
+
+/// What decides whether a file git calls clean holds its blob's bytes.
+struct Check {
+    /// A [`FILTERING`] attribute is set.
+    filtered: bool,
+    /// Its size, if it is a regular file.
+    on_disk: Option<u64>,
+}
+
+/// The status of a stage-0 entry `status` did not list; `check` for the entries looked at.
+fn verdict(entry: &Indexed, check: Option<&Check>, sizes: &HashMap<String, u64>) -> Status {
+    if entry.mode == Mode::Gitlink {
+        return Status::Submodule;
+    }
+    if entry.not_looked {
+        return Status::Unverified(Unverified::NotLooked);
+    }
+    let Some(check) = check else {
+        // A symlink (its blob is its target), or another kind git alone speaks for.
+        return Status::Clean;
+    };
+    if check.filtered {
+        return Status::Unverified(Unverified::Filtered);
+    }
+    let Some(blob) = sizes.get(&entry.oid) else {
+        return Status::Unverified(Unverified::BlobMissing);
+    };
+    match check.on_disk {
+        Some(size) if size == *blob => Status::Clean,
+        _ => Status::Unverified(Unverified::SizeDiffers),
     }
 }
 

@@ -642,6 +642,106 @@ fn conversions_and_files_git_does_not_look_at_are_not_vouched_for() {
     }
 }
 
+/// Whether `check-attr` runs for the files of `root`.
+fn may_filter(sandbox: &Sandbox, root: &Path) -> bool {
+    let repo = sandbox.open(root).unwrap();
+    let index = repo.index().unwrap();
+    let looked: Vec<&Indexed> = index.entries.iter().filter(|i| i.is_looked_at()).collect();
+    repo.may_filter(&repo.config().unwrap(), &index, &looked)
+}
+
+/// `check-attr` is skipped only when no attributes file git would read mentions a filter or
+/// an encoding; each source below is one it must not miss.
+#[test]
+fn check_attr_runs_whenever_an_attributes_file_could_set_a_filter() {
+    let sandbox = Sandbox::new();
+    let files = [
+        (".gitattributes", "* text=auto eol=lf\n*.png -text\n"),
+        ("sub/deep/a.x", "a\n"),
+        ("sub/b.txt", "b\n"),
+    ];
+    let root = sandbox.repo("r", &files);
+    assert!(!may_filter(&sandbox, &root), "nothing mentions one");
+    let state = sandbox.open(&root).unwrap().state().unwrap();
+    assert_eq!(
+        status_of(&state, &root.join("sub/deep/a.x")),
+        Some(Status::Clean)
+    );
+    let mention = "*.x filter=f\n";
+    let with = |path: &Path, text: &str, check: &dyn Fn() -> bool, what: &str| {
+        write(path, text);
+        assert!(check(), "{what}");
+        std::fs::remove_file(path).unwrap();
+        assert!(!may_filter(&sandbox, &root), "{what}, removed");
+    };
+    let here = || may_filter(&sandbox, &root);
+    // An untracked one git ignores, deep down: git still reads it.
+    write(&root.join(".gitignore"), "sub/deep/.gitattributes\n");
+    with(
+        &root.join("sub/deep/.gitattributes"),
+        mention,
+        &|| {
+            let state = sandbox.open(&root).unwrap().state().unwrap();
+            status_of(&state, &root.join("sub/deep/a.x"))
+                == Some(Status::Unverified(Unverified::Filtered))
+                && here()
+        },
+        "an ignored .gitattributes",
+    );
+    with(
+        &root.join(".git/info/attributes"),
+        "*.x working-tree-encoding=UTF-16LE\n",
+        &here,
+        "info/attributes",
+    );
+    write(
+        &root.join(".gitattributes"),
+        "[attr]big filter=lfs -text\n*.x big\n",
+    );
+    assert!(here(), "a macro");
+    write(&root.join(".gitattributes"), files[0].1);
+    assert!(!here());
+    with(
+        &sandbox.path("home/.config/git/attributes"),
+        mention,
+        &here,
+        "the user's default attributes file",
+    );
+    sandbox.git(&root, &["config", "core.attributesFile", "~/attrs"]);
+    with(
+        &sandbox.path("home/attrs"),
+        mention,
+        &here,
+        "core.attributesFile",
+    );
+    sandbox.git(&root, &["config", "--unset", "core.attributesFile"]);
+    sandbox.git(&root, &["config", "attr.tree", "HEAD"]);
+    assert!(here(), "attr.tree");
+    sandbox.git(&root, &["config", "--unset", "attr.tree"]);
+    assert!(!here());
+
+    // Deleted from disk, still in the index: git falls back to the index's.
+    write(&root.join("sub/.gitattributes"), "*.txt -text\n");
+    sandbox.git(&root, &["add", "sub/.gitattributes"]);
+    std::fs::remove_file(root.join("sub/.gitattributes")).unwrap();
+    assert!(here(), "an index-only .gitattributes");
+    sandbox.git(&root, &["rm", "-q", "--cached", "sub/.gitattributes"]);
+    assert!(!here());
+    // Above a subfolder workspace: on disk, and only in the index.
+    let ws = root.join("sub");
+    assert!(!may_filter(&sandbox, &ws));
+    write(&root.join(".gitattributes"), mention);
+    assert!(may_filter(&sandbox, &ws), "above the workspace");
+    sandbox.git(&root, &["commit", "-q", "-am", "a filter"]);
+    std::fs::remove_file(root.join(".gitattributes")).unwrap();
+    assert!(may_filter(&sandbox, &ws), "above the workspace, index only");
+    let state = sandbox.open(&ws).unwrap().state().unwrap();
+    assert_eq!(
+        status_of(&state, &ws.join("deep/a.x")),
+        Some(Status::Unverified(Unverified::Filtered))
+    );
+}
+
 #[test]
 fn a_linked_worktree_is_a_workspace_and_shares_the_kept_blobs() {
     let sandbox = Sandbox::new();
@@ -826,6 +926,32 @@ fn keeping_adds_to_what_a_name_kept_reports_missing_blobs_and_refuses_bad_input(
         assert!(matches!(repo.read_blob(bad), Err(GitError::BadOid(_))));
     }
     repo.forget("never-kept").unwrap();
+
+    // Many at once (the tree is read instead of looked up in): again nothing new, no write.
+    let many: Vec<String> = (0..100)
+        .map(|i| {
+            let file = sandbox.path(&format!("many{i}"));
+            std::fs::write(&file, format!("many {i}")).unwrap();
+            file.to_str().unwrap().to_string()
+        })
+        .collect();
+    let mut args = vec!["hash-object", "-w"];
+    args.extend(many.iter().map(String::as_str));
+    let many: Vec<String> = (sandbox.git(&root, &args).lines())
+        .map(String::from)
+        .collect();
+    repo.keep("many", &many).unwrap();
+    let before = sandbox.git(&root, &["rev-parse", &format!("{REF_PREFIX}many")]);
+    repo.keep("many", &many).unwrap();
+    assert_eq!(
+        sandbox.git(&root, &["rev-parse", &format!("{REF_PREFIX}many")]),
+        before
+    );
+    let listed = sandbox.git(
+        &root,
+        &["ls-tree", "--name-only", &format!("{REF_PREFIX}many")],
+    );
+    assert_eq!(listed.lines().count(), 100);
 }
 
 #[test]
@@ -1069,8 +1195,10 @@ fn journal_git_state_of_a_large_checkout() {
         "--no-renames",
         "--ignore-submodules=all",
     ];
-    let entries = repo.index().unwrap();
-    let files: Vec<&Indexed> = entries.iter().filter(|i| i.mode.is_file()).collect();
+    let listed = repo.index().unwrap();
+    let files: Vec<&Indexed> = (listed.entries.iter())
+        .filter(|i| i.mode.is_file())
+        .collect();
     let mut input = Vec::new();
     for file in &files {
         input.extend_from_slice(&file.path);
@@ -1083,7 +1211,10 @@ fn journal_git_state_of_a_large_checkout() {
         "filter",
         "working-tree-encoding",
     ];
-    let parts: [(&str, &dyn Fn()); 8] = [
+    let snapshot: HashMap<PathBuf, u64> = (files.iter())
+        .filter_map(|f| Some((f.absolute.clone(), file_size(&f.absolute)?)))
+        .collect();
+    let parts: [(&str, &dyn Fn()); 9] = [
         ("git status", &|| {
             drop(repo.run(&status_args, None).unwrap())
         }),
@@ -1092,6 +1223,12 @@ fn journal_git_state_of_a_large_checkout() {
             drop(fresh.state().unwrap());
         }),
         ("state() later", &|| drop(repo.state().unwrap())),
+        ("state_with_sizes() later, sizes from a snapshot", &|| {
+            drop(
+                repo.state_with_sizes(&|p| snapshot.get(p).copied())
+                    .unwrap(),
+            )
+        }),
         ("ls-files, parsed", &|| drop(repo.index().unwrap())),
         ("check-attr", &|| {
             drop(repo.run(&check_attr_args, Some(&input)).unwrap())
@@ -1108,14 +1245,31 @@ fn journal_git_state_of_a_large_checkout() {
             });
         }),
     ];
-    // Interleaved, so a busy moment of the machine falls on all of them alike.
+    // Interleaved, so a busy moment of the machine falls on all of them alike. CPU time
+    // (this process's and its git children's) says what the machine's load does not.
+    let cpu = || {
+        use nix::sys::resource::{UsageWho, getrusage};
+        [UsageWho::RUSAGE_SELF, UsageWho::RUSAGE_CHILDREN]
+            .map(|who| getrusage(who).unwrap())
+            .iter()
+            .map(|u| {
+                let tv = |t: nix::sys::time::TimeVal| {
+                    std::time::Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
+                };
+                tv(u.user_time()) + tv(u.system_time())
+            })
+            .sum::<std::time::Duration>()
+    };
+    let rounds = 8;
     let mut runs: Vec<Vec<std::time::Duration>> = vec![Vec::new(); parts.len()];
-    for round in 0..8 {
+    let mut cpus = vec![std::time::Duration::ZERO; parts.len()];
+    for round in 0..=rounds {
         for (i, (_, part)) in parts.iter().enumerate() {
-            let start = std::time::Instant::now();
+            let (start, cpu_start) = (std::time::Instant::now(), cpu());
             part();
             if round > 0 {
                 runs[i].push(start.elapsed());
+                cpus[i] += cpu() - cpu_start;
             }
         }
     }
@@ -1136,12 +1290,63 @@ fn journal_git_state_of_a_large_checkout() {
         root.display(),
         state.files.len()
     );
-    for ((name, _), mut times) in parts.iter().zip(runs) {
+    for (((name, _), mut times), cpu) in parts.iter().zip(runs).zip(cpus) {
         times.sort();
         eprintln!(
-            "  {name}: median {:?}, best {:?}",
+            "  {name}: median {:?}, best {:?}, CPU {:?} a call",
             times[times.len() / 2],
-            times[0]
+            times[0],
+            cpu / rounds
         );
     }
+    keep_costs(&root, &files);
+}
+
+/// What `keep` costs there, in a `clone --shared` of it (its objects are read in place, ours
+/// are written in the clone).
+fn keep_costs(root: &Path, files: &[&Indexed]) {
+    let dir = tempfile::tempdir().unwrap();
+    let clone = dir.path().join("clone");
+    let out = Command::new("git")
+        .args(["clone", "-q", "--shared", "--no-checkout"])
+        .arg(root)
+        .arg(&clone)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let repo = GitRepo::open(&clone).unwrap();
+    let mut oids: Vec<String> = files.iter().map(|f| f.oid.clone()).collect();
+    oids.sort();
+    oids.dedup();
+    let mut report = Vec::new();
+    let mut from = 0;
+    for (what, count) in [
+        ("1 new", 1),
+        ("10 new", 10),
+        ("100 new", 100),
+        ("1000 new", 1000),
+    ] {
+        let start = std::time::Instant::now();
+        repo.keep("bench", &oids[from..from + count]).unwrap();
+        report.push(format!("{what} {:?}", start.elapsed()));
+        from += count;
+    }
+    let start = std::time::Instant::now();
+    repo.keep("bench", &oids[..10]).unwrap();
+    report.push(format!("10 kept already {:?}", start.elapsed()));
+    let start = std::time::Instant::now();
+    repo.keep("all", &oids).unwrap();
+    report.push(format!("all {} at once {:?}", oids.len(), start.elapsed()));
+    let start = std::time::Instant::now();
+    repo.keep("all", &oids[..1]).unwrap();
+    report.push(format!(
+        "1 more beside {} {:?}",
+        oids.len(),
+        start.elapsed()
+    ));
+    eprintln!("  keep(): {}", report.join(", "));
 }
