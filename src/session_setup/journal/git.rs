@@ -385,6 +385,8 @@ pub struct GitRepo {
     env: Env,
     /// Blob sizes by id, shared by clones.
     sizes: Arc<Mutex<HashMap<String, u64>>>,
+    /// Our copy of the index ([`GitRepo::private_index`]), shared by clones.
+    private: Arc<Mutex<Option<PrivateIndex>>>,
 }
 
 impl GitRepo {
@@ -426,6 +428,7 @@ impl GitRepo {
             format: ObjectFormat::Sha1,
             env,
             sizes: Arc::default(),
+            private: Arc::default(),
         };
         let out = probe
             .run(&args, None)
@@ -529,6 +532,8 @@ impl GitRepo {
         &self,
         size_of: &(dyn Fn(&Path) -> Option<u64> + Sync),
     ) -> Result<State, GitError> {
+        let private = self.private_index();
+        let private = private.as_deref();
         let (config_tx, config_rx) = std::sync::mpsc::channel();
         std::thread::scope(|s| {
             // `config` then `status` on one side, `ls-files` then what needs its entries on the
@@ -537,9 +542,9 @@ impl GitRepo {
                 let config = self.config();
                 let drivers = config.as_ref().map(|c| c.drivers.clone()).ok();
                 let _ = config_tx.send(config);
-                self.status(&drivers.unwrap_or_default())
+                self.status(&drivers.unwrap_or_default(), private)
             });
-            let index = self.index()?;
+            let index = self.index(private)?;
             let config = config_rx.recv().map_err(|_| panicked("config"))??;
             let looked: Vec<&Indexed> = (index.entries.iter())
                 .filter(|i| i.is_looked_at())
@@ -564,6 +569,53 @@ impl GitRepo {
                 .collect();
             Ok(self.combine(&index.entries, status, &checks, &sizes))
         })
+    }
+
+    /// Our copy of the user's index, made again whenever theirs changed, for `state` to run
+    /// on. `git status` refreshes stale stat data (a touched file, a copied checkout) and
+    /// writes it back so the next status need not read those files again; on the user's
+    /// index that write is not ours to make, so without a copy every `state` would hash them
+    /// all again (0.6 s on a 15k-file checkout whose files were all touched). `None` (the
+    /// user's index, read only): there is none, or no copy can be made.
+    fn private_index(&self) -> Option<PathBuf> {
+        let mut file = std::fs::File::open(self.git_dir.join("index")).ok()?;
+        let stamp = IndexStamp::of(&file.metadata().ok()?);
+        let mut private = self.private.lock().unwrap_or_else(|p| p.into_inner());
+        if private.is_none() {
+            *private = PrivateIndex::create()
+                .inspect_err(|e| tracing::debug!(%e, "no private copy of the git index"))
+                .ok();
+        }
+        let private = private.as_mut()?;
+        let copy = private.dir.join("index");
+        if private.copied == Some(stamp) && copy.is_file() {
+            return Some(copy);
+        }
+        let copied = (|| {
+            use std::io::Read;
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes)?;
+            let tmp = private.dir.join("index.new");
+            std::fs::write(&tmp, &bytes)?;
+            // With the index's time: git tells racily clean entries by it (an entry no older
+            // than the index file is checked by content), so it decides as on the user's.
+            let times = std::fs::FileTimes::new().set_modified(file.metadata()?.modified()?);
+            std::fs::File::options()
+                .write(true)
+                .open(&tmp)?
+                .set_times(times)?;
+            std::fs::rename(&tmp, &copy)
+        })();
+        match copied {
+            Ok(()) => {
+                private.copied = Some(stamp);
+                Some(copy)
+            }
+            Err(e) => {
+                tracing::debug!(%e, "cannot copy the git index");
+                None
+            }
+        }
     }
 
     /// What the configuration says that [`GitRepo::state`] needs, from one `config` call.
@@ -699,7 +751,7 @@ impl GitRepo {
 
     /// The stage entries under the workspace (`ls-files --stage`, tagged: `-v` says which git
     /// does not look at), and whether the folders above it have `.gitattributes` in the index.
-    fn index(&self) -> Result<Index, GitError> {
+    fn index(&self, private: Option<&Path>) -> Result<Index, GitError> {
         let mut args: Vec<OsString> = ["ls-files", "--stage", "-v", "-z", "--full-name", "--", "."]
             .map(OsString::from)
             .to_vec();
@@ -711,7 +763,7 @@ impl GitRepo {
             spec.push(from_top);
             args.push(spec);
         }
-        let out = self.run(&args, None)?;
+        let out = self.run_with(&args, None, &[], private)?;
         let mut index = Index::default();
         for record in records(&out) {
             match self.indexed(record) {
@@ -761,7 +813,7 @@ impl GitRepo {
     /// off: git would run their `clean` command on a file whose stat data changed, and the
     /// repository's configuration is no program of ours to run (a filtered file is never
     /// vouched for anyway, [`Unverified::Filtered`]).
-    fn status(&self, drivers: &[String]) -> Result<Changes, GitError> {
+    fn status(&self, drivers: &[String], private: Option<&Path>) -> Result<Changes, GitError> {
         let args = [
             // Paths from the repository's top whatever git's default (`-z` gives them so today).
             "-c",
@@ -775,7 +827,7 @@ impl GitRepo {
             "--",
             ".",
         ];
-        let out = self.run_with(&args, None, &no_filters(drivers))?;
+        let out = self.run_with(&args, None, &no_filters(drivers), private)?;
         let unparsable = |what: &str| GitError::Unparsable {
             command: "status".into(),
             what: what.into(),
@@ -1144,20 +1196,26 @@ impl GitRepo {
 
     /// Runs `git <args>` in the workspace root, `input` on its stdin (else none); its stdout.
     fn run<S: AsRef<OsStr>>(&self, args: &[S], input: Option<&[u8]>) -> Result<Vec<u8>, GitError> {
-        self.run_with(args, input, &[])
+        self.run_with(args, input, &[], None)
     }
 
-    /// [`GitRepo::run`] with `env` added.
+    /// [`GitRepo::run`] with `env` added, and on our `private` copy of the index when given:
+    /// git may then take its optional lock and refresh that copy's stat data (never split:
+    /// a split index would write a shared index into the repository).
     fn run_with<S: AsRef<OsStr>>(
         &self,
         args: &[S],
         input: Option<&[u8]>,
         env: &[(String, String)],
+        private: Option<&Path>,
     ) -> Result<Vec<u8>, GitError> {
         let mut cmd = Command::new("git");
-        cmd.arg("-C")
-            .arg(&self.root)
-            .args(COMMON_ARGS)
+        cmd.arg("-C").arg(&self.root);
+        match private {
+            Some(_) => cmd.args(["-c", "core.splitIndex=false"]),
+            None => cmd.arg("--no-optional-locks"),
+        };
+        cmd.args(COMMON_ARGS)
             .args(args)
             .stdin(match input {
                 Some(_) => Stdio::piped(),
@@ -1167,6 +1225,10 @@ impl GitRepo {
             .stderr(Stdio::piped());
         self.env.apply(&mut cmd);
         cmd.envs(env.iter().map(|(k, v)| (k, v)));
+        if let Some(index) = private {
+            cmd.env("GIT_INDEX_FILE", index)
+                .env("GIT_OPTIONAL_LOCKS", "1");
+        }
         let mut child = cmd.spawn().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => GitError::NotInstalled,
             _ => GitError::Spawn(e),
@@ -1212,12 +1274,12 @@ impl GitRepo {
     }
 }
 
-/// Before every call's own arguments. Objects as stored (a `refs/replace/` object would
+/// Before every call's own arguments (after `--no-optional-locks`, unless the call is on our
+/// private index). Objects as stored (a `refs/replace/` object would
 /// stand in for the blob we read). No program named by the repository's configuration runs:
 /// no fsmonitor hook (status would ask it) and no hooks (`update-ref` runs
 /// `reference-transaction`; our bookkeeping is no event of the user's).
-const COMMON_ARGS: [&str; 6] = [
-    "--no-optional-locks",
+const COMMON_ARGS: [&str; 5] = [
     "--no-replace-objects",
     "-c",
     "core.fsmonitor=false",
@@ -1251,6 +1313,54 @@ fn panicked(command: &str) -> GitError {
     GitError::Unparsable {
         command: command.into(),
         what: "its reader thread panicked".into(),
+    }
+}
+
+/// A private folder (mode 0700, removed with the last clone of the [`GitRepo`]) holding our
+/// copy of the index, and which state of the user's index it was copied from.
+#[derive(Debug)]
+struct PrivateIndex {
+    dir: PathBuf,
+    copied: Option<IndexStamp>,
+}
+
+impl PrivateIndex {
+    fn create() -> std::io::Result<PrivateIndex> {
+        use std::os::unix::fs::DirBuilderExt;
+        let name = format!("agent-lsp-git-{}", uuid::Uuid::new_v4().simple());
+        let dir = std::env::temp_dir().join(name);
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        Ok(PrivateIndex { dir, copied: None })
+    }
+}
+
+impl Drop for PrivateIndex {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// What tells one version of the index file from another (git replaces it by renaming a new
+/// file over it: a new inode, times and size).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct IndexStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl IndexStamp {
+    fn of(meta: &std::fs::Metadata) -> IndexStamp {
+        use std::os::unix::fs::MetadataExt;
+        IndexStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
     }
 }
 

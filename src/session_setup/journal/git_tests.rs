@@ -645,7 +645,7 @@ fn conversions_and_files_git_does_not_look_at_are_not_vouched_for() {
 /// Whether `check-attr` runs for the files of `root`.
 fn may_filter(sandbox: &Sandbox, root: &Path) -> bool {
     let repo = sandbox.open(root).unwrap();
-    let index = repo.index().unwrap();
+    let index = repo.index(None).unwrap();
     let looked: Vec<&Indexed> = index.entries.iter().filter(|i| i.is_looked_at()).collect();
     repo.may_filter(&repo.config().unwrap(), &index, &looked)
 }
@@ -1122,6 +1122,89 @@ fn the_users_index_refs_and_views_are_untouched() {
     assert_ne!(std::fs::read(&index).unwrap(), index_before);
 }
 
+/// Every file under `.git` with its size and modification time.
+fn listing_of_git_dir(root: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    let mut folders = vec![root.join(".git")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let entry = entry.unwrap();
+            let meta = entry.metadata().unwrap();
+            match meta.is_dir() {
+                true => folders.push(entry.path()),
+                false => out.push((entry.path(), meta.len(), meta.modified().unwrap())),
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Touched files: git must hash them to call them clean, and `git status` would write the
+/// index to remember it. Ours writes its own copy, so the next `state` need not hash them
+/// again; the user's index and everything under `.git` stay as they were, a split index too.
+#[test]
+fn stale_stat_data_is_refreshed_in_our_copy_of_the_index_never_in_the_users() {
+    for split in [false, true] {
+        let sandbox = Sandbox::new();
+        let root = sandbox.repo("r", &[("a.txt", "a\n"), ("b.txt", "b\n")]);
+        if split {
+            sandbox.git(&root, &["update-index", "--split-index"]);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        write(&root.join("a.txt"), "a\n");
+        let before = listing_of_git_dir(&root);
+        let index_before = std::fs::read(root.join(".git/index")).unwrap();
+
+        let repo = sandbox.open(&root).unwrap();
+        let state = repo.state().unwrap();
+        assert_eq!(status_of(&state, &root.join("a.txt")), Some(Status::Clean));
+        let copy = repo.private_index().unwrap();
+        assert!(!copy.starts_with(&root), "outside the repository");
+        assert_ne!(
+            std::fs::read(&copy).unwrap(),
+            index_before,
+            "our copy was refreshed (split: {split})"
+        );
+        let refreshed = std::fs::read(&copy).unwrap();
+        repo.state().unwrap();
+        assert_eq!(std::fs::read(&copy).unwrap(), refreshed, "not copied again");
+        // Any read of a split index, the user's `ls-files` too, touches its shared part's
+        // time (so that it does not expire while in use); nothing else changes.
+        let shared_time_left_out = |listing: &[(PathBuf, u64, std::time::SystemTime)]| {
+            let shared = |p: &Path| p.to_string_lossy().contains("/sharedindex.");
+            (listing.iter())
+                .map(|(p, len, t)| (p.clone(), *len, (!shared(p)).then_some(*t)))
+                .collect::<Vec<_>>()
+        };
+        let after = listing_of_git_dir(&root);
+        assert_eq!(
+            shared_time_left_out(&after),
+            shared_time_left_out(&before),
+            "nothing under .git changed (split: {split})"
+        );
+        if !split {
+            assert_eq!(after, before);
+        }
+
+        // The user's index changes: copied again, and what it says is seen.
+        write(&root.join("b.txt"), "b staged\n");
+        sandbox.git(&root, &["add", "b.txt"]);
+        let state = repo.state().unwrap();
+        assert_eq!(
+            state.blob_of(&root.join("b.txt")),
+            Some(repo.blob_id(b"b staged\n").as_str())
+        );
+        // The copy goes with the last clone of the repository.
+        let dir = copy.parent().unwrap().to_path_buf();
+        let clone = repo.clone();
+        drop(repo);
+        assert!(dir.exists());
+        drop(clone);
+        assert!(!dir.exists());
+    }
+}
+
 /// The repository's configuration names programs git would run for the user: a filter's
 /// `clean` (for a file whose stat data changed), an fsmonitor hook, the
 /// `reference-transaction` hook. Our calls run none of them; the user's git does.
@@ -1195,7 +1278,7 @@ fn journal_git_state_of_a_large_checkout() {
         "--no-renames",
         "--ignore-submodules=all",
     ];
-    let listed = repo.index().unwrap();
+    let listed = repo.index(None).unwrap();
     let files: Vec<&Indexed> = (listed.entries.iter())
         .filter(|i| i.mode.is_file())
         .collect();
@@ -1229,7 +1312,7 @@ fn journal_git_state_of_a_large_checkout() {
                     .unwrap(),
             )
         }),
-        ("ls-files, parsed", &|| drop(repo.index().unwrap())),
+        ("ls-files, parsed", &|| drop(repo.index(None).unwrap())),
         ("check-attr", &|| {
             drop(repo.run(&check_attr_args, Some(&input)).unwrap())
         }),
