@@ -15,6 +15,7 @@
 
 pub mod blobs;
 pub mod gc;
+pub mod git;
 pub mod image;
 pub mod images;
 pub mod manifest;
