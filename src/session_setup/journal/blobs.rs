@@ -102,6 +102,16 @@ impl BlobStore {
         written.map(|()| name)
     }
 
+    /// A batch of images written together and synced at once ([`Batch::commit`]): a command's
+    /// before-images are many small files, and one `fdatasync` after another costs about a
+    /// millisecond each on the test machine where parallel ones cost a fifth of that.
+    pub fn batch(&self) -> Batch<'_> {
+        Batch {
+            store: self,
+            pending: Vec::new(),
+        }
+    }
+
     /// Whether an image is stored at `path` already, and then marks it as used now: a
     /// collection ([`super::gc`]) keeps every image used since the oldest running session
     /// started, which may name it in an entry any time later. Marked under the store's shared
@@ -139,6 +149,78 @@ impl BlobStore {
     }
 }
 
+/// Images being stored together: each written to a temporary file by [`Batch::add`], all synced
+/// (in parallel) and moved to their names by [`Batch::commit`]. Dropped uncommitted, the
+/// temporary files are removed.
+pub struct Batch<'a> {
+    store: &'a BlobStore,
+    pending: Vec<(std::fs::File, PathBuf, PathBuf)>,
+}
+
+/// Parallel syncs of a batch: past this, more threads bought nothing on ext4.
+const SYNC_THREADS: usize = 8;
+
+impl Batch<'_> {
+    /// Writes `bytes` unless the store has that content; its name, valid once committed.
+    pub fn add(&mut self, bytes: &[u8]) -> std::io::Result<String> {
+        let name = hash(bytes);
+        let path = self.store.dir.join(&name);
+        if self.store.reuse(&path) || self.pending.iter().any(|(_, _, p)| *p == path) {
+            return Ok(name);
+        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.store.dir)?;
+        let tmp = (self.store.dir).join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        if let Err(e) = file.write_all(bytes) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        self.pending.push((file, tmp, path));
+        Ok(name)
+    }
+
+    /// Syncs every image written and gives each its name. On an error none is named (the
+    /// names [`Batch::add`] gave are then not stored, unless they were already).
+    pub fn commit(mut self) -> std::io::Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        let per_thread = pending.len().div_ceil(SYNC_THREADS).max(1);
+        let synced = std::thread::scope(|s| {
+            let threads: Vec<_> = pending
+                .chunks(per_thread)
+                .map(|chunk| s.spawn(move || chunk.iter().try_for_each(|(f, _, _)| f.sync_data())))
+                .collect();
+            threads.into_iter().try_for_each(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("sync")))
+            })
+        });
+        let moved = synced.and_then(|()| {
+            (pending.iter()).try_for_each(|(_, tmp, path)| std::fs::rename(tmp, path))
+        });
+        if moved.is_err() {
+            for (_, tmp, _) in &pending {
+                let _ = std::fs::remove_file(tmp);
+            }
+        }
+        moved
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        for (_, tmp, _) in &self.pending {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +233,30 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         assert_eq!(hash_file(&path).unwrap(), hash(&bytes));
         assert_eq!(hash(b"a").len(), 64);
+    }
+
+    #[test]
+    fn a_batch_names_its_images_once_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BlobStore::for_session(&dir.path().join("s.jsonl"), None);
+        let old = store.store(b"stored before").unwrap();
+        let mut batch = store.batch();
+        let names: Vec<String> = (0..20)
+            .map(|i| batch.add(format!("image {i}").as_bytes()).unwrap())
+            .collect();
+        assert_eq!(batch.add(b"stored before").unwrap(), old);
+        assert_eq!(batch.add(b"image 3").unwrap(), names[3]);
+        assert!(store.load(&names[0]).is_none(), "named only once committed");
+        batch.commit().unwrap();
+        for (i, name) in names.iter().enumerate() {
+            assert_eq!(store.load(name).unwrap(), format!("image {i}").into_bytes());
+        }
+        let files = std::fs::read_dir(store.dir()).unwrap().count();
+        assert_eq!(files, 21, "no temporary file left");
+        let mut dropped = store.batch();
+        dropped.add(b"never committed").unwrap();
+        drop(dropped);
+        assert_eq!(std::fs::read_dir(store.dir()).unwrap().count(), 21);
     }
 
     #[test]

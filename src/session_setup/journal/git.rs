@@ -29,10 +29,8 @@
 //!   caller's metadata snapshot instead of `lstat`ing them again.
 //! - [`GitRepo::read_blob`], [`GitRepo::read_blobs`] (one `cat-file --batch` for many);
 //!   [`GitRepo::blob_id`] names content in-process as git does (the hash of `blob <len>\0` and
-//!   the bytes; SHA-1, or `sha2` for SHA-256 repositories). `ring` has SHA-1, but it is only an
-//!   indirect dependency here (under rustls), and declaring it is a Cargo.toml change this
-//!   module does not make; the SHA-1 below is 60 lines, checked against the standard vectors
-//!   and `git hash-object`.
+//!   the bytes; `ring`'s SHA-1, or `sha2` for SHA-256 repositories), checked against
+//!   `git hash-object`.
 //! - [`GitRepo::keep`], [`GitRepo::forget`], [`GitRepo::kept`]: the blobs a run relies on,
 //!   reachable from `refs/agent-lsp/journal/<name>` so that no `git gc` drops them, whatever
 //!   the user does to branches, index and reflogs. [`Kept::missing`] names the ids that are no
@@ -220,10 +218,10 @@ impl ObjectFormat {
         let header = format!("blob {}\0", bytes.len());
         match self {
             ObjectFormat::Sha1 => {
-                let mut hasher = Sha1::new();
-                hasher.update(header.as_bytes());
-                hasher.update(bytes);
-                hex(&hasher.finish())
+                let mut ctx = ring::digest::Context::new(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY);
+                ctx.update(header.as_bytes());
+                ctx.update(bytes);
+                hex(ctx.finish().as_ref())
             }
             ObjectFormat::Sha256 => {
                 use sha2::Digest;
@@ -1699,104 +1697,6 @@ fn hex(bytes: &[u8]) -> String {
         out.push(char::from(DIGITS[usize::from(b & 0xf)]));
     }
     out
-}
-
-/// SHA-1 (FIPS 180-4), for naming blobs as git does. Here because no crate of the tree
-/// exposes it (`ring` has it but is only an indirect dependency, under rustls); it names
-/// content, it authenticates nothing. Git's own SHA-1 detects collision attacks and refuses
-/// such content; this one names it as plain SHA-1 does.
-struct Sha1 {
-    state: [u32; 5],
-    block: [u8; 64],
-    filled: usize,
-    length: u64,
-}
-
-impl Sha1 {
-    fn new() -> Sha1 {
-        Sha1 {
-            state: [
-                0x6745_2301,
-                0xEFCD_AB89,
-                0x98BA_DCFE,
-                0x1032_5476,
-                0xC3D2_E1F0,
-            ],
-            block: [0; 64],
-            filled: 0,
-            length: 0,
-        }
-    }
-
-    fn update(&mut self, mut data: &[u8]) {
-        self.length = self.length.wrapping_add(data.len() as u64);
-        if self.filled > 0 {
-            let take = (64 - self.filled).min(data.len());
-            self.block[self.filled..self.filled + take].copy_from_slice(&data[..take]);
-            self.filled += take;
-            data = &data[take..];
-            if self.filled < 64 {
-                return;
-            }
-            let block = self.block;
-            sha1_compress(&mut self.state, &block);
-            self.filled = 0;
-        }
-        let mut chunks = data.chunks_exact(64);
-        for chunk in &mut chunks {
-            sha1_compress(&mut self.state, chunk);
-        }
-        let rest = chunks.remainder();
-        self.block[..rest.len()].copy_from_slice(rest);
-        self.filled = rest.len();
-    }
-
-    fn finish(mut self) -> [u8; 20] {
-        let bits = self.length.wrapping_mul(8);
-        // 0x80, zeros up to 56 bytes into a block, then the length in bits.
-        let pad = (119 - self.filled) % 64 + 1;
-        let mut tail = [0u8; 72];
-        tail[0] = 0x80;
-        tail[pad..pad + 8].copy_from_slice(&bits.to_be_bytes());
-        self.update(&tail[..pad + 8]);
-        let mut out = [0u8; 20];
-        for (word, bytes) in self.state.iter().zip(out.chunks_exact_mut(4)) {
-            bytes.copy_from_slice(&word.to_be_bytes());
-        }
-        out
-    }
-}
-
-fn sha1_compress(state: &mut [u32; 5], block: &[u8]) {
-    let mut w = [0u32; 80];
-    for (word, bytes) in w.iter_mut().zip(block.chunks_exact(4)) {
-        *word = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-    }
-    for i in 16..80 {
-        w[i] = (w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]).rotate_left(1);
-    }
-    let [mut a, mut b, mut c, mut d, mut e] = *state;
-    for (i, word) in w.iter().enumerate() {
-        let (f, k) = match i {
-            0..=19 => ((b & c) | (!b & d), 0x5A82_7999),
-            20..=39 => (b ^ c ^ d, 0x6ED9_EBA1),
-            40..=59 => ((b & c) | (b & d) | (c & d), 0x8F1B_BCDC),
-            _ => (b ^ c ^ d, 0xCA62_C1D6),
-        };
-        let t = (a.rotate_left(5))
-            .wrapping_add(f)
-            .wrapping_add(e)
-            .wrapping_add(k)
-            .wrapping_add(*word);
-        e = d;
-        d = c;
-        c = b.rotate_left(30);
-        b = a;
-        a = t;
-    }
-    for (s, v) in state.iter_mut().zip([a, b, c, d, e]) {
-        *s = s.wrapping_add(v);
-    }
 }
 
 #[cfg(test)]

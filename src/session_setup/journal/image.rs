@@ -2,8 +2,9 @@
 //! decides that a content is the one named — always by a cryptographic hash (issue 31):
 //!
 //! - `<64 hex>`: the content's SHA-256; a stored image is `<session folder>/blobs/<64 hex>`.
-//! - `git:<40 hex>`: a blob of the workspace's git repository (the content of a file that was
-//!   clean against the index), kept reachable by the journal's ref and never copied.
+//! - `git:<40 or 64 hex>`: a blob of the workspace's git repository (the content of a file that
+//!   was clean against the index; 64 digits in a SHA-256 repository), kept reachable by the
+//!   journal's ref ([`super::git`]) and never copied.
 //! - `<32 hex>`: a session written before issue 31, which named contents by the tools'
 //!   fingerprint; still read, compared by that fingerprint (it cannot tell some swapped lines
 //!   apart, which is why nothing is named so any more).
@@ -27,7 +28,7 @@ impl ImageId {
     pub fn parse(name: &str) -> Option<ImageId> {
         let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
         if let Some(oid) = name.strip_prefix("git:") {
-            return hex(oid, 40).then(|| ImageId::Git(oid.to_ascii_lowercase()));
+            return (hex(oid, 40) || hex(oid, 64)).then(|| ImageId::Git(oid.to_ascii_lowercase()));
         }
         if let Some(hash) = ContentHash::from_hex(name) {
             return Some(ImageId::Sha256(hash));
@@ -47,7 +48,13 @@ impl ImageId {
     pub fn matches(&self, bytes: &[u8]) -> bool {
         match self {
             ImageId::Sha256(h) => ContentHash::of(bytes) == *h,
-            ImageId::Git(oid) => blob_id(bytes) == *oid,
+            ImageId::Git(oid) => {
+                let format = match oid.len() {
+                    64 => super::git::ObjectFormat::Sha256,
+                    _ => super::git::ObjectFormat::Sha1,
+                };
+                format.blob_id(bytes) == *oid
+            }
             ImageId::Legacy(name) => legacy_name(bytes) == *name,
         }
     }
@@ -67,17 +74,9 @@ pub fn name_of(bytes: &[u8]) -> String {
     ImageId::of(bytes).name()
 }
 
-/// The id git gives `bytes` as a blob: SHA-1 of `blob <len>\0` and the content (ring's SHA-1,
-/// a dependency already; the id is git's, compared only with ids git made).
+/// The id git gives `bytes` as a blob in a SHA-1 repository.
 pub fn blob_id(bytes: &[u8]) -> String {
-    let mut ctx = ring::digest::Context::new(&ring::digest::SHA1_FOR_LEGACY_USE_ONLY);
-    ctx.update(format!("blob {}\0", bytes.len()).as_bytes());
-    ctx.update(bytes);
-    ctx.finish()
-        .as_ref()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    super::git::ObjectFormat::Sha1.blob_id(bytes)
 }
 
 /// The name sessions before issue 31 gave `bytes`.
