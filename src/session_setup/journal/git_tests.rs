@@ -715,6 +715,50 @@ fn check_attr_runs_whenever_an_attributes_file_could_set_a_filter() {
     );
 }
 
+/// A partial clone lacks blobs it can fetch from its remote: git can still call the file clean
+/// (it hashes the file), but we are never asked to fetch, and do not vouch for it.
+#[test]
+fn a_partial_clones_missing_blob_is_not_fetched() {
+    let sandbox = Sandbox::new();
+    let source = sandbox.repo("source", &[("a.txt", "hello\n")]);
+    sandbox.git(&source, &["config", "uploadpack.allowFilter", "true"]);
+    let url = format!("file://{}", source.display());
+    let root = sandbox.path("partial");
+    sandbox.git(
+        sandbox.dir.path(),
+        &[
+            "clone",
+            "-q",
+            "--filter=blob:none",
+            "--no-checkout",
+            &url,
+            "partial",
+        ],
+    );
+    sandbox.git(&root, &["read-tree", "HEAD"]);
+    write(&root.join("a.txt"), "hello\n");
+    let repo = sandbox.open(&root).unwrap();
+    let state = repo.state().unwrap();
+    assert_eq!(
+        status_of(&state, &root.join("a.txt")),
+        Some(Status::Unverified(Unverified::BlobMissing))
+    );
+    let oid = repo.blob_id(b"hello\n");
+    assert!(matches!(
+        repo.read_blob(&oid),
+        Err(GitError::MissingBlob(_))
+    ));
+    assert_eq!(
+        repo.keep("run", std::slice::from_ref(&oid))
+            .unwrap()
+            .missing,
+        vec![oid.clone()]
+    );
+    // (Asked without fetching: the user's plain `cat-file -e` would fetch it now.)
+    let still = sandbox.git_output(&root, &["--no-lazy-fetch", "cat-file", "-e", &oid]);
+    assert!(!still.status.success(), "not fetched");
+}
+
 #[test]
 fn a_linked_worktree_is_a_workspace_and_shares_the_kept_blobs() {
     let sandbox = Sandbox::new();
