@@ -12,6 +12,7 @@ use crate::agent::message::AgentMessage;
 use crate::session::{ForkPoint, SessionStore, SessionSummary, time::iso_from_ms};
 use crate::session_setup::SharedRecord;
 use crate::session_setup::journal::gc;
+use crate::session_setup::journal::git::GitRepo;
 use crate::session_setup::journal::review::{self, Selection};
 use crate::tools::{DiskWorkspace, Workspace};
 
@@ -171,13 +172,51 @@ pub fn delete(store: &SessionStore, session: &str) -> anyhow::Result<()> {
         .path()
         .map(Path::to_path_buf)
         .context("the session has no file")?;
+    let cwd = PathBuf::from(record.cwd());
     std::fs::remove_file(&path).with_context(|| format!("cannot delete {}", path.display()))?;
     drop(record);
+    // The git blobs its runs relied on go with it (git collects them once nothing else
+    // reaches them).
+    let forked = forks_of(&path);
+    if !forked.is_empty() {
+        eprintln!(
+            "agent-lsp: the session's git blobs stay kept: {} forked from it",
+            forked.join(", ")
+        );
+    } else if let Some(repo) = cwd.is_dir().then(|| GitRepo::discover(&cwd)).flatten()
+        && let Err(e) = repo.forget(&id)
+    {
+        eprintln!("agent-lsp: the session's git blobs stay kept: {e}");
+    }
     let folder = path.parent().unwrap_or(Path::new("."));
     let report = gc::collect_folder(folder, gc::GRACE)
         .context("deleted; the journal's images were not collected")?;
     writeln!(std::io::stdout(), "deleted {id}; {}", report.line())?;
     Ok(())
+}
+
+/// The session files beside `session` forked from it (their entries name its git blobs).
+fn forks_of(session: &Path) -> Vec<String> {
+    let Some(folder) = session.parent() else {
+        return Vec::new();
+    };
+    let mut forks = Vec::new();
+    for file in std::fs::read_dir(folder).into_iter().flatten().flatten() {
+        let path = file.path();
+        if path.extension().is_none_or(|x| x != "jsonl") {
+            continue;
+        }
+        let first = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| t.lines().next().map(str::to_string));
+        let header = first.and_then(|l| serde_json::from_str::<serde_json::Value>(&l).ok());
+        if let Some(header) = header
+            && header["parentSession"].as_str().map(Path::new) == Some(session)
+        {
+            forks.push(header["id"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    forks
 }
 
 /// The session's journal over its files on disk: the record shared as the journal reads it,

@@ -8,6 +8,7 @@ mod controls;
 mod demo_help;
 mod escapes;
 mod gc;
+mod git_journal;
 mod identity;
 mod models;
 mod responses;

@@ -10,6 +10,9 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use std::sync::{Arc, OnceLock};
+
+use super::git::GitRepo;
 use super::image::{ImageId, name_of};
 
 /// The image name of `bytes` (their SHA-256, [`super::image`]).
@@ -39,6 +42,9 @@ pub fn hash_file(path: &Path) -> std::io::Result<String> {
 pub struct BlobStore {
     dir: PathBuf,
     legacy: Vec<PathBuf>,
+    /// The session's workspace, whose repository holds its `git:` images.
+    workspace: Option<PathBuf>,
+    git: Arc<OnceLock<Option<GitRepo>>>,
 }
 
 /// `<dir>/<stem>.blobs` for `<dir>/<stem>.jsonl`: a session's own images, before they were shared.
@@ -68,7 +74,23 @@ impl BlobStore {
                         .filter(|d| *d != shared_dir(session_file)),
                 )
                 .collect(),
+            workspace: None,
+            git: Arc::default(),
         }
+    }
+
+    /// The store, reading its `git:` images from the repository of `workspace`.
+    pub fn with_workspace(mut self, workspace: &Path) -> BlobStore {
+        self.workspace = Some(workspace.to_path_buf());
+        self
+    }
+
+    /// The workspace's repository (found at the first `git:` image read).
+    pub fn git(&self) -> Option<&GitRepo> {
+        let workspace = self.workspace.as_deref()?;
+        self.git
+            .get_or_init(|| GitRepo::discover(workspace))
+            .as_ref()
     }
 
     /// Stores `bytes` unless an image of that content is there already; returns its hash.
@@ -129,12 +151,14 @@ impl BlobStore {
     }
 
     /// The content stored under `name`, if this session or its parent has it and it is
-    /// that content (an image file that does not hash to its name is not used).
+    /// that content (an image file that does not hash to its name is not used); a `git:`
+    /// image from the workspace's repository.
     pub fn load(&self, name: &str) -> Option<Vec<u8>> {
         // A name from the file is only ever one of the image names: never a path of its own.
         let id = ImageId::parse(name)?;
-        if matches!(id, ImageId::Git(_)) {
-            return None;
+        if let ImageId::Git(oid) = &id {
+            let bytes = self.git()?.read_blob(oid).ok()?;
+            return id.matches(&bytes).then_some(bytes);
         }
         let file = id.name();
         std::iter::once(&self.dir)

@@ -1246,6 +1246,56 @@ impl GitRepo {
         self.run(&args, None).map(|_| ())
     }
 
+    /// The commit `HEAD` names; `None` on a branch with no commit yet.
+    pub fn head(&self) -> Result<Option<String>, GitError> {
+        match self.run(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], None) {
+            Ok(out) => {
+                let oid = String::from_utf8_lossy(&out).trim().to_string();
+                self.format.check(&oid).map(Some)
+            }
+            Err(GitError::Failed { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The regular and executable files of `commit`'s tree below the workspace root (absolute,
+    /// as [`State`] names them), each with its blob id: one `ls-tree`.
+    pub fn tree_files(&self, commit: &str) -> Result<HashMap<PathBuf, String>, GitError> {
+        let commit = self.format.check(commit)?;
+        let out = self.run(&["ls-tree", "-r", "-z", "--full-tree", &commit], None)?;
+        let mut files = HashMap::new();
+        for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+            // `<mode> SP <type> SP <oid> TAB <path>`
+            let unparsable = || GitError::Unparsable {
+                command: "ls-tree".into(),
+                what: String::from_utf8_lossy(record).into_owned(),
+            };
+            let tab = record
+                .iter()
+                .position(|b| *b == b'\t')
+                .ok_or_else(unparsable)?;
+            let (head, path) = (&record[..tab], &record[tab + 1..]);
+            let mut fields = head.split(|b| *b == b' ');
+            let (Some(mode), Some(_kind), Some(oid)) =
+                (fields.next(), fields.next(), fields.next())
+            else {
+                return Err(unparsable());
+            };
+            let is_file = std::str::from_utf8(mode)
+                .ok()
+                .and_then(Mode::of)
+                .is_some_and(Mode::is_file);
+            let Some(below) = self.below_root(path) else {
+                continue;
+            };
+            if is_file {
+                let oid = self.format.check(&String::from_utf8_lossy(oid))?;
+                files.insert(self.absolute(below), oid);
+            }
+        }
+        Ok(files)
+    }
+
     /// The names blobs are kept under, sorted.
     pub fn kept(&self) -> Result<Vec<String>, GitError> {
         let args = ["for-each-ref", "--format=%(refname)", REF_PREFIX];

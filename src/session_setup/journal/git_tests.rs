@@ -1450,3 +1450,36 @@ fn keep_costs(root: &Path, files: &[&Indexed]) {
     ));
     eprintln!("  keep(): {}", report.join(", "));
 }
+
+#[test]
+fn head_and_its_tree_below_a_subfolder_workspace() {
+    let sandbox = Sandbox::new();
+    let empty = sandbox.path("empty");
+    std::fs::create_dir(&empty).unwrap();
+    sandbox.git(&empty, &["init", "-q"]);
+    assert_eq!(sandbox.open(&empty).unwrap().head().unwrap(), None);
+    let root = sandbox.repo(
+        "r",
+        &[
+            ("outside.txt", "o\n"),
+            ("sub/in.txt", "i\n"),
+            ("sub/deep/x.txt", "x\n"),
+        ],
+    );
+    let repo = sandbox.open(&root.join("sub")).unwrap();
+    let head = repo.head().unwrap().unwrap();
+    assert_eq!(head, sandbox.git(&root, &["rev-parse", "HEAD"]).trim());
+    let files = repo.tree_files(&head).unwrap();
+    let mut names: Vec<String> = (files.keys())
+        .map(|p| {
+            p.strip_prefix(root.join("sub"))
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .collect();
+    names.sort();
+    assert_eq!(names, ["deep/x.txt", "in.txt"]);
+    assert_eq!(files[&root.join("sub/in.txt")], repo.blob_id(b"i\n"));
+    assert!(matches!(repo.tree_files("nope"), Err(GitError::BadOid(_))));
+}

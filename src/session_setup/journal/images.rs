@@ -20,8 +20,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::snapshot::{Meta, Snapshot};
-use super::{Journal, Known};
+use super::snapshot::{Change, Meta, Snapshot};
+use super::{FileEffect, Journal, Known};
 
 /// A file larger than this is not read for a before-image.
 pub const MAX_FILE: u64 = 1 << 20;
@@ -41,6 +41,9 @@ pub enum Unknown {
     Unreadable,
     /// agent-lsp stopped before it had hashed the open buffer's content.
     Unhashed,
+    /// Its content before was a git blob the repository no longer had when the journal went to
+    /// keep it (the command dropped it from the index and pruned it).
+    GitBlobGone,
 }
 
 impl Unknown {
@@ -63,6 +66,10 @@ impl Unknown {
                 "its content before the change is unknown: agent-lsp stopped before it had hashed it"
                     .into()
             }
+            Unknown::GitBlobGone => {
+                "its content before the command was a git blob the repository no longer has: the command removed it before the journal could keep it"
+                    .into()
+            }
         }
     }
 }
@@ -76,9 +83,14 @@ pub struct Before {
     pub stored: usize,
 }
 
+/// At most this many files are copied without asking git which of them it holds: fewer are
+/// cheaper to copy than one `git status` of a large checkout (about 0.1 s for 15k files).
+pub const COPY_WITHOUT_GIT: usize = 32;
+
 impl Journal {
-    /// Stores the content of every file of `snapshot` the journal has no current image of.
-    /// Blocking (file reads): run it off the async threads.
+    /// Gives every file of `snapshot` the journal has no current image of one: its git blob
+    /// when git vouches for its bytes (no copy), else a stored copy within the bounds. Blocking
+    /// (file reads, git): run it off the async threads.
     pub(super) fn before_images(&self, snapshot: Snapshot) -> Before {
         let mut stale: Vec<(&PathBuf, &Meta)> = match self.known.lock() {
             Ok(known) => snapshot
@@ -90,47 +102,174 @@ impl Journal {
         };
         // Sorted: which files a spent budget leaves out does not depend on hashing order.
         stale.sort_by(|a, b| a.0.cmp(b.0));
-        let mut unknown = HashMap::new();
-        let mut stored = Vec::new();
-        let mut spent = 0u64;
-        for (path, meta) in stale {
-            if meta.len > MAX_FILE {
-                unknown.insert(path.clone(), Unknown::TooLarge);
-                continue;
-            }
-            if spent + meta.len > MAX_PER_COMMAND {
-                unknown.insert(path.clone(), Unknown::OverBudget);
-                continue;
-            }
-            spent += meta.len;
-            match self.image_of(path, meta) {
-                Some(hash) => stored.push((path.clone(), Known { meta: *meta, hash })),
-                None => {
-                    unknown.insert(path.clone(), Unknown::Unreadable);
+        let mut found = Vec::new();
+        if stale.len() > COPY_WITHOUT_GIT
+            && let Some(vouched) = self.vouched(&snapshot)
+        {
+            stale.retain(|(path, meta)| match vouched.get(*path) {
+                Some(blob) => {
+                    let known = Known {
+                        meta: **meta,
+                        hash: blob.clone(),
+                    };
+                    found.push(((*path).clone(), known));
+                    false
                 }
-            }
+                None => true,
+            });
         }
-        let count = stored.len();
+        let (copied, unknown) = self.copies(&stale);
+        let stored = copied.len();
+        found.extend(copied);
         if let Ok(mut known) = self.known.lock() {
-            known.extend(stored);
+            known.extend(found);
         }
         Before {
             snapshot,
             unknown,
-            stored: count,
+            stored,
         }
     }
 
-    /// The stored content of `path`, only if it still has `meta` once read (a file written
-    /// while it is read has no trustworthy image).
-    fn image_of(&self, path: &PathBuf, meta: &Meta) -> Option<String> {
-        let bytes = std::fs::read(path).ok()?;
-        let now = std::fs::metadata(path).ok().map(|m| Meta::of(&m))?;
-        if now != *meta || bytes.len() as u64 != meta.len {
-            return None;
+    /// Stores copies of `files` within the bounds, synced together: what was stored, and why
+    /// the others were not.
+    fn copies(
+        &self,
+        files: &[(&PathBuf, &Meta)],
+    ) -> (Vec<(PathBuf, Known)>, HashMap<PathBuf, Unknown>) {
+        let mut unknown = HashMap::new();
+        let Some(blobs) = &self.blobs else {
+            return (Vec::new(), unknown);
+        };
+        let mut batch = blobs.batch();
+        let mut stored = Vec::new();
+        let mut spent = 0u64;
+        for (path, meta) in files {
+            if meta.len > MAX_FILE {
+                unknown.insert((*path).clone(), Unknown::TooLarge);
+                continue;
+            }
+            if spent + meta.len > MAX_PER_COMMAND {
+                unknown.insert((*path).clone(), Unknown::OverBudget);
+                continue;
+            }
+            spent += meta.len;
+            let added = read_unchanged(path, meta).and_then(|bytes| batch.add(&bytes).ok());
+            match added {
+                Some(hash) => stored.push(((*path).clone(), Known { meta: **meta, hash })),
+                None => {
+                    unknown.insert((*path).clone(), Unknown::Unreadable);
+                }
+            }
         }
-        self.store(&bytes)
+        if let Err(e) = batch.commit() {
+            tracing::warn!(%e, "cannot store before-images for the effect journal");
+            for (path, _) in stored.drain(..) {
+                unknown.insert(path, Unknown::Unreadable);
+            }
+        }
+        (stored, unknown)
     }
+}
+
+impl Journal {
+    /// The files `after` shows the command changed since `before`, each with its before-image
+    /// (a git blob is kept reachable from the session's ref) and after-image. An after-image is
+    /// only compared, never restored, but it is the next command's before-image: git's blob
+    /// when git vouches for the file, else a copy within the bounds; a file it has none of is
+    /// forgotten, and the next command stores it or says why not. Blocking.
+    pub(super) fn bash_effects(&self, before: &Before, after: &Snapshot) -> Vec<FileEffect> {
+        let changes = before.snapshot.changes(after);
+        let present: Vec<(&PathBuf, &Meta)> = (changes.iter())
+            .filter(|(_, change)| *change != Change::Deleted)
+            .filter_map(|(path, _)| after.files.get_key_value(path))
+            .collect();
+        let vouched = match present.len() > COPY_WITHOUT_GIT {
+            true => self.vouched(after).unwrap_or_default(),
+            false => HashMap::new(),
+        };
+        let to_copy: Vec<(&PathBuf, &Meta)> = (present.iter().copied())
+            .filter(|(path, _)| !vouched.contains_key(*path))
+            .collect();
+        let (copied, _) = self.copies(&to_copy);
+        let mut now: HashMap<PathBuf, Known> = copied.into_iter().collect();
+        for (path, blob) in vouched {
+            if let Some(meta) = after.files.get(&path) {
+                let hash = blob;
+                now.insert(path, Known { meta: *meta, hash });
+            }
+        }
+        let mut files = Vec::new();
+        for (path, change) in changes {
+            let (before_hash, unknown) = match change {
+                Change::Created => (None, None),
+                Change::Modified | Change::Deleted => {
+                    let known =
+                        (before.snapshot.files.get(&path)).and_then(|m| self.known_hash(&path, m));
+                    let unknown = match known {
+                        Some(_) => None,
+                        None => Some(
+                            (before.unknown.get(&path).copied()).unwrap_or(Unknown::Unreadable),
+                        ),
+                    };
+                    (known, unknown)
+                }
+            };
+            let after_hash = match change {
+                Change::Deleted => None,
+                Change::Created | Change::Modified => match now.get(&path) {
+                    Some(known) => Some(known.hash.clone()),
+                    // Not stored (too large, over the budget, written while read): compared
+                    // by its hash all the same.
+                    None => super::blobs::hash_file(&path).ok(),
+                },
+            };
+            // Its metadata moved, its content did not (`touch`, `chmod`, a rewrite of the
+            // same bytes): the journal is about content.
+            if change == Change::Modified && before_hash.is_some() && before_hash == after_hash {
+                continue;
+            }
+            files.push(FileEffect {
+                path: path.display().to_string(),
+                before: before_hash,
+                before_known: unknown.is_none(),
+                unknown,
+                after: after_hash,
+            });
+        }
+        self.keep_befores(&mut files);
+        if let Ok(mut known) = self.known.lock() {
+            for (path, change) in before.snapshot.changes(after) {
+                match now.remove(&path) {
+                    Some(image) if change != Change::Deleted => known.insert(path, image),
+                    _ => known.remove(&path),
+                };
+            }
+        }
+        files
+    }
+
+    /// Keeps the git blobs of `files`' before-images reachable; a file whose blob the
+    /// repository no longer has is not revertible, and says why.
+    fn keep_befores(&self, files: &mut [FileEffect]) {
+        let names: Vec<&str> = files.iter().filter_map(|f| f.before.as_deref()).collect();
+        let missing = self.keep_git(&names);
+        for file in files.iter_mut() {
+            if file.before.as_ref().is_some_and(|b| missing.contains(b)) {
+                file.before = None;
+                file.before_known = false;
+                file.unknown = Some(Unknown::GitBlobGone);
+            }
+        }
+    }
+}
+
+/// The content of `path`, only if it still has `meta` once read (a file written while it is
+/// read has no trustworthy image).
+fn read_unchanged(path: &std::path::Path, meta: &Meta) -> Option<Vec<u8>> {
+    let bytes = std::fs::read(path).ok()?;
+    let now = std::fs::metadata(path).ok().map(|m| Meta::of(&m))?;
+    (now == *meta && bytes.len() as u64 == meta.len).then_some(bytes)
 }
 
 #[cfg(test)]

@@ -123,6 +123,10 @@ impl super::Journal {
     /// Blocking: run it off the async threads.
     pub(super) fn store_manifest(&self, before: &super::images::Before) -> Option<String> {
         let files = self.before_files(before);
+        if let Some((commit, head)) = self.head_files() {
+            let base = Some((Base::GitCommit(commit), head.as_ref()));
+            return self.store(&Manifest::diff(&self.root, &files, base).to_bytes());
+        }
         let mut full = self.full_manifest.lock().ok()?;
         let base = full.as_ref().and_then(|(name, base_files)| {
             let diff = Manifest::diff(
@@ -168,10 +172,14 @@ impl super::Journal {
     }
 }
 
-/// The files `name` (a stored manifest) states, its base resolved; `None` when it or its base
-/// is not stored, or its base is a commit (a git workspace's, read with
-/// the repository).
-pub fn load(store: &super::blobs::BlobStore, root: &Path, name: &str) -> Option<Files> {
+/// The files `name` (a stored manifest) states, its base resolved (a commit's from `git`, the
+/// workspace's repository); `None` when it or its base cannot be read.
+pub fn load(
+    store: &super::blobs::BlobStore,
+    root: &Path,
+    name: &str,
+    git: Option<&super::git::GitRepo>,
+) -> Option<Files> {
     let manifest = Manifest::from_bytes(&store.load(name)?)?;
     let base = match &manifest.base {
         None => Files::new(),
@@ -182,7 +190,16 @@ pub fn load(store: &super::blobs::BlobStore, root: &Path, name: &str) -> Option<
             }
             base.files(root, Files::new())
         }
-        Some(Base::GitCommit(_)) => return None,
+        Some(Base::GitCommit(commit)) => match git?.tree_files(commit) {
+            Ok(files) => files
+                .into_iter()
+                .map(|(path, oid)| (path, Slot::Image(format!("git:{oid}"))))
+                .collect(),
+            Err(e) => {
+                tracing::warn!(%e, "the manifest's commit cannot be read");
+                return None;
+            }
+        },
     };
     Some(manifest.files(root, base))
 }

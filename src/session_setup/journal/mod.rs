@@ -26,7 +26,7 @@ mod tool;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -156,11 +156,22 @@ pub struct Journal {
     collection: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The last full [`manifest`] stored, and its files: later ones are differences from it.
     full_manifest: Mutex<Option<(String, manifest::Files)>>,
+    /// The workspace's git repository, looked for at the first command (`None` inside: not a
+    /// git workspace, or git cannot be used there; its files are then all copied).
+    git: OnceLock<Option<git::GitRepo>>,
+    /// `HEAD`'s commit and its files, the base of a git workspace's manifests.
+    head: Mutex<Option<(String, Arc<manifest::Files>)>>,
+    /// The session's id: the name the git blobs its runs rely on are kept under.
+    name: String,
 }
 
 impl Journal {
     pub fn new(record: SharedRecord, root: &Path) -> Journal {
         let blobs = record.lock().ok().and_then(|r| store_of(&r));
+        let name = record
+            .lock()
+            .map(|r| r.id().to_string())
+            .unwrap_or_default();
         Journal {
             record,
             blobs,
@@ -171,6 +182,83 @@ impl Journal {
             hashing: tokio::sync::watch::Sender::new(0),
             collection: Mutex::default(),
             full_manifest: Mutex::default(),
+            git: OnceLock::new(),
+            head: Mutex::default(),
+            name,
+        }
+    }
+
+    /// The workspace's git repository, if it is in one git can be used in. Blocking (the first
+    /// call runs `git rev-parse`).
+    fn git(&self) -> Option<&git::GitRepo> {
+        self.git
+            .get_or_init(|| git::GitRepo::discover(&self.root))
+            .as_ref()
+    }
+
+    /// `HEAD`'s commit and its files as images (`git:<oid>`), read again only when `HEAD`
+    /// moved; `None` outside git or before the first commit. Blocking.
+    fn head_files(&self) -> Option<(String, Arc<manifest::Files>)> {
+        let repo = self.git()?;
+        let commit = repo.head().ok()??;
+        let mut head = self.head.lock().ok()?;
+        if let Some((cached, files)) = head.as_ref()
+            && *cached == commit
+        {
+            return Some((commit, files.clone()));
+        }
+        let files: manifest::Files = match repo.tree_files(&commit) {
+            Ok(files) => files
+                .into_iter()
+                .map(|(path, oid)| (path, manifest::Slot::Image(format!("git:{oid}"))))
+                .collect(),
+            Err(e) => {
+                tracing::debug!(%e, "no manifest base from HEAD");
+                return None;
+            }
+        };
+        let files = Arc::new(files);
+        *head = Some((commit.clone(), files.clone()));
+        Some((commit, files))
+    }
+
+    /// The blobs of files git vouches for (clean against the index), as image names, for the
+    /// files of `snapshot`; `None` outside git or when git could not say. Blocking.
+    fn vouched(&self, snapshot: &snapshot::Snapshot) -> Option<HashMap<PathBuf, String>> {
+        let repo = self.git()?;
+        let sizes = |path: &Path| snapshot.files.get(path).map(|m| m.len);
+        let state = match repo.state_with_sizes(&sizes) {
+            Ok(state) => state,
+            Err(e) => {
+                tracing::debug!(%e, "git cannot vouch for the workspace's files");
+                return None;
+            }
+        };
+        Some(
+            (snapshot.files.keys())
+                .filter_map(|p| Some((p.clone(), format!("git:{}", state.blob_of(p)?))))
+                .collect(),
+        )
+    }
+
+    /// Keeps the git blobs among `names` reachable for as long as the session is kept; the
+    /// ones the repository no longer has. Blocking.
+    fn keep_git(&self, names: &[&str]) -> Vec<String> {
+        let oids: Vec<String> = (names.iter())
+            .filter_map(|n| n.strip_prefix("git:"))
+            .map(String::from)
+            .collect();
+        let (Some(repo), false) = (self.git(), oids.is_empty()) else {
+            return Vec::new();
+        };
+        match repo.keep(&self.name, &oids) {
+            Ok(kept) => kept.missing.iter().map(|o| format!("git:{o}")).collect(),
+            Err(e) => {
+                // Not kept: a `git gc` may drop them once nothing else reaches them, and the
+                // revert then says the image is missing. Everything else still holds.
+                tracing::warn!(%e, "cannot keep the journal's git blobs");
+                Vec::new()
+            }
         }
     }
 
@@ -323,10 +411,8 @@ impl Journal {
 /// The blob store of a session stored on disk.
 pub fn store_of(record: &SessionFile) -> Option<BlobStore> {
     let path = record.path()?;
-    Some(BlobStore::for_session(
-        path,
-        record.header().parent_session.as_deref(),
-    ))
+    let store = BlobStore::for_session(path, record.header().parent_session.as_deref());
+    Some(store.with_workspace(Path::new(record.cwd())))
 }
 
 /// The id of the last user message on the branch.

@@ -122,8 +122,10 @@ fn cut_off_command(
     let intended = of_call().find(|e| e.phase == Phase::Intended)?;
     let store = super::store_of(record)?;
     let root = std::path::Path::new(record.cwd());
-    let before = super::manifest::load(&store, root, intended.snapshot.as_deref()?)?;
-    let (files, unchecked) = super::manifest::changes_since(root, &before)?;
+    let git = super::git::GitRepo::discover(root);
+    let before = super::manifest::load(&store, root, intended.snapshot.as_deref()?, git.as_ref())?;
+    let (mut files, unchecked) = super::manifest::changes_since(root, &before)?;
+    keep_befores(git.as_ref(), record.id(), &mut files);
     let listed: Vec<String> = files
         .iter()
         .map(|f| {
@@ -163,6 +165,35 @@ fn cut_off_command(
         interrupted: true,
     };
     Some((text, done))
+}
+
+/// Keeps the git blobs of `files`' before-images under the session's name, as a finished
+/// command's are; one the repository lost is not revertible, and says why.
+fn keep_befores(git: Option<&super::git::GitRepo>, session: &str, files: &mut [super::FileEffect]) {
+    let oids: Vec<String> = (files.iter())
+        .filter_map(|f| f.before.as_deref()?.strip_prefix("git:"))
+        .map(String::from)
+        .collect();
+    let (Some(repo), false) = (git, oids.is_empty()) else {
+        return;
+    };
+    let missing = match repo.keep(session, &oids) {
+        Ok(kept) => kept.missing,
+        Err(e) => {
+            tracing::warn!(%e, "cannot keep the interrupted command's git blobs");
+            return;
+        }
+    };
+    for file in files.iter_mut() {
+        let gone = (file.before.as_deref())
+            .and_then(|b| b.strip_prefix("git:"))
+            .is_some_and(|oid| missing.iter().any(|m| m == oid));
+        if gone {
+            file.before = None;
+            file.before_known = false;
+            file.unknown = Some(super::images::Unknown::GitBlobGone);
+        }
+    }
 }
 
 /// The status of call `id` of tool `tool` and the words for the model, from its entries alone.

@@ -14,8 +14,8 @@ use crate::agent::tool::{
 };
 use crate::tools::{Workspace, WorkspaceError};
 
-use super::images::{Before, Unknown};
-use super::snapshot::{Change, Snapshot};
+use super::images::Before;
+use super::snapshot::Snapshot;
 use super::{Effect, FileEffect, Journal, Phase};
 
 struct Journaled {
@@ -78,13 +78,10 @@ impl AgentTool for Journaled {
                 let result = inner
                     .execute(tool_call_id.clone(), args, cancel, on_update)
                     .await;
-                let after = snapshot(root).await;
-                let files = match (&before, &after) {
-                    (Some(before), Some(after)) => bash_files(&journal, before, after).await,
-                    _ => Vec::new(),
-                };
+                let untracked = before.is_none();
+                let (files, untracked) = bash_effects(&journal, before, root, untracked).await;
                 journal.append(Effect {
-                    untracked: before.is_none() || after.is_none(),
+                    untracked,
                     ..effect(Phase::Done, files)
                 });
                 return result;
@@ -229,67 +226,23 @@ async fn before_images(journal: &Arc<Journal>) -> Option<(Before, Option<String>
     .flatten()
 }
 
-async fn snapshot(root: PathBuf) -> Option<Snapshot> {
-    tokio::task::spawn_blocking(move || Snapshot::take(&root))
-        .await
-        .ok()
-        .flatten()
-}
-
-/// The files `bash` changed, with the before-images stored before it and after-images stored.
-async fn bash_files(journal: &Arc<Journal>, before: &Before, after: &Snapshot) -> Vec<FileEffect> {
-    let mut files = Vec::new();
-    for (path, change) in before.snapshot.changes(after) {
-        let (before_hash, unknown) = match change {
-            Change::Created => (None, None),
-            Change::Modified | Change::Deleted => {
-                let known =
-                    (before.snapshot.files.get(&path)).and_then(|m| journal.known_hash(&path, m));
-                let unknown = match known {
-                    Some(_) => None,
-                    None => Some(
-                        before
-                            .unknown
-                            .get(&path)
-                            .copied()
-                            .unwrap_or(Unknown::Unreadable),
-                    ),
-                };
-                (known, unknown)
-            }
-        };
-        let after_hash = match change {
-            Change::Deleted => None,
-            Change::Created | Change::Modified => after_image(journal, &path).await,
-        };
-        journal.remember(&path, after_hash.as_deref());
-        // Its metadata moved, its content did not (`touch`, `chmod`, a rewrite of the same
-        // bytes): the journal is about content.
-        if change == Change::Modified && before_hash.is_some() && before_hash == after_hash {
-            continue;
-        }
-        files.push(FileEffect {
-            path: path.display().to_string(),
-            before: before_hash,
-            before_known: unknown.is_none(),
-            unknown,
-            after: after_hash,
-        });
-    }
-    files
-}
-
-/// The hash of a file `bash` left, its content stored when it is small enough to be the next
-/// command's before-image ([`super::images::MAX_FILE`]); a larger one is hashed as it is read.
-async fn after_image(journal: &Arc<Journal>, path: &std::path::Path) -> Option<String> {
+/// What the command changed (the after-snapshot against `before`), and whether its effects
+/// are unknown (no snapshot before or after).
+async fn bash_effects(
+    journal: &Arc<Journal>,
+    before: Option<Before>,
+    root: PathBuf,
+    untracked: bool,
+) -> (Vec<FileEffect>, bool) {
     let journal = journal.clone();
-    let path = path.to_path_buf();
     let work = move || {
-        let size = std::fs::metadata(&path).ok()?.len();
-        if size <= super::images::MAX_FILE {
-            return journal.store(&std::fs::read(&path).ok()?);
+        let after = Snapshot::take(&root);
+        match (before, after) {
+            (Some(before), Some(after)) => (journal.bash_effects(&before, &after), untracked),
+            _ => (Vec::new(), true),
         }
-        super::blobs::hash_file(&path).ok()
     };
-    tokio::task::spawn_blocking(work).await.ok().flatten()
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|_| (Vec::new(), true))
 }
