@@ -15,12 +15,13 @@
 //! image stored already (the folder's sessions share them, [`super::blobs`]), 0.18 to 0.32 s
 //! in the same runs. Later commands only store what changed in between.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::snapshot::{Change, Meta, Snapshot};
+use super::live::Delta;
+use super::snapshot::{Meta, Snapshot};
 use super::{FileEffect, Journal, Known};
 
 /// A file larger than this is not read for a before-image.
@@ -74,10 +75,9 @@ impl Unknown {
     }
 }
 
-/// The before-snapshot of a command, with the files it holds no image of.
+/// What a command's before-images left out, and why.
 #[derive(Debug, Default)]
 pub struct Before {
-    pub snapshot: Snapshot,
     pub unknown: HashMap<PathBuf, Unknown>,
     /// How many files were read and stored.
     pub stored: usize,
@@ -91,44 +91,81 @@ impl Journal {
     /// Gives every file of `snapshot` the journal has no current image of one: its git blob
     /// when git vouches for its bytes (no copy), else a stored copy within the bounds. Blocking
     /// (file reads, git): run it off the async threads.
-    pub(super) fn before_images(&self, snapshot: Snapshot) -> Before {
-        let mut stale: Vec<(&PathBuf, &Meta)> = match self.known.lock() {
-            Ok(known) => snapshot
-                .files
-                .iter()
-                .filter(|(path, meta)| known.get(*path).is_none_or(|k| k.meta != **meta))
-                .collect(),
-            Err(_) => Vec::new(),
-        };
+    pub(super) fn before_images(&self, snapshot: &Snapshot) -> Before {
+        let mut stale = self.stale(snapshot);
         // Sorted: which files a spent budget leaves out does not depend on hashing order.
         stale.sort_by(|a, b| a.0.cmp(b.0));
-        let mut found = Vec::new();
-        if stale.len() > COPY_WITHOUT_GIT
-            && let Some(vouched) = self.vouched(&snapshot)
-        {
-            stale.retain(|(path, meta)| match vouched.get(*path) {
-                Some(blob) => {
-                    let known = Known {
-                        meta: **meta,
-                        hash: blob.clone(),
-                    };
-                    found.push(((*path).clone(), known));
-                    false
-                }
-                None => true,
-            });
+        let unasked = self.unasked(&stale);
+        if unasked > COPY_WITHOUT_GIT {
+            let found = self.vouch(&stale);
+            stale.retain(|(path, _)| !found.contains(*path));
         }
         let (copied, unknown) = self.copies(&stale);
         let stored = copied.len();
-        found.extend(copied);
+        if let Ok(mut known) = self.known.lock() {
+            known.extend(copied);
+        }
+        Before { unknown, stored }
+    }
+
+    /// Asks git for the blobs of every file of `snapshot` the journal has no image of (the
+    /// session's first look at the workspace, before any command needs it); copies nothing.
+    /// Blocking.
+    pub(super) fn vouch_all(&self, snapshot: &Snapshot) {
+        let stale = self.stale(snapshot);
+        if !stale.is_empty() {
+            self.vouch(&stale);
+        }
+    }
+
+    /// The files of `snapshot` the journal has no current image of.
+    fn stale<'a>(&self, snapshot: &'a Snapshot) -> Vec<(&'a PathBuf, &'a Meta)> {
+        match self.known.lock() {
+            Ok(known) => (snapshot.files.iter())
+                .filter(|(path, meta)| known.get(*path).is_none_or(|k| k.meta != **meta))
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// How many of `files` git was not asked about as they are now.
+    fn unasked(&self, files: &[(&PathBuf, &Meta)]) -> usize {
+        let Ok(refused) = self.refused.lock() else {
+            return files.len();
+        };
+        (files.iter())
+            .filter(|(path, meta)| refused.get(*path) != Some(*meta))
+            .count()
+    }
+
+    /// The blobs git vouches for among `files`, made known; the others are remembered as
+    /// refused, so that git is not asked about them again until they change. The paths
+    /// vouched for.
+    fn vouch(&self, files: &[(&PathBuf, &Meta)]) -> HashSet<PathBuf> {
+        let sizes: HashMap<&Path, u64> = files.iter().map(|(p, m)| (p.as_path(), m.len)).collect();
+        let Some(state) = self.vouched(&|path| sizes.get(path).copied()) else {
+            return HashSet::new();
+        };
+        let mut vouched = HashSet::new();
+        let mut refused = Vec::new();
+        let mut found = Vec::new();
+        for (path, meta) in files {
+            match state.blob_of(path) {
+                Some(blob) => {
+                    let hash = format!("git:{blob}");
+                    found.push(((*path).clone(), Known { meta: **meta, hash }));
+                    vouched.insert((*path).clone());
+                }
+                None => refused.push(((*path).clone(), **meta)),
+            }
+        }
         if let Ok(mut known) = self.known.lock() {
             known.extend(found);
         }
-        Before {
-            snapshot,
-            unknown,
-            stored,
+        if let Ok(mut asked) = self.refused.lock() {
+            asked.extend(refused);
         }
+        vouched
     }
 
     /// Stores copies of `files` within the bounds, synced together: what was stored, and why
@@ -173,60 +210,61 @@ impl Journal {
 }
 
 impl Journal {
-    /// The files `after` shows the command changed since `before`, each with its before-image
-    /// (a git blob is kept reachable from the session's ref) and after-image. An after-image is
-    /// only compared, never restored, but it is the next command's before-image: git's blob
-    /// when git vouches for the file, else a copy within the bounds; a file it has none of is
-    /// forgotten, and the next command stores it or says why not. Blocking.
-    pub(super) fn bash_effects(&self, before: &Before, after: &Snapshot) -> Vec<FileEffect> {
-        let changes = before.snapshot.changes(after);
+    /// The files the command changed (`changes`, from the before-state it ran on), each with
+    /// its before-image (a git blob is kept reachable from the session's ref) and after-image.
+    /// An after-image is only compared, never restored, but it is the next command's
+    /// before-image: git's blob when git vouches for the file, else a copy within the bounds;
+    /// a file it has none of is forgotten, and the next command stores it or says why not.
+    /// Blocking.
+    pub(super) fn bash_effects(&self, before: &Before, changes: &[Delta]) -> Vec<FileEffect> {
         let present: Vec<(&PathBuf, &Meta)> = (changes.iter())
-            .filter(|(_, change)| *change != Change::Deleted)
-            .filter_map(|(path, _)| after.files.get_key_value(path))
+            .filter_map(|d| Some((&d.path, d.after.as_ref()?)))
             .collect();
-        let vouched = match present.len() > COPY_WITHOUT_GIT {
-            true => self.vouched(after).unwrap_or_default(),
-            false => HashMap::new(),
+        let vouched = match self.unasked(&present) > COPY_WITHOUT_GIT {
+            true => self.vouch(&present),
+            false => HashSet::new(),
         };
         let to_copy: Vec<(&PathBuf, &Meta)> = (present.iter().copied())
-            .filter(|(path, _)| !vouched.contains_key(*path))
+            .filter(|(path, _)| !vouched.contains(*path))
             .collect();
         let (copied, _) = self.copies(&to_copy);
         let mut now: HashMap<PathBuf, Known> = copied.into_iter().collect();
-        for (path, blob) in vouched {
-            if let Some(meta) = after.files.get(&path) {
-                let hash = blob;
-                now.insert(path, Known { meta: *meta, hash });
+        if let Ok(known) = self.known.lock() {
+            for path in vouched {
+                if let Some(image) = known.get(&path) {
+                    now.insert(path, image.clone());
+                }
             }
         }
         let mut files = Vec::new();
-        for (path, change) in changes {
-            let (before_hash, unknown) = match change {
-                Change::Created => (None, None),
-                Change::Modified | Change::Deleted => {
-                    let known =
-                        (before.snapshot.files.get(&path)).and_then(|m| self.known_hash(&path, m));
+        for change in changes {
+            let path = &change.path;
+            let (before_hash, unknown) = match change.before {
+                None => (None, None),
+                Some(meta) => {
+                    let known = self.known_hash(path, &meta);
                     let unknown = match known {
                         Some(_) => None,
-                        None => Some(
-                            (before.unknown.get(&path).copied()).unwrap_or(Unknown::Unreadable),
-                        ),
+                        None => {
+                            Some((before.unknown.get(path).copied()).unwrap_or(Unknown::Unreadable))
+                        }
                     };
                     (known, unknown)
                 }
             };
-            let after_hash = match change {
-                Change::Deleted => None,
-                Change::Created | Change::Modified => match now.get(&path) {
+            let after_hash = match change.after {
+                None => None,
+                Some(_) => match now.get(path) {
                     Some(known) => Some(known.hash.clone()),
                     // Not stored (too large, over the budget, written while read): compared
                     // by its hash all the same.
-                    None => super::blobs::hash_file(&path).ok(),
+                    None => super::blobs::hash_file(path).ok(),
                 },
             };
             // Its metadata moved, its content did not (`touch`, `chmod`, a rewrite of the
             // same bytes): the journal is about content.
-            if change == Change::Modified && before_hash.is_some() && before_hash == after_hash {
+            let modified = change.before.is_some() && change.after.is_some();
+            if modified && before_hash.is_some() && before_hash == after_hash {
                 continue;
             }
             files.push(FileEffect {
@@ -239,10 +277,10 @@ impl Journal {
         }
         self.keep_befores(&mut files);
         if let Ok(mut known) = self.known.lock() {
-            for (path, change) in before.snapshot.changes(after) {
-                match now.remove(&path) {
-                    Some(image) if change != Change::Deleted => known.insert(path, image),
-                    _ => known.remove(&path),
+            for change in changes {
+                match now.remove(&change.path) {
+                    Some(image) => known.insert(change.path.clone(), image),
+                    None => known.remove(&change.path),
                 };
             }
         }
@@ -296,20 +334,21 @@ mod tests {
         std::fs::write(root.join("b.txt"), "b").unwrap();
         std::fs::write(root.join("big.bin"), vec![b'x'; MAX_FILE as usize + 1]).unwrap();
         let journal = journal(session.path(), root);
-        let first = journal.before_images(Snapshot::take(root).unwrap());
+        let first = journal.before_images(&Snapshot::take(root).unwrap());
         assert_eq!(first.stored, 2);
         assert_eq!(
             first.unknown.get(&root.join("big.bin")),
             Some(&Unknown::TooLarge)
         );
-        let a = first.snapshot.files.get(&root.join("a.txt")).unwrap();
+        let snapshot = Snapshot::take(root).unwrap();
+        let a = snapshot.files.get(&root.join("a.txt")).unwrap();
         assert_eq!(
             journal.known_hash(&root.join("a.txt"), a),
             Some(super::super::blobs::hash(b"a"))
         );
 
         std::fs::write(root.join("b.txt"), "bb").unwrap();
-        let second = journal.before_images(Snapshot::take(root).unwrap());
+        let second = journal.before_images(&Snapshot::take(root).unwrap());
         assert_eq!(second.stored, 1, "only the changed file is read again");
     }
 
@@ -329,17 +368,17 @@ mod tests {
         }
         let journal = journal(session.path(), root);
         let start = std::time::Instant::now();
-        let first = journal.before_images(Snapshot::take(root).unwrap());
+        let first = journal.before_images(&Snapshot::take(root).unwrap());
         let first_took = start.elapsed();
         let start = std::time::Instant::now();
-        let later = journal.before_images(Snapshot::take(root).unwrap());
+        let later = journal.before_images(&Snapshot::take(root).unwrap());
         let later_took = start.elapsed();
         assert_eq!(first.stored, 3000);
         assert_eq!(later.stored, 0);
         // Another session of the folder reads and hashes the files, but creates no image.
         let other = journal_named(session.path(), "t.jsonl", root);
         let start = std::time::Instant::now();
-        let other_first = other.before_images(Snapshot::take(root).unwrap());
+        let other_first = other.before_images(&Snapshot::take(root).unwrap());
         let other_took = start.elapsed();
         assert_eq!(other_first.stored, 3000);
         assert!(other_first.unknown.is_empty());

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::images::Unknown;
+use super::snapshot::Snapshot;
 
 /// What a manifest says of one file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,15 +119,20 @@ impl Manifest {
 }
 
 impl super::Journal {
-    /// Stores the manifest of `before` and returns its name (`None`, logged: it could not be
-    /// stored, and an interrupted command is then told as one whose effects are unknown).
-    /// Blocking: run it off the async threads.
-    pub(super) fn store_manifest(&self, before: &super::images::Before) -> Option<String> {
-        let files = self.before_files(before);
+    /// Stores the manifest of the workspace's files before a command (`snapshot`, with the
+    /// images `before` left out) and returns its name (`None`, logged: it could not be stored,
+    /// and an interrupted command is then told as one whose effects are unknown). Blocking:
+    /// run it off the async threads.
+    pub(super) fn store_manifest(
+        &self,
+        snapshot: &Snapshot,
+        before: &super::images::Before,
+    ) -> Option<String> {
         if let Some((commit, head)) = self.head_files() {
-            let base = Some((Base::GitCommit(commit), head.as_ref()));
-            return self.store(&Manifest::diff(&self.root, &files, base).to_bytes());
+            let manifest = self.head_difference(snapshot, before, commit, &head);
+            return self.store(&manifest.to_bytes());
         }
+        let files = self.before_files(snapshot, before);
         let mut full = self.full_manifest.lock().ok()?;
         let base = full.as_ref().and_then(|(name, base_files)| {
             let diff = Manifest::diff(
@@ -147,28 +153,68 @@ impl super::Journal {
         Some(name)
     }
 
-    /// Every file of the before-snapshot with its image, or why it has none.
-    fn before_files(&self, before: &super::images::Before) -> Files {
+    /// The manifest of `snapshot` as a difference from `HEAD`'s files (`head`, of `commit`):
+    /// only what differs is looked at twice, nothing of a clean checkout is copied.
+    fn head_difference(
+        &self,
+        snapshot: &Snapshot,
+        before: &super::images::Before,
+        commit: String,
+        head: &Files,
+    ) -> Manifest {
+        let relative = |path: &Path| {
+            let rel = path.strip_prefix(&self.root).unwrap_or(path);
+            rel.to_string_lossy().into_owned()
+        };
+        let mut diff = BTreeMap::new();
+        if let Ok(known) = self.known.lock() {
+            for (path, meta) in &snapshot.files {
+                let image = (known.get(path))
+                    .filter(|k| k.meta == *meta)
+                    .map(|k| &k.hash);
+                let same = match (image, head.get(path)) {
+                    (Some(image), Some(Slot::Image(blob))) => image == blob,
+                    _ => false,
+                };
+                if !same {
+                    diff.insert(relative(path), Some(slot(image, before, path)));
+                }
+            }
+        }
+        for path in head.keys() {
+            if !snapshot.files.contains_key(path) {
+                diff.insert(relative(path), None);
+            }
+        }
+        Manifest {
+            base: Some(Base::GitCommit(commit)),
+            files: diff,
+        }
+    }
+
+    /// Every file of the snapshot with its image, or why it has none.
+    fn before_files(&self, snapshot: &Snapshot, before: &super::images::Before) -> Files {
         let known = self.known.lock();
         let known = known.as_deref().ok();
-        before
-            .snapshot
-            .files
-            .iter()
+        (snapshot.files.iter())
             .map(|(path, meta)| {
-                let hash = known
+                let image = known
                     .and_then(|k| k.get(path))
                     .filter(|k| k.meta == *meta)
-                    .map(|k| k.hash.clone());
-                let slot = match hash {
-                    Some(hash) => Slot::Image(hash),
-                    None => Slot::Unknown {
-                        unknown: (before.unknown.get(path).copied()).unwrap_or(Unknown::Unreadable),
-                    },
-                };
-                (path.clone(), slot)
+                    .map(|k| &k.hash);
+                (path.clone(), slot(image, before, path))
             })
             .collect()
+    }
+}
+
+/// What a manifest says of `path`: its `image`, or why `before` has none.
+fn slot(image: Option<&String>, before: &super::images::Before, path: &Path) -> Slot {
+    match image {
+        Some(hash) => Slot::Image(hash.clone()),
+        None => Slot::Unknown {
+            unknown: (before.unknown.get(path).copied()).unwrap_or(Unknown::Unreadable),
+        },
     }
 }
 

@@ -18,6 +18,7 @@ pub mod gc;
 pub mod git;
 pub mod image;
 pub mod images;
+pub mod live;
 pub mod manifest;
 pub mod recover;
 pub mod review;
@@ -163,6 +164,11 @@ pub struct Journal {
     head: Mutex<Option<(String, Arc<manifest::Files>)>>,
     /// The session's id: the name the git blobs its runs rely on are kept under.
     name: String,
+    /// The workspace's files, kept current between commands ([`live`]).
+    live: Arc<Mutex<live::Live>>,
+    /// Files git did not vouch for when asked, with the metadata they had then: they are copied
+    /// without asking again until they change.
+    refused: Mutex<HashMap<PathBuf, Meta>>,
 }
 
 impl Journal {
@@ -185,6 +191,35 @@ impl Journal {
             git: OnceLock::new(),
             head: Mutex::default(),
             name,
+            live: Arc::new(Mutex::new(live::Live::new(root))),
+            refused: Mutex::default(),
+        }
+    }
+
+    /// Takes the workspace's first snapshot and asks git which files it holds, on a thread of
+    /// its own, so that the session's first command finds both done: a model's first answer
+    /// takes longer than either. Copies nothing.
+    fn warm_up(self: &Arc<Self>) {
+        let journal = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("journal-warm-up".into())
+            .spawn(move || {
+                let mut live = journal.live.lock().unwrap_or_else(|e| e.into_inner());
+                let started = std::time::Instant::now();
+                live.update();
+                let walked = started.elapsed();
+                if let Some(files) = live.files() {
+                    journal.vouch_all(files);
+                }
+                tracing::debug!(
+                    ?walked,
+                    total = ?started.elapsed(),
+                    watching = live.watching(),
+                    "the effect journal's first look at the workspace"
+                );
+            });
+        if let Err(e) = spawned {
+            tracing::debug!(%e, "no warm-up thread: the first command takes the snapshot");
         }
     }
 
@@ -222,23 +257,18 @@ impl Journal {
         Some((commit, files))
     }
 
-    /// The blobs of files git vouches for (clean against the index), as image names, for the
-    /// files of `snapshot`; `None` outside git or when git could not say. Blocking.
-    fn vouched(&self, snapshot: &snapshot::Snapshot) -> Option<HashMap<PathBuf, String>> {
+    /// What git says of the workspace's files ([`git::State::blob_of`]: the blob of each file
+    /// git vouches for), with the files' sizes from `size_of`; `None` outside git or when git
+    /// could not say. Blocking.
+    fn vouched(&self, size_of: &(dyn Fn(&Path) -> Option<u64> + Sync)) -> Option<git::State> {
         let repo = self.git()?;
-        let sizes = |path: &Path| snapshot.files.get(path).map(|m| m.len);
-        let state = match repo.state_with_sizes(&sizes) {
-            Ok(state) => state,
+        match repo.state_with_sizes(size_of) {
+            Ok(state) => Some(state),
             Err(e) => {
                 tracing::debug!(%e, "git cannot vouch for the workspace's files");
-                return None;
+                None
             }
-        };
-        Some(
-            (snapshot.files.keys())
-                .filter_map(|p| Some((p.clone(), format!("git:{}", state.blob_of(p)?))))
-                .collect(),
-        )
+        }
     }
 
     /// Keeps the git blobs among `names` reachable for as long as the session is kept; the
@@ -313,6 +343,9 @@ impl Journal {
     ) -> Vec<ToolRef> {
         if self.blobs.is_none() {
             return tools;
+        }
+        if tools.iter().any(|t| t.name() == "bash") {
+            self.warm_up();
         }
         tools
             .into_iter()

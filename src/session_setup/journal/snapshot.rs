@@ -11,11 +11,12 @@
 //! than [`MAX_FILES`] files is not tracked at all: the command's file effects are then recorded
 //! as unknown rather than slowing every command down. Costs: BENCH.md, "Journal".
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 /// Above this many files a snapshot is not taken.
@@ -61,18 +62,39 @@ pub enum Change {
 impl Snapshot {
     /// The regular files under `root`; `None` when there are more than [`MAX_FILES`].
     pub fn take(root: &Path) -> Option<Snapshot> {
+        Snapshot::walk(root, None, None)
+    }
+
+    /// The regular files under `root` that `scope` admits (all of them without one); `None`
+    /// when there are more than [`MAX_FILES`]. `on_folder` is called with every folder the walk
+    /// will read, before it reads it (but the root's, which is the caller's to see to): a watch
+    /// put on it there misses nothing the walk does not see.
+    pub(super) fn walk(
+        root: &Path,
+        scope: Option<Arc<Scope>>,
+        on_folder: Option<OnFolder>,
+    ) -> Option<Snapshot> {
         let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
         let walk = ignore::WalkBuilder::new(root)
             .hidden(false)
             .require_git(false)
             .parents(false)
             .threads(threads)
-            .filter_entry(|e| {
+            .filter_entry(move |e| {
                 let name = e.file_name();
-                name != ".git"
+                let walked = name != ".git"
                     && !name
                         .to_str()
                         .is_some_and(crate::tools::workspace::is_own_temp_file)
+                    && scope.as_ref().is_none_or(|s| s.admits(e.path()));
+                let folder = e.file_type().is_some_and(|t| t.is_dir());
+                if walked
+                    && folder
+                    && let Some(on_folder) = &on_folder
+                {
+                    on_folder(e.path());
+                }
+                walked
             })
             .build_parallel();
         let count = AtomicUsize::new(0);
@@ -111,6 +133,60 @@ impl Snapshot {
         }
         out.sort();
         out
+    }
+}
+
+/// What a walk is called with for every folder it is about to read.
+pub(super) type OnFolder = Box<dyn Fn(&Path) + Send + Sync>;
+
+/// The part of a workspace a walk looks at: the files named in some folders, and whole
+/// subtrees (the root is always read; the folders on the way to these are read too).
+#[derive(Debug, Default)]
+pub(super) struct Scope {
+    /// Folders read to reach the others: only their entries on the way are walked.
+    on_the_way: HashSet<PathBuf>,
+    /// Folder → the names in it to look at.
+    names: HashMap<PathBuf, HashSet<OsString>>,
+    /// Folders walked whole.
+    trees: HashSet<PathBuf>,
+}
+
+impl Scope {
+    /// The scope of `names` (by folder) and `trees`, under `root`.
+    pub fn new(
+        root: &Path,
+        names: HashMap<PathBuf, HashSet<OsString>>,
+        trees: HashSet<PathBuf>,
+    ) -> Scope {
+        let mut on_the_way = HashSet::new();
+        let folders = names.keys().map(PathBuf::as_path);
+        let above_trees = trees.iter().filter_map(|t| t.parent());
+        for folder in folders.chain(above_trees) {
+            for up in folder.ancestors() {
+                if up == root || !up.starts_with(root) || !on_the_way.insert(up.to_path_buf()) {
+                    break;
+                }
+            }
+        }
+        Scope {
+            on_the_way,
+            names,
+            trees,
+        }
+    }
+
+    fn admits(&self, path: &Path) -> bool {
+        if self.on_the_way.contains(path) || path.ancestors().any(|a| self.trees.contains(a)) {
+            return true;
+        }
+        match (path.parent(), path.file_name()) {
+            (Some(folder), Some(name)) => self.names.get(folder).is_some_and(|n| n.contains(name)),
+            _ => false,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.trees.is_empty()
     }
 }
 

@@ -1,7 +1,6 @@
 //! A journaled tool: the call's `intended` entry (with before-images) before it runs, its
 //! `done` entry (with after-images) after.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
@@ -15,7 +14,7 @@ use crate::agent::tool::{
 use crate::tools::{Workspace, WorkspaceError};
 
 use super::images::Before;
-use super::snapshot::Snapshot;
+use super::live::Mark;
 use super::{Effect, FileEffect, Journal, Phase};
 
 struct Journaled {
@@ -68,21 +67,20 @@ impl AgentTool for Journaled {
                 interrupted: false,
             };
             if tool == "bash" {
-                let root = journal.root.clone();
-                let (before, manifest) = before_images(&journal).await.unzip();
+                let before = before_images(&journal).await;
+                let manifest = before.as_ref().and_then(|b| b.manifest.clone());
                 journal.append(Effect {
                     untracked: before.is_none(),
-                    snapshot: manifest.flatten(),
+                    snapshot: manifest,
                     ..effect(Phase::Intended, Vec::new())
                 });
                 let result = inner
                     .execute(tool_call_id.clone(), args, cancel, on_update)
                     .await;
-                let untracked = before.is_none();
-                let (files, untracked) = bash_effects(&journal, before, root, untracked).await;
+                let files = bash_effects(&journal, before).await;
                 journal.append(Effect {
-                    untracked,
-                    ..effect(Phase::Done, files)
+                    untracked: files.is_none(),
+                    ..effect(Phase::Done, files.unwrap_or_default())
                 });
                 return result;
             }
@@ -211,38 +209,51 @@ async fn hashed(
     Some(super::PENDING.to_string())
 }
 
-/// The command's before-snapshot, every file in it given a before-image within the bounds
-/// ([`super::images`]), and the name of its [`super::manifest`]; `None` when the workspace is
-/// too large to snapshot.
-async fn before_images(journal: &Arc<Journal>) -> Option<(Before, Option<String>)> {
+/// A command's start: its mark in the workspace's live snapshot, what its before-images left
+/// out, and the name of its [`super::manifest`].
+struct Started {
+    mark: Mark,
+    images: Before,
+    manifest: Option<String>,
+}
+
+/// The workspace brought up to date, every file given a before-image within the bounds
+/// ([`super::images`]), and the manifest stored; `None` when the workspace is too large to
+/// snapshot.
+async fn before_images(journal: &Arc<Journal>) -> Option<Started> {
     let journal = journal.clone();
     tokio::task::spawn_blocking(move || {
-        let before = journal.before_images(Snapshot::take(&journal.root)?);
-        let manifest = journal.store_manifest(&before);
-        Some((before, manifest))
+        let mut live = journal.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.update();
+        let files = live.files()?;
+        let images = journal.before_images(files);
+        let manifest = journal.store_manifest(files, &images);
+        let mark = live.mark();
+        Some(Started {
+            mark,
+            images,
+            manifest,
+        })
     })
     .await
     .ok()
     .flatten()
 }
 
-/// What the command changed (the after-snapshot against `before`), and whether its effects
-/// are unknown (no snapshot before or after).
-async fn bash_effects(
-    journal: &Arc<Journal>,
-    before: Option<Before>,
-    root: PathBuf,
-    untracked: bool,
-) -> (Vec<FileEffect>, bool) {
+/// What the command changed since it started; `None` when that is unknown (the workspace
+/// was, or became, too large to snapshot).
+async fn bash_effects(journal: &Arc<Journal>, started: Option<Started>) -> Option<Vec<FileEffect>> {
+    let started = started?;
     let journal = journal.clone();
     let work = move || {
-        let after = Snapshot::take(&root);
-        match (before, after) {
-            (Some(before), Some(after)) => (journal.bash_effects(&before, &after), untracked),
-            _ => (Vec::new(), true),
-        }
+        let changes = {
+            let mut live = journal.live.lock().unwrap_or_else(|e| e.into_inner());
+            live.update();
+            let tracked = live.files().is_some();
+            let changes = live.finish(started.mark);
+            tracked.then_some(changes)?
+        };
+        Some(journal.bash_effects(&started.images, &changes))
     };
-    tokio::task::spawn_blocking(work)
-        .await
-        .unwrap_or_else(|_| (Vec::new(), true))
+    tokio::task::spawn_blocking(work).await.ok().flatten()
 }

@@ -1,0 +1,346 @@
+//! The live snapshot against the walk it stands in for: after every change, what the watch
+//! told must be what a fresh walk finds, and a command's changes what comparing two walks
+//! gives.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::*;
+
+/// A workspace with ignore rules, a nested tree and an ignored folder.
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join(".gitignore"), "*.log\nbuild/\n").unwrap();
+    std::fs::create_dir_all(root.join("src/deep/er")).unwrap();
+    std::fs::create_dir_all(root.join("build/out")).unwrap();
+    std::fs::write(root.join("a.txt"), "a").unwrap();
+    std::fs::write(root.join("src/b.rs"), "b").unwrap();
+    std::fs::write(root.join("src/deep/c.rs"), "c").unwrap();
+    std::fs::write(root.join("src/deep/er/d.rs"), "d").unwrap();
+    std::fs::write(root.join("build/out/x.o"), "x").unwrap();
+    dir
+}
+
+fn shared(root: &Path) -> Arc<Mutex<Live>> {
+    Arc::new(Mutex::new(Live::new(root)))
+}
+
+/// The live files, relative and sorted, beside a fresh walk's.
+fn live_and_walked(live: &Live, root: &Path) -> (BTreeMap<PathBuf, Meta>, BTreeMap<PathBuf, Meta>) {
+    let relative = |files: &HashMap<PathBuf, Meta>| {
+        (files.iter())
+            .map(|(p, m)| (p.strip_prefix(root).unwrap().to_path_buf(), *m))
+            .collect()
+    };
+    let walked = Snapshot::take(root).unwrap();
+    (
+        relative(&live.files().unwrap().files),
+        relative(&walked.files),
+    )
+}
+
+fn names(deltas: &[Delta], root: &Path) -> Vec<(String, bool, bool)> {
+    (deltas.iter())
+        .map(|d| {
+            let name = d.path.strip_prefix(root).unwrap().display().to_string();
+            (name, d.before.is_some(), d.after.is_some())
+        })
+        .collect()
+}
+
+#[test]
+fn a_command_s_changes_come_from_the_watch_without_a_walk() {
+    let dir = workspace();
+    let root = dir.path();
+    let live = shared(root);
+    let mut guard = live.lock().unwrap();
+    assert_eq!(guard.update(), Updated::Walked);
+    assert!(guard.watching());
+    let mark = guard.mark();
+    // The command: changes, creates, deletes, makes a tree, and writes what is ignored.
+    std::fs::write(root.join("a.txt"), "changed").unwrap();
+    std::fs::write(root.join("src/new.rs"), "n").unwrap();
+    std::fs::remove_file(root.join("src/b.rs")).unwrap();
+    std::fs::create_dir_all(root.join("src/made/inner")).unwrap();
+    std::fs::write(root.join("src/made/inner/m.rs"), "m").unwrap();
+    std::fs::write(root.join("src/made/top.rs"), "t").unwrap();
+    std::fs::write(root.join("src/deep/er/trace.log"), "ignored").unwrap();
+    std::fs::write(root.join("build/out/y.o"), "ignored").unwrap();
+    std::fs::write(
+        root.join(".a.txt.agent-lsp-0123456789abcdef0123456789abcdef.tmp"),
+        "w",
+    )
+    .unwrap();
+    assert_eq!(guard.update(), Updated::Watched);
+    let changes = guard.finish(mark);
+    assert_eq!(
+        names(&changes, root),
+        [
+            ("a.txt".to_string(), true, true),
+            ("src/b.rs".to_string(), true, false),
+            ("src/made/inner/m.rs".to_string(), false, true),
+            ("src/made/top.rs".to_string(), false, true),
+            ("src/new.rs".to_string(), false, true),
+        ]
+    );
+    let (now, walked) = live_and_walked(&guard, root);
+    assert_eq!(now, walked);
+    // The new folders are watched too.
+    let mark = guard.mark();
+    std::fs::write(root.join("src/made/inner/m.rs"), "changed").unwrap();
+    assert_eq!(guard.update(), Updated::Watched);
+    assert_eq!(
+        names(&guard.finish(mark), root),
+        [("src/made/inner/m.rs".to_string(), true, true)]
+    );
+}
+
+#[test]
+fn metadata_alone_is_a_change_and_a_deleted_folder_takes_its_files() {
+    let dir = workspace();
+    let root = dir.path();
+    let live = shared(root);
+    let mut guard = live.lock().unwrap();
+    guard.update();
+    let mark = guard.mark();
+    use std::os::unix::fs::PermissionsExt;
+    let a = root.join("a.txt");
+    std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::remove_dir_all(root.join("src/deep")).unwrap();
+    assert_eq!(guard.update(), Updated::Watched);
+    assert_eq!(
+        names(&guard.finish(mark), root),
+        [
+            ("a.txt".to_string(), true, true),
+            ("src/deep/c.rs".to_string(), true, false),
+            ("src/deep/er/d.rs".to_string(), true, false),
+        ]
+    );
+    let (now, walked) = live_and_walked(&guard, root);
+    assert_eq!(now, walked);
+}
+
+#[test]
+fn a_moved_folder_or_a_changed_ignore_file_is_walked_again() {
+    let dir = workspace();
+    let root = dir.path();
+    let live = shared(root);
+    let mut guard = live.lock().unwrap();
+    guard.update();
+    std::fs::rename(root.join("src/deep"), root.join("moved")).unwrap();
+    assert_eq!(guard.update(), Updated::Walked);
+    let (now, walked) = live_and_walked(&guard, root);
+    assert_eq!(now, walked);
+    // The watches follow the walk: a change under the moved folder is seen at its new path.
+    std::fs::write(root.join("moved/er/d.rs"), "changed").unwrap();
+    assert_eq!(guard.update(), Updated::Watched);
+    let (now, walked) = live_and_walked(&guard, root);
+    assert_eq!(now, walked);
+
+    std::fs::write(root.join("src/keep.txt"), "k").unwrap();
+    std::fs::write(root.join(".gitignore"), "*.log\nbuild/\n*.txt\n").unwrap();
+    assert_eq!(guard.update(), Updated::Walked);
+    let (now, walked) = live_and_walked(&guard, root);
+    assert_eq!(now, walked);
+    assert!(!now.contains_key(Path::new("a.txt")), "now ignored");
+}
+
+#[test]
+fn commands_that_overlap_each_get_what_changed_while_they_ran() {
+    let dir = workspace();
+    let root = dir.path();
+    let live = shared(root);
+    let mut guard = live.lock().unwrap();
+    guard.update();
+    let first = guard.mark();
+    std::fs::write(root.join("a.txt"), "1").unwrap();
+    guard.update();
+    let second = guard.mark();
+    std::fs::write(root.join("src/b.rs"), "2").unwrap();
+    guard.update();
+    assert_eq!(
+        names(&guard.finish(second), root),
+        [("src/b.rs".to_string(), true, true)]
+    );
+    std::fs::write(root.join("a.txt"), "back to one byte: its size is the same").unwrap();
+    guard.update();
+    assert_eq!(
+        names(&guard.finish(first), root),
+        [
+            ("a.txt".to_string(), true, true),
+            ("src/b.rs".to_string(), true, true)
+        ]
+    );
+    assert!(guard.log.is_empty(), "nothing kept once no mark is open");
+    // A mark dropped unfinished (its command cancelled) is released all the same.
+    let dropped = guard.mark();
+    drop(dropped);
+    guard.update();
+    assert!(guard.marks.is_empty());
+}
+
+#[test]
+fn an_overflowed_queue_is_walked_again() {
+    let dir = workspace();
+    let root = dir.path();
+    let live = shared(root);
+    let mut guard = live.lock().unwrap();
+    guard.update();
+    let mark = guard.mark();
+    // Alternating writes are not merged: more events than the kernel queues (16,384 by default).
+    let limit: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(16_384);
+    let (a, b) = (root.join("a.txt"), root.join("src/b.rs"));
+    for i in 0..limit / 2 + 16 {
+        std::fs::write(&a, format!("{i}")).unwrap();
+        std::fs::write(&b, format!("{i}")).unwrap();
+    }
+    assert_eq!(guard.update(), Updated::Walked);
+    assert_eq!(
+        names(&guard.finish(mark), root),
+        [
+            ("a.txt".to_string(), true, true),
+            ("src/b.rs".to_string(), true, true)
+        ]
+    );
+}
+
+#[test]
+fn without_enough_watches_every_update_walks() {
+    let dir = workspace();
+    let root = dir.path();
+    let live = shared(root);
+    let mut guard = live.lock().unwrap();
+    guard.limit_watches(2);
+    assert_eq!(guard.update(), Updated::Walked);
+    assert!(!guard.watching());
+    let mark = guard.mark();
+    std::fs::write(root.join("src/deep/c.rs"), "changed").unwrap();
+    assert_eq!(guard.update(), Updated::Walked);
+    assert_eq!(
+        names(&guard.finish(mark), root),
+        [("src/deep/c.rs".to_string(), true, true)]
+    );
+}
+
+#[test]
+fn new_folders_past_the_watch_limit_turn_to_a_walk() {
+    let dir = workspace();
+    let root = dir.path();
+    let live = shared(root);
+    let mut guard = live.lock().unwrap();
+    // The root, src, src/deep, src/deep/er: room for one more.
+    guard.limit_watches(5);
+    guard.update();
+    assert!(guard.watching());
+    std::fs::create_dir_all(root.join("n1/n2/n3")).unwrap();
+    std::fs::write(root.join("n1/n2/n3/f"), "f").unwrap();
+    guard.update();
+    let (now, walked) = live_and_walked(&guard, root);
+    assert_eq!(now, walked, "the files are found all the same");
+    assert_eq!(guard.update(), Updated::Walked, "then it walks");
+    assert!(!guard.watching());
+}
+
+/// One change to a workspace.
+#[derive(Clone, Debug)]
+enum Op {
+    Write(usize, usize),
+    Remove(usize),
+    MakeFolder(usize),
+    RemoveFolder(usize),
+    RenameFile(usize, usize),
+    RenameFolder(usize, usize),
+    Chmod(usize),
+    Ignored(usize),
+}
+
+const FOLDERS: [&str; 6] = ["", "p", "p/q", "r", "p/q/s", "build"];
+const NAMES: [&str; 4] = ["f.rs", "g.txt", "h", "x.log"];
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => (0..FOLDERS.len(), 0..NAMES.len()).prop_map(|(f, n)| Op::Write(f, n)),
+        2 => (0..FOLDERS.len() * NAMES.len()).prop_map(Op::Remove),
+        2 => (1..FOLDERS.len()).prop_map(Op::MakeFolder),
+        1 => (1..FOLDERS.len()).prop_map(Op::RemoveFolder),
+        1 => (0..FOLDERS.len() * NAMES.len(), 0..FOLDERS.len() * NAMES.len())
+            .prop_map(|(a, b)| Op::RenameFile(a, b)),
+        1 => (1..FOLDERS.len(), 1..FOLDERS.len()).prop_map(|(a, b)| Op::RenameFolder(a, b)),
+        1 => (0..FOLDERS.len() * NAMES.len()).prop_map(Op::Chmod),
+        1 => (0..FOLDERS.len()).prop_map(Op::Ignored),
+    ]
+}
+
+/// Applies `op` (anything that fails, because a folder is missing, say, is left undone).
+fn apply(root: &Path, op: &Op, step: usize) {
+    use std::os::unix::fs::PermissionsExt;
+    let file = |i: usize| {
+        root.join(FOLDERS[i / NAMES.len()])
+            .join(NAMES[i % NAMES.len()])
+    };
+    let folder = |i: usize| root.join(FOLDERS[i]);
+    let _ = match op {
+        Op::Write(f, n) => std::fs::write(folder(*f).join(NAMES[*n]), format!("{step}")),
+        Op::Remove(i) => std::fs::remove_file(file(*i)),
+        Op::MakeFolder(f) => std::fs::create_dir_all(folder(*f)),
+        Op::RemoveFolder(f) => std::fs::remove_dir_all(folder(*f)),
+        Op::RenameFile(a, b) => std::fs::rename(file(*a), file(*b)),
+        Op::RenameFolder(a, b) => std::fs::rename(folder(*a), folder(*b)),
+        Op::Chmod(i) => std::fs::set_permissions(
+            file(*i),
+            std::fs::Permissions::from_mode(0o600 + (step as u32 % 2) * 0o44),
+        ),
+        Op::Ignored(f) => std::fs::write(folder(*f).join("trace.log"), "x"),
+    };
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config { cases: 48, ..Default::default() })]
+
+    /// After any changes, the watch's files are a walk's, and a command's changes are what
+    /// comparing the walks before and after it gives.
+    #[test]
+    fn the_live_files_are_always_a_walk_s(
+        batches in proptest::collection::vec(proptest::collection::vec(op(), 0..8), 1..6)
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join(".gitignore"), "*.log\nbuild/\n").unwrap();
+        let live = shared(root);
+        let mut guard = live.lock().unwrap();
+        guard.update();
+        let mut step = 0;
+        for batch in &batches {
+            let before = Snapshot::take(root).unwrap();
+            let mark = guard.mark();
+            for op in batch {
+                step += 1;
+                apply(root, op, step);
+            }
+            guard.update();
+            let after = Snapshot::take(root).unwrap();
+            let told: Vec<(PathBuf, bool, bool)> = (guard.finish(mark).into_iter())
+                .map(|d| (d.path, d.before.is_some(), d.after.is_some()))
+                .collect();
+            let walked: Vec<(PathBuf, bool, bool)> = (before.changes(&after).into_iter())
+                .map(|(path, change)| {
+                    let (before, after) = match change {
+                        super::super::snapshot::Change::Created => (false, true),
+                        super::super::snapshot::Change::Modified => (true, true),
+                        super::super::snapshot::Change::Deleted => (true, false),
+                    };
+                    (path, before, after)
+                })
+                .collect();
+            proptest::prop_assert_eq!(told, walked, "after {:?}", batch);
+            let (now, walked) = live_and_walked(&guard, root);
+            proptest::prop_assert_eq!(now, walked, "after {:?}", batch);
+        }
+    }
+}
