@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::common::{self, ToolContext, check_abort};
+use super::walk::{self, Walked};
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
 
@@ -86,18 +87,6 @@ impl AgentTool for FindTool {
     }
 }
 
-/// A recursive walker like ripgrep's defaults: `.gitignore` honoured (even outside a git
-/// repository), dotfiles included, `.git` itself skipped, sorted for stable output.
-pub fn walker(root: &Path) -> ignore::WalkBuilder {
-    let mut b = ignore::WalkBuilder::new(root);
-    b.hidden(false)
-        .require_git(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| e.file_name() != ".git");
-    b
-}
-
 fn compile(pattern: &str) -> Result<(GlobMatcher, bool), ToolError> {
     let by_path = pattern.contains('/');
     let glob = GlobBuilder::new(pattern.trim_start_matches("./"))
@@ -122,27 +111,13 @@ fn find(
             rel.file_name().is_some_and(|n| glob.is_match(n))
         }
     };
-    let mut found: Vec<String> = Vec::new();
-    let mut limit_reached = false;
-    for entry in walker(dir).build().filter_map(Result::ok) {
-        check_abort(cancel)?;
-        let Ok(rel) = entry.path().strip_prefix(dir) else {
-            continue;
-        };
-        if rel.as_os_str().is_empty() || !matches(rel) {
-            continue;
-        }
-        if found.len() >= limit {
-            limit_reached = true;
-            break;
-        }
-        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-        found.push(format!(
-            "{}{}",
-            rel.display(),
-            if is_dir { "/" } else { "" }
-        ));
-    }
+    let keep = |w: &Walked| matches(&w.path);
+    let walked =
+        walk::walk(dir, None, &keep, cancel).ok_or_else(|| ToolError::new(common::ABORTED))?;
+    let limit_reached = walked.len() > limit;
+    let mut found: Vec<String> = (walked.into_iter().take(limit))
+        .map(|w| format!("{}{}", w.path.display(), if w.is_dir { "/" } else { "" }))
+        .collect();
     // Unsaved new documents open in the editor exist for the user even if not on disk.
     for p in open {
         if let Ok(rel) = p.strip_prefix(dir)

@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 
 use futures_util::future::BoxFuture;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use grep_searcher::{Searcher, SearcherBuilder, sinks::Lossy};
+use grep_searcher::{SearcherBuilder, sinks::Lossy};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::common::{self, ToolContext, check_abort};
-use super::find::walker;
 use super::image::looks_binary;
 use super::truncate::{GREP_MAX_LINE_LENGTH, truncate_line};
+use super::walk;
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
 
@@ -119,43 +119,60 @@ struct Collector {
     lines_truncated: bool,
 }
 
+/// One match in a file: its line and the context around it, as shown.
+struct Hit {
+    lines: Vec<String>,
+    truncated: bool,
+}
+
 fn search(
     target: &Path,
     q: &Query,
     open: &HashMap<PathBuf, String>,
     cancel: &CancellationToken,
 ) -> Result<AgentToolResult, ToolError> {
+    let files: Vec<(PathBuf, String)> =
+        if target.is_file() || (!target.exists() && open.contains_key(target)) {
+            let name = target
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            vec![(target.to_path_buf(), name)]
+        } else {
+            (files(target, q, open, cancel)?.into_iter())
+                .map(|rel| (target.join(&rel), rel.display().to_string()))
+                .collect()
+        };
+    // Every core searches, in path order as far as the output goes: files after the one that
+    // reaches the limit are not searched.
+    let found = walk::in_order(
+        &files,
+        q.limit,
+        Vec::len,
+        |(abs, shown)| search_file(abs, shown, q, open),
+        cancel,
+    )
+    .ok_or_else(aborted)?;
     let mut c = Collector {
         lines: Vec::new(),
         matches: 0,
         limit_reached: false,
         lines_truncated: false,
     };
-    let mut searcher = SearcherBuilder::new().line_number(true).build();
-    if target.is_file() || (!target.exists() && open.contains_key(target)) {
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        search_file(&mut searcher, target, &name, q, open, &mut c);
-    } else {
-        for rel in files(target, q, open)? {
-            check_abort(cancel)?;
-            if c.limit_reached {
-                break;
-            }
-            let abs = target.join(&rel);
-            search_file(
-                &mut searcher,
-                &abs,
-                &rel.display().to_string(),
-                q,
-                open,
-                &mut c,
-            );
+    for hit in found.into_iter().flatten() {
+        c.matches += 1;
+        c.lines_truncated |= hit.truncated;
+        c.lines.extend(hit.lines);
+        if c.matches >= q.limit {
+            c.limit_reached = true;
+            break;
         }
     }
     render(c, q.limit)
+}
+
+fn aborted() -> ToolError {
+    ToolError::new(common::ABORTED)
 }
 
 /// Files to search under `dir` (relative paths, sorted): the walk plus open documents not on
@@ -164,6 +181,7 @@ fn files(
     dir: &Path,
     q: &Query,
     open: &HashMap<PathBuf, String>,
+    cancel: &CancellationToken,
 ) -> Result<Vec<PathBuf>, ToolError> {
     let overrides = match &q.glob {
         Some(g) => {
@@ -177,16 +195,8 @@ fn files(
         }
         None => None,
     };
-    let mut w = walker(dir);
-    if let Some(o) = &overrides {
-        w.overrides(o.clone());
-    }
-    let mut out: Vec<PathBuf> = w
-        .build()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-        .filter_map(|e| e.path().strip_prefix(dir).ok().map(Path::to_path_buf))
-        .collect();
+    let walked = walk::walk(dir, overrides.clone(), &|w| !w.is_dir, cancel).ok_or_else(aborted)?;
+    let mut out: Vec<PathBuf> = walked.into_iter().map(|w| w.path).collect();
     for p in open.keys() {
         if let Ok(rel) = p.strip_prefix(dir)
             && !p.exists()
@@ -201,58 +211,54 @@ fn files(
     Ok(out)
 }
 
-fn search_file(
-    searcher: &mut Searcher,
-    abs: &Path,
-    shown: &str,
-    q: &Query,
-    open: &HashMap<PathBuf, String>,
-    c: &mut Collector,
-) {
+/// The matches in one file (at most the limit), as the user sees it.
+fn search_file(abs: &Path, shown: &str, q: &Query, open: &HashMap<PathBuf, String>) -> Vec<Hit> {
     let bytes = match open.get(abs) {
         Some(text) => text.clone().into_bytes(),
         None => match std::fs::read(abs) {
             Ok(b) => b,
-            Err(_) => return,
+            Err(_) => return Vec::new(),
         },
     };
     if looks_binary(&bytes) {
-        return;
+        return Vec::new();
     }
     let mut hits: Vec<usize> = Vec::new();
-    let room = q.limit - c.matches;
+    let mut searcher = SearcherBuilder::new().line_number(true).build();
     let _ = searcher.search_slice(
         &q.matcher,
         &bytes,
         Lossy(|lnum, _line| {
             hits.push(lnum as usize);
-            Ok(hits.len() < room)
+            Ok(hits.len() < q.limit)
         }),
     );
     if hits.is_empty() {
-        return;
+        return Vec::new();
     }
     let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.split('\n').collect();
-    for n in hits {
-        c.matches += 1;
-        let start = n.saturating_sub(q.context).max(1);
-        let end = (n + q.context).min(lines.len());
-        for cur in start..=end {
-            let raw = lines.get(cur - 1).copied().unwrap_or("").replace('\r', "");
-            let (line, cut) = truncate_line(&raw, GREP_MAX_LINE_LENGTH);
-            c.lines_truncated |= cut;
-            c.lines.push(if cur == n {
-                format!("{shown}:{cur}: {line}")
-            } else {
-                format!("{shown}-{cur}- {line}")
-            });
-        }
-        if c.matches >= q.limit {
-            c.limit_reached = true;
-            return;
-        }
-    }
+    hits.into_iter()
+        .map(|n| {
+            let start = n.saturating_sub(q.context).max(1);
+            let end = (n + q.context).min(lines.len());
+            let mut hit = Hit {
+                lines: Vec::new(),
+                truncated: false,
+            };
+            for cur in start..=end {
+                let raw = lines.get(cur - 1).copied().unwrap_or("").replace('\r', "");
+                let (line, cut) = truncate_line(&raw, GREP_MAX_LINE_LENGTH);
+                hit.truncated |= cut;
+                hit.lines.push(if cur == n {
+                    format!("{shown}:{cur}: {line}")
+                } else {
+                    format!("{shown}-{cur}- {line}")
+                });
+            }
+            hit
+        })
+        .collect()
 }
 
 fn render(c: Collector, limit: usize) -> Result<AgentToolResult, ToolError> {

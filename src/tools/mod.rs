@@ -32,6 +32,7 @@ mod preview;
 pub mod read;
 mod tracker;
 pub mod truncate;
+mod walk;
 pub mod workspace;
 mod write;
 
