@@ -26,7 +26,8 @@
 //!   type-changed and unmerged files keep their status (an unmerged path has no single blob).
 //!   [`State::blob_of`] is the one question a caller needs: `Some(id)` only for a clean regular
 //!   or executable file. [`GitRepo::state_with_sizes`] takes the files' sizes from the
-//!   caller's metadata snapshot instead of `lstat`ing them again.
+//!   caller's metadata snapshot instead of `lstat`ing them again (and how many files changed
+//!   since a time, to decide where `status` runs: below).
 //! - [`GitRepo::read_blob`], [`GitRepo::read_blobs`] (one `cat-file --batch` for many);
 //!   [`GitRepo::blob_id`] names content in-process as git does (the hash of `blob <len>\0` and
 //!   the bytes; `ring`'s SHA-1, or `sha2` for SHA-256 repositories), checked against
@@ -58,15 +59,19 @@
 //!
 //! # Our copy of the index
 //!
-//! `state` runs `ls-files` and `status` on a private copy of the index (a 0700 folder under the
-//! temporary directory, removed with the last clone of the [`GitRepo`]), copied again whenever
-//! the user's changes, with its modification time (git tells racily clean entries by it, so it
-//! decides as on the user's). Git may take its optional lock there and refresh the copy's stat
-//! data, as `git status` does to the user's index: after a command touched many files, or in a
-//! copied checkout, the files are hashed once and not at every `state` again. The user's index
-//! is never written; with a split index the copy is written whole (`core.splitIndex=false`),
-//! so no shared index is added to the repository. (Reading a split index touches its shared
-//! part's time, as every git read does, the user's `ls-files` too.)
+//! When few files changed after the user's index was written ([`FEW_CHANGED`], told by the
+//! caller from its snapshot's change times: [`GitRepo::state_with_sizes`]), `status` reads that
+//! index in place, without a lock: it hashes at most those files, and nothing is written. When
+//! many did (the files were touched, or the checkout copied), `state` runs `ls-files` and
+//! `status` on a private copy of the index (a 0700 folder under the temporary directory, named
+//! by the process, removed with the last clone of the [`GitRepo`], or by the next process's
+//! first copy if this one died first), copied again whenever the user's changes, with its
+//! modification time (git tells racily clean entries by it, so it decides as on the user's).
+//! Git may take its optional lock there and refresh the copy's stat data, as `git status` does
+//! to the user's index: the files are hashed once and not at every `state` again. The user's
+//! index is never written; with a split index the copy is written whole
+//! (`core.splitIndex=false`), so no shared index is added to the repository. (Reading a split
+//! index touches its shared part's time, as every git read does, the user's `ls-files` too.)
 //!
 //! # Keeping blobs
 //!
@@ -332,7 +337,7 @@ pub struct Entry {
 /// joined with the path below it).
 #[derive(Clone, Debug, Default)]
 pub struct State {
-    pub files: HashMap<PathBuf, Entry>,
+    pub files: super::snapshot::PathMap<Entry>,
 }
 
 impl State {
@@ -586,7 +591,7 @@ impl GitRepo {
     /// `status`, `check-attr` (filters) and `cat-file --batch-check` (the sizes of blobs not
     /// seen before) while the tracked files are stat'ed here. No call takes a lock or writes.
     pub fn state(&self) -> Result<State, GitError> {
-        self.state_with_sizes(&file_size)
+        self.state_with_sizes(&file_size, &|_| usize::MAX)
     }
 
     /// [`GitRepo::state`], the files' sizes on disk from `size_of` (`None`: no regular file):
@@ -596,8 +601,9 @@ impl GitRepo {
     pub fn state_with_sizes(
         &self,
         size_of: &(dyn Fn(&Path) -> Option<u64> + Sync),
+        changed_after: &ChangedAfter<'_>,
     ) -> Result<State, GitError> {
-        let private = self.private_index();
+        let private = self.private_index(changed_after);
         let private = private.as_deref();
         let (config_tx, config_rx) = std::sync::mpsc::channel();
         std::thread::scope(|s| {
@@ -642,9 +648,13 @@ impl GitRepo {
     /// index that write is not ours to make, so without a copy every `state` would hash them
     /// all again (0.6 s on a 15k-file checkout whose files were all touched). `None` (the
     /// user's index, read only): there is none, or no copy can be made.
-    fn private_index(&self) -> Option<PathBuf> {
+    fn private_index(&self, changed_after: &ChangedAfter<'_>) -> Option<PathBuf> {
         let mut file = std::fs::File::open(self.git_dir.join("index")).ok()?;
         let stamp = IndexStamp::of(&file.metadata().ok()?);
+        if changed_after(stamp.mtime) <= FEW_CHANGED {
+            // Git hashes at most those files: read the user's index in place (nothing written).
+            return None;
+        }
         let mut private = self.private.lock().unwrap_or_else(|p| p.into_inner());
         if private.is_none() {
             *private = PrivateIndex::create()
@@ -656,21 +666,7 @@ impl GitRepo {
         if private.copied == Some(stamp) && copy.is_file() {
             return Some(copy);
         }
-        let copied = (|| {
-            use std::io::Read;
-            let mut bytes = Vec::new();
-            file.read_to_end(&mut bytes)?;
-            let tmp = private.dir.join("index.new");
-            std::fs::write(&tmp, &bytes)?;
-            // With the index's time: git tells racily clean entries by it (an entry no older
-            // than the index file is checked by content), so it decides as on the user's.
-            let times = std::fs::FileTimes::new().set_modified(file.metadata()?.modified()?);
-            std::fs::File::options()
-                .write(true)
-                .open(&tmp)?
-                .set_times(times)?;
-            std::fs::rename(&tmp, &copy)
-        })();
+        let copied = copy_index(&mut file, &private.dir, &copy);
         match copied {
             Ok(()) => {
                 private.copied = Some(stamp);
@@ -1024,7 +1020,10 @@ impl GitRepo {
         checks: &[Check],
         sizes: &HashMap<String, u64>,
     ) -> State {
-        let mut files = HashMap::with_capacity(index.len() + changes.len());
+        let mut files = super::snapshot::PathMap::with_capacity_and_hasher(
+            index.len() + changes.len(),
+            Default::default(),
+        );
         // `checks` are those of the entries looked at, in order.
         let mut checks = checks.iter();
         for entry in index {
@@ -1431,6 +1430,31 @@ fn panicked(command: &str) -> GitError {
     }
 }
 
+/// Copies the user's index (open as `file`) to `copy` through a temporary file in `dir`, with
+/// the index's modification time (git tells racily clean entries by it, so it decides as on
+/// the user's).
+fn copy_index(file: &mut std::fs::File, dir: &Path, copy: &Path) -> std::io::Result<()> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    let tmp = dir.join("index.new");
+    std::fs::write(&tmp, &bytes)?;
+    let times = std::fs::FileTimes::new().set_modified(file.metadata()?.modified()?);
+    std::fs::File::options()
+        .write(true)
+        .open(&tmp)?
+        .set_times(times)?;
+    std::fs::rename(&tmp, copy)
+}
+
+/// How many of the workspace's files changed (their change time, seconds and nanoseconds)
+/// after a time: what `status` may have to hash because the index's stat data is older.
+pub type ChangedAfter<'a> = dyn Fn((i64, i64)) -> usize + Sync + 'a;
+
+/// Up to this many files changed since the index was written, `status` reads the user's
+/// index in place: hashing them costs less than a copy of a large index (1.9 MB for 15k files).
+pub const FEW_CHANGED: usize = 64;
+
 /// A private folder (mode 0700, removed with the last clone of the [`GitRepo`]) holding our
 /// copy of the index, and which state of the user's index it was copied from.
 #[derive(Debug)]
@@ -1442,10 +1466,46 @@ struct PrivateIndex {
 impl PrivateIndex {
     fn create() -> std::io::Result<PrivateIndex> {
         use std::os::unix::fs::DirBuilderExt;
-        let name = format!("agent-lsp-git-{}", uuid::Uuid::new_v4().simple());
-        let dir = std::env::temp_dir().join(name);
+        let temp = std::env::temp_dir();
+        remove_orphaned_folders(&temp);
+        let name = format!(
+            "{PRIVATE_PREFIX}{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let dir = temp.join(name);
         std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
         Ok(PrivateIndex { dir, copied: None })
+    }
+}
+
+/// The start of a private folder's name; the creating process's id follows.
+const PRIVATE_PREFIX: &str = "agent-lsp-git-";
+
+/// Removes the private folders of processes that are gone (one that exited while git worked,
+/// or was killed, never ran its `Drop`). A folder whose process id was taken again since is
+/// left to that process's end.
+fn remove_orphaned_folders(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = (name.to_str())
+            .and_then(|n| n.strip_prefix(PRIVATE_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok());
+        let Some(pid) = pid else {
+            continue;
+        };
+        let alive = Path::new("/proc").join(pid.to_string()).exists();
+        let ours = entry.metadata().is_ok_and(|m| {
+            use std::os::unix::fs::MetadataExt;
+            m.is_dir() && m.uid() == nix::unistd::Uid::effective().as_raw()
+        });
+        if !alive && ours {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 

@@ -1176,7 +1176,7 @@ fn stale_stat_data_is_refreshed_in_our_copy_of_the_index_never_in_the_users() {
         let repo = sandbox.open(&root).unwrap();
         let state = repo.state().unwrap();
         assert_eq!(status_of(&state, &root.join("a.txt")), Some(Status::Clean));
-        let copy = repo.private_index().unwrap();
+        let copy = repo.private_index(&|_| usize::MAX).unwrap();
         assert!(!copy.starts_with(&root), "outside the repository");
         assert_ne!(
             std::fs::read(&copy).unwrap(),
@@ -1325,7 +1325,7 @@ fn journal_git_state_of_a_large_checkout() {
         ("state() later", &|| drop(repo.state().unwrap())),
         ("state_with_sizes() later, sizes from a snapshot", &|| {
             drop(
-                repo.state_with_sizes(&|p| snapshot.get(p).copied())
+                repo.state_with_sizes(&|p| snapshot.get(p).copied(), &|_| usize::MAX)
                     .unwrap(),
             )
         }),
@@ -1482,4 +1482,33 @@ fn head_and_its_tree_below_a_subfolder_workspace() {
     assert_eq!(names, ["deep/x.txt", "in.txt"]);
     assert_eq!(files[&root.join("sub/in.txt")], repo.blob_id(b"i\n"));
     assert!(matches!(repo.tree_files("nope"), Err(GitError::BadOid(_))));
+}
+
+/// With few files changed since the index was written, the user's index is read in place:
+/// no copy is made. The private folders of processes that are gone are removed by the next
+/// one made.
+#[test]
+fn a_fresh_index_is_read_in_place_and_orphaned_folders_go() {
+    let sandbox = Sandbox::new();
+    let root = sandbox.repo("r", &[("a.txt", "a\n"), ("b.txt", "b\n")]);
+    let repo = sandbox.open(&root).unwrap();
+    let few = |_: (i64, i64)| FEW_CHANGED;
+    assert_eq!(repo.private_index(&few), None);
+    write(&root.join("a.txt"), "changed\n");
+    let state = repo.state_with_sizes(&file_size, &few).unwrap();
+    assert_eq!(
+        status_of(&state, &root.join("a.txt")),
+        Some(Status::Modified)
+    );
+    assert_eq!(
+        state.blob_of(&root.join("b.txt")),
+        Some(repo.blob_id(b"b\n").as_str())
+    );
+
+    let orphan = std::env::temp_dir().join(format!("{PRIVATE_PREFIX}4194305-test"));
+    std::fs::create_dir_all(&orphan).unwrap();
+    let many = |_: (i64, i64)| FEW_CHANGED + 1;
+    let copy = repo.private_index(&many).unwrap();
+    assert!(!orphan.exists(), "a gone process's folder is removed");
+    assert!(copy.is_file());
 }
