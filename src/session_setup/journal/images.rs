@@ -91,8 +91,17 @@ impl Journal {
     /// Gives every file of `snapshot` the journal has no current image of one: its git blob
     /// when git vouches for its bytes (no copy), else a stored copy within the bounds. Blocking
     /// (file reads, git): run it off the async threads.
-    pub(super) fn before_images(&self, snapshot: &Snapshot) -> Before {
-        let mut stale = self.stale(snapshot);
+    /// Only `maybe_stale` files are looked at when given (those that changed since the last
+    /// command, or had no image then).
+    pub(super) fn before_images<'a>(
+        &self,
+        snapshot: &Snapshot,
+        maybe_stale: Option<impl Iterator<Item = &'a PathBuf>>,
+    ) -> Before {
+        let mut stale = match maybe_stale {
+            Some(paths) => self.stale_among(snapshot, paths),
+            None => self.stale(snapshot),
+        };
         // Sorted: which files a spent budget leaves out does not depend on hashing order.
         stale.sort_by(|a, b| a.0.cmp(b.0));
         let unasked = self.unasked(&stale);
@@ -122,10 +131,26 @@ impl Journal {
     fn stale<'a>(&self, snapshot: &'a Snapshot) -> Vec<(&'a PathBuf, &'a Meta)> {
         match self.known.lock() {
             Ok(known) => (snapshot.files.iter())
-                .filter(|(path, meta)| known.get(*path).is_none_or(|k| k.meta != **meta))
+                .filter(|(path, meta)| known.get(path).is_none_or(|k| k.meta != **meta))
                 .collect(),
             Err(_) => Vec::new(),
         }
+    }
+
+    /// The files among `paths` (of `snapshot`) the journal has no current image of.
+    fn stale_among<'a, 'b>(
+        &self,
+        snapshot: &'a Snapshot,
+        paths: impl Iterator<Item = &'b PathBuf>,
+    ) -> Vec<(&'a PathBuf, &'a Meta)> {
+        let Ok(known) = self.known.lock() else {
+            return Vec::new();
+        };
+        let unique: HashSet<&PathBuf> = paths.collect();
+        (unique.into_iter())
+            .filter_map(|path| snapshot.files.get_key_value(path))
+            .filter(|(path, meta)| known.get(path).is_none_or(|k| k.meta != **meta))
+            .collect()
     }
 
     /// How many of `files` git was not asked about as they are now.
@@ -143,7 +168,9 @@ impl Journal {
     /// vouched for.
     fn vouch(&self, files: &[(&PathBuf, &Meta)]) -> HashSet<PathBuf> {
         let sizes: HashMap<&Path, u64> = files.iter().map(|(p, m)| (p.as_path(), m.len)).collect();
-        let Some(state) = self.vouched(&|path| sizes.get(path).copied()) else {
+        let changed_after =
+            |time: (i64, i64)| files.iter().filter(|(_, m)| m.changed > time).count();
+        let Some(state) = self.vouched(&|path| sizes.get(path).copied(), &changed_after) else {
             return HashSet::new();
         };
         let mut vouched = HashSet::new();
@@ -281,7 +308,7 @@ impl Journal {
                 match now.remove(&change.path) {
                     Some(image) => known.insert(change.path.clone(), image),
                     None => known.remove(&change.path),
-                };
+                }
             }
         }
         files
@@ -334,7 +361,10 @@ mod tests {
         std::fs::write(root.join("b.txt"), "b").unwrap();
         std::fs::write(root.join("big.bin"), vec![b'x'; MAX_FILE as usize + 1]).unwrap();
         let journal = journal(session.path(), root);
-        let first = journal.before_images(&Snapshot::take(root).unwrap());
+        let first = journal.before_images(
+            &Snapshot::take(root).unwrap(),
+            None::<std::iter::Empty<&PathBuf>>,
+        );
         assert_eq!(first.stored, 2);
         assert_eq!(
             first.unknown.get(&root.join("big.bin")),
@@ -348,7 +378,10 @@ mod tests {
         );
 
         std::fs::write(root.join("b.txt"), "bb").unwrap();
-        let second = journal.before_images(&Snapshot::take(root).unwrap());
+        let second = journal.before_images(
+            &Snapshot::take(root).unwrap(),
+            None::<std::iter::Empty<&PathBuf>>,
+        );
         assert_eq!(second.stored, 1, "only the changed file is read again");
     }
 
@@ -368,17 +401,26 @@ mod tests {
         }
         let journal = journal(session.path(), root);
         let start = std::time::Instant::now();
-        let first = journal.before_images(&Snapshot::take(root).unwrap());
+        let first = journal.before_images(
+            &Snapshot::take(root).unwrap(),
+            None::<std::iter::Empty<&PathBuf>>,
+        );
         let first_took = start.elapsed();
         let start = std::time::Instant::now();
-        let later = journal.before_images(&Snapshot::take(root).unwrap());
+        let later = journal.before_images(
+            &Snapshot::take(root).unwrap(),
+            None::<std::iter::Empty<&PathBuf>>,
+        );
         let later_took = start.elapsed();
         assert_eq!(first.stored, 3000);
         assert_eq!(later.stored, 0);
         // Another session of the folder reads and hashes the files, but creates no image.
         let other = journal_named(session.path(), "t.jsonl", root);
         let start = std::time::Instant::now();
-        let other_first = other.before_images(&Snapshot::take(root).unwrap());
+        let other_first = other.before_images(
+            &Snapshot::take(root).unwrap(),
+            None::<std::iter::Empty<&PathBuf>>,
+        );
         let other_took = start.elapsed();
         assert_eq!(other_first.stored, 3000);
         assert!(other_first.unknown.is_empty());

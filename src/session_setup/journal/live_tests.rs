@@ -29,7 +29,7 @@ fn shared(root: &Path) -> Arc<Mutex<Live>> {
 
 /// The live files, relative and sorted, beside a fresh walk's.
 fn live_and_walked(live: &Live, root: &Path) -> (BTreeMap<PathBuf, Meta>, BTreeMap<PathBuf, Meta>) {
-    let relative = |files: &HashMap<PathBuf, Meta>| {
+    let relative = |files: &super::super::snapshot::PathMap<Meta>| {
         (files.iter())
             .map(|(p, m)| (p.strip_prefix(root).unwrap().to_path_buf(), *m))
             .collect()

@@ -4,14 +4,18 @@
 //! from the manifest then are what the command (or something beside it) changed.
 //!
 //! A manifest maps every file of the before-snapshot (relative to the workspace root) to its
-//! before-image, or to why there is none. To stay small it is a difference from a base: in a git
-//! workspace, the tree of the `HEAD` commit (already in the repository; a clean checkout's
-//! manifest is empty); elsewhere, the session's last full manifest, written again when the
-//! difference grows past half of it. Manifests are images of the store (JSON, named by their
-//! SHA-256), needed only until the command's `done` entry is written: the collection
-//! ([`super::gc`]) keeps them, and what they name, only for commands that have none.
+//! before-image, or to why there is none. To stay small, and cheap to write before every
+//! command, it is a chain: each command's manifest is a link from the previous one naming only
+//! the files whose metadata, image or reason for having none changed since ([`Link`]; nothing
+//! changed: the same manifest), and every [`MAX_LINKS`] links one is made from scratch: in a
+//! git workspace a difference from the tree of the `HEAD` commit (already in the repository; a
+//! clean checkout's is empty), elsewhere every file. Manifests are images of the store (JSON,
+//! named by their SHA-256), needed only until the command's `done` entry is written: the
+//! collection ([`super::gc`]) keeps them, the chain they end and what they name, only for
+//! commands that have none. A root's commit must still be in the repository for a resumed
+//! session to read it (a commit rewritten and collected since is told as effects unknown).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -118,39 +122,150 @@ impl Manifest {
     }
 }
 
+/// At most this many links follow a manifest made from scratch: a resumed session reads them
+/// all.
+pub const MAX_LINKS: usize = 64;
+
+/// The last manifest stored, for the next to be a link from it.
+pub struct Link {
+    name: String,
+    /// Links since the last manifest made from scratch.
+    depth: usize,
+    /// The workspace's state when it was made: what changed since is what the next names.
+    mark: super::live::Mark,
+    /// The files it said have no image, and why.
+    unknown: HashMap<PathBuf, Unknown>,
+}
+
+/// What changed since the last command's manifest.
+pub struct Since {
+    /// The last manifest (name, links since one made from scratch, files it said have no image
+    /// and why); `None` before the first command.
+    last: Option<(String, usize, HashMap<PathBuf, Unknown>)>,
+    /// The files whose metadata or image changed since.
+    changed: super::snapshot::PathSet,
+}
+
+impl Since {
+    /// The files whose image may be missing now (`None`: any file, before the first command):
+    /// those that changed, and those that had none.
+    pub fn maybe_stale(&self) -> Option<impl Iterator<Item = &PathBuf>> {
+        let (_, _, unknown) = self.last.as_ref()?;
+        Some(self.changed.iter().chain(unknown.keys()))
+    }
+}
+
 impl super::Journal {
-    /// Stores the manifest of the workspace's files before a command (`snapshot`, with the
+    /// What changed since the last command's manifest (`live` brought up to date).
+    pub(super) fn since_last_command(&self, live: &mut super::live::Live) -> Since {
+        let link = self.last_manifest.lock().ok().and_then(|mut l| l.take());
+        let mut changed: super::snapshot::PathSet = match self.known.lock() {
+            Ok(mut known) => std::mem::take(&mut known.changed),
+            Err(_) => Default::default(),
+        };
+        let last = link.map(|link| {
+            changed.extend(live.finish(link.mark).into_iter().map(|d| d.path));
+            (link.name, link.depth, link.unknown)
+        });
+        Since { last, changed }
+    }
+
+    /// Stores the manifest of the workspace's files before a command (`live`'s, with the
     /// images `before` left out) and returns its name (`None`, logged: it could not be stored,
-    /// and an interrupted command is then told as one whose effects are unknown). Blocking:
-    /// run it off the async threads.
+    /// and an interrupted command is then told as one whose effects are unknown). It is a link
+    /// from the last one, naming only the files whose metadata, image or reason for none
+    /// changed `since`; every [`MAX_LINKS`] it is made from scratch (a difference from `HEAD`'s
+    /// tree in a git workspace, else every file). Blocking: run it off the async threads.
     pub(super) fn store_manifest(
+        &self,
+        live: &mut super::live::Live,
+        before: &super::images::Before,
+        since: Since,
+    ) -> Option<String> {
+        let Since { last, mut changed } = since;
+        // Images made for this command.
+        if let Ok(mut known) = self.known.lock() {
+            changed.extend(std::mem::take(&mut known.changed));
+        }
+        let snapshot = live.files()?;
+        let (manifest, depth) = match last {
+            Some((name, depth, unknown)) if depth < MAX_LINKS => {
+                let mut paths: HashSet<&Path> = changed.iter().map(PathBuf::as_path).collect();
+                let reasons = (before.unknown.iter())
+                    .filter(|(path, why)| unknown.get(*path) != Some(*why))
+                    .map(|(path, _)| path.as_path());
+                paths.extend(reasons.collect::<Vec<_>>());
+                paths.extend(
+                    (unknown.keys())
+                        .filter(|p| !before.unknown.contains_key(*p))
+                        .map(PathBuf::as_path),
+                );
+                if paths.is_empty() {
+                    // Nothing changed: the same manifest.
+                    let link = Link {
+                        name: name.clone(),
+                        depth,
+                        mark: live.mark(),
+                        unknown,
+                    };
+                    *self.last_manifest.lock().ok()? = Some(link);
+                    return Some(name);
+                }
+                let link = self.link(snapshot, before, name, paths);
+                (link, depth + 1)
+            }
+            _ => (self.whole_manifest(snapshot, before), 0),
+        };
+        let name = self.store(&manifest.to_bytes())?;
+        let link = Link {
+            name: name.clone(),
+            depth,
+            mark: live.mark(),
+            unknown: before.unknown.clone(),
+        };
+        *self.last_manifest.lock().ok()? = Some(link);
+        Some(name)
+    }
+
+    /// A manifest from scratch: in a git workspace a difference from `HEAD`'s tree, else
+    /// every file.
+    fn whole_manifest(&self, snapshot: &Snapshot, before: &super::images::Before) -> Manifest {
+        match self.head_files() {
+            Some((commit, head)) => self.head_difference(snapshot, before, commit, &head),
+            None => Manifest::diff(&self.root, &self.before_files(snapshot, before), None),
+        }
+    }
+
+    /// A link from manifest `base`: what `paths` are now (`None`: not in the workspace).
+    fn link(
         &self,
         snapshot: &Snapshot,
         before: &super::images::Before,
-    ) -> Option<String> {
-        if let Some((commit, head)) = self.head_files() {
-            let manifest = self.head_difference(snapshot, before, commit, &head);
-            return self.store(&manifest.to_bytes());
+        base: String,
+        paths: HashSet<&Path>,
+    ) -> Manifest {
+        let known = self.known.lock();
+        let known = known.as_deref().ok();
+        let files = (paths.into_iter())
+            .map(|path| {
+                let slot = snapshot.files.get(path).map(|meta| {
+                    let image = (known.and_then(|k| k.get(path)))
+                        .filter(|k| k.meta == *meta)
+                        .map(|k| &k.hash);
+                    slot(image, before, path)
+                });
+                (self.relative(path), slot)
+            })
+            .collect();
+        Manifest {
+            base: Some(Base::Manifest(base)),
+            files,
         }
-        let files = self.before_files(snapshot, before);
-        let mut full = self.full_manifest.lock().ok()?;
-        let base = full.as_ref().and_then(|(name, base_files)| {
-            let diff = Manifest::diff(
-                &self.root,
-                &files,
-                Some((Base::Manifest(name.clone()), base_files)),
-            );
-            (diff.files.len() * 2 <= base_files.len().max(1)).then_some(diff)
-        });
-        let (manifest, is_full) = match base {
-            Some(diff) => (diff, false),
-            None => (Manifest::diff(&self.root, &files, None), true),
-        };
-        let name = self.store(&manifest.to_bytes())?;
-        if is_full {
-            *full = Some((name.clone(), files));
-        }
-        Some(name)
+    }
+
+    fn relative(&self, path: &Path) -> String {
+        let rel = path.strip_prefix(&self.root).unwrap_or(path);
+        rel.to_string_lossy().into_owned()
     }
 
     /// The manifest of `snapshot` as a difference from `HEAD`'s files (`head`, of `commit`):
@@ -162,10 +277,7 @@ impl super::Journal {
         commit: String,
         head: &Files,
     ) -> Manifest {
-        let relative = |path: &Path| {
-            let rel = path.strip_prefix(&self.root).unwrap_or(path);
-            rel.to_string_lossy().into_owned()
-        };
+        let relative = |path: &Path| self.relative(path);
         let mut diff = BTreeMap::new();
         if let Ok(known) = self.known.lock() {
             for (path, meta) in &snapshot.files {
@@ -226,16 +338,17 @@ pub fn load(
     name: &str,
     git: Option<&super::git::GitRepo>,
 ) -> Option<Files> {
-    let manifest = Manifest::from_bytes(&store.load(name)?)?;
-    let base = match &manifest.base {
-        None => Files::new(),
-        Some(Base::Manifest(base)) => {
-            let base = Manifest::from_bytes(&store.load(base)?)?;
-            if base.base.is_some() {
-                return None;
-            }
-            base.files(root, Files::new())
+    // The chain of links, from `name` back to the manifest made from scratch.
+    let mut chain = vec![Manifest::from_bytes(&store.load(name)?)?];
+    while let Some(Base::Manifest(base)) = chain.last().and_then(|m| m.base.as_ref()) {
+        if chain.len() > 4 * MAX_LINKS {
+            return None;
         }
+        let base = Manifest::from_bytes(&store.load(base)?)?;
+        chain.push(base);
+    }
+    let mut files = match chain.last().and_then(|m| m.base.as_ref()) {
+        None | Some(Base::Manifest(_)) => Files::new(),
         Some(Base::GitCommit(commit)) => match git?.tree_files(commit) {
             Ok(files) => files
                 .into_iter()
@@ -247,7 +360,10 @@ pub fn load(
             }
         },
     };
-    Some(manifest.files(root, base))
+    for manifest in chain.iter().rev() {
+        files = manifest.files(root, files);
+    }
+    Some(files)
 }
 
 /// What differs in the workspace under `root` now from `before`: each file as a `done` entry
@@ -315,6 +431,79 @@ pub fn changes_since(root: &Path, before: &Files) -> Option<(Vec<super::FileEffe
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::SessionFile;
+    use crate::session_setup::journal::Journal;
+    use crate::session_setup::journal::live::Live;
+    use std::sync::{Arc, Mutex};
+
+    /// Commands in a row, the workspace changing between them (files written, removed,
+    /// grown past what is copied, made unreadable): each command's manifest, its chain of links
+    /// resolved, states exactly the files and images (or reasons) the journal had before it;
+    /// in a git workspace and outside one, across a manifest made from scratch again.
+    #[test]
+    fn every_link_of_the_chain_states_the_whole_workspace() {
+        for git in [false, true] {
+            let session = tempfile::tempdir().unwrap();
+            let ws = tempfile::tempdir().unwrap();
+            let root = ws.path();
+            for i in 0..40 {
+                std::fs::write(root.join(format!("f{i}.txt")), format!("{i}\n")).unwrap();
+            }
+            if git {
+                let run = |args: &[&str]| {
+                    let out = std::process::Command::new("git")
+                        .arg("-C")
+                        .arg(root)
+                        .args(args)
+                        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                        .env("GIT_CONFIG_NOSYSTEM", "1")
+                        .output()
+                        .unwrap();
+                    assert!(out.status.success(), "{out:?}");
+                };
+                run(&["init", "-q"]);
+                run(&["add", "-A"]);
+                run(&[
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@t",
+                    "commit",
+                    "-qm",
+                    "c",
+                ]);
+            }
+            let record = SessionFile::create_at(&session.path().join("s.jsonl"), root).unwrap();
+            let journal = Journal::new(Arc::new(Mutex::new(record)), root);
+            let store = super::super::store_of(&journal.record.lock().unwrap()).unwrap();
+            let repo = super::super::git::GitRepo::discover(root);
+            let mut live = Live::new(root);
+            let mut seed = 7u64;
+            for step in 0..(MAX_LINKS + 10) {
+                for _ in 0..(step % 4) {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let file = root.join(format!("f{}.txt", (seed >> 33) % 48));
+                    let _ = match (seed >> 20) % 4 {
+                        0 => std::fs::remove_file(&file),
+                        1 => std::fs::write(&file, vec![b'x'; MAX_FILE_FOR_TEST]),
+                        _ => std::fs::write(&file, format!("{step}\n")),
+                    };
+                }
+                live.update();
+                let since = journal.since_last_command(&mut live);
+                let before = journal.before_images(live.files().unwrap(), since.maybe_stale());
+                let name = journal.store_manifest(&mut live, &before, since).unwrap();
+                let expected = journal.before_files(live.files().unwrap(), &before);
+                let stated = load(&store, root, &name, repo.as_ref()).unwrap();
+                assert_eq!(stated, expected, "step {step} (git: {git})");
+            }
+        }
+    }
+
+    /// Larger than a before-image is made of.
+    const MAX_FILE_FOR_TEST: usize = super::super::images::MAX_FILE as usize + 1;
 
     #[test]
     fn a_difference_from_its_base_gives_back_the_same_files() {

@@ -43,6 +43,10 @@ use snapshot::Meta;
 /// The `customType` of journal entries.
 pub const EFFECT: &str = "agent-lsp.effect";
 
+/// The niceness of the thread that takes the session's first look at the workspace (and of
+/// the threads and processes it starts).
+const WARM_UP_NICENESS: i32 = 10;
+
 /// The tools whose effects on files are journaled.
 pub const JOURNALED: [&str; 3] = ["edit", "write", "bash"];
 
@@ -140,6 +144,37 @@ struct Known {
     hash: String,
 }
 
+/// The images the journal has of the workspace's files, and which files' image changed since
+/// the last manifest (its next link names only those, [`manifest`]).
+#[derive(Debug, Default)]
+struct KnownImages {
+    images: snapshot::PathMap<Known>,
+    changed: snapshot::PathSet,
+}
+
+impl KnownImages {
+    fn get(&self, path: &Path) -> Option<&Known> {
+        self.images.get(path)
+    }
+
+    fn insert(&mut self, path: PathBuf, known: Known) {
+        self.changed.insert(path.clone());
+        self.images.insert(path, known);
+    }
+
+    fn remove(&mut self, path: &Path) {
+        if self.images.remove(path).is_some() {
+            self.changed.insert(path.to_path_buf());
+        }
+    }
+
+    fn extend(&mut self, images: impl IntoIterator<Item = (PathBuf, Known)>) {
+        for (path, known) in images {
+            self.insert(path, known);
+        }
+    }
+}
+
 /// A session's journal: where entries and images go, and the current run.
 pub struct Journal {
     record: SharedRecord,
@@ -147,7 +182,7 @@ pub struct Journal {
     blobs: Option<BlobStore>,
     root: PathBuf,
     run: Mutex<Option<String>>,
-    known: Mutex<HashMap<PathBuf, Known>>,
+    known: Mutex<KnownImages>,
     /// The files whose before-image each run stored (only its first is needed: a run is
     /// reverted to, and reviewed from, the content before its first change of a file).
     imaged: Mutex<HashSet<(String, PathBuf)>>,
@@ -155,8 +190,8 @@ pub struct Journal {
     hashing: tokio::sync::watch::Sender<usize>,
     /// The collection of the folder's image store started with the session ([`gc::auto`]).
     collection: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// The last full [`manifest`] stored, and its files: later ones are differences from it.
-    full_manifest: Mutex<Option<(String, manifest::Files)>>,
+    /// The last [`manifest`] stored: the next is a link from it.
+    last_manifest: Mutex<Option<manifest::Link>>,
     /// The workspace's git repository, looked for at the first command (`None` inside: not a
     /// git workspace, or git cannot be used there; its files are then all copied).
     git: OnceLock<Option<git::GitRepo>>,
@@ -187,7 +222,7 @@ impl Journal {
             imaged: Mutex::default(),
             hashing: tokio::sync::watch::Sender::new(0),
             collection: Mutex::default(),
-            full_manifest: Mutex::default(),
+            last_manifest: Mutex::default(),
             git: OnceLock::new(),
             head: Mutex::default(),
             name,
@@ -204,6 +239,13 @@ impl Journal {
         let spawned = std::thread::Builder::new()
             .name("journal-warm-up".into())
             .spawn(move || {
+                // In the background of the session's first turn: the tools the model calls
+                // meanwhile (a `grep` over the same tree) go first. The walker's threads and
+                // git's processes inherit the priority.
+                let tid = rustix::thread::gettid();
+                if let Err(e) = rustix::process::setpriority_process(Some(tid), WARM_UP_NICENESS) {
+                    tracing::debug!(%e, "the warm-up runs at the session's priority");
+                }
                 let mut live = journal.live.lock().unwrap_or_else(|e| e.into_inner());
                 let started = std::time::Instant::now();
                 live.update();
@@ -258,11 +300,15 @@ impl Journal {
     }
 
     /// What git says of the workspace's files ([`git::State::blob_of`]: the blob of each file
-    /// git vouches for), with the files' sizes from `size_of`; `None` outside git or when git
-    /// could not say. Blocking.
-    fn vouched(&self, size_of: &(dyn Fn(&Path) -> Option<u64> + Sync)) -> Option<git::State> {
+    /// git vouches for), with the files' sizes from `size_of` and how many changed after a time
+    /// from `changed_after`; `None` outside git or when git could not say. Blocking.
+    fn vouched(
+        &self,
+        size_of: &(dyn Fn(&Path) -> Option<u64> + Sync),
+        changed_after: &git::ChangedAfter<'_>,
+    ) -> Option<git::State> {
         let repo = self.git()?;
-        match repo.state_with_sizes(size_of) {
+        match repo.state_with_sizes(size_of, changed_after) {
             Ok(state) => Some(state),
             Err(e) => {
                 tracing::debug!(%e, "git cannot vouch for the workspace's files");

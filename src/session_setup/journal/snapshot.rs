@@ -45,10 +45,16 @@ impl Meta {
     }
 }
 
+/// A map keyed by workspace paths, with a hash fast enough for a checkout's every file.
+pub type PathMap<V> = HashMap<PathBuf, V, foldhash::fast::RandomState>;
+
+/// A set of workspace paths ([`PathMap`]'s hash).
+pub type PathSet = HashSet<PathBuf, foldhash::fast::RandomState>;
+
 /// The files of a workspace and their metadata.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    pub files: HashMap<PathBuf, Meta>,
+    pub files: PathMap<Meta>,
 }
 
 /// How a file differs between two snapshots.
@@ -111,7 +117,10 @@ impl Snapshot {
             return None;
         }
         let parts = parts.into_inner().unwrap_or_else(|e| e.into_inner());
-        let mut files = HashMap::with_capacity(parts.iter().map(Vec::len).sum());
+        let mut files = PathMap::with_capacity_and_hasher(
+            parts.iter().map(Vec::len).sum(),
+            foldhash::fast::RandomState::default(),
+        );
         files.extend(parts.into_iter().flatten());
         Some(Snapshot { files })
     }

@@ -223,12 +223,22 @@ struct Started {
 async fn before_images(journal: &Arc<Journal>) -> Option<Started> {
     let journal = journal.clone();
     tokio::task::spawn_blocking(move || {
+        let started = std::time::Instant::now();
         let mut live = journal.live.lock().unwrap_or_else(|e| e.into_inner());
-        live.update();
+        let waited = started.elapsed();
+        let updated = live.update();
+        let brought = started.elapsed();
+        let since = journal.since_last_command(&mut live);
         let files = live.files()?;
-        let images = journal.before_images(files);
-        let manifest = journal.store_manifest(files, &images);
+        let images = journal.before_images(files, since.maybe_stale());
+        let imaged = started.elapsed();
+        let manifest = journal.store_manifest(&mut live, &images, since);
         let mark = live.mark();
+        tracing::debug!(
+            ?waited, ?updated, ?brought, ?imaged, total = ?started.elapsed(),
+            stored = images.stored,
+            "the effect journal before a command"
+        );
         Some(Started {
             mark,
             images,
@@ -246,6 +256,7 @@ async fn bash_effects(journal: &Arc<Journal>, started: Option<Started>) -> Optio
     let started = started?;
     let journal = journal.clone();
     let work = move || {
+        let begun = std::time::Instant::now();
         let changes = {
             let mut live = journal.live.lock().unwrap_or_else(|e| e.into_inner());
             live.update();
@@ -253,7 +264,13 @@ async fn bash_effects(journal: &Arc<Journal>, started: Option<Started>) -> Optio
             let changes = live.finish(started.mark);
             tracked.then_some(changes)?
         };
-        Some(journal.bash_effects(&started.images, &changes))
+        let brought = begun.elapsed();
+        let files = journal.bash_effects(&started.images, &changes);
+        tracing::debug!(
+            ?brought, total = ?begun.elapsed(), changed = files.len(),
+            "the effect journal after a command"
+        );
+        Some(files)
     };
     tokio::task::spawn_blocking(work).await.ok().flatten()
 }
