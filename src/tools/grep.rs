@@ -149,7 +149,11 @@ fn search(
         &files,
         q.limit,
         Vec::len,
-        |(abs, shown)| search_file(abs, shown, q, open),
+        || Reader {
+            searcher: SearcherBuilder::new().line_number(true).build(),
+            bytes: Vec::new(),
+        },
+        |reader, (abs, shown)| search_file(reader, abs, shown, q, open),
         cancel,
     )
     .ok_or_else(aborted)?;
@@ -207,27 +211,43 @@ fn files(
             out.push(rel.to_path_buf());
         }
     }
-    out.sort();
+    out.sort_by(|a, b| walk::by_path(a, b));
     Ok(out)
 }
 
+/// A search thread's searcher and read buffer, made once (a searcher zeroes 72 KB of buffers).
+struct Reader {
+    searcher: grep_searcher::Searcher,
+    bytes: Vec<u8>,
+}
+
 /// The matches in one file (at most the limit), as the user sees it.
-fn search_file(abs: &Path, shown: &str, q: &Query, open: &HashMap<PathBuf, String>) -> Vec<Hit> {
-    let bytes = match open.get(abs) {
-        Some(text) => text.clone().into_bytes(),
-        None => match std::fs::read(abs) {
-            Ok(b) => b,
-            Err(_) => return Vec::new(),
-        },
+fn search_file(
+    reader: &mut Reader,
+    abs: &Path,
+    shown: &str,
+    q: &Query,
+    open: &HashMap<PathBuf, String>,
+) -> Vec<Hit> {
+    let bytes: &[u8] = match open.get(abs) {
+        Some(text) => text.as_bytes(),
+        None => {
+            use std::io::Read;
+            reader.bytes.clear();
+            let read = std::fs::File::open(abs).and_then(|mut f| f.read_to_end(&mut reader.bytes));
+            if read.is_err() {
+                return Vec::new();
+            }
+            &reader.bytes
+        }
     };
-    if looks_binary(&bytes) {
+    if looks_binary(bytes) {
         return Vec::new();
     }
     let mut hits: Vec<usize> = Vec::new();
-    let mut searcher = SearcherBuilder::new().line_number(true).build();
-    let _ = searcher.search_slice(
+    let _ = reader.searcher.search_slice(
         &q.matcher,
-        &bytes,
+        bytes,
         Lossy(|lnum, _line| {
             hits.push(lnum as usize);
             Ok(hits.len() < q.limit)
@@ -236,7 +256,7 @@ fn search_file(abs: &Path, shown: &str, q: &Query, open: &HashMap<PathBuf, Strin
     if hits.is_empty() {
         return Vec::new();
     }
-    let text = String::from_utf8_lossy(&bytes);
+    let text = String::from_utf8_lossy(bytes);
     let lines: Vec<&str> = text.split('\n').collect();
     hits.into_iter()
         .map(|n| {

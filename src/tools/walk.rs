@@ -82,8 +82,17 @@ pub fn walk(
         .into_iter()
         .flatten()
         .collect();
-    kept.sort_unstable();
+    kept.sort_unstable_by(|a, b| by_path(&a.path, &b.path).then(a.is_dir.cmp(&b.is_dir)));
     Some(kept)
+}
+
+/// The order of paths component by component (`Path`'s own), from their bytes with `/` taken
+/// as the lowest byte: the same order for the walk's paths (no `.` or doubled separators),
+/// without parsing components (sorting 100k paths with `Path::cmp` showed in profiles).
+pub fn by_path(a: &Path, b: &Path) -> std::cmp::Ordering {
+    use std::os::unix::ffi::OsStrExt;
+    let key = |c: &u8| if *c == b'/' { 0 } else { *c };
+    (a.as_os_str().as_bytes().iter().map(key)).cmp(b.as_os_str().as_bytes().iter().map(key))
 }
 
 /// One walker thread's entries, handed over when the thread is done.
@@ -104,13 +113,15 @@ impl Drop for Part<'_> {
 
 /// `work` on each of `items` on every core, in order as far as the result is concerned: the
 /// results of the first items, up to and including the one at which their `count`s reach
-/// `enough`; the items after it are not worked on (unless a thread had started one). `None`
-/// when `cancel` fired.
-pub fn in_order<T: Sync, R: Send>(
+/// `enough`; the items after it are not worked on (unless a thread had started one). Each
+/// thread works with a `state` of its own (a searcher's buffers, made once). `None` when
+/// `cancel` fired.
+pub fn in_order<T: Sync, R: Send, S>(
     items: &[T],
     enough: usize,
     count: impl Fn(&R) -> usize + Sync,
-    work: impl Fn(&T) -> R + Sync,
+    state: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, &T) -> R + Sync,
     cancel: &CancellationToken,
 ) -> Option<Vec<R>> {
     struct Done<R> {
@@ -128,12 +139,13 @@ pub fn in_order<T: Sync, R: Send>(
     // The first item not needed; set once the done prefix counts enough.
     let end = AtomicUsize::new(items.len());
     let run = || {
+        let mut state = state();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             if i >= end.load(Ordering::Relaxed) || cancel.is_cancelled() {
                 return;
             }
-            let result = work(&items[i]);
+            let result = work(&mut state, &items[i]);
             let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
             done.results[i] = Some(result);
             while done.prefix < items.len() && done.counted < enough {
@@ -210,6 +222,20 @@ mod tests {
     }
 
     #[test]
+    fn paths_sort_as_path_sorts_them() {
+        let mut paths: Vec<PathBuf> = [
+            "a.b", "a/b", "a", "a-c/d", "a/b/c", "ab", "a/a.rs", "b", "a b",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        let mut by_components = paths.clone();
+        by_components.sort();
+        paths.sort_by(|a, b| by_path(a, b));
+        assert_eq!(paths, by_components);
+    }
+
+    #[test]
     fn in_order_gives_the_first_results_that_count_enough() {
         let items: Vec<usize> = (0..1000).collect();
         let cancel = CancellationToken::new();
@@ -218,16 +244,17 @@ mod tests {
             &items,
             10,
             |r: &(usize, usize)| r.1,
-            |i| (*i, usize::from(i % 3 == 0)),
+            || (),
+            |_, i| (*i, usize::from(i % 3 == 0)),
             &cancel,
         )
         .unwrap();
         assert_eq!(results.len(), 28);
         assert!(results.iter().enumerate().all(|(i, r)| r.0 == i));
-        let all = in_order(&items, usize::MAX, |_: &usize| 1, |i| *i, &cancel).unwrap();
+        let all = in_order(&items, usize::MAX, |_: &usize| 1, || (), |_, i| *i, &cancel).unwrap();
         assert_eq!(all, items);
         assert_eq!(
-            in_order(&items, 5, |_: &usize| 0, |i| *i, &cancel)
+            in_order(&items, 5, |_: &usize| 0, || (), |_, i| *i, &cancel)
                 .unwrap()
                 .len(),
             1000

@@ -182,3 +182,100 @@ async fn a_blob_the_command_pruned_is_said_to_be_lost() {
         "{a}"
     );
 }
+
+/// `kill -9` during a session's second command in a git workspace: its manifest is a link from
+/// the first command's, its before-images are git blobs (nothing was copied); the resumed
+/// session tells what the command changed, and the run reverts to what git held.
+#[tokio::test]
+async fn a_command_killed_in_a_git_workspace_is_told_and_reverted_from_git_blobs() {
+    let mock = mock(vec![
+        bash("c1", "printf 'one\\n' > src/f1.txt"),
+        bash(
+            "c2",
+            "printf 'agent\\n' > a.txt; rm src/f2.txt; printf new > made.txt; touch started; sleep 60",
+        ),
+        MockResponse::text("resumed"),
+    ])
+    .await;
+    let env = CliEnv::with_mock(&mock);
+    let root = env.project();
+    checkout(&root);
+    std::fs::write(root.join(".gitignore"), "started\n").unwrap();
+    git(&root, &["add", ".gitignore"]);
+    git(&root, &["commit", "-q", "-m", "ignore the marker"]);
+    let mut child = env.spawn(&[
+        "run",
+        "--json",
+        "--approve",
+        "all",
+        "--model",
+        MODEL,
+        "change",
+    ]);
+    // Killed once the second command has done its changes (a condition, not a time).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while !root.join("started").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+
+    let out = env
+        .run(&["run", "--continue", "--approve", "all", "go on"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let files = env.session_files();
+    let id = session_lines(&files[0])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let changes = env.run(&["sessions", "changes", &id, "--json"]).await;
+    let changes: serde_json::Value = serde_json::from_str(stdout(&changes).trim()).unwrap();
+    let listed: Vec<(String, String, bool)> = (changes["files"].as_array().unwrap().iter())
+        .map(|f| {
+            let path = f["path"].as_str().unwrap();
+            let name = Path::new(path)
+                .strip_prefix(&root)
+                .unwrap()
+                .display()
+                .to_string();
+            let change = f["change"].as_str().unwrap().to_string();
+            (name, change, f["revertible"].as_bool().unwrap())
+        })
+        .collect();
+    for expected in [
+        ("a.txt", "modified"),
+        ("made.txt", "created"),
+        ("src/f1.txt", "modified"),
+        ("src/f2.txt", "deleted"),
+    ] {
+        let found = listed.iter().find(|(name, ..)| name == expected.0);
+        assert_eq!(
+            found.map(|(_, change, revertible)| (change.as_str(), *revertible)),
+            Some((expected.1, true)),
+            "{expected:?} in {listed:?}"
+        );
+    }
+    assert!(!stored(&env, b"first\n"), "a git blob, not a copy");
+    assert!(!stored(&env, b"file 2\n"), "a git blob, not a copy");
+
+    let reverted = env.run(&["sessions", "revert", &id]).await;
+    assert_eq!(reverted.status.code(), Some(0), "{}", stdout(&reverted));
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "first\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/f1.txt")).unwrap(),
+        "file 1\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/f2.txt")).unwrap(),
+        "file 2\n"
+    );
+    assert!(!root.join("made.txt").exists());
+}
