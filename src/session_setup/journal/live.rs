@@ -16,8 +16,9 @@
 //! are looked at by a walk of just them (with the ignore rules of the folders above them, as the
 //! whole walk has them). Watching is off altogether, and every update walks, when the root is
 //! not on a local file system (a network file system reports no other machine's writes), when
-//! the watches run out (`fs.inotify.max_user_watches`; said once in the log) or when the
-//! workspace has more files than a snapshot takes.
+//! the workspace has more folders than a quarter of the user's watches
+//! (`fs.inotify.max_user_watches`, shared with the editor's own watching; said once in the log)
+//! or more files than a snapshot takes.
 //!
 //! What a watch cannot see, and a walk would: a file changed through a hard link from outside
 //! the workspace, and one written through a shared memory map by a process that has not closed
@@ -40,6 +41,10 @@ use super::snapshot::{Meta, OnFolder, Scope, Snapshot};
 
 /// A whole walk is made after this many updates brought by the watch alone.
 pub const WALK_AGAIN_AFTER: u32 = 64;
+
+/// Past this many logged changes, marks that may lapse do (a session idle while others sharing
+/// the workspace run commands keeps one open; its next command then looks at everything).
+pub const LOG_LIMIT: usize = 200_000;
 
 /// The names of the ignore files the walk reads in every folder.
 const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
@@ -91,8 +96,10 @@ pub struct Live {
     /// Each file changed by an update while a mark was open: the update's generation, and its
     /// metadata before.
     log: Vec<(u64, PathBuf, Option<Meta>)>,
-    /// Open marks: id → the generation they were taken at.
-    marks: BTreeMap<u64, u64>,
+    /// Open marks: id → the generation they were taken at, and whether it may lapse.
+    marks: BTreeMap<u64, (u64, bool)>,
+    /// Past this many logged changes the oldest marks that may lapse do.
+    log_limit: usize,
     next_mark: u64,
     /// Marks dropped unfinished, to release.
     dropped: Arc<Mutex<Vec<u64>>>,
@@ -143,9 +150,28 @@ impl Live {
             generation: 0,
             log: Vec::new(),
             marks: BTreeMap::new(),
+            log_limit: LOG_LIMIT,
             next_mark: 0,
             dropped: Arc::default(),
         }
+    }
+
+    /// The one `Live` of `root` in this process, shared by every session working there (one
+    /// walk, one set of watches; marks keep their commands apart).
+    pub fn shared(root: &Path) -> Arc<Mutex<Live>> {
+        static SHARED: std::sync::OnceLock<Mutex<HashMap<PathBuf, Weak<Mutex<Live>>>>> =
+            std::sync::OnceLock::new();
+        let mut shared = SHARED
+            .get_or_init(Mutex::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        shared.retain(|_, live| live.strong_count() > 0);
+        if let Some(live) = shared.get(root).and_then(Weak::upgrade) {
+            return live;
+        }
+        let live = Arc::new(Mutex::new(Live::new(root)));
+        shared.insert(root.to_path_buf(), Arc::downgrade(&live));
+        live
     }
 
     /// The files as of the last update (`None`: too many to track).
@@ -194,11 +220,21 @@ impl Live {
         Updated::Watched
     }
 
-    /// Takes a mark at the current state (after an [`Live::update`]).
+    /// Takes a mark at the current state (after an [`Live::update`]), for a command: it never
+    /// lapses.
     pub fn mark(&mut self) -> Mark {
+        self.new_mark(false)
+    }
+
+    /// A mark that lapses if too much changes before it is finished ([`LOG_LIMIT`]).
+    pub fn lapsing_mark(&mut self) -> Mark {
+        self.new_mark(true)
+    }
+
+    fn new_mark(&mut self, lapses: bool) -> Mark {
         let id = self.next_mark;
         self.next_mark += 1;
-        self.marks.insert(id, self.generation);
+        self.marks.insert(id, (self.generation, lapses));
         Mark {
             dropped: Arc::downgrade(&self.dropped),
             id,
@@ -206,25 +242,23 @@ impl Live {
     }
 
     /// The files whose metadata differs now (after an [`Live::update`]) from when `mark` was
-    /// taken, sorted by path; the mark is released.
-    pub fn finish(&mut self, mut mark: Mark) -> Vec<Delta> {
+    /// taken, sorted by path; `None` when the mark lapsed. The mark is released.
+    pub fn finish(&mut self, mut mark: Mark) -> Option<Vec<Delta>> {
         mark.dropped = Weak::new();
         let changes = self.changes_since(mark.id);
         self.release(mark.id);
         changes
     }
 
-    fn changes_since(&self, mark: u64) -> Vec<Delta> {
-        let Some(&since) = self.marks.get(&mark) else {
-            return Vec::new();
-        };
+    fn changes_since(&self, mark: u64) -> Option<Vec<Delta>> {
+        let &(since, _) = self.marks.get(&mark)?;
         let mut first: BTreeMap<&Path, Option<Meta>> = BTreeMap::new();
         for (generation, path, before) in &self.log {
             if *generation > since {
                 first.entry(path).or_insert(*before);
             }
         }
-        first
+        let changes = first
             .into_iter()
             .filter_map(|(path, before)| {
                 let after = self.meta(path);
@@ -234,14 +268,35 @@ impl Live {
                     after,
                 })
             })
-            .collect()
+            .collect();
+        Some(changes)
     }
 
     fn release(&mut self, id: u64) {
         self.marks.remove(&id);
-        match self.marks.values().min() {
-            Some(&oldest) => self.log.retain(|(generation, ..)| *generation > oldest),
+        self.prune();
+    }
+
+    /// Keeps only the log entries an open mark needs.
+    fn prune(&mut self) {
+        match self.marks.values().map(|(generation, _)| *generation).min() {
+            Some(oldest) => self.log.retain(|(generation, ..)| *generation > oldest),
             None => self.log.clear(),
+        }
+    }
+
+    /// Lets the oldest marks that may lapse do, until the log is within its limit.
+    fn lapse(&mut self) {
+        while self.log.len() > self.log_limit {
+            let oldest = (self.marks.iter())
+                .filter(|(_, (_, lapses))| *lapses)
+                .min_by_key(|(_, (generation, _))| *generation)
+                .map(|(id, _)| *id);
+            let Some(oldest) = oldest else {
+                return;
+            };
+            self.marks.remove(&oldest);
+            self.prune();
         }
     }
 
@@ -249,6 +304,9 @@ impl Live {
     fn changed(&mut self, path: &Path, before: Option<Meta>) {
         if !self.marks.is_empty() {
             self.log.push((self.generation, path.to_path_buf(), before));
+            if self.log.len() > self.log_limit {
+                self.lapse();
+            }
         }
     }
 
@@ -420,7 +478,7 @@ impl Watcher {
                 inotify: Arc::new(inotify),
                 folders: HashMap::new(),
                 root: root.to_path_buf(),
-                limit: usize::MAX,
+                limit: watch_budget(),
             }),
             Err(e) => {
                 tracing::warn!(%e, "the effect journal cannot watch the workspace: every command walks it");
@@ -555,6 +613,17 @@ impl Watcher {
         events.touched.insert(path);
         false
     }
+}
+
+/// How many folders one workspace may watch: a quarter of the user's watches
+/// (`fs.inotify.max_user_watches`, which the editor's own file watching and every other
+/// program of the user share), so that a repository of very many folders cannot take them all.
+fn watch_budget() -> usize {
+    let max: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(8192);
+    max / 4
 }
 
 /// Names the walk never takes in.

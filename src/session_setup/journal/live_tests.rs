@@ -74,7 +74,7 @@ fn a_command_s_changes_come_from_the_watch_without_a_walk() {
     )
     .unwrap();
     assert_eq!(guard.update(), Updated::Watched);
-    let changes = guard.finish(mark);
+    let changes = guard.finish(mark).unwrap();
     assert_eq!(
         names(&changes, root),
         [
@@ -92,7 +92,7 @@ fn a_command_s_changes_come_from_the_watch_without_a_walk() {
     std::fs::write(root.join("src/made/inner/m.rs"), "changed").unwrap();
     assert_eq!(guard.update(), Updated::Watched);
     assert_eq!(
-        names(&guard.finish(mark), root),
+        names(&guard.finish(mark).unwrap(), root),
         [("src/made/inner/m.rs".to_string(), true, true)]
     );
 }
@@ -111,7 +111,7 @@ fn metadata_alone_is_a_change_and_a_deleted_folder_takes_its_files() {
     std::fs::remove_dir_all(root.join("src/deep")).unwrap();
     assert_eq!(guard.update(), Updated::Watched);
     assert_eq!(
-        names(&guard.finish(mark), root),
+        names(&guard.finish(mark).unwrap(), root),
         [
             ("a.txt".to_string(), true, true),
             ("src/deep/c.rs".to_string(), true, false),
@@ -161,13 +161,13 @@ fn commands_that_overlap_each_get_what_changed_while_they_ran() {
     std::fs::write(root.join("src/b.rs"), "2").unwrap();
     guard.update();
     assert_eq!(
-        names(&guard.finish(second), root),
+        names(&guard.finish(second).unwrap(), root),
         [("src/b.rs".to_string(), true, true)]
     );
     std::fs::write(root.join("a.txt"), "back to one byte: its size is the same").unwrap();
     guard.update();
     assert_eq!(
-        names(&guard.finish(first), root),
+        names(&guard.finish(first).unwrap(), root),
         [
             ("a.txt".to_string(), true, true),
             ("src/b.rs".to_string(), true, true)
@@ -179,6 +179,41 @@ fn commands_that_overlap_each_get_what_changed_while_they_ran() {
     drop(dropped);
     guard.update();
     assert!(guard.marks.is_empty());
+}
+
+#[test]
+fn a_lapsing_mark_lapses_when_too_much_changed_a_command_s_never_does() {
+    let dir = workspace();
+    let root = dir.path();
+    let live = shared(root);
+    let mut guard = live.lock().unwrap();
+    guard.log_limit = 3;
+    guard.update();
+    let idle = guard.lapsing_mark();
+    let command = guard.mark();
+    for (i, name) in ["a.txt", "src/b.rs", "src/deep/c.rs", "src/deep/er/d.rs"]
+        .iter()
+        .enumerate()
+    {
+        std::fs::write(root.join(name), format!("changed {i}")).unwrap();
+    }
+    guard.update();
+    assert_eq!(
+        guard.finish(idle),
+        None,
+        "lapsed: what changed is not known"
+    );
+    assert_eq!(guard.finish(command).map(|c| c.len()), Some(4));
+}
+
+#[test]
+fn sessions_of_one_workspace_share_its_live_files() {
+    let dir = workspace();
+    let one = Live::shared(dir.path());
+    let other = Live::shared(dir.path());
+    assert!(Arc::ptr_eq(&one, &other));
+    let elsewhere = tempfile::tempdir().unwrap();
+    assert!(!Arc::ptr_eq(&one, &Live::shared(elsewhere.path())));
 }
 
 #[test]
@@ -201,7 +236,7 @@ fn an_overflowed_queue_is_walked_again() {
     }
     assert_eq!(guard.update(), Updated::Walked);
     assert_eq!(
-        names(&guard.finish(mark), root),
+        names(&guard.finish(mark).unwrap(), root),
         [
             ("a.txt".to_string(), true, true),
             ("src/b.rs".to_string(), true, true)
@@ -222,7 +257,7 @@ fn without_enough_watches_every_update_walks() {
     std::fs::write(root.join("src/deep/c.rs"), "changed").unwrap();
     assert_eq!(guard.update(), Updated::Walked);
     assert_eq!(
-        names(&guard.finish(mark), root),
+        names(&guard.finish(mark).unwrap(), root),
         [("src/deep/c.rs".to_string(), true, true)]
     );
 }
@@ -325,7 +360,7 @@ proptest::proptest! {
             }
             guard.update();
             let after = Snapshot::take(root).unwrap();
-            let told: Vec<(PathBuf, bool, bool)> = (guard.finish(mark).into_iter())
+            let told: Vec<(PathBuf, bool, bool)> = (guard.finish(mark).unwrap().into_iter())
                 .map(|d| (d.path, d.before.is_some(), d.after.is_some()))
                 .collect();
             let walked: Vec<(PathBuf, bool, bool)> = (before.changes(&after).into_iter())

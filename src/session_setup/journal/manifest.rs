@@ -163,9 +163,11 @@ impl super::Journal {
             Ok(mut known) => std::mem::take(&mut known.changed),
             Err(_) => Default::default(),
         };
-        let last = link.map(|link| {
-            changed.extend(live.finish(link.mark).into_iter().map(|d| d.path));
-            (link.name, link.depth, link.unknown)
+        // A mark that lapsed: whatever changed is not known, the next manifest is whole.
+        let last = link.and_then(|link| {
+            let since = live.finish(link.mark)?;
+            changed.extend(since.into_iter().map(|d| d.path));
+            Some((link.name, link.depth, link.unknown))
         });
         Since { last, changed }
     }
@@ -205,7 +207,7 @@ impl super::Journal {
                     let link = Link {
                         name: name.clone(),
                         depth,
-                        mark: live.mark(),
+                        mark: live.lapsing_mark(),
                         unknown,
                     };
                     *self.last_manifest.lock().ok()? = Some(link);
@@ -220,7 +222,7 @@ impl super::Journal {
         let link = Link {
             name: name.clone(),
             depth,
-            mark: live.mark(),
+            mark: live.lapsing_mark(),
             unknown: before.unknown.clone(),
         };
         *self.last_manifest.lock().ok()? = Some(link);

@@ -226,7 +226,7 @@ impl Journal {
             git: OnceLock::new(),
             head: Mutex::default(),
             name,
-            live: Arc::new(Mutex::new(live::Live::new(root))),
+            live: live::Live::shared(root),
             refused: Mutex::default(),
         }
     }

@@ -261,7 +261,7 @@ async fn bash_effects(journal: &Arc<Journal>, started: Option<Started>) -> Optio
             let mut live = journal.live.lock().unwrap_or_else(|e| e.into_inner());
             live.update();
             let tracked = live.files().is_some();
-            let changes = live.finish(started.mark);
+            let changes = live.finish(started.mark)?;
             tracked.then_some(changes)?
         };
         let brought = begun.elapsed();
