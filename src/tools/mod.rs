@@ -32,7 +32,7 @@ mod preview;
 pub mod read;
 mod tracker;
 pub mod truncate;
-mod walk;
+pub(crate) mod walk;
 pub mod workspace;
 mod write;
 

@@ -41,13 +41,10 @@ pub fn walk(
     if let Some(overrides) = overrides {
         builder.overrides(overrides);
     }
-    let parts: Mutex<Vec<Vec<Walked>>> = Mutex::default();
+    let gathered: Gathered<Walked> = Gathered::default();
     let stopped = AtomicBool::new(false);
     builder.build_parallel().run(|| {
-        let mut part = Part {
-            kept: Vec::new(),
-            parts: &parts,
-        };
+        let mut kept = gathered.list();
         let (stopped, root) = (&stopped, root);
         Box::new(move |entry| {
             if cancel.is_cancelled() {
@@ -68,7 +65,7 @@ pub fn walk(
                 is_dir: entry.file_type().is_some_and(|t| t.is_dir()),
             };
             if keep(&walked) {
-                part.kept.push(walked);
+                kept.items.push(walked);
             }
             ignore::WalkState::Continue
         })
@@ -76,12 +73,7 @@ pub fn walk(
     if stopped.load(Ordering::Relaxed) {
         return None;
     }
-    let mut kept: Vec<Walked> = parts
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-        .into_iter()
-        .flatten()
-        .collect();
+    let mut kept: Vec<Walked> = gathered.into_items().collect();
     kept.sort_unstable_by(|a, b| by_path(&a.path, &b.path).then(a.is_dir.cmp(&b.is_dir)));
     Some(kept)
 }
@@ -95,19 +87,47 @@ pub fn by_path(a: &Path, b: &Path) -> std::cmp::Ordering {
     (a.as_os_str().as_bytes().iter().map(key)).cmp(b.as_os_str().as_bytes().iter().map(key))
 }
 
-/// One walker thread's entries, handed over when the thread is done.
-struct Part<'a> {
-    kept: Vec<Walked>,
-    parts: &'a Mutex<Vec<Vec<Walked>>>,
+/// What the threads of a parallel walk gather, each into a list of its own (no lock per item),
+/// put together at the end.
+pub(crate) struct Gathered<T> {
+    lists: Mutex<Vec<Vec<T>>>,
 }
 
-impl Drop for Part<'_> {
+impl<T> Default for Gathered<T> {
+    fn default() -> Self {
+        Gathered {
+            lists: Mutex::default(),
+        }
+    }
+}
+
+impl<T> Gathered<T> {
+    /// A thread's list, handed over when it is dropped (the walker drops a thread's visitor
+    /// when the thread is done).
+    pub fn list(&self) -> Gathering<'_, T> {
+        Gathering {
+            items: Vec::new(),
+            into: self,
+        }
+    }
+
+    /// Every item gathered, and how many there are.
+    pub fn into_items(self) -> std::iter::Flatten<std::vec::IntoIter<Vec<T>>> {
+        let lists = self.lists.into_inner().unwrap_or_else(|e| e.into_inner());
+        lists.into_iter().flatten()
+    }
+}
+
+/// One thread's list of a [`Gathered`].
+pub(crate) struct Gathering<'a, T> {
+    pub items: Vec<T>,
+    into: &'a Gathered<T>,
+}
+
+impl<T> Drop for Gathering<'_, T> {
     fn drop(&mut self) {
-        let kept = std::mem::take(&mut self.kept);
-        self.parts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(kept);
+        let items = std::mem::take(&mut self.items);
+        (self.into.lists.lock().unwrap_or_else(|e| e.into_inner())).push(items);
     }
 }
 

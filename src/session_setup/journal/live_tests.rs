@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::*;
 
@@ -23,10 +23,6 @@ fn workspace() -> tempfile::TempDir {
     dir
 }
 
-fn shared(root: &Path) -> Arc<Mutex<Live>> {
-    Arc::new(Mutex::new(Live::new(root)))
-}
-
 /// The live files, relative and sorted, beside a fresh walk's.
 fn live_and_walked(live: &Live, root: &Path) -> (BTreeMap<PathBuf, Meta>, BTreeMap<PathBuf, Meta>) {
     let relative = |files: &super::super::snapshot::PathMap<Meta>| {
@@ -39,6 +35,11 @@ fn live_and_walked(live: &Live, root: &Path) -> (BTreeMap<PathBuf, Meta>, BTreeM
         relative(&live.files().unwrap().files),
         relative(&walked.files),
     )
+}
+
+/// What changed since `mark`, relative to `root`: whether each file was there before and after.
+fn told(live: &mut Live, mark: Mark, root: &Path) -> Vec<(String, bool, bool)> {
+    names(&live.finish(mark).unwrap(), root)
 }
 
 fn names(deltas: &[Delta], root: &Path) -> Vec<(String, bool, bool)> {
@@ -54,8 +55,7 @@ fn names(deltas: &[Delta], root: &Path) -> Vec<(String, bool, bool)> {
 fn a_command_s_changes_come_from_the_watch_without_a_walk() {
     let dir = workspace();
     let root = dir.path();
-    let live = shared(root);
-    let mut guard = live.lock().unwrap();
+    let mut guard = Live::new(root);
     assert_eq!(guard.update(), Updated::Walked);
     assert!(guard.watching());
     let mark = guard.mark();
@@ -74,9 +74,8 @@ fn a_command_s_changes_come_from_the_watch_without_a_walk() {
     )
     .unwrap();
     assert_eq!(guard.update(), Updated::Watched);
-    let changes = guard.finish(mark).unwrap();
     assert_eq!(
-        names(&changes, root),
+        told(&mut guard, mark, root),
         [
             ("a.txt".to_string(), true, true),
             ("src/b.rs".to_string(), true, false),
@@ -92,7 +91,7 @@ fn a_command_s_changes_come_from_the_watch_without_a_walk() {
     std::fs::write(root.join("src/made/inner/m.rs"), "changed").unwrap();
     assert_eq!(guard.update(), Updated::Watched);
     assert_eq!(
-        names(&guard.finish(mark).unwrap(), root),
+        told(&mut guard, mark, root),
         [("src/made/inner/m.rs".to_string(), true, true)]
     );
 }
@@ -101,8 +100,7 @@ fn a_command_s_changes_come_from_the_watch_without_a_walk() {
 fn metadata_alone_is_a_change_and_a_deleted_folder_takes_its_files() {
     let dir = workspace();
     let root = dir.path();
-    let live = shared(root);
-    let mut guard = live.lock().unwrap();
+    let mut guard = Live::new(root);
     guard.update();
     let mark = guard.mark();
     use std::os::unix::fs::PermissionsExt;
@@ -111,7 +109,7 @@ fn metadata_alone_is_a_change_and_a_deleted_folder_takes_its_files() {
     std::fs::remove_dir_all(root.join("src/deep")).unwrap();
     assert_eq!(guard.update(), Updated::Watched);
     assert_eq!(
-        names(&guard.finish(mark).unwrap(), root),
+        told(&mut guard, mark, root),
         [
             ("a.txt".to_string(), true, true),
             ("src/deep/c.rs".to_string(), true, false),
@@ -126,8 +124,7 @@ fn metadata_alone_is_a_change_and_a_deleted_folder_takes_its_files() {
 fn a_moved_folder_or_a_changed_ignore_file_is_walked_again() {
     let dir = workspace();
     let root = dir.path();
-    let live = shared(root);
-    let mut guard = live.lock().unwrap();
+    let mut guard = Live::new(root);
     guard.update();
     std::fs::rename(root.join("src/deep"), root.join("moved")).unwrap();
     assert_eq!(guard.update(), Updated::Walked);
@@ -151,8 +148,7 @@ fn a_moved_folder_or_a_changed_ignore_file_is_walked_again() {
 fn commands_that_overlap_each_get_what_changed_while_they_ran() {
     let dir = workspace();
     let root = dir.path();
-    let live = shared(root);
-    let mut guard = live.lock().unwrap();
+    let mut guard = Live::new(root);
     guard.update();
     let first = guard.mark();
     std::fs::write(root.join("a.txt"), "1").unwrap();
@@ -161,13 +157,13 @@ fn commands_that_overlap_each_get_what_changed_while_they_ran() {
     std::fs::write(root.join("src/b.rs"), "2").unwrap();
     guard.update();
     assert_eq!(
-        names(&guard.finish(second).unwrap(), root),
+        told(&mut guard, second, root),
         [("src/b.rs".to_string(), true, true)]
     );
     std::fs::write(root.join("a.txt"), "back to one byte: its size is the same").unwrap();
     guard.update();
     assert_eq!(
-        names(&guard.finish(first).unwrap(), root),
+        told(&mut guard, first, root),
         [
             ("a.txt".to_string(), true, true),
             ("src/b.rs".to_string(), true, true)
@@ -185,8 +181,7 @@ fn commands_that_overlap_each_get_what_changed_while_they_ran() {
 fn a_lapsing_mark_lapses_when_too_much_changed_a_command_s_never_does() {
     let dir = workspace();
     let root = dir.path();
-    let live = shared(root);
-    let mut guard = live.lock().unwrap();
+    let mut guard = Live::new(root);
     guard.log_limit = 3;
     guard.update();
     let idle = guard.lapsing_mark();
@@ -220,8 +215,7 @@ fn sessions_of_one_workspace_share_its_live_files() {
 fn an_overflowed_queue_is_walked_again() {
     let dir = workspace();
     let root = dir.path();
-    let live = shared(root);
-    let mut guard = live.lock().unwrap();
+    let mut guard = Live::new(root);
     guard.update();
     let mark = guard.mark();
     // Alternating writes are not merged: more events than the kernel queues (16,384 by default).
@@ -236,7 +230,7 @@ fn an_overflowed_queue_is_walked_again() {
     }
     assert_eq!(guard.update(), Updated::Walked);
     assert_eq!(
-        names(&guard.finish(mark).unwrap(), root),
+        told(&mut guard, mark, root),
         [
             ("a.txt".to_string(), true, true),
             ("src/b.rs".to_string(), true, true)
@@ -248,8 +242,7 @@ fn an_overflowed_queue_is_walked_again() {
 fn without_enough_watches_every_update_walks() {
     let dir = workspace();
     let root = dir.path();
-    let live = shared(root);
-    let mut guard = live.lock().unwrap();
+    let mut guard = Live::new(root);
     guard.limit_watches(2);
     assert_eq!(guard.update(), Updated::Walked);
     assert!(!guard.watching());
@@ -257,7 +250,7 @@ fn without_enough_watches_every_update_walks() {
     std::fs::write(root.join("src/deep/c.rs"), "changed").unwrap();
     assert_eq!(guard.update(), Updated::Walked);
     assert_eq!(
-        names(&guard.finish(mark).unwrap(), root),
+        told(&mut guard, mark, root),
         [("src/deep/c.rs".to_string(), true, true)]
     );
 }
@@ -266,8 +259,7 @@ fn without_enough_watches_every_update_walks() {
 fn new_folders_past_the_watch_limit_turn_to_a_walk() {
     let dir = workspace();
     let root = dir.path();
-    let live = shared(root);
-    let mut guard = live.lock().unwrap();
+    let mut guard = Live::new(root);
     // The root, src, src/deep, src/deep/er: room for one more.
     guard.limit_watches(5);
     guard.update();
@@ -347,8 +339,7 @@ proptest::proptest! {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::write(root.join(".gitignore"), "*.log\nbuild/\n").unwrap();
-        let live = shared(root);
-        let mut guard = live.lock().unwrap();
+        let mut guard = Live::new(root);
         guard.update();
         let mut step = 0;
         for batch in &batches {

@@ -15,9 +15,11 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
+
+use crate::tools::walk::{Gathered, Gathering};
 
 /// Above this many files a snapshot is not taken.
 pub const MAX_FILES: usize = 500_000;
@@ -104,24 +106,20 @@ impl Snapshot {
             })
             .build_parallel();
         let count = AtomicUsize::new(0);
-        let parts: Mutex<Vec<Vec<(PathBuf, Meta)>>> = Mutex::default();
+        let gathered = Gathered::default();
         walk.run(|| {
             let mut part = Part {
-                files: Vec::new(),
-                parts: &parts,
+                files: gathered.list(),
                 count: &count,
             };
             Box::new(move |entry| part.visit(entry))
         });
-        if count.load(Ordering::Relaxed) > MAX_FILES {
+        let count = count.load(Ordering::Relaxed);
+        if count > MAX_FILES {
             return None;
         }
-        let parts = parts.into_inner().unwrap_or_else(|e| e.into_inner());
-        let mut files = PathMap::with_capacity_and_hasher(
-            parts.iter().map(Vec::len).sum(),
-            foldhash::fast::RandomState::default(),
-        );
-        files.extend(parts.into_iter().flatten());
+        let mut files = PathMap::with_capacity_and_hasher(count, Default::default());
+        files.extend(gathered.into_items());
         Some(Snapshot { files })
     }
 
@@ -199,10 +197,9 @@ impl Scope {
     }
 }
 
-/// One walker thread's files, handed over when the thread is done with them.
+/// One walker thread's files.
 struct Part<'a> {
-    files: Vec<(PathBuf, Meta)>,
-    parts: &'a Mutex<Vec<Vec<(PathBuf, Meta)>>>,
+    files: Gathering<'a, (PathBuf, Meta)>,
     count: &'a AtomicUsize,
 }
 
@@ -220,18 +217,8 @@ impl Part<'_> {
         if self.count.fetch_add(1, Ordering::Relaxed) >= MAX_FILES {
             return ignore::WalkState::Quit;
         }
-        self.files.push((entry.into_path(), Meta::of(&meta)));
+        self.files.items.push((entry.into_path(), Meta::of(&meta)));
         ignore::WalkState::Continue
-    }
-}
-
-impl Drop for Part<'_> {
-    fn drop(&mut self) {
-        let files = std::mem::take(&mut self.files);
-        self.parts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(files);
     }
 }
 

@@ -54,6 +54,21 @@ fn checkout(root: &Path) -> Vec<u8> {
     big
 }
 
+/// The id of the environment's one session.
+fn session_id(env: &CliEnv) -> String {
+    let files = env.session_files();
+    session_lines(&files[0])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// `sessions changes --json` of session `id`.
+async fn changes(env: &CliEnv, id: &str) -> serde_json::Value {
+    let changes = env.run(&["sessions", "changes", id, "--json"]).await;
+    serde_json::from_str(stdout(&changes).trim()).unwrap()
+}
+
 fn stored(env: &CliEnv, content: &[u8]) -> bool {
     let name: String = (sha2::Sha256::digest(content).iter())
         .map(|b| format!("{b:02x}"))
@@ -85,11 +100,7 @@ async fn a_tracked_file_is_reverted_after_commit_amend_rebase_and_gc_without_a_c
     assert!(!stored(&env, b"first\n"));
     assert!(!stored(&env, b"file 7\n"));
     assert!(!stored(&env, &big));
-    let files = env.session_files();
-    let id = session_lines(&files[0])[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = session_id(&env);
     let refs = git(
         &root,
         &["for-each-ref", "--format=%(refname)", "refs/agent-lsp/"],
@@ -160,13 +171,8 @@ async fn a_blob_the_command_pruned_is_said_to_be_lost() {
         ])
         .await;
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let files = env.session_files();
-    let id = session_lines(&files[0])[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let changes = env.run(&["sessions", "changes", &id, "--json"]).await;
-    let changes: serde_json::Value = serde_json::from_str(stdout(&changes).trim()).unwrap();
+    let id = session_id(&env);
+    let changes = changes(&env, &id).await;
     let a = changes["files"]
         .as_array()
         .unwrap()
@@ -228,13 +234,8 @@ async fn a_command_killed_in_a_git_workspace_is_told_and_reverted_from_git_blobs
         .run(&["run", "--continue", "--approve", "all", "go on"])
         .await;
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let files = env.session_files();
-    let id = session_lines(&files[0])[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let changes = env.run(&["sessions", "changes", &id, "--json"]).await;
-    let changes: serde_json::Value = serde_json::from_str(stdout(&changes).trim()).unwrap();
+    let id = session_id(&env);
+    let changes = changes(&env, &id).await;
     let listed: Vec<(String, String, bool)> = (changes["files"].as_array().unwrap().iter())
         .map(|f| {
             let path = f["path"].as_str().unwrap();
