@@ -12,6 +12,7 @@ pub mod compaction;
 pub mod mcp;
 pub mod model_registry;
 pub mod provider;
+pub mod rpc;
 pub mod sandbox;
 pub mod server;
 pub mod session;

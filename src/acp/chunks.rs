@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use agent_client_protocol_schema::v1 as acp;
 
-use crate::server::Framing;
-use crate::server::events::{Block, Pending, Tail, encode_notification};
-use crate::server::output::Output;
+use crate::rpc::Framing;
+use crate::rpc::merge::{Tail, encode_notification};
+use crate::rpc::output::Output;
+use crate::rpc::output::{Block, Pending};
 
 pub const SESSION_UPDATE: &str = "session/update";
 

@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 use crate::acp::conn::ClientCaps;
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolRef, ToolUpdater};
+use crate::rpc::outgoing::{Outgoing, RequestError};
 use crate::sandbox::{CallMode, Sandbox};
-use crate::server::outgoing::{Outgoing, RequestError};
 use crate::session_setup::FrontEnd;
 use crate::tools::{
     BashTool, ContentId, DiskWorkspace, FileSnapshot, ToolContext, ToolOptions, Workspace,

@@ -14,7 +14,7 @@ use crate::acp::session::{AcpSession, stop_value};
 use crate::acp::updates::text_block;
 use crate::agent::message::{ContentBlock, TextContent};
 use crate::compaction::{CompactionReason, CompactionResult};
-use crate::server::jsonrpc::{Id, ResponseError};
+use crate::rpc::jsonrpc::{Id, ResponseError};
 use crate::session_setup::commands::{BuiltinOutcome, run_model};
 use crate::session_setup::commands::{follow_commands, list_commands};
 use crate::session_setup::{Builtin, CommandInfo, CompactError, CompactionEvent, Expansion};

@@ -29,8 +29,8 @@ use anyhow::Context;
 pub use conn::{Conn, STEER};
 
 use crate::model_registry::EnvSource;
-use crate::server::Framing;
-use crate::server::output::Output;
+use crate::rpc::Framing;
+use crate::rpc::output::Output;
 
 /// Serves ACP on stdin/stdout until stdin closes; logs go to stderr only.
 ///

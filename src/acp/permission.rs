@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 use crate::acp::session::{AcpSession, Mode};
 use crate::acp::updates;
 use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult};
+use crate::rpc::outgoing::RequestError;
 use crate::server::approval::policy_for;
-use crate::server::outgoing::RequestError;
 use crate::server::protocol::{ApprovalPolicy, Decision};
 use crate::tools::{self, Workspace, WorkspaceError};
 

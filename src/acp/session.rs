@@ -27,9 +27,9 @@ use crate::agent::message::{
 };
 use crate::agent::{Agent, AgentHooks, RunHandle, RunOutcome};
 use crate::model_registry::EnvSource;
+use crate::rpc::jsonrpc::{Id, Response, ResponseError};
+use crate::rpc::outgoing::Outgoing;
 use crate::server::approval::ApprovalMemory;
-use crate::server::jsonrpc::{Id, Response, ResponseError};
-use crate::server::outgoing::Outgoing;
 use crate::session::SessionFile;
 use crate::session_setup::{
     AssembledSession, Compactor, LoopGuard, SessionCommands, SessionControls, SessionTools,

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::acp::session::AcpSession;
 use crate::acp::updates::text_block;
-use crate::server::outgoing::RequestError;
+use crate::rpc::outgoing::RequestError;
 
 /// How long the question waits for the user.
 const ASK_TIMEOUT: Duration = Duration::from_secs(24 * 3600);

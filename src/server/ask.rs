@@ -13,9 +13,9 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult};
 use crate::mcp::config::Policy;
 use crate::mcp::tool::McpToolInfo;
+use crate::rpc::outgoing::RequestError;
 use crate::server::approval::{kind_of, policy_for};
 use crate::server::live_session::LiveSession;
-use crate::server::outgoing::RequestError;
 use crate::server::protocol::{
     ApprovalPolicy, BeforeToolCallParams, BeforeToolCallResult as Answer, Decision, Preview,
     ToolKind, method,

@@ -25,9 +25,9 @@ use ls_types::{
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::tool::ToolError;
+use crate::rpc::outgoing::{Outgoing, RequestError};
 use crate::server::config::ConnConfig;
 use crate::server::documents::{DocStore, Document};
-use crate::server::outgoing::{Outgoing, RequestError};
 use crate::server::position::{self, Encoding};
 use crate::server::protocol::{SaveAfterEdit, SaveDocumentsParams, SaveDocumentsResult, method};
 use crate::server::saving::{DiskFingerprints, keep_unsaved};

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::server::jsonrpc::{Id, Response, ResponseError};
+use crate::rpc::jsonrpc::{Id, Response, ResponseError};
+use crate::rpc::output::Output;
 use crate::server::live_session::LiveSession;
 use crate::server::main_loop::parse;
-use crate::server::output::Output;
 use crate::server::protocol::{
     EventBody, RevertParams, RevertResult, RunChangesParams, SessionEvent, code, method,
 };

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::agent::message::{ContentBlock, TextContent};
-use crate::server::jsonrpc::ResponseError;
+use crate::rpc::jsonrpc::ResponseError;
 use crate::server::live_session::{LiveSession, QueueKind};
 use crate::server::protocol::{
     CommandAnswer, CommandReply, Disposition, EventBody, ExpandingReply, ListCommandsResult,

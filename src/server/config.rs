@@ -6,8 +6,8 @@ use std::time::Duration;
 use ls_types::{InitializeParams, PositionEncodingKind};
 use serde_json::Value;
 
+use crate::rpc::output::DEFAULT_DELTA_INTERVAL;
 use crate::server::documents::uri_to_path;
-use crate::server::events::DEFAULT_DELTA_INTERVAL;
 use crate::server::position::Encoding;
 use crate::server::protocol::{ClientAgentCapabilities, InitOptions, SaveAfterEdit};
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::agent::message::ThinkingLevel;
 use crate::model_registry::{EnvSource, usable_models};
-use crate::server::jsonrpc::ResponseError;
+use crate::rpc::jsonrpc::ResponseError;
 use crate::server::live_session::LiveSession;
 use crate::server::protocol::{
     EventBody, ForkSessionResult, ListModelsResult, ListSessionsResult, QueueModesResult,

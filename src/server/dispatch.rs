@@ -5,8 +5,8 @@ use ls_types::{CodeActionParams, ExecuteCommandParams};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::rpc::jsonrpc::{ResponseError, code};
 use crate::server::documents::DocStore;
-use crate::server::jsonrpc::{ResponseError, code};
 use crate::server::live_session::QueueKind;
 use crate::server::main_loop::parse;
 use crate::server::protocol::{

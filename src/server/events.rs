@@ -1,4 +1,5 @@
-//! `$/agentEvent` numbering and delta merging, per session; the ordered writer is `output.rs`.
+//! `$/agentEvent` numbering and delta merging, per session; the ordered writer is
+//! `rpc/output.rs`, the merging `rpc/merge.rs`.
 //!
 //! Each session numbers its events under its own lock held while queueing, so `seq` order and
 //! wire order agree and `seq` has no gaps. Events stay typed until the writer encodes them.
@@ -12,24 +13,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::agent::event::AgentEvent;
 use crate::agent::stream_contract::AssistantMessageEvent;
-use crate::server::jsonrpc::{Framing, OutgoingMessage};
-use crate::server::output::Output;
+use crate::rpc::jsonrpc::Framing;
+use crate::rpc::merge::{Tail, encode_notification};
+use crate::rpc::output::{Block, Output, Pending};
 use crate::server::protocol::{AgentEventParams, EventBody, method};
-
-/// The default `deltaIntervalMs`: one frame of a 60 Hz display, the fastest an editor redraws.
-pub const DEFAULT_DELTA_INTERVAL: std::time::Duration = std::time::Duration::from_millis(16);
-
-/// A queued notification; `None` once the writer took it.
-pub(crate) type Slot = Arc<Mutex<Option<Box<dyn Pending>>>>;
-
-/// A notification waiting in the output that later streamed text may be appended to: an
-/// `$/agentEvent` delta here, an ACP message chunk in `acp/`.
-pub(crate) trait Pending: Send {
-    /// Appends a later delta of the same block.
-    fn append(&mut self, text: &str);
-    /// The notification as written, with everything appended.
-    fn encode(self: Box<Self>, framing: Framing) -> Option<Vec<u8>>;
-}
 
 /// A queued event and the text of the deltas merged into it since.
 struct Waiting {
@@ -61,21 +48,6 @@ impl Pending for Waiting {
     }
 }
 
-/// One notification, encoded; a value that does not serialise is logged and skipped.
-pub(crate) fn encode_notification<P: serde::Serialize>(
-    framing: Framing,
-    method: &str,
-    params: &P,
-) -> Option<Vec<u8>> {
-    match framing.encode(&OutgoingMessage::notification(method, params)) {
-        Ok(frame) => Some(frame),
-        Err(e) => {
-            tracing::error!(%e, method, "a notification does not serialize");
-            None
-        }
-    }
-}
-
 /// `event` (a streamed delta) with `more` appended to its delta.
 fn appended(event: &AgentEvent, more: &str) -> AgentEvent {
     let mut event = event.clone();
@@ -89,59 +61,6 @@ fn appended(event: &AgentEvent, more: &str) -> AgentEvent {
         delta.push_str(more);
     }
     event
-}
-
-/// The content block a delta belongs to: session, run, delta kind and content index.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct Block {
-    pub session: Arc<str>,
-    pub run: Arc<str>,
-    pub kind: &'static str,
-    pub index: usize,
-}
-
-/// A session's last queued notification, when it is a delta later deltas may be merged into
-/// (the daemon's events here, ACP's message chunks in `acp/chunks.rs`).
-pub(crate) struct Tail {
-    block: Block,
-    slot: Slot,
-    /// The output's epoch when it was queued: no merge across another frame.
-    epoch: u64,
-}
-
-impl Tail {
-    /// Queues `pending`, a delta of `block`, as the tail later deltas may join. `epoch` is the
-    /// output's, read by the caller under the same lock as its merge check.
-    pub(crate) fn queue(
-        output: &Output,
-        epoch: u64,
-        block: Block,
-        pending: Box<dyn Pending>,
-    ) -> Tail {
-        let slot: Slot = Arc::new(Mutex::new(Some(pending)));
-        output.queue_event(slot.clone(), Some(block.clone()));
-        Tail { block, slot, epoch }
-    }
-
-    /// Appends `text` to the waiting delta if nothing else was queued since (`epoch`), the
-    /// writer has not taken it yet, and `joins` says the text belongs to its block.
-    pub(crate) fn absorb(
-        &self,
-        epoch: u64,
-        joins: impl FnOnce(&Block) -> bool,
-        text: &str,
-    ) -> bool {
-        if self.epoch != epoch || !joins(&self.block) {
-            return false;
-        }
-        match lock(&self.slot).as_mut() {
-            Some(pending) => {
-                pending.append(text);
-                true
-            }
-            None => false,
-        }
-    }
 }
 
 struct EmitState {
@@ -193,7 +112,7 @@ impl Emitter {
             return;
         }
         let run = run_id.map(|run| match &state.tail {
-            Some(tail) if *tail.block.run == *run => tail.block.run.clone(),
+            Some(tail) if *tail.block().run == *run => tail.block().run.clone(),
             _ => Arc::from(run),
         });
         let block = delta.zip(run.clone()).map(|((_, d), run)| Block {

@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::*;
-use crate::server::jsonrpc::{Framing, Incoming, Reader};
+use crate::rpc::jsonrpc::{Framing, Incoming, Reader};
 use crate::server::protocol::SessionEvent;
 
 fn delta(kind: &str, index: usize, text: &str) -> EventBody {

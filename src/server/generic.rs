@@ -21,9 +21,9 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::RunOutcome;
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, MessageContent};
+use crate::rpc::outgoing::RequestError;
 use crate::server::conn::{ConnCtx, PendingApproval};
 use crate::server::live_session::{LiveSession, new_id};
-use crate::server::outgoing::RequestError;
 use crate::server::protocol::{
     BeforeToolCallParams, BeforeToolCallResult as Answer, Decision, Preview, command,
 };

@@ -19,12 +19,12 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::io::AsyncRead;
 
+use crate::rpc::jsonrpc::{Incoming, Reader, Response, ResponseError, code};
+use crate::rpc::outgoing::{Outgoing, Replies};
+use crate::rpc::output::Output;
 use crate::server::config::ConnConfig;
 use crate::server::dispatch;
 use crate::server::documents::DocStore;
-use crate::server::jsonrpc::{Incoming, Reader, Response, ResponseError, code};
-use crate::server::outgoing::{Outgoing, Replies};
-use crate::server::output::Output;
 use crate::server::protocol::{PROTOCOL_VERSION, command, method};
 use crate::server::session_table::SessionTable;
 

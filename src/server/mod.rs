@@ -1,12 +1,11 @@
 //! The daemon: an LSP server over stdio with the agent extension methods (see `protocol.md`).
 //!
 //! Code map, from the wire inwards:
-//! - `jsonrpc`: messages, error codes and the framed reader; `main_loop`: the one loop that
-//!   handles every message in wire order (lifecycle, document sync), `dispatch`: the request
-//!   table; `output`: the one ordered writer of every frame, with delta pacing;
+//! - over `crate::rpc` (messages, the framed reader, the one ordered writer, the registry of
+//!   requests to the client): `main_loop`, the one loop that handles every message in wire
+//!   order (lifecycle, document sync), `dispatch`: the request table;
 //! - `protocol`: every wire type; `config`: what `initialize` settles;
 //! - `position` + `documents`: ropey mirrors and the one position module;
-//! - `outgoing`: the one registry of server → client requests (timeouts, cancellation);
 //! - `session_table` (the connection's sessions and the agent methods), `controls` (live
 //!   model, thinking level, queue modes, stats; listing, forking, renaming stored sessions),
 //!   `live_session` (one
@@ -31,11 +30,8 @@ pub mod dispatch;
 pub mod documents;
 pub mod events;
 pub mod generic;
-pub mod jsonrpc;
 pub mod live_session;
 pub mod main_loop;
-pub mod outgoing;
-pub mod output;
 pub mod position;
 pub mod protocol;
 pub mod saving;
@@ -45,10 +41,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-pub use jsonrpc::Framing;
+pub use crate::rpc::Framing;
 
+use crate::rpc::output::Output;
 use crate::server::main_loop::{Exit, Server};
-use crate::server::output::Output;
 
 /// Serves LSP over stdin/stdout until the client exits, stdin closes or the editor dies.
 ///

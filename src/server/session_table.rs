@@ -13,15 +13,15 @@ use serde_json::{Value, json};
 use crate::agent::message::ContentBlock;
 use crate::mcp::McpHub;
 use crate::model_registry::EnvSource;
+use crate::rpc::jsonrpc::{Id, Response, ResponseError};
+use crate::rpc::outgoing::Outgoing;
+use crate::rpc::output::Output;
 use crate::server::ask::ask_project_trust_again;
 use crate::server::commands::{Delivered, Delivery, Prepared, prepare};
 use crate::server::config::ConnConfig;
 use crate::server::conn::{ConnCtx, resolve_model};
 use crate::server::documents::DocStore;
-use crate::server::jsonrpc::{Id, Response, ResponseError};
 use crate::server::live_session::{LiveSession, QueueKind, SessionError};
-use crate::server::outgoing::Outgoing;
-use crate::server::output::Output;
 use crate::server::protocol::{
     AbortResult, CompactParams, Decision, Disposition, McpAskTrustResult, McpStatusResult,
     MessagesResult, ModelRef, NewSessionParams, NewSessionResult, PromptMessage, PromptParams,

@@ -20,8 +20,8 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::server::jsonrpc::{Id, OutgoingMessage, ResponseError};
-use crate::server::output::Output;
+use crate::rpc::jsonrpc::{Id, OutgoingMessage, ResponseError};
+use crate::rpc::output::Output;
 
 /// Why a server → client request produced no usable answer.
 #[derive(Debug, thiserror::Error)]
@@ -203,7 +203,7 @@ mod tests {
     /// `$/cancelRequest {id}`, ACP's `$/cancel_request {requestId}`.
     #[tokio::test]
     async fn a_cancelled_request_is_withdrawn_in_each_protocols_words() {
-        use crate::server::Framing;
+        use crate::rpc::Framing;
         use tokio::io::AsyncReadExt;
         for (notice, method, key) in [
             (CancelNotice::Lsp, "$/cancelRequest", "id"),

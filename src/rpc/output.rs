@@ -27,8 +27,31 @@ use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::server::events::{Block, Slot};
-use crate::server::jsonrpc::{Framing, OutgoingMessage};
+use crate::rpc::jsonrpc::{Framing, OutgoingMessage};
+
+/// The default `deltaIntervalMs`: one frame of a 60 Hz display, the fastest an editor redraws.
+pub const DEFAULT_DELTA_INTERVAL: std::time::Duration = std::time::Duration::from_millis(16);
+
+/// A queued notification; `None` once the writer took it.
+pub(crate) type Slot = Arc<Mutex<Option<Box<dyn Pending>>>>;
+
+/// A notification waiting in the output that later streamed text may be appended to: an
+/// `$/agentEvent` delta of the LSP front end, an ACP message chunk.
+pub(crate) trait Pending: Send {
+    /// Appends a later delta of the same block.
+    fn append(&mut self, text: &str);
+    /// The notification as written, with everything appended.
+    fn encode(self: Box<Self>, framing: Framing) -> Option<Vec<u8>>;
+}
+
+/// The content block a delta belongs to: session, run, delta kind and content index.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Block {
+    pub session: Arc<str>,
+    pub run: Arc<str>,
+    pub kind: &'static str,
+    pub index: usize,
+}
 
 /// Stands in for a due time beyond what `Instant` can hold.
 const FOREVER: Duration = Duration::from_secs(365 * 24 * 3600);

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, DuplexStream};
 
 use super::*;
-use crate::server::jsonrpc::{Incoming, Reader, Response};
+use crate::rpc::jsonrpc::{Incoming, Reader, Response};
 
 /// Everything `read` yields until the output side closes, as `(method or id, params/result)`.
 async fn messages(read: DuplexStream) -> Vec<Value> {
@@ -80,7 +80,7 @@ async fn a_reply_slot_keeps_its_place_ahead_of_what_is_queued_after_it() {
     let slot = output.reply_slot();
     output.notify("$/after", json!({}));
     tokio::task::yield_now().await;
-    let id = crate::server::jsonrpc::Id::Number(7);
+    let id = crate::rpc::jsonrpc::Id::Number(7);
     slot.fill(&Response::new(Some(&id), Ok(json!("answer"))));
     output.drained().await;
     drop(output);

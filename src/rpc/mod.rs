@@ -1,0 +1,11 @@
+//! The JSON-RPC layer the front ends share: framing and the reader (`jsonrpc`), the one
+//! ordered, paced writer (`output`), merging of streamed deltas while they wait (`merge`), and the
+//! registry of requests to the client (`outgoing`). It knows no protocol's methods: the LSP front
+//! end (`server/`) and ACP (`acp/`) build on it, neither on the other.
+
+pub mod jsonrpc;
+pub mod merge;
+pub mod outgoing;
+pub mod output;
+
+pub use jsonrpc::Framing;
