@@ -7,6 +7,7 @@
 //! options). The front end then only adds its hooks (approval) and listeners (rendering,
 //! forwarding) and runs the agent. Whatever every session needs belongs here, not in a front end.
 
+pub mod approval;
 pub mod commands;
 pub mod compaction;
 pub mod controls;
@@ -33,6 +34,7 @@ use crate::sandbox::{self, Sandbox, SandboxParts, SandboxSetting};
 use crate::session::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
 use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
+pub use approval::ApprovalGate;
 pub use commands::{Builtin, CommandInfo, Expansion, SessionCommands};
 pub use compaction::{
     CompactError, Compacted, CompactionEnd, CompactionEvent, Compactor, CompactorParts,
@@ -149,6 +151,8 @@ pub struct AssembledSession {
     pub warnings: Vec<String>,
     /// The effect journal of the session's tools (the daemon names its runs through it).
     pub journal: Arc<Journal>,
+    /// The approval gate of the session's tool calls (its "always" answers, over the sandbox).
+    pub gate: Arc<ApprovalGate>,
     /// The commands' sandbox: its policy, whether this kernel can enforce it, and the calls the
     /// user approved to run outside it (the approval gates record those).
     pub sandbox: Arc<Sandbox>,
@@ -311,6 +315,7 @@ pub fn assemble(
         compactor,
         warnings,
         journal,
+        gate: Arc::new(ApprovalGate::new(sandbox.clone())),
         sandbox,
     })
 }

@@ -1,7 +1,7 @@
-//! The `beforeToolCall` hook of ACP sessions: the session's mode, then the daemon's approval
-//! policy and "always" memory (`server::approval`), then `session/request_permission` with the
-//! four option kinds. A call that may run is marked `in_progress`; an `edit` or `write` keeps the
-//! file's text from before, so its final update carries the whole-file diff.
+//! ACP's side of the approval gate (`session_setup::approval`): the session's mode as its
+//! policy, and `session/request_permission` with the four option kinds to ask. A call that may
+//! run is marked `in_progress`; an `edit` or `write` keeps the file's text from before, so its
+//! final update carries the whole-file diff.
 //!
 //! Every failure to get an answer (an error reply, a disconnect, a cancelled turn) blocks the
 //! call with a reason saying why: a tool that must ask is never silently allowed.
@@ -14,12 +14,16 @@ use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use futures_util::future::BoxFuture;
+
 use crate::acp::session::{AcpSession, Mode};
 use crate::acp::updates;
-use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult};
+use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook};
 use crate::rpc::outgoing::RequestError;
-use crate::server::approval::policy_for;
-use crate::server::protocol::{ApprovalPolicy, Decision};
+use crate::sandbox::MustAsk;
+use crate::session_setup::approval::{
+    Answer, ApprovalPolicy, Asker, Decision, Policy, blocked, mcp_policy, policy_for,
+};
 use crate::tools::{self, Workspace, WorkspaceError};
 
 /// How long a permission request waits for the user.
@@ -33,9 +37,10 @@ pub fn hook(session: Weak<AcpSession>) -> BeforeToolCallHook {
             let session = session.clone();
             Box::pin(async move {
                 let Some(session) = session.upgrade() else {
-                    return Ok(Some(block("The session is closed".into())));
+                    return Ok(Some(blocked("The session is closed".into())));
                 };
-                let verdict = decide(&session, &ctx, &cancel).await;
+                let asker = AcpAsker(session.clone());
+                let verdict = session.gate.decide(&asker, &ctx, &cancel).await;
                 if verdict.is_none() {
                     session
                         .remember_before(&ctx.tool_call.id, &ctx.tool_call.name, &ctx.args)
@@ -50,15 +55,6 @@ pub fn hook(session: Weak<AcpSession>) -> BeforeToolCallHook {
     )
 }
 
-fn block(reason: String) -> BeforeToolCallResult {
-    BeforeToolCallResult {
-        block: true,
-        reason: Some(reason),
-        terminate: false,
-        args: None,
-    }
-}
-
 /// Tools that change nothing: allowed in plan mode.
 fn is_read_only(session: &AcpSession, tool: &str) -> bool {
     match session.tools.mcp_info(tool) {
@@ -67,61 +63,42 @@ fn is_read_only(session: &AcpSession, tool: &str) -> bool {
     }
 }
 
-async fn decide(
-    session: &Arc<AcpSession>,
-    ctx: &BeforeToolCallContext,
-    cancel: &CancellationToken,
-) -> Option<BeforeToolCallResult> {
-    let tool = ctx.tool_call.name.as_str();
-    let mode = session.mode();
-    if mode == Mode::Plan && !is_read_only(session, tool) {
-        return Some(block(format!(
-            "Tool \"{tool}\" was not run: the session is in plan mode, where nothing may be \
-             changed. Read and search, then present a plan; the user leaves plan mode to carry \
-             it out."
-        )));
-    }
-    let look = session.look();
-    let policy = match session.tools.mcp_info(tool) {
-        Some(info) => crate::server::ask::mcp_policy(&info, &Default::default(), tool),
-        None => policy_for(&Default::default(), tool),
-    };
-    let allowed_by_mode = match mode {
-        Mode::BypassPermissions => true,
-        Mode::AcceptEdits => look.kind(tool) == acp::ToolKind::Edit,
-        Mode::Default | Mode::Plan => false,
-    };
-    // An escalation, or a command that would run sandboxed where the sandbox is unavailable,
-    // asks whatever the mode or an "always" answer says.
-    let must_ask = session.sandbox.must_ask(tool, &ctx.args);
-    if (policy == ApprovalPolicy::Allow || allowed_by_mode) && must_ask.is_none() {
-        return None;
-    }
-    match session.memory().recall(tool, &ctx.args) {
-        Some(true) if must_ask.is_none() => return None,
-        Some(true) => {}
-        Some(false) => {
-            return Some(block(format!(
-                "Tool \"{tool}\" was rejected for this session by the user"
-            )));
+/// ACP's side of the approval gate: the session's mode, and `session/request_permission`.
+struct AcpAsker(Arc<AcpSession>);
+
+impl Asker for AcpAsker {
+    fn policy(&self, tool: &str, _args: &Value) -> Policy {
+        let session = &self.0;
+        let mode = session.mode();
+        if mode == Mode::Plan && !is_read_only(session, tool) {
+            return Policy::Block(format!(
+                "Tool \"{tool}\" was not run: the session is in plan mode, where nothing may be \
+                 changed. Read and search, then present a plan; the user leaves plan mode to carry \
+                 it out."
+            ));
         }
-        None => {}
-    }
-    let decision = match ask(session, ctx, cancel).await {
-        Ok(decision) => decision,
-        Err(reason) => return Some(block(reason)),
-    };
-    if session.sandbox.may_remember(tool, &ctx.args) {
-        session.memory().remember(tool, &ctx.args, decision);
-    }
-    match decision {
-        Decision::Allow | Decision::AllowAlways => {
-            session.sandbox.approved(&ctx.tool_call.id, tool, &ctx.args);
-            None
+        let policy = match session.tools.mcp_info(tool) {
+            Some(info) => mcp_policy(&info, &Default::default(), tool),
+            None => policy_for(&Default::default(), tool),
+        };
+        let allowed_by_mode = match mode {
+            Mode::BypassPermissions => true,
+            Mode::AcceptEdits => session.look().kind(tool) == acp::ToolKind::Edit,
+            Mode::Default | Mode::Plan => false,
+        };
+        match policy == ApprovalPolicy::Allow || allowed_by_mode {
+            true => Policy::Allow,
+            false => Policy::Ask,
         }
-        Decision::Block | Decision::BlockAlways => {
-            Some(block(format!("The user rejected the {tool} call")))
-        }
+    }
+
+    fn ask<'a>(
+        &'a self,
+        ctx: &'a BeforeToolCallContext,
+        _must_ask: Option<&'a MustAsk>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Answer, String>> {
+        Box::pin(async move { ask(&self.0, ctx, cancel).await.map(Answer::of) })
     }
 }
 

@@ -29,11 +29,10 @@ use crate::agent::{Agent, AgentHooks, RunHandle, RunOutcome};
 use crate::model_registry::EnvSource;
 use crate::rpc::jsonrpc::{Id, Response, ResponseError};
 use crate::rpc::outgoing::Outgoing;
-use crate::server::approval::ApprovalMemory;
 use crate::session::SessionFile;
 use crate::session_setup::{
-    AssembledSession, Compactor, LoopGuard, SessionCommands, SessionControls, SessionTools,
-    SharedRecord,
+    ApprovalGate, AssembledSession, Compactor, LoopGuard, SessionCommands, SessionControls,
+    SessionTools, SharedRecord,
 };
 use crate::tools::Workspace;
 
@@ -122,7 +121,8 @@ pub struct AcpSession {
     pub env: EnvSource,
     /// Whether its MCP servers' prompts are followed already (once per session).
     pub(super) following_commands: std::sync::atomic::AtomicBool,
-    memory: Mutex<ApprovalMemory>,
+    /// The approval gate of its tool calls.
+    pub gate: Arc<ApprovalGate>,
     mode: Mutex<Mode>,
     record: SharedRecord,
     turn: Mutex<Turn>,
@@ -156,6 +156,7 @@ impl AcpSession {
             compactor,
             commands,
             sandbox,
+            gate,
             ..
         } = session;
         let id = lock(&record).id().to_owned();
@@ -203,7 +204,7 @@ impl AcpSession {
                 sandbox,
                 env,
                 following_commands: Default::default(),
-                memory: Mutex::default(),
+                gate,
                 mode: Mutex::new(Mode::Default),
                 record,
                 turn: Mutex::default(),
@@ -228,10 +229,6 @@ impl AcpSession {
 
     pub fn set_mode(&self, mode: Mode) {
         *lock(&self.mode) = mode;
-    }
-
-    pub fn memory(&self) -> MutexGuard<'_, ApprovalMemory> {
-        lock(&self.memory)
     }
 
     /// The session file as the journal's review reads and appends to it.

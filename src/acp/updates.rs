@@ -14,7 +14,7 @@ use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, AssistantMessage, ContentBlock, MessageContent};
 use crate::agent::model::Model;
 use crate::agent::stream_contract::AssistantMessageEvent;
-use crate::server::approval::kind_of;
+
 use crate::session_setup::SessionTools;
 use crate::tools::Workspace;
 
@@ -99,7 +99,7 @@ impl ToolLook<'_> {
     pub fn kind(&self, tool: &str) -> acp::ToolKind {
         let kind = match self.tools.mcp_info(tool) {
             Some(info) => info.kind,
-            None => kind_of(tool).as_str(),
+            None => crate::tools::tool_kind(tool).as_str(),
         };
         serde_json::from_value(Value::from(kind)).unwrap_or(acp::ToolKind::Other)
     }

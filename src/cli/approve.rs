@@ -7,11 +7,15 @@ use std::sync::Arc;
 
 use clap::ValueEnum;
 
-use crate::agent::hooks::{BeforeToolCallHook, BeforeToolCallResult};
-use crate::mcp::config::Policy;
+use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook};
+use crate::mcp::config::Policy as McpPolicy;
 use crate::mcp::tool::McpToolInfo;
-use crate::sandbox::{MustAsk, Sandbox};
+use crate::sandbox::MustAsk;
 use crate::session_setup::SessionTools;
+use crate::session_setup::approval::{Answer, ApprovalGate, Asker, Policy};
 use crate::tools::is_read_only;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -48,8 +52,8 @@ impl Approval {
     /// run only under `--approve all` (read-only hints are the server's claim, not ours).
     pub fn mcp_refusal(self, tool: &str, info: &McpToolInfo) -> Option<String> {
         match (info.policy, self) {
-            (Some(Policy::Allow), _) | (Some(Policy::Ask) | None, Approval::All) => None,
-            (Some(Policy::Block), _) => Some(format!(
+            (Some(McpPolicy::Allow), _) | (Some(McpPolicy::Ask) | None, Approval::All) => None,
+            (Some(McpPolicy::Block), _) => Some(format!(
                 "Tool `{tool}` was not run: the MCP server {}'s configuration blocks it.",
                 info.server
             )),
@@ -61,45 +65,65 @@ impl Approval {
         }
     }
 
-    /// The loop hook enforcing this mode over the session's tools. A run has no one to ask, so
-    /// a command that would have to ask because of the sandbox is refused, saying why.
-    pub fn hook(
-        self,
-        tools: Arc<SessionTools>,
-        sandbox: Arc<Sandbox>,
-    ) -> Option<BeforeToolCallHook> {
-        Some(Arc::new(move |ctx, _cancel| {
-            let tool = &ctx.tool_call.name;
-            let refusal = match tools.mcp_info(tool) {
-                Some(info) => self.mcp_refusal(tool, &info),
-                None => self
-                    .refusal(tool)
-                    .or_else(|| sandbox_refusal(&sandbox, tool, &ctx.args)),
-            };
-            Box::pin(async move {
-                Ok(refusal.map(|reason| BeforeToolCallResult {
-                    block: true,
-                    reason: Some(reason),
-                    ..Default::default()
-                }))
-            })
-        }))
+    /// The loop hook enforcing this mode over the session's tools, through the session's
+    /// approval gate. A run has no one to ask, so a command that would have to ask because of
+    /// the sandbox is refused, saying why.
+    pub fn hook(self, tools: Arc<SessionTools>, gate: Arc<ApprovalGate>) -> BeforeToolCallHook {
+        let asker = Arc::new(RunAsker { mode: self, tools });
+        Arc::new(move |ctx, cancel| {
+            let (asker, gate) = (asker.clone(), gate.clone());
+            Box::pin(async move { Ok(gate.decide(&*asker, &ctx, &cancel).await) })
+        })
+    }
+}
+
+/// `agent-lsp run`'s side of the approval gate: `--approve` (an MCP tool's server entry first),
+/// and no one to ask.
+struct RunAsker {
+    mode: Approval,
+    tools: Arc<SessionTools>,
+}
+
+impl Asker for RunAsker {
+    fn policy(&self, tool: &str, _args: &serde_json::Value) -> Policy {
+        let refusal = match self.tools.mcp_info(tool) {
+            Some(info) => self.mode.mcp_refusal(tool, &info),
+            None => self.mode.refusal(tool),
+        };
+        match refusal {
+            Some(reason) => Policy::Block(reason),
+            None => Policy::Allow,
+        }
+    }
+
+    fn ask<'a>(
+        &'a self,
+        ctx: &'a BeforeToolCallContext,
+        must_ask: Option<&'a MustAsk>,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Answer, String>> {
+        let tool = &ctx.tool_call.name;
+        let why = match must_ask {
+            Some(must_ask) => sandbox_refusal(must_ask),
+            None => format!("Tool `{tool}` was not run: this agent-lsp run has no one to ask."),
+        };
+        Box::pin(async move { Err(why) })
     }
 }
 
 /// Why a run refuses a call the sandbox would make ask (an escalation, an unavailable sandbox).
-fn sandbox_refusal(sandbox: &Sandbox, tool: &str, args: &serde_json::Value) -> Option<String> {
-    match sandbox.must_ask(tool, args)? {
-        MustAsk::Escalation(_) => Some(
+fn sandbox_refusal(must_ask: &MustAsk) -> String {
+    match must_ask {
+        MustAsk::Escalation(_) => {
             "The command was not rerun outside the sandbox: that needs the user's approval, and \
              this agent-lsp run has no one to ask. The user can run again with --sandbox off."
-                .into(),
-        ),
-        MustAsk::Unavailable(reason) => Some(format!(
+                .into()
+        }
+        MustAsk::Unavailable(reason) => format!(
             "The command was not run: it would run sandboxed, but the sandbox is unavailable \
              ({reason}), and this agent-lsp run has no one to ask. The user can run again with \
              --sandbox off to run commands with their full rights."
-        )),
+        ),
     }
 }
 

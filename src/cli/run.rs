@@ -467,9 +467,10 @@ fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<Bui
     }
     let mut options = session.options;
     options.hooks = AgentHooks {
-        before_tool_call: plan
-            .approval
-            .hook(session.tools.clone(), session.sandbox.clone()),
+        before_tool_call: Some(
+            plan.approval
+                .hook(session.tools.clone(), session.gate.clone()),
+        ),
         ..options.hooks
     };
     let agent = Agent::new(options);

@@ -1,5 +1,7 @@
-//! The `beforeToolCall` hook: policy, memory, then asking the user through the client's
-//! approval channel (`agent/beforeToolCall`, or the generic surface in `generic.rs`).
+//! The daemon's side of the approval gate (`session_setup::approval`): its policy
+//! (`initializationOptions.approval`) and asking the user through the client's approval channel
+//! (`agent/beforeToolCall`, or the generic surface in `generic.rs`); the project's MCP trust
+//! question goes the same way.
 //!
 //! Every failure to get an answer (timeout, error reply, disconnect, abort) blocks the call with
 //! a reason saying why: a tool that must ask is never silently allowed.
@@ -10,17 +12,18 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult};
-use crate::mcp::config::Policy;
-use crate::mcp::tool::McpToolInfo;
+use futures_util::future::BoxFuture;
+
+use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook};
 use crate::rpc::outgoing::RequestError;
-use crate::server::approval::{kind_of, policy_for};
+use crate::sandbox::MustAsk;
 use crate::server::live_session::LiveSession;
 use crate::server::protocol::{
-    ApprovalPolicy, BeforeToolCallParams, BeforeToolCallResult as Answer, Decision, Preview,
+    ApprovalPolicy, BeforeToolCallParams, BeforeToolCallResult as ClientAnswer, Decision, Preview,
     ToolKind, method,
 };
 use crate::server::saving;
+use crate::session_setup::approval::{Answer, Asker, Policy, blocked, mcp_policy, policy_for};
 use crate::tools::{ToolPreview, preview};
 
 pub fn before_tool_call_hook(session: Weak<LiveSession>) -> BeforeToolCallHook {
@@ -29,118 +32,62 @@ pub fn before_tool_call_hook(session: Weak<LiveSession>) -> BeforeToolCallHook {
             let session = session.clone();
             Box::pin(async move {
                 let Some(session) = session.upgrade() else {
-                    return Ok(Some(block("The session is closed".into(), false)));
+                    return Ok(Some(blocked("The session is closed".into())));
                 };
-                Ok(decide(&session, ctx, cancel).await)
+                let asker = LspAsker(session.clone());
+                Ok(session.gate.decide(&asker, &ctx, &cancel).await)
             })
         },
     )
 }
 
-fn block(reason: String, terminate: bool) -> BeforeToolCallResult {
-    BeforeToolCallResult {
-        block: true,
-        reason: Some(reason),
-        terminate,
-        args: None,
-    }
-}
+/// The daemon's side of the approval gate: `initializationOptions.approval` (an MCP tool's
+/// server entry first), and asking through `agent/beforeToolCall` or the generic surface.
+struct LspAsker(Arc<LiveSession>);
 
-async fn decide(
-    session: &Arc<LiveSession>,
-    ctx: BeforeToolCallContext,
-    cancel: CancellationToken,
-) -> Option<BeforeToolCallResult> {
-    let tool = ctx.tool_call.name.clone();
-    let approval = &session.ctx.config.options.approval;
-    let policy = match session.tools.mcp_info(&tool) {
-        Some(info) => mcp_policy(&info, approval, &tool),
-        None => policy_for(approval, &tool),
-    };
-    // An escalation, or a command that would run sandboxed where the sandbox is unavailable,
-    // asks whatever the policy or an "always" answer says.
-    let must_ask = session.sandbox.must_ask(&tool, &ctx.args);
-    match policy {
-        ApprovalPolicy::Allow if must_ask.is_none() => return None,
-        ApprovalPolicy::Allow => {}
-        ApprovalPolicy::Block => {
-            return Some(block(
-                format!(
-                    "Tool \"{tool}\" is blocked by the approval policy (initializationOptions.approval)"
-                ),
-                false,
-            ));
-        }
-        ApprovalPolicy::Ask => {}
-    }
-    let remembered = session
-        .memory
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .recall(&tool, &ctx.args)
-        .filter(|allowed| !allowed || must_ask.is_none());
-    match remembered {
-        Some(true) => return None,
-        Some(false) => {
-            return Some(block(
-                format!("Tool \"{tool}\" was blocked for this session by the user"),
-                false,
-            ));
-        }
-        None => {}
-    }
-    let request = approval_request(session, &ctx).await;
-    let answer = if session.ctx.config.approvals() {
-        ask_agent_client(session, &request, &cancel).await
-    } else if session.ctx.config.is_generic() {
-        crate::server::generic::ask(session, &request, &cancel).await
-    } else {
-        Err(format!(
-            "Tool \"{tool}\" needs approval, but this client has no approval channel \
-             (capabilities.experimental.agent.approvals is not set). It was not run. \
-             Allow it in initializationOptions.approval to run it without asking."
-        ))
-    };
-    match answer {
-        Err(reason) => Some(block(reason, false)),
-        Ok(answer) => {
-            if session.sandbox.may_remember(&tool, &ctx.args) {
-                session
-                    .memory
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remember(&tool, &ctx.args, answer.decision);
-            }
-            match answer.decision {
-                Decision::Allow | Decision::AllowAlways => {
-                    let sandbox = &session.sandbox;
-                    sandbox.approved(&ctx.tool_call.id, &tool, &ctx.args);
-                    None
-                }
-                Decision::Block | Decision::BlockAlways => Some(BeforeToolCallResult {
-                    block: true,
-                    // An empty reason falls back to pi's "Tool execution was blocked".
-                    reason: answer.reason.filter(|r| !r.is_empty()),
-                    terminate: answer.terminate.unwrap_or(false),
-                    args: None,
-                }),
-            }
+impl Asker for LspAsker {
+    fn policy(&self, tool: &str, _args: &Value) -> Policy {
+        let approval = &self.0.ctx.config.options.approval;
+        let policy = match self.0.tools.mcp_info(tool) {
+            Some(info) => mcp_policy(&info, approval, tool),
+            None => policy_for(approval, tool),
+        };
+        match policy {
+            ApprovalPolicy::Allow => Policy::Allow,
+            ApprovalPolicy::Ask => Policy::Ask,
+            ApprovalPolicy::Block => Policy::Block(format!(
+                "Tool \"{tool}\" is blocked by the approval policy (initializationOptions.approval)"
+            )),
         }
     }
-}
 
-/// An MCP tool's policy: its server entry's `approval`, else `initializationOptions.approval`
-/// naming the tool, else ask (read-only hints included: they are the server's claim).
-pub(crate) fn mcp_policy(
-    info: &McpToolInfo,
-    approval: &std::collections::HashMap<String, ApprovalPolicy>,
-    tool: &str,
-) -> ApprovalPolicy {
-    match info.policy {
-        Some(Policy::Allow) => ApprovalPolicy::Allow,
-        Some(Policy::Block) => ApprovalPolicy::Block,
-        Some(Policy::Ask) => ApprovalPolicy::Ask,
-        None => approval.get(tool).copied().unwrap_or(ApprovalPolicy::Ask),
+    fn ask<'a>(
+        &'a self,
+        ctx: &'a BeforeToolCallContext,
+        _must_ask: Option<&'a MustAsk>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Answer, String>> {
+        Box::pin(async move {
+            let session = &self.0;
+            let tool = &ctx.tool_call.name;
+            let request = approval_request(session, ctx).await;
+            let answer = if session.ctx.config.approvals() {
+                ask_agent_client(session, &request, cancel).await
+            } else if session.ctx.config.is_generic() {
+                crate::server::generic::ask(session, &request, cancel).await
+            } else {
+                Err(format!(
+                    "Tool \"{tool}\" needs approval, but this client has no approval channel \
+                     (capabilities.experimental.agent.approvals is not set). It was not run. \
+                     Allow it in initializationOptions.approval to run it without asking."
+                ))
+            }?;
+            Ok(Answer {
+                decision: answer.decision,
+                reason: answer.reason,
+                terminate: answer.terminate.unwrap_or(false),
+            })
+        })
     }
 }
 
@@ -210,9 +157,9 @@ async fn ask_agent_client(
     session: &Arc<LiveSession>,
     request: &BeforeToolCallParams,
     cancel: &CancellationToken,
-) -> Result<Answer, String> {
+) -> Result<ClientAnswer, String> {
     let timeout = session.ctx.config.approval_timeout();
-    let reply: Result<Answer, RequestError> = session
+    let reply: Result<ClientAnswer, RequestError> = session
         .ctx
         .out
         .request(method::BEFORE_TOOL_CALL, request, timeout, cancel)
@@ -238,7 +185,7 @@ pub async fn approval_request(
     let mcp = session.tools.mcp_info(tool);
     let kind = mcp
         .as_ref()
-        .map_or_else(|| kind_of(tool), |info| mcp_kind(info.kind));
+        .map_or_else(|| crate::tools::tool_kind(tool), |info| mcp_kind(info.kind));
     let mut saves_unsaved_changes = false;
     let preview = match preview(&session.workspace, tool, &ctx.args).await {
         Some(ToolPreview::Diff {

@@ -25,7 +25,7 @@ use crate::server::protocol::DiagnosticsParams;
 use crate::tools::Workspace;
 
 /// The tool's name (also known to the approval policy as a read-only tool).
-pub const TOOL_NAME: &str = "diagnostics";
+pub const TOOL_NAME: &str = crate::tools::DIAGNOSTICS;
 
 /// At most this many lines are shown; the rest is counted.
 const MAX_LINES: usize = 300;

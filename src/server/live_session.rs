@@ -19,13 +19,12 @@ use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, UserMess
 use crate::agent::{Agent, AgentError, AgentHooks, RunHandle};
 use crate::compaction::CompactionResult;
 use crate::mcp::server::State;
-use crate::server::approval::ApprovalMemory;
 use crate::server::conn::ConnCtx;
 use crate::server::events::Emitter;
 use crate::server::protocol::{EventBody, QueuedMessage, Queues, SessionEvent};
 use crate::session::{EntryKind, SessionFile};
 use crate::session_setup::{
-    AssembledSession, CompactError, Compactor, Journal, LoopGuard, SessionCommands,
+    ApprovalGate, AssembledSession, CompactError, Compactor, Journal, LoopGuard, SessionCommands,
     SessionControls, SessionTools, SharedRecord,
 };
 use crate::tools::Workspace;
@@ -75,7 +74,8 @@ pub struct LiveSession {
     pub commands: SessionCommands,
     /// The context files in its system prompt.
     pub context_files: Vec<PathBuf>,
-    pub memory: Mutex<ApprovalMemory>,
+    /// The approval gate of its tool calls.
+    pub gate: Arc<ApprovalGate>,
     /// The persisted transcript (pi's JSONL v3), appended at every `message_end`.
     pub record: SharedRecord,
     pub compactor: Arc<Compactor>,
@@ -129,6 +129,7 @@ impl LiveSession {
             compactor,
             journal,
             sandbox,
+            gate,
             ..
         } = session;
         let id = record.lock().map(|r| r.id().to_owned()).unwrap_or_default();
@@ -182,7 +183,7 @@ impl LiveSession {
                 guard,
                 commands,
                 context_files,
-                memory: Mutex::default(),
+                gate,
                 record,
                 compactor,
                 journal,

@@ -12,12 +12,11 @@
 //!   session: its agent, runs, queues with ids, persistence), `events` (numbering and merging
 //!   of `$/agentEvent`s), `conn` (what sessions share);
 //! - `diagnostics`: the editor's forwarded diagnostics and the `diagnostics` tool;
-//! - `approval` (policy and "always" memory), `ask` (the `beforeToolCall` hook);
+//! - `ask`: the `beforeToolCall` hook's asking, over the core's approval gate;
 //! - `saving`: whether a buffer holds unsaved changes of the user (`saveAfterEdit`);
 //! - `buffer_ws`: the tools' `Workspace` over editor buffers (applyEdit, confirm, save);
 //! - `generic`: the LSP-standard surface for clients without the agent protocol.
 
-pub mod approval;
 pub mod ask;
 pub mod buffer_ws;
 pub mod changes;

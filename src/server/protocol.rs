@@ -458,31 +458,7 @@ pub struct McpAskTrustResult {
 }
 
 /// `kind` of `agent/beforeToolCall`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ToolKind {
-    Read,
-    Edit,
-    Delete,
-    Move,
-    Search,
-    Execute,
-    Other,
-}
-
-impl ToolKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolKind::Read => "read",
-            ToolKind::Edit => "edit",
-            ToolKind::Delete => "delete",
-            ToolKind::Move => "move",
-            ToolKind::Search => "search",
-            ToolKind::Execute => "execute",
-            ToolKind::Other => "other",
-        }
-    }
-}
+pub use crate::tools::ToolKind;
 
 /// What the user is asked to approve.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -514,14 +490,8 @@ pub struct BeforeToolCallParams {
     pub sandbox: Option<crate::sandbox::ApprovalSandbox>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Decision {
-    Allow,
-    AllowAlways,
-    Block,
-    BlockAlways,
-}
+/// `decision` of the `agent/beforeToolCall` result.
+pub use crate::session_setup::approval::Decision;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -545,13 +515,7 @@ pub struct SaveDocumentsResult {
 }
 
 /// Per-tool approval policy values in `initializationOptions.approval`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ApprovalPolicy {
-    Allow,
-    Ask,
-    Block,
-}
+pub use crate::session_setup::approval::ApprovalPolicy;
 
 /// `initializationOptions`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -115,7 +115,8 @@ pub fn coding_tools(ws: Arc<dyn Workspace>, opts: ToolOptions) -> Vec<ToolRef> {
     tools
 }
 
-/// What a tool does, for user interfaces (ACP's tool kinds).
+/// What a tool does, for approval policies and user interfaces (`kind` of
+/// `agent/beforeToolCall`, ACP's tool kinds).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolKind {
@@ -128,10 +129,28 @@ pub enum ToolKind {
     Other,
 }
 
+impl ToolKind {
+    /// Its name on the wire and in policy maps.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolKind::Read => "read",
+            ToolKind::Edit => "edit",
+            ToolKind::Delete => "delete",
+            ToolKind::Move => "move",
+            ToolKind::Search => "search",
+            ToolKind::Execute => "execute",
+            ToolKind::Other => "other",
+        }
+    }
+}
+
+/// The daemon's tool over the editor's diagnostics (it only reads them).
+pub const DIAGNOSTICS: &str = "diagnostics";
+
 /// The kind of a tool by name (`Other` for unknown tools).
 pub fn tool_kind(name: &str) -> ToolKind {
     match name {
-        "read" | "ls" => ToolKind::Read,
+        "read" | "ls" | DIAGNOSTICS => ToolKind::Read,
         "write" | "edit" => ToolKind::Edit,
         "grep" | "find" => ToolKind::Search,
         "bash" => ToolKind::Execute,
@@ -141,5 +160,5 @@ pub fn tool_kind(name: &str) -> ToolKind {
 
 /// True for tools that never change anything (safe to run without approval).
 pub fn is_read_only(name: &str) -> bool {
-    matches!(name, "read" | "grep" | "find" | "ls")
+    matches!(name, "read" | "grep" | "find" | "ls" | DIAGNOSTICS)
 }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use super::live::Delta;
 use super::snapshot::{Meta, Snapshot};
-use super::{FileEffect, Journal, Known};
+use super::{FileEffect, Journal, Known, Seen};
 
 /// A file larger than this is not read for a before-image.
 pub const MAX_FILE: u64 = 1 << 20;
@@ -98,25 +98,28 @@ impl Journal {
         snapshot: &Snapshot,
         maybe_stale: Option<impl Iterator<Item = &'a PathBuf>>,
     ) -> Before {
+        let seen = &self.seen;
         let mut stale = match maybe_stale {
-            Some(paths) => self.stale_among(snapshot, paths),
-            None => self.stale(snapshot),
+            Some(paths) => seen.stale_among(snapshot, paths),
+            None => seen.stale(snapshot),
         };
         // Sorted: which files a spent budget leaves out does not depend on hashing order.
         stale.sort_by(|a, b| a.0.cmp(b.0));
-        let unasked = self.unasked(&stale);
+        let unasked = seen.unasked(&stale);
         if unasked > COPY_WITHOUT_GIT {
-            let found = self.vouch(&stale);
+            let found = seen.vouch(&stale);
             stale.retain(|(path, _)| !found.contains(*path));
         }
         let (copied, unknown) = self.copies(&stale);
         let stored = copied.len();
-        if let Ok(mut known) = self.known.lock() {
+        if let Ok(mut known) = seen.known.lock() {
             known.extend(copied);
         }
         Before { unknown, stored }
     }
+}
 
+impl Seen {
     /// Asks git for the blobs of every file of `snapshot` the journal has no image of (the
     /// session's first look at the workspace, before any command needs it); copies nothing.
     /// Blocking.
@@ -194,7 +197,9 @@ impl Journal {
         }
         vouched
     }
+}
 
+impl Journal {
     /// Stores copies of `files` within the bounds, synced together: what was stored, and why
     /// the others were not.
     fn copies(
@@ -247,8 +252,8 @@ impl Journal {
         let present: Vec<(&PathBuf, &Meta)> = (changes.iter())
             .filter_map(|d| Some((&d.path, d.after.as_ref()?)))
             .collect();
-        let vouched = match self.unasked(&present) > COPY_WITHOUT_GIT {
-            true => self.vouch(&present),
+        let vouched = match self.seen.unasked(&present) > COPY_WITHOUT_GIT {
+            true => self.seen.vouch(&present),
             false => HashSet::new(),
         };
         let to_copy: Vec<(&PathBuf, &Meta)> = (present.iter().copied())
@@ -256,7 +261,7 @@ impl Journal {
             .collect();
         let (copied, _) = self.copies(&to_copy);
         let mut now: HashMap<PathBuf, Known> = copied.into_iter().collect();
-        if let Ok(known) = self.known.lock() {
+        if let Ok(known) = self.seen.known.lock() {
             for path in vouched {
                 if let Some(image) = known.get(&path) {
                     now.insert(path, image.clone());
@@ -303,7 +308,7 @@ impl Journal {
             });
         }
         self.keep_befores(&mut files);
-        if let Ok(mut known) = self.known.lock() {
+        if let Ok(mut known) = self.seen.known.lock() {
             for change in changes {
                 match now.remove(&change.path) {
                     Some(image) => known.insert(change.path.clone(), image),

@@ -159,7 +159,7 @@ impl super::Journal {
     /// What changed since the last command's manifest (`live` brought up to date).
     pub(super) fn since_last_command(&self, live: &mut super::live::Live) -> Since {
         let link = self.last_manifest.lock().ok().and_then(|mut l| l.take());
-        let mut changed: super::snapshot::PathSet = match self.known.lock() {
+        let mut changed: super::snapshot::PathSet = match self.seen.known.lock() {
             Ok(mut known) => std::mem::take(&mut known.changed),
             Err(_) => Default::default(),
         };
@@ -186,7 +186,7 @@ impl super::Journal {
     ) -> Option<String> {
         let Since { last, mut changed } = since;
         // Images made for this command.
-        if let Ok(mut known) = self.known.lock() {
+        if let Ok(mut known) = self.seen.known.lock() {
             changed.extend(std::mem::take(&mut known.changed));
         }
         let snapshot = live.files()?;
@@ -246,7 +246,7 @@ impl super::Journal {
         base: String,
         paths: HashSet<&Path>,
     ) -> Manifest {
-        let known = self.known.lock();
+        let known = self.seen.known.lock();
         let known = known.as_deref().ok();
         let files = (paths.into_iter())
             .map(|path| {
@@ -281,7 +281,7 @@ impl super::Journal {
     ) -> Manifest {
         let relative = |path: &Path| self.relative(path);
         let mut diff = BTreeMap::new();
-        if let Ok(known) = self.known.lock() {
+        if let Ok(known) = self.seen.known.lock() {
             for (path, meta) in &snapshot.files {
                 let image = (known.get(path))
                     .filter(|k| k.meta == *meta)
@@ -308,7 +308,7 @@ impl super::Journal {
 
     /// Every file of the snapshot with its image, or why it has none.
     fn before_files(&self, snapshot: &Snapshot, before: &super::images::Before) -> Files {
-        let known = self.known.lock();
+        let known = self.seen.known.lock();
         let known = known.as_deref().ok();
         (snapshot.files.iter())
             .map(|(path, meta)| {

@@ -182,7 +182,8 @@ pub struct Journal {
     blobs: Option<BlobStore>,
     root: PathBuf,
     run: Mutex<Option<String>>,
-    known: Mutex<KnownImages>,
+    /// What the journal knows of the workspace, shared with its warm-up thread.
+    seen: Arc<Seen>,
     /// The files whose before-image each run stored (only its first is needed: a run is
     /// reverted to, and reviewed from, the content before its first change of a file).
     imaged: Mutex<HashSet<(String, PathBuf)>>,
@@ -192,18 +193,53 @@ pub struct Journal {
     collection: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// The last [`manifest`] stored: the next is a link from it.
     last_manifest: Mutex<Option<manifest::Link>>,
-    /// The workspace's git repository, looked for at the first command (`None` inside: not a
-    /// git workspace, or git cannot be used there; its files are then all copied).
-    git: OnceLock<Option<git::GitRepo>>,
     /// `HEAD`'s commit and its files, the base of a git workspace's manifests.
     head: Mutex<Option<(String, Arc<manifest::Files>)>>,
     /// The session's id: the name the git blobs its runs rely on are kept under.
     name: String,
+}
+
+/// What the journal knows of its workspace: its files, their images, and git's word on them. Apart
+/// from the [`Journal`], so that work in the background never keeps the session file open.
+struct Seen {
+    root: PathBuf,
     /// The workspace's files, kept current between commands ([`live`]).
     live: Arc<Mutex<live::Live>>,
+    known: Mutex<KnownImages>,
     /// Files git did not vouch for when asked, with the metadata they had then: they are copied
     /// without asking again until they change.
     refused: Mutex<HashMap<PathBuf, Meta>>,
+    /// The workspace's git repository, looked for at the first need (`None` inside: not a git
+    /// workspace, or git cannot be used there; its files are then all copied).
+    git: OnceLock<Option<git::GitRepo>>,
+}
+
+impl Seen {
+    /// The workspace's git repository, if it is in one git can be used in. Blocking (the first
+    /// call runs `git rev-parse`).
+    fn git(&self) -> Option<&git::GitRepo> {
+        self.git
+            .get_or_init(|| git::GitRepo::discover(&self.root))
+            .as_ref()
+    }
+
+    /// What git says of the workspace's files ([`git::State::blob_of`]: the blob of each file
+    /// git vouches for), with the files' sizes from `size_of` and how many changed after a time
+    /// from `changed_after`; `None` outside git or when git could not say. Blocking.
+    fn vouched(
+        &self,
+        size_of: &(dyn Fn(&Path) -> Option<u64> + Sync),
+        changed_after: &git::ChangedAfter<'_>,
+    ) -> Option<git::State> {
+        let repo = self.git()?;
+        match repo.state_with_sizes(size_of, changed_after) {
+            Ok(state) => Some(state),
+            Err(e) => {
+                tracing::debug!(%e, "git cannot vouch for the workspace's files");
+                None
+            }
+        }
+    }
 }
 
 impl Journal {
@@ -218,24 +254,27 @@ impl Journal {
             blobs,
             root: root.to_path_buf(),
             run: Mutex::new(None),
-            known: Mutex::default(),
+            seen: Arc::new(Seen {
+                root: root.to_path_buf(),
+                live: live::Live::shared(root),
+                known: Mutex::default(),
+                refused: Mutex::default(),
+                git: OnceLock::new(),
+            }),
             imaged: Mutex::default(),
             hashing: tokio::sync::watch::Sender::new(0),
             collection: Mutex::default(),
             last_manifest: Mutex::default(),
-            git: OnceLock::new(),
             head: Mutex::default(),
             name,
-            live: live::Live::shared(root),
-            refused: Mutex::default(),
         }
     }
 
     /// Takes the workspace's first snapshot and asks git which files it holds, on a thread of
     /// its own, so that the session's first command finds both done: a model's first answer
     /// takes longer than either. Copies nothing.
-    fn warm_up(self: &Arc<Self>) {
-        let journal = self.clone();
+    fn warm_up(&self) {
+        let seen = self.seen.clone();
         let spawned = std::thread::Builder::new()
             .name("journal-warm-up".into())
             .spawn(move || {
@@ -246,12 +285,12 @@ impl Journal {
                 if let Err(e) = rustix::process::setpriority_process(Some(tid), WARM_UP_NICENESS) {
                     tracing::debug!(%e, "the warm-up runs at the session's priority");
                 }
-                let mut live = journal.live.lock().unwrap_or_else(|e| e.into_inner());
+                let mut live = seen.live.lock().unwrap_or_else(|e| e.into_inner());
                 let started = std::time::Instant::now();
                 live.update();
                 let walked = started.elapsed();
                 if let Some(files) = live.files() {
-                    journal.vouch_all(files);
+                    seen.vouch_all(files);
                 }
                 tracing::debug!(
                     ?walked,
@@ -265,18 +304,10 @@ impl Journal {
         }
     }
 
-    /// The workspace's git repository, if it is in one git can be used in. Blocking (the first
-    /// call runs `git rev-parse`).
-    fn git(&self) -> Option<&git::GitRepo> {
-        self.git
-            .get_or_init(|| git::GitRepo::discover(&self.root))
-            .as_ref()
-    }
-
     /// `HEAD`'s commit and its files as images (`git:<oid>`), read again only when `HEAD`
     /// moved; `None` outside git or before the first commit. Blocking.
     fn head_files(&self) -> Option<(String, Arc<manifest::Files>)> {
-        let repo = self.git()?;
+        let repo = self.seen.git()?;
         let commit = repo.head().ok()??;
         let mut head = self.head.lock().ok()?;
         if let Some((cached, files)) = head.as_ref()
@@ -299,24 +330,6 @@ impl Journal {
         Some((commit, files))
     }
 
-    /// What git says of the workspace's files ([`git::State::blob_of`]: the blob of each file
-    /// git vouches for), with the files' sizes from `size_of` and how many changed after a time
-    /// from `changed_after`; `None` outside git or when git could not say. Blocking.
-    fn vouched(
-        &self,
-        size_of: &(dyn Fn(&Path) -> Option<u64> + Sync),
-        changed_after: &git::ChangedAfter<'_>,
-    ) -> Option<git::State> {
-        let repo = self.git()?;
-        match repo.state_with_sizes(size_of, changed_after) {
-            Ok(state) => Some(state),
-            Err(e) => {
-                tracing::debug!(%e, "git cannot vouch for the workspace's files");
-                None
-            }
-        }
-    }
-
     /// Keeps the git blobs among `names` reachable for as long as the session is kept; the
     /// ones the repository no longer has. Blocking.
     fn keep_git(&self, names: &[&str]) -> Vec<String> {
@@ -324,7 +337,7 @@ impl Journal {
             .filter_map(|n| n.strip_prefix("git:"))
             .map(String::from)
             .collect();
-        let (Some(repo), false) = (self.git(), oids.is_empty()) else {
+        let (Some(repo), false) = (self.seen.git(), oids.is_empty()) else {
             return Vec::new();
         };
         match repo.keep(&self.name, &oids) {
@@ -460,7 +473,7 @@ impl Journal {
 
     /// Remembers that `path` on disk holds `hash` now (for `bash`'s before-images).
     fn remember(&self, path: &Path, hash: Option<&str>) {
-        let Ok(mut known) = self.known.lock() else {
+        let Ok(mut known) = self.seen.known.lock() else {
             return;
         };
         match (hash, std::fs::metadata(path)) {
@@ -479,7 +492,7 @@ impl Journal {
 
     /// The hash of `path` when it had `meta`, if the journal knows it.
     fn known_hash(&self, path: &Path, meta: &Meta) -> Option<String> {
-        let known = self.known.lock().ok()?;
+        let known = self.seen.known.lock().ok()?;
         known
             .get(path)
             .filter(|k| k.meta == *meta)

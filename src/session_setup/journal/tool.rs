@@ -224,7 +224,7 @@ async fn before_images(journal: &Arc<Journal>) -> Option<Started> {
     let journal = journal.clone();
     tokio::task::spawn_blocking(move || {
         let started = std::time::Instant::now();
-        let mut live = journal.live.lock().unwrap_or_else(|e| e.into_inner());
+        let mut live = journal.seen.live.lock().unwrap_or_else(|e| e.into_inner());
         let waited = started.elapsed();
         let updated = live.update();
         let brought = started.elapsed();
@@ -258,7 +258,7 @@ async fn bash_effects(journal: &Arc<Journal>, started: Option<Started>) -> Optio
     let work = move || {
         let begun = std::time::Instant::now();
         let changes = {
-            let mut live = journal.live.lock().unwrap_or_else(|e| e.into_inner());
+            let mut live = journal.seen.live.lock().unwrap_or_else(|e| e.into_inner());
             live.update();
             let tracked = live.files().is_some();
             let changes = live.finish(started.mark)?;
