@@ -28,9 +28,9 @@ use crate::rpc::jsonrpc::{Id, Incoming, Reader, Response, ResponseError, code};
 use crate::rpc::outgoing::{CancelNotice, Outgoing, Replies};
 use crate::rpc::output::DEFAULT_DELTA_INTERVAL;
 use crate::rpc::output::Output;
-use crate::server::protocol::RevertParams;
 use crate::session::SessionStore;
-use crate::session_setup::journal::review::{self, Selection};
+use crate::session_setup::journal::review;
+use crate::session_setup::journal::review::RevertRequest;
 use crate::session_setup::{
     LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec, SetupError, assemble,
 };
@@ -453,11 +453,11 @@ impl Conn {
 
     /// `_agent-lsp/revert`: answered from its own task, since restoring a file may go through
     /// the client's `fs/write_text_file`, whose answer this loop must keep reading.
-    fn revert(&self, id: &Id, p: RevertParams) -> Result<(), ResponseError> {
+    fn revert(&self, id: &Id, p: RevertRequest) -> Result<(), ResponseError> {
         let session = self.session(&acp::SessionId::new(p.session_id.clone()))?;
         if session.is_running() {
             return Err(ResponseError::new(
-                crate::server::protocol::code::AGENT_BUSY,
+                code::AGENT_BUSY,
                 "Cannot revert while a turn is running; cancel it or wait for its answer",
             ));
         }
@@ -466,15 +466,7 @@ impl Conn {
                 "fork is not offered over ACP: load the session and fork it with agent-lsp sessions fork",
             ));
         }
-        let selection = match (p.run_id, p.message_id) {
-            (Some(_), Some(_)) => {
-                return Err(ResponseError::invalid_params(
-                    "give runId or messageId, not both",
-                ));
-            }
-            (_, Some(message)) => Selection::Since(message),
-            (run, None) => Selection::Run(run),
-        };
+        let selection = p.selection().map_err(ResponseError::invalid_params)?;
         let output = self.out.output().clone();
         let id = id.clone();
         tokio::spawn(async move {

@@ -22,6 +22,8 @@ pub mod code {
     pub const INVALID_PARAMS: i64 = -32602;
     pub const INTERNAL_ERROR: i64 = -32603;
     pub const SERVER_NOT_INITIALIZED: i64 = -32002;
+    /// agent-lsp's own, in every protocol it speaks: the session is busy (a run is active).
+    pub const AGENT_BUSY: i64 = -32001;
 }
 
 /// A request id: a number or a string (a `null` id only appears in error responses).

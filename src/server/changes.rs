@@ -38,7 +38,7 @@ pub fn handle(sessions: &Arc<SessionTable>, method: &str, id: Id, params: Value,
     tokio::spawn(async move {
         // Hashes of open buffers still being computed decide whether the user changed a file.
         match &work {
-            Work::Changes(session, _) | Work::Revert(session, _, _) => {
+            Work::Changes(session, _) | Work::Revert(session, ..) => {
                 session.journal.settled().await
             }
         }
@@ -49,11 +49,7 @@ pub fn handle(sessions: &Arc<SessionTable>, method: &str, id: Id, params: Value,
                     .map_err(review_error)
                     .and_then(to_value)
             }
-            Work::Revert(session, p, fork) => {
-                let selection = match (p.run_id, p.message_id) {
-                    (_, Some(message)) => Selection::Since(message),
-                    (run, None) => Selection::Run(run),
-                };
+            Work::Revert(session, p, selection, fork) => {
                 let reverted = review::revert(
                     &session.record,
                     &session.workspace,
@@ -77,6 +73,7 @@ enum Work {
     Revert(
         Arc<LiveSession>,
         RevertParams,
+        Selection,
         Option<crate::server::protocol::ForkSessionResult>,
     ),
 }
@@ -88,11 +85,7 @@ fn start_revert(sessions: &Arc<SessionTable>, p: RevertParams) -> Result<Work, R
     if session.active_run().is_some() {
         return Err(ResponseError::new(code::AGENT_BUSY, REVERT_BUSY));
     }
-    if p.run_id.is_some() && p.message_id.is_some() {
-        return Err(ResponseError::invalid_params(
-            "give runId or messageId, not both",
-        ));
-    }
+    let selection = p.selection().map_err(ResponseError::invalid_params)?;
     let fork = match (&p.message_id, p.fork) {
         (Some(message), true) => Some(sessions.fork_session(&p.session_id, message)?),
         (None, true) => {
@@ -100,7 +93,7 @@ fn start_revert(sessions: &Arc<SessionTable>, p: RevertParams) -> Result<Work, R
         }
         (_, false) => None,
     };
-    Ok(Work::Revert(session, p, fork))
+    Ok(Work::Revert(session, p, selection, fork))
 }
 
 fn review_error(e: ReviewError) -> ResponseError {

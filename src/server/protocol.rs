@@ -78,7 +78,7 @@ pub mod command {
 
 /// JSON-RPC error codes of the agent methods (beyond the standard ones).
 pub mod code {
-    pub const AGENT_BUSY: i64 = -32001;
+    pub use crate::rpc::jsonrpc::code::AGENT_BUSY;
     pub const NO_MODEL: i64 = -32003;
     /// `agent/compact` did not compact (nothing to compact, cancelled, the summary failed).
     pub const COMPACTION_FAILED: i64 = -32004;
@@ -693,24 +693,7 @@ pub struct RunChangesParams {
 
 /// Params of `agent/revert` (and ACP's `_agent-lsp/revert`): a run, or a checkpoint (everything
 /// since a user message).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RevertParams {
-    pub session_id: String,
-    #[serde(default)]
-    pub run_id: Option<String>,
-    #[serde(default)]
-    pub message_id: Option<String>,
-    /// Only these files (absolute, or relative to the session's cwd).
-    #[serde(default)]
-    pub paths: Option<Vec<String>>,
-    /// Overwrite files changed since the agent changed them.
-    #[serde(default)]
-    pub force: bool,
-    /// With `messageId`: also fork the conversation before that message.
-    #[serde(default)]
-    pub fork: bool,
-}
+pub use crate::session_setup::journal::review::RevertRequest as RevertParams;
 
 /// Result of `agent/revert`.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -15,6 +15,37 @@ use super::image;
 use super::images::Unknown;
 use super::{Effect, FileEffect, Phase, REVERT_TOOL, branch_effects, store_of};
 
+/// What a revert asks (`agent/revert`, ACP's `_agent-lsp/revert`).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevertRequest {
+    pub session_id: String,
+    #[serde(default)]
+    pub run_id: Option<String>,
+    #[serde(default)]
+    pub message_id: Option<String>,
+    /// Only these files (absolute, or relative to the session's cwd).
+    #[serde(default)]
+    pub paths: Option<Vec<String>>,
+    /// Overwrite files changed since the agent changed them.
+    #[serde(default)]
+    pub force: bool,
+    /// With `messageId`: also fork the conversation before that message.
+    #[serde(default)]
+    pub fork: bool,
+}
+
+impl RevertRequest {
+    /// The changes it reverts; `Err` when it names both a run and a message.
+    pub fn selection(&self) -> Result<Selection, &'static str> {
+        match (&self.run_id, &self.message_id) {
+            (Some(_), Some(_)) => Err("give runId or messageId, not both"),
+            (_, Some(message)) => Ok(Selection::Since(message.clone())),
+            (run, None) => Ok(Selection::Run(run.clone())),
+        }
+    }
+}
+
 /// Which changes: one run's, or everything since a user message (a checkpoint).
 #[derive(Clone, Debug)]
 pub enum Selection {
