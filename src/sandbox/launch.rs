@@ -7,8 +7,7 @@ use std::process::Stdio;
 use std::sync::OnceLock;
 
 use super::jail::SUBCOMMAND;
-use super::jail::spec::{JailNetwork, JailSpec, SPEC_ENV};
-use super::layers::Probe;
+use super::jail::spec::{JailNetwork, JailSpec, Probe, SPEC_ENV};
 use super::{Network, Sandbox, SandboxError, SandboxMode, SandboxPolicy};
 
 /// The port of the proxy relay inside the command's network namespace.

@@ -9,13 +9,12 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
-use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope,
-};
-use serde::{Deserialize, Serialize};
+use landlock::{Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, Scope};
 use serde_json::{Value, json};
 
 use crate::model_registry::EnvSource;
+
+pub use super::jail::spec::{Landlock, Probe};
 
 /// Test-only switch: `1` makes the sandbox report itself unavailable.
 pub const FORCE_UNAVAILABLE_ENV: &str = "AGENT_LSP_TEST_SANDBOX_UNAVAILABLE";
@@ -23,52 +22,6 @@ pub const FORCE_UNAVAILABLE_ENV: &str = "AGENT_LSP_TEST_SANDBOX_UNAVAILABLE";
 pub const FORCE_NO_NAMESPACES_ENV: &str = "AGENT_LSP_TEST_SANDBOX_NO_NAMESPACES";
 /// Test-only switch: the highest Landlock ABI to use (`4`, `5`, `6`), as an older kernel.
 pub const LANDLOCK_ABI_ENV: &str = "AGENT_LSP_TEST_LANDLOCK_ABI";
-
-/// The Landlock features the sandbox uses, by the ABI that brought them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Landlock {
-    /// The kernel's ABI (4 at least: Linux 6.7's file system, truncate and TCP rights).
-    pub abi: u8,
-    /// ABI 5: ioctls on devices (a terminal's `TIOCSTI`) are refused.
-    pub ioctl_dev: bool,
-    /// ABI 6: signals and abstract Unix sockets stay inside the sandbox.
-    pub scopes: bool,
-    /// ABI 9: connecting to path Unix sockets needs a rule (seccomp refuses them below).
-    pub resolve_unix: bool,
-}
-
-impl Landlock {
-    fn at(abi: u8) -> Landlock {
-        Landlock {
-            abi,
-            ioctl_dev: abi >= 5,
-            scopes: abi >= 6,
-            resolve_unix: abi >= 9,
-        }
-    }
-
-    /// The crate's ABI for the rights this level handles.
-    pub fn crate_abi(self) -> ABI {
-        match self.abi {
-            9.. => ABI::V9,
-            6..=8 => ABI::V6,
-            5 => ABI::V5,
-            _ => ABI::V4,
-        }
-    }
-}
-
-/// What the launcher found it could do (its `--probe` answer).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Probe {
-    /// `None`: user, mount, PID, IPC and network namespaces, a private `/proc` and `/dev`
-    /// all work; else why not.
-    pub namespaces: Option<String>,
-    /// `None`: a seccomp filter can be installed; else why not.
-    pub seccomp: Option<String>,
-}
 
 /// The layers this machine offers.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,8 +12,9 @@ use nix::sys::signalfd::SignalFd;
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+use super::end::{End, SETUP_FAILED, SETUP_FAILED_PREFIX};
 use super::spec::JailSpec;
-use super::{End, SETUP_FAILED, SETUP_FAILED_PREFIX, protect, sys, worker};
+use super::{protect, sys, worker};
 
 pub fn run(
     spec: &JailSpec,

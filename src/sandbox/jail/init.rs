@@ -12,8 +12,9 @@ use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+use super::end::{End, SETUP_FAILED, SETUP_FAILED_PREFIX};
 use super::spec::{JailNetwork, JailSpec};
-use super::{End, SETUP_FAILED, SETUP_FAILED_PREFIX, bridge, mounts, protect, sys, worker};
+use super::{bridge, mounts, protect, sys, worker};
 
 /// Runs init to the end; the exit status for its process (how the command ended is also
 /// written to `status`, signals included, which an exit status cannot carry from PID 1).

@@ -21,6 +21,7 @@
 //! a child subreaper that kills every process the command left once it exits.
 
 mod bridge;
+mod end;
 mod flat;
 mod init;
 mod mounts;
@@ -41,18 +42,15 @@ use nix::fcntl::OFlag;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
-use nix::sys::wait::{WaitStatus, waitpid};
+use nix::sys::wait::waitpid;
 use nix::unistd::Pid;
 
+use end::End;
+pub use end::{SETUP_FAILED, SETUP_FAILED_PREFIX};
 use spec::{JailNetwork, JailSpec, SPEC_ENV};
 
 /// The hidden subcommand that runs the launcher.
 pub const SUBCOMMAND: &str = "__sandbox-exec";
-/// The exit status of a command the sandbox could not start (as `env` and `docker` use it).
-pub const SETUP_FAILED: i32 = 125;
-/// How that failure begins on stderr (the rest says why).
-pub const SETUP_FAILED_PREFIX: &str = "agent-lsp sandbox: the command could not be started:";
-
 /// The launcher's entry point (`agent-lsp __sandbox-exec [--probe]`).
 pub fn main(args: &[OsString]) -> ! {
     if args.iter().any(|a| a == "--probe") {
@@ -63,63 +61,6 @@ pub fn main(args: &[OsString]) -> ! {
         Err(e) => {
             eprintln!("{SETUP_FAILED_PREFIX} {e}");
             std::process::exit(SETUP_FAILED)
-        }
-    }
-}
-
-/// How the command ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum End {
-    Code(i32),
-    Signal(i32),
-}
-
-impl End {
-    fn from_wait(status: WaitStatus) -> Option<End> {
-        match status {
-            WaitStatus::Exited(_, code) => Some(End::Code(code)),
-            WaitStatus::Signaled(_, sig, _) => Some(End::Signal(sig as i32)),
-            _ => None,
-        }
-    }
-
-    fn encode(self) -> [u8; 5] {
-        let (tag, n) = match self {
-            End::Code(c) => (b'C', c),
-            End::Signal(s) => (b'S', s),
-        };
-        let b = n.to_le_bytes();
-        [tag, b[0], b[1], b[2], b[3]]
-    }
-
-    fn decode(bytes: &[u8]) -> Option<End> {
-        let n = i32::from_le_bytes(bytes.get(1..5)?.try_into().ok()?);
-        match bytes.first()? {
-            b'C' => Some(End::Code(n)),
-            b'S' => Some(End::Signal(n)),
-            _ => None,
-        }
-    }
-
-    /// Ends the launcher the way the command ended, so the daemon sees the same status.
-    fn exit(self) -> ! {
-        match self {
-            End::Code(code) => std::process::exit(code),
-            End::Signal(sig) => {
-                if let Ok(signal) = Signal::try_from(sig) {
-                    // No core file of the launcher; the default action ends it with `signal`.
-                    let _ = nix::sys::resource::setrlimit(
-                        nix::sys::resource::Resource::RLIMIT_CORE,
-                        0,
-                        0,
-                    );
-                    let mut one = SigSet::empty();
-                    one.add(signal);
-                    let _ = one.thread_unblock();
-                    let _ = nix::sys::signal::raise(signal);
-                }
-                std::process::exit(128 + sig)
-            }
         }
     }
 }

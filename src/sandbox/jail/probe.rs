@@ -5,8 +5,8 @@
 use nix::sys::wait::{WaitStatus, waitpid};
 
 use super::spec::{JailNetwork, JailSpec};
+use super::spec::{Landlock, Probe};
 use super::{mounts, seccomp, sys};
-use crate::sandbox::layers::{Landlock, Probe};
 
 pub fn run() -> ! {
     let probe = Probe {

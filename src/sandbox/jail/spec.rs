@@ -1,11 +1,12 @@
-//! What the daemon tells the launcher about one command: built in the daemon
-//! ([`crate::sandbox::launch`]), read by the launcher from its environment.
+//! What the daemon and the launcher tell each other: one command's jail, built in the daemon
+//! ([`crate::sandbox::launch`]) and read by the launcher from its environment; and what the
+//! launcher found it could do (its `--probe` answer), with the Landlock features in use.
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sandbox::layers::Landlock;
+use landlock::ABI;
 
 /// The environment variable the spec travels in (removed before the command starts).
 pub const SPEC_ENV: &str = "AGENT_LSP_JAIL_SPEC";
@@ -59,4 +60,50 @@ impl JailSpec {
     pub fn from_env_value(value: &str) -> Result<JailSpec, serde_json::Error> {
         serde_json::from_str(value)
     }
+}
+
+/// The Landlock features the sandbox uses, by the ABI that brought them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Landlock {
+    /// The kernel's ABI (4 at least: Linux 6.7's file system, truncate and TCP rights).
+    pub abi: u8,
+    /// ABI 5: ioctls on devices (a terminal's `TIOCSTI`) are refused.
+    pub ioctl_dev: bool,
+    /// ABI 6: signals and abstract Unix sockets stay inside the sandbox.
+    pub scopes: bool,
+    /// ABI 9: connecting to path Unix sockets needs a rule (seccomp refuses them below).
+    pub resolve_unix: bool,
+}
+
+impl Landlock {
+    pub(crate) fn at(abi: u8) -> Landlock {
+        Landlock {
+            abi,
+            ioctl_dev: abi >= 5,
+            scopes: abi >= 6,
+            resolve_unix: abi >= 9,
+        }
+    }
+
+    /// The crate's ABI for the rights this level handles.
+    pub fn crate_abi(self) -> ABI {
+        match self.abi {
+            9.. => ABI::V9,
+            6..=8 => ABI::V6,
+            5 => ABI::V5,
+            _ => ABI::V4,
+        }
+    }
+}
+
+/// What the launcher found it could do (its `--probe` answer).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Probe {
+    /// `None`: user, mount, PID, IPC and network namespaces, a private `/proc` and `/dev`
+    /// all work; else why not.
+    pub namespaces: Option<String>,
+    /// `None`: a seccomp filter can be installed; else why not.
+    pub seccomp: Option<String>,
 }

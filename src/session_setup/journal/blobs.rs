@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 use std::sync::{Arc, OnceLock};
 
+use nix::fcntl::{Flock, FlockArg};
+
 use super::git::GitRepo;
 use super::image::{ImageId, name_of};
 
@@ -142,7 +144,7 @@ impl BlobStore {
         if !path.is_file() {
             return false;
         }
-        let _shared = super::gc::StoreLock::shared(&self.dir);
+        let _shared = StoreLock::shared(&self.dir);
         let touched = std::fs::OpenOptions::new()
             .write(true)
             .open(path)
@@ -242,6 +244,38 @@ impl Drop for Batch<'_> {
         for (_, tmp, _) in &self.pending {
             let _ = std::fs::remove_file(tmp);
         }
+    }
+}
+
+/// The store's lock (`blobs.lock` beside `blobs/`, `flock`): shared while an image is reused, exclusive
+/// while a collection sweeps. `None` when it cannot be taken (no store yet: nothing to guard).
+pub struct StoreLock {
+    _file: Flock<std::fs::File>,
+}
+
+impl StoreLock {
+    /// Waits for a sweep that is under way to end.
+    pub fn shared(store: &Path) -> Option<StoreLock> {
+        StoreLock::take(store, FlockArg::LockShared)
+    }
+
+    /// `None` while another collection holds it (or sessions reuse images right now).
+    pub(super) fn exclusive(store: &Path) -> Option<StoreLock> {
+        StoreLock::take(store, FlockArg::LockExclusiveNonblock)
+    }
+
+    fn take(store: &Path, how: FlockArg) -> Option<StoreLock> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(store.with_extension("lock"))
+            .ok()?;
+        Flock::lock(file, how)
+            .ok()
+            .map(|file| StoreLock { _file: file })
     }
 }
 

@@ -12,15 +12,13 @@
 //! repository's `refs/agent-lsp/journal/<session>` ref, which `sessions delete` drops.
 
 use std::collections::{HashMap, HashSet};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use nix::fcntl::{Flock, FlockArg};
 use serde_json::Value;
 
 use super::EFFECT;
-use super::blobs::shared_dir;
+use super::blobs::{StoreLock, shared_dir};
 use super::image::ImageId;
 use super::manifest::{Base, Manifest};
 
@@ -91,38 +89,6 @@ pub fn collect_store(root: &Path, grace: Duration) -> std::io::Result<GcReport> 
         }
     }
     Ok(report)
-}
-
-/// The store's lock (`blobs.lock` beside `blobs/`, `flock`): shared while an image is reused, exclusive
-/// while a collection sweeps. `None` when it cannot be taken (no store yet: nothing to guard).
-pub struct StoreLock {
-    _file: Flock<std::fs::File>,
-}
-
-impl StoreLock {
-    /// Waits for a sweep that is under way to end.
-    pub fn shared(store: &Path) -> Option<StoreLock> {
-        StoreLock::take(store, FlockArg::LockShared)
-    }
-
-    /// `None` while another collection holds it (or sessions reuse images right now).
-    fn exclusive(store: &Path) -> Option<StoreLock> {
-        StoreLock::take(store, FlockArg::LockExclusiveNonblock)
-    }
-
-    fn take(store: &Path, how: FlockArg) -> Option<StoreLock> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(store.with_extension("lock"))
-            .ok()?;
-        Flock::lock(file, how)
-            .ok()
-            .map(|file| StoreLock { _file: file })
-    }
 }
 
 /// The time before which an image unused since is not needed by any running session of
