@@ -16,7 +16,6 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::acp::conn::ClientCaps;
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolRef, ToolUpdater};
 use crate::rpc::outgoing::{Outgoing, RequestError};
@@ -26,6 +25,14 @@ use crate::tools::{
     BashTool, ContentId, DiskWorkspace, FileSnapshot, ToolContext, ToolOptions, Workspace,
     WorkspaceError, WriteOutcome,
 };
+
+/// What the client offered in `initialize`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClientCaps {
+    pub read_text_file: bool,
+    pub write_text_file: bool,
+    pub terminal: bool,
+}
 
 /// How long a file request may take before the tool fails.
 const FS_TIMEOUT: Duration = Duration::from_secs(60);

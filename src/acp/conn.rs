@@ -14,10 +14,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::io::AsyncRead;
 
-use crate::acp::client::{AcpFrontEnd, SessionLink};
+use crate::acp::client::{AcpFrontEnd, ClientCaps, SessionLink};
 use crate::acp::content::to_pi_blocks;
 use crate::acp::options::{self, MODEL, THOUGHT_LEVEL};
-use crate::acp::session::{AcpSession, Mode};
+use crate::acp::session::{AcpSession, Mode, SessionHooks};
 use crate::acp::updates::{self};
 use crate::agent::message::ThinkingLevel;
 use crate::agent::stream_contract::StreamFn;
@@ -47,14 +47,6 @@ const NO_MODEL: &str = "agent-lsp has no model: set AGENT_LSP_MODEL=provider/id 
 anthropic/claude-sonnet-4-5) with that provider's key in the agent's environment \
 (ANTHROPIC_API_KEY or OPENAI_API_KEY; OPENAI_BASE_URL for another OpenAI-compatible server), \
 or ollama/<name> for a local Ollama, or add providers to $XDG_CONFIG_HOME/agent-lsp/models.json";
-
-/// What the client offered in `initialize`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ClientCaps {
-    pub read_text_file: bool,
-    pub write_text_file: bool,
-    pub terminal: bool,
-}
 
 pub struct Conn {
     pub out: Outgoing,
@@ -325,7 +317,11 @@ impl Conn {
         }
         let id = lock(&assembled.record).id().to_owned();
         let _ = link.session_id.set(id);
-        let session = AcpSession::create(link, assembled, self.env.clone());
+        let hooks = SessionHooks {
+            before_tool_call: crate::acp::permission::hook,
+            prepare_run: crate::acp::trust::ask_first,
+        };
+        let session = AcpSession::create(link, assembled, self.env.clone(), hooks);
         lock(&self.sessions).insert(session.id.clone(), session.clone());
         Ok(session)
     }

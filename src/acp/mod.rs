@@ -1,15 +1,16 @@
 //! `agent-lsp acp`: an Agent Client Protocol (v1) agent over stdio, newline-delimited JSON-RPC,
 //! on the same session core as the daemon (`session_setup`). Types are the official schema
-//! crate's (`agent-client-protocol-schema`, pinned); the JSON-RPC loop and the ordered writer
-//! are the daemon's own (`server::jsonrpc`, `server::output`).
+//! crate's (`agent-client-protocol-schema`, pinned); the JSON-RPC reader and the ordered writer
+//! are the ones every front end shares (`crate::rpc`).
 //!
-//! Code map: `conn` (the loop and every method), `session` (one session: runs, follow-ups,
-//! mode, persistence), `updates` (pi's events → `session/update`, and the replay of
-//! `session/load`), `permission` (the `beforeToolCall` hook: mode, policy, memory,
-//! `session/request_permission`), `chunks` (the session's updates in order, message chunks merged and paced), `content`
-//! (prompt blocks → pi's), `options` (modes and
-//! config options), `client` (the client's file system and terminals as the tools' workspace
-//! and `bash`).
+//! Code map: `conn` (the loop and every method; it builds sessions and hands them their
+//! hooks), `session` (one session: runs, follow-ups, mode, persistence), `updates` (pi's events
+//! → `session/update`, and the replay of `session/load`), `permission` (ACP's side of the
+//! core's approval gate: the mode as policy, `session/request_permission`), `trust` (the
+//! project's MCP servers, asked before a turn), `texts` (a changed file's text for diffs),
+//! `chunks` (the session's updates in order, message chunks merged and paced), `content`
+//! (prompt blocks → pi's), `options` (modes and config options), `client` (the client's
+//! capabilities, file system and terminals as the tools' workspace and `bash`).
 
 mod chunks;
 mod client;
@@ -19,6 +20,7 @@ mod content;
 mod options;
 mod permission;
 mod session;
+mod texts;
 mod trust;
 mod updates;
 

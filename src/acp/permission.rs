@@ -6,7 +6,6 @@
 //! Every failure to get an answer (an error reply, a disconnect, a cancelled turn) blocks the
 //! call with a reason saying why: a tool that must ask is never silently allowed.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -24,7 +23,7 @@ use crate::sandbox::MustAsk;
 use crate::session_setup::approval::{
     Answer, ApprovalPolicy, Asker, Decision, Policy, blocked, mcp_policy, policy_for,
 };
-use crate::tools::{self, Workspace, WorkspaceError};
+use crate::tools::{self, Workspace};
 
 /// How long a permission request waits for the user.
 const ASK_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
@@ -209,32 +208,9 @@ async fn ask(
     }
 }
 
-/// The file an `edit` or `write` works on, and its text now (`None`: it does not exist).
-pub async fn current_text(
-    ws: &dyn Workspace,
-    tool: &str,
-    args: &Value,
-) -> Option<(PathBuf, Option<String>)> {
-    if tool != "edit" && tool != "write" {
-        return None;
-    }
-    let path = args.get("path").and_then(Value::as_str)?;
-    let abs = ws.resolve(path).ok()?;
-    match ws.read(abs.clone()).await {
-        Ok(snapshot) => Some((abs, Some(lf_text(&snapshot.bytes)))),
-        Err(WorkspaceError::NotFound(_)) => Some((abs, None)),
-        Err(_) => None,
-    }
-}
-
-pub fn lf_text(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    tools::normalize_to_lf(tools::strip_bom(&text).1)
-}
-
 /// The whole-file diff an `edit` or `write` would make, computed without changing anything.
 async fn proposed_diff(ws: &dyn Workspace, tool: &str, args: &Value) -> Option<acp::Diff> {
-    let (abs, old) = current_text(ws, tool, args).await?;
+    let (abs, old) = crate::acp::texts::current_text(ws, tool, args).await?;
     let new = if tool == "write" {
         tools::normalize_to_lf(args.get("content").and_then(Value::as_str)?)
     } else {

@@ -21,7 +21,7 @@ use crate::acp::chunks::Updates;
 use crate::acp::client::SessionLink;
 use crate::acp::updates::{self, ToolLook, Translator};
 use crate::agent::event::AgentEvent;
-use crate::agent::hooks::PrepareRunHook;
+use crate::agent::hooks::{BeforeToolCallHook, PrepareRunHook};
 use crate::agent::message::{
     AgentMessage, ContentBlock, MessageContent, StopReason, UserMessage, now_ms,
 };
@@ -138,6 +138,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What the session's loop is given by the modules above it: the approval gate's hook
+/// (`acp::permission`) and the run's preparation (`acp::trust`), made for the session being built.
+pub struct SessionHooks {
+    pub before_tool_call: fn(Weak<AcpSession>) -> BeforeToolCallHook,
+    /// Made with the preparation the session already has, to run after it.
+    pub prepare_run: fn(Weak<AcpSession>, Option<PrepareRunHook>) -> PrepareRunHook,
+}
+
 impl AcpSession {
     /// Builds the session's agent with the ACP approval hook and the listener that shows its
     /// events as `session/update`s.
@@ -145,6 +153,7 @@ impl AcpSession {
         link: Arc<SessionLink>,
         session: AssembledSession,
         env: EnvSource,
+        hooks: SessionHooks,
     ) -> Arc<AcpSession> {
         let AssembledSession {
             options,
@@ -162,9 +171,9 @@ impl AcpSession {
         let id = lock(&record).id().to_owned();
         Arc::new_cyclic(|weak: &Weak<AcpSession>| {
             let mut options = options;
-            let prepare_run = ask_trust_first(weak.clone(), options.hooks.prepare_run.take());
+            let prepare_run = (hooks.prepare_run)(weak.clone(), options.hooks.prepare_run.take());
             options.hooks = AgentHooks {
-                before_tool_call: Some(crate::acp::permission::hook(weak.clone())),
+                before_tool_call: Some((hooks.before_tool_call)(weak.clone())),
                 prepare_run: Some(prepare_run),
                 ..options.hooks
             };
@@ -431,9 +440,7 @@ impl AcpSession {
         if let (Some(path), true) = (path, tool == "edit" || tool == "write") {
             self.link.views.open(id, &path);
         }
-        if let Some(before) =
-            crate::acp::permission::current_text(&*self.workspace, tool, args).await
-        {
+        if let Some(before) = crate::acp::texts::current_text(&*self.workspace, tool, args).await {
             lock(&self.before).insert(id.to_owned(), before);
         }
     }
@@ -449,7 +456,7 @@ impl AcpSession {
         Some(updates::diff(
             &path,
             old,
-            crate::acp::permission::lf_text(&now.bytes),
+            crate::acp::texts::lf_text(&now.bytes),
         ))
     }
 
@@ -489,24 +496,6 @@ impl AcpSession {
             ));
         }
     }
-}
-
-/// The run's preparation, after the question about the project's MCP servers when one is due
-/// (`acp::trust`), so an allowed server's tools are there for the turn's first request.
-fn ask_trust_first(session: Weak<AcpSession>, then: Option<PrepareRunHook>) -> PrepareRunHook {
-    Arc::new(move |cancel| {
-        let session = session.clone();
-        let then = then.clone();
-        Box::pin(async move {
-            if let Some(session) = session.upgrade() {
-                crate::acp::trust::ask_if_needed(&session, &cancel).await;
-            }
-            match then {
-                Some(then) => then(cancel).await,
-                None => None,
-            }
-        })
-    })
 }
 
 /// As `session/list` titles a session without a name.

@@ -14,7 +14,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::acp::session::AcpSession;
 use crate::acp::updates::text_block;
+use crate::agent::hooks::PrepareRunHook;
 use crate::rpc::outgoing::RequestError;
+use std::sync::Weak;
 
 /// How long the question waits for the user.
 const ASK_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
@@ -145,4 +147,22 @@ async fn ask(
         Err(RequestError::Cancelled) => Err("the turn was cancelled".into()),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// The run's preparation, after the question about the project's MCP servers when one is due
+/// (`acp::trust`), so an allowed server's tools are there for the turn's first request.
+pub fn ask_first(session: Weak<AcpSession>, then: Option<PrepareRunHook>) -> PrepareRunHook {
+    Arc::new(move |cancel| {
+        let session = session.clone();
+        let then = then.clone();
+        Box::pin(async move {
+            if let Some(session) = session.upgrade() {
+                ask_if_needed(&session, &cancel).await;
+            }
+            match then {
+                Some(then) => then(cancel).await,
+                None => None,
+            }
+        })
+    })
 }
