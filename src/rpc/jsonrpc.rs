@@ -26,6 +26,11 @@ pub mod code {
     pub const AGENT_BUSY: i64 = -32001;
 }
 
+/// Typed params, or the `-32602` error that says what is wrong.
+pub fn parse_params<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, ResponseError> {
+    serde_json::from_value(params).map_err(|e| ResponseError::invalid_params(e.to_string()))
+}
+
 /// A request id: a number or a string (a `null` id only appears in error responses).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(untagged)]

@@ -6,13 +6,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::rpc::jsonrpc::parse_params as parse;
 use crate::rpc::jsonrpc::{Id, Response, ResponseError};
 use crate::rpc::output::Output;
 use crate::server::live_session::LiveSession;
-use crate::server::main_loop::parse;
-use crate::server::protocol::{
-    EventBody, RevertParams, RevertResult, RunChangesParams, SessionEvent, code, method,
-};
+use crate::server::protocol::{RevertParams, RevertResult, RunChangesParams, code, method};
 use crate::server::session_table::SessionTable;
 use crate::session_setup::journal::review::{self, ReviewError, Selection};
 
@@ -102,22 +100,4 @@ fn review_error(e: ReviewError) -> ResponseError {
 
 fn to_value<T: serde::Serialize>(value: T) -> Result<Value, ResponseError> {
     serde_json::to_value(value).map_err(|e| ResponseError::internal(e.to_string()))
-}
-
-/// After a run: `changes_update` when it changed files (the diffs left out; `agent/runChanges`
-/// has them).
-pub async fn changes_update(session: &LiveSession, run_id: &str) {
-    session.journal.settled().await;
-    let selection = Selection::Run(Some(run_id.to_string()));
-    let changes = review::run_changes(&session.record, &session.workspace, &selection, false);
-    let Ok(changes) = changes.await else {
-        return;
-    };
-    if changes.files.is_empty() {
-        return;
-    }
-    let event = SessionEvent::ChangesUpdate(changes);
-    session
-        .emitter
-        .emit(Some(run_id), EventBody::Session(event));
 }

@@ -8,10 +8,9 @@ use crate::agent::message::{ContentBlock, TextContent};
 use crate::rpc::jsonrpc::ResponseError;
 use crate::server::live_session::{LiveSession, QueueKind};
 use crate::server::protocol::{
-    CommandAnswer, CommandReply, Disposition, EventBody, ExpandingReply, ListCommandsResult,
-    SessionEvent, StreamingBehavior,
+    CommandAnswer, CommandReply, Disposition, EventBody, ExpandingReply, SessionEvent,
+    StreamingBehavior,
 };
-use crate::server::session_table::{SessionTable, busy_or_agent};
 use crate::session_setup::commands::{BuiltinOutcome, follow_commands, list_commands, run_model};
 use crate::session_setup::{Builtin, CommandInfo, Expansion};
 
@@ -38,15 +37,6 @@ pub enum Prepared {
 /// The session's commands now: built-ins, templates, skills, its MCP servers' prompts.
 pub fn commands_of(session: &LiveSession) -> Vec<CommandInfo> {
     list_commands(&session.commands, &session.tools)
-}
-
-impl SessionTable {
-    /// `agent/listCommands`.
-    pub fn list_commands(&self, session_id: &str) -> Result<ListCommandsResult> {
-        Ok(ListCommandsResult {
-            commands: commands_of(&*self.get(session_id)?),
-        })
-    }
 }
 
 /// Expands a message that starts with `/name`; runs a built-in, or starts fetching an MCP
@@ -119,7 +109,7 @@ fn builtin_reply(session: &Arc<LiveSession>, builtin: &Builtin) -> Result<Comman
             // As `agent/compact`, but answered at once: the result comes with `compaction_end`.
             let compaction = session
                 .compact(instructions.clone())
-                .map_err(busy_or_agent)?;
+                .map_err(ResponseError::from)?;
             tokio::spawn(compaction);
             BuiltinOutcome::CompactStarted
         }

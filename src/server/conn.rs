@@ -33,6 +33,14 @@ pub struct ConnCtx {
     pub pending_approvals: Mutex<HashMap<String, PendingApproval>>,
 }
 
+impl ConnCtx {
+    /// A `window/showMessage` to the client (any client: generic ones have no other channel).
+    pub fn show(&self, typ: ls_types::MessageType, message: String) {
+        let params = ls_types::ShowMessageParams { typ, message };
+        self.out.notify("window/showMessage", params);
+    }
+}
+
 /// An approval shown to a generic client as a diagnostic with code actions.
 pub struct PendingApproval {
     pub uri: String,

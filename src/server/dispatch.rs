@@ -5,10 +5,10 @@ use ls_types::{CodeActionParams, ExecuteCommandParams};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::rpc::jsonrpc::parse_params as parse;
 use crate::rpc::jsonrpc::{ResponseError, code};
 use crate::server::documents::DocStore;
 use crate::server::live_session::QueueKind;
-use crate::server::main_loop::parse;
 use crate::server::protocol::{
     ForkSessionParams, GetDocumentParams, GetDocumentResult, ListSessionsParams, QueueParams,
     RemoveQueuedParams, SessionParams, SetModelParams, SetThinkingLevelParams, method,

@@ -57,12 +57,6 @@ fn show_message(typ: MessageType, message: String) -> ShowMessageParams {
     ShowMessageParams { typ, message }
 }
 
-/// A `window/showMessage` to any client.
-pub fn show(ctx: &ConnCtx, typ: MessageType, message: String) {
-    ctx.out
-        .notify("window/showMessage", show_message(typ, message));
-}
-
 /// Work-done progress tokens are this prefix plus the run id.
 pub const TOKEN_PREFIX: &str = "agent-lsp/";
 

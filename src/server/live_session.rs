@@ -16,13 +16,18 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, UserMessage, now_ms};
-use crate::agent::{Agent, AgentError, AgentHooks, RunHandle};
+use futures_util::future::BoxFuture;
+
+use crate::agent::hooks::BeforeToolCallHook;
+use crate::agent::{Agent, AgentError, AgentHooks, RunHandle, RunOutcome};
 use crate::compaction::CompactionResult;
 use crate::mcp::server::State;
+use crate::rpc::jsonrpc::{ResponseError, code};
 use crate::server::conn::ConnCtx;
 use crate::server::events::Emitter;
 use crate::server::protocol::{EventBody, QueuedMessage, Queues, SessionEvent};
 use crate::session::{EntryKind, SessionFile};
+use crate::session_setup::journal::review::{self, Selection};
 use crate::session_setup::{
     ApprovalGate, AssembledSession, CompactError, Compactor, Journal, LoopGuard, SessionCommands,
     SessionControls, SessionTools, SharedRecord,
@@ -51,11 +56,34 @@ struct RunState {
     unrecorded: VecDeque<String>,
 }
 
+impl From<SessionError> for ResponseError {
+    fn from(e: SessionError) -> ResponseError {
+        match e {
+            SessionError::Busy(text) => ResponseError::new(code::AGENT_BUSY, text),
+            SessionError::Agent(text) => ResponseError::internal(text),
+        }
+    }
+}
+
 /// Which queue a message goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueueKind {
     Steer,
     FollowUp,
+}
+
+/// What the session is given by the modules above it, which `session_table` wires: its
+/// approval hook and the question about the project's MCP servers (`ask`), and what generic
+/// clients are shown of its runs (`generic`).
+#[derive(Clone, Copy)]
+pub struct SessionHooks {
+    pub before_tool_call: fn(Weak<LiveSession>) -> BeforeToolCallHook,
+    /// Each loop event of a run.
+    pub on_event: for<'a> fn(&'a LiveSession, &'a str, &'a AgentEvent) -> BoxFuture<'a, ()>,
+    /// A run's end, before its `changes_update` and `agent_settled`.
+    pub run_finished: for<'a> fn(&'a LiveSession, &'a str, &'a RunOutcome) -> BoxFuture<'a, ()>,
+    /// Asks whether the project's MCP servers may start.
+    pub ask_trust: fn(Arc<LiveSession>) -> BoxFuture<'static, ()>,
 }
 
 pub struct LiveSession {
@@ -83,6 +111,7 @@ pub struct LiveSession {
     pub journal: Arc<Journal>,
     /// The commands' sandbox (issue 19): the approval gate asks through it.
     pub sandbox: Arc<crate::sandbox::Sandbox>,
+    hooks: SessionHooks,
     state: Mutex<RunState>,
     idle: watch::Sender<bool>,
 }
@@ -115,7 +144,11 @@ fn text_of(blocks: &[ContentBlock]) -> String {
 impl LiveSession {
     /// Builds the session's agent with the daemon's approval hook; the agent forwards events
     /// to `emitter`.
-    pub fn create(ctx: Arc<ConnCtx>, session: AssembledSession) -> Arc<LiveSession> {
+    pub fn create(
+        ctx: Arc<ConnCtx>,
+        session: AssembledSession,
+        hooks: SessionHooks,
+    ) -> Arc<LiveSession> {
         let AssembledSession {
             options,
             record,
@@ -136,7 +169,7 @@ impl LiveSession {
         Arc::new_cyclic(|weak: &Weak<LiveSession>| {
             let mut options = options;
             options.hooks = AgentHooks {
-                before_tool_call: Some(crate::server::ask::before_tool_call_hook(weak.clone())),
+                before_tool_call: Some((hooks.before_tool_call)(weak.clone())),
                 ..options.hooks
             };
             let agent = Agent::new(options);
@@ -188,6 +221,7 @@ impl LiveSession {
                 compactor,
                 journal,
                 sandbox,
+                hooks,
                 state: Mutex::default(),
                 idle: watch::channel(true).0,
             }
@@ -259,14 +293,14 @@ impl LiveSession {
     /// for it (a steer racing the run's end becomes a run of its own, never a silent queue).
     async fn finish_run(self: Arc<Self>, handle: RunHandle, run_id: String) {
         let outcome = handle.wait().await;
-        crate::server::generic::run_finished(&self, &run_id, &outcome).await;
-        crate::server::changes::changes_update(&self, &run_id).await;
+        (self.hooks.run_finished)(&self, &run_id, &outcome).await;
+        self.tell_changes(&run_id).await;
         let mut st = self.lock();
         self.sync_queues(&mut st, Some(&run_id));
         let stopped = self.guard.take_stop();
         if let Some(stop) = stopped.as_ref().filter(|_| self.ctx.config.is_generic()) {
             let text = format!("agent-lsp: {}", stop.message);
-            crate::server::generic::show(&self.ctx, ls_types::MessageType::WARNING, text);
+            self.ctx.show(ls_types::MessageType::WARNING, text);
         }
         let settled = SessionEvent::AgentSettled {
             aborted: outcome.aborted,
@@ -291,6 +325,22 @@ impl LiveSession {
         }
         drop(st);
         self.idle.send_replace(true);
+    }
+
+    /// After a run: `changes_update` when it changed files (the diffs left out;
+    /// `agent/runChanges` has them).
+    async fn tell_changes(&self, run_id: &str) {
+        self.journal.settled().await;
+        let selection = Selection::Run(Some(run_id.to_string()));
+        let changes = review::run_changes(&self.record, &self.workspace, &selection, false);
+        let Ok(changes) = changes.await else {
+            return;
+        };
+        if changes.files.is_empty() {
+            return;
+        }
+        let event = SessionEvent::ChangesUpdate(changes);
+        self.emitter.emit(Some(run_id), EventBody::Session(event));
     }
 
     /// Queues a steering or follow-up message, or starts a run when idle.
@@ -433,7 +483,7 @@ impl LiveSession {
             run_id
         };
         if let Some(run_id) = run_id {
-            crate::server::generic::on_event(self, &run_id, event).await;
+            (self.hooks.on_event)(self, &run_id, event).await;
         }
     }
 
@@ -566,11 +616,7 @@ impl LiveSession {
                     {
                         let why = server.error.as_deref().unwrap_or("it stopped");
                         let text = format!("agent-lsp: MCP server {} failed: {why}", server.name);
-                        crate::server::generic::show(
-                            &session.ctx,
-                            ls_types::MessageType::ERROR,
-                            text,
-                        );
+                        session.ctx.show(ls_types::MessageType::ERROR, text);
                     }
                 }
                 // A session's servers belong to no run: `runId` is null.
@@ -581,7 +627,7 @@ impl LiveSession {
             }
         });
         if self.tools.needs_trust() {
-            tokio::spawn(crate::server::ask::ask_project_trust(self.clone()));
+            tokio::spawn((self.hooks.ask_trust)(self.clone()));
         }
     }
 }

@@ -15,11 +15,10 @@ use ls_types::{
     TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions,
     TextDocumentSyncSaveOptions,
 };
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::io::AsyncRead;
 
-use crate::rpc::jsonrpc::{Incoming, Reader, Response, ResponseError, code};
+use crate::rpc::jsonrpc::{Incoming, Reader, Response, ResponseError, code, parse_params as parse};
 use crate::rpc::outgoing::{Outgoing, Replies};
 use crate::rpc::output::Output;
 use crate::server::config::ConnConfig;
@@ -252,11 +251,6 @@ impl Server {
         }
         None
     }
-}
-
-/// Typed params, or the `-32602` error that says what is wrong.
-pub fn parse<T: DeserializeOwned>(params: Value) -> Result<T, ResponseError> {
-    serde_json::from_value(params).map_err(|e| ResponseError::invalid_params(e.to_string()))
 }
 
 fn capabilities(config: &ConnConfig) -> ServerCapabilities {

@@ -21,7 +21,7 @@ use crate::server::commands::{Delivered, Delivery, Prepared, prepare};
 use crate::server::config::ConnConfig;
 use crate::server::conn::{ConnCtx, resolve_model};
 use crate::server::documents::DocStore;
-use crate::server::live_session::{LiveSession, QueueKind, SessionError};
+use crate::server::live_session::{LiveSession, QueueKind, SessionError, SessionHooks};
 use crate::server::protocol::{
     AbortResult, CompactParams, Decision, Disposition, McpAskTrustResult, McpStatusResult,
     MessagesResult, ModelRef, NewSessionParams, NewSessionResult, PromptMessage, PromptParams,
@@ -49,11 +49,35 @@ fn invalid_params(message: impl Into<String>) -> ResponseError {
     ResponseError::invalid_params(message)
 }
 
-pub(super) fn busy_or_agent(e: SessionError) -> ResponseError {
-    match e {
-        SessionError::Busy(text) => ResponseError::new(code::AGENT_BUSY, text),
-        SessionError::Agent(text) => ResponseError::internal(text),
+/// What every session of the connection is given: the approval hook and the MCP trust question
+/// (`ask`), and what generic clients are shown of a run (`generic`).
+fn session_hooks() -> SessionHooks {
+    SessionHooks {
+        before_tool_call: crate::server::ask::before_tool_call_hook,
+        on_event: |session, run, event| {
+            Box::pin(crate::server::generic::on_event(session, run, event))
+        },
+        run_finished: |session, run, outcome| {
+            Box::pin(crate::server::generic::run_finished(session, run, outcome))
+        },
+        ask_trust: |session| Box::pin(crate::server::ask::ask_project_trust(session)),
     }
+}
+
+impl SessionTable {
+    /// `agent/listCommands`.
+    pub fn list_commands(
+        &self,
+        session_id: &str,
+    ) -> Result<crate::server::protocol::ListCommandsResult> {
+        Ok(crate::server::protocol::ListCommandsResult {
+            commands: crate::server::commands::commands_of(&*self.get(session_id)?),
+        })
+    }
+}
+
+pub(super) fn busy_or_agent(e: SessionError) -> ResponseError {
+    e.into()
 }
 
 /// The user's session store; `None` when there is no directory for it (sessions stay in memory).
@@ -190,20 +214,14 @@ impl SessionTable {
             .map_or_else(|e| e.into_inner().id().to_owned(), |r| r.id().to_owned());
         for warning in &session.warnings {
             tracing::warn!("{warning}");
-            crate::server::generic::show(
-                &self.ctx,
-                MessageType::WARNING,
-                format!("agent-lsp: {warning}"),
-            );
+            self.ctx
+                .show(MessageType::WARNING, format!("agent-lsp: {warning}"));
         }
         for error in &session.mcp_errors {
-            crate::server::generic::show(
-                &self.ctx,
-                MessageType::ERROR,
-                format!("agent-lsp: {error}"),
-            );
+            self.ctx
+                .show(MessageType::ERROR, format!("agent-lsp: {error}"));
         }
-        let live = LiveSession::create(self.ctx.clone(), session);
+        let live = LiveSession::create(self.ctx.clone(), session, session_hooks());
         self.map().insert(id, live.clone());
         live.watch_mcp();
         live.watch_commands();
@@ -364,7 +382,7 @@ impl SessionTable {
     /// `agent/compact`: answered when the compaction ends, after its `compaction_start` and
     /// `compaction_end` (pi's RPC order); refusals are answered at once.
     pub fn compact(&self, id: Id, params: Value, output: Output) {
-        let started = crate::server::main_loop::parse::<CompactParams>(params).and_then(|p| {
+        let started = crate::rpc::jsonrpc::parse_params::<CompactParams>(params).and_then(|p| {
             let session = self.get(&p.session_id)?;
             session.compact(p.instructions).map_err(busy_or_agent)
         });
