@@ -10,24 +10,30 @@ use crate::rpc::jsonrpc::parse_params as parse;
 use crate::rpc::jsonrpc::{Id, Response, ResponseError};
 use crate::rpc::output::Output;
 use crate::server::live_session::LiveSession;
-use crate::server::protocol::{RevertParams, RevertResult, RunChangesParams, code, method};
+use crate::server::protocol::{RevertParams, RevertResult, RunChangesParams, code};
 use crate::server::session_table::SessionTable;
 use crate::session_setup::journal::review::{self, ReviewError, Selection};
-
-pub const METHODS: [&str; 2] = [method::RUN_CHANGES, method::REVERT];
 
 /// Refused while the session runs: its tools are changing the same files.
 const REVERT_BUSY: &str = "Cannot revert while a run is active; abort it or wait for agent_settled";
 
-pub fn handle(sessions: &Arc<SessionTable>, method: &str, id: Id, params: Value, output: Output) {
+/// `agent/runChanges`.
+pub fn run_changes(sessions: &Arc<SessionTable>, id: Id, params: Value, output: Output) {
+    let work = parse::<RunChangesParams>(params).and_then(|p| {
+        let session = sessions.get(&p.session_id)?;
+        Ok(Work::Changes(session, Selection::Run(p.run_id)))
+    });
+    answer_from_task(work, id, output);
+}
+
+/// `agent/revert`.
+pub fn revert(sessions: &Arc<SessionTable>, id: Id, params: Value, output: Output) {
+    let work = parse::<RevertParams>(params).and_then(|p| start_revert(sessions, p));
+    answer_from_task(work, id, output);
+}
+
+fn answer_from_task(work: Result<Work, ResponseError>, id: Id, output: Output) {
     let answer = |result: Result<Value, ResponseError>| Response::new(Some(&id), result);
-    let work = match method {
-        method::RUN_CHANGES => parse::<RunChangesParams>(params).and_then(|p| {
-            let session = sessions.get(&p.session_id)?;
-            Ok(Work::Changes(session, Selection::Run(p.run_id)))
-        }),
-        _ => parse::<RevertParams>(params).and_then(|p| start_revert(sessions, p)),
-    };
     let work = match work {
         Ok(work) => work,
         Err(e) => return output.send(&answer(Err(e))),

@@ -22,7 +22,7 @@ use crate::rpc::jsonrpc::{Incoming, Reader, Response, ResponseError, code, parse
 use crate::rpc::outgoing::{Outgoing, Replies};
 use crate::rpc::output::Output;
 use crate::server::config::ConnConfig;
-use crate::server::dispatch;
+use crate::server::dispatch::{self, Handling, Request};
 use crate::server::documents::DocStore;
 use crate::server::protocol::{PROTOCOL_VERSION, command, method};
 use crate::server::session_table::SessionTable;
@@ -101,30 +101,15 @@ impl Server {
     fn handle(&mut self, message: Incoming) -> Option<Exit> {
         match message {
             Incoming::Request { id, method, params } => {
-                if crate::server::changes::METHODS.contains(&method.as_str())
-                    && let Phase::Running(sessions) = &self.phase
+                let request = Request::of(&method);
+                if let (Some(request), Phase::Running(sessions)) = (request, &self.phase)
+                    && request.handling() == Handling::Task
                 {
-                    // Round trips to the editor (its buffers, `workspace/applyEdit`): answered
-                    // from their own task, so the loop keeps reading the editor's replies.
-                    crate::server::changes::handle(
-                        sessions,
-                        &method,
-                        id,
-                        params,
-                        self.output.clone(),
-                    );
-                    return None;
-                }
-                if method == crate::server::protocol::method::COMPACT
-                    && let Phase::Running(sessions) = &self.phase
-                {
-                    // Answered when the compaction ends, after its events (as pi's RPC), from
-                    // its own task: no place is reserved, so nothing else waits for it.
-                    sessions.compact(id, params, self.output.clone());
+                    dispatch::spawn(sessions, request, id, params, self.output.clone());
                     return None;
                 }
                 let slot = self.output.reply_slot();
-                let result = self.request(&method, params);
+                let result = self.request(&method, request, params);
                 if let Err(e) = &result {
                     tracing::debug!(method, %e, "request failed");
                 }
@@ -144,7 +129,12 @@ impl Server {
         None
     }
 
-    fn request(&mut self, method: &str, params: Value) -> Result<Value, ResponseError> {
+    fn request(
+        &mut self,
+        method: &str,
+        request: Option<Request>,
+        params: Value,
+    ) -> Result<Value, ResponseError> {
         match (&self.phase, method) {
             (Phase::Uninitialized, "initialize") => self.initialize(params),
             (Phase::Uninitialized, _) => Err(ResponseError::new(
@@ -167,9 +157,13 @@ impl Server {
                 self.phase = Phase::ShutDown(sessions);
                 Ok(Value::Null)
             }
-            (Phase::Running(sessions), _) => {
-                dispatch::request(sessions, &self.docs, method, params)
-            }
+            (Phase::Running(sessions), _) => match request {
+                Some(request) => dispatch::request(sessions, &self.docs, request, params),
+                None => Err(ResponseError::new(
+                    code::METHOD_NOT_FOUND,
+                    format!("method not found: {method}"),
+                )),
+            },
         }
     }
 
