@@ -79,20 +79,11 @@ impl AcpEnv {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("scenario.json");
         std::fs::write(&file, scenario.to_string()).unwrap();
-        let closed = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
         let client = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/acp/client.mjs");
         let mut cmd = tokio::process::Command::new("node");
+        super::super::support::seal(&mut cmd, self.home.path());
         cmd.arg(client)
             .arg(&file)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .env("XDG_DATA_HOME", self.home.path().join("data"))
-            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
-            .env("OLLAMA_HOST", closed.to_string())
             .env("AGENT_LSP_BIN", env!("CARGO_BIN_EXE_agent-lsp"))
             .env("ACP_SDK", sdk())
             .current_dir(self.project())

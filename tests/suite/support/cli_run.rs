@@ -78,17 +78,8 @@ impl CliEnv {
             }
             None => Command::new(binary),
         };
-        let closed = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
+        super::seal(&mut cmd, self.home.path());
         cmd.args(args)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", self.home.path())
-            .env("XDG_DATA_HOME", self.home.path().join("data"))
-            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
-            .env("OLLAMA_HOST", closed.to_string())
             .current_dir(self.project())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

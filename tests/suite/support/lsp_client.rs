@@ -76,13 +76,9 @@ impl LspClient {
         let home = tempfile::tempdir().unwrap();
         let workspace = tempfile::tempdir().unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-lsp"));
+        super::seal(&mut cmd, home.path());
         cmd.arg("--stdio")
             .current_dir(workspace.path())
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", home.path())
-            .env("XDG_CONFIG_HOME", home.path().join("config"))
-            .env("XDG_DATA_HOME", home.path().join("data"))
             .env("XDG_STATE_HOME", home.path().join("state"))
             .env("XDG_CACHE_HOME", home.path().join("cache"))
             .env("RUST_LOG", "agent_lsp=debug")
