@@ -35,17 +35,16 @@ use crate::rpc::Framing;
 use crate::rpc::output::Output;
 
 /// Serves ACP on stdin/stdout until stdin closes; logs go to stderr only.
-///
-/// The process exits from here: the runtime would otherwise wait on the blocking stdin reader.
 pub async fn serve_stdio() -> anyhow::Result<()> {
     let output = Output::start(tokio::io::stdout(), Framing::Lines)
         .context("cannot start the output thread")?;
+    let input = crate::rpc::stdin::stdin().context("cannot start the stdin thread")?;
     let conn = Conn::new(
         output.clone(),
         EnvSource::from_process(),
         crate::provider::default_stream_fn(),
     );
-    conn.serve(tokio::io::stdin()).await;
+    conn.serve(input).await;
     let _ = tokio::time::timeout(Duration::from_secs(3), output.drained()).await;
-    std::process::exit(0);
+    Ok(())
 }

@@ -153,6 +153,9 @@ pub enum SessionsCommand {
     },
 }
 
+/// How long a front end's leftover tasks get once it has returned.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Parses the arguments and runs the chosen command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -167,16 +170,28 @@ pub fn main() -> ExitCode {
     let env = EnvSource::from_process();
     let result = match cli.command {
         // The server runs as a task, like the sessions' tasks it talks to.
-        None => runtime.block_on(async {
-            tokio::spawn(crate::server::serve_stdio())
-                .await
-                .unwrap_or_else(|e| Err(anyhow::anyhow!("the server task ended: {e}")))
-        }),
-        Some(Command::Acp) => runtime.block_on(async {
-            tokio::spawn(crate::acp::serve_stdio())
-                .await
-                .unwrap_or_else(|e| Err(anyhow::anyhow!("the ACP agent ended: {e}")))
-        }),
+        None => {
+            let served = runtime.block_on(async {
+                tokio::spawn(crate::server::serve_stdio())
+                    .await
+                    .unwrap_or_else(|e| Err(anyhow::anyhow!("the server task ended: {e}")))
+            });
+            // What is still running (an aborted run's tool, a hash) is not waited for long.
+            runtime.shutdown_timeout(SHUTDOWN_GRACE);
+            return served.unwrap_or_else(|e| {
+                eprintln!("agent-lsp: {e:#}");
+                ExitCode::FAILURE
+            });
+        }
+        Some(Command::Acp) => {
+            let served = runtime.block_on(async {
+                tokio::spawn(crate::acp::serve_stdio())
+                    .await
+                    .unwrap_or_else(|e| Err(anyhow::anyhow!("the ACP agent ended: {e}")))
+            });
+            runtime.shutdown_timeout(SHUTDOWN_GRACE);
+            served
+        }
         Some(Command::Run(args)) => return runtime.block_on(run::run(args, env, cli.verbose > 0)),
         Some(Command::Demo(args)) => return runtime.block_on(demo::demo(args)),
         Some(Command::Sessions(command)) => runtime.block_on(sessions(command, &env)),

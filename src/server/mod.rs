@@ -45,26 +45,24 @@ pub use crate::rpc::Framing;
 use crate::rpc::output::Output;
 use crate::server::main_loop::{Exit, Server};
 
-/// Serves LSP over stdin/stdout until the client exits, stdin closes or the editor dies.
-///
-/// The process exits from here (code 0 after `shutdown` + `exit`, 1 otherwise) instead of
-/// returning: the tokio runtime would otherwise wait on the blocking stdin reader, which never
-/// returns while an editor keeps our stdin open after `exit`.
-pub async fn serve_stdio() -> anyhow::Result<()> {
+/// Serves LSP over stdin/stdout until the client exits, stdin closes or the editor dies; the
+/// process's exit status: success after `shutdown` + `exit`, failure otherwise.
+pub async fn serve_stdio() -> anyhow::Result<std::process::ExitCode> {
     let output = Output::start(tokio::io::stdout(), Framing::ContentLength)
         .context("cannot start the output thread")?;
+    let input = crate::rpc::stdin::stdin().context("cannot start the stdin thread")?;
     let mut server = Server::new(output.clone());
-    let exit = server
-        .serve(tokio::io::stdin(), Framing::ContentLength)
-        .await;
+    let exit = server.serve(input, Framing::ContentLength).await;
     // Runs end with their `agent_end` and are stored on the way out.
     if let Some(sessions) = server.sessions() {
         sessions.abort_all();
         let _ = tokio::time::timeout(Duration::from_secs(3), sessions.wait_all_idle()).await;
         sessions.stop_mcp().await;
-        // `exit` below runs no destructors: close the session files (last sync, lock) first.
         sessions.close_all();
     }
     let _ = tokio::time::timeout(Duration::from_secs(3), output.drained()).await;
-    std::process::exit(if exit == Exit::Clean { 0 } else { 1 });
+    Ok(match exit {
+        Exit::Clean => std::process::ExitCode::SUCCESS,
+        _ => std::process::ExitCode::FAILURE,
+    })
 }
