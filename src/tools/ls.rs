@@ -1,72 +1,44 @@
 //! `ls {path?, limit?}`: a directory's entries (dotfiles included), sorted case-insensitively,
 //! `/` after directories.
 
-use futures_util::future::BoxFuture;
+use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use super::common::{self, ToolContext, check_abort};
-use crate::agent::message::ToolDeclaration;
-use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
+use super::args::count;
+use super::common::{self, Call, ToolArgs, ToolContext};
+use crate::agent::tool::{AgentToolResult, ToolError};
 
 const DEFAULT_LIMIT: usize = 500;
 
-const DESCRIPTION: &str = "List a directory's entries (including dotfiles), sorted alphabetically, with a trailing '/' on directories. \
+/// An `ls` call's arguments.
+#[derive(Deserialize)]
+pub struct LsArgs {
+    path: Option<String>,
+    #[serde(default, deserialize_with = "count")]
+    limit: Option<usize>,
+}
+
+impl ToolArgs for LsArgs {
+    const NAME: &str = "ls";
+    const DESCRIPTION: &str = "List a directory's entries (including dotfiles), sorted alphabetically, with a trailing '/' on directories. \
 Defaults to the workspace root; at most 500 entries unless limit says otherwise. Use find to search by name pattern across subdirectories.";
+    type State = ToolContext;
 
-/// The `ls` tool.
-pub struct LsTool {
-    ctx: ToolContext,
-    decl: ToolDeclaration,
-}
-
-impl LsTool {
-    pub fn new(ctx: ToolContext) -> Self {
-        let params = json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Directory to list (default: the workspace root)"},
-                "limit": {"type": "number", "description": "Maximum number of entries to return (default: 500)"}
-            }
-        });
-        LsTool {
-            ctx,
-            decl: common::declaration("ls", DESCRIPTION, params),
-        }
-    }
-}
-
-impl AgentTool for LsTool {
-    fn declaration(&self) -> &ToolDeclaration {
-        &self.decl
+    async fn run(self, ctx: ToolContext, _: Call) -> Result<AgentToolResult, ToolError> {
+        let path = self.path.unwrap_or_else(|| ".".into());
+        let limit = self.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+        let dir = ctx
+            .ws
+            .resolve(&path)
+            .map_err(|e| ToolError::new(e.to_string()))?;
+        common::blocking("ls", move || list(&dir, &path, limit)).await?
     }
 
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        Some(ExecutionMode::Parallel)
-    }
-
-    fn execute(
-        &self,
-        _id: String,
-        args: Value,
-        cancel: CancellationToken,
-        _on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
-        let ctx = self.ctx.clone();
-        Box::pin(async move {
-            let path = common::opt_str(&args, "path")?.unwrap_or_else(|| ".".into());
-            let limit = common::opt_count(&args, "limit")?
-                .unwrap_or(DEFAULT_LIMIT)
-                .max(1);
-            check_abort(&cancel)?;
-            let dir = ctx
-                .ws
-                .resolve(&path)
-                .map_err(|e| ToolError::new(e.to_string()))?;
-            tokio::task::spawn_blocking(move || list(&dir, &path, limit))
-                .await
-                .map_err(|e| ToolError::new(format!("ls failed: {e}")))?
-        })
+    fn parameters(_: &ToolContext) -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "Directory to list (default: the workspace root)"},
+            "limit": {"type": "number", "description": "Maximum number of entries to return (default: 500)"}
+        }})
     }
 }
 
