@@ -38,6 +38,16 @@ pub fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error>
     }
 }
 
+/// A result limit (`grep`, `find`, `ls`): a count, `DEFAULT` when absent, and at least 1.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limit<const DEFAULT: usize>(pub usize);
+
+impl<'de, const DEFAULT: usize> Deserialize<'de> for Limit<DEFAULT> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Limit(count(d)?.unwrap_or(DEFAULT).max(1)))
+    }
+}
+
 const NOT_AN_OBJECT: &str = "Tool arguments must be a JSON object.";
 
 /// Why arguments could not be read.
@@ -382,5 +392,23 @@ mod tests {
         assert_eq!(read_limit(json!(u64::MAX)), Ok(Some(usize::MAX)));
         let timeout = read(json!({"path": "p", "timeout": -2})).map(|p| p.timeout);
         assert_eq!(timeout, Ok(Some(-2.0)));
+    }
+
+    #[test]
+    fn a_limit_takes_its_default_and_is_at_least_one() {
+        #[derive(Deserialize)]
+        struct Listing {
+            limit: Limit<7>,
+        }
+        let read = |args: Value| parse_args::<Listing>(args).map(|l| l.limit.0);
+        assert_eq!(read(json!({})), Ok(7));
+        assert_eq!(read(json!({"limit": null})), Ok(7));
+        assert_eq!(read(json!({"limit": 0})), Ok(1));
+        assert_eq!(read(json!({"limit": 2.5})), Ok(2));
+        let negative = read(json!({"limit": -1})).map_err(|e| e.message);
+        assert_eq!(
+            negative,
+            Err("Argument 'limit' must be a non-negative number.".to_string())
+        );
     }
 }

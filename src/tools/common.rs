@@ -204,6 +204,19 @@ pub fn ws_error(path: &str, e: WorkspaceError) -> ToolError {
     }
 }
 
+/// Where a listing tool (`grep`, `find`, `ls`) looks: `path` as the model wrote it (the
+/// workspace root when absent), and resolved.
+pub fn listing_start(
+    ws: &dyn Workspace,
+    path: Option<String>,
+) -> Result<(String, PathBuf), ToolError> {
+    let path = path.unwrap_or_else(|| ".".into());
+    let resolved = ws
+        .resolve(&path)
+        .map_err(|e| ToolError::new(e.to_string()))?;
+    Ok((path, resolved))
+}
+
 /// A mutating tool's result text, with the note saying the change is not on disk when it was
 /// left unsaved in an editor buffer.
 pub fn with_unsaved_note(text: String, unsaved: Option<Unsaved>, path: &str) -> String {
@@ -249,6 +262,21 @@ pub fn restore_line_endings(text: &str, crlf: bool) -> String {
     } else {
         text.to_string()
     }
+}
+
+/// The count limit's notice and `details` entry (pi's words) of a listing cut at `limit`:
+/// `items` names what is counted ("results"), `hint` ends the advice.
+pub fn count_limit(
+    limit: usize,
+    items: &str,
+    key: &'static str,
+    hint: &str,
+) -> (String, &'static str, Value) {
+    let notice = format!(
+        "{limit} {items} limit reached. Use limit={} for more{hint}",
+        limit * 2
+    );
+    (notice, key, Value::from(limit))
 }
 
 /// A listing (`grep`, `find`, `ls`) cut to pi's 50 KB, with pi's bracketed notices and the

@@ -8,20 +8,17 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::args::count;
+use super::args::Limit;
 use super::common::{self, Call, ToolArgs, ToolContext};
 use super::walk::{self, Walked};
 use crate::agent::tool::{AgentToolResult, ToolError};
-
-const DEFAULT_LIMIT: usize = 1000;
 
 /// A `find` call's arguments.
 #[derive(Deserialize)]
 pub struct FindArgs {
     pattern: String,
     path: Option<String>,
-    #[serde(default, deserialize_with = "count")]
-    limit: Option<usize>,
+    limit: Limit<1000>,
 }
 
 impl ToolArgs for FindArgs {
@@ -32,15 +29,11 @@ Respects .gitignore, includes dotfiles, lists directories with a trailing '/'. R
     type State = ToolContext;
 
     async fn run(self, ctx: ToolContext, call: Call) -> Result<AgentToolResult, ToolError> {
-        let path = self.path.unwrap_or_else(|| ".".into());
-        let limit = self.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-        let dir = ctx
-            .ws
-            .resolve(&path)
-            .map_err(|e| ToolError::new(e.to_string()))?;
+        let (path, dir) = common::listing_start(&*ctx.ws, self.path)?;
         if !dir.is_dir() {
             return Err(ToolError::new(format!("Path not found: {path}")));
         }
+        let limit = self.limit.0;
         let open: Vec<PathBuf> = ctx
             .ws
             .open_documents()
@@ -108,11 +101,12 @@ fn find(
         return Ok(AgentToolResult::text("No files found matching pattern"));
     }
     let count_limit = limit_reached.then(|| {
-        let notice = format!(
-            "{limit} results limit reached. Use limit={} for more, or refine pattern",
-            limit * 2
-        );
-        (notice, "resultLimitReached", json!(limit))
+        common::count_limit(
+            limit,
+            "results",
+            "resultLimitReached",
+            ", or refine pattern",
+        )
     });
     Ok(common::Listing::new(&found, count_limit).into_result())
 }

@@ -11,14 +11,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::args::count;
+use super::args::{Limit, count};
 use super::common::{self, Call, ToolArgs, ToolContext};
 use super::image::looks_binary;
 use super::truncate::{GREP_MAX_LINE_LENGTH, truncate_line};
 use super::walk;
 use crate::agent::tool::{AgentToolResult, ToolError};
-
-const DEFAULT_LIMIT: usize = 100;
 
 /// A `grep` call's arguments.
 #[derive(Deserialize)]
@@ -31,8 +29,7 @@ pub struct GrepArgs {
     literal: Option<bool>,
     #[serde(default, deserialize_with = "count")]
     context: Option<usize>,
-    #[serde(default, deserialize_with = "count")]
-    limit: Option<usize>,
+    limit: Limit<100>,
 }
 
 impl ToolArgs for GrepArgs {
@@ -44,7 +41,6 @@ long lines are cut to 500 characters.";
     type State = ToolContext;
 
     async fn run(self, ctx: ToolContext, call: Call) -> Result<AgentToolResult, ToolError> {
-        let path = self.path.unwrap_or_else(|| ".".into());
         let matcher = RegexMatcherBuilder::new()
             .case_insensitive(self.ignore_case.unwrap_or(false))
             .fixed_strings(self.literal.unwrap_or(false))
@@ -55,12 +51,9 @@ long lines are cut to 500 characters.";
             matcher,
             glob: self.glob,
             context: self.context.unwrap_or(0),
-            limit: self.limit.unwrap_or(DEFAULT_LIMIT).max(1),
+            limit: self.limit.0,
         };
-        let target = ctx
-            .ws
-            .resolve(&path)
-            .map_err(|e| ToolError::new(e.to_string()))?;
+        let (path, target) = common::listing_start(&*ctx.ws, self.path)?;
         if !target.exists() && !ctx.ws.open_documents().iter().any(|(p, _)| *p == target) {
             return Err(ToolError::new(format!("Path not found: {path}")));
         }
@@ -264,13 +257,9 @@ fn render(c: Collector, limit: usize) -> Result<AgentToolResult, ToolError> {
     if c.matches == 0 {
         return Ok(AgentToolResult::text("No matches found"));
     }
-    let count_limit = c.limit_reached.then(|| {
-        let notice = format!(
-            "{limit} matches limit reached. Use limit={} for more, or refine pattern",
-            limit * 2
-        );
-        (notice, "matchLimitReached", json!(limit))
-    });
+    let count_limit = c
+        .limit_reached
+        .then(|| common::count_limit(limit, "matches", "matchLimitReached", ", or refine pattern"));
     let mut listing = common::Listing::new(&c.lines, count_limit);
     if c.lines_truncated {
         listing.note(

@@ -4,18 +4,15 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::args::count;
+use super::args::Limit;
 use super::common::{self, Call, ToolArgs, ToolContext};
 use crate::agent::tool::{AgentToolResult, ToolError};
-
-const DEFAULT_LIMIT: usize = 500;
 
 /// An `ls` call's arguments.
 #[derive(Deserialize)]
 pub struct LsArgs {
     path: Option<String>,
-    #[serde(default, deserialize_with = "count")]
-    limit: Option<usize>,
+    limit: Limit<500>,
 }
 
 impl ToolArgs for LsArgs {
@@ -25,12 +22,8 @@ Defaults to the workspace root; at most 500 entries unless limit says otherwise.
     type State = ToolContext;
 
     async fn run(self, ctx: ToolContext, _: Call) -> Result<AgentToolResult, ToolError> {
-        let path = self.path.unwrap_or_else(|| ".".into());
-        let limit = self.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-        let dir = ctx
-            .ws
-            .resolve(&path)
-            .map_err(|e| ToolError::new(e.to_string()))?;
+        let (path, dir) = common::listing_start(&*ctx.ws, self.path)?;
+        let limit = self.limit.0;
         common::blocking("ls", move || list(&dir, &path, limit)).await?
     }
 
@@ -72,12 +65,7 @@ fn list(dir: &std::path::Path, shown: &str, limit: usize) -> Result<AgentToolRes
     if lines.is_empty() {
         return Ok(AgentToolResult::text("(empty directory)"));
     }
-    let count_limit = limit_reached.then(|| {
-        let notice = format!(
-            "{limit} entries limit reached. Use limit={} for more",
-            limit * 2
-        );
-        (notice, "entryLimitReached", json!(limit))
-    });
+    let count_limit =
+        limit_reached.then(|| common::count_limit(limit, "entries", "entryLimitReached", ""));
     Ok(common::Listing::new(&lines, count_limit).into_result())
 }
