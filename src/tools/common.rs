@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ToolOptions;
 use super::args::parse_args;
-use super::tracker::{FileMutationQueue, ReadTracker};
+use super::tracker::{FileMutationQueue, MutationGuard, ReadTracker};
 use super::workspace::{Unsaved, Workspace, WorkspaceError};
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
@@ -52,6 +52,21 @@ impl ToolContext {
                 spill_dir: opts.spill_dir.clone(),
                 sandbox: opts.sandbox.clone(),
             },
+        }
+    }
+
+    /// The file a mutating tool (`write`, `edit`) changes, resolved, with its turn in the
+    /// mutation queue (held until the guard drops); fails with [`ABORTED`] when `cancel` fires
+    /// while waiting for it.
+    pub async fn lock_file(
+        &self,
+        path: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(PathBuf, MutationGuard), ToolError> {
+        let abs = self.ws.resolve(path).map_err(|e| ws_error(path, e))?;
+        match self.queue.lock_or_cancel(&abs, cancel).await {
+            Some(turn) => Ok((abs, turn)),
+            None => Err(ToolError::new(ABORTED)),
         }
     }
 }

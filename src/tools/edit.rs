@@ -38,10 +38,7 @@ Read the file first; if the file was modified since you last read it, the edit i
 
     async fn run(self, ctx: ToolContext, call: Call) -> Result<AgentToolResult, ToolError> {
         let EditArgs { path, edits } = self;
-        let abs = ctx.ws.resolve(&path).map_err(|e| ws_error(&path, e))?;
-        let Some(_turn) = ctx.queue.lock_or_cancel(&abs, &call.cancel).await else {
-            return Err(ToolError::new(common::ABORTED));
-        };
+        let (abs, _turn) = ctx.lock_file(&path, &call.cancel).await?;
         let request = EditRequest {
             shown: &path,
             edits: &edits,
@@ -51,7 +48,7 @@ Read the file first; if the file was modified since you last read it, the edit i
         };
         let outcome = ctx.ws.edit(abs.clone(), request).await?;
         ctx.tracker.record(&abs, outcome.id);
-        let n = edits.len();
+        let text = format!("Successfully replaced {} block(s) in {path}.", edits.len());
         let d = outcome.diff;
         Ok(AgentToolResult {
             details: Some(json!({
@@ -59,11 +56,7 @@ Read the file first; if the file was modified since you last read it, the edit i
                 "patch": d.patch,
                 "firstChangedLine": d.first_changed_line,
             })),
-            ..AgentToolResult::text(common::with_unsaved_note(
-                format!("Successfully replaced {n} block(s) in {path}."),
-                outcome.unsaved,
-                &path,
-            ))
+            ..AgentToolResult::text(common::with_unsaved_note(text, outcome.unsaved, &path))
         })
     }
 

@@ -30,10 +30,7 @@ If the file was modified since you last read it, the write is refused: read it a
 
     async fn run(self, ctx: ToolContext, call: Call) -> Result<AgentToolResult, ToolError> {
         let WriteArgs { path, content } = self;
-        let abs = ctx.ws.resolve(&path).map_err(|e| ws_error(&path, e))?;
-        let Some(_turn) = ctx.queue.lock_or_cancel(&abs, &call.cancel).await else {
-            return Err(ToolError::new(common::ABORTED));
-        };
+        let (abs, _turn) = ctx.lock_file(&path, &call.cancel).await?;
         let existing = load_checked(&ctx, &path, &abs).await?;
         check_abort(&call.cancel)?;
         let bytes = adapt_to_existing(&content, existing.as_ref());
@@ -45,8 +42,9 @@ If the file was modified since you last read it, the write is refused: read it a
             .await
             .map_err(|e| ws_error(&path, e))?;
         ctx.tracker.record(&abs, outcome.id);
+        let text = format!("Successfully wrote {len} bytes to {path}");
         Ok(AgentToolResult::text(common::with_unsaved_note(
-            format!("Successfully wrote {len} bytes to {path}"),
+            text,
             outcome.unsaved,
             &path,
         )))
