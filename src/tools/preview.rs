@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::parse_args;
 use super::bash::BashArgs;
 use super::common;
-use super::diff::diff;
+use super::diff::{DiffResult, diff};
 use super::edit::{EditArgs, prepare_edit_arguments};
 use super::workspace::{EditRequest, Workspace, WorkspaceError};
 use super::write::{WriteArgs, adapt_to_existing};
@@ -41,6 +41,19 @@ pub enum ToolPreview {
         cwd: PathBuf,
         timeout: Option<f64>,
     },
+}
+
+impl ToolPreview {
+    fn diff(path: String, abs_path: PathBuf, d: DiffResult, new_file: bool) -> Self {
+        ToolPreview::Diff {
+            path,
+            abs_path,
+            patch: d.patch,
+            diff: d.diff,
+            first_changed_line: d.first_changed_line,
+            new_file,
+        }
+    }
 }
 
 /// Computes the preview of calling tool `name` with `args` (raw or prepared), or `None` for
@@ -87,14 +100,7 @@ async fn preview_edit(ws: &Arc<dyn Workspace>, args: EditArgs) -> Option<ToolPre
         cancel: &never,
     };
     let d = ws.edit(abs.clone(), request).await.ok()?.diff;
-    Some(ToolPreview::Diff {
-        path,
-        abs_path: abs,
-        patch: d.patch,
-        diff: d.diff,
-        first_changed_line: d.first_changed_line,
-        new_file: false,
-    })
+    Some(ToolPreview::diff(path, abs, d, /*new_file*/ false))
 }
 
 async fn preview_write(ws: &Arc<dyn Workspace>, args: WriteArgs) -> Option<ToolPreview> {
@@ -110,12 +116,5 @@ async fn preview_write(ws: &Arc<dyn Workspace>, args: WriteArgs) -> Option<ToolP
     let new_text =
         common::normalize_to_lf(common::strip_bom(&String::from_utf8_lossy(&new_bytes)).1);
     let d = diff(&old_text, &new_text, &path);
-    Some(ToolPreview::Diff {
-        path,
-        abs_path: abs,
-        patch: d.patch,
-        diff: d.diff,
-        first_changed_line: d.first_changed_line,
-        new_file: old.is_none(),
-    })
+    Some(ToolPreview::diff(path, abs, d, old.is_none()))
 }
