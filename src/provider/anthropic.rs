@@ -9,39 +9,16 @@
 
 use super::anthropic_request::{VERSION, build_request};
 use super::anthropic_stream::AnthropicParser;
-use super::assembler::{Assembler, spawn_provider};
-use super::transport::{HttpClient, HttpTarget, apply_model_headers, checked_target, drive};
+use super::http_provider::{HttpApi, HttpProvider};
+use super::transport::{HttpTarget, apply_model_headers, base_url};
 use crate::agent::model::Model;
-use crate::agent::stream_contract::{AssistantEventStream, LlmContext, StreamFn, StreamOptions};
+use crate::agent::stream_contract::{LlmContext, StreamOptions};
 
 pub const API: &str = "anthropic-messages";
 
-pub struct AnthropicMessages {
-    client: HttpClient,
-}
-
-impl Default for AnthropicMessages {
-    fn default() -> Self {
-        AnthropicMessages::new()
-    }
-}
-
-impl AnthropicMessages {
-    pub fn new() -> Self {
-        AnthropicMessages {
-            client: HttpClient::new(),
-        }
-    }
-}
-
 /// `<baseUrl>/v1/messages` (default base `https://api.anthropic.com`).
 pub fn endpoint(model: &Model) -> String {
-    let base = if model.base_url.is_empty() {
-        "https://api.anthropic.com"
-    } else {
-        &model.base_url
-    };
-    let base = base.trim_end_matches('/');
+    let base = base_url(model, "https://api.anthropic.com");
     let base = base.strip_suffix("/v1").unwrap_or(base);
     format!("{base}/v1/messages")
 }
@@ -68,37 +45,32 @@ fn headers(key: Option<&str>, betas: &[&str]) -> Vec<(String, String)> {
     headers
 }
 
-impl StreamFn for AnthropicMessages {
-    fn stream(
-        &self,
+/// Streams from `<baseUrl>/v1/messages`.
+pub type AnthropicMessages = HttpProvider<Messages>;
+
+/// The Messages wire API.
+pub enum Messages {}
+
+impl HttpApi for Messages {
+    type Parser = AnthropicParser;
+
+    fn target(
         model: &Model,
-        context: LlmContext,
-        options: StreamOptions,
-    ) -> AssistantEventStream {
-        let client = self.client.clone();
-        let model = model.clone();
-        spawn_provider(&model.clone(), move |sink| async move {
-            let asm = Assembler::new(sink, &model);
-            let build = |key: Option<String>| {
-                let request = build_request(&model, &context, &options)?;
-                let mut headers = headers(key.as_deref(), &request.betas);
-                apply_model_headers(&mut headers, &model, &options);
-                Ok(HttpTarget {
-                    url: endpoint(&model),
-                    headers,
-                    body: request.body,
-                })
-            };
-            let Some((asm, target)) = checked_target(asm, &model, &options, build).await else {
-                return;
-            };
-            // The body owns what it needs; the loop's next append must not find the
-            // transcript still shared (it would copy it).
-            drop(context);
-            drive(&client, target, &options, asm, || {
-                AnthropicParser::new(model.clone())
-            })
-            .await;
+        context: &LlmContext,
+        options: &StreamOptions,
+        key: Option<String>,
+    ) -> Result<HttpTarget, serde_json::Error> {
+        let request = build_request(model, context, options)?;
+        let mut headers = headers(key.as_deref(), &request.betas);
+        apply_model_headers(&mut headers, model, options);
+        Ok(HttpTarget {
+            url: endpoint(model),
+            headers,
+            body: request.body,
         })
+    }
+
+    fn parser(model: &Model) -> AnthropicParser {
+        AnthropicParser::new(model.clone())
     }
 }

@@ -9,6 +9,7 @@ pub mod anthropic_stream;
 pub mod api_key;
 pub mod assembler;
 pub mod http_error;
+pub mod http_provider;
 pub mod openai;
 pub mod openai_chunk;
 pub mod openai_request;

@@ -12,42 +12,19 @@
 //! "additions"), `sendSessionAffinityHeaders` + `sessionAffinityFormat`.
 //! `StreamOptions::extra` keys: `toolChoice`, `headers` (null removes a default), `timeoutMs`.
 
-use super::assembler::{Assembler, spawn_provider};
+use super::http_provider::{HttpApi, HttpProvider};
 use super::openai_request::{OpenAiCompat, build_body};
 use super::openai_stream::OpenAiParser;
-use super::transport::{HttpClient, HttpTarget, apply_model_headers, checked_target, drive};
+use super::transport::{HttpTarget, apply_model_headers, base_url};
 use crate::agent::model::Model;
-use crate::agent::stream_contract::{AssistantEventStream, LlmContext, StreamFn, StreamOptions};
+use crate::agent::stream_contract::{LlmContext, StreamOptions};
 
 pub const API: &str = "openai-completions";
 
-/// Streams from `<baseUrl>/chat/completions`.
-pub struct OpenAiCompletions {
-    client: HttpClient,
-}
-
-impl Default for OpenAiCompletions {
-    fn default() -> Self {
-        OpenAiCompletions::new()
-    }
-}
-
-impl OpenAiCompletions {
-    pub fn new() -> Self {
-        OpenAiCompletions {
-            client: HttpClient::new(),
-        }
-    }
-}
-
 /// `<baseUrl>/chat/completions` (default base `https://api.openai.com/v1`).
 pub fn endpoint(model: &Model) -> String {
-    let base = if model.base_url.is_empty() {
-        "https://api.openai.com/v1"
-    } else {
-        &model.base_url
-    };
-    format!("{}/chat/completions", base.trim_end_matches('/'))
+    let base = base_url(model, "https://api.openai.com/v1");
+    format!("{base}/chat/completions")
 }
 
 /// Session-affinity headers (compat `sendSessionAffinityHeaders`, `sessionAffinityFormat`):
@@ -76,44 +53,38 @@ fn session_headers(model: &Model, options: &StreamOptions) -> Vec<(String, Strin
         .collect()
 }
 
-impl StreamFn for OpenAiCompletions {
-    fn stream(
-        &self,
+/// Streams from `<baseUrl>/chat/completions`.
+pub type OpenAiCompletions = HttpProvider<ChatCompletions>;
+
+/// The Chat Completions wire API.
+pub enum ChatCompletions {}
+
+impl HttpApi for ChatCompletions {
+    type Parser = OpenAiParser;
+
+    fn target(
         model: &Model,
-        context: LlmContext,
-        options: StreamOptions,
-    ) -> AssistantEventStream {
-        let client = self.client.clone();
-        let model = model.clone();
-        spawn_provider(&model.clone(), move |sink| async move {
-            let asm = Assembler::new(sink, &model);
-            let build = |key: Option<String>| {
-                let mut headers = vec![
-                    ("content-type".to_string(), "application/json".to_string()),
-                    ("accept".to_string(), "text/event-stream".to_string()),
-                ];
-                if let Some(key) = key {
-                    headers.push(("authorization".to_string(), format!("Bearer {key}")));
-                }
-                headers.extend(session_headers(&model, &options));
-                apply_model_headers(&mut headers, &model, &options);
-                Ok(HttpTarget {
-                    url: endpoint(&model),
-                    headers,
-                    body: build_body(&model, &context, &options)?,
-                })
-            };
-            let Some((asm, target)) = checked_target(asm, &model, &options, build).await else {
-                return;
-            };
-            // The body owns what it needs; the loop's next append must not find the
-            // transcript still shared (it would copy it).
-            drop(context);
-            let supports_finish = OpenAiCompat::for_model(&model).finish_reason;
-            drive(&client, target, &options, asm, || {
-                OpenAiParser::new(model.clone(), supports_finish)
-            })
-            .await;
+        context: &LlmContext,
+        options: &StreamOptions,
+        key: Option<String>,
+    ) -> Result<HttpTarget, serde_json::Error> {
+        let mut headers = vec![
+            ("content-type".to_string(), "application/json".to_string()),
+            ("accept".to_string(), "text/event-stream".to_string()),
+        ];
+        if let Some(key) = key {
+            headers.push(("authorization".to_string(), format!("Bearer {key}")));
+        }
+        headers.extend(session_headers(model, options));
+        apply_model_headers(&mut headers, model, options);
+        Ok(HttpTarget {
+            url: endpoint(model),
+            headers,
+            body: build_body(model, context, options)?,
         })
+    }
+
+    fn parser(model: &Model) -> OpenAiParser {
+        OpenAiParser::new(model.clone(), OpenAiCompat::for_model(model).finish_reason)
     }
 }

@@ -16,35 +16,19 @@
 //! without encrypted content is not replayed (the API cannot resolve it with `store: false`),
 //! and OpenAI's `input_transformations` are not recorded as message diagnostics.
 
-use super::assembler::{Assembler, spawn_provider};
+use super::http_provider::{HttpApi, HttpProvider};
 use super::openai_responses_request::{build_body, cache_retention};
 use super::openai_responses_stream::ResponsesParser;
-use super::transport::{HttpClient, HttpTarget, apply_model_headers, checked_target, drive};
+use super::transport::{HttpTarget, apply_model_headers, base_url};
 use crate::agent::model::Model;
-use crate::agent::stream_contract::{AssistantEventStream, LlmContext, StreamFn, StreamOptions};
+use crate::agent::stream_contract::{LlmContext, StreamOptions};
 
 pub const API: &str = "openai-responses";
 
-/// Streams from `<baseUrl>/responses`.
-#[derive(Default)]
-pub struct OpenAiResponses {
-    client: HttpClient,
-}
-
-impl OpenAiResponses {
-    pub fn new() -> Self {
-        OpenAiResponses::default()
-    }
-}
-
 /// `<baseUrl>/responses` (default base `https://api.openai.com/v1`).
 pub fn endpoint(model: &Model) -> String {
-    let base = if model.base_url.is_empty() {
-        "https://api.openai.com/v1"
-    } else {
-        &model.base_url
-    };
-    format!("{}/responses", base.trim_end_matches('/'))
+    let base = base_url(model, "https://api.openai.com/v1");
+    format!("{base}/responses")
 }
 
 /// The headers of one request: pi's session affinity (`session-id`, `x-client-request-id`)
@@ -65,33 +49,29 @@ fn headers(model: &Model, options: &StreamOptions, key: Option<String>) -> Vec<(
     headers
 }
 
-impl StreamFn for OpenAiResponses {
-    fn stream(
-        &self,
+/// Streams from `<baseUrl>/responses`.
+pub type OpenAiResponses = HttpProvider<Responses>;
+
+/// The Responses wire API.
+pub enum Responses {}
+
+impl HttpApi for Responses {
+    type Parser = ResponsesParser;
+
+    fn target(
         model: &Model,
-        context: LlmContext,
-        options: StreamOptions,
-    ) -> AssistantEventStream {
-        let client = self.client.clone();
-        let model = model.clone();
-        spawn_provider(&model.clone(), move |sink| async move {
-            let asm = Assembler::new(sink, &model);
-            let build = |key: Option<String>| {
-                Ok(HttpTarget {
-                    url: endpoint(&model),
-                    headers: headers(&model, &options, key),
-                    body: build_body(&model, &context, &options)?,
-                })
-            };
-            let Some((asm, target)) = checked_target(asm, &model, &options, build).await else {
-                return;
-            };
-            // The body owns what it needs (see `openai.rs`).
-            drop(context);
-            drive(&client, target, &options, asm, || {
-                ResponsesParser::new(model.clone())
-            })
-            .await;
+        context: &LlmContext,
+        options: &StreamOptions,
+        key: Option<String>,
+    ) -> Result<HttpTarget, serde_json::Error> {
+        Ok(HttpTarget {
+            url: endpoint(model),
+            headers: headers(model, options, key),
+            body: build_body(model, context, options)?,
         })
+    }
+
+    fn parser(model: &Model) -> ResponsesParser {
+        ResponsesParser::new(model.clone())
     }
 }

@@ -17,6 +17,16 @@ use crate::agent::message::StopReason;
 use crate::agent::model::Model;
 use crate::agent::stream_contract::{AssistantMessageEvent, StreamOptions};
 
+/// The model's base URL without a trailing `/`, or `default` when it has none.
+pub fn base_url<'a>(model: &'a Model, default: &'a str) -> &'a str {
+    let base = if model.base_url.is_empty() {
+        default
+    } else {
+        &model.base_url
+    };
+    base.trim_end_matches('/')
+}
+
 /// What to send.
 pub struct HttpTarget {
     pub url: String,
@@ -52,12 +62,19 @@ pub enum Flow {
     Stop,
 }
 
-/// One wire API's SSE event handling.
-pub(crate) trait WireParser {
-    async fn on_event(&mut self, asm: &mut Assembler, event: SseEvent<'_>)
-    -> Result<Flow, Failure>;
+/// One wire API's SSE event handling. Its futures are `Send`, so one generic task
+/// ([`super::http_provider::HttpProvider`]) can drive any parser; implementations are `async fn`s.
+pub(crate) trait WireParser: Send {
+    fn on_event(
+        &mut self,
+        asm: &mut Assembler,
+        event: SseEvent<'_>,
+    ) -> impl Future<Output = Result<Flow, Failure>> + Send;
     /// The stream ended (cleanly or at `Flow::Stop`): the stop reason, or why it is an error.
-    async fn finish(self, asm: &mut Assembler) -> Result<StopReason, Failure>;
+    fn finish(
+        self,
+        asm: &mut Assembler,
+    ) -> impl Future<Output = Result<StopReason, Failure>> + Send;
 }
 
 /// An OpenAI event's data: `[DONE]` ends the stream, an empty one is skipped, the rest is JSON.

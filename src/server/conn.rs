@@ -86,9 +86,7 @@ impl FrontEnd for ConnCtx {
         if !self.config.diagnostics() {
             return Vec::new();
         }
-        vec![Arc::new(DiagnosticsTool::new(
-            workspace.clone(),
-            self.docs.clone(),
-        ))]
+        let sources = (workspace.clone(), self.docs.clone());
+        vec![Arc::new(DiagnosticsTool::new(sources))]
     }
 }

@@ -11,18 +11,16 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use futures_util::future::BoxFuture;
 use ls_types::{Diagnostic, DiagnosticSeverity, NumberOrString, Position};
 use ropey::Rope;
+use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use crate::agent::message::ToolDeclaration;
-use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
+use crate::agent::tool::{AgentToolResult, ToolError};
 use crate::server::documents::{DocStore, uri_to_path};
 use crate::server::position::{self, Encoding};
 use crate::server::protocol::DiagnosticsParams;
-use crate::tools::Workspace;
+use crate::tools::{Call, ToolArgs, TypedTool, Workspace, blocking};
 
 /// The tool's name (also known to the approval policy as a read-only tool).
 pub const TOOL_NAME: &str = crate::tools::DIAGNOSTICS;
@@ -70,72 +68,40 @@ diagnostic: path:line:column: severity: message [source], 1-based. The editor re
 for files that are open or that you read or edited; they update asynchronously, so right after an \
 edit they may lag a moment.";
 
-/// The `diagnostics` tool over the connection's store.
-pub struct DiagnosticsTool {
-    ws: Arc<dyn Workspace>,
-    docs: DocStore,
-    decl: ToolDeclaration,
+/// A `diagnostics` call's arguments.
+#[derive(Deserialize)]
+pub struct DiagnosticsArgs {
+    path: Option<String>,
 }
 
-impl DiagnosticsTool {
-    pub fn new(ws: Arc<dyn Workspace>, docs: DocStore) -> Self {
-        let parameters = json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File or directory to show diagnostics for (default: all)"}
-            }
-        });
-        DiagnosticsTool {
-            ws,
-            docs,
-            decl: ToolDeclaration {
-                name: TOOL_NAME.into(),
-                description: DESCRIPTION.into(),
-                parameters,
-                constrained_sampling: None,
-            },
-        }
-    }
-}
+/// The `diagnostics` tool over the connection's workspace and store.
+pub type DiagnosticsTool = TypedTool<DiagnosticsArgs>;
 
-impl AgentTool for DiagnosticsTool {
-    fn declaration(&self) -> &ToolDeclaration {
-        &self.decl
+impl ToolArgs for DiagnosticsArgs {
+    const NAME: &str = TOOL_NAME;
+    const DESCRIPTION: &str = DESCRIPTION;
+    type State = (Arc<dyn Workspace>, DocStore);
+    /// The report is quick and read-only, so it ignores cancellation.
+    const ABORTS_BEFORE_START: bool = false;
+
+    async fn run(self, (ws, docs): Self::State, _: Call) -> Result<AgentToolResult, ToolError> {
+        let filter = match &self.path {
+            Some(p) => Some(ws.resolve(p).map_err(|e| ToolError::new(e.to_string()))?),
+            None => None,
+        };
+        let root = ws.root().to_path_buf();
+        let text = blocking(TOOL_NAME, move || report(&docs, &root, filter.as_deref())).await?;
+        Ok(AgentToolResult::text(match (text, self.path) {
+            (Some(text), _) => text,
+            (None, Some(p)) => format!("No diagnostics reported by the editor for {p}."),
+            (None, None) => "No diagnostics reported by the editor.".to_owned(),
+        }))
     }
 
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        Some(ExecutionMode::Parallel)
-    }
-
-    fn execute(
-        &self,
-        _id: String,
-        args: Value,
-        _cancel: CancellationToken,
-        _on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
-        let ws = self.ws.clone();
-        let docs = self.docs.clone();
-        Box::pin(async move {
-            let path = match args.get("path") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(p)) => Some(p.clone()),
-                Some(_) => return Err(ToolError::new("path must be a string")),
-            };
-            let filter = match &path {
-                Some(p) => Some(ws.resolve(p).map_err(|e| ToolError::new(e.to_string()))?),
-                None => None,
-            };
-            let root = ws.root().to_path_buf();
-            let text = tokio::task::spawn_blocking(move || report(&docs, &root, filter.as_deref()))
-                .await
-                .map_err(|e| ToolError::new(format!("diagnostics failed: {e}")))?;
-            Ok(AgentToolResult::text(match (text, path) {
-                (Some(text), _) => text,
-                (None, Some(p)) => format!("No diagnostics reported by the editor for {p}."),
-                (None, None) => "No diagnostics reported by the editor.".to_owned(),
-            }))
-        })
+    fn parameters(_: &Self::State) -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "File or directory to show diagnostics for (default: all)"}
+        }})
     }
 }
 
@@ -260,6 +226,14 @@ mod tests {
         assert_eq!(describe(&d), "warning: bad thing [rustc]");
         d.code = Some(NumberOrString::String("E0308".into()));
         assert_eq!(describe(&d), "warning: bad thing [rustc E0308]");
+    }
+
+    #[test]
+    fn reads_the_arguments_its_schema_declares() {
+        let ws = crate::tools::DiskWorkspace::new(std::env::temp_dir(), Vec::new()).unwrap();
+        let sources = (Arc::new(ws) as Arc<dyn Workspace>, DocStore::default());
+        let parameters = DiagnosticsArgs::declaration(&sources).parameters;
+        crate::tools::assert_args_match_schema::<DiagnosticsArgs>(&parameters);
     }
 
     #[test]

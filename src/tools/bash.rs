@@ -6,18 +6,20 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use futures_util::future::BoxFuture;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio_util::sync::CancellationToken;
 
+use super::args::number;
 use super::bash_output::OutputBuffer;
-use super::common::{self, BashSettings, ToolContext};
+use super::common::{self, BashSettings, Call, ToolArgs, ToolContext};
 use crate::agent::message::ToolDeclaration;
-use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolUpdater};
+use crate::agent::tool::{AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
 use crate::sandbox::jail::SETUP_FAILED_PREFIX;
 use crate::sandbox::launch::JailCommand;
 use crate::sandbox::{self, Availability, CallMode, SandboxPolicy};
@@ -39,76 +41,96 @@ pub const KILL_GRACE: Duration = Duration::from_millis(1000);
 pub const UPDATE_INTERVAL: Duration = Duration::from_millis(100);
 const MAX_TIMEOUT_SECS: f64 = 2_147_483.647;
 
-/// The `bash` tool.
-pub struct BashTool {
-    ctx: ToolContext,
-    decl: ToolDeclaration,
+/// A `bash` call's arguments.
+#[derive(Deserialize)]
+pub struct BashArgs {
+    pub command: String,
+    #[serde(default, deserialize_with = "number")]
+    pub timeout: Option<f64>,
+    /// Any value, not only a boolean: it is declared only in sandboxed sessions (elsewhere
+    /// nothing checks it), and only `false` asks to run outside the sandbox.
+    sandbox: Option<Value>,
+    /// Shown in the user's approval prompt (`sandbox::Sandbox` reads it from the call); any
+    /// value, as for `sandbox`.
+    #[serde(rename = "justification")]
+    _justification: Option<IgnoredAny>,
 }
 
-impl BashTool {
-    pub fn new(ctx: ToolContext) -> Self {
-        let mut params = json!({
-            "type": "object",
-            "required": ["command"],
-            "properties": {
-                "command": {"type": "string", "description": "The command to run (bash syntax; pipes, &&, redirections allowed)"},
-                "timeout": {"type": "number", "description": "Optional timeout in seconds; the command and its children are killed when it expires"}
-            }
-        });
-        let sandboxed = ctx.bash.sandbox.as_ref().is_some_and(|s| s.confines());
-        if sandboxed && let Some(props) = params["properties"].as_object_mut() {
-            props.insert(
-                "sandbox".into(),
-                json!({"type": "boolean", "description": SANDBOX_ARG}),
-            );
-            props.insert("justification".into(), json!({"type": "string", "description": "With sandbox: false, why the command must run outside the sandbox (shown to the user)"}));
+/// Whether commands run confined (then the model may ask to leave the sandbox).
+fn sandboxed(ctx: &ToolContext) -> bool {
+    ctx.bash.sandbox.as_ref().is_some_and(|s| s.confines())
+}
+
+/// The schema, with the arguments to leave the sandbox when commands run in one.
+pub(super) fn parameters(sandboxed: bool) -> Value {
+    let mut params = json!({
+        "type": "object",
+        "required": ["command"],
+        "properties": {
+            "command": {"type": "string", "description": "The command to run (bash syntax; pipes, &&, redirections allowed)"},
+            "timeout": {"type": "number", "description": "Optional timeout in seconds; the command and its children are killed when it expires"}
         }
-        let description = if sandboxed {
+    });
+    if sandboxed && let Some(props) = params["properties"].as_object_mut() {
+        props.insert(
+            "sandbox".into(),
+            json!({"type": "boolean", "description": SANDBOX_ARG}),
+        );
+        props.insert("justification".into(), json!({"type": "string", "description": "With sandbox: false, why the command must run outside the sandbox (shown to the user)"}));
+    }
+    params
+}
+
+impl ToolArgs for BashArgs {
+    const NAME: &str = "bash";
+    const DESCRIPTION: &str = DESCRIPTION;
+    type State = ToolContext;
+    /// `None`: the loop's configuration decides.
+    const MODE: Option<ExecutionMode> = None;
+    /// A cancelled command reports `Command aborted` itself.
+    const ABORTS_BEFORE_START: bool = false;
+
+    async fn run(self, ctx: ToolContext, call: Call) -> Result<AgentToolResult, ToolError> {
+        let timeout = parse_timeout(self.timeout)?;
+        let asks_unsandboxed = self.sandbox == Some(Value::Bool(false));
+        let cwd = ctx.ws.root().to_path_buf();
+        let mut settings = ctx.bash.clone();
+        let mode = match &settings.sandbox {
+            Some(sb) => sb
+                .call_mode(&call.id, asks_unsandboxed)
+                .map_err(ToolError::new)?,
+            None => CallMode::Unconfined,
+        };
+        if !matches!(mode, CallMode::Confined(_)) {
+            settings.sandbox = None;
+        }
+        let result = run_command(
+            &settings,
+            &self.command,
+            &cwd,
+            timeout,
+            call.cancel,
+            call.on_update,
+        )
+        .await;
+        match mode {
+            CallMode::Approved => Ok(mark_unsandboxed(result)),
+            CallMode::Confined(_) | CallMode::Unconfined => result,
+        }
+    }
+
+    fn parameters(ctx: &ToolContext) -> Value {
+        parameters(sandboxed(ctx))
+    }
+
+    /// A sandboxed session's `bash` also says what the sandbox allows.
+    fn declaration(ctx: &ToolContext) -> ToolDeclaration {
+        let description = if sandboxed(ctx) {
             format!("{DESCRIPTION} {SANDBOX_NOTE}")
         } else {
             DESCRIPTION.to_string()
         };
-        BashTool {
-            ctx,
-            decl: common::declaration("bash", &description, params),
-        }
-    }
-}
-
-impl AgentTool for BashTool {
-    fn declaration(&self) -> &ToolDeclaration {
-        &self.decl
-    }
-
-    fn execute(
-        &self,
-        id: String,
-        args: Value,
-        cancel: CancellationToken,
-        on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
-        let ctx = self.ctx.clone();
-        Box::pin(async move {
-            let command = common::req_str(&args, "command")?;
-            let timeout = parse_timeout(common::opt_num(&args, "timeout")?)?;
-            let asks_unsandboxed = args.get("sandbox").and_then(Value::as_bool) == Some(false);
-            let cwd = ctx.ws.root().to_path_buf();
-            let mut settings = ctx.bash.clone();
-            let mode = match &settings.sandbox {
-                Some(sb) => sb
-                    .call_mode(&id, asks_unsandboxed)
-                    .map_err(ToolError::new)?,
-                None => CallMode::Unconfined,
-            };
-            if !matches!(mode, CallMode::Confined(_)) {
-                settings.sandbox = None;
-            }
-            let result = run_command(&settings, &command, &cwd, timeout, cancel, on_update).await;
-            match mode {
-                CallMode::Approved => Ok(mark_unsandboxed(result)),
-                CallMode::Confined(_) | CallMode::Unconfined => result,
-            }
-        })
+        common::declaration(Self::NAME, &description, Self::parameters(ctx))
     }
 }
 

@@ -1,17 +1,20 @@
-//! What every tool shares: the context (workspace, read tracker, bash settings), argument
-//! readers and result builders.
+//! What every tool shares: the context (workspace, read tracker, bash settings), the
+//! [`AgentTool`] around a tool's body, and result builders.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::ToolOptions;
-use super::tracker::{FileMutationQueue, ReadTracker};
+use super::args::parse_args;
+use super::tracker::{FileMutationQueue, MutationGuard, ReadTracker};
 use super::workspace::{Unsaved, Workspace, WorkspaceError};
 use crate::agent::message::ToolDeclaration;
-use crate::agent::tool::ToolError;
+use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
 
 /// pi's text for an aborted read/write/edit.
 pub const ABORTED: &str = "Operation aborted";
@@ -51,6 +54,21 @@ impl ToolContext {
             },
         }
     }
+
+    /// The file a mutating tool (`write`, `edit`) changes, resolved, with its turn in the
+    /// mutation queue (held until the guard drops); fails with [`ABORTED`] when `cancel` fires
+    /// while waiting for it.
+    pub async fn lock_file(
+        &self,
+        path: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(PathBuf, MutationGuard), ToolError> {
+        let abs = self.ws.resolve(path).map_err(|e| ws_error(path, e))?;
+        match self.queue.lock_or_cancel(&abs, cancel).await {
+            Some(turn) => Ok((abs, turn)),
+            None => Err(ToolError::new(ABORTED)),
+        }
+    }
 }
 
 /// Builds a declaration from a name, a description and a JSON Schema.
@@ -63,67 +81,111 @@ pub fn declaration(name: &str, description: &str, parameters: Value) -> ToolDecl
     }
 }
 
-/// The arguments as an object (schema validation normally guarantees it).
-pub fn object(args: &Value) -> Result<&Map<String, Value>, ToolError> {
-    args.as_object()
-        .ok_or_else(|| ToolError::new("Tool arguments must be a JSON object."))
+/// A tool's arguments as a struct, and what the tool does with them: [`TypedTool`] makes an
+/// [`AgentTool`] of it, which reads the struct once from the call's validated JSON.
+pub trait ToolArgs: DeserializeOwned + Send + 'static {
+    /// What the tool works on ([`ToolContext`] for the coding tools).
+    type State: Clone + Send + Sync + 'static;
+    /// The file tools run beside each other: writes to one file are serialised by the
+    /// mutation queue.
+    const MODE: Option<ExecutionMode> = Some(ExecutionMode::Parallel);
+    /// A call cancelled before it starts fails with [`ABORTED`], as pi's tools check their
+    /// signal first.
+    const ABORTS_BEFORE_START: bool = true;
+
+    /// The name the model calls the tool by.
+    const NAME: &'static str;
+    /// What the model reads about the tool.
+    const DESCRIPTION: &'static str;
+
+    /// The JSON Schema of the arguments: the properties `Self` reads (a unit test checks
+    /// each tool's pair).
+    fn parameters(state: &Self::State) -> Value;
+
+    /// What the model is told about the tool.
+    fn declaration(state: &Self::State) -> ToolDeclaration {
+        declaration(Self::NAME, Self::DESCRIPTION, Self::parameters(state))
+    }
+
+    /// pi's `prepareArguments`: a shim on the raw arguments, before validation.
+    fn prepare_arguments(args: Value) -> Value {
+        args
+    }
+
+    /// The call's work, once its arguments are read.
+    fn run(
+        self,
+        state: Self::State,
+        call: Call,
+    ) -> impl Future<Output = Result<AgentToolResult, ToolError>> + Send + 'static;
 }
 
-/// A required string argument.
-pub fn req_str(args: &Value, key: &str) -> Result<String, ToolError> {
-    match object(args)?.get(key) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err(ToolError::new(format!(
-            "Argument '{key}' must be a string."
-        ))),
-        None => Err(ToolError::new(format!(
-            "Missing required argument '{key}'."
-        ))),
+/// What a call gets from the loop besides its arguments.
+pub struct Call {
+    pub id: String,
+    pub cancel: CancellationToken,
+    pub on_update: ToolUpdater,
+}
+
+/// The [`AgentTool`] whose arguments are `A`.
+pub struct TypedTool<A: ToolArgs> {
+    state: A::State,
+    decl: ToolDeclaration,
+}
+
+impl<A: ToolArgs> TypedTool<A> {
+    pub fn new(state: A::State) -> Self {
+        TypedTool {
+            decl: A::declaration(&state),
+            state,
+        }
     }
 }
 
-/// An optional string argument (`null` counts as absent).
-pub fn opt_str(args: &Value, key: &str) -> Result<Option<String>, ToolError> {
-    match object(args)?.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(ToolError::new(format!(
-            "Argument '{key}' must be a string."
-        ))),
+impl<A: ToolArgs> AgentTool for TypedTool<A> {
+    fn declaration(&self) -> &ToolDeclaration {
+        &self.decl
+    }
+
+    fn execution_mode(&self) -> Option<ExecutionMode> {
+        A::MODE
+    }
+
+    fn prepare_arguments(&self, args: Value) -> Value {
+        A::prepare_arguments(args)
+    }
+
+    fn execute(
+        &self,
+        id: String,
+        args: Value,
+        cancel: CancellationToken,
+        on_update: ToolUpdater,
+    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        let state = self.state.clone();
+        Box::pin(async move {
+            let args = parse_args::<A>(args)?;
+            if A::ABORTS_BEFORE_START {
+                check_abort(&cancel)?;
+            }
+            let call = Call {
+                id,
+                cancel,
+                on_update,
+            };
+            args.run(state, call).await
+        })
     }
 }
 
-/// An optional number argument (`null` counts as absent).
-pub fn opt_num(args: &Value, key: &str) -> Result<Option<f64>, ToolError> {
-    match object(args)?.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_f64()
-            .map(Some)
-            .ok_or_else(|| ToolError::new(format!("Argument '{key}' must be a number."))),
-    }
-}
-
-/// An optional non-negative integer argument (fractions are truncated, as JS `slice` does).
-pub fn opt_count(args: &Value, key: &str) -> Result<Option<usize>, ToolError> {
-    match opt_num(args, key)? {
-        None => Ok(None),
-        Some(n) if n.is_finite() && n >= 0.0 => Ok(Some(n.trunc() as usize)),
-        Some(_) => Err(ToolError::new(format!(
-            "Argument '{key}' must be a non-negative number."
-        ))),
-    }
-}
-
-/// An optional boolean argument.
-pub fn opt_bool(args: &Value, key: &str) -> Result<Option<bool>, ToolError> {
-    match object(args)?.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(_) => Err(ToolError::new(format!(
-            "Argument '{key}' must be a boolean."
-        ))),
-    }
+/// Runs `work` on the blocking pool; if it panics, the call fails with `{tool} failed: …`.
+pub async fn blocking<T: Send + 'static>(
+    tool: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ToolError::new(format!("{tool} failed: {e}")))
 }
 
 /// Fails with pi's abort text when `cancel` fired.
@@ -155,6 +217,19 @@ pub fn ws_error(path: &str, e: WorkspaceError) -> ToolError {
         ),
         other => ToolError::new(other.to_string()),
     }
+}
+
+/// Where a listing tool (`grep`, `find`, `ls`) looks: `path` as the model wrote it (the
+/// workspace root when absent), and resolved.
+pub fn listing_start(
+    ws: &dyn Workspace,
+    path: Option<String>,
+) -> Result<(String, PathBuf), ToolError> {
+    let path = path.unwrap_or_else(|| ".".into());
+    let resolved = ws
+        .resolve(&path)
+        .map_err(|e| ToolError::new(e.to_string()))?;
+    Ok((path, resolved))
 }
 
 /// A mutating tool's result text, with the note saying the change is not on disk when it was
@@ -204,6 +279,21 @@ pub fn restore_line_endings(text: &str, crlf: bool) -> String {
     }
 }
 
+/// The count limit's notice and `details` entry (pi's words) of a listing cut at `limit`:
+/// `items` names what is counted ("results"), `hint` ends the advice.
+pub fn count_limit(
+    limit: usize,
+    items: &str,
+    key: &'static str,
+    hint: &str,
+) -> (String, &'static str, Value) {
+    let notice = format!(
+        "{limit} {items} limit reached. Use limit={} for more{hint}",
+        limit * 2
+    );
+    (notice, key, Value::from(limit))
+}
+
 /// A listing (`grep`, `find`, `ls`) cut to pi's 50 KB, with pi's bracketed notices and the
 /// matching `details` keys, in the order the notices are added.
 pub struct Listing {
@@ -244,14 +334,14 @@ impl Listing {
         self.details.insert(key.to_string(), value);
     }
 
-    pub fn into_result(self) -> crate::agent::tool::AgentToolResult {
+    pub fn into_result(self) -> AgentToolResult {
         let mut out = self.content;
         if !self.notices.is_empty() {
             out.push_str(&format!("\n\n[{}]", self.notices.join(". ")));
         }
-        crate::agent::tool::AgentToolResult {
+        AgentToolResult {
             details: Some(Value::Object(self.details)),
-            ..crate::agent::tool::AgentToolResult::text(out)
+            ..AgentToolResult::text(out)
         }
     }
 }

@@ -5,84 +5,105 @@
 use std::borrow::Cow;
 use std::path::PathBuf;
 
-use futures_util::future::BoxFuture;
+use serde::{Deserialize, Deserializer, de};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
+use super::args::parse_args;
 use super::common::{
-    self, ToolContext, check_abort, conflict_text, detect_crlf, normalize_to_lf,
+    self, Call, ToolArgs, ToolContext, check_abort, conflict_text, detect_crlf, normalize_to_lf,
     restore_line_endings, strip_bom, ws_error,
 };
 use super::diff::{DiffResult, diff};
 use super::edit_match::{Edit, Span, match_edits, no_change, splice};
 use super::workspace::{EditOutcome, EditRequest, Workspace, WorkspaceError};
-use crate::agent::message::ToolDeclaration;
-use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
+use crate::agent::tool::{AgentToolResult, ToolError};
 
-const DESCRIPTION: &str = "Edit a file by replacing exact text. Give one or more edits; each oldText must match the file exactly \
+/// An `edit` call's arguments.
+#[derive(Deserialize)]
+pub struct EditArgs {
+    pub path: String,
+    /// Texts converted to LF.
+    #[serde(deserialize_with = "edit_list")]
+    pub edits: Vec<Edit>,
+}
+
+impl ToolArgs for EditArgs {
+    const NAME: &str = "edit";
+    const DESCRIPTION: &str = "Edit a file by replacing exact text. Give one or more edits; each oldText must match the file exactly \
 (including whitespace and newlines) and appear exactly once. All edits are matched against the original file, not applied one after another, \
 and either all apply or none does. Make several changes to one file in a single call with multiple disjoint edits; \
 keep each oldText minimal but unique (add surrounding lines only to disambiguate), and merge nearby changes into one edit. \
 Read the file first; if the file was modified since you last read it, the edit is refused and you must read it again.";
+    type State = ToolContext;
 
-/// The `edit` tool.
-pub struct EditTool {
-    ctx: ToolContext,
-    decl: ToolDeclaration,
-}
+    async fn run(self, ctx: ToolContext, call: Call) -> Result<AgentToolResult, ToolError> {
+        let EditArgs { path, edits } = self;
+        let (abs, _turn) = ctx.lock_file(&path, &call.cancel).await?;
+        let request = EditRequest {
+            shown: &path,
+            edits: &edits,
+            seen: ctx.tracker.get(&abs),
+            apply: true,
+            cancel: &call.cancel,
+        };
+        let outcome = ctx.ws.edit(abs.clone(), request).await?;
+        ctx.tracker.record(&abs, outcome.id);
+        let text = format!("Successfully replaced {} block(s) in {path}.", edits.len());
+        let d = outcome.diff;
+        Ok(AgentToolResult {
+            details: Some(json!({
+                "diff": d.diff,
+                "patch": d.patch,
+                "firstChangedLine": d.first_changed_line,
+            })),
+            ..AgentToolResult::text(common::with_unsaved_note(text, outcome.unsaved, &path))
+        })
+    }
 
-impl EditTool {
-    pub fn new(ctx: ToolContext) -> Self {
-        let params = json!({
-            "type": "object",
-            "required": ["path", "edits"],
-            "properties": {
-                "path": {"type": "string", "description": "Path to the file to edit (relative to the workspace root, or absolute inside it)"},
-                "edits": {
-                    "type": "array",
-                    "description": "Replacements, each matched against the original file content",
-                    "items": {
-                        "type": "object",
-                        "required": ["oldText", "newText"],
-                        "properties": {
-                            "oldText": {"type": "string", "description": "Exact text to replace; must occur exactly once in the file"},
-                            "newText": {"type": "string", "description": "The text to put in its place"}
-                        }
+    fn parameters(_: &ToolContext) -> Value {
+        json!({"type": "object", "required": ["path", "edits"], "properties": {
+            "path": {"type": "string", "description": "Path to the file to edit (relative to the workspace root, or absolute inside it)"},
+            "edits": {
+                "type": "array",
+                "description": "Replacements, each matched against the original file content",
+                "items": {
+                    "type": "object",
+                    "required": ["oldText", "newText"],
+                    "properties": {
+                        "oldText": {"type": "string", "description": "Exact text to replace; must occur exactly once in the file"},
+                        "newText": {"type": "string", "description": "The text to put in its place"}
                     }
                 }
             }
-        });
-        EditTool {
-            ctx,
-            decl: common::declaration("edit", DESCRIPTION, params),
-        }
+        }})
+    }
+
+    fn prepare_arguments(args: Value) -> Value {
+        prepare_edit_arguments(args)
     }
 }
 
-impl AgentTool for EditTool {
-    fn declaration(&self) -> &ToolDeclaration {
-        &self.decl
+/// `edits`: a non-empty array of `{oldText, newText}`, with pi's texts when it is not.
+fn edit_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Edit>, D::Error> {
+    let Some(Value::Array(list)) = Option::<Value>::deserialize(d)? else {
+        return Err(de::Error::custom(
+            "Edit tool input is invalid. edits must be an array.",
+        ));
+    };
+    if list.is_empty() {
+        return Err(de::Error::custom(
+            "Edit tool input is invalid. edits must contain at least one replacement.",
+        ));
     }
-
-    /// Parallel with other tools; edits to one file are serialised by the mutation queue.
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        Some(ExecutionMode::Parallel)
-    }
-
-    fn prepare_arguments(&self, args: Value) -> Value {
-        prepare_edit_arguments(args)
-    }
-
-    fn execute(
-        &self,
-        _id: String,
-        args: Value,
-        cancel: CancellationToken,
-        _on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
-        let ctx = self.ctx.clone();
-        Box::pin(async move { run(ctx, args, cancel).await })
-    }
+    list.into_iter()
+        .map(|entry| {
+            let edit: Edit = parse_args(entry).map_err(|e| de::Error::custom(e.message))?;
+            Ok(Edit {
+                old_text: normalize_to_lf(&edit.old_text),
+                new_text: normalize_to_lf(&edit.new_text),
+            })
+        })
+        .collect()
 }
 
 /// pi's `prepareArguments`: `edits` sent as a JSON string is parsed, and a legacy top-level
@@ -114,27 +135,7 @@ pub fn prepare_edit_arguments(mut args: Value) -> Value {
 
 /// The edits of validated arguments, texts converted to LF.
 pub fn parse_edits(args: &Value) -> Result<Vec<Edit>, ToolError> {
-    let list = match common::object(args)?.get("edits") {
-        Some(Value::Array(list)) => list,
-        _ => {
-            return Err(ToolError::new(
-                "Edit tool input is invalid. edits must be an array.",
-            ));
-        }
-    };
-    if list.is_empty() {
-        return Err(ToolError::new(
-            "Edit tool input is invalid. edits must contain at least one replacement.",
-        ));
-    }
-    list.iter()
-        .map(|e| {
-            Ok(Edit {
-                old_text: normalize_to_lf(&common::req_str(e, "oldText")?),
-                new_text: normalize_to_lf(&common::req_str(e, "newText")?),
-            })
-        })
-        .collect()
+    parse_args::<EditArgs>(args.clone()).map(|args| args.edits)
 }
 
 /// The new full content of a file after `edits`, plus the diff (on LF text).
@@ -275,43 +276,6 @@ pub async fn edit_by_rewrite<W: Workspace + ?Sized>(
         id: outcome.id,
         diff,
         unsaved: outcome.unsaved,
-    })
-}
-
-async fn run(
-    ctx: ToolContext,
-    args: Value,
-    cancel: CancellationToken,
-) -> Result<AgentToolResult, ToolError> {
-    let path = common::req_str(&args, "path")?;
-    let edits = parse_edits(&args)?;
-    check_abort(&cancel)?;
-    let abs = ctx.ws.resolve(&path).map_err(|e| ws_error(&path, e))?;
-    let Some(_turn) = ctx.queue.lock_or_cancel(&abs, &cancel).await else {
-        return Err(ToolError::new(common::ABORTED));
-    };
-    let request = EditRequest {
-        shown: &path,
-        edits: &edits,
-        seen: ctx.tracker.get(&abs),
-        apply: true,
-        cancel: &cancel,
-    };
-    let outcome = ctx.ws.edit(abs.clone(), request).await?;
-    ctx.tracker.record(&abs, outcome.id);
-    let n = edits.len();
-    let d = outcome.diff;
-    Ok(AgentToolResult {
-        details: Some(json!({
-            "diff": d.diff,
-            "patch": d.patch,
-            "firstChangedLine": d.first_changed_line,
-        })),
-        ..AgentToolResult::text(common::with_unsaved_note(
-            format!("Successfully replaced {n} block(s) in {path}."),
-            outcome.unsaved,
-            &path,
-        ))
     })
 }
 

@@ -10,8 +10,12 @@
 //! canonical composition, which would need Unicode tables), trailing whitespace stripped per
 //! line, smart quotes → ASCII, U+2010–2015 and U+2212 → `-`, special spaces → space.
 
-/// One replacement (texts already converted to LF).
-#[derive(Clone, Debug, PartialEq, Eq)]
+use serde::Deserialize;
+
+/// One replacement (texts already converted to LF), read as the `edit` tool's
+/// `{oldText, newText}`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Edit {
     pub old_text: String,
     pub new_text: String,

@@ -3,87 +3,56 @@
 
 use std::path::{Path, PathBuf};
 
-use futures_util::future::BoxFuture;
 use globset::{GlobBuilder, GlobMatcher};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::common::{self, ToolContext, check_abort};
+use super::args::Limit;
+use super::common::{self, Call, ToolArgs, ToolContext};
 use super::walk::{self, Walked};
-use crate::agent::message::ToolDeclaration;
-use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
+use crate::agent::tool::{AgentToolResult, ToolError};
 
-const DEFAULT_LIMIT: usize = 1000;
+/// A `find` call's arguments.
+#[derive(Deserialize)]
+pub struct FindArgs {
+    pattern: String,
+    path: Option<String>,
+    limit: Limit<1000>,
+}
 
-const DESCRIPTION: &str = "Find files by glob pattern, recursively from the workspace root or path. A pattern without '/' matches file names \
+impl ToolArgs for FindArgs {
+    const NAME: &str = "find";
+    const DESCRIPTION: &str = "Find files by glob pattern, recursively from the workspace root or path. A pattern without '/' matches file names \
 (e.g. '*.rs', 'Cargo.toml'); a pattern with '/' matches paths relative to the search directory (e.g. 'src/**/*.ts'). \
 Respects .gitignore, includes dotfiles, lists directories with a trailing '/'. Returns at most 1000 paths unless limit says otherwise.";
+    type State = ToolContext;
 
-/// The `find` tool.
-pub struct FindTool {
-    ctx: ToolContext,
-    decl: ToolDeclaration,
-}
-
-impl FindTool {
-    pub fn new(ctx: ToolContext) -> Self {
-        let params = json!({
-            "type": "object",
-            "required": ["pattern"],
-            "properties": {
-                "pattern": {"type": "string", "description": "Glob pattern, e.g. '*.rs', '**/test_*.py' or 'src/**/mod.rs'"},
-                "path": {"type": "string", "description": "Directory to search in (default: the workspace root)"},
-                "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"}
-            }
-        });
-        FindTool {
-            ctx,
-            decl: common::declaration("find", DESCRIPTION, params),
+    async fn run(self, ctx: ToolContext, call: Call) -> Result<AgentToolResult, ToolError> {
+        let (path, dir) = common::listing_start(&*ctx.ws, self.path)?;
+        if !dir.is_dir() {
+            return Err(ToolError::new(format!("Path not found: {path}")));
         }
-    }
-}
-
-impl AgentTool for FindTool {
-    fn declaration(&self) -> &ToolDeclaration {
-        &self.decl
-    }
-
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        Some(ExecutionMode::Parallel)
-    }
-
-    fn execute(
-        &self,
-        _id: String,
-        args: Value,
-        cancel: CancellationToken,
-        _on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
-        let ctx = self.ctx.clone();
-        Box::pin(async move {
-            let pattern = common::req_str(&args, "pattern")?;
-            let path = common::opt_str(&args, "path")?.unwrap_or_else(|| ".".into());
-            let limit = common::opt_count(&args, "limit")?
-                .unwrap_or(DEFAULT_LIMIT)
-                .max(1);
-            check_abort(&cancel)?;
-            let dir = ctx
-                .ws
-                .resolve(&path)
-                .map_err(|e| ToolError::new(e.to_string()))?;
-            if !dir.is_dir() {
-                return Err(ToolError::new(format!("Path not found: {path}")));
-            }
-            let open: Vec<PathBuf> = ctx
-                .ws
-                .open_documents()
-                .into_iter()
-                .map(|(p, _)| p)
-                .collect();
-            tokio::task::spawn_blocking(move || find(&dir, &pattern, limit, &open, &cancel))
-                .await
-                .map_err(|e| ToolError::new(format!("find failed: {e}")))?
+        let limit = self.limit.0;
+        let open: Vec<PathBuf> = ctx
+            .ws
+            .open_documents()
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        let cancel = call.cancel;
+        common::blocking("find", move || {
+            find(&dir, &self.pattern, limit, &open, &cancel)
         })
+        .await?
+    }
+
+    fn parameters(_: &ToolContext) -> Value {
+        json!({"type": "object", "required": ["pattern"], "properties": {
+            "pattern": {"type": "string", "description": "Glob pattern, e.g. '*.rs', '**/test_*.py' or 'src/**/mod.rs'"},
+            "path": {"type": "string", "description": "Directory to search in (default: the workspace root)"},
+            "limit": {"type": "number", "description": "Maximum number of results (default: 1000)"}
+        }})
     }
 }
 
@@ -132,11 +101,12 @@ fn find(
         return Ok(AgentToolResult::text("No files found matching pattern"));
     }
     let count_limit = limit_reached.then(|| {
-        let notice = format!(
-            "{limit} results limit reached. Use limit={} for more, or refine pattern",
-            limit * 2
-        );
-        (notice, "resultLimitReached", json!(limit))
+        common::count_limit(
+            limit,
+            "results",
+            "resultLimitReached",
+            ", or refine pattern",
+        )
     });
     Ok(common::Listing::new(&found, count_limit).into_result())
 }

@@ -5,110 +5,82 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use futures_util::future::BoxFuture;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{SearcherBuilder, sinks::Lossy};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::common::{self, ToolContext, check_abort};
+use super::args::{Limit, count};
+use super::common::{self, Call, ToolArgs, ToolContext};
 use super::image::looks_binary;
 use super::truncate::{GREP_MAX_LINE_LENGTH, truncate_line};
 use super::walk;
-use crate::agent::message::ToolDeclaration;
-use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
+use crate::agent::tool::{AgentToolResult, ToolError};
 
-const DEFAULT_LIMIT: usize = 100;
+/// A `grep` call's arguments.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrepArgs {
+    pattern: String,
+    path: Option<String>,
+    glob: Option<String>,
+    ignore_case: Option<bool>,
+    literal: Option<bool>,
+    #[serde(default, deserialize_with = "count")]
+    context: Option<usize>,
+    limit: Limit<100>,
+}
 
-const DESCRIPTION: &str = "Search file contents for a regular expression (Rust regex syntax, like ripgrep) or, with literal=true, a plain string. \
+impl ToolArgs for GrepArgs {
+    const NAME: &str = "grep";
+    const DESCRIPTION: &str = "Search file contents for a regular expression (Rust regex syntax, like ripgrep) or, with literal=true, a plain string. \
 Searches the workspace root or path recursively, respecting .gitignore and including dotfiles; glob filters files (e.g. '*.rs', '**/*.test.ts'). \
 Output lines are 'path:line: text' for matches and 'path-line- text' for context lines. Returns at most 100 matches unless limit says otherwise; \
 long lines are cut to 500 characters.";
+    type State = ToolContext;
 
-/// The `grep` tool.
-pub struct GrepTool {
-    ctx: ToolContext,
-    decl: ToolDeclaration,
-}
-
-impl GrepTool {
-    pub fn new(ctx: ToolContext) -> Self {
-        let params = json!({
-            "type": "object",
-            "required": ["pattern"],
-            "properties": {
-                "pattern": {"type": "string", "description": "Regular expression (or literal string with literal=true) to search for"},
-                "path": {"type": "string", "description": "File or directory to search (default: the workspace root)"},
-                "glob": {"type": "string", "description": "Only search files matching this glob, e.g. '*.rs' or 'src/**/*.ts'"},
-                "ignoreCase": {"type": "boolean", "description": "Case-insensitive search (default: false)"},
-                "literal": {"type": "boolean", "description": "Treat pattern as a literal string, not a regex (default: false)"},
-                "context": {"type": "number", "description": "Lines of context to show before and after each match (default: 0)"},
-                "limit": {"type": "number", "description": "Maximum number of matches to return (default: 100)"}
-            }
-        });
-        GrepTool {
-            ctx,
-            decl: common::declaration("grep", DESCRIPTION, params),
+    async fn run(self, ctx: ToolContext, call: Call) -> Result<AgentToolResult, ToolError> {
+        let matcher = RegexMatcherBuilder::new()
+            .case_insensitive(self.ignore_case.unwrap_or(false))
+            .fixed_strings(self.literal.unwrap_or(false))
+            .line_terminator(Some(b'\n'))
+            .build(&self.pattern)
+            .map_err(|e| ToolError::new(format!("Invalid regex pattern: {e}")))?;
+        let query = Query {
+            matcher,
+            glob: self.glob,
+            context: self.context.unwrap_or(0),
+            limit: self.limit.0,
+        };
+        let (path, target) = common::listing_start(&*ctx.ws, self.path)?;
+        if !target.exists() && !ctx.ws.open_documents().iter().any(|(p, _)| *p == target) {
+            return Err(ToolError::new(format!("Path not found: {path}")));
         }
+        let open: HashMap<PathBuf, String> = ctx.ws.open_documents().into_iter().collect();
+        let cancel = call.cancel;
+        common::blocking("grep", move || search(&target, &query, &open, &cancel)).await?
+    }
+
+    fn parameters(_: &ToolContext) -> Value {
+        json!({"type": "object", "required": ["pattern"], "properties": {
+            "pattern": {"type": "string", "description": "Regular expression (or literal string with literal=true) to search for"},
+            "path": {"type": "string", "description": "File or directory to search (default: the workspace root)"},
+            "glob": {"type": "string", "description": "Only search files matching this glob, e.g. '*.rs' or 'src/**/*.ts'"},
+            "ignoreCase": {"type": "boolean", "description": "Case-insensitive search (default: false)"},
+            "literal": {"type": "boolean", "description": "Treat pattern as a literal string, not a regex (default: false)"},
+            "context": {"type": "number", "description": "Lines of context to show before and after each match (default: 0)"},
+            "limit": {"type": "number", "description": "Maximum number of matches to return (default: 100)"}
+        }})
     }
 }
 
-/// Parsed arguments.
+/// What to search for, from the arguments.
 struct Query {
     matcher: RegexMatcher,
     glob: Option<String>,
     context: usize,
     limit: usize,
-}
-
-impl AgentTool for GrepTool {
-    fn declaration(&self) -> &ToolDeclaration {
-        &self.decl
-    }
-
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        Some(ExecutionMode::Parallel)
-    }
-
-    fn execute(
-        &self,
-        _id: String,
-        args: Value,
-        cancel: CancellationToken,
-        _on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
-        let ctx = self.ctx.clone();
-        Box::pin(async move {
-            let pattern = common::req_str(&args, "pattern")?;
-            let path = common::opt_str(&args, "path")?.unwrap_or_else(|| ".".into());
-            let matcher = RegexMatcherBuilder::new()
-                .case_insensitive(common::opt_bool(&args, "ignoreCase")?.unwrap_or(false))
-                .fixed_strings(common::opt_bool(&args, "literal")?.unwrap_or(false))
-                .line_terminator(Some(b'\n'))
-                .build(&pattern)
-                .map_err(|e| ToolError::new(format!("Invalid regex pattern: {e}")))?;
-            let query = Query {
-                matcher,
-                glob: common::opt_str(&args, "glob")?,
-                context: common::opt_count(&args, "context")?.unwrap_or(0),
-                limit: common::opt_count(&args, "limit")?
-                    .unwrap_or(DEFAULT_LIMIT)
-                    .max(1),
-            };
-            check_abort(&cancel)?;
-            let target = ctx
-                .ws
-                .resolve(&path)
-                .map_err(|e| ToolError::new(e.to_string()))?;
-            if !target.exists() && !ctx.ws.open_documents().iter().any(|(p, _)| *p == target) {
-                return Err(ToolError::new(format!("Path not found: {path}")));
-            }
-            let open: HashMap<PathBuf, String> = ctx.ws.open_documents().into_iter().collect();
-            tokio::task::spawn_blocking(move || search(&target, &query, &open, &cancel))
-                .await
-                .map_err(|e| ToolError::new(format!("grep failed: {e}")))?
-        })
-    }
 }
 
 /// Match state across files.
@@ -285,13 +257,9 @@ fn render(c: Collector, limit: usize) -> Result<AgentToolResult, ToolError> {
     if c.matches == 0 {
         return Ok(AgentToolResult::text("No matches found"));
     }
-    let count_limit = c.limit_reached.then(|| {
-        let notice = format!(
-            "{limit} matches limit reached. Use limit={} for more, or refine pattern",
-            limit * 2
-        );
-        (notice, "matchLimitReached", json!(limit))
-    });
+    let count_limit = c
+        .limit_reached
+        .then(|| common::count_limit(limit, "matches", "matchLimitReached", ", or refine pattern"));
     let mut listing = common::Listing::new(&c.lines, count_limit);
     if c.lines_truncated {
         listing.note(

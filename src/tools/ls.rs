@@ -1,72 +1,37 @@
 //! `ls {path?, limit?}`: a directory's entries (dotfiles included), sorted case-insensitively,
 //! `/` after directories.
 
-use futures_util::future::BoxFuture;
+use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use super::common::{self, ToolContext, check_abort};
-use crate::agent::message::ToolDeclaration;
-use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
+use super::args::Limit;
+use super::common::{self, Call, ToolArgs, ToolContext};
+use crate::agent::tool::{AgentToolResult, ToolError};
 
-const DEFAULT_LIMIT: usize = 500;
+/// An `ls` call's arguments.
+#[derive(Deserialize)]
+pub struct LsArgs {
+    path: Option<String>,
+    limit: Limit<500>,
+}
 
-const DESCRIPTION: &str = "List a directory's entries (including dotfiles), sorted alphabetically, with a trailing '/' on directories. \
+impl ToolArgs for LsArgs {
+    const NAME: &str = "ls";
+    const DESCRIPTION: &str = "List a directory's entries (including dotfiles), sorted alphabetically, with a trailing '/' on directories. \
 Defaults to the workspace root; at most 500 entries unless limit says otherwise. Use find to search by name pattern across subdirectories.";
+    type State = ToolContext;
 
-/// The `ls` tool.
-pub struct LsTool {
-    ctx: ToolContext,
-    decl: ToolDeclaration,
-}
-
-impl LsTool {
-    pub fn new(ctx: ToolContext) -> Self {
-        let params = json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Directory to list (default: the workspace root)"},
-                "limit": {"type": "number", "description": "Maximum number of entries to return (default: 500)"}
-            }
-        });
-        LsTool {
-            ctx,
-            decl: common::declaration("ls", DESCRIPTION, params),
-        }
-    }
-}
-
-impl AgentTool for LsTool {
-    fn declaration(&self) -> &ToolDeclaration {
-        &self.decl
+    async fn run(self, ctx: ToolContext, _: Call) -> Result<AgentToolResult, ToolError> {
+        let (path, dir) = common::listing_start(&*ctx.ws, self.path)?;
+        let limit = self.limit.0;
+        common::blocking("ls", move || list(&dir, &path, limit)).await?
     }
 
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        Some(ExecutionMode::Parallel)
-    }
-
-    fn execute(
-        &self,
-        _id: String,
-        args: Value,
-        cancel: CancellationToken,
-        _on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
-        let ctx = self.ctx.clone();
-        Box::pin(async move {
-            let path = common::opt_str(&args, "path")?.unwrap_or_else(|| ".".into());
-            let limit = common::opt_count(&args, "limit")?
-                .unwrap_or(DEFAULT_LIMIT)
-                .max(1);
-            check_abort(&cancel)?;
-            let dir = ctx
-                .ws
-                .resolve(&path)
-                .map_err(|e| ToolError::new(e.to_string()))?;
-            tokio::task::spawn_blocking(move || list(&dir, &path, limit))
-                .await
-                .map_err(|e| ToolError::new(format!("ls failed: {e}")))?
-        })
+    fn parameters(_: &ToolContext) -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string", "description": "Directory to list (default: the workspace root)"},
+            "limit": {"type": "number", "description": "Maximum number of entries to return (default: 500)"}
+        }})
     }
 }
 
@@ -100,12 +65,7 @@ fn list(dir: &std::path::Path, shown: &str, limit: usize) -> Result<AgentToolRes
     if lines.is_empty() {
         return Ok(AgentToolResult::text("(empty directory)"));
     }
-    let count_limit = limit_reached.then(|| {
-        let notice = format!(
-            "{limit} entries limit reached. Use limit={} for more",
-            limit * 2
-        );
-        (notice, "entryLimitReached", json!(limit))
-    });
+    let count_limit =
+        limit_reached.then(|| common::count_limit(limit, "entries", "entryLimitReached", ""));
     Ok(common::Listing::new(&lines, count_limit).into_result())
 }

@@ -15,6 +15,7 @@
 //! (no resizing to 2000×2000, no BMP conversion; images over [`read::MAX_IMAGE_BYTES`] are
 //! refused with an explanation); truncation `details` omit the duplicated `content` text.
 
+mod args;
 mod bash;
 mod bash_output;
 pub mod beneath;
@@ -43,24 +44,29 @@ use serde::{Deserialize, Serialize};
 
 use crate::agent::tool::ToolRef;
 
-pub use bash::{BashTool, run_command};
-pub use common::{BashSettings, ToolContext};
-pub use edit::EditTool;
+#[cfg(test)]
+pub(crate) use args::assert_args_match_schema;
+pub use bash::run_command;
+pub use common::{BashSettings, Call, ToolArgs, ToolContext, TypedTool, blocking};
 // The edit a call would make, for front ends that show whole-file diffs (ACP).
 pub(crate) use common::{normalize_to_lf, strip_bom};
 pub use content::{Capture, ContentHash, ContentId};
 pub(crate) use edit::{parse_edits, prepare_edit_arguments};
 pub(crate) use edit_match::apply_edits;
-pub use find::FindTool;
-pub use grep::GrepTool;
-pub use ls::LsTool;
 pub use preview::{ToolPreview, preview};
-pub use read::ReadTool;
 pub use tracker::{FileMutationQueue, ReadTracker};
 pub use workspace::{
     DiskWorkspace, FileSnapshot, Fingerprint, Unsaved, Workspace, WorkspaceError, WriteOutcome,
 };
-pub use write::WriteTool;
+
+/// The coding tools, each the [`AgentTool`](crate::agent::tool::AgentTool) of its arguments.
+pub type ReadTool = TypedTool<read::ReadArgs>;
+pub type BashTool = TypedTool<bash::BashArgs>;
+pub type EditTool = TypedTool<edit::EditArgs>;
+pub type WriteTool = TypedTool<write::WriteArgs>;
+pub type GrepTool = TypedTool<grep::GrepArgs>;
+pub type FindTool = TypedTool<find::FindArgs>;
+pub type LsTool = TypedTool<ls::LsArgs>;
 
 /// The seven tool names, in pi's order.
 pub const ALL_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
@@ -161,4 +167,27 @@ pub fn tool_kind(name: &str) -> ToolKind {
 /// True for tools that never change anything (safe to run without approval).
 pub fn is_read_only(name: &str) -> bool {
     matches!(name, "read" | "grep" | "find" | "ls" | DIAGNOSTICS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_tool_reads_the_arguments_its_schema_declares() {
+        let root = std::env::temp_dir();
+        let ws: Arc<dyn Workspace> = Arc::new(DiskWorkspace::new(root, Vec::new()).unwrap());
+        let ctx = ToolContext::new(ws, &ToolOptions::default());
+        fn check<A: ToolArgs<State = ToolContext>>(ctx: &ToolContext) {
+            assert_args_match_schema::<A>(&A::declaration(ctx).parameters);
+        }
+        check::<read::ReadArgs>(&ctx);
+        check::<edit::EditArgs>(&ctx);
+        check::<write::WriteArgs>(&ctx);
+        check::<grep::GrepArgs>(&ctx);
+        check::<find::FindArgs>(&ctx);
+        check::<ls::LsArgs>(&ctx);
+        // Sandboxed sessions declare every argument `bash` reads.
+        assert_args_match_schema::<bash::BashArgs>(&bash::parameters(/*sandboxed*/ true));
+    }
 }

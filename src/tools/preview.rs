@@ -7,11 +7,13 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::args::parse_args;
+use super::bash::BashArgs;
 use super::common;
-use super::diff::diff;
-use super::edit::{parse_edits, prepare_edit_arguments};
+use super::diff::{DiffResult, diff};
+use super::edit::{EditArgs, prepare_edit_arguments};
 use super::workspace::{EditRequest, Workspace, WorkspaceError};
-use super::write::adapt_to_existing;
+use super::write::{WriteArgs, adapt_to_existing};
 
 /// What a pending tool call would do.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -41,18 +43,37 @@ pub enum ToolPreview {
     },
 }
 
+impl ToolPreview {
+    fn diff(path: String, abs_path: PathBuf, d: DiffResult, new_file: bool) -> Self {
+        ToolPreview::Diff {
+            path,
+            abs_path,
+            patch: d.patch,
+            diff: d.diff,
+            first_changed_line: d.first_changed_line,
+            new_file,
+        }
+    }
+}
+
 /// Computes the preview of calling tool `name` with `args` (raw or prepared), or `None` for
 /// tools without one and for calls that would fail (bad path, text not found…: the tool
 /// reports those itself when run).
 pub async fn preview(ws: &Arc<dyn Workspace>, name: &str, args: &Value) -> Option<ToolPreview> {
     match name {
-        "bash" => Some(ToolPreview::Command {
-            command: common::req_str(args, "command").ok()?,
-            cwd: ws.root().to_path_buf(),
-            timeout: common::opt_num(args, "timeout").ok()?,
-        }),
-        "edit" => preview_edit(ws, &prepare_edit_arguments(args.clone())).await,
-        "write" => preview_write(ws, args).await,
+        "bash" => {
+            let BashArgs {
+                command, timeout, ..
+            } = parse_args(args.clone()).ok()?;
+            let cwd = ws.root().to_path_buf();
+            Some(ToolPreview::Command {
+                command,
+                cwd,
+                timeout,
+            })
+        }
+        "edit" => preview_edit(ws, parse_args(prepare_edit_arguments(args.clone())).ok()?).await,
+        "write" => preview_write(ws, parse_args(args.clone()).ok()?).await,
         _ => None,
     }
 }
@@ -67,9 +88,8 @@ async fn current(ws: &Arc<dyn Workspace>, abs: &std::path::Path) -> Option<Optio
 
 /// The edit's diff from a dry run of the workspace's own edit (the daemon computes it on the
 /// buffer's changed region only).
-async fn preview_edit(ws: &Arc<dyn Workspace>, args: &Value) -> Option<ToolPreview> {
-    let path = common::req_str(args, "path").ok()?;
-    let edits = parse_edits(args).ok()?;
+async fn preview_edit(ws: &Arc<dyn Workspace>, args: EditArgs) -> Option<ToolPreview> {
+    let EditArgs { path, edits } = args;
     let abs = ws.resolve(&path).ok()?;
     let never = CancellationToken::new();
     let request = EditRequest {
@@ -80,19 +100,11 @@ async fn preview_edit(ws: &Arc<dyn Workspace>, args: &Value) -> Option<ToolPrevi
         cancel: &never,
     };
     let d = ws.edit(abs.clone(), request).await.ok()?.diff;
-    Some(ToolPreview::Diff {
-        path,
-        abs_path: abs,
-        patch: d.patch,
-        diff: d.diff,
-        first_changed_line: d.first_changed_line,
-        new_file: false,
-    })
+    Some(ToolPreview::diff(path, abs, d, /*new_file*/ false))
 }
 
-async fn preview_write(ws: &Arc<dyn Workspace>, args: &Value) -> Option<ToolPreview> {
-    let path = common::req_str(args, "path").ok()?;
-    let content = common::req_str(args, "content").ok()?;
+async fn preview_write(ws: &Arc<dyn Workspace>, args: WriteArgs) -> Option<ToolPreview> {
+    let WriteArgs { path, content } = args;
     let abs = ws.resolve(&path).ok()?;
     let old = current(ws, &abs).await?;
     let old_text = old
@@ -104,12 +116,5 @@ async fn preview_write(ws: &Arc<dyn Workspace>, args: &Value) -> Option<ToolPrev
     let new_text =
         common::normalize_to_lf(common::strip_bom(&String::from_utf8_lossy(&new_bytes)).1);
     let d = diff(&old_text, &new_text, &path);
-    Some(ToolPreview::Diff {
-        path,
-        abs_path: abs,
-        patch: d.patch,
-        diff: d.diff,
-        first_changed_line: d.first_changed_line,
-        new_file: old.is_none(),
-    })
+    Some(ToolPreview::diff(path, abs, d, old.is_none()))
 }

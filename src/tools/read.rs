@@ -1,107 +1,77 @@
 //! `read {path, offset?, limit?}`: a text file's lines (head-truncated with continuation hints)
 //! or an image (sniffed by content).
 
-use futures_util::future::BoxFuture;
+use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use super::common::{self, ToolContext, check_abort, ws_error};
+use super::args::count;
+use super::common::{Call, ToolArgs, ToolContext, check_abort, ws_error};
 use super::image::{base64, looks_binary, sniff_image};
 use super::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_head};
-use crate::agent::message::{ContentBlock, ImageContent, ToolDeclaration};
-use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
+use crate::agent::message::{ContentBlock, ImageContent};
+use crate::agent::tool::{AgentToolResult, ToolError};
 
-const DESCRIPTION: &str = "Read a file from the workspace. Text files are returned as-is (no line numbers added), \
+/// Largest image attached as-is: base64 of it stays under the 5 MB providers accept.
+pub const MAX_IMAGE_BYTES: usize = 3_750_000;
+
+/// A `read` call's arguments.
+#[derive(Deserialize)]
+pub struct ReadArgs {
+    path: String,
+    #[serde(default, deserialize_with = "count")]
+    offset: Option<usize>,
+    #[serde(default, deserialize_with = "count")]
+    limit: Option<usize>,
+}
+
+impl ToolArgs for ReadArgs {
+    const NAME: &str = "read";
+    const DESCRIPTION: &str = "Read a file from the workspace. Text files are returned as-is (no line numbers added), \
 at most 2000 lines or 50KB per call: when the output is cut, a notice at the end gives the offset to continue from. \
 Use offset (1-indexed line number) and limit (number of lines) to read a specific part of a large file. \
 Images (PNG, JPEG, GIF, WebP) are returned as image attachments. \
 Paths are relative to the workspace root; an absolute path must lie inside the workspace. \
 Read a file before editing it, and again if an edit reports it was modified.";
+    type State = ToolContext;
 
-/// Largest image attached as-is: base64 of it stays under the 5 MB providers accept.
-pub const MAX_IMAGE_BYTES: usize = 3_750_000;
-
-/// The `read` tool.
-pub struct ReadTool {
-    ctx: ToolContext,
-    decl: ToolDeclaration,
-}
-
-impl ReadTool {
-    pub fn new(ctx: ToolContext) -> Self {
-        let params = json!({
-            "type": "object",
-            "required": ["path"],
-            "properties": {
-                "path": {"type": "string", "description": "Path to the file to read (relative to the workspace root, or absolute inside it)"},
-                "offset": {"type": "number", "description": "Line number to start reading from (1-indexed)"},
-                "limit": {"type": "number", "description": "Maximum number of lines to read"}
+    async fn run(self, ctx: ToolContext, call: Call) -> Result<AgentToolResult, ToolError> {
+        let path = self.path;
+        let abs = ctx.ws.resolve(&path).map_err(|e| ws_error(&path, e))?;
+        let snap = ctx
+            .ws
+            .read(abs.clone())
+            .await
+            .map_err(|e| ws_error(&path, e))?;
+        check_abort(&call.cancel)?;
+        ctx.tracker.record(&abs, snap.id);
+        if let Some(mime) = sniff_image(&snap.bytes) {
+            if snap.bytes.len() > MAX_IMAGE_BYTES {
+                return Err(ToolError::new(format!(
+                    "Cannot attach {path}: the {mime} image is {}, over the {} limit (images are not resized). \
+                     Use bash to make a smaller copy if an image tool is installed.",
+                    format_size(snap.bytes.len()),
+                    format_size(MAX_IMAGE_BYTES)
+                )));
             }
-        });
-        ReadTool {
-            ctx,
-            decl: common::declaration("read", DESCRIPTION, params),
+            return Ok(image_result(mime, &snap.bytes));
         }
-    }
-}
-
-impl AgentTool for ReadTool {
-    fn declaration(&self) -> &ToolDeclaration {
-        &self.decl
-    }
-
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        Some(ExecutionMode::Parallel)
-    }
-
-    fn execute(
-        &self,
-        _id: String,
-        args: Value,
-        cancel: CancellationToken,
-        _on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
-        let ctx = self.ctx.clone();
-        Box::pin(async move { run(ctx, args, cancel).await })
-    }
-}
-
-async fn run(
-    ctx: ToolContext,
-    args: Value,
-    cancel: CancellationToken,
-) -> Result<AgentToolResult, ToolError> {
-    let path = common::req_str(&args, "path")?;
-    let offset = common::opt_count(&args, "offset")?;
-    let limit = common::opt_count(&args, "limit")?;
-    check_abort(&cancel)?;
-    let abs = ctx.ws.resolve(&path).map_err(|e| ws_error(&path, e))?;
-    let snap = ctx
-        .ws
-        .read(abs.clone())
-        .await
-        .map_err(|e| ws_error(&path, e))?;
-    check_abort(&cancel)?;
-    ctx.tracker.record(&abs, snap.id);
-    if let Some(mime) = sniff_image(&snap.bytes) {
-        if snap.bytes.len() > MAX_IMAGE_BYTES {
+        if looks_binary(&snap.bytes) {
             return Err(ToolError::new(format!(
-                "Cannot attach {path}: the {mime} image is {}, over the {} limit (images are not resized). \
-                 Use bash to make a smaller copy if an image tool is installed.",
-                format_size(snap.bytes.len()),
-                format_size(MAX_IMAGE_BYTES)
+                "Cannot read {path}: it is a binary file ({}). Use bash (for example `file` or `xxd | head`) to inspect it.",
+                format_size(snap.bytes.len())
             )));
         }
-        return Ok(image_result(mime, &snap.bytes));
+        let text = String::from_utf8_lossy(&snap.bytes);
+        read_text(&path, &text, self.offset, self.limit)
     }
-    if looks_binary(&snap.bytes) {
-        return Err(ToolError::new(format!(
-            "Cannot read {path}: it is a binary file ({}). Use bash (for example `file` or `xxd | head`) to inspect it.",
-            format_size(snap.bytes.len())
-        )));
+
+    fn parameters(_: &ToolContext) -> Value {
+        json!({"type": "object", "required": ["path"], "properties": {
+            "path": {"type": "string", "description": "Path to the file to read (relative to the workspace root, or absolute inside it)"},
+            "offset": {"type": "number", "description": "Line number to start reading from (1-indexed)"},
+            "limit": {"type": "number", "description": "Maximum number of lines to read"}
+        }})
     }
-    let text = String::from_utf8_lossy(&snap.bytes);
-    read_text(&path, &text, offset, limit)
 }
 
 fn image_result(mime: &str, bytes: &[u8]) -> AgentToolResult {

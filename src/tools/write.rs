@@ -4,95 +4,58 @@
 
 use std::path::Path;
 
-use futures_util::future::BoxFuture;
+use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use super::common::{
-    self, ToolContext, check_abort, conflict_text, detect_crlf, normalize_to_lf,
+    self, Call, ToolArgs, ToolContext, check_abort, conflict_text, detect_crlf, normalize_to_lf,
     restore_line_endings, strip_bom, ws_error,
 };
 use super::workspace::{FileSnapshot, WorkspaceError};
-use crate::agent::message::ToolDeclaration;
-use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
+use crate::agent::tool::{AgentToolResult, ToolError};
 
-const DESCRIPTION: &str = "Write a file in the workspace: creates it (and missing parent directories) or replaces its whole content. \
+/// A `write` call's arguments.
+#[derive(Deserialize)]
+pub struct WriteArgs {
+    pub path: String,
+    pub content: String,
+}
+
+impl ToolArgs for WriteArgs {
+    const NAME: &str = "write";
+    const DESCRIPTION: &str = "Write a file in the workspace: creates it (and missing parent directories) or replaces its whole content. \
 Prefer edit for changing part of an existing file. An existing file keeps its line endings (CRLF stays CRLF), byte-order mark and permissions. \
 If the file was modified since you last read it, the write is refused: read it again first.";
+    type State = ToolContext;
 
-/// The `write` tool.
-pub struct WriteTool {
-    ctx: ToolContext,
-    decl: ToolDeclaration,
-}
-
-impl WriteTool {
-    pub fn new(ctx: ToolContext) -> Self {
-        let params = json!({
-            "type": "object",
-            "required": ["path", "content"],
-            "properties": {
-                "path": {"type": "string", "description": "Path to the file to write (relative to the workspace root, or absolute inside it)"},
-                "content": {"type": "string", "description": "The complete new content of the file"}
-            }
-        });
-        WriteTool {
-            ctx,
-            decl: common::declaration("write", DESCRIPTION, params),
-        }
-    }
-}
-
-impl AgentTool for WriteTool {
-    fn declaration(&self) -> &ToolDeclaration {
-        &self.decl
+    async fn run(self, ctx: ToolContext, call: Call) -> Result<AgentToolResult, ToolError> {
+        let WriteArgs { path, content } = self;
+        let (abs, _turn) = ctx.lock_file(&path, &call.cancel).await?;
+        let existing = load_checked(&ctx, &path, &abs).await?;
+        check_abort(&call.cancel)?;
+        let bytes = adapt_to_existing(&content, existing.as_ref());
+        let len = bytes.len();
+        let expected = existing.as_ref().map(|s| s.id);
+        let outcome = ctx
+            .ws
+            .write(abs.clone(), bytes, expected)
+            .await
+            .map_err(|e| ws_error(&path, e))?;
+        ctx.tracker.record(&abs, outcome.id);
+        let text = format!("Successfully wrote {len} bytes to {path}");
+        Ok(AgentToolResult::text(common::with_unsaved_note(
+            text,
+            outcome.unsaved,
+            &path,
+        )))
     }
 
-    /// Parallel with other tools; writes to one file are serialised by the mutation queue.
-    fn execution_mode(&self) -> Option<ExecutionMode> {
-        Some(ExecutionMode::Parallel)
+    fn parameters(_: &ToolContext) -> Value {
+        json!({"type": "object", "required": ["path", "content"], "properties": {
+            "path": {"type": "string", "description": "Path to the file to write (relative to the workspace root, or absolute inside it)"},
+            "content": {"type": "string", "description": "The complete new content of the file"}
+        }})
     }
-
-    fn execute(
-        &self,
-        _id: String,
-        args: Value,
-        cancel: CancellationToken,
-        _on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
-        let ctx = self.ctx.clone();
-        Box::pin(async move { run(ctx, args, cancel).await })
-    }
-}
-
-async fn run(
-    ctx: ToolContext,
-    args: Value,
-    cancel: CancellationToken,
-) -> Result<AgentToolResult, ToolError> {
-    let path = common::req_str(&args, "path")?;
-    let content = common::req_str(&args, "content")?;
-    check_abort(&cancel)?;
-    let abs = ctx.ws.resolve(&path).map_err(|e| ws_error(&path, e))?;
-    let Some(_turn) = ctx.queue.lock_or_cancel(&abs, &cancel).await else {
-        return Err(ToolError::new(common::ABORTED));
-    };
-    let existing = load_checked(&ctx, &path, &abs).await?;
-    check_abort(&cancel)?;
-    let bytes = adapt_to_existing(&content, existing.as_ref());
-    let len = bytes.len();
-    let expected = existing.as_ref().map(|s| s.id);
-    let outcome = ctx
-        .ws
-        .write(abs.clone(), bytes, expected)
-        .await
-        .map_err(|e| ws_error(&path, e))?;
-    ctx.tracker.record(&abs, outcome.id);
-    Ok(AgentToolResult::text(common::with_unsaved_note(
-        format!("Successfully wrote {len} bytes to {path}"),
-        outcome.unsaved,
-        &path,
-    )))
 }
 
 /// The current content of a file about to be mutated (`None` if it does not exist), after
