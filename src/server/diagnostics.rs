@@ -1,15 +1,11 @@
-//! The editor's diagnostics, as clients forward them (`agent/diagnostics`), and the read-only
-//! `diagnostics` tool that shows them to the model.
-//!
-//! The store keeps the latest list per URI (an empty list or `didClose` removes it). It is
-//! written from the ordered-sync shim, so a `didClose` and a later `agent/diagnostics` for the
-//! same document apply in wire order. The tool converts LSP positions (in the negotiated
+//! The read-only `diagnostics` tool: the editor's diagnostics, as clients forward them
+//! (`agent/diagnostics`, kept with the documents: `documents::DiagnosticStore`), shown to the
+//! model. It converts LSP positions (in the negotiated
 //! encoding) to 1-based line and character columns through `position.rs`, against the open
 //! buffer or else the file on disk.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use ls_types::{Diagnostic, DiagnosticSeverity, NumberOrString, Position};
 use ropey::Rope;
@@ -19,7 +15,6 @@ use serde_json::{Value, json};
 use crate::agent::tool::{AgentToolResult, ToolError};
 use crate::server::documents::{DocStore, uri_to_path};
 use crate::server::position::{self, Encoding};
-use crate::server::protocol::DiagnosticsParams;
 use crate::tools::{Call, ToolArgs, TypedTool, Workspace, blocking};
 
 /// The tool's name (also known to the approval policy as a read-only tool).
@@ -27,40 +22,6 @@ pub const TOOL_NAME: &str = crate::tools::DIAGNOSTICS;
 
 /// At most this many lines are shown; the rest is counted.
 const MAX_LINES: usize = 300;
-
-/// The latest diagnostics per document URI.
-#[derive(Clone, Default)]
-pub struct DiagnosticStore {
-    inner: Arc<Mutex<HashMap<String, Vec<Diagnostic>>>>,
-}
-
-impl DiagnosticStore {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Vec<Diagnostic>>> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Replaces the URI's diagnostics (latest wins); an empty list forgets the URI.
-    pub fn set(&self, p: DiagnosticsParams) {
-        let mut map = self.lock();
-        if p.diagnostics.is_empty() {
-            map.remove(&p.uri);
-        } else {
-            map.insert(p.uri, p.diagnostics);
-        }
-    }
-
-    pub fn clear(&self, uri: &str) {
-        self.lock().remove(uri);
-    }
-
-    /// A snapshot of every URI's diagnostics.
-    pub fn all(&self) -> Vec<(String, Vec<Diagnostic>)> {
-        self.lock()
-            .iter()
-            .map(|(u, d)| (u.clone(), d.clone()))
-            .collect()
-    }
-}
 
 const DESCRIPTION: &str = "Show the editor's diagnostics (compiler errors, warnings, lint findings) \
 for a file or directory, or for everything the editor reported when no path is given. One line per \
@@ -194,6 +155,8 @@ fn describe(d: &Diagnostic) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::documents::DiagnosticStore;
+    use crate::server::protocol::DiagnosticsParams;
     use ls_types::Range;
 
     #[test]

@@ -10,13 +10,14 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use ls_types::{
-    DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams, Uri,
+    Diagnostic, DidChangeTextDocumentParams, DidCloseTextDocumentParams, DidOpenTextDocumentParams,
+    Uri,
 };
 use ropey::Rope;
 use tokio::sync::watch;
 
-use crate::server::diagnostics::DiagnosticStore;
 use crate::server::position::{self, Encoding};
+use crate::server::protocol::DiagnosticsParams;
 use crate::tools::workspace::{
     ContentHash, ContentId, FINGERPRINT_CONTEXT, Fingerprint, FingerprintHasher, folds_or_trims,
 };
@@ -268,6 +269,42 @@ struct Inner {
 
 /// [`Inner::warned`] is cleared when it grows past this many URIs.
 const WARNED_LIMIT: usize = 256;
+
+/// The editor's latest diagnostics per document URI (`agent/diagnostics`; an empty list or
+/// `didClose` removes them). Written from the loop in wire order, so a `didClose` and a later
+/// `agent/diagnostics` for the same document apply in that order.
+#[derive(Clone, Default)]
+pub struct DiagnosticStore {
+    inner: Arc<Mutex<HashMap<String, Vec<Diagnostic>>>>,
+}
+
+impl DiagnosticStore {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Vec<Diagnostic>>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Replaces the URI's diagnostics (latest wins); an empty list forgets the URI.
+    pub fn set(&self, p: DiagnosticsParams) {
+        let mut map = self.lock();
+        if p.diagnostics.is_empty() {
+            map.remove(&p.uri);
+        } else {
+            map.insert(p.uri, p.diagnostics);
+        }
+    }
+
+    pub fn clear(&self, uri: &str) {
+        self.lock().remove(uri);
+    }
+
+    /// A snapshot of every URI's diagnostics.
+    pub fn all(&self) -> Vec<(String, Vec<Diagnostic>)> {
+        self.lock()
+            .iter()
+            .map(|(u, d)| (u.clone(), d.clone()))
+            .collect()
+    }
+}
 
 /// The connection's document mirrors, shared by the shim, the handlers and the tools.
 #[derive(Clone)]

@@ -11,13 +11,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::ToolOptions;
 use super::args::parse_args;
+pub use super::error::{ABORTED, check_abort, conflict_text, ws_error};
+pub use super::text::{detect_crlf, normalize_to_lf, restore_line_endings, strip_bom};
 use super::tracker::{FileMutationQueue, MutationGuard, ReadTracker};
-use super::workspace::{Unsaved, Workspace, WorkspaceError};
+use super::workspace::{Unsaved, Workspace};
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
-
-/// pi's text for an aborted read/write/edit.
-pub const ABORTED: &str = "Operation aborted";
 
 /// Shared by the tools one [`super::coding_tools`] call builds.
 #[derive(Clone)]
@@ -188,37 +187,6 @@ pub async fn blocking<T: Send + 'static>(
         .map_err(|e| ToolError::new(format!("{tool} failed: {e}")))
 }
 
-/// Fails with pi's abort text when `cancel` fired.
-pub fn check_abort(cancel: &CancellationToken) -> Result<(), ToolError> {
-    if cancel.is_cancelled() {
-        Err(ToolError::new(ABORTED))
-    } else {
-        Ok(())
-    }
-}
-
-/// A workspace error as the model should read it, naming the path the model used.
-pub fn ws_error(path: &str, e: WorkspaceError) -> ToolError {
-    match e {
-        WorkspaceError::NotFound(_) => ToolError::new(format!("File not found: {path}")),
-        WorkspaceError::IsDirectory(_) => ToolError::new(format!(
-            "{path} is a directory, not a file. Use ls to list it."
-        )),
-        WorkspaceError::PermissionDenied(_) => ToolError::new(format!("Permission denied: {path}")),
-        WorkspaceError::Conflict(_) => ToolError::new(conflict_text(path)),
-        // The path as the model wrote it; where the symlink appeared stays absolute.
-        WorkspaceError::PathChanged { at, op, .. } => ToolError::new(
-            WorkspaceError::PathChanged {
-                path: path.to_string(),
-                at,
-                op,
-            }
-            .to_string(),
-        ),
-        other => ToolError::new(other.to_string()),
-    }
-}
-
 /// Where a listing tool (`grep`, `find`, `ls`) looks: `path` as the model wrote it (the
 /// workspace root when absent), and resolved.
 pub fn listing_start(
@@ -238,44 +206,6 @@ pub fn with_unsaved_note(text: String, unsaved: Option<Unsaved>, path: &str) -> 
     match unsaved {
         None => text,
         Some(why) => format!("{text}\n\n{}", why.note(path)),
-    }
-}
-
-/// The message for a file that changed since the agent last read it.
-pub fn conflict_text(path: &str) -> String {
-    format!(
-        "File {path} has been modified since you last read it (by the user, an editor or another process). \
-         Its current content was not changed. Read the file again, then redo the change against the current content."
-    )
-}
-
-/// Splits a leading UTF-8 byte-order mark from `text`.
-pub fn strip_bom(text: &str) -> (&str, &str) {
-    match text.strip_prefix('\u{FEFF}') {
-        Some(rest) => ("\u{FEFF}", rest),
-        None => ("", text),
-    }
-}
-
-/// pi's `detectLineEnding`: CRLF if the first `\n` is preceded by `\r`.
-pub fn detect_crlf(text: &str) -> bool {
-    match text.find('\n') {
-        Some(i) => i > 0 && text.as_bytes()[i - 1] == b'\r',
-        None => false,
-    }
-}
-
-/// `\r\n` and lone `\r` → `\n`.
-pub fn normalize_to_lf(text: &str) -> String {
-    text.replace("\r\n", "\n").replace('\r', "\n")
-}
-
-/// `\n` → `\r\n` when `crlf`.
-pub fn restore_line_endings(text: &str, crlf: bool) -> String {
-    if crlf {
-        text.replace('\n', "\r\n")
-    } else {
-        text.to_string()
     }
 }
 

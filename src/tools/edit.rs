@@ -2,20 +2,13 @@
 //! against the original content and applied together or not at all. BOM, CRLF and permissions
 //! are kept; the write is atomic and refused if the file changed since the agent read it.
 
-use std::borrow::Cow;
-use std::path::PathBuf;
-
 use serde::{Deserialize, Deserializer, de};
 use serde_json::{Value, json};
 
 use super::args::parse_args;
-use super::common::{
-    self, Call, ToolArgs, ToolContext, check_abort, conflict_text, detect_crlf, normalize_to_lf,
-    restore_line_endings, strip_bom, ws_error,
-};
-use super::diff::{DiffResult, diff};
-use super::edit_match::{Edit, Span, match_edits, no_change, splice};
-use super::workspace::{EditOutcome, EditRequest, Workspace, WorkspaceError};
+use super::common::{self, Call, ToolArgs, ToolContext, normalize_to_lf};
+use super::edit_match::Edit;
+use super::workspace::EditRequest;
 use crate::agent::tool::{AgentToolResult, ToolError};
 
 /// An `edit` call's arguments.
@@ -138,150 +131,10 @@ pub fn parse_edits(args: &Value) -> Result<Vec<Edit>, ToolError> {
     parse_args::<EditArgs>(args.clone()).map(|args| args.edits)
 }
 
-/// The new full content of a file after `edits`, plus the diff (on LF text).
-///
-/// Matching happens on LF text, but the spans are mapped back to the original bytes and only
-/// they are replaced (new text takes the file's line ending), so every untouched byte, including
-/// the line endings of a mixed-ending file, stays as it was.
-pub fn compute_edit(
-    raw: &[u8],
-    edits: &[Edit],
-    path: &str,
-) -> Result<(Vec<u8>, DiffResult), ToolError> {
-    let text = std::str::from_utf8(raw).map_err(|_| {
-        ToolError::new(format!(
-            "Could not edit {path}: it is not UTF-8 text. Use write to replace it, or bash for binary files."
-        ))
-    })?;
-    let (bom, body) = strip_bom(text);
-    let crlf = detect_crlf(body);
-    // Most files have no `\r`: then the LF text is the body itself and offsets map to
-    // themselves, which saves a copy and an offset table as large as the file.
-    let has_cr = body.contains('\r');
-    let (lf, original) = if has_cr {
-        let (lf, map) = lf_with_map(body);
-        let spans = match_edits(&lf, edits, path).map_err(ToolError::new)?;
-        let original: Vec<Span> = spans.iter().map(|&(s, e, i)| (map[s], map[e], i)).collect();
-        (Cow::Owned(lf), original)
-    } else {
-        let spans = match_edits(body, edits, path).map_err(ToolError::new)?;
-        (Cow::Borrowed(body), spans)
-    };
-    let new_body = splice(body, &original, |i| {
-        restore_line_endings(&edits[i].new_text, crlf)
-    });
-    if new_body == body {
-        return Err(ToolError::new(no_change(path, edits.len() > 1)));
-    }
-    let d = if has_cr {
-        diff(&lf, &normalize_to_lf(&new_body), path)
-    } else {
-        diff(&lf, &new_body, path)
-    };
-    let bytes = if bom.is_empty() {
-        new_body.into_bytes()
-    } else {
-        format!("{bom}{new_body}").into_bytes()
-    };
-    Ok((bytes, d))
-}
-
-/// `text` with `\r\n` and lone `\r` turned into `\n`, and for each byte offset of the result
-/// (plus its end) the matching offset in `text`.
-fn lf_with_map(text: &str) -> (String, Vec<usize>) {
-    let bytes = text.as_bytes();
-    let mut lf = String::with_capacity(text.len());
-    let mut map = Vec::with_capacity(text.len() + 1);
-    let mut i = 0;
-    while let Some(c) = text[i..].chars().next() {
-        let len = c.len_utf8();
-        if c == '\r' {
-            map.push(i);
-            lf.push('\n');
-            i += if bytes.get(i + 1) == Some(&b'\n') {
-                2
-            } else {
-                1
-            };
-            continue;
-        }
-        map.extend(i..i + len);
-        lf.push(c);
-        i += len;
-    }
-    map.push(text.len());
-    (lf, map)
-}
-
-fn errno(e: &WorkspaceError) -> &'static str {
-    match e {
-        WorkspaceError::NotFound(_) => "ENOENT",
-        WorkspaceError::PermissionDenied(_) => "EACCES",
-        WorkspaceError::IsDirectory(_) => "EISDIR",
-        _ => "EIO",
-    }
-}
-
-/// The tool's error for a failed write of the edited content.
-pub fn edit_write_error(shown: &str, e: WorkspaceError) -> ToolError {
-    match e {
-        WorkspaceError::PermissionDenied(_) => {
-            ToolError::new(format!("Could not edit file: {shown}. Error code: EACCES."))
-        }
-        other => ws_error(shown, other),
-    }
-}
-
-/// The tool's error when the file is not what the agent last saw.
-pub fn seen_conflict(shown: &str) -> ToolError {
-    ToolError::new(conflict_text(shown))
-}
-
-/// [`Workspace::edit`] by reading the whole file, computing the new content and writing it
-/// back (refused if the file changed meanwhile). Every workspace can do this; the daemon does
-/// better for open buffers.
-pub async fn edit_by_rewrite<W: Workspace + ?Sized>(
-    ws: &W,
-    abs: PathBuf,
-    req: EditRequest<'_>,
-) -> Result<EditOutcome, ToolError> {
-    let shown = req.shown;
-    let snap = match ws.read(abs.clone()).await {
-        Ok(snap) if req.seen.is_some_and(|seen| !snap.is(&seen)) => {
-            return Err(seen_conflict(shown));
-        }
-        Ok(snap) => snap,
-        Err(e @ WorkspaceError::NotFound(_)) => {
-            return Err(ToolError::new(format!(
-                "Could not edit file: {shown}. Error code: {}.",
-                errno(&e)
-            )));
-        }
-        Err(e) => return Err(ws_error(shown, e)),
-    };
-    check_abort(req.cancel)?;
-    let (bytes, diff) = compute_edit(&snap.bytes, req.edits, shown)?;
-    if !req.apply {
-        return Ok(EditOutcome {
-            id: snap.id,
-            diff,
-            unsaved: None,
-        });
-    }
-    let outcome = ws
-        .write(abs, bytes, Some(snap.id))
-        .await
-        .map_err(|e| edit_write_error(shown, e))?;
-    Ok(EditOutcome {
-        id: outcome.id,
-        diff,
-        unsaved: outcome.unsaved,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::workspace::compute_edit;
 
     fn edit(old: &str, new: &str) -> Edit {
         Edit {

@@ -7,108 +7,26 @@
 //! its root's directory handle without following symlinks ([`super::beneath`]), so a path
 //! swapped after [`Workspace::resolve`] checked it fails instead of leading out.
 
-use std::ffi::{OsStr, OsString};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::beneath::{Kind, Resolver};
-use super::paths;
+use std::borrow::Cow;
+
+use super::diff::diff;
+use super::edit_match::{Span, match_edits, splice};
+use super::error::{conflict_text, ws_error};
+use super::text::detect_crlf;
 use crate::agent::tool::ToolError;
 
 // What another `Workspace` implementation needs to edit in place with `edit`'s exact rules.
-pub use super::common::{check_abort, normalize_to_lf, restore_line_endings, strip_bom};
 pub use super::content::{Capture, ContentHash, ContentId};
 pub use super::diff::DiffResult;
-pub use super::edit::{compute_edit, edit_by_rewrite, edit_write_error, seen_conflict};
+pub use super::disk::{DiskWorkspace, is_own_temp_file};
 pub use super::edit_match::{Edit, folds_or_trims, is_fuzzy_invariant, no_change};
-
-/// Why a workspace operation failed. Every message is written for the model to read.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum WorkspaceError {
-    /// The path leaves the workspace root and every extra root (`..`, absolute, symlink).
-    #[error(
-        "Path '{path}' is outside the workspace ({root}). Only files under the workspace folder{extra} can be accessed."
-    )]
-    OutsideWorkspace {
-        path: String,
-        root: String,
-        /// Text naming the extra roots, empty when there are none.
-        extra: String,
-    },
-    /// The path could not be interpreted at all (empty, `~user`, NUL byte…).
-    #[error("Invalid path '{path}': {reason}")]
-    InvalidPath { path: String, reason: String },
-    #[error("File not found: {0}")]
-    NotFound(String),
-    #[error("Is a directory: {0}")]
-    IsDirectory(String),
-    #[error("Permission denied: {0}")]
-    PermissionDenied(String),
-    /// The file changed since the caller's snapshot: it must be read again.
-    #[error(
-        "File {0} has been modified since it was last read (by the user, an editor or another tool). Read it again before changing it."
-    )]
-    Conflict(String),
-    /// The editor refused or failed to apply the change.
-    #[error("The editor did not apply the change to {path}: {reason}")]
-    Editor { path: String, reason: String },
-    /// The editor said it applied the change, but the buffer changed otherwise too and the
-    /// change could not be found in it for sure; it was not sent again (never applied twice).
-    #[error(
-        "The editor answered that it applied the change to {0}, but the buffer also changed otherwise (the user typed meanwhile), so whether it holds the change could not be verified. It was not applied again. Read the file to see whether the change is in it before editing it again."
-    )]
-    Unverified(String),
-    /// A symlink appeared on the path after it was checked (another process swapped a
-    /// directory or the file for one): nothing was done, inside or outside the workspace.
-    #[error(
-        "The path {path} changed while it was being {op} (a symlink appeared at {at}); nothing was {op}."
-    )]
-    PathChanged {
-        path: String,
-        at: String,
-        op: FileOp,
-    },
-    #[error("{path}: {message}")]
-    Io { path: String, message: String },
-}
-
-/// What was being done to a file, for [`WorkspaceError::PathChanged`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileOp {
-    Read,
-    Write,
-    Delete,
-}
-
-impl std::fmt::Display for FileOp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            FileOp::Read => "read",
-            FileOp::Write => "written",
-            FileOp::Delete => "deleted",
-        })
-    }
-}
-
-impl WorkspaceError {
-    /// Maps an I/O error on `path` to the most specific variant.
-    pub fn from_io(path: &Path, e: &std::io::Error) -> Self {
-        let shown = path.display().to_string();
-        match e.kind() {
-            std::io::ErrorKind::NotFound => WorkspaceError::NotFound(shown),
-            std::io::ErrorKind::PermissionDenied => WorkspaceError::PermissionDenied(shown),
-            std::io::ErrorKind::IsADirectory => WorkspaceError::IsDirectory(shown),
-            _ => WorkspaceError::Io {
-                path: shown,
-                message: e.to_string(),
-            },
-        }
-    }
-}
+pub use super::error::{FileOp, WorkspaceError, check_abort};
+pub use super::text::{normalize_to_lf, restore_line_endings, strip_bom};
 
 /// A cheap hint of a file's content, kept current per change for an open buffer: when two
 /// fingerprints differ the contents differ; when they are equal the contents may still differ
@@ -382,13 +300,13 @@ pub trait Workspace: Send + Sync {
 
     /// Applies `edit`'s replacements to the file (all or none), with pi's matching rules and
     /// error texts. The default reads the whole file, computes the new content and writes it
-    /// back ([`super::edit::edit_by_rewrite`]); the daemon edits open buffers in place.
+    /// back ([`edit_by_rewrite`]); the daemon edits open buffers in place.
     fn edit<'a>(
         &'a self,
         path: PathBuf,
         request: EditRequest<'a>,
     ) -> BoxFuture<'a, Result<EditOutcome, ToolError>> {
-        Box::pin(super::edit::edit_by_rewrite(self, path, request))
+        Box::pin(edit_by_rewrite(self, path, request))
     }
 
     /// The content as the user sees it now, held to be hashed later (`None`: no such file).
@@ -421,209 +339,145 @@ pub trait Workspace: Send + Sync {
     fn remove(&self, path: PathBuf) -> BoxFuture<'static, Result<(), WorkspaceError>>;
 }
 
-/// A [`Workspace`] on the local disk. Every file is reached beneath its root's handle
-/// ([`super::beneath`]), never by its path again after [`Workspace::resolve`] checked it.
-#[derive(Clone, Debug)]
-pub struct DiskWorkspace {
-    roots: Arc<paths::Roots>,
+/// The new full content of a file after `edits`, plus the diff (on LF text).
+///
+/// Matching happens on LF text, but the spans are mapped back to the original bytes and only
+/// they are replaced (new text takes the file's line ending), so every untouched byte, including
+/// the line endings of a mixed-ending file, stays as it was.
+pub fn compute_edit(
+    raw: &[u8],
+    edits: &[Edit],
+    path: &str,
+) -> Result<(Vec<u8>, DiffResult), ToolError> {
+    let text = std::str::from_utf8(raw).map_err(|_| {
+        ToolError::new(format!(
+            "Could not edit {path}: it is not UTF-8 text. Use write to replace it, or bash for binary files."
+        ))
+    })?;
+    let (bom, body) = strip_bom(text);
+    let crlf = detect_crlf(body);
+    // Most files have no `\r`: then the LF text is the body itself and offsets map to
+    // themselves, which saves a copy and an offset table as large as the file.
+    let has_cr = body.contains('\r');
+    let (lf, original) = if has_cr {
+        let (lf, map) = lf_with_map(body);
+        let spans = match_edits(&lf, edits, path).map_err(ToolError::new)?;
+        let original: Vec<Span> = spans.iter().map(|&(s, e, i)| (map[s], map[e], i)).collect();
+        (Cow::Owned(lf), original)
+    } else {
+        let spans = match_edits(body, edits, path).map_err(ToolError::new)?;
+        (Cow::Borrowed(body), spans)
+    };
+    let new_body = splice(body, &original, |i| {
+        restore_line_endings(&edits[i].new_text, crlf)
+    });
+    if new_body == body {
+        return Err(ToolError::new(no_change(path, edits.len() > 1)));
+    }
+    let d = if has_cr {
+        diff(&lf, &normalize_to_lf(&new_body), path)
+    } else {
+        diff(&lf, &new_body, path)
+    };
+    let bytes = if bom.is_empty() {
+        new_body.into_bytes()
+    } else {
+        format!("{bom}{new_body}").into_bytes()
+    };
+    Ok((bytes, d))
 }
 
-impl DiskWorkspace {
-    /// A workspace rooted at `root`; `extra_roots` are further folders tools may touch (for
-    /// example a shared scratch directory). Roots are canonicalised; a missing root is an error.
-    pub fn new(root: impl AsRef<Path>, extra_roots: Vec<PathBuf>) -> std::io::Result<Self> {
-        Self::with_resolver(root, extra_roots, None)
+/// `text` with `\r\n` and lone `\r` turned into `\n`, and for each byte offset of the result
+/// (plus its end) the matching offset in `text`.
+fn lf_with_map(text: &str) -> (String, Vec<usize>) {
+    let bytes = text.as_bytes();
+    let mut lf = String::with_capacity(text.len());
+    let mut map = Vec::with_capacity(text.len() + 1);
+    let mut i = 0;
+    while let Some(c) = text[i..].chars().next() {
+        let len = c.len_utf8();
+        if c == '\r' {
+            map.push(i);
+            lf.push('\n');
+            i += if bytes.get(i + 1) == Some(&b'\n') {
+                2
+            } else {
+                1
+            };
+            continue;
+        }
+        map.extend(i..i + len);
+        lf.push(c);
+        i += len;
     }
-
-    /// As [`DiskWorkspace::new`], with the walk beneath the roots chosen instead of probed:
-    /// tests run the fallback of kernels without `openat2` through it.
-    pub fn with_resolver(
-        root: impl AsRef<Path>,
-        extra_roots: Vec<PathBuf>,
-        resolver: Option<Resolver>,
-    ) -> std::io::Result<Self> {
-        let roots = paths::Roots::with_resolver(root.as_ref(), &extra_roots, resolver)?;
-        Ok(DiskWorkspace {
-            roots: Arc::new(roots),
-        })
-    }
-
-    /// The resolution rules, shared with other implementations (the daemon's).
-    pub fn roots(&self) -> &paths::Roots {
-        &self.roots
-    }
-
-    /// Reads a file from disk (refusing directories with a clear error), in one trip to the
-    /// blocking pool: every trip is a thread hand-off each way, which costs more than reading a
-    /// small source file (issue 6, scenario 4).
-    pub async fn read_disk(&self, path: PathBuf) -> Result<FileSnapshot, WorkspaceError> {
-        let roots = self.roots.clone();
-        blocking(move || read_blocking(&roots, &path)).await
-    }
-
-    /// Writes a file atomically: checks `expected`, writes a sibling temp file with the old
-    /// file's permissions, then renames it over the target.
-    pub async fn write_disk(
-        &self,
-        path: PathBuf,
-        content: Vec<u8>,
-        expected: Option<ContentId>,
-    ) -> Result<WriteOutcome, WorkspaceError> {
-        let roots = self.roots.clone();
-        // Blocking I/O in one piece: the check and the rename should be as close as possible.
-        blocking(move || write_blocking(&roots, &path, &content, expected)).await
-    }
-
-    /// Deletes a file on disk; a file already gone is no error.
-    pub async fn remove_disk(&self, path: PathBuf) -> Result<(), WorkspaceError> {
-        let roots = self.roots.clone();
-        blocking(move || remove_blocking(&roots, &path)).await
-    }
+    map.push(text.len());
+    (lf, map)
 }
 
-impl Workspace for DiskWorkspace {
-    fn root(&self) -> &Path {
-        self.roots.root()
-    }
-
-    fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError> {
-        self.roots.resolve(path)
-    }
-
-    fn read(&self, path: PathBuf) -> BoxFuture<'static, Result<FileSnapshot, WorkspaceError>> {
-        let disk = self.clone();
-        Box::pin(async move { disk.read_disk(path).await })
-    }
-
-    fn write(
-        &self,
-        path: PathBuf,
-        content: Vec<u8>,
-        expected: Option<ContentId>,
-    ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
-        let disk = self.clone();
-        Box::pin(async move { disk.write_disk(path, content, expected).await })
-    }
-
-    fn remove(&self, path: PathBuf) -> BoxFuture<'static, Result<(), WorkspaceError>> {
-        let disk = self.clone();
-        Box::pin(async move { disk.remove_disk(path).await })
+fn errno(e: &WorkspaceError) -> &'static str {
+    match e {
+        WorkspaceError::NotFound(_) => "ENOENT",
+        WorkspaceError::PermissionDenied(_) => "EACCES",
+        WorkspaceError::IsDirectory(_) => "EISDIR",
+        _ => "EIO",
     }
 }
 
-/// Runs `work` on the blocking pool.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, WorkspaceError> + Send + 'static,
-) -> Result<T, WorkspaceError> {
-    tokio::task::spawn_blocking(work)
+/// The tool's error for a failed write of the edited content.
+pub fn edit_write_error(shown: &str, e: WorkspaceError) -> ToolError {
+    match e {
+        WorkspaceError::PermissionDenied(_) => {
+            ToolError::new(format!("Could not edit file: {shown}. Error code: EACCES."))
+        }
+        other => ws_error(shown, other),
+    }
+}
+
+/// The tool's error when the file is not what the agent last saw.
+pub fn seen_conflict(shown: &str) -> ToolError {
+    ToolError::new(conflict_text(shown))
+}
+
+/// [`Workspace::edit`] by reading the whole file, computing the new content and writing it
+/// back (refused if the file changed meanwhile). Every workspace can do this; the daemon does
+/// better for open buffers.
+pub async fn edit_by_rewrite<W: Workspace + ?Sized>(
+    ws: &W,
+    abs: PathBuf,
+    req: EditRequest<'_>,
+) -> Result<EditOutcome, ToolError> {
+    let shown = req.shown;
+    let snap = match ws.read(abs.clone()).await {
+        Ok(snap) if req.seen.is_some_and(|seen| !snap.is(&seen)) => {
+            return Err(seen_conflict(shown));
+        }
+        Ok(snap) => snap,
+        Err(e @ WorkspaceError::NotFound(_)) => {
+            return Err(ToolError::new(format!(
+                "Could not edit file: {shown}. Error code: {}.",
+                errno(&e)
+            )));
+        }
+        Err(e) => return Err(ws_error(shown, e)),
+    };
+    check_abort(req.cancel)?;
+    let (bytes, diff) = compute_edit(&snap.bytes, req.edits, shown)?;
+    if !req.apply {
+        return Ok(EditOutcome {
+            id: snap.id,
+            diff,
+            unsaved: None,
+        });
+    }
+    let outcome = ws
+        .write(abs, bytes, Some(snap.id))
         .await
-        .map_err(|e| WorkspaceError::Io {
-            path: String::new(),
-            message: format!("file task failed: {e}"),
-        })?
-}
-
-fn read_blocking(roots: &paths::Roots, path: &Path) -> Result<FileSnapshot, WorkspaceError> {
-    let io_err = |e: std::io::Error| WorkspaceError::from_io(path, &e);
-    let Some((dir, name)) = roots.parent(path, FileOp::Read)? else {
-        return Err(WorkspaceError::NotFound(path.display().to_string()));
-    };
-    let mut file = dir.open_read(&name)?;
-    let meta = file.metadata().map_err(io_err)?;
-    if meta.is_dir() {
-        return Err(WorkspaceError::IsDirectory(path.display().to_string()));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(io_err)?;
-    Ok(FileSnapshot::from_disk(bytes))
-}
-
-/// What names a file [`DiskWorkspace::write_disk`] is writing, until its rename:
-/// `.<name>.agent-lsp-<hex>.tmp`.
-const TEMP_MARK: &str = ".agent-lsp-";
-const TEMP_SUFFIX: &str = ".tmp";
-
-/// Whether `name` is one of [`DiskWorkspace::write_disk`]'s temporary files: the journal's
-/// workspace scan skips them, so a `write` running beside a `bash` command is not taken for a
-/// file the command made.
-pub fn is_own_temp_file(name: &str) -> bool {
-    name.starts_with('.')
-        && name.ends_with(TEMP_SUFFIX)
-        && name
-            .rfind(TEMP_MARK)
-            .map(|at| &name[at + TEMP_MARK.len()..name.len() - TEMP_SUFFIX.len()])
-            .is_some_and(|hex| hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
-fn temp_name(name: &OsStr) -> OsString {
-    OsString::from(format!(
-        ".{}{TEMP_MARK}{}{TEMP_SUFFIX}",
-        name.to_string_lossy(),
-        uuid::Uuid::new_v4().simple()
-    ))
-}
-
-fn write_blocking(
-    roots: &paths::Roots,
-    path: &Path,
-    content: &[u8],
-    expected: Option<ContentId>,
-) -> Result<WriteOutcome, WorkspaceError> {
-    use std::io::Write;
-    let io_err = |e: std::io::Error| WorkspaceError::from_io(path, &e);
-    let (dir, name) = roots.parent_created(path, FileOp::Write)?;
-    let existing = match dir.kind(&name)? {
-        Kind::Missing => None,
-        Kind::Directory => return Err(WorkspaceError::IsDirectory(path.display().to_string())),
-        // `resolve` followed every symlink, so one here appeared since.
-        Kind::Symlink => return Err(dir.changed(&name)),
-        // Atomic rename would bypass a read-only file's protection: honour it explicitly.
-        Kind::File { mode } if mode & 0o222 == 0 => {
-            return Err(WorkspaceError::PermissionDenied(path.display().to_string()));
-        }
-        Kind::File { mode } => Some(mode),
-    };
-    if let (Some(_), Some(expected)) = (existing, expected) {
-        let mut current = Vec::new();
-        std::io::Read::read_to_end(&mut dir.open_read(&name)?, &mut current).map_err(io_err)?;
-        // The disk's content is a hash: an expected buffer revision cannot be it.
-        if ContentId::of(&current).same(&expected) != Some(true) {
-            return Err(WorkspaceError::Conflict(path.display().to_string()));
-        }
-    }
-    let tmp = temp_name(&name);
-    let result = (|| {
-        let mut file = dir.create_new(&tmp)?;
-        file.write_all(content)?;
-        file.sync_all()?;
-        if let Some(mode) = existing {
-            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        }
-        dir.rename(&tmp, &name)
-    })();
-    if let Err(e) = result {
-        // Best effort: never leave the temp file behind.
-        let _ = dir.unlink(&tmp);
-        return Err(io_err(e));
-    }
-    Ok(WriteOutcome {
-        id: ContentId::of(content),
-        created: existing.is_none(),
-        via_editor: false,
-        unsaved: None,
+        .map_err(|e| edit_write_error(shown, e))?;
+    Ok(EditOutcome {
+        id: outcome.id,
+        diff,
+        unsaved: outcome.unsaved,
     })
-}
-
-fn remove_blocking(roots: &paths::Roots, path: &Path) -> Result<(), WorkspaceError> {
-    // A directory on the way is gone: so is the file.
-    let Some((dir, name)) = roots.parent(path, FileOp::Delete)? else {
-        return Ok(());
-    };
-    match dir.unlink(&name) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(WorkspaceError::from_io(path, &e)),
-    }
 }
 
 #[cfg(test)]
