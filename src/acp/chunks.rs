@@ -1,4 +1,4 @@
-//! Message and thought chunks paced as the daemon paces its deltas (`server::output`): a chunk
+//! Message and thought chunks paced as the daemon paces its deltas (`rpc::output`): a chunk
 //! waiting in the output takes the text of the chunks after it — same session, same kind, same
 //! `messageId` — while it is the session's last queued notification and nothing else was queued
 //! since, so nothing is reordered. A client then gets one chunk per `deltaIntervalMs` of a

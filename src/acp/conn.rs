@@ -1,6 +1,6 @@
 //! The ACP connection: one loop reads every message in wire order and handles it to the end
 //! before the next (a prompt's run goes on in its own task and answers when it settles); every
-//! frame out goes through the one ordered writer (`server::output`).
+//! frame out goes through the one ordered writer (`rpc::output`).
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -213,7 +213,7 @@ pub fn main() -> ExitCode {
 /// - The daemon's own work per message is small next to the cost of waking another thread (tens
 ///   to hundreds of microseconds on a busy or virtual machine). On one thread every hand-off
 ///   between the main loop, a session and its provider stream is a task switch, not a thread
-///   wake (BENCH.md, scenarios 2 and 5). The writer alone has its own thread (`server::output`):
+///   wake (BENCH.md, scenarios 2 and 5). The writer alone has its own thread (`rpc::output`):
 ///   output must not wait behind a long computation on this one.
 fn runtime_for(command: &Option<Command>) -> std::io::Result<tokio::runtime::Runtime> {
     let mut builder = tokio::runtime::Builder::new_current_thread();

@@ -1,6 +1,6 @@
 //! Ropey mirrors of the editor's open documents.
 //!
-//! **Invariant:** the store is mutated only from the ordered-sync shim (`ordered.rs`), in wire
+//! **Invariant:** the store is mutated only by the main loop (`main_loop.rs`), in wire
 //! order, under a std mutex that is never held across an `.await`. Waiters (edit confirmation)
 //! are woken through a watch channel bumped after every change.
 
