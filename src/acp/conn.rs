@@ -183,10 +183,10 @@ impl Conn {
             }),
             "session/resume" => Reply::Opened(params(p).and_then(|p| self.resume_session(p))),
             "session/list" => now(params(p).and_then(|p| self.list_sessions(p))),
-            "session/close" => now(match params(p) {
-                Ok(p) => self.close_session(p).await,
-                Err(e) => Err(e),
-            }),
+            "session/close" => match params(p).and_then(|p| self.close_session(id, p)) {
+                Ok(()) => Reply::Later,
+                Err(e) => now(Err(e)),
+            },
             "session/prompt" => match params(p).and_then(|p| self.prompt(id, p)) {
                 Ok(()) => Reply::Later,
                 Err(e) => now(Err(e)),
@@ -415,15 +415,25 @@ impl Conn {
     }
 
     /// `session/close`: cancels its work and frees it; the file stays (load or resume it).
-    async fn close_session(
-        &self,
+    /// Answered from a task of its own once the session is idle (at most 5 s), so the loop keeps
+    /// reading meanwhile: the session may need the client's answer to a request to stop.
+    fn close_session(
+        self: &Arc<Self>,
+        id: &Id,
         request: acp::CloseSessionRequest,
-    ) -> Result<Value, ResponseError> {
+    ) -> Result<(), ResponseError> {
         let session = self.session(&request.session_id)?;
         session.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(5), session.wait_idle()).await;
-        lock(&self.sessions).remove(&session.id);
-        Ok(json!({}))
+        let (conn, id) = (self.clone(), id.clone());
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(Duration::from_secs(5), session.wait_idle()).await;
+            lock(&conn.sessions).remove(&session.id);
+            drop(session);
+            conn.out
+                .output()
+                .send(&Response::new(Some(&id), Ok(json!({}))));
+        });
+        Ok(())
     }
 
     fn prompt(&self, id: &Id, request: acp::PromptRequest) -> Result<(), ResponseError> {
