@@ -155,8 +155,6 @@ fn describe(d: &Diagnostic) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::documents::DiagnosticStore;
-    use crate::server::protocol::DiagnosticsParams;
     use ls_types::Range;
 
     #[test]
@@ -197,20 +195,5 @@ mod tests {
         let sources = (Arc::new(ws) as Arc<dyn Workspace>, DocStore::default());
         let parameters = DiagnosticsArgs::declaration(&sources).parameters;
         crate::tools::assert_args_match_schema::<DiagnosticsArgs>(&parameters);
-    }
-
-    #[test]
-    fn latest_list_wins_and_empty_forgets() {
-        let store = DiagnosticStore::default();
-        let d = Diagnostic::new_simple(Range::default(), "x".into());
-        let params = |n: usize| DiagnosticsParams {
-            uri: "file:///a".into(),
-            diagnostics: vec![d.clone(); n],
-        };
-        store.set(params(2));
-        store.set(params(1));
-        assert_eq!(store.all()[0].1.len(), 1);
-        store.set(params(0));
-        assert!(store.all().is_empty());
     }
 }

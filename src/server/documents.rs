@@ -1,7 +1,7 @@
 //! Ropey mirrors of the editor's open documents.
 //!
-//! **Invariant:** the store is mutated only by the main loop (`main_loop.rs`), in wire
-//! order, under a std mutex that is never held across an `.await`. Waiters (edit confirmation)
+//! **Invariant:** the documents change only through [`Documents`], which the main loop
+//! (`main_loop.rs`) owns, in wire order, under a std mutex that is never held across an `.await`. Waiters (edit confirmation)
 //! are woken through a watch channel bumped after every change.
 
 use std::collections::{HashMap, HashSet};
@@ -284,7 +284,7 @@ impl DiagnosticStore {
     }
 
     /// Replaces the URI's diagnostics (latest wins); an empty list forgets the URI.
-    pub fn set(&self, p: DiagnosticsParams) {
+    fn set(&self, p: DiagnosticsParams) {
         let mut map = self.lock();
         if p.diagnostics.is_empty() {
             map.remove(&p.uri);
@@ -293,7 +293,7 @@ impl DiagnosticStore {
         }
     }
 
-    pub fn clear(&self, uri: &str) {
+    fn clear(&self, uri: &str) {
         self.lock().remove(uri);
     }
 
@@ -343,6 +343,42 @@ pub fn path_to_uri(path: &Path) -> Option<String> {
     Uri::from_file_path(path).map(|u| u.as_str().to_owned())
 }
 
+/// The documents as the main loop owns them: the only place they change (`didOpen`,
+/// `didChange`, `didClose`, `agent/diagnostics`), in wire order, by construction: it is not
+/// `Clone`, and its changes take `&mut`. Runs and tools read them through [`DocStore`] handles.
+#[derive(Default)]
+pub struct Documents {
+    store: DocStore,
+}
+
+impl Documents {
+    /// A handle to read them (a clone shares the same documents).
+    pub fn store(&self) -> &DocStore {
+        &self.store
+    }
+
+    pub fn set_encoding(&mut self, enc: Encoding) {
+        self.store.set_encoding(enc);
+    }
+
+    pub fn open(&mut self, p: DidOpenTextDocumentParams) {
+        self.store.open(p);
+    }
+
+    pub fn change(&mut self, p: DidChangeTextDocumentParams) {
+        self.store.change(p);
+    }
+
+    pub fn close(&mut self, p: DidCloseTextDocumentParams) {
+        self.store.close(p);
+    }
+
+    /// `agent/diagnostics`: the document's latest diagnostics.
+    pub fn set_diagnostics(&mut self, p: DiagnosticsParams) {
+        self.store.diagnostics.set(p);
+    }
+}
+
 impl DocStore {
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A poisoned lock only means another thread panicked mid-update; the map is still usable.
@@ -358,7 +394,7 @@ impl DocStore {
         &self.diagnostics
     }
 
-    pub fn set_encoding(&self, enc: Encoding) {
+    fn set_encoding(&self, enc: Encoding) {
         self.lock().encoding = enc;
     }
 
@@ -371,7 +407,7 @@ impl DocStore {
         self.changed.subscribe()
     }
 
-    pub fn open(&self, p: DidOpenTextDocumentParams) {
+    fn open(&self, p: DidOpenTextDocumentParams) {
         let uri = p.text_document.uri.as_str().to_owned();
         let doc = Document::new(
             uri.clone(),
@@ -389,7 +425,7 @@ impl DocStore {
     }
 
     /// Applies one didChange: events in order, each relative to the previous result.
-    pub fn change(&self, p: DidChangeTextDocumentParams) {
+    fn change(&self, p: DidChangeTextDocumentParams) {
         let uri = p.text_document.uri.as_str();
         let mut inner = self.lock();
         let enc = inner.encoding;
@@ -419,7 +455,7 @@ impl DocStore {
         self.bump();
     }
 
-    pub fn close(&self, p: DidCloseTextDocumentParams) {
+    fn close(&self, p: DidCloseTextDocumentParams) {
         let uri = p.text_document.uri.as_str();
         let mut inner = self.lock();
         inner.docs.remove(uri);
@@ -578,5 +614,20 @@ mod tests {
         let store = DocStore::default();
         change(&store, 1, json!([{"text":"x"}]));
         assert!(store.get("file:///t/a.txt").is_none());
+    }
+
+    #[test]
+    fn latest_list_wins_and_empty_forgets() {
+        let store = DiagnosticStore::default();
+        let d = Diagnostic::new_simple(ls_types::Range::default(), "x".into());
+        let params = |n: usize| DiagnosticsParams {
+            uri: "file:///a".into(),
+            diagnostics: vec![d.clone(); n],
+        };
+        store.set(params(2));
+        store.set(params(1));
+        assert_eq!(store.all()[0].1.len(), 1);
+        store.set(params(0));
+        assert!(store.all().is_empty());
     }
 }

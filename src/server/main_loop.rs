@@ -23,7 +23,7 @@ use crate::rpc::outgoing::{Outgoing, Replies};
 use crate::rpc::output::Output;
 use crate::server::config::ConnConfig;
 use crate::server::dispatch::{self, Handling, Request};
-use crate::server::documents::DocStore;
+use crate::server::documents::Documents;
 use crate::server::protocol::{PROTOCOL_VERSION, command, method};
 use crate::server::session_table::SessionTable;
 
@@ -46,7 +46,7 @@ enum Phase {
 pub struct Server {
     pub output: Output,
     replies: Replies,
-    docs: DocStore,
+    docs: Documents,
     phase: Phase,
     process_id: Option<u32>,
 }
@@ -56,7 +56,7 @@ impl Server {
         Server {
             output,
             replies: Replies::default(),
-            docs: DocStore::default(),
+            docs: Documents::default(),
             phase: Phase::Uninitialized,
             process_id: None,
         }
@@ -158,7 +158,7 @@ impl Server {
                 Ok(Value::Null)
             }
             (Phase::Running(sessions), _) => match request {
-                Some(request) => dispatch::request(sessions, &self.docs, request, params),
+                Some(request) => dispatch::request(sessions, self.docs.store(), request, params),
                 None => Err(ResponseError::new(
                     code::METHOD_NOT_FOUND,
                     format!("method not found: {method}"),
@@ -190,7 +190,7 @@ impl Server {
             ..Default::default()
         };
         let out = Outgoing::new(self.output.clone(), self.replies.clone());
-        let sessions = SessionTable::new(out, self.docs.clone(), config, warnings);
+        let sessions = SessionTable::new(out, self.docs.store().clone(), config, warnings);
         self.phase = Phase::Running(Arc::new(sessions));
         serde_json::to_value(result).map_err(|e| ResponseError::internal(e.to_string()))
     }
@@ -220,7 +220,7 @@ impl Server {
             "textDocument/didOpen" => parse(params).map(|p| self.docs.open(p)),
             "textDocument/didChange" => parse(params).map(|p| self.docs.change(p)),
             "textDocument/didClose" => parse(params).map(|p| self.docs.close(p)),
-            method::DIAGNOSTICS => parse(params).map(|p| self.docs.diagnostics().set(p)),
+            method::DIAGNOSTICS => parse(params).map(|p| self.docs.set_diagnostics(p)),
             "window/workDoneProgress/cancel" => {
                 let token = params.get("token").and_then(Value::as_str);
                 let run = token.and_then(|t| t.strip_prefix(crate::server::generic::TOKEN_PREFIX));
