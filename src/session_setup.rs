@@ -15,6 +15,7 @@ pub mod journal;
 pub mod loop_guard;
 pub mod mcp;
 pub mod resources;
+pub mod session;
 pub mod stats;
 mod system_prompt;
 

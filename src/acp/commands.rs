@@ -10,13 +10,14 @@ use agent_client_protocol_schema::v1 as acp;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::options;
-use crate::acp::session::{AcpSession, stop_value};
+use crate::acp::session::{AcpSession, COMPACT_BUSY, COMPACTING, stop_value};
 use crate::acp::updates::text_block;
 use crate::agent::message::{ContentBlock, TextContent};
 use crate::compaction::{CompactionReason, CompactionResult};
 use crate::rpc::jsonrpc::{Id, ResponseError};
 use crate::session_setup::commands::{BuiltinOutcome, run_model};
 use crate::session_setup::commands::{follow_commands, list_commands};
+use crate::session_setup::session::Refusal;
 use crate::session_setup::{Builtin, CommandInfo, CompactError, CompactionEvent, Expansion};
 
 impl AcpSession {
@@ -100,7 +101,7 @@ impl AcpSession {
         );
         self.say(&text);
         if spec.is_some() {
-            let config = options::config_options(self, &self.env);
+            let config = options::config_options(self, &self.view.env);
             let update = acp::ConfigOptionUpdate::new(config);
             self.notify(acp::SessionUpdate::ConfigOptionUpdate(update));
         }
@@ -110,14 +111,16 @@ impl AcpSession {
     /// `/compact [instructions]`: runs the compactor, shows its summary, answers `end_turn`
     /// (`cancelled` after `session/cancel`).
     fn compact_command(self: &Arc<Self>, id: Id, instructions: Option<String>) {
-        if let Err(e) = self.begin_compaction() {
-            return self.answer(&id, Err(e));
-        }
-        let compaction = crate::session_setup::commands::compact(
-            &self.compactor,
-            instructions,
-            &CancellationToken::new(),
-        );
+        let compaction = match self.compact(instructions) {
+            Ok(compaction) => compaction,
+            Err(e) => {
+                let busy = match e {
+                    Refusal::Running => COMPACT_BUSY,
+                    _ => COMPACTING,
+                };
+                return self.answer(&id, Err(ResponseError::invalid_params(busy)));
+            }
+        };
         let session = self.clone();
         tokio::spawn(async move {
             let done = compaction.await;
@@ -129,7 +132,6 @@ impl AcpSession {
                 Err(CompactError::Aborted) => Ok(stop_value(acp::StopReason::Cancelled)),
                 Err(e) => Err(compact_error(e)),
             };
-            session.end_compaction();
             session.answer(&id, answer);
         });
     }
@@ -176,7 +178,7 @@ impl AcpSession {
     /// MCP servers' prompts change them.
     pub fn announce_commands(self: &Arc<Self>) {
         self.show_commands(self.command_list());
-        if self.following_commands.swap(true, Ordering::Relaxed) {
+        if self.view.following_commands.swap(true, Ordering::Relaxed) {
             return;
         }
         follow_commands(

@@ -17,7 +17,7 @@ use tokio::io::AsyncRead;
 use crate::acp::client::{AcpFrontEnd, ClientCaps, SessionLink};
 use crate::acp::content::to_pi_blocks;
 use crate::acp::options::{self, MODEL, THOUGHT_LEVEL};
-use crate::acp::session::{AcpSession, Mode, SessionHooks};
+use crate::acp::session::{AcpSession, AcpView, Mode};
 use crate::acp::updates::{self};
 use crate::agent::message::ThinkingLevel;
 use crate::agent::stream_contract::StreamFn;
@@ -31,6 +31,7 @@ use crate::rpc::output::Output;
 use crate::session::SessionStore;
 use crate::session_setup::journal::review;
 use crate::session_setup::journal::review::RevertRequest;
+use crate::session_setup::session::Session;
 use crate::session_setup::{
     LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec, SetupError, assemble,
 };
@@ -144,7 +145,7 @@ impl Conn {
         self.replies.close();
         let sessions: Vec<_> = lock(&self.sessions).values().cloned().collect();
         for session in &sessions {
-            session.cancel();
+            session.abort();
         }
         for session in &sessions {
             let _ = tokio::time::timeout(Duration::from_secs(3), session.wait_idle()).await;
@@ -211,7 +212,7 @@ impl Conn {
             && let Ok(cancel) = params::<acp::CancelNotification>(p)
             && let Some(session) = lock(&self.sessions).get(&*cancel.session_id.0)
         {
-            session.cancel();
+            session.abort();
         }
     }
 
@@ -316,12 +317,9 @@ impl Conn {
             tracing::warn!("{warning}");
         }
         let id = lock(&assembled.record).id().to_owned();
-        let _ = link.session_id.set(id);
-        let hooks = SessionHooks {
-            before_tool_call: crate::acp::permission::hook,
-            prepare_run: crate::acp::trust::ask_first,
-        };
-        let session = AcpSession::create(link, assembled, self.env.clone(), hooks);
+        let _ = link.session_id.set(id.clone());
+        let view = AcpView::new(link, &id, self.env.clone());
+        let session = Session::create(assembled, view);
         lock(&self.sessions).insert(session.id.clone(), session.clone());
         Ok(session)
     }
@@ -423,7 +421,7 @@ impl Conn {
         request: acp::CloseSessionRequest,
     ) -> Result<(), ResponseError> {
         let session = self.session(&request.session_id)?;
-        session.cancel();
+        session.abort();
         let (conn, id) = (self.clone(), id.clone());
         tokio::spawn(async move {
             let _ = tokio::time::timeout(Duration::from_secs(5), session.wait_idle()).await;
@@ -461,7 +459,7 @@ impl Conn {
     /// the client's `fs/write_text_file`, whose answer this loop must keep reading.
     fn revert(&self, id: &Id, p: RevertRequest) -> Result<(), ResponseError> {
         let session = self.session(&acp::SessionId::new(p.session_id.clone()))?;
-        if session.is_running() {
+        if session.active_run().is_some() {
             return Err(ResponseError::new(
                 code::AGENT_BUSY,
                 "Cannot revert while a turn is running; cancel it or wait for its answer",
@@ -476,7 +474,7 @@ impl Conn {
         let output = self.out.output().clone();
         let id = id.clone();
         tokio::spawn(async move {
-            let record = session.shared_record();
+            let record = session.record.clone();
             let reverted = review::revert(
                 &record,
                 &session.workspace,

@@ -23,6 +23,7 @@ mod session;
 mod texts;
 mod trust;
 mod updates;
+mod view;
 
 use std::time::Duration;
 

@@ -6,53 +6,24 @@
 //! Every failure to get an answer (an error reply, a disconnect, a cancelled turn) blocks the
 //! call with a reason saying why: a tool that must ask is never silently allowed.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use futures_util::future::BoxFuture;
-
 use crate::acp::session::{AcpSession, Mode};
 use crate::acp::updates;
-use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook};
+use crate::agent::hooks::BeforeToolCallContext;
 use crate::rpc::outgoing::RequestError;
-use crate::sandbox::MustAsk;
-use crate::session_setup::approval::{
-    Answer, ApprovalPolicy, Asker, Decision, Policy, blocked, mcp_policy, policy_for,
-};
+use crate::session_setup::approval::{ApprovalPolicy, Decision, Policy, mcp_policy, policy_for};
 use crate::tools::{self, Workspace};
 
 /// How long a permission request waits for the user.
 const ASK_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 /// After `session/cancel`, how long the client has to answer `cancelled` before we stop waiting.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
-
-pub fn hook(session: Weak<AcpSession>) -> BeforeToolCallHook {
-    Arc::new(
-        move |ctx: BeforeToolCallContext, cancel: CancellationToken| {
-            let session = session.clone();
-            Box::pin(async move {
-                let Some(session) = session.upgrade() else {
-                    return Ok(Some(blocked("The session is closed".into())));
-                };
-                let asker = AcpAsker(session.clone());
-                let verdict = session.gate.decide(&asker, &ctx, &cancel).await;
-                if verdict.is_none() {
-                    session
-                        .remember_before(&ctx.tool_call.id, &ctx.tool_call.name, &ctx.args)
-                        .await;
-                    let running =
-                        updates::status(&ctx.tool_call.id, acp::ToolCallStatus::InProgress);
-                    session.notify(running);
-                }
-                Ok(verdict)
-            })
-        },
-    )
-}
 
 /// Tools that change nothing: allowed in plan mode.
 fn is_read_only(session: &AcpSession, tool: &str) -> bool {
@@ -62,42 +33,28 @@ fn is_read_only(session: &AcpSession, tool: &str) -> bool {
     }
 }
 
-/// ACP's side of the approval gate: the session's mode, and `session/request_permission`.
-struct AcpAsker(Arc<AcpSession>);
-
-impl Asker for AcpAsker {
-    fn policy(&self, tool: &str, _args: &Value) -> Policy {
-        let session = &self.0;
-        let mode = session.mode();
-        if mode == Mode::Plan && !is_read_only(session, tool) {
-            return Policy::Block(format!(
-                "Tool \"{tool}\" was not run: the session is in plan mode, where nothing may be \
-                 changed. Read and search, then present a plan; the user leaves plan mode to carry \
-                 it out."
-            ));
-        }
-        let policy = match session.tools.mcp_info(tool) {
-            Some(info) => mcp_policy(&info, &Default::default(), tool),
-            None => policy_for(&Default::default(), tool),
-        };
-        let allowed_by_mode = match mode {
-            Mode::BypassPermissions => true,
-            Mode::AcceptEdits => session.look().kind(tool) == acp::ToolKind::Edit,
-            Mode::Default | Mode::Plan => false,
-        };
-        match policy == ApprovalPolicy::Allow || allowed_by_mode {
-            true => Policy::Allow,
-            false => Policy::Ask,
-        }
+/// ACP's standing policy: the session's mode.
+pub(super) fn policy(session: &AcpSession, tool: &str) -> Policy {
+    let mode = session.mode();
+    if mode == Mode::Plan && !is_read_only(session, tool) {
+        return Policy::Block(format!(
+            "Tool \"{tool}\" was not run: the session is in plan mode, where nothing may be \
+             changed. Read and search, then present a plan; the user leaves plan mode to carry \
+             it out."
+        ));
     }
-
-    fn ask<'a>(
-        &'a self,
-        ctx: &'a BeforeToolCallContext,
-        _must_ask: Option<&'a MustAsk>,
-        cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Answer, String>> {
-        Box::pin(async move { ask(&self.0, ctx, cancel).await.map(Answer::of) })
+    let policy = match session.tools.mcp_info(tool) {
+        Some(info) => mcp_policy(&info, &Default::default(), tool),
+        None => policy_for(&Default::default(), tool),
+    };
+    let allowed_by_mode = match mode {
+        Mode::BypassPermissions => true,
+        Mode::AcceptEdits => session.look().kind(tool) == acp::ToolKind::Edit,
+        Mode::Default | Mode::Plan => false,
+    };
+    match policy == ApprovalPolicy::Allow || allowed_by_mode {
+        true => Policy::Allow,
+        false => Policy::Ask,
     }
 }
 
@@ -129,7 +86,7 @@ const OPTIONS: [(&str, &str, acp::PermissionOptionKind, Decision); 4] = [
 ];
 
 /// Asks the client; the tool call carries the diff an `edit` or `write` would make.
-async fn ask(
+pub(super) async fn ask(
     session: &Arc<AcpSession>,
     ctx: &BeforeToolCallContext,
     cancel: &CancellationToken,
@@ -170,12 +127,15 @@ async fn ask(
         .collect();
     let request = acp::RequestPermissionRequest::new(session.id.clone(), tool_call, options);
     let never = CancellationToken::new();
-    let reply = session.out.request::<_, acp::RequestPermissionResponse>(
-        "session/request_permission",
-        request,
-        ASK_TIMEOUT,
-        &never,
-    );
+    let reply = session
+        .view
+        .out
+        .request::<_, acp::RequestPermissionResponse>(
+            "session/request_permission",
+            request,
+            ASK_TIMEOUT,
+            &never,
+        );
     tokio::pin!(reply);
     // The client answers `cancelled` after `session/cancel`; we wait for it a little.
     let reply = tokio::select! {

@@ -129,12 +129,15 @@ async fn ask(
     ];
     let update = acp::ToolCallUpdate::new(id.to_owned(), fields);
     let request = acp::RequestPermissionRequest::new(session.id.clone(), update, options);
-    let reply = session.out.request::<_, acp::RequestPermissionResponse>(
-        "session/request_permission",
-        request,
-        ASK_TIMEOUT,
-        cancel,
-    );
+    let reply = session
+        .view
+        .out
+        .request::<_, acp::RequestPermissionResponse>(
+            "session/request_permission",
+            request,
+            ASK_TIMEOUT,
+            cancel,
+        );
     match reply.await {
         Ok(response) => match response.outcome {
             acp::RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {

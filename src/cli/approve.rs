@@ -3,19 +3,13 @@
 //! A refused call is not an error of the run: the model receives a tool error saying why and how
 //! the user can allow it, so it can adapt (answer from what it read, or ask the user).
 
-use std::sync::Arc;
-
 use clap::ValueEnum;
 
-use futures_util::future::BoxFuture;
-use tokio_util::sync::CancellationToken;
-
-use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook};
 use crate::mcp::config::Policy as McpPolicy;
 use crate::mcp::tool::McpToolInfo;
 use crate::sandbox::MustAsk;
 use crate::session_setup::SessionTools;
-use crate::session_setup::approval::{Answer, ApprovalGate, Asker, Policy};
+use crate::session_setup::approval::Policy;
 use crate::tools::is_read_only;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -65,49 +59,24 @@ impl Approval {
         }
     }
 
-    /// The loop hook enforcing this mode over the session's tools, through the session's
-    /// approval gate. A run has no one to ask, so a command that would have to ask because of
-    /// the sandbox is refused, saying why.
-    pub fn hook(self, tools: Arc<SessionTools>, gate: Arc<ApprovalGate>) -> BeforeToolCallHook {
-        let asker = Arc::new(RunAsker { mode: self, tools });
-        Arc::new(move |ctx, cancel| {
-            let (asker, gate) = (asker.clone(), gate.clone());
-            Box::pin(async move { Ok(gate.decide(&*asker, &ctx, &cancel).await) })
-        })
-    }
-}
-
-/// `agent-lsp run`'s side of the approval gate: `--approve` (an MCP tool's server entry first),
-/// and no one to ask.
-struct RunAsker {
-    mode: Approval,
-    tools: Arc<SessionTools>,
-}
-
-impl Asker for RunAsker {
-    fn policy(&self, tool: &str, _args: &serde_json::Value) -> Policy {
-        let refusal = match self.tools.mcp_info(tool) {
-            Some(info) => self.mode.mcp_refusal(tool, &info),
-            None => self.mode.refusal(tool),
+    /// This mode as the approval gate's standing policy (an MCP tool's server entry first).
+    pub fn policy(self, tools: &SessionTools, tool: &str) -> Policy {
+        let refusal = match tools.mcp_info(tool) {
+            Some(info) => self.mcp_refusal(tool, &info),
+            None => self.refusal(tool),
         };
         match refusal {
             Some(reason) => Policy::Block(reason),
             None => Policy::Allow,
         }
     }
+}
 
-    fn ask<'a>(
-        &'a self,
-        ctx: &'a BeforeToolCallContext,
-        must_ask: Option<&'a MustAsk>,
-        _cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Answer, String>> {
-        let tool = &ctx.tool_call.name;
-        let why = match must_ask {
-            Some(must_ask) => sandbox_refusal(must_ask),
-            None => format!("Tool `{tool}` was not run: this agent-lsp run has no one to ask."),
-        };
-        Box::pin(async move { Err(why) })
+/// Why a call that must ask was not run: a run has no one to ask.
+pub fn no_one_to_ask(tool: &str, must_ask: Option<&MustAsk>) -> String {
+    match must_ask {
+        Some(must_ask) => sandbox_refusal(must_ask),
+        None => format!("Tool `{tool}` was not run: this agent-lsp run has no one to ask."),
     }
 }
 

@@ -6,9 +6,9 @@ pub mod approve;
 pub mod demo;
 mod malloc;
 pub mod output;
-pub mod recorder;
 pub mod run;
 pub mod sessions_cmd;
+pub mod view;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -7,25 +7,23 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Args;
 use tokio::signal::unix::{Signal, SignalKind, signal};
-use tokio_util::sync::CancellationToken;
 
-use crate::agent::hooks::AgentHooks;
+use crate::agent::RunFailure;
 use crate::agent::message::{AgentMessage, ThinkingLevel};
-use crate::agent::{Agent, RunFailure, RunHandle, RunOutcome};
 use crate::cli::approve::Approval;
 use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
-use crate::cli::recorder::Recorder;
+use crate::cli::view::CliView;
 use crate::compaction::CompactionOptions;
 use crate::mcp::McpHub;
 use crate::mcp::server::State;
 use crate::model_registry::EnvSource;
 use crate::sandbox::{Network, SandboxMode, SandboxSetting};
-use crate::session::SessionStore;
-use crate::session_setup::commands::{Builtin, BuiltinOutcome, CommandError, compact, run_model};
+use crate::session::{SessionFile, SessionStore};
+use crate::session_setup::commands::{Builtin, BuiltinOutcome, CommandError, run_model};
+use crate::session_setup::session::Session;
 use crate::session_setup::{
-    CompactionEvent, Compactor, Expansion, GuardEvent, Headless, Journal, LoopGuard, LoopLimits,
-    McpSource, McpSpec, ModelChoice, RecordChoice, SessionCommands, SessionControls, SessionSpec,
-    SessionTools, SetupError, assemble,
+    CompactError, Expansion, Headless, LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice,
+    SessionSpec, SessionTools, SetupError, assemble,
 };
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
@@ -259,31 +257,23 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
     let prompt = plan.prompt.clone();
     let verbose = plan.verbose;
     let hub = plan.session.mcp.hub.clone();
-    let built = match build_agent(plan, renderer.clone()) {
-        Ok(built) => built,
+    let session = match open_session(plan, renderer.clone()) {
+        Ok(session) => session,
         Err(e) => {
             eprintln!("agent-lsp: {e:#}");
             return ExitCode::FAILURE;
         }
     };
-    let Built {
-        agent,
-        recorder,
-        tools,
-        guard,
-        controls,
-        commands,
-        context_files,
-        compactor,
-        journal,
-    } = built;
     if verbose {
-        for path in &context_files {
+        for path in &session.context_files {
             eprintln!("agent-lsp: context file {}", path.display());
         }
     }
-    report_mcp(&tools).await;
-    let prompt = match commands.expand(&prompt, |server, name| tools.mcp.has_prompt(server, name)) {
+    report_mcp(&session.tools).await;
+    let tools = &session.tools;
+    let expansion =
+        (session.commands).expand(&prompt, |server, name| tools.mcp.has_prompt(server, name));
+    let prompt = match expansion {
         Expansion::Text(text) => text,
         Expansion::Mcp {
             server,
@@ -297,20 +287,7 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
             }
         },
         Expansion::Builtin(builtin) => {
-            let done = match builtin {
-                Builtin::Model { spec } => recorder
-                    .with_session(|record| run_model(spec.as_deref(), &agent, record, &controls)),
-                Builtin::Compact { instructions } => {
-                    compact(&compactor, instructions, &CancellationToken::new())
-                        .await
-                        .map(|result| BuiltinOutcome::Compacted(Box::new(result)))
-                        .map_err(CommandError::from)
-                }
-                Builtin::McpTrust => Err(CommandError::Unavailable(
-                    "/mcp-trust asks in an editor; `agent-lsp run` starts a project's .mcp.json \
-                     servers with --trust-project-mcp",
-                )),
-            };
+            let done = run_builtin(&session, builtin).await;
             if let Some(hub) = hub {
                 hub.shutdown().await;
             }
@@ -326,31 +303,31 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
             };
         }
     };
-    let handle = match agent.prompt(vec![AgentMessage::user_text(prompt)]) {
-        Ok(handle) => handle,
-        Err(e) => {
-            eprintln!("agent-lsp: {e:#}");
-            return ExitCode::FAILURE;
-        }
+    if let Err(e) = session.start_run_with(AgentMessage::user_text(prompt)) {
+        eprintln!("agent-lsp: {e}");
+        return ExitCode::FAILURE;
+    }
+    let stopped_by = match signals.wait_or_abort(&session).await {
+        Ok(stopped_by) => stopped_by,
+        Err(code) => return ExitCode::from(code),
     };
-    let settled = signals.wait_or_abort(&agent, handle).await;
     if let Some(hub) = hub {
         hub.shutdown().await;
     }
-    journal.collected().await;
-    let (outcome, stopped_by) = match settled {
-        Settled::Run(outcome, stopped_by) => (outcome, stopped_by),
-        Settled::ExitNow(code) => return ExitCode::from(code),
+    session.journal.collected().await;
+    let Some((outcome, stopped)) = session.view.take_settled() else {
+        eprintln!("agent-lsp: the run ended without settling");
+        return ExitCode::FAILURE;
     };
-    let (run_usage, session_usage) = recorder.totals();
+    let run_usage = session.view.run_usage();
+    let session_usage = SessionFile::usage(&session.record());
     let aborted = stopped_by.is_some() || outcome.aborted;
-    let stopped = guard.take_stop();
     let error = (outcome.error.clone())
         .or_else(|| stopped.as_ref().map(|s| s.message.clone()))
         .filter(|_| !aborted);
     let stop_reason = stopped.as_ref().map(|s| s.guard);
     renderer.settled(aborted, stop_reason, &run_usage, &session_usage);
-    // The one listener is the recorder: the session could not be written.
+    // The one listener records the session: it could not be written.
     if let Some(RunFailure::Listener(e)) = &outcome.failure {
         eprintln!("agent-lsp: {e}");
         return ExitCode::FAILURE;
@@ -367,18 +344,37 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
     }
 }
 
+/// `/model` and `/compact` as the whole run.
+async fn run_builtin(
+    session: &Arc<Session<CliView>>,
+    builtin: Builtin,
+) -> Result<BuiltinOutcome, CommandError> {
+    match builtin {
+        Builtin::Model { spec } => run_model(
+            spec.as_deref(),
+            &session.agent,
+            &mut session.record(),
+            &session.controls,
+        ),
+        Builtin::Compact { instructions } => {
+            // A fresh session runs nothing else: a refusal can only say it is busy.
+            let compaction = (session.compact(instructions))
+                .map_err(|_| CommandError::Compact(CompactError::Busy))?;
+            (compaction.await)
+                .map(|result| BuiltinOutcome::Compacted(Box::new(result)))
+                .map_err(CommandError::from)
+        }
+        Builtin::McpTrust => Err(CommandError::Unavailable(
+            "/mcp-trust asks in an editor; `agent-lsp run` starts a project's .mcp.json servers \
+             with --trust-project-mcp",
+        )),
+    }
+}
+
 /// SIGINT and SIGTERM, watched from before the run starts (so neither kills the process).
 struct Signals {
     interrupt: Signal,
     terminate: Signal,
-}
-
-/// How waiting for a run ended.
-enum Settled {
-    /// The run settled; with the exit status of the signal that aborted it, if any.
-    Run(RunOutcome, Option<u8>),
-    /// A second signal arrived while the abort was settling: exit without waiting.
-    ExitNow(u8),
 }
 
 impl Signals {
@@ -397,16 +393,17 @@ impl Signals {
         }
     }
 
-    async fn wait_or_abort(&mut self, agent: &Agent, handle: RunHandle) -> Settled {
-        let mut wait = Box::pin(handle.wait());
+    /// Waits for the session's run to settle: `Ok` with the exit status of the signal that
+    /// aborted it, if any; `Err` with the status of a second signal, to exit without waiting.
+    async fn wait_or_abort(&mut self, session: &Session<CliView>) -> Result<Option<u8>, u8> {
         let code = tokio::select! {
-            outcome = &mut wait => return Settled::Run(outcome, None),
+            () = session.wait_idle() => return Ok(None),
             code = self.next() => code,
         };
-        agent.abort();
+        session.abort();
         tokio::select! {
-            outcome = &mut wait => Settled::Run(outcome, Some(code)),
-            code = self.next() => Settled::ExitNow(code),
+            () = session.wait_idle() => Ok(Some(code)),
+            code = self.next() => Err(code),
         }
     }
 }
@@ -431,20 +428,10 @@ async fn report_mcp(tools: &SessionTools) {
     }
 }
 
-/// The run's agent and what the command still needs of its session.
-struct Built {
-    agent: Agent,
-    recorder: Recorder,
-    tools: Arc<SessionTools>,
-    guard: Arc<LoopGuard>,
-    controls: Arc<SessionControls>,
-    commands: SessionCommands,
-    context_files: Vec<PathBuf>,
-    compactor: Arc<Compactor>,
-    journal: Arc<Journal>,
-}
-
-fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<Built> {
+fn open_session(
+    plan: RunPlan,
+    renderer: Arc<dyn Renderer>,
+) -> anyhow::Result<Arc<Session<CliView>>> {
     let session = assemble(plan.session, &Headless).map_err(|e| match e {
         SetupError::Workspace { cwd, source } => anyhow::Error::new(source).context(format!(
             "cannot open the workspace {} (or a directory given with --add-dir)",
@@ -465,35 +452,10 @@ fn build_agent(plan: RunPlan, renderer: Arc<dyn Renderer>) -> anyhow::Result<Bui
     if plan.verbose || degraded {
         eprintln!("agent-lsp: {}", sandbox.status_line());
     }
-    let mut options = session.options;
-    options.hooks = AgentHooks {
-        before_tool_call: Some(
-            plan.approval
-                .hook(session.tools.clone(), session.gate.clone()),
-        ),
-        ..options.hooks
-    };
-    let agent = Agent::new(options);
-    session.compactor.attach(&agent);
-    let shown = renderer.clone();
-    (session.compactor).observe(move |event: &CompactionEvent| shown.compaction(event));
-    let recorder = Recorder::new(session.record);
-    let shown = renderer.clone();
-    session
-        .guard
-        .observe(move |event: &GuardEvent| shown.loop_guard(event));
-    agent.subscribe(recorder.listener(session.controls.clone(), renderer));
-    Ok(Built {
-        agent,
-        recorder,
-        tools: session.tools,
-        guard: session.guard,
-        controls: session.controls,
-        commands: session.commands,
-        context_files: session.context_files,
-        compactor: session.compactor,
-        journal: session.journal,
-    })
+    Ok(Session::create(
+        session,
+        CliView::new(renderer, plan.approval),
+    ))
 }
 
 /// The prompt words joined, or stdin for `-`; refuses an empty prompt before any work starts.

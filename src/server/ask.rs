@@ -6,94 +6,70 @@
 //! Every failure to get an answer (timeout, error reply, disconnect, abort) blocks the call with
 //! a reason saying why: a tool that must ask is never silently allowed.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use futures_util::future::BoxFuture;
-
-use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook};
+use crate::agent::hooks::BeforeToolCallContext;
 use crate::rpc::outgoing::RequestError;
-use crate::sandbox::MustAsk;
 use crate::server::live_session::LiveSession;
 use crate::server::protocol::{
     ApprovalPolicy, BeforeToolCallParams, BeforeToolCallResult as ClientAnswer, Decision, Preview,
     ToolKind, method,
 };
 use crate::server::saving;
-use crate::session_setup::approval::{Answer, Asker, Policy, blocked, mcp_policy, policy_for};
+use crate::session_setup::approval::{Answer, Policy, mcp_policy, policy_for};
 use crate::tools::{ToolPreview, preview};
 
-pub fn before_tool_call_hook(session: Weak<LiveSession>) -> BeforeToolCallHook {
-    Arc::new(
-        move |ctx: BeforeToolCallContext, cancel: CancellationToken| {
-            let session = session.clone();
-            Box::pin(async move {
-                let Some(session) = session.upgrade() else {
-                    return Ok(Some(blocked("The session is closed".into())));
-                };
-                let asker = LspAsker(session.clone());
-                Ok(session.gate.decide(&asker, &ctx, &cancel).await)
-            })
-        },
-    )
+/// The daemon's standing policy: `initializationOptions.approval` (an MCP tool's server entry
+/// first).
+pub fn policy(session: &LiveSession, tool: &str) -> Policy {
+    let approval = &session.view.ctx.config.options.approval;
+    let policy = match session.tools.mcp_info(tool) {
+        Some(info) => mcp_policy(&info, approval, tool),
+        None => policy_for(approval, tool),
+    };
+    match policy {
+        ApprovalPolicy::Allow => Policy::Allow,
+        ApprovalPolicy::Ask => Policy::Ask,
+        ApprovalPolicy::Block => Policy::Block(format!(
+            "Tool \"{tool}\" is blocked by the approval policy (initializationOptions.approval)"
+        )),
+    }
 }
 
-/// The daemon's side of the approval gate: `initializationOptions.approval` (an MCP tool's
-/// server entry first), and asking through `agent/beforeToolCall` or the generic surface.
-struct LspAsker(Arc<LiveSession>);
-
-impl Asker for LspAsker {
-    fn policy(&self, tool: &str, _args: &Value) -> Policy {
-        let approval = &self.0.ctx.config.options.approval;
-        let policy = match self.0.tools.mcp_info(tool) {
-            Some(info) => mcp_policy(&info, approval, tool),
-            None => policy_for(approval, tool),
-        };
-        match policy {
-            ApprovalPolicy::Allow => Policy::Allow,
-            ApprovalPolicy::Ask => Policy::Ask,
-            ApprovalPolicy::Block => Policy::Block(format!(
-                "Tool \"{tool}\" is blocked by the approval policy (initializationOptions.approval)"
-            )),
-        }
-    }
-
-    fn ask<'a>(
-        &'a self,
-        ctx: &'a BeforeToolCallContext,
-        _must_ask: Option<&'a MustAsk>,
-        cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<Answer, String>> {
-        Box::pin(async move {
-            let session = &self.0;
-            let tool = &ctx.tool_call.name;
-            let request = approval_request(session, ctx).await;
-            let answer = if session.ctx.config.approvals() {
-                ask_agent_client(session, &request, cancel).await
-            } else if session.ctx.config.is_generic() {
-                crate::server::generic::ask(session, &request, cancel).await
-            } else {
-                Err(format!(
-                    "Tool \"{tool}\" needs approval, but this client has no approval channel \
-                     (capabilities.experimental.agent.approvals is not set). It was not run. \
-                     Allow it in initializationOptions.approval to run it without asking."
-                ))
-            }?;
-            Ok(Answer {
-                decision: answer.decision,
-                reason: answer.reason,
-                terminate: answer.terminate.unwrap_or(false),
-            })
-        })
-    }
+/// Asks through `agent/beforeToolCall` or the generic surface.
+pub async fn ask(
+    session: &Arc<LiveSession>,
+    ctx: &BeforeToolCallContext,
+    cancel: &CancellationToken,
+) -> Result<Answer, String> {
+    let tool = &ctx.tool_call.name;
+    let request = approval_request(session, ctx).await;
+    let config = &session.view.ctx.config;
+    let answer = if config.approvals() {
+        ask_agent_client(session, &request, cancel).await
+    } else if config.is_generic() {
+        crate::server::generic::ask(session, &request, cancel).await
+    } else {
+        Err(format!(
+            "Tool \"{tool}\" needs approval, but this client has no approval channel \
+             (capabilities.experimental.agent.approvals is not set). It was not run. \
+             Allow it in initializationOptions.approval to run it without asking."
+        ))
+    }?;
+    Ok(Answer {
+        decision: answer.decision,
+        reason: answer.reason,
+        terminate: answer.terminate.unwrap_or(false),
+    })
 }
 
 /// Whether this connection's client can be asked about a project's servers.
 pub fn can_ask_trust(session: &LiveSession) -> bool {
-    session.ctx.config.approvals() || session.ctx.config.is_generic()
+    session.view.ctx.config.approvals() || session.view.ctx.config.is_generic()
 }
 
 /// Asks the user again about the project's servers that wait for trust (`agent/mcpAskTrust`,
@@ -135,9 +111,9 @@ async fn ask_trust(session: &Arc<LiveSession>) {
         sandbox: None,
     };
     let never = CancellationToken::new();
-    let answer = if session.ctx.config.approvals() {
+    let answer = if session.view.ctx.config.approvals() {
         ask_agent_client(session, &request, &never).await
-    } else if session.ctx.config.is_generic() {
+    } else if session.view.ctx.config.is_generic() {
         crate::server::generic::ask(session, &request, &never).await
     } else {
         return;
@@ -158,10 +134,8 @@ async fn ask_agent_client(
     request: &BeforeToolCallParams,
     cancel: &CancellationToken,
 ) -> Result<ClientAnswer, String> {
-    let timeout = session.ctx.config.approval_timeout();
-    let reply: Result<ClientAnswer, RequestError> = session
-        .ctx
-        .out
+    let timeout = session.view.ctx.config.approval_timeout();
+    let reply: Result<ClientAnswer, RequestError> = (session.view.ctx.out)
         .request(method::BEFORE_TOOL_CALL, request, timeout, cancel)
         .await;
     reply.map_err(|e| match e {
@@ -233,8 +207,8 @@ pub async fn approval_request(
 
 /// Whether approving an edit of `path` would save the user's unsaved changes in its buffer.
 async fn saves_users_changes(session: &LiveSession, path: &std::path::Path) -> bool {
-    let config = &session.ctx.config;
-    let Some(doc) = session.ctx.docs.get_path(path) else {
+    let config = &session.view.ctx.config;
+    let Some(doc) = session.view.ctx.docs.get_path(path) else {
         return false;
     };
     config.save_documents()

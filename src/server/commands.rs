@@ -87,6 +87,7 @@ pub fn prepare(
                     };
                     let run = session.active_run();
                     session
+                        .view
                         .emitter
                         .emit(run.as_deref(), EventBody::Session(event));
                 }
@@ -109,7 +110,7 @@ fn builtin_reply(session: &Arc<LiveSession>, builtin: &Builtin) -> Result<Comman
             // As `agent/compact`, but answered at once: the result comes with `compaction_end`.
             let compaction = session
                 .compact(instructions.clone())
-                .map_err(ResponseError::from)?;
+                .map_err(crate::server::live_session::compact_refusal)?;
             tokio::spawn(compaction);
             BuiltinOutcome::CompactStarted
         }
@@ -128,6 +129,7 @@ fn builtin_reply(session: &Arc<LiveSession>, builtin: &Builtin) -> Result<Comman
         let run = session.active_run();
         let event = SessionEvent::ModelUpdate(s.clone());
         session
+            .view
             .emitter
             .emit(run.as_deref(), EventBody::Session(event));
     }
@@ -144,7 +146,7 @@ impl LiveSession {
     pub fn watch_commands(self: &Arc<Self>) {
         follow_commands(self, &self.tools, commands_of, |session, commands| {
             let event = SessionEvent::CommandsUpdate { commands };
-            session.emitter.emit(None, EventBody::Session(event));
+            session.view.emitter.emit(None, EventBody::Session(event));
         });
     }
 }

@@ -166,6 +166,7 @@ fn model_update(session: &Arc<LiveSession>, settings: LiveSettings) -> LiveSetti
     let run = session.active_run();
     let event = SessionEvent::ModelUpdate(settings.clone());
     session
+        .view
         .emitter
         .emit(run.as_deref(), EventBody::Session(event));
     settings

@@ -62,11 +62,11 @@ pub const TOKEN_PREFIX: &str = "agent-lsp/";
 
 /// Progress for generic clients, from the run's events.
 pub async fn on_event(session: &LiveSession, run_id: &str, event: &AgentEvent) {
-    let config = &session.ctx.config;
+    let config = &session.view.ctx.config;
     if !config.is_generic() || !config.work_done_progress {
         return;
     }
-    let out = &session.ctx.out;
+    let out = &session.view.ctx.out;
     let value = match event {
         AgentEvent::AgentStart => {
             let never = CancellationToken::new();
@@ -112,7 +112,7 @@ fn short(args: &Value) -> String {
 
 /// Ends progress, shows the answer and the transcript (generic clients only).
 pub async fn run_finished(session: &LiveSession, run_id: &str, outcome: &RunOutcome) {
-    let ctx = &session.ctx;
+    let ctx = &session.view.ctx;
     if !ctx.config.is_generic() {
         return;
     }
@@ -233,7 +233,7 @@ pub async fn ask(
     request: &BeforeToolCallParams,
     cancel: &CancellationToken,
 ) -> Result<Answer, String> {
-    let ctx = &session.ctx;
+    let ctx = &session.view.ctx;
     let timeout = ctx.config.approval_timeout();
     let mut detail = match &request.preview {
         Some(Preview::Command { command, cwd }) => format!("{command}\n(in {cwd})"),

@@ -35,6 +35,7 @@ pub mod position;
 pub mod protocol;
 pub mod saving;
 pub mod session_table;
+pub mod view;
 
 use std::time::Duration;
 

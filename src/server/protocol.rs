@@ -232,21 +232,7 @@ pub struct QueueParams {
     pub message: PromptMessage,
 }
 
-/// A message waiting in a queue.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct QueuedMessage {
-    pub message_id: String,
-    pub text: String,
-}
-
-/// Both queues of a session (also the `queue_update` event body).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Queues {
-    pub steering: Vec<QueuedMessage>,
-    pub follow_up: Vec<QueuedMessage>,
-}
+pub use crate::session_setup::session::{QueuedMessage, Queues};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

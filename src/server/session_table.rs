@@ -21,7 +21,9 @@ use crate::server::commands::{Delivered, Delivery, Prepared, prepare};
 use crate::server::config::ConnConfig;
 use crate::server::conn::{ConnCtx, resolve_model};
 use crate::server::documents::DocStore;
-use crate::server::live_session::{LiveSession, QueueKind, SessionError, SessionHooks};
+use crate::server::live_session::{
+    LiveSession, LspView, QueueKind, compact_refusal, prompt_refusal,
+};
 use crate::server::protocol::{
     AbortResult, CompactParams, Decision, Disposition, McpAskTrustResult, McpStatusResult,
     MessagesResult, ModelRef, NewSessionParams, NewSessionResult, PromptMessage, PromptParams,
@@ -29,6 +31,7 @@ use crate::server::protocol::{
     StreamingBehavior, code, command,
 };
 use crate::session::{SessionFile, SessionStore};
+use crate::session_setup::session::Session;
 use crate::session_setup::{
     CompactError, LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec,
     SetupError, assemble,
@@ -49,21 +52,6 @@ fn invalid_params(message: impl Into<String>) -> ResponseError {
     ResponseError::invalid_params(message)
 }
 
-/// What every session of the connection is given: the approval hook and the MCP trust question
-/// (`ask`), and what generic clients are shown of a run (`generic`).
-fn session_hooks() -> SessionHooks {
-    SessionHooks {
-        before_tool_call: crate::server::ask::before_tool_call_hook,
-        on_event: |session, run, event| {
-            Box::pin(crate::server::generic::on_event(session, run, event))
-        },
-        run_finished: |session, run, outcome| {
-            Box::pin(crate::server::generic::run_finished(session, run, outcome))
-        },
-        ask_trust: |session| Box::pin(crate::server::ask::ask_project_trust(session)),
-    }
-}
-
 impl SessionTable {
     /// `agent/listCommands`.
     pub fn list_commands(
@@ -74,10 +62,6 @@ impl SessionTable {
             commands: crate::server::commands::commands_of(&*self.get(session_id)?),
         })
     }
-}
-
-pub(super) fn busy_or_agent(e: SessionError) -> ResponseError {
-    e.into()
 }
 
 /// The user's session store; `None` when there is no directory for it (sessions stay in memory).
@@ -221,9 +205,10 @@ impl SessionTable {
             self.ctx
                 .show(MessageType::ERROR, format!("agent-lsp: {error}"));
         }
-        let live = LiveSession::create(self.ctx.clone(), session, session_hooks());
+        let view = LspView::new(self.ctx.clone(), &id);
+        let live = Session::create(session, view);
         self.map().insert(id, live.clone());
-        live.watch_mcp();
+        crate::server::view::watch_mcp(&live);
         live.watch_commands();
         Ok(live)
     }
@@ -335,7 +320,7 @@ impl SessionTable {
             run_id: session.last_run(),
             queues: session.queues(),
             message_count,
-            last_seq: session.emitter.last_seq(),
+            last_seq: session.view.emitter.last_seq(),
             session_file: session.record_path().map(|p| p.display().to_string()),
             context_files: (session.context_files.iter())
                 .map(|p| p.display().to_string())
@@ -384,7 +369,7 @@ impl SessionTable {
     pub fn compact(&self, id: Id, params: Value, output: Output) {
         let started = crate::rpc::jsonrpc::parse_params::<CompactParams>(params).and_then(|p| {
             let session = self.get(&p.session_id)?;
-            session.compact(p.instructions).map_err(busy_or_agent)
+            session.compact(p.instructions).map_err(compact_refusal)
         });
         let compaction = match started {
             Ok(compaction) => compaction,
@@ -531,11 +516,11 @@ fn deliver(
     match kind {
         Some(kind) => {
             let (run_id, message_id, started) =
-                session.enqueue(kind, blocks).map_err(busy_or_agent)?;
+                session.enqueue(kind, blocks).map_err(prompt_refusal)?;
             Ok((run_id, message_id, disposition(kind, started)))
         }
         None => {
-            let (run_id, message_id) = session.start_run(blocks).map_err(busy_or_agent)?;
+            let (run_id, message_id) = session.start_run(blocks).map_err(prompt_refusal)?;
             Ok((run_id, message_id, Disposition::Started))
         }
     }
