@@ -1,6 +1,6 @@
 //! Compaction over a long session (BENCH.md, "Compaction"): 300 prompts, each a `read` of a
 //! 2,000-character file and an answer, against a model with a 32k window, through the real
-//! session (`session_setup::assemble`, the agent loop, the session file on disk, the coding
+//! session (`core::assemble`, the agent loop, the session file on disk, the coding
 //! tools) and an in-process model that answers at once. Prints the size of every request's
 //! OpenAI body (condensed) and agent-lsp's own time per compaction: from `compaction_start`
 //! to `compaction_end`, minus the time the summary requests spent in the model.
@@ -23,13 +23,13 @@ use agent_lsp::agent::stream_contract::{
 };
 use agent_lsp::agent::{Agent, AgentListener};
 use agent_lsp::compaction::summary::SYSTEM_PROMPT;
+use agent_lsp::core::{
+    CompactionEvent, Headless, ModelChoice, RecordChoice, SessionSpec, assemble,
+};
 use agent_lsp::model_registry::{EnvSource, ResolvedModel};
 use agent_lsp::provider::openai_request::build_body;
 use agent_lsp::provider::scripted::{API, ScriptedProvider};
-use agent_lsp::session::SessionStore;
-use agent_lsp::session_setup::{
-    CompactionEvent, Headless, ModelChoice, RecordChoice, SessionSpec, assemble,
-};
+use agent_lsp::store::SessionStore;
 
 const WINDOW: u64 = 32_768;
 const BAR_MS: f64 = 20.0;
@@ -273,7 +273,7 @@ async fn run(turns: usize) -> anyhow::Result<bool> {
 }
 
 /// Records every finished message, as the front ends do.
-fn recorder(record: agent_lsp::session_setup::SharedRecord) -> AgentListener {
+fn recorder(record: agent_lsp::core::SharedRecord) -> AgentListener {
     Arc::new(move |event, _cancel| {
         if let agent_lsp::agent::event::AgentEvent::MessageEnd { message } = &*event
             && let Ok(mut record) = record.lock()

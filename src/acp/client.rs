@@ -18,9 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolRef, ToolUpdater};
+use crate::core::FrontEnd;
 use crate::rpc::outgoing::{Outgoing, RequestError};
 use crate::sandbox::{CallMode, Sandbox};
-use crate::session_setup::FrontEnd;
 use crate::tools::{
     BashTool, ContentId, DiskWorkspace, FileSnapshot, ToolContext, ToolOptions, Workspace,
     WorkspaceError, WriteOutcome,

@@ -14,11 +14,11 @@ use crate::acp::session::{AcpSession, COMPACT_BUSY, COMPACTING, stop_value};
 use crate::acp::updates::text_block;
 use crate::agent::message::{ContentBlock, TextContent};
 use crate::compaction::{CompactionReason, CompactionResult};
+use crate::core::commands::{BuiltinOutcome, run_model};
+use crate::core::commands::{follow_commands, list_commands};
+use crate::core::session::Refusal;
+use crate::core::{Builtin, CommandInfo, CompactError, CompactionEvent, Expansion};
 use crate::rpc::jsonrpc::{Id, ResponseError};
-use crate::session_setup::commands::{BuiltinOutcome, run_model};
-use crate::session_setup::commands::{follow_commands, list_commands};
-use crate::session_setup::session::Refusal;
-use crate::session_setup::{Builtin, CommandInfo, CompactError, CompactionEvent, Expansion};
 
 impl AcpSession {
     /// `session/prompt`: expands a command, runs a built-in, or prompts.

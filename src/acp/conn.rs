@@ -21,6 +21,12 @@ use crate::acp::session::{AcpSession, AcpView, Mode};
 use crate::acp::updates::{self};
 use crate::agent::message::ThinkingLevel;
 use crate::agent::stream_contract::StreamFn;
+use crate::core::journal::review;
+use crate::core::journal::review::RevertRequest;
+use crate::core::session::Session;
+use crate::core::{
+    LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec, SetupError, assemble,
+};
 use crate::mcp::McpHub;
 use crate::model_registry::EnvSource;
 use crate::rpc::Framing;
@@ -28,13 +34,7 @@ use crate::rpc::jsonrpc::{Id, Incoming, Reader, Response, ResponseError, code};
 use crate::rpc::outgoing::{CancelNotice, Outgoing, Replies};
 use crate::rpc::output::DEFAULT_DELTA_INTERVAL;
 use crate::rpc::output::Output;
-use crate::session::SessionStore;
-use crate::session_setup::journal::review;
-use crate::session_setup::journal::review::RevertRequest;
-use crate::session_setup::session::Session;
-use crate::session_setup::{
-    LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec, SetupError, assemble,
-};
+use crate::store::SessionStore;
 
 /// The extension method for steering a running turn (advertised in `agentCapabilities._meta`).
 pub const STEER: &str = "_agent-lsp/steer";
@@ -402,7 +402,7 @@ impl Conn {
         let sessions = listed
             .into_iter()
             .map(|s| {
-                let updated = crate::session::time::iso_from_ms(s.updated_ms);
+                let updated = crate::store::time::iso_from_ms(s.updated_ms);
                 let title = s.title();
                 acp::SessionInfo::new(s.id, PathBuf::from(s.cwd))
                     .title(Some(title).filter(|t| !t.is_empty()))

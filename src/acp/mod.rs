@@ -1,5 +1,5 @@
 //! `agent-lsp acp`: an Agent Client Protocol (v1) agent over stdio, newline-delimited JSON-RPC,
-//! on the same session core as the daemon (`session_setup`). Types are the official schema
+//! on the same session core as the daemon (`core`). Types are the official schema
 //! crate's (`agent-client-protocol-schema`, pinned); the JSON-RPC reader and the ordered writer
 //! are the ones every front end shares (`crate::rpc`).
 //!

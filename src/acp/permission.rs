@@ -1,4 +1,4 @@
-//! ACP's side of the approval gate (`session_setup::approval`): the session's mode as its
+//! ACP's side of the approval gate (`core::approval`): the session's mode as its
 //! policy, and `session/request_permission` with the four option kinds to ask. A call that may
 //! run is marked `in_progress`; an `edit` or `write` keeps the file's text from before, so its
 //! final update carries the whole-file diff.
@@ -16,12 +16,10 @@ use tokio_util::sync::CancellationToken;
 use crate::acp::session::{AcpSession, Mode};
 use crate::acp::updates;
 use crate::agent::hooks::BeforeToolCallContext;
+use crate::core::approval::{ApprovalPolicy, Decision, Policy, mcp_policy, policy_for};
 use crate::rpc::outgoing::RequestError;
-use crate::session_setup::approval::{ApprovalPolicy, Decision, Policy, mcp_policy, policy_for};
 use crate::tools::{self, Workspace};
 
-/// How long a permission request waits for the user.
-const ASK_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 /// After `session/cancel`, how long the client has to answer `cancelled` before we stop waiting.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
@@ -125,17 +123,8 @@ pub(super) async fn ask(
         .iter()
         .map(|(id, name, kind, _)| acp::PermissionOption::new(*id, *name, *kind))
         .collect();
-    let request = acp::RequestPermissionRequest::new(session.id.clone(), tool_call, options);
     let never = CancellationToken::new();
-    let reply = session
-        .view
-        .out
-        .request::<_, acp::RequestPermissionResponse>(
-            "session/request_permission",
-            request,
-            ASK_TIMEOUT,
-            &never,
-        );
+    let reply = session.request_permission(tool_call, options, &never);
     tokio::pin!(reply);
     // The client answers `cancelled` after `session/cancel`; we wait for it a little.
     let reply = tokio::select! {

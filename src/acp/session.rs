@@ -14,19 +14,21 @@ use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::acp::chunks::Updates;
 use crate::acp::client::SessionLink;
 use crate::acp::updates::{self, ToolLook, Translator};
 use crate::agent::RunOutcome;
 use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, StopReason};
+use crate::core::session::{QueueKind, Refusal, Session};
 use crate::model_registry::EnvSource;
 use crate::rpc::jsonrpc::{Id, Response, ResponseError};
-use crate::rpc::outgoing::Outgoing;
-use crate::session_setup::session::{QueueKind, Refusal, Session};
+use crate::rpc::outgoing::{Outgoing, RequestError};
 
 /// The session modes (ACP's legacy modes, with the names Zed users know).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +86,9 @@ struct Prompt {
     /// The run took its message (it is the one answered next).
     delivered: bool,
 }
+
+/// How long a permission request waits for the user.
+const ASK_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 /// What a prompt gets while a `/compact` runs.
 pub(super) const COMPACTING: &str =
@@ -238,6 +243,20 @@ impl AcpSession {
 
     pub(super) fn answer(&self, id: &Id, result: Result<Value, ResponseError>) {
         self.view.answer(id, result);
+    }
+
+    /// `session/request_permission` about `call`, waiting as long as a user may take.
+    pub(super) async fn request_permission(
+        &self,
+        call: acp::ToolCallUpdate,
+        options: Vec<acp::PermissionOption>,
+        cancel: &CancellationToken,
+    ) -> Result<acp::RequestPermissionResponse, RequestError> {
+        let request = acp::RequestPermissionRequest::new(self.id.clone(), call, options);
+        let method = "session/request_permission";
+        (self.view.out)
+            .request(method, request, ASK_TIMEOUT, cancel)
+            .await
     }
 
     /// `session/prompt`: starts a run, or gives the prompt to the running one as a follow-up.

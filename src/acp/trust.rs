@@ -7,7 +7,6 @@
 //! "no", the `/mcp-trust` command asks again.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use agent_client_protocol_schema::v1 as acp;
 use tokio_util::sync::CancellationToken;
@@ -17,9 +16,6 @@ use crate::acp::updates::text_block;
 use crate::agent::hooks::PrepareRunHook;
 use crate::rpc::outgoing::RequestError;
 use std::sync::Weak;
-
-/// How long the question waits for the user.
-const ASK_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 const ALLOW: &str = "allow_always";
 const REJECT: &str = "reject_always";
@@ -128,17 +124,7 @@ async fn ask(
         ),
     ];
     let update = acp::ToolCallUpdate::new(id.to_owned(), fields);
-    let request = acp::RequestPermissionRequest::new(session.id.clone(), update, options);
-    let reply = session
-        .view
-        .out
-        .request::<_, acp::RequestPermissionResponse>(
-            "session/request_permission",
-            request,
-            ASK_TIMEOUT,
-            cancel,
-        );
-    match reply.await {
+    match session.request_permission(update, options, cancel).await {
         Ok(response) => match response.outcome {
             acp::RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {
                 ALLOW => Ok(true),

@@ -15,7 +15,7 @@ use crate::agent::message::{AgentMessage, AssistantMessage, ContentBlock, Messag
 use crate::agent::model::Model;
 use crate::agent::stream_contract::AssistantMessageEvent;
 
-use crate::session_setup::SessionTools;
+use crate::core::SessionTools;
 use crate::tools::Workspace;
 
 /// What the live translation remembers between events.

@@ -15,9 +15,9 @@ use crate::acp::updates;
 use crate::agent::event::AgentEvent;
 use crate::agent::hooks::{BeforeToolCallContext, PrepareRunHook};
 use crate::agent::message::AgentMessage;
+use crate::core::approval::{Answer, Policy};
+use crate::core::session::{Event, View};
 use crate::sandbox::MustAsk;
-use crate::session_setup::approval::{Answer, Policy};
-use crate::session_setup::session::{Event, View};
 
 impl View for AcpView {
     fn policy(&self, session: &AcpSession, tool: &str, _args: &Value) -> Policy {

@@ -5,7 +5,7 @@
 //! `CancellationToken`. A hook failure is a [`CallbackError`]: in the tool pipeline it becomes an
 //! error tool result (as pi's `catch`), anywhere else it fails the run
 //! ([`crate::agent::config::RunFailure::Hook`]), and the core then closes the event sequence
-//! itself (see `loop_` docs).
+//! itself (see `run_loop` docs).
 
 use std::sync::Arc;
 
@@ -219,7 +219,7 @@ pub struct RecoverErrorContext {
 /// agent-lsp's, not pi's: called when a response ends in `error`, before the run ends. `Some`
 /// retries the request with this context (the failed response stays in the run's messages and
 /// events, not in the retried context); `None` ends the run as pi does. For recovering from a
-/// context overflow by compacting (`session_setup/compaction.rs`), which pi does after the run.
+/// context overflow by compacting (`core/compaction.rs`), which pi does after the run.
 pub type RecoverErrorHook = Arc<
     dyn Fn(RecoverErrorContext, CancellationToken) -> HookFuture<Option<AgentContext>>
         + Send

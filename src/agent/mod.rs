@@ -5,7 +5,7 @@
 //! ([`model::Model`], the [`stream_contract`]) and providers implement it; tools come in
 //! through [`tool::AgentTool`].
 //!
-//! Code map: [`loop_`] is pi's `runAgentLoop`/`runLoop` (turns, polls, hooks), [`stream`] one
+//! Code map: [`run_loop`] is pi's `runAgentLoop`/`runLoop` (turns, polls, hooks), [`stream`] one
 //! provider request, [`batch`] a turn's tool batch with events, [`tool_exec`] the single tool
 //! orchestrator (lookup, validation, hooks, execution; also [`tool_exec::run_tool_call`]),
 //! [`validate`] argument coercion and validation, [`declare`] `declareToolChanges`, [`convert`]
@@ -21,7 +21,7 @@
 //! 1. **The core closes every event sequence.** pi's raw loop never ends its stream when a
 //!    hook, listener or stream throws, and its Agent drops `agent_end` when a listener fails a
 //!    second time. Here any failure (a hook's `Err`, a listener's `Err`, a stream that ends
-//!    without a terminal event) is closed inside [`loop_`]: a synthetic failure message
+//!    without a terminal event) is closed inside [`run_loop`]: a synthetic failure message
 //!    (`content [text ""]`, `stopReason` error, or aborted when the signal was aborted, the
 //!    error as `errorMessage`) is emitted as `message_start`, `message_end`, `turn_end`,
 //!    `agent_end([failure])`, even if listeners fail again. Every run emits exactly one
@@ -59,10 +59,10 @@ pub mod declare;
 pub mod event;
 pub mod handle;
 pub mod hooks;
-pub mod loop_;
 pub mod message;
 pub mod model;
 pub mod queue;
+pub mod run_loop;
 pub mod state;
 pub mod stream;
 pub mod stream_contract;
@@ -76,8 +76,8 @@ pub use handle::{
     Agent, AgentError, AgentListener, AgentOptions, ListenerId, RunHandle, RunOutcome,
 };
 pub use hooks::{AgentContext, AgentHooks, CallbackError, TurnDecision, max_turns};
-pub use loop_::{run_agent_loop, run_agent_loop_continue};
 pub use queue::QueueMode;
+pub use run_loop::{run_agent_loop, run_agent_loop_continue};
 pub use state::AgentState;
 pub use tool::{ExecutionMode, ToolRef};
 pub use tool_exec::{RunToolCallOptions, ToolCallOutcome, run_tool_call};

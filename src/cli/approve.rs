@@ -5,11 +5,11 @@
 
 use clap::ValueEnum;
 
+use crate::core::SessionTools;
+use crate::core::approval::Policy;
 use crate::mcp::config::Policy as McpPolicy;
 use crate::mcp::tool::McpToolInfo;
 use crate::sandbox::MustAsk;
-use crate::session_setup::SessionTools;
-use crate::session_setup::approval::Policy;
 use crate::tools::is_read_only;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]

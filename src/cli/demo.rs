@@ -15,9 +15,9 @@ use crate::agent::message::{ContentBlock, StopReason, ToolCall};
 use crate::agent::model::Model;
 use crate::cli::approve::Approval;
 use crate::cli::run::{RunPlan, execute};
+use crate::core::{ModelChoice, RecordChoice, SessionSpec};
 use crate::model_registry::{EnvSource, ResolvedModel};
 use crate::provider::scripted::{ScriptedProvider, scripted_message};
-use crate::session_setup::{ModelChoice, RecordChoice, SessionSpec};
 
 #[derive(Debug, Args)]
 pub struct DemoArgs {

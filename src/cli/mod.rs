@@ -15,9 +15,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::core::journal::review::Selection;
 use crate::model_registry::EnvSource;
-use crate::session::SessionStore;
-use crate::session_setup::journal::review::Selection;
+use crate::store::SessionStore;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -172,7 +172,7 @@ pub fn main() -> ExitCode {
         // The server runs as a task, like the sessions' tasks it talks to.
         None => {
             let served = runtime.block_on(async {
-                tokio::spawn(crate::server::serve_stdio())
+                tokio::spawn(crate::lsp::serve_stdio())
                     .await
                     .unwrap_or_else(|e| Err(anyhow::anyhow!("the server task ended: {e}")))
             });

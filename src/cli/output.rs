@@ -13,9 +13,9 @@ use serde_json::{Value, json};
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, Usage};
 use crate::agent::stream_contract::AssistantMessageEvent;
-use crate::session_setup::CompactionEvent;
-use crate::session_setup::commands::BuiltinOutcome;
-use crate::session_setup::loop_guard::{Guard, GuardEvent};
+use crate::core::CompactionEvent;
+use crate::core::commands::BuiltinOutcome;
+use crate::core::loop_guard::{Guard, GuardEvent};
 
 /// A sink for run events. Write errors (a closed pipe) are ignored: output is best effort,
 /// the session file is the record.
@@ -229,7 +229,7 @@ impl Renderer for HumanRenderer {
 
     fn loop_guard(&self, event: &GuardEvent) {
         // A stop is reported once, on stderr, when the run settles.
-        if event.action == crate::session_setup::loop_guard::GuardAction::Warned {
+        if event.action == crate::core::loop_guard::GuardAction::Warned {
             eprintln!("loop guard: {}", event.message);
         }
     }

@@ -14,17 +14,17 @@ use crate::cli::approve::Approval;
 use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
 use crate::cli::view::CliView;
 use crate::compaction::CompactionOptions;
+use crate::core::commands::{Builtin, BuiltinOutcome, CommandError, run_model};
+use crate::core::session::Session;
+use crate::core::{
+    CompactError, Expansion, Headless, LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice,
+    SessionSpec, SessionTools, SetupError, assemble,
+};
 use crate::mcp::McpHub;
 use crate::mcp::server::State;
 use crate::model_registry::EnvSource;
 use crate::sandbox::{Network, SandboxMode, SandboxSetting};
-use crate::session::{SessionFile, SessionStore};
-use crate::session_setup::commands::{Builtin, BuiltinOutcome, CommandError, run_model};
-use crate::session_setup::session::Session;
-use crate::session_setup::{
-    CompactError, Expansion, Headless, LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice,
-    SessionSpec, SessionTools, SetupError, assemble,
-};
+use crate::store::{SessionFile, SessionStore};
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
 pub const EXIT_INTERRUPTED: u8 = 130;

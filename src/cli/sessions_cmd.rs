@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 
 use crate::agent::message::AgentMessage;
-use crate::session::{ForkPoint, SessionStore, SessionSummary, time::iso_from_ms};
-use crate::session_setup::SharedRecord;
-use crate::session_setup::journal::gc;
-use crate::session_setup::journal::git::GitRepo;
-use crate::session_setup::journal::review::{self, Selection};
+use crate::core::SharedRecord;
+use crate::core::journal::gc;
+use crate::core::journal::git::GitRepo;
+use crate::core::journal::review::{self, Selection};
+use crate::store::{ForkPoint, SessionStore, SessionSummary, time::iso_from_ms};
 use crate::tools::{DiskWorkspace, Workspace};
 
 /// Prints one line per session, newest first: id, updated time, message count, title (the name,

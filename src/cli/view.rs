@@ -14,10 +14,10 @@ use crate::agent::hooks::BeforeToolCallContext;
 use crate::agent::message::{AgentMessage, Usage};
 use crate::cli::approve::{Approval, no_one_to_ask};
 use crate::cli::output::Renderer;
+use crate::core::GuardEvent;
+use crate::core::approval::{Answer, Policy};
+use crate::core::session::{Event, Session, View};
 use crate::sandbox::MustAsk;
-use crate::session_setup::GuardEvent;
-use crate::session_setup::approval::{Answer, Policy};
-use crate::session_setup::session::{Event, Session, View};
 
 /// What `agent-lsp run` keeps of its session besides the core.
 pub struct CliView {

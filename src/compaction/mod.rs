@@ -5,7 +5,7 @@
 //! This module is pure: token estimates, the cut point and what is summarised
 //! ([`prepare`]), the summary request and its texts ([`summary`]), overflow errors
 //! ([`overflow`]). Running it inside a session (hooks, events, the session file) is
-//! `session_setup/compaction.rs`.
+//! `core/compaction.rs`.
 
 pub mod overflow;
 pub mod prepare;

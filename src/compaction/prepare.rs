@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, StopReason, Usage};
-use crate::session::context::entry_message;
-use crate::session::{EntryKind, SessionEntry};
+use crate::store::context::entry_message;
+use crate::store::{EntryKind, SessionEntry};
 
 use super::{CompactionSettings, FileLists};
 
@@ -291,7 +291,7 @@ pub fn prepare(branch: &[&SessionEntry], settings: &CompactionSettings) -> Optio
             },
         })
         .collect();
-    let context = crate::session::context::context_of_path(branch).messages;
+    let context = crate::store::context::context_of_path(branch).messages;
     let tokens_before = estimate_context_tokens(&context);
     let cut = find_cut(&items, start, settings.keep_recent_tokens);
     let first_kept = items.get(cut.first_kept)?.entry.id.clone();

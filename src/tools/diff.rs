@@ -136,7 +136,7 @@ fn line_count(text: &str) -> usize {
 }
 
 /// Length of the common prefix of `a` and `b`: whole blocks through `memcmp`, then bytes.
-/// Shared with the daemon's minimal-edit computation (`server::buffer_ws`).
+/// Shared with the daemon's minimal-edit computation (`lsp::buffers`).
 pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     const BLOCK: usize = 4096;
     let max = a.len().min(b.len());

@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 
 use agent_lsp::agent::config::{AgentLoopConfig, LoopError, LoopOutcome};
 use agent_lsp::agent::hooks::AgentContext;
-use agent_lsp::agent::loop_::{run_agent_loop, run_agent_loop_continue};
 use agent_lsp::agent::message::{
     AgentMessage, CustomMessage, MessageContent, StopReason, SystemMessage, UserMessage,
 };
+use agent_lsp::agent::run_loop::{run_agent_loop, run_agent_loop_continue};
 use agent_lsp::agent::tool::ToolRef;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use agent_lsp::agent::message::{AgentMessage, ContentBlock, ThinkingLevel};
-use agent_lsp::session::SessionFile;
+use agent_lsp::store::SessionFile;
 
 use super::support::pi_session::assert_valid_pi_v3;
 

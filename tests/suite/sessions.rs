@@ -13,7 +13,7 @@ use agent_lsp::agent::message::{
 };
 use agent_lsp::agent::model::Model;
 use agent_lsp::model_registry::EnvSource;
-use agent_lsp::session::{EntryKind, ForkPoint, SessionError, SessionStore};
+use agent_lsp::store::{EntryKind, ForkPoint, SessionError, SessionStore};
 use serde_json::json;
 
 use super::support::pi_session::assert_valid_pi_v3;
@@ -421,7 +421,7 @@ fn branching_moves_the_leaf_and_context_follows_it() {
     session
         .append_message(&AgentMessage::user_text("branch b"))
         .unwrap();
-    let texts = |s: &agent_lsp::session::SessionFile| {
+    let texts = |s: &agent_lsp::store::SessionFile| {
         s.messages()
             .iter()
             .map(|m| match m {

@@ -2,7 +2,7 @@
  * The agent protocol between this extension and the `agent-lsp` daemon, version 1.
  *
  * MIRROR of `protocol.md` at the repository root (the source of truth, kept with the daemon's
- * `src/server/protocol.rs`): every type here copies a method, event or field documented there.
+ * `src/lsp/protocol.rs`): every type here copies a method, event or field documented there.
  * Change `protocol.md` first, then this file. Events are pi's `AgentEvent` shapes
  * (`src/agent/event.rs`). `agent/diagnostics` is this client's proposal (see its comment).
  *

@@ -12,8 +12,8 @@ use super::{Agent, AgentError, RunGuard, RunHandle, RunOutcome, Shared, lock};
 use crate::agent::config::{AgentLoopConfig, Emit, RunFailure};
 use crate::agent::event::AgentEvent;
 use crate::agent::hooks::{AgentContext, QueuePollHook};
-use crate::agent::loop_::{run_agent_loop, run_agent_loop_continue};
 use crate::agent::message::AgentMessage;
+use crate::agent::run_loop::{run_agent_loop, run_agent_loop_continue};
 use crate::agent::stream_contract::StreamFn;
 use crate::agent::tool_exec::panic_text;
 

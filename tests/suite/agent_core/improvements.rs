@@ -7,10 +7,10 @@ use std::time::Duration;
 use agent_lsp::agent::config::{AgentLoopConfig, Emit};
 use agent_lsp::agent::event::AgentEvent;
 use agent_lsp::agent::hooks::{AgentContext, max_turns};
-use agent_lsp::agent::loop_::run_agent_loop;
 use agent_lsp::agent::message::{
     AgentMessage, ContentBlock, StopReason, ToolResultMessage, UserMessage,
 };
+use agent_lsp::agent::run_loop::run_agent_loop;
 use agent_lsp::agent::stream::{DISCARD_REASON, PROTOCOL_REPAIR_TEXT, STREAM_ENDED_TEXT};
 use agent_lsp::agent::stream_contract::{
     AssistantEventStream, AssistantMessageEvent, event_channel,

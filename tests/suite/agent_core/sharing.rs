@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use agent_lsp::agent::config::AgentLoopConfig;
 use agent_lsp::agent::hooks::{AfterToolCallHook, AgentContext, BeforeToolCallHook};
-use agent_lsp::agent::loop_::run_agent_loop;
 use agent_lsp::agent::message::{AgentMessage, CustomMessage};
 use agent_lsp::agent::model::Model;
+use agent_lsp::agent::run_loop::run_agent_loop;
 use agent_lsp::agent::stream_contract::{
     AssistantEventStream, LlmContext, StreamFn, StreamOptions,
 };

@@ -5,9 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use agent_lsp::agent::config::AgentLoopConfig;
 use agent_lsp::agent::hooks::{AgentLoopTurnUpdate, AgentRequestUpdate, TurnDecision};
-use agent_lsp::agent::loop_::run_agent_loop;
 use agent_lsp::agent::message::{AgentMessage, SystemMessage, ThinkingLevel};
 use agent_lsp::agent::model::Model;
+use agent_lsp::agent::run_loop::run_agent_loop;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -1,7 +1,7 @@
 --- agent_lsp.protocol: the agent protocol as the Neovim client sees it.
 ---
 --- MIRROR: this file mirrors `protocol.md` at the repository root (the source of truth, kept in
---- sync with `src/server/protocol.rs`). When the protocol changes, change it there first, then
+--- sync with `src/lsp/protocol.rs`). When the protocol changes, change it there first, then
 --- here. Event payloads are pi's AgentEvent shapes (`src/agent/event.rs`), not redefined here.
 
 local M = {}

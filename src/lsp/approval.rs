@@ -1,0 +1,265 @@
+//! The daemon's side of the approval gate (`core::approval`): its policy
+//! (`initializationOptions.approval`) and asking the user through the client's approval channel
+//! (`agent/beforeToolCall`, or the generic surface in `generic_client.rs`); the project's MCP trust
+//! question goes the same way.
+//!
+//! Every failure to get an answer (timeout, error reply, disconnect, abort) blocks the call with
+//! a reason saying why: a tool that must ask is never silently allowed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::hooks::BeforeToolCallContext;
+use crate::core::approval::{Answer, Policy, mcp_policy, policy_for};
+use crate::lsp::live_session::LiveSession;
+use crate::lsp::protocol::{
+    ApprovalPolicy, BeforeToolCallParams, BeforeToolCallResult as ClientAnswer, Decision, Preview,
+    ToolKind, method,
+};
+use crate::lsp::saving;
+use crate::rpc::outgoing::RequestError;
+use crate::tools::{ToolPreview, preview};
+
+/// The daemon's standing policy: `initializationOptions.approval` (an MCP tool's server entry
+/// first).
+pub fn policy(session: &LiveSession, tool: &str) -> Policy {
+    let approval = &session.view.ctx.config.options.approval;
+    let policy = match session.tools.mcp_info(tool) {
+        Some(info) => mcp_policy(&info, approval, tool),
+        None => policy_for(approval, tool),
+    };
+    match policy {
+        ApprovalPolicy::Allow => Policy::Allow,
+        ApprovalPolicy::Ask => Policy::Ask,
+        ApprovalPolicy::Block => Policy::Block(format!(
+            "Tool \"{tool}\" is blocked by the approval policy (initializationOptions.approval)"
+        )),
+    }
+}
+
+/// Asks through `agent/beforeToolCall` or the generic surface.
+pub async fn ask(
+    session: &Arc<LiveSession>,
+    ctx: &BeforeToolCallContext,
+    cancel: &CancellationToken,
+) -> Result<Answer, String> {
+    let tool = &ctx.tool_call.name;
+    let request = approval_request(session, ctx).await;
+    let config = &session.view.ctx.config;
+    let answer = if config.approvals() {
+        ask_agent_client(session, &request, cancel).await
+    } else if config.is_generic() {
+        crate::lsp::generic_client::ask(session, &request, cancel).await
+    } else {
+        Err(format!(
+            "Tool \"{tool}\" needs approval, but this client has no approval channel \
+             (capabilities.experimental.agent.approvals is not set). It was not run. \
+             Allow it in initializationOptions.approval to run it without asking."
+        ))
+    }?;
+    Ok(Answer {
+        decision: answer.decision,
+        reason: answer.reason,
+        terminate: answer.terminate.unwrap_or(false),
+    })
+}
+
+/// Whether this connection's client can be asked about a project's servers.
+pub fn can_ask_trust(session: &LiveSession) -> bool {
+    session.view.ctx.config.approvals() || session.view.ctx.config.is_generic()
+}
+
+/// Asks the user again about the project's servers that wait for trust (`agent/mcpAskTrust`,
+/// `/mcp-trust`): whether a question is (or already was) on its way.
+pub fn ask_project_trust_again(session: &Arc<LiveSession>) -> bool {
+    let asked = !session.tools.untrusted().is_empty() && can_ask_trust(session);
+    if asked {
+        tokio::spawn(ask_project_trust(session.clone()));
+    }
+    asked
+}
+
+/// Asks whether the project's `.mcp.json` may start its servers (one request naming them and
+/// their commands); the answer is remembered for the project. No answer leaves them stopped.
+/// While a question is open, asking again asks nothing.
+pub async fn ask_project_trust(session: Arc<LiveSession>) {
+    if session.tools.untrusted().is_empty() || !session.tools.begin_trust_question() {
+        return;
+    }
+    ask_trust(&session).await;
+    session.tools.end_trust_question();
+}
+
+async fn ask_trust(session: &Arc<LiveSession>) {
+    let question = session.tools.trust_question();
+    let request = BeforeToolCallParams {
+        session_id: session.id.clone(),
+        run_id: String::new(),
+        tool_call_id: format!("mcp-trust-{}", crate::lsp::live_session::new_id()),
+        tool_name: "mcp_servers".into(),
+        args: question.args,
+        kind: ToolKind::Execute,
+        title: question.title,
+        preview: Some(Preview::Command {
+            command: question.listing,
+            cwd: question.project,
+        }),
+        saves_unsaved_changes: false,
+        sandbox: None,
+    };
+    let never = CancellationToken::new();
+    let answer = if session.view.ctx.config.approvals() {
+        ask_agent_client(session, &request, &never).await
+    } else if session.view.ctx.config.is_generic() {
+        crate::lsp::generic_client::ask(session, &request, &never).await
+    } else {
+        return;
+    };
+    match answer {
+        Ok(answer) => {
+            let allowed = matches!(answer.decision, Decision::Allow | Decision::AllowAlways);
+            session.tools.decide_trust(allowed);
+        }
+        Err(e) => {
+            tracing::info!(session = session.id, %e, "the project's MCP servers stay stopped")
+        }
+    }
+}
+
+async fn ask_agent_client(
+    session: &Arc<LiveSession>,
+    request: &BeforeToolCallParams,
+    cancel: &CancellationToken,
+) -> Result<ClientAnswer, String> {
+    let timeout = session.view.ctx.config.approval_timeout();
+    let reply: Result<ClientAnswer, RequestError> = (session.view.ctx.out)
+        .request(method::BEFORE_TOOL_CALL, request, timeout, cancel)
+        .await;
+    reply.map_err(|e| match e {
+        RequestError::Cancelled => {
+            "The run was aborted before the tool call was approved".to_owned()
+        }
+        RequestError::Timeout(t) => format!(
+            "No approval within {}: the tool call was not run",
+            duration_text(t)
+        ),
+        other => format!("Approval failed ({other}): the tool call was not run"),
+    })
+}
+
+/// The `agent/beforeToolCall` params for a call: kind, a one-line title and a preview.
+pub async fn approval_request(
+    session: &Arc<LiveSession>,
+    ctx: &BeforeToolCallContext,
+) -> BeforeToolCallParams {
+    let tool = &ctx.tool_call.name;
+    let mcp = session.tools.mcp_info(tool);
+    let kind = mcp
+        .as_ref()
+        .map_or_else(|| crate::tools::tool_kind(tool), |info| mcp_kind(info.kind));
+    let mut saves_unsaved_changes = false;
+    let preview = match preview(&session.workspace, tool, &ctx.args).await {
+        Some(ToolPreview::Diff {
+            abs_path, patch, ..
+        }) => {
+            saves_unsaved_changes = saves_users_changes(session, &abs_path).await;
+            Some(Preview::Diff {
+                path: abs_path.display().to_string(),
+                diff: patch,
+            })
+        }
+        Some(ToolPreview::Command { command, cwd, .. }) => Some(Preview::Command {
+            command,
+            cwd: cwd.display().to_string(),
+        }),
+        None => None,
+    };
+    let sandbox = session.sandbox.describe_approval(tool, &ctx.args);
+    BeforeToolCallParams {
+        session_id: session.id.clone(),
+        run_id: session.active_run().unwrap_or_default(),
+        tool_call_id: ctx.tool_call.id.clone(),
+        tool_name: tool.clone(),
+        args: ctx.args.clone(),
+        kind,
+        title: match (
+            &mcp,
+            sandbox.as_ref().and_then(|s| s.justification.as_ref()),
+        ) {
+            (Some(info), _) => format!("{}: {}", info.title, ctx.args),
+            (None, Some(why)) => format!(
+                "Run outside the sandbox: {} (the sandbox refused it; the model says: {why})",
+                ctx.args
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+            ),
+            (None, None) => title(tool, kind, &ctx.args),
+        },
+        preview,
+        saves_unsaved_changes,
+        sandbox,
+    }
+}
+
+/// Whether approving an edit of `path` would save the user's unsaved changes in its buffer.
+async fn saves_users_changes(session: &LiveSession, path: &std::path::Path) -> bool {
+    let config = &session.view.ctx.config;
+    let Some(doc) = session.view.ctx.docs.get_path(path) else {
+        return false;
+    };
+    config.save_documents()
+        && saving::saves_unsaved_changes(config.save_after_edit(), &doc, path).await
+}
+
+/// A timeout as people read it: `250 ms`, `2 s`, `1.5 s`.
+fn duration_text(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{} s", d.as_secs_f64())
+    }
+}
+
+fn mcp_kind(kind: &str) -> ToolKind {
+    match kind {
+        "read" => ToolKind::Read,
+        "edit" => ToolKind::Edit,
+        "delete" => ToolKind::Delete,
+        _ => ToolKind::Other,
+    }
+}
+
+fn title(tool: &str, kind: ToolKind, args: &Value) -> String {
+    let arg = |name: &str| {
+        args.get(name)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    match kind {
+        ToolKind::Execute => format!("Run: {}", arg("command")),
+        ToolKind::Edit if tool == "write" => format!("Write {}", arg("path")),
+        ToolKind::Edit => format!("Edit {}", arg("path")),
+        _ => format!("{tool} {}", args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(duration_text(Duration::from_millis(250)), "250 ms");
+        assert_eq!(duration_text(Duration::from_millis(0)), "0 ms");
+        assert_eq!(duration_text(Duration::from_secs(600)), "600 s");
+        assert_eq!(duration_text(Duration::from_millis(1500)), "1.5 s");
+    }
+}
