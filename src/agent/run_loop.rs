@@ -19,8 +19,10 @@ use crate::agent::hooks::{
     TurnDecision,
 };
 use crate::agent::message::{
-    AgentMessage, AssistantMessage, ContentBlock, StopReason, ToolResultMessage, Usage, now_ms,
+    AgentMessage, AssistantMessage, ContentBlock, StopReason, ThinkingLevel, ToolResultMessage,
+    Usage, now_ms,
 };
+use crate::agent::model::Model;
 use crate::agent::stream::{Request, stream_assistant_response};
 use crate::agent::stream_contract::StreamFn;
 use crate::agent::transcript::IncrementalTools;
@@ -270,15 +272,7 @@ impl Run {
         let Some(update) = hook(turn, self.cancel.clone()).await? else {
             return Ok(Vec::new());
         };
-        if let Some(context) = update.context {
-            self.replace_context(context);
-        }
-        if let Some(model) = update.model {
-            self.config.model = model;
-        }
-        if let Some(level) = update.thinking_level {
-            self.config.set_thinking_level(level);
-        }
+        self.apply(update.context, update.model, update.thinking_level);
         Ok(update.messages.unwrap_or_default())
     }
 
@@ -318,16 +312,26 @@ impl Run {
         let Some(update) = hook(ctx, self.cancel.clone()).await? else {
             return Ok(());
         };
-        if let Some(context) = update.context {
+        self.apply(update.context, update.model, update.thinking_level);
+        Ok(())
+    }
+
+    /// What a hook replaced: the context, the model, the thinking level.
+    fn apply(
+        &mut self,
+        context: Option<AgentContext>,
+        model: Option<Model>,
+        level: Option<ThinkingLevel>,
+    ) {
+        if let Some(context) = context {
             self.replace_context(context);
         }
-        if let Some(model) = update.model {
+        if let Some(model) = model {
             self.config.model = model;
         }
-        if let Some(level) = update.thinking_level {
+        if let Some(level) = level {
             self.config.set_thinking_level(level);
         }
-        Ok(())
     }
 
     async fn request(&mut self) -> Result<Arc<AssistantMessage>, RunFailure> {

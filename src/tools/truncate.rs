@@ -71,16 +71,25 @@ impl Truncation {
     }
 }
 
+/// The content's lines and a result marked truncated when it exceeds `limits`; else the
+/// content untouched.
+fn over_limits(content: &str, limits: Limits) -> Result<(Vec<&str>, Truncation), Truncation> {
+    let lines: Vec<&str> = content.split('\n').collect();
+    let mut result = Truncation::untouched(content, lines.len(), limits);
+    if lines.len() <= limits.max_lines && content.len() <= limits.max_bytes {
+        return Err(result);
+    }
+    result.truncated = true;
+    Ok((lines, result))
+}
+
 /// Keeps whole lines from the start. If the first line alone exceeds the byte limit, the
 /// result is empty with `first_line_exceeds_limit`.
 pub fn truncate_head(content: &str, limits: Limits) -> Truncation {
-    let lines: Vec<&str> = content.split('\n').collect();
-    let total_lines = lines.len();
-    let mut result = Truncation::untouched(content, total_lines, limits);
-    if total_lines <= limits.max_lines && content.len() <= limits.max_bytes {
-        return result;
-    }
-    result.truncated = true;
+    let (lines, mut result) = match over_limits(content, limits) {
+        Ok(over) => over,
+        Err(untouched) => return untouched,
+    };
     if lines.first().is_some_and(|l| l.len() > limits.max_bytes) {
         result.content.clear();
         result.truncated_by = Some(TruncatedBy::Bytes);
@@ -111,13 +120,10 @@ pub fn truncate_head(content: &str, limits: Limits) -> Truncation {
 /// Keeps whole lines from the end; if even the last line does not fit, keeps its tail
 /// (`last_line_partial`).
 pub fn truncate_tail(content: &str, limits: Limits) -> Truncation {
-    let lines: Vec<&str> = content.split('\n').collect();
-    let total_lines = lines.len();
-    let mut result = Truncation::untouched(content, total_lines, limits);
-    if total_lines <= limits.max_lines && content.len() <= limits.max_bytes {
-        return result;
-    }
-    result.truncated = true;
+    let (lines, mut result) = match over_limits(content, limits) {
+        Ok(over) => over,
+        Err(untouched) => return untouched,
+    };
     let mut kept: Vec<&str> = Vec::new();
     let mut bytes = 0usize;
     let mut by = TruncatedBy::Lines;
