@@ -34,12 +34,20 @@ pub fn probe(exe: &Path) -> Probe {
         namespaces: Some(why.clone()),
         seccomp: Some(why),
     };
+    // The probe builds a jail's view over this folder inside namespaces that die with it, where
+    // the folder stays busy: only this side can remove it.
+    let dir = probe_dir();
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return failed(format!("{}: {e}", dir.display()));
+    }
     let output = std::process::Command::new(exe)
         .arg(SUBCOMMAND)
         .arg("--probe")
+        .arg(&dir)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .output();
+    let _ = std::fs::remove_dir(&dir);
     match output {
         Ok(out) if out.status.success() => serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|e| failed(format!("the sandbox probe answered nonsense: {e}"))),
@@ -50,6 +58,13 @@ pub fn probe(exe: &Path) -> Probe {
         )),
         Err(e) => failed(format!("cannot run {}: {e}", exe.display())),
     }
+}
+
+/// A folder of this process's own for one probe.
+fn probe_dir() -> PathBuf {
+    static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("agent-lsp-probe-{}-{n}", std::process::id()))
 }
 
 /// One command's jail, ready to spawn: the launcher's command (stdout and stderr are the

@@ -51,10 +51,10 @@ use spec::{JailNetwork, JailSpec, SPEC_ENV};
 
 /// The hidden subcommand that runs the launcher.
 pub const SUBCOMMAND: &str = "__sandbox-exec";
-/// The launcher's entry point (`agent-lsp __sandbox-exec [--probe]`).
+/// The launcher's entry point (`agent-lsp __sandbox-exec [--probe DIR]`).
 pub fn main(args: &[OsString]) -> ! {
-    if args.iter().any(|a| a == "--probe") {
-        probe::run()
+    if let Some(at) = args.iter().position(|a| a == "--probe") {
+        probe::run(args.get(at + 1).map(std::path::PathBuf::from))
     }
     match launch() {
         Ok(end) => end.exit(),

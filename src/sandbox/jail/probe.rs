@@ -2,16 +2,22 @@
 //! (a disposable process enters the namespaces and builds a real view; a child installs the
 //! seccomp filter). Prints a [`Probe`] as JSON.
 
+use std::path::PathBuf;
+
 use nix::sys::wait::{WaitStatus, waitpid};
 
 use super::spec::{JailNetwork, JailSpec};
 use super::spec::{Landlock, Probe};
 use super::{mounts, seccomp, sys};
 
-pub fn run() -> ! {
+/// `dir`: an empty folder the caller made and removes (the view is built over it).
+pub fn run(dir: Option<PathBuf>) -> ! {
+    let dir = dir.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("agent-lsp-probe-{}", std::process::id()))
+    });
     let probe = Probe {
         seccomp: in_child(|| seccomp::install(&JailNetwork::Off)).err(),
-        namespaces: namespaces().err(),
+        namespaces: namespaces(dir).err(),
     };
     println!("{}", serde_json::to_string(&probe).unwrap_or_default());
     std::process::exit(0)
@@ -19,9 +25,8 @@ pub fn run() -> ! {
 
 /// Enters the namespaces here (this process is thrown away), then lets a child — PID 1 of the
 /// new PID namespace — build the view a jail builds.
-fn namespaces() -> Result<(), String> {
+fn namespaces(temp: PathBuf) -> Result<(), String> {
     super::enter_namespaces(true)?;
-    let temp = std::env::temp_dir().join(format!("agent-lsp-probe-{}", std::process::id()));
     std::fs::create_dir_all(&temp).map_err(|e| format!("{}: {e}", temp.display()))?;
     let spec = JailSpec {
         program: "/bin/true".into(),
@@ -41,9 +46,7 @@ fn namespaces() -> Result<(), String> {
             resolve_unix: false,
         },
     };
-    let result = in_child(|| mounts::build(&spec).map_err(|e| e.to_string()));
-    let _ = std::fs::remove_dir_all(&temp);
-    result
+    in_child(|| mounts::build(&spec).map_err(|e| e.to_string()))
 }
 
 /// Runs `f` in a child; its error comes back through a pipe.

@@ -250,3 +250,30 @@ async fn the_allowlist_proxy_refuses_other_hosts_and_the_status_lists_them() {
         json!(["user", "mount", "pid", "ipc", "net"])
     );
 }
+
+/// The probe of what a jail can use builds a view over a folder inside namespaces that die with
+/// it; the folder must not stay behind (it did once per process: thousands in a day of tests).
+#[test]
+fn the_probe_leaves_no_folder_behind() {
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_agent-lsp"));
+    let ours = format!("agent-lsp-probe-{}-", std::process::id());
+    let left = || {
+        std::fs::read_dir(std::env::temp_dir())
+            .map(|dir| {
+                dir.filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(&ours))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    for _ in 0..3 {
+        let probe = agent_lsp::sandbox::launch::probe(exe);
+        assert_eq!(probe.namespaces, None, "namespaces unavailable: {probe:?}");
+    }
+    assert_eq!(
+        left(),
+        0,
+        "probe folders left in {}",
+        std::env::temp_dir().display()
+    );
+}
