@@ -31,7 +31,7 @@ impl Translator {
         &mut self,
         event: &AgentEvent,
         look: &ToolLook<'_>,
-        model: &Model,
+        model_of: impl FnOnce(&AssistantMessage) -> Model,
     ) -> Vec<acp::SessionUpdate> {
         match event {
             AgentEvent::MessageStart {
@@ -45,7 +45,7 @@ impl Translator {
             } => self.stream_update(assistant_message_event, look),
             AgentEvent::MessageEnd {
                 message: AgentMessage::Assistant(a),
-            } => vec![usage_update(a, model)],
+            } => vec![usage_update(a, &model_of(a))],
             AgentEvent::ToolExecutionUpdate {
                 tool_call_id,
                 partial_result,

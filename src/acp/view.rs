@@ -111,13 +111,9 @@ impl AcpView {
             } => session.announce_title(),
             _ => {}
         }
-        let model = match event {
-            AgentEvent::MessageEnd {
-                message: AgentMessage::Assistant(a),
-            } => session.controls.model_of(a),
-            _ => session.controls.model(),
-        };
-        let shown = lock(&self.translator).updates(event, &session.look(), &model);
+        // The model that wrote a finished message prices it (the session may have switched).
+        let model_of = |a: &_| session.controls.model_of(a);
+        let shown = lock(&self.translator).updates(event, &session.look(), model_of);
         for update in shown {
             self.notify(update);
         }

@@ -119,8 +119,9 @@ pub trait View: Send + Sync + Sized + 'static {
     /// methods (a settled run is shown under the session's lock).
     fn show(&self, session: &Session<Self>, run: Option<&str>, event: Event<'_>);
 
-    /// What an agent event, an allowed call or a run's end needs done before the session goes
-    /// on (after [`View::show`], for an agent event): nothing by default.
+    /// What an agent event (but a streamed delta, `message_update`), an allowed call or a run's
+    /// end needs done before the session goes on (after [`View::show`], for an agent event):
+    /// nothing by default.
     fn follow<'a>(
         &'a self,
         _session: &'a Arc<Session<Self>>,
@@ -154,9 +155,9 @@ pub trait View: Send + Sync + Sized + 'static {
 
 #[derive(Default)]
 struct RunState {
-    /// The active run's id.
-    active: Option<String>,
-    last_run: Option<String>,
+    /// The active run's id (shared: every event of the run reads it).
+    active: Option<Arc<str>>,
+    last_run: Option<Arc<str>>,
     steering: VecDeque<QueuedMessage>,
     follow_up: VecDeque<QueuedMessage>,
     /// The ids of user messages given to the agent and not yet recorded, in delivery order:
@@ -287,11 +288,11 @@ impl<V: View> Session<V> {
 
     /// The active run's id, if any.
     pub fn active_run(&self) -> Option<String> {
-        self.lock().active.clone()
+        self.lock().active.as_deref().map(str::to_owned)
     }
 
     pub fn last_run(&self) -> Option<String> {
-        self.lock().last_run.clone()
+        self.lock().last_run.as_deref().map(str::to_owned)
     }
 
     pub fn record(&self) -> MutexGuard<'_, SessionFile> {
@@ -362,8 +363,9 @@ impl<V: View> Session<V> {
 
     fn begin(&self, st: &mut RunState) -> String {
         let run_id = new_id();
-        st.active = Some(run_id.clone());
-        st.last_run = Some(run_id.clone());
+        let shared: Arc<str> = Arc::from(run_id.as_str());
+        st.active = Some(shared.clone());
+        st.last_run = Some(shared);
         self.journal.set_run(Some(run_id.clone()));
         self.idle.send_replace(false);
         run_id
@@ -436,7 +438,7 @@ impl<V: View> Session<V> {
         message_id: String,
     ) -> Result<(String, String, bool), Refusal> {
         let mut st = self.lock();
-        let Some(run_id) = st.active.clone() else {
+        let Some(run_id) = st.active.as_deref().map(str::to_owned) else {
             drop(st);
             let (run_id, message_id) = self.start_run_as(user_message(blocks), message_id)?;
             return Ok((run_id, message_id, true));
@@ -571,16 +573,23 @@ impl<V: View> Session<V> {
         {
             self.view.record_failed(&self.id, e)?;
         }
+        // A streamed delta neither changes the queues (the loop takes queued messages between
+        // turns) nor needs following: one lock and one `show` per delta.
+        let delta = matches!(event.as_ref(), AgentEvent::MessageUpdate { .. });
         let run = {
             let mut st = self.lock();
             let run = st.active.clone();
-            self.sync_queues(&mut st, run.as_deref());
+            if !delta {
+                self.sync_queues(&mut st, run.as_deref());
+            }
             self.view.show(&self, run.as_deref(), Event::Agent(event));
             run
         };
-        (self.view)
-            .follow(&self, run.as_deref(), Event::Agent(event))
-            .await;
+        if !delta {
+            (self.view)
+                .follow(&self, run.as_deref(), Event::Agent(event))
+                .await;
+        }
         Ok(())
     }
 
