@@ -39,6 +39,12 @@ use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 
 use super::snapshot::{Meta, OnFolder, Scope, Snapshot};
 
+/// Below this many files a workspace is walked at every update, unwatched: such a walk takes
+/// a few milliseconds, and an inotify instance costs its process a kernel grace period (~10
+/// ms) when it closes, which a short `agent-lsp run` in a small project would pay at every exit
+/// (BENCH.md, scenario 1).
+pub const SMALL_TREE: usize = 2_000;
+
 /// A whole walk is made after this many updates brought by the watch alone.
 pub const WALK_AGAIN_AFTER: u32 = 64;
 
@@ -103,11 +109,15 @@ pub struct Live {
     next_mark: u64,
     /// Marks dropped unfinished, to release.
     dropped: Arc<Mutex<Vec<u64>>>,
+    /// Fewer files than this are walked rather than watched ([`SMALL_TREE`]).
+    watch_from: usize,
 }
 
 enum Watch {
     /// Not tried yet.
     NotYet,
+    /// The workspace is small: every update walks, until a walk finds it grown.
+    Unneeded,
     On(Watcher),
     /// Every update walks.
     Off,
@@ -153,6 +163,7 @@ impl Live {
             log_limit: LOG_LIMIT,
             next_mark: 0,
             dropped: Arc::default(),
+            watch_from: 0,
         }
     }
 
@@ -169,7 +180,10 @@ impl Live {
         if let Some(live) = shared.get(root).and_then(Weak::upgrade) {
             return live;
         }
-        let live = Arc::new(Mutex::new(Live::new(root)));
+        let live = Arc::new(Mutex::new(Live {
+            watch_from: SMALL_TREE,
+            ..Live::new(root)
+        }));
         shared.insert(root.to_path_buf(), Arc::downgrade(&live));
         live
     }
@@ -313,10 +327,18 @@ impl Live {
     /// A whole walk, putting a watch on every folder it reads (unless watching is off).
     fn walk(&mut self) -> Updated {
         self.watched_updates = 0;
-        let watcher = match std::mem::replace(&mut self.watch, Watch::Off) {
+        let previous = std::mem::replace(&mut self.watch, Watch::Off);
+        let was_small = matches!(previous, Watch::Unneeded);
+        // A small workspace is never watched: counting its entries (no stat) is cheaper than
+        // what an inotify instance costs.
+        let small_at_first = matches!(previous, Watch::NotYet)
+            && self.watch_from > 0
+            && has_fewer_entries(&self.root, self.watch_from);
+        let was_small = was_small || small_at_first;
+        let watcher = match previous {
             Watch::On(watcher) => Some(watcher),
-            Watch::NotYet => Watcher::start(&self.root),
-            Watch::Off => None,
+            Watch::NotYet if !small_at_first => Watcher::start(&self.root),
+            Watch::NotYet | Watch::Unneeded | Watch::Off => None,
         };
         let (walked, watcher) = match watcher {
             Some(mut watcher) => {
@@ -340,10 +362,19 @@ impl Live {
             }
             None => (Snapshot::walk(&self.root, None, None), None),
         };
-        // Too many files: nothing to watch for.
-        if let (Some(watcher), Some(_)) = (watcher, &walked) {
-            self.watch = Watch::On(watcher);
-        }
+        let small = walked.as_ref().map(|w| w.files.len() < self.watch_from);
+        self.watch = match (watcher, small) {
+            (Some(watcher), Some(true)) => {
+                close_elsewhere(watcher);
+                Watch::Unneeded
+            }
+            (Some(watcher), Some(false)) => Watch::On(watcher),
+            (None, Some(true)) if was_small => Watch::Unneeded,
+            // Grown: the next update walks with a watch.
+            (None, Some(false)) if was_small => Watch::NotYet,
+            // Too many files (nothing to watch for), or watching is off.
+            _ => Watch::Off,
+        };
         let old = std::mem::replace(&mut self.files, walked);
         let Some(new) = &self.files else {
             return Updated::Untracked;
@@ -450,6 +481,39 @@ impl Live {
                 files.remove(path);
             }
         }
+    }
+}
+
+/// Whether `root` holds fewer than `limit` entries (files and folders, `.git` left out, ignore
+/// rules not read: an overestimate of what a walk takes in).
+fn has_fewer_entries(root: &Path, limit: usize) -> bool {
+    let mut seen = 0usize;
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen >= limit {
+                return false;
+            }
+            let is_folder = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_folder && entry.file_name() != ".git" {
+                folders.push(entry.path());
+            }
+        }
+    }
+    true
+}
+
+/// Closes an inotify instance on a thread of its own: the close waits out a kernel grace period.
+fn close_elsewhere(watcher: Watcher) {
+    let spawned = std::thread::Builder::new()
+        .name("inotify-close".into())
+        .spawn(move || drop(watcher));
+    if let Err(e) = spawned {
+        tracing::debug!(%e, "closing the watch here");
     }
 }
 

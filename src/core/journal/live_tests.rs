@@ -370,3 +370,50 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_small_workspace_is_walked_unwatched_until_it_grows() {
+    let dir = workspace();
+    let root = dir.path();
+    let mut live = Live {
+        watch_from: 12,
+        ..Live::new(root)
+    };
+    // 11 entries (files and folders, the ignored ones too), 5 files: too few to watch.
+    assert_eq!(live.update(), Updated::Walked);
+    assert!(!live.watching());
+    let mark = live.mark();
+    std::fs::write(root.join("src/e.rs"), "e").unwrap();
+    assert_eq!(live.update(), Updated::Walked);
+    assert_eq!(
+        told(&mut live, mark, root),
+        [("src/e.rs".into(), false, true)]
+    );
+    // Grown past the mark: the next walk puts the watch on, and the watch tells from then on.
+    for name in ["f", "g", "h", "i", "j", "k", "l", "m"] {
+        std::fs::write(root.join(name), name).unwrap();
+    }
+    assert_eq!(live.update(), Updated::Walked);
+    assert!(!live.watching());
+    assert_eq!(live.update(), Updated::Walked);
+    assert!(live.watching());
+    let mark = live.mark();
+    std::fs::write(root.join("a.txt"), "changed").unwrap();
+    assert_eq!(live.update(), Updated::Watched);
+    assert_eq!(told(&mut live, mark, root), [("a.txt".into(), true, true)]);
+    let (files, walked) = live_and_walked(&live, root);
+    assert_eq!(files, walked);
+}
+
+#[test]
+fn the_shared_snapshot_counts_before_it_watches() {
+    let dir = workspace();
+    let shared = Live::shared(dir.path());
+    let mut live = shared.lock().unwrap();
+    assert_eq!(live.watch_from, SMALL_TREE);
+    assert_eq!(live.update(), Updated::Walked);
+    assert!(
+        !live.watching(),
+        "a workspace of eleven entries got an inotify instance"
+    );
+}
