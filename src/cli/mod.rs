@@ -4,6 +4,7 @@
 
 pub mod approve;
 pub mod demo;
+pub mod doctor;
 mod malloc;
 pub mod output;
 pub mod run;
@@ -27,7 +28,7 @@ use crate::store::SessionStore;
     long_about = "A coding agent served to editors as a language server.\n\n\
         Without a command, agent-lsp serves LSP over stdin/stdout for an editor. `run` answers \
         one prompt in a terminal or script, `demo` shows a scripted session without a model, \
-        `sessions list | fork | rename` manage stored sessions.\n\n\
+        `sessions list | fork | rename` manage stored sessions, `doctor` checks the set-up.\n\n\
         Models: --model provider/id with ANTHROPIC_API_KEY, OPENAI_API_KEY (OPENAI_BASE_URL / \
         ANTHROPIC_BASE_URL for other endpoints), ollama/<name> for a local Ollama, or \
         providers in $XDG_CONFIG_HOME/agent-lsp/models.json."
@@ -56,6 +57,10 @@ pub enum Command {
     /// Stored sessions.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// What agent-lsp would use here and what stands in its way (the model, keys, sandbox,
+    /// sessions, MCP servers, the binary on PATH), each problem with its fix; exits 1 on a
+    /// problem.
+    Doctor(doctor::DoctorArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -194,6 +199,7 @@ pub fn main() -> ExitCode {
         }
         Some(Command::Run(args)) => return runtime.block_on(run::run(args, env, cli.verbose > 0)),
         Some(Command::Demo(args)) => return runtime.block_on(demo::demo(args)),
+        Some(Command::Doctor(args)) => return runtime.block_on(doctor::run(args, env)),
         Some(Command::Sessions(command)) => runtime.block_on(sessions(command, &env)),
     };
     match result {

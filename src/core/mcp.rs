@@ -248,6 +248,36 @@ fn trust_title(project: &str, changes: &[String]) -> String {
     format!("{title} Changed since your last answer: {named}")
 }
 
+/// What is configured for a project, without starting anything (`agent-lsp doctor`).
+pub struct Configured {
+    /// By name, later sources winning.
+    pub servers: std::collections::BTreeMap<String, ServerConfig>,
+    /// The names of the servers from the project's `.mcp.json`.
+    pub project: Vec<String>,
+    /// The remembered answer about the project's servers.
+    pub trust: Trust,
+    /// Broken files or entries (the rest still loaded).
+    pub errors: Vec<ConfigError>,
+}
+
+/// The servers of the user's file and the project's `.mcp.json` for `cwd`, and whether the
+/// project's may start.
+pub fn configured(cwd: &Path, env: &EnvSource) -> Configured {
+    let spec = McpSpec {
+        hub: Some(McpHub::new()),
+        ..McpSpec::default()
+    };
+    let (config, errors) = load(&spec, cwd, env);
+    let project_servers: Vec<ServerConfig> = config.project_servers().cloned().collect();
+    let trust = TrustStore::new(env).decision(cwd, &project_servers).trust;
+    Configured {
+        project: project_servers.iter().map(|s| s.name.clone()).collect(),
+        servers: config.servers,
+        trust,
+        errors,
+    }
+}
+
 /// The merged configuration: the user's file, the project's `.mcp.json`, the front end's sources.
 fn load(spec: &McpSpec, cwd: &Path, env: &EnvSource) -> (McpConfig, Vec<ConfigError>) {
     let mut merged = McpConfig::default();

@@ -171,7 +171,7 @@ pub fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder().tls_certs_merge(mozilla)
 }
 
-fn is_loopback(url: &reqwest::Url) -> bool {
+pub(crate) fn is_loopback(url: &reqwest::Url) -> bool {
     let host = url.host_str().unwrap_or("").trim_matches(['[', ']']);
     match host.parse::<std::net::IpAddr>() {
         Ok(ip) => ip.is_loopback(),

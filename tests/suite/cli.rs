@@ -6,6 +6,7 @@ mod commands;
 mod compaction;
 mod controls;
 mod demo_help;
+mod doctor;
 mod escapes;
 mod gc;
 mod git_journal;

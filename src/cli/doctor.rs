@@ -1,0 +1,393 @@
+//! `agent-lsp doctor`: what agent-lsp would use here and what stands in its way — the model and
+//! where that choice came from, the providers' keys, the model's endpoint when asked
+//! (`--online`), the command sandbox, the session directory, the MCP servers and their trust,
+//! and how editors find the binary. Each problem says how to fix it; any problem exits 1.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::mcp::trust::Trust;
+use crate::model_registry::{EnvSource, ModelError, ResolvedModel, resolve_model};
+use crate::provider::transport;
+use crate::store::SessionStore;
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The model to check, as `run --model` takes it (default: the one agent-lsp would pick).
+    #[arg(long, short = 'm')]
+    pub model: Option<String>,
+    /// The project directory whose `.mcp.json` is checked (default: the current directory).
+    #[arg(long)]
+    pub cwd: Option<PathBuf>,
+    /// Also ask the model's endpoint whether it answers (one request, no prompt).
+    #[arg(long)]
+    pub online: bool,
+    /// One JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How a check came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Status {
+    Ok,
+    /// Works, with less than it could (said, with how to get the rest).
+    Warning,
+    /// Stands in the way: `doctor` exits 1.
+    Problem,
+}
+
+/// One line of the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Check {
+    pub name: &'static str,
+    pub status: Status,
+    pub detail: String,
+    /// What to do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+impl Check {
+    fn ok(name: &'static str, detail: impl Into<String>) -> Check {
+        Check {
+            name,
+            status: Status::Ok,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    fn warning(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            name,
+            status: Status::Warning,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+
+    fn problem(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            name,
+            status: Status::Problem,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+/// The environment variables of the built-in providers' keys, as `run` reads them.
+const KEYS: [(&str, &[&str]); 2] = [
+    ("anthropic", &["ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"]),
+    ("openai", &["OPENAI_API_KEY"]),
+];
+
+/// Runs every check and prints the report; exit 1 when any check found a problem.
+pub async fn run(args: DoctorArgs, env: EnvSource) -> ExitCode {
+    let cwd = match args.cwd.clone().map_or_else(std::env::current_dir, Ok) {
+        Ok(cwd) => cwd,
+        Err(e) => {
+            eprintln!("agent-lsp: cannot read the current directory: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let checks = checks(&args, &env, &cwd).await;
+    let failed = checks.iter().any(|c| c.status == Status::Problem);
+    if args.json {
+        println!("{}", to_json(&checks));
+    } else {
+        print!("{}", text(&checks));
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Every check, in the report's order.
+pub async fn checks(args: &DoctorArgs, env: &EnvSource, cwd: &Path) -> Vec<Check> {
+    let resolved = resolve_model(args.model.as_deref(), env);
+    let mut checks = vec![model_check(args.model.as_deref(), env, &resolved)];
+    checks.push(keys_check(env));
+    if args.online
+        && let Ok(model) = &resolved
+    {
+        checks.push(online_check(model).await);
+    }
+    checks.push(sandbox_check(env));
+    checks.push(sessions_check(env));
+    checks.extend(mcp_checks(cwd, env));
+    checks.push(binary_check(env));
+    checks
+}
+
+/// The model agent-lsp would use, and where the choice came from.
+fn model_check(
+    requested: Option<&str>,
+    env: &EnvSource,
+    resolved: &Result<ResolvedModel, ModelError>,
+) -> Check {
+    match resolved {
+        Ok(model) => {
+            let from = match (requested, env.get_nonempty("AGENT_LSP_MODEL")) {
+                (Some(_), _) => "--model".to_string(),
+                (None, Some(_)) => "AGENT_LSP_MODEL".to_string(),
+                (None, None) => default_source(env, model),
+            };
+            Check::ok(
+                "model",
+                format!("{} at {} (from {from})", model.spec(), model.model.base_url),
+            )
+        }
+        Err(ModelError::NotConfigured(text)) => Check::problem(
+            "model",
+            "no model is configured",
+            format!(
+                "{}\nOr try agent-lsp without a key: agent-lsp demo",
+                fix_of(text)
+            ),
+        ),
+        Err(ModelError::MissingKey { provider, hint }) => Check::problem(
+            "model",
+            format!("no API key for provider {provider}"),
+            format!("set {hint}"),
+        ),
+        Err(e) => Check::problem(
+            "model",
+            e.to_string(),
+            "give the model as provider/id (agent-lsp doctor --model provider/id checks one)",
+        ),
+    }
+}
+
+/// The not-configured text without its first line (which the detail says).
+fn fix_of(text: &str) -> String {
+    let rest = text.split_once(". ").map_or(text, |(_, rest)| rest);
+    rest.trim().to_string()
+}
+
+/// Why the default model is the one it is.
+fn default_source(env: &EnvSource, model: &ResolvedModel) -> String {
+    let key = (KEYS.iter())
+        .find(|(provider, _)| *provider == model.model.provider)
+        .and_then(|(_, vars)| vars.iter().find(|v| env.get_nonempty(v).is_some()));
+    match key {
+        Some(var) => format!("the default: {var} is set"),
+        None => "the default: the first provider of models.json".to_string(),
+    }
+}
+
+/// Which providers' keys are set (never their values).
+fn keys_check(env: &EnvSource) -> Check {
+    let mut present = Vec::new();
+    let mut absent = Vec::new();
+    for (provider, vars) in KEYS {
+        match vars.iter().find(|v| env.get_nonempty(v).is_some()) {
+            Some(var) => present.push(format!("{provider} ({var})")),
+            None => absent.push(provider),
+        }
+    }
+    let detail = match (present.is_empty(), absent.is_empty()) {
+        (false, true) => format!("set: {}", present.join(", ")),
+        (false, false) => format!(
+            "set: {}; not set: {}",
+            present.join(", "),
+            absent.join(", ")
+        ),
+        (true, _) => format!("none set ({})", absent.join(", ")),
+    };
+    Check::ok("keys", detail)
+}
+
+/// One request to the model's endpoint: its list of models.
+async fn online_check(model: &ResolvedModel) -> Check {
+    let url = format!("{}/models", model.model.base_url.trim_end_matches('/'));
+    // The crate's TLS set-up, and proxies but for loopback, as a run's requests have them.
+    let loopback = reqwest::Url::parse(&url).is_ok_and(|u| transport::is_loopback(&u));
+    let builder = transport::client_builder().timeout(Duration::from_secs(10));
+    let builder = if loopback {
+        builder.no_proxy()
+    } else {
+        builder
+    };
+    let client = match builder.build() {
+        Ok(client) => client,
+        Err(e) => return Check::problem("endpoint", e.to_string(), "report this as a bug"),
+    };
+    let mut request = client.get(&url);
+    if let Some(key) = &model.api_key {
+        request = match model.model.provider.as_str() {
+            "anthropic" => request
+                .header("x-api-key", key)
+                .header("anthropic-version", "2023-06-01"),
+            _ => request.bearer_auth(key),
+        };
+    }
+    match request.send().await {
+        Ok(response) if matches!(response.status().as_u16(), 401 | 403) => Check::problem(
+            "endpoint",
+            format!(
+                "{url} refused the key (HTTP {})",
+                response.status().as_u16()
+            ),
+            "check the key: it may be revoked, mistyped or for another provider",
+        ),
+        Ok(response) => Check::ok(
+            "endpoint",
+            format!("{url} answers (HTTP {})", response.status().as_u16()),
+        ),
+        Err(e) => Check::problem(
+            "endpoint",
+            format!("cannot reach {url}: {e}"),
+            "check the network, a proxy, or the provider's base URL (OPENAI_BASE_URL, \
+             ANTHROPIC_BASE_URL, models.json)",
+        ),
+    }
+}
+
+/// Whether this machine can sandbox commands, and with which layers.
+fn sandbox_check(env: &EnvSource) -> Check {
+    let layers = crate::sandbox::machine_layers(env);
+    if let Some(reason) = layers.unavailable() {
+        return Check::warning(
+            "sandbox",
+            format!("unavailable: {reason}"),
+            "commands that would run sandboxed ask first; a kernel with Landlock (5.13+) and \
+             seccomp sandboxes them",
+        );
+    }
+    match &layers.namespaces {
+        Ok(()) => Check::ok("sandbox", "Landlock, seccomp and namespaces"),
+        Err(why) => Check::warning(
+            "sandbox",
+            format!("Landlock and seccomp, without namespaces ({why})"),
+            "allow unprivileged user namespaces (kernel.unprivileged_userns_clone=1, or the \
+             AppArmor rule that restricts them) for the network and process isolation",
+        ),
+    }
+}
+
+/// Where sessions are stored, and whether that directory can be written.
+fn sessions_check(env: &EnvSource) -> Check {
+    let Some(dir) = SessionStore::default_dir(env) else {
+        return Check::problem(
+            "sessions",
+            "no session directory: HOME, XDG_DATA_HOME and AGENT_LSP_SESSION_DIR are unset",
+            "set HOME (or XDG_DATA_HOME, or AGENT_LSP_SESSION_DIR)",
+        );
+    };
+    // The nearest folder that exists is where the directory would be made.
+    let existing = dir.ancestors().find(|p| p.exists()).unwrap_or(&dir);
+    let writable =
+        existing.is_dir() && nix::unistd::access(existing, nix::unistd::AccessFlags::W_OK).is_ok();
+    if writable {
+        Check::ok("sessions", dir.display().to_string())
+    } else {
+        Check::problem(
+            "sessions",
+            format!(
+                "{} cannot be written ({} is not a writable folder)",
+                dir.display(),
+                existing.display()
+            ),
+            "make it writable, or set AGENT_LSP_SESSION_DIR to a folder that is",
+        )
+    }
+}
+
+/// The MCP servers configured for `cwd` (the user's file and the project's `.mcp.json`), and
+/// whether the project's may start.
+fn mcp_checks(cwd: &Path, env: &EnvSource) -> Vec<Check> {
+    let configured = crate::core::mcp::configured(cwd, env);
+    let mut checks: Vec<Check> = (configured.errors.iter())
+        .map(|e| {
+            Check::problem(
+                "mcp",
+                e.to_string(),
+                "fix the entry (protocol.md §3.10 shows the shape); the other servers still start",
+            )
+        })
+        .collect();
+    let names: Vec<String> = configured.servers.keys().cloned().collect();
+    if names.is_empty() && checks.is_empty() {
+        checks.push(Check::ok("mcp", "no servers configured"));
+        return checks;
+    }
+    let project: Vec<&str> = configured.project.iter().map(String::as_str).collect();
+    if !project.is_empty() && configured.trust != Trust::Allowed {
+        let answer = match configured.trust {
+            Trust::Denied => "refused",
+            _ => "not allowed yet",
+        };
+        checks.push(Check::warning(
+            "mcp",
+            format!(
+                "{} configured; the project's .mcp.json servers ({}) are {answer}",
+                names.join(", "),
+                project.join(", ")
+            ),
+            "an editor asks when a session starts (`/mcp-trust` asks again); agent-lsp run starts \
+             them with --trust-project-mcp",
+        ));
+    } else if !names.is_empty() {
+        checks.push(Check::ok("mcp", format!("{} configured", names.join(", "))));
+    }
+    checks
+}
+
+/// How editors find the binary: on PATH, as the clients start it by default.
+fn binary_check(env: &EnvSource) -> Check {
+    let on_path = env.get("PATH").and_then(|path| {
+        std::env::split_paths(path)
+            .map(|dir| dir.join("agent-lsp"))
+            .find(|candidate| candidate.is_file())
+    });
+    match on_path {
+        Some(path) => Check::ok("binary", format!("{} (on PATH)", path.display())),
+        None => Check::warning(
+            "binary",
+            "agent-lsp is not on PATH: editors that start `agent-lsp` will not find it",
+            "put it on PATH, or give its path to the editor (VS Code: agentLsp.serverPath; \
+             Neovim: `cmd` in require('agent_lsp').setup)",
+        ),
+    }
+}
+
+/// The report as text: one line per check, the fix indented below a warning or a problem.
+pub fn text(checks: &[Check]) -> String {
+    let mut out = String::new();
+    for check in checks {
+        let mark = match check.status {
+            Status::Ok => "ok",
+            Status::Warning => "warning",
+            Status::Problem => "PROBLEM",
+        };
+        out.push_str(&format!("{mark:>7}  {:<9} {}\n", check.name, check.detail));
+        for line in check.fix.iter().flat_map(|f| f.lines()) {
+            out.push_str(&format!("{:>18}{line}\n", ""));
+        }
+    }
+    let problems = checks
+        .iter()
+        .filter(|c| c.status == Status::Problem)
+        .count();
+    out.push_str(&match problems {
+        0 => "No problems found.\n".to_string(),
+        1 => "1 problem found.\n".to_string(),
+        n => format!("{n} problems found.\n"),
+    });
+    out
+}
+
+/// The report as JSON: `{ok, checks: [{name, status, detail, fix?}]}`.
+pub fn to_json(checks: &[Check]) -> Value {
+    json!({"ok": !checks.iter().any(|c| c.status == Status::Problem), "checks": checks})
+}

@@ -1,0 +1,239 @@
+//! `agent-lsp doctor` through the binary: every problem it reports, with its fix, and a clean
+//! report exiting 0; the endpoint probe against the mock on loopback.
+
+use agent_lsp::testing::MockResponse;
+use serde_json::Value;
+
+use super::super::support::cli_run::{CliEnv, stdout};
+use super::mock;
+
+/// The JSON report and the exit status.
+async fn doctor(env: &CliEnv, args: &[&str]) -> (Value, Option<i32>) {
+    let mut all = vec!["doctor", "--json"];
+    all.extend_from_slice(args);
+    let out = env.run(&all).await;
+    let report: Value = serde_json::from_str(stdout(&out).trim())
+        .unwrap_or_else(|e| panic!("doctor --json printed no JSON ({e}): {}", stdout(&out)));
+    (report, out.status.code())
+}
+
+/// The checks named `name`.
+fn named<'a>(report: &'a Value, name: &str) -> Vec<&'a Value> {
+    (report["checks"].as_array().unwrap().iter())
+        .filter(|c| c["name"] == name)
+        .collect()
+}
+
+fn one<'a>(report: &'a Value, name: &str) -> &'a Value {
+    let found = named(report, name);
+    assert_eq!(found.len(), 1, "one {name} check: {report:#}");
+    found[0]
+}
+
+/// An environment where nothing stands in the way: a model, a writable home, agent-lsp on PATH.
+fn healthy(mock: &agent_lsp::testing::MockProvider) -> CliEnv {
+    let mut env = CliEnv::with_mock(mock);
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_agent-lsp"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    env.set("PATH", &path);
+    env
+}
+
+#[tokio::test]
+async fn a_healthy_setup_reports_no_problem_and_exits_zero() {
+    let mock = mock(vec![]).await;
+    let env = healthy(&mock);
+    let (report, code) = doctor(&env, &[]).await;
+    assert_eq!(code, Some(0), "{report:#}");
+    assert_eq!(report["ok"], true);
+    let model = one(&report, "model");
+    assert_eq!(model["status"], "ok");
+    let detail = model["detail"].as_str().unwrap();
+    assert!(detail.starts_with("openai/"), "{detail}");
+    assert!(detail.contains("OPENAI_API_KEY is set"), "{detail}");
+    let keys = one(&report, "keys")["detail"].as_str().unwrap().to_string();
+    assert!(keys.contains("openai (OPENAI_API_KEY)"), "{keys}");
+    assert!(
+        !keys.contains("test-key"),
+        "a key's value is never printed: {keys}"
+    );
+    assert_eq!(one(&report, "sessions")["status"], "ok");
+    assert_eq!(one(&report, "mcp")["detail"], "no servers configured");
+    assert_eq!(one(&report, "binary")["status"], "ok");
+    assert!(
+        named(&report, "endpoint").is_empty(),
+        "the endpoint is asked only with --online"
+    );
+}
+
+#[tokio::test]
+async fn no_model_is_a_problem_whose_fix_names_the_keys_and_the_demo() {
+    let env = CliEnv::new();
+    let (report, code) = doctor(&env, &[]).await;
+    assert_eq!(code, Some(1));
+    assert_eq!(report["ok"], false);
+    let model = one(&report, "model");
+    assert_eq!(model["status"], "problem");
+    let fix = model["fix"].as_str().unwrap();
+    for needle in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "models.json",
+        "agent-lsp demo",
+    ] {
+        assert!(fix.contains(needle), "missing {needle}: {fix}");
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_model_and_a_missing_key_are_problems() {
+    let mock = mock(vec![]).await;
+    let env = healthy(&mock);
+    let (report, code) = doctor(&env, &["--model", "nosuch/model"]).await;
+    assert_eq!(code, Some(1));
+    assert_eq!(one(&report, "model")["status"], "problem");
+    let mut env = CliEnv::new();
+    env.set("ANTHROPIC_BASE_URL", "https://api.anthropic.com");
+    let (report, code) = doctor(&env, &["--model", "anthropic/claude-sonnet-4-5"]).await;
+    assert_eq!(code, Some(1));
+    let model = one(&report, "model");
+    assert_eq!(model["detail"], "no API key for provider anthropic");
+    assert!(model["fix"].as_str().unwrap().contains("ANTHROPIC_API_KEY"));
+}
+
+#[tokio::test]
+async fn online_asks_the_endpoint_and_says_when_it_cannot_be_reached() {
+    let mock = mock(vec![MockResponse::text("unused")]).await;
+    let env = healthy(&mock);
+    let (report, code) = doctor(&env, &["--online"]).await;
+    assert_eq!(code, Some(0), "{report:#}");
+    let endpoint = one(&report, "endpoint");
+    assert_eq!(endpoint["status"], "ok");
+    assert!(endpoint["detail"].as_str().unwrap().contains("answers"));
+    let mut env = healthy(&mock);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    env.set("OPENAI_BASE_URL", &format!("http://127.0.0.1:{port}/v1"));
+    let (report, code) = doctor(&env, &["--online"]).await;
+    assert_eq!(code, Some(1));
+    let endpoint = one(&report, "endpoint");
+    assert_eq!(endpoint["status"], "problem");
+    assert!(
+        endpoint["detail"]
+            .as_str()
+            .unwrap()
+            .contains("cannot reach")
+    );
+    assert!(
+        endpoint["fix"]
+            .as_str()
+            .unwrap()
+            .contains("OPENAI_BASE_URL")
+    );
+}
+
+#[tokio::test]
+async fn a_session_directory_that_cannot_be_written_is_a_problem() {
+    let mock = mock(vec![]).await;
+    let mut env = healthy(&mock);
+    let file = env.home.path().join("not-a-folder");
+    std::fs::write(&file, "").unwrap();
+    env.set(
+        "AGENT_LSP_SESSION_DIR",
+        &file.join("sessions").display().to_string(),
+    );
+    let (report, code) = doctor(&env, &[]).await;
+    assert_eq!(code, Some(1));
+    let sessions = one(&report, "sessions");
+    assert_eq!(sessions["status"], "problem");
+    assert!(
+        sessions["fix"]
+            .as_str()
+            .unwrap()
+            .contains("AGENT_LSP_SESSION_DIR")
+    );
+}
+
+#[tokio::test]
+async fn a_broken_mcp_entry_is_a_problem_and_an_untrusted_project_a_warning() {
+    let mock = mock(vec![]).await;
+    let env = healthy(&mock);
+    std::fs::write(
+        env.project.path().join(".mcp.json"),
+        r#"{"mcpServers": {"good": {"command": "true"}, "bad": {"command": 42}}}"#,
+    )
+    .unwrap();
+    let (report, code) = doctor(&env, &[]).await;
+    assert_eq!(code, Some(1), "{report:#}");
+    let mcp = named(&report, "mcp");
+    let problem = mcp
+        .iter()
+        .find(|c| c["status"] == "problem")
+        .expect("a problem");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("bad"),
+        "{problem}"
+    );
+    let warning = mcp
+        .iter()
+        .find(|c| c["status"] == "warning")
+        .expect("a warning");
+    let detail = warning["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("good") && detail.contains("not allowed yet"),
+        "{detail}"
+    );
+    assert!(
+        warning["fix"]
+            .as_str()
+            .unwrap()
+            .contains("--trust-project-mcp")
+    );
+}
+
+#[tokio::test]
+async fn an_unavailable_sandbox_and_a_binary_off_path_are_warnings() {
+    let mock = mock(vec![]).await;
+    let mut env = CliEnv::with_mock(&mock);
+    env.set("AGENT_LSP_TEST_SANDBOX_UNAVAILABLE", "1");
+    env.set("PATH", "/nonexistent");
+    let (report, code) = doctor(&env, &[]).await;
+    assert_eq!(code, Some(0), "warnings do not fail: {report:#}");
+    let sandbox = one(&report, "sandbox");
+    assert_eq!(sandbox["status"], "warning");
+    assert!(
+        sandbox["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("unavailable")
+    );
+    let binary = one(&report, "binary");
+    assert_eq!(binary["status"], "warning");
+    assert!(
+        binary["fix"]
+            .as_str()
+            .unwrap()
+            .contains("agentLsp.serverPath")
+    );
+}
+
+#[tokio::test]
+async fn the_text_report_marks_each_problem_and_counts_them() {
+    let env = CliEnv::new();
+    let out = env.run(&["doctor"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.contains("PROBLEM  model"), "{text}");
+    assert!(text.contains("agent-lsp demo"), "{text}");
+    assert!(
+        text.trim_end().ends_with("problem found.") || text.contains("problems found."),
+        "{text}"
+    );
+}
