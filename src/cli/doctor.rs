@@ -174,13 +174,19 @@ fn fix_of(text: &str) -> String {
     rest.trim().to_string()
 }
 
-/// Why the default model is the one it is.
+/// Why the default model is the one it is, in the order the registry picks it: a key of the
+/// built-in providers, else the first provider of models.json, else `OPENAI_BASE_URL`.
 fn default_source(env: &EnvSource, model: &ResolvedModel) -> String {
     let key = (KEYS.iter())
         .find(|(provider, _)| *provider == model.model.provider)
         .and_then(|(_, vars)| vars.iter().find(|v| env.get_nonempty(v).is_some()));
     match key {
         Some(var) => format!("the default: {var} is set"),
+        None if model.model.provider == "openai"
+            && env.get_nonempty("OPENAI_BASE_URL").is_some() =>
+        {
+            "the default: OPENAI_BASE_URL is set".to_string()
+        }
         None => "the default: the first provider of models.json".to_string(),
     }
 }

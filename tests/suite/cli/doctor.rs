@@ -73,6 +73,20 @@ async fn a_healthy_setup_reports_no_problem_and_exits_zero() {
 }
 
 #[tokio::test]
+async fn a_base_url_alone_picks_the_openai_default_and_says_so() {
+    let mock = mock(vec![]).await;
+    let mut env = CliEnv::new();
+    env.set("OPENAI_BASE_URL", &mock.openai_base_url());
+    let (report, _) = doctor(&env, &[]).await;
+    let detail = one(&report, "model")["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(detail.contains("OPENAI_BASE_URL is set"), "{detail}");
+    assert!(detail.contains(&mock.openai_base_url()), "{detail}");
+}
+
+#[tokio::test]
 async fn no_model_is_a_problem_whose_fix_names_the_keys_and_the_demo() {
     let env = CliEnv::new();
     let (report, code) = doctor(&env, &[]).await;

@@ -1,6 +1,7 @@
 --- agent_lsp.health: `:checkhealth agent_lsp` (Neovim, setup, binary and version, model
---- configuration, the running daemon's protocol version when one is attached, and the command
---- sandbox of the current session: `agent/getState.sandbox`, as `:AgentSandbox` shows it).
+--- configuration, `agent-lsp doctor`'s report for this project (keys, sandbox layers, session
+--- directory, MCP servers), the running daemon's protocol version when one is attached, and the
+--- command sandbox of the current session: `agent/getState.sandbox`, as `:AgentSandbox` shows it).
 
 local M = {}
 
@@ -71,6 +72,43 @@ local function check_model(opts)
   end
 end
 
+--- `agent-lsp doctor --json` in the daemon's environment, for this project: each check but the
+--- model (above, with the setup option) and the binary on PATH (the plugin starts `cmd`).
+---@param opts agent_lsp.Options
+local function check_doctor(opts)
+  local args = { opts.cmd[1], "doctor", "--json" }
+  local cwd = vim.fn.getcwd()
+  local here = cwd ~= "" and vim.fn.isdirectory(cwd) == 1
+  if here then
+    vim.list_extend(args, { "--cwd", cwd })
+  end
+  if opts.model then
+    vim.list_extend(args, { "--model", opts.model })
+  end
+  local env = vim.tbl_extend("force", vim.fn.environ(), opts.cmd_env or {})
+  local ok, res = pcall(function()
+    return vim.system(args, { text = true, env = env, clear_env = true, cwd = here and cwd or "/" }):wait(15000)
+  end)
+  local report = ok and res.stdout and res.stdout ~= "" and vim.json.decode(res.stdout) or nil
+  if type(report) ~= "table" or type(report.checks) ~= "table" then
+    health.warn("`agent-lsp doctor` gave no report: " .. tostring(ok and res.stderr or res))
+    return
+  end
+  for _, check in ipairs(report.checks) do
+    if check.name ~= "model" and check.name ~= "binary" then
+      local text = check.name .. ": " .. check.detail
+      local advice = check.fix and vim.split(check.fix, "\n") or nil
+      if check.status == "ok" then
+        health.ok(text)
+      elseif check.status == "warning" then
+        health.warn(text, advice)
+      else
+        health.error(text, advice)
+      end
+    end
+  end
+end
+
 --- The current session's command sandbox, when that session lives in `client`.
 ---@param client vim.lsp.Client
 local function check_sandbox(client)
@@ -136,6 +174,7 @@ function M.check()
   local opts = require("agent_lsp.config").options
   if check_binary(opts) then
     check_model(opts)
+    check_doctor(opts)
   end
   check_client(opts)
 end

@@ -20,6 +20,10 @@ return {
       H.contains(text, "version: agent-lsp ", "health report")
       H.contains(text, "model configuration from: OPENAI_BASE_URL", "health report")
       H.contains(text, "protocol version 1", "health report")
+      -- agent-lsp doctor's report for the project, in the daemon's environment.
+      H.contains(text, "OK sessions: ", "health report")
+      H.contains(text, "OK mcp: no servers configured", "health report")
+      H.contains(text, "OK sandbox: Landlock", "health report")
       assert(not text:find("ERROR"), "health report has errors:\n" .. text)
       assert(not text:find("WARNING"), "health report has warnings:\n" .. text)
       local f = assert(io.open(H.artifacts .. "/health.checkhealth.txt", "w"))
@@ -58,6 +62,7 @@ return {
       local text = report()
       H.contains(text, "WARNING no model configured", "health report")
       H.contains(text, "version: agent-lsp ", "health report")
+      H.contains(text, "OK keys: none set (anthropic, openai)", "health report")
       assert(not text:find("ERROR"), "health report has errors:\n" .. text)
     end,
   },
