@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import { CHAT_VIEW_ID, ChatViewProvider } from './chatView';
 import { Controller } from './controller';
+import { runDoctor } from './doctor';
 import { DIFF_SCHEME } from './diffs';
 import { registerReview } from './review';
 import { registerSessionActions } from './sessionActions';
@@ -69,6 +70,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('agentLsp.mcpAskTrust', () => c.mcp.askTrust()),
     vscode.commands.registerCommand('agentLsp.showSandboxStatus', () => c.showSandboxStatus()),
     vscode.commands.registerCommand('agentLsp.restart', () => c.restart()),
+    vscode.commands.registerCommand('agentLsp.doctor', () => runDoctor(output)),
     vscode.commands.registerCommand('agentLsp.addSelection', () => {
       const editor = vscode.window.activeTextEditor;
       const item = editor && selectionContext(editor);
