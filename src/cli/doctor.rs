@@ -65,20 +65,19 @@ impl Check {
     }
 
     fn warning(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
-        Check {
-            name,
-            status: Status::Warning,
-            detail: detail.into(),
-            fix: Some(fix.into()),
-        }
+        Check::with_fix(name, Status::Warning, detail.into(), fix.into())
     }
 
     fn problem(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check::with_fix(name, Status::Problem, detail.into(), fix.into())
+    }
+
+    fn with_fix(name: &'static str, status: Status, detail: String, fix: String) -> Check {
         Check {
             name,
-            status: Status::Problem,
-            detail: detail.into(),
-            fix: Some(fix.into()),
+            status,
+            detail,
+            fix: Some(fix),
         }
     }
 }
