@@ -1,5 +1,5 @@
 //! Tool-argument validation (pi-ai `validateToolArguments`): a schema-guided coercion pass in
-//! the spirit of ajv's `coerceTypes: "array"` ("42"→42, scalar→[scalar], null→omitted optional),
+//! the spirit of ajv's `coerceTypes: "array"` ("42"→42, scalar→\[scalar\], null→omitted optional),
 //! then JSON Schema validation with the `jsonschema` crate. The transcript's arguments are never
 //! mutated: coercion works on a copy.
 

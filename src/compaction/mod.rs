@@ -3,7 +3,7 @@
 //! pi's `compaction` entry.
 //!
 //! This module is pure: token estimates, the cut point and what is summarised
-//! ([`prepare`]), the summary request and its texts ([`summary`]), overflow errors
+//! ([`prepare`](mod@prepare)), the summary request and its texts ([`summary`]), overflow errors
 //! ([`overflow`]). Running it inside a session (hooks, events, the session file) is
 //! `core/compaction.rs`.
 

@@ -4,11 +4,11 @@
 //! an open document become one `workspace/applyEdit` with a minimal edit, versioned with the
 //! mirror's version, confirmed by the `didChange` that follows (the `applied` flag is not
 //! trusted), retried once from the fresh buffer (unless the change is already in it: never
-//! applied twice), then saved as `saveAfterEdit` says ([`saving`]). The disk behind an open
+//! applied twice), then saved as `saveAfterEdit` says (`saving`). The disk behind an open
 //! buffer is never written. Files that are not open are written on disk atomically, beneath
 //! the session's roots (`DiskWorkspace`: never through a symlink swapped in after the check).
 //!
-//! `edit` on an open document ([`rope_edit`]) matches in the buffer's text, sends the matched
+//! `edit` on an open document (`rope_edit`) matches in the buffer's text, sends the matched
 //! ranges, and confirms by the mirror's version and fingerprint (maintained per change).
 
 mod rope_edit;
@@ -702,7 +702,7 @@ fn anchors<'a>(old: &'a str, r: &Region, n: usize) -> (&'a str, &'a str) {
 }
 
 /// Carries the change `old → new` over to `fresh` (the buffer after the user typed): the changed
-/// region with up to [`ANCHOR`] chars of context on each side must occur exactly once in
+/// region with up to `ANCHOR` chars of context on each side must occur exactly once in
 /// `fresh`. `None` when it does not (the user changed the same place).
 pub fn rebase(old: &str, new: &str, fresh: &str) -> Option<String> {
     let r = region(old, new);

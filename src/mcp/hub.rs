@@ -2,7 +2,7 @@
 //! of them.
 //!
 //! Sessions with the same working directory and the same entry share one running server; a
-//! server stops when the last session using it is gone, or on [`McpHub::stop_all`].
+//! server stops when the last session using it is gone, or on `McpHub::stop_all`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

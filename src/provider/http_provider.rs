@@ -1,5 +1,5 @@
 //! A wire API over HTTP as a [`StreamFn`]: the api says how to build a request and parse its
-//! answer ([`HttpApi`]); [`HttpProvider`] does the rest the same way for each of them (the key
+//! answer (`HttpApi`); [`HttpProvider`] does the rest the same way for each of them (the key
 //! check, sending with retries, one terminal event), on a spawned task.
 
 use std::marker::PhantomData;
@@ -25,7 +25,7 @@ pub(crate) trait HttpApi: 'static {
     fn parser(model: &Model) -> Self::Parser;
 }
 
-/// Streams from the API `A` (see [`HttpApi`]).
+/// Streams from the API `A` (see `HttpApi`).
 pub struct HttpProvider<A> {
     client: HttpClient,
     api: PhantomData<fn() -> A>,

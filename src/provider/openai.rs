@@ -2,7 +2,7 @@
 //! vLLM, llama.cpp, LM Studio and proxies by base URL.
 //!
 //! `model.compat` flags (pi's names; defaults in brackets): `supportsDeveloperRole` [official
-//! OpenAI], `maxTokensField` [`max_completion_tokens`], `supportsUsageInStreaming` [true],
+//! OpenAI], `maxTokensField` \[`max_completion_tokens`\], `supportsUsageInStreaming` [true],
 //! `supportsStore` [official OpenAI], `supportsStrictMode` [true], `supportsReasoningEffort`
 //! [true], `thinkingFormat` [`openai`; also `openrouter`, `deepseek`, `zai`, `together`, `qwen`,
 //! `qwen-chat-template`, `string-thinking`], `thinkingTokenBudgetField`,

@@ -1,6 +1,6 @@
 //! Merging a session's streamed deltas while they wait in the output: the front ends' event
 //! emitters (the LSP front end's `$/agentEvent`s, ACP's message chunks) keep their session's
-//! last queued delta as a [`Tail`] and append later deltas of the same block to it.
+//! last queued delta as a `Tail` and append later deltas of the same block to it.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 

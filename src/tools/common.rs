@@ -55,7 +55,7 @@ impl ToolContext {
     }
 
     /// The file a mutating tool (`write`, `edit`) changes, resolved, with its turn in the
-    /// mutation queue (held until the guard drops); fails with [`ABORTED`] when `cancel` fires
+    /// mutation queue (held until the guard drops); fails with `ABORTED` when `cancel` fires
     /// while waiting for it.
     pub async fn lock_file(
         &self,
@@ -88,7 +88,7 @@ pub trait ToolArgs: DeserializeOwned + Send + 'static {
     /// The file tools run beside each other: writes to one file are serialised by the
     /// mutation queue.
     const MODE: Option<ExecutionMode> = Some(ExecutionMode::Parallel);
-    /// A call cancelled before it starts fails with [`ABORTED`], as pi's tools check their
+    /// A call cancelled before it starts fails with `ABORTED`, as pi's tools check their
     /// signal first.
     const ABORTS_BEFORE_START: bool = true;
 

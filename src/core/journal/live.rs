@@ -26,7 +26,7 @@
 //! walk is made again every [`WALK_AGAIN_AFTER`] updates regardless.
 //!
 //! Several commands may run at once: each takes a [`Mark`] when it starts, and is told the
-//! files that changed since its mark when it ends ([`Live::changes_since`]), whoever's update
+//! files that changed since its mark when it ends (`Live::changes_since`), whoever's update
 //! saw them first.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
