@@ -349,7 +349,8 @@ impl Registry {
              OPENAI_API_KEY=…      (uses openai/{})\n  \
              OPENAI_BASE_URL=http://host:port/v1 with --model openai/<id> for an OpenAI-compatible server\n  \
              or add a provider to {models_json}\n\
-             and pick a model with --model provider/id (or AGENT_LSP_MODEL).",
+             and pick a model with --model provider/id (or AGENT_LSP_MODEL).\n\
+             Try agent-lsp without a model: agent-lsp demo; see what it finds here: agent-lsp doctor.",
             builtin::DEFAULT_ANTHROPIC,
             builtin::DEFAULT_OPENAI,
         );

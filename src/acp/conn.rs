@@ -47,7 +47,8 @@ pub const REVERT: &str = "_agent-lsp/revert";
 const NO_MODEL: &str = "agent-lsp has no model: set AGENT_LSP_MODEL=provider/id (e.g. \
 anthropic/claude-sonnet-4-5) with that provider's key in the agent's environment \
 (ANTHROPIC_API_KEY or OPENAI_API_KEY; OPENAI_BASE_URL for another OpenAI-compatible server), \
-or ollama/<name> for a local Ollama, or add providers to $XDG_CONFIG_HOME/agent-lsp/models.json";
+or ollama/<name> for a local Ollama, or add providers to $XDG_CONFIG_HOME/agent-lsp/models.json; \
+`agent-lsp doctor` shows what it finds, `agent-lsp demo` runs without a model";
 
 pub struct Conn {
     pub out: Outgoing,

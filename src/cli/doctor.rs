@@ -146,14 +146,9 @@ fn model_check(
                 format!("{} at {} (from {from})", model.spec(), model.model.base_url),
             )
         }
-        Err(ModelError::NotConfigured(text)) => Check::problem(
-            "model",
-            "no model is configured",
-            format!(
-                "{}\nOr try agent-lsp without a key: agent-lsp demo",
-                fix_of(text)
-            ),
-        ),
+        Err(ModelError::NotConfigured(text)) => {
+            Check::problem("model", "no model is configured", fix_of(text))
+        }
         Err(ModelError::MissingKey { provider, hint }) => Check::problem(
             "model",
             format!("no API key for provider {provider}"),

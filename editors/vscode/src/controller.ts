@@ -293,8 +293,9 @@ export class Controller implements vscode.Disposable {
     const message = e instanceof Error ? e.message : String(e);
     if (code === ErrorCodes.noModel) {
       this.notice('error', `No model is configured: ${message}`);
-      void vscode.window.showErrorMessage(`agent-lsp: ${message}`, 'Open Settings').then((c) => {
-        if (c) void vscode.commands.executeCommand('workbench.action.openSettings', 'agentLsp');
+      void vscode.window.showErrorMessage(`agent-lsp: ${message}`, 'Open Settings', 'Run Doctor').then((c) => {
+        if (c === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'agentLsp');
+        if (c === 'Run Doctor') void vscode.commands.executeCommand('agentLsp.doctor');
       });
     } else {
       this.notice('error', message);

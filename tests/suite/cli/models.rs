@@ -19,6 +19,8 @@ async fn no_model_configured_says_what_to_set_and_creates_nothing() {
         "OPENAI_BASE_URL",
         "models.json",
         "--model",
+        "agent-lsp demo",
+        "agent-lsp doctor",
     ] {
         assert!(err.contains(needle), "missing {needle}: {err}");
     }
