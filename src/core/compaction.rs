@@ -114,12 +114,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Clears the running token when a compaction ends, on every path.
-struct Running<'a>(&'a Mutex<Option<CancellationToken>>);
+/// Clears the running token when a compaction ends, on every path — also when its future is
+/// dropped before it was ever polled (the reservation is made when `compact` is called).
+struct Running(Arc<Compactor>);
 
-impl Drop for Running<'_> {
+impl Drop for Running {
     fn drop(&mut self) {
-        *lock(self.0) = None;
+        *lock(&self.0.running) = None;
     }
 }
 
@@ -190,15 +191,14 @@ impl Compactor {
                 true => Err(CompactError::Busy),
                 false => {
                     *running = Some(token.clone());
-                    Ok(())
+                    Ok(Running(self.clone()))
                 }
             }
         };
-        let this = self.clone();
         async move {
-            reserved?;
-            let _running = Running(&this.running);
-            this.compact_now(reason, instructions.as_deref(), &token, will_retry)
+            let running = reserved?;
+            (running.0)
+                .compact_now(reason, instructions.as_deref(), &token, will_retry)
                 .await
         }
     }
@@ -477,4 +477,60 @@ fn settings_file(path: &Path) -> Result<CompactionOptions, String> {
                 path.display()
             )
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::agent::model::Model;
+    use crate::core::{Headless, ModelChoice, RecordChoice, SessionSpec, assemble};
+    use crate::model_registry::{EnvSource, ResolvedModel};
+    use crate::provider::scripted::ScriptedProvider;
+
+    #[tokio::test]
+    async fn a_compaction_dropped_before_it_ran_releases_its_reservation() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SessionSpec {
+            cwd: dir.path().to_path_buf(),
+            cwd_is_explicit: true,
+            extra_roots: Vec::new(),
+            model: ModelChoice::Given(Box::new(ResolvedModel {
+                model: Model::default(),
+                api_key: None,
+            })),
+            thinking: None,
+            record: RecordChoice::New(None),
+            stream_fn: Arc::new(ScriptedProvider::new(Vec::new())),
+            env: EnvSource::default(),
+            mcp: Default::default(),
+            limits: Default::default(),
+            context_files: false,
+            compaction: Default::default(),
+            sandbox: Default::default(),
+        };
+        let compactor = assemble(spec, &Headless).unwrap().compactor;
+        let never_polled = compactor.compact(
+            CompactionReason::Manual,
+            None,
+            &CancellationToken::new(),
+            false,
+        );
+        assert!(compactor.is_running(), "reserved when asked");
+        drop(never_polled);
+        assert!(
+            !compactor.is_running(),
+            "a dropped compaction kept the session busy"
+        );
+        let second = compactor.compact(
+            CompactionReason::Manual,
+            None,
+            &CancellationToken::new(),
+            false,
+        );
+        // Nothing to summarise in an empty session: it ends, and releases the reservation.
+        let _ = second.await;
+        assert!(!compactor.is_running());
+    }
 }
