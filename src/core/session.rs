@@ -412,10 +412,10 @@ impl<V: View> Session<V> {
         self.settle_idle();
     }
 
-    /// Idle once neither a run nor a compaction goes on.
+    /// Idle once no run goes on: called as a run settles or a manual compaction ends (neither
+    /// starts while the other goes on, and an automatic compaction runs inside a run).
     fn settle_idle(&self) {
-        let st = self.lock();
-        if st.active.is_none() && !self.compactor.is_running() {
+        if self.lock().active.is_none() {
             self.idle.send_replace(true);
         }
     }
