@@ -128,6 +128,12 @@ pub fn resolve_model(spec: Option<&str>, env: &EnvSource) -> Result<ResolvedMode
     Ok(ResolvedModel { model, api_key })
 }
 
+/// Why the default model (no `--model`, no `AGENT_LSP_MODEL`) is the one it is, as
+/// [`resolve_model`] picks it: `OPENAI_API_KEY is set`, `the first provider of models.json`.
+pub fn default_model_reason(env: &EnvSource) -> Result<String, ModelError> {
+    Ok(Registry::load(env)?.default_choice(env)?.1)
+}
+
 /// Every model known from built-ins and models.json (for listings).
 pub fn available_models(env: &EnvSource) -> Result<Vec<Model>, ModelError> {
     Ok(Registry::load(env)?.models)
@@ -320,20 +326,41 @@ impl Registry {
     }
 
     fn default_model(&self, env: &EnvSource) -> Result<Model, ModelError> {
-        let pick = |provider: &str, id: &str| self.find(&format!("{provider}/{id}"));
-        if env.get_nonempty("ANTHROPIC_API_KEY").is_some()
-            || env.get_nonempty("ANTHROPIC_OAUTH_TOKEN").is_some()
+        let (spec, _) = self.default_choice(env)?;
+        self.find(&spec)
+    }
+
+    /// The default model's `provider/id` and why it is the one: a built-in provider's key, else
+    /// the first provider of models.json, else `OPENAI_BASE_URL`.
+    fn default_choice(&self, env: &EnvSource) -> Result<(String, String), ModelError> {
+        let set = |var: &str| env.get_nonempty(var).is_some();
+        let chosen = |provider: &str, id: &str, why: String| (format!("{provider}/{id}"), why);
+        if let Some(var) = ["ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"]
+            .into_iter()
+            .find(|v| set(v))
         {
-            return pick("anthropic", builtin::DEFAULT_ANTHROPIC);
+            return Ok(chosen(
+                "anthropic",
+                builtin::DEFAULT_ANTHROPIC,
+                format!("{var} is set"),
+            ));
         }
-        if env.get_nonempty("OPENAI_API_KEY").is_some() {
-            return pick("openai", builtin::DEFAULT_OPENAI);
+        if set("OPENAI_API_KEY") {
+            return Ok(chosen(
+                "openai",
+                builtin::DEFAULT_OPENAI,
+                "OPENAI_API_KEY is set".into(),
+            ));
         }
         if let Some(first) = &self.first_custom {
-            return self.find(first);
+            return Ok((first.clone(), "the first provider of models.json".into()));
         }
-        if env.get_nonempty("OPENAI_BASE_URL").is_some() {
-            return pick("openai", builtin::DEFAULT_OPENAI);
+        if set("OPENAI_BASE_URL") {
+            return Ok(chosen(
+                "openai",
+                builtin::DEFAULT_OPENAI,
+                "OPENAI_BASE_URL is set".into(),
+            ));
         }
         Err(ModelError::NotConfigured(self.not_configured_text(env)))
     }
@@ -419,26 +446,7 @@ mod tests;
 /// variable, and the variables `models.json` names for keys and headers (`$VAR`, `${VAR}`, or
 /// a bare name that is set). Sandboxed commands do not get them (issue 30).
 pub fn secret_env_names(env: &EnvSource) -> Vec<String> {
-    const PROVIDERS: [&str; 17] = [
-        "anthropic",
-        "openai",
-        "groq",
-        "cerebras",
-        "xai",
-        "openrouter",
-        "zai",
-        "mistral",
-        "deepseek",
-        "together",
-        "fireworks",
-        "huggingface",
-        "ollama",
-        "llama.cpp",
-        "llamacpp",
-        "lmstudio",
-        "lm-studio",
-    ];
-    let mut names: Vec<String> = PROVIDERS
+    let mut names: Vec<String> = crate::provider::api_key::PROVIDERS
         .iter()
         .flat_map(|p| {
             crate::provider::api_key::env_vars(p)

@@ -12,8 +12,10 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::mcp::trust::Trust;
-use crate::model_registry::{EnvSource, ModelError, ResolvedModel, resolve_model};
-use crate::provider::transport;
+use crate::model_registry::{
+    EnvSource, ModelError, ResolvedModel, default_model_reason, resolve_model,
+};
+use crate::provider::{api_key, transport};
 use crate::store::SessionStore;
 
 #[derive(Debug, Args)]
@@ -82,11 +84,9 @@ impl Check {
     }
 }
 
-/// The environment variables of the built-in providers' keys, as `run` reads them.
-const KEYS: [(&str, &[&str]); 2] = [
-    ("anthropic", &["ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"]),
-    ("openai", &["OPENAI_API_KEY"]),
-];
+/// The providers whose keys the report names when unset (the default model's); any other
+/// built-in provider's key is named when set.
+const MAIN_PROVIDERS: [&str; 2] = ["anthropic", "openai"];
 
 /// Runs every check and prints the report; exit 1 when any check found a problem.
 pub async fn run(args: DoctorArgs, env: EnvSource) -> ExitCode {
@@ -139,7 +139,10 @@ fn model_check(
             let from = match (requested, env.get_nonempty("AGENT_LSP_MODEL")) {
                 (Some(_), _) => "--model".to_string(),
                 (None, Some(_)) => "AGENT_LSP_MODEL".to_string(),
-                (None, None) => default_source(env, model),
+                (None, None) => match default_model_reason(env) {
+                    Ok(why) => format!("the default: {why}"),
+                    Err(_) => "the default".to_string(),
+                },
             };
             Check::ok(
                 "model",
@@ -168,31 +171,16 @@ fn fix_of(text: &str) -> String {
     rest.trim().to_string()
 }
 
-/// Why the default model is the one it is, in the order the registry picks it: a key of the
-/// built-in providers, else the first provider of models.json, else `OPENAI_BASE_URL`.
-fn default_source(env: &EnvSource, model: &ResolvedModel) -> String {
-    let key = (KEYS.iter())
-        .find(|(provider, _)| *provider == model.model.provider)
-        .and_then(|(_, vars)| vars.iter().find(|v| env.get_nonempty(v).is_some()));
-    match key {
-        Some(var) => format!("the default: {var} is set"),
-        None if model.model.provider == "openai"
-            && env.get_nonempty("OPENAI_BASE_URL").is_some() =>
-        {
-            "the default: OPENAI_BASE_URL is set".to_string()
-        }
-        None => "the default: the first provider of models.json".to_string(),
-    }
-}
-
 /// Which providers' keys are set (never their values).
 fn keys_check(env: &EnvSource) -> Check {
     let mut present = Vec::new();
     let mut absent = Vec::new();
-    for (provider, vars) in KEYS {
+    for provider in api_key::PROVIDERS {
+        let vars = api_key::env_vars(provider);
         match vars.iter().find(|v| env.get_nonempty(v).is_some()) {
             Some(var) => present.push(format!("{provider} ({var})")),
-            None => absent.push(provider),
+            None if MAIN_PROVIDERS.contains(&provider) => absent.push(provider),
+            None => {}
         }
     }
     let detail = match (present.is_empty(), absent.is_empty()) {

@@ -4,6 +4,25 @@
 use crate::agent::model::Model;
 use crate::agent::stream_contract::StreamOptions;
 
+/// The built-in providers with a key variable ([`env_vars`]; aliases left out).
+pub const PROVIDERS: [&str; 15] = [
+    "anthropic",
+    "openai",
+    "groq",
+    "cerebras",
+    "xai",
+    "openrouter",
+    "zai",
+    "mistral",
+    "deepseek",
+    "together",
+    "fireworks",
+    "huggingface",
+    "ollama",
+    "llama.cpp",
+    "lmstudio",
+];
+
 /// The environment variables consulted for a provider id, in order.
 pub fn env_vars(provider: &str) -> &'static [&'static str] {
     match provider {
