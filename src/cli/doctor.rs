@@ -358,9 +358,10 @@ pub fn text(checks: &[Check]) -> String {
             Status::Warning => "warning",
             Status::Problem => "PROBLEM",
         };
-        out.push_str(&format!("{mark:>7}  {:<9} {}\n", check.name, check.detail));
+        let detail = printable(&check.detail);
+        out.push_str(&format!("{mark:>7}  {:<9} {detail}\n", check.name));
         for line in check.fix.iter().flat_map(|f| f.lines()) {
-            out.push_str(&format!("{:>18}{line}\n", ""));
+            out.push_str(&format!("{:>18}{}\n", "", printable(line)));
         }
     }
     let problems = checks
@@ -373,6 +374,17 @@ pub fn text(checks: &[Check]) -> String {
         n => format!("{n} problems found.\n"),
     });
     out
+}
+
+/// `text` with control characters escaped: a project's `.mcp.json` names its servers, and a
+/// hostile one must not drive the user's terminal (escape sequences) through the report.
+fn printable(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| match c.is_control() {
+            true => c.escape_default().collect::<Vec<_>>(),
+            false => vec![c],
+        })
+        .collect()
 }
 
 /// The report as JSON: `{ok, checks: [{name, status, detail, fix?}]}`.

@@ -251,3 +251,21 @@ async fn the_text_report_marks_each_problem_and_counts_them() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_projects_server_names_cannot_drive_the_terminal() {
+    let mock = mock(vec![]).await;
+    let env = healthy(&mock);
+    std::fs::write(
+        env.project.path().join(".mcp.json"),
+        r#"{"mcpServers": {"x\u001b]0;pwned\u0007": {"command": "true"}}}"#,
+    )
+    .unwrap();
+    let out = env.run(&["doctor"]).await;
+    let text = stdout(&out);
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    assert!(text.contains("x\\u{1b}]0;pwned\\u{7}"), "{text}");
+}
