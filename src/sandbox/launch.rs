@@ -37,7 +37,7 @@ pub fn probe(exe: &Path) -> Probe {
     // The probe builds a jail's view over this folder inside namespaces that die with it, where
     // the folder stays busy: only this side can remove it.
     let dir = probe_dir();
-    if let Err(e) = std::fs::create_dir_all(&dir) {
+    if let Err(e) = std::fs::create_dir(&dir) {
         return failed(format!("{}: {e}", dir.display()));
     }
     let output = std::process::Command::new(exe)
@@ -60,11 +60,11 @@ pub fn probe(exe: &Path) -> Probe {
     }
 }
 
-/// A folder of this process's own for one probe.
+/// A name for one probe's folder that nobody can have planted in the shared temp folder ahead
+/// of it (it is made with `create_dir`, which fails on anything already there).
 fn probe_dir() -> PathBuf {
-    static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    std::env::temp_dir().join(format!("agent-lsp-probe-{}-{n}", std::process::id()))
+    let unique = uuid::Uuid::new_v4().simple();
+    std::env::temp_dir().join(format!("agent-lsp-probe-{}-{unique}", std::process::id()))
 }
 
 /// One command's jail, ready to spawn: the launcher's command (stdout and stderr are the
