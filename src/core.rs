@@ -75,6 +75,29 @@ pub struct SessionSpec {
     pub sandbox: SandboxSetting,
 }
 
+impl SessionSpec {
+    /// A session in `cwd` with exactly this model, recorded in memory only, with nothing from
+    /// the user's environment or configuration (no keys, MCP servers or context files): the
+    /// demo's and the tests'.
+    pub fn isolated(cwd: PathBuf, model: ResolvedModel, stream_fn: Arc<dyn StreamFn>) -> Self {
+        SessionSpec {
+            cwd,
+            cwd_is_explicit: true,
+            extra_roots: Vec::new(),
+            model: ModelChoice::Given(Box::new(model)),
+            thinking: None,
+            record: RecordChoice::New(None),
+            stream_fn,
+            env: EnvSource::default(),
+            mcp: McpSpec::default(),
+            limits: LoopLimits::default(),
+            context_files: false,
+            compaction: CompactionOptions::default(),
+            sandbox: SandboxSetting::default(),
+        }
+    }
+}
+
 /// Which model the session talks to.
 pub enum ModelChoice {
     /// `provider/id` from the registry; `None`: the resumed session's model, else the default.

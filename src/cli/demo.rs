@@ -15,8 +15,8 @@ use crate::agent::message::{ContentBlock, StopReason, ToolCall};
 use crate::agent::model::Model;
 use crate::cli::approve::Approval;
 use crate::cli::run::{RunPlan, execute};
-use crate::core::{ModelChoice, RecordChoice, SessionSpec};
-use crate::model_registry::{EnvSource, ResolvedModel};
+use crate::core::SessionSpec;
+use crate::model_registry::ResolvedModel;
 use crate::provider::scripted::{ScriptedProvider, scripted_message};
 
 #[derive(Debug, Args)]
@@ -55,24 +55,14 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
         ..Model::default()
     };
     let plan = RunPlan {
-        session: SessionSpec {
-            cwd: dir.clone(),
-            cwd_is_explicit: true,
-            extra_roots: Vec::new(),
-            model: ModelChoice::Given(Box::new(ResolvedModel {
+        session: SessionSpec::isolated(
+            dir.clone(),
+            ResolvedModel {
                 model,
                 api_key: None,
-            })),
-            thinking: None,
-            record: RecordChoice::New(None),
-            stream_fn: Arc::new(demo_model()),
-            env: EnvSource::default(),
-            mcp: Default::default(),
-            limits: Default::default(),
-            context_files: false,
-            compaction: Default::default(),
-            sandbox: Default::default(),
-        },
+            },
+            Arc::new(demo_model()),
+        ),
         approval: Approval::All,
         json: args.json,
         prompt: PROMPT.into(),

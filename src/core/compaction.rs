@@ -485,31 +485,19 @@ mod tests {
 
     use super::*;
     use crate::agent::model::Model;
-    use crate::core::{Headless, ModelChoice, RecordChoice, SessionSpec, assemble};
-    use crate::model_registry::{EnvSource, ResolvedModel};
+    use crate::core::{Headless, SessionSpec, assemble};
+    use crate::model_registry::ResolvedModel;
     use crate::provider::scripted::ScriptedProvider;
 
     #[tokio::test]
     async fn a_compaction_dropped_before_it_ran_releases_its_reservation() {
         let dir = tempfile::tempdir().unwrap();
-        let spec = SessionSpec {
-            cwd: dir.path().to_path_buf(),
-            cwd_is_explicit: true,
-            extra_roots: Vec::new(),
-            model: ModelChoice::Given(Box::new(ResolvedModel {
-                model: Model::default(),
-                api_key: None,
-            })),
-            thinking: None,
-            record: RecordChoice::New(None),
-            stream_fn: Arc::new(ScriptedProvider::new(Vec::new())),
-            env: EnvSource::default(),
-            mcp: Default::default(),
-            limits: Default::default(),
-            context_files: false,
-            compaction: Default::default(),
-            sandbox: Default::default(),
+        let model = ResolvedModel {
+            model: Model::default(),
+            api_key: None,
         };
+        let stream_fn = Arc::new(ScriptedProvider::new(Vec::new()));
+        let spec = SessionSpec::isolated(dir.path().to_path_buf(), model, stream_fn);
         let compactor = assemble(spec, &Headless).unwrap().compactor;
         let never_polled = compactor.compact(
             CompactionReason::Manual,
