@@ -9,9 +9,11 @@
 
 local case_file = assert(_G.arg[1], "usage: harness.lua CASE.lua")
 local here = vim.fs.dirname(vim.fs.abspath(debug.getinfo(1, "S").source:sub(2)))
-local plugin_dir = vim.fs.dirname(here)
+-- The plugin's runtime folders (lua/, plugin/, lsp/, doc/) sit at the repository root, three
+-- levels above editors/neovim/test/: plugin managers put a repository's root on 'runtimepath'.
+local root = vim.fs.dirname(vim.fs.dirname(vim.fs.dirname(here)))
 
-vim.opt.rtp:prepend(plugin_dir)
+vim.opt.rtp:prepend(root)
 vim.cmd("filetype on")
 vim.cmd.runtime("plugin/agent_lsp.lua")
 
@@ -23,6 +25,9 @@ H.mock_bin = assert(os.getenv("AGENT_LSP_MOCK_BIN"), "AGENT_LSP_MOCK_BIN is not 
 H.mock_mcp_bin = assert(os.getenv("AGENT_LSP_MOCK_MCP_BIN"), "AGENT_LSP_MOCK_MCP_BIN is not set")
 H.artifacts = assert(os.getenv("AGENT_LSP_ARTIFACTS"), "AGENT_LSP_ARTIFACTS is not set")
 H.case = vim.fn.fnamemodify(case_file, ":t:r")
+--- The repository root (the plugin's runtime folders are there) and the test folder.
+H.root = root
+H.test_dir = here
 
 local cleanups = {} ---@type fun()[]
 

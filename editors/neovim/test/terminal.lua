@@ -18,7 +18,8 @@ function M.tmux(socket, args)
   return res.stdout or ""
 end
 
-local plugin = vim.fs.dirname(vim.fs.dirname(vim.fs.abspath(debug.getinfo(1, "S").source:sub(2))))
+-- The repository root, where the plugin's runtime folders are (this file is editors/neovim/test/).
+local plugin = vim.fs.dirname(vim.fs.dirname(vim.fs.dirname(vim.fs.dirname(vim.fs.abspath(debug.getinfo(1, "S").source:sub(2))))))
 
 ---@class agent_lsp.TerminalOptions
 ---@field cols integer? terminal width (default 110)

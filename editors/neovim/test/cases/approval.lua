@@ -49,7 +49,7 @@ local function open_notes(H, root)
   vim.cmd.edit(root .. "/notes.txt")
   local buf = vim.api.nvim_get_current_buf()
   H.wait("the daemon to attach", function()
-    return vim.lsp.get_clients({ bufnr = buf, name = "agent-lsp" })[1]
+    return vim.lsp.get_clients({ bufnr = buf, name = "agent_lsp" })[1]
   end)
   return buf
 end

@@ -20,7 +20,7 @@ return {
       vim.cmd.edit(root .. "/main.py")
       local buf = vim.api.nvim_get_current_buf()
       H.wait("the daemon to attach", function()
-        return vim.lsp.get_clients({ bufnr = buf, name = "agent-lsp" })[1]
+        return vim.lsp.get_clients({ bufnr = buf, name = "agent_lsp" })[1]
       end)
       local ns = vim.api.nvim_create_namespace("test.linter")
       vim.diagnostic.set(ns, buf, {

@@ -28,7 +28,7 @@ return {
       vim.cmd.edit(root .. "/notes.txt")
       local buf = vim.api.nvim_get_current_buf()
       H.wait("the daemon to attach to notes.txt", function()
-        return vim.lsp.get_clients({ bufnr = buf, name = "agent-lsp" })[1]
+        return vim.lsp.get_clients({ bufnr = buf, name = "agent_lsp" })[1]
       end)
       local caps = require("agent_lsp").client().capabilities
       H.eq(true, caps.workspace.workspaceEdit.documentChanges, "documentChanges advertised")

@@ -38,6 +38,42 @@ return {
       local text = report()
       H.contains(text, "ERROR", "health report")
       H.contains(text, '"/nonexistent/agent-lsp" is not executable', "health report")
+      -- The one-line installs, each on a line of its own.
+      for _, way in ipairs({
+        "curl --proto '=https' --tlsv1.2 -LsSf https://github.com/agent-lsp/agent-lsp/releases/latest/download/agent-lsp-installer.sh | sh",
+        "cargo binstall agent-lsp",
+        ":MasonInstall agent-lsp",
+      }) do
+        local found = vim.iter(vim.split(text, "\n")):any(function(line)
+          return vim.trim(line) == "- " .. way
+        end)
+        assert(found, "health report: no advice line `" .. way .. "` in:\n" .. text)
+      end
+    end,
+  },
+  {
+    name = "the first start with a missing binary says how to install it, and gives the prompt back",
+    run = function(H)
+      require("agent_lsp").setup({ cmd = { "/nonexistent/agent-lsp", "--stdio" } })
+      local seen = H.capture_notify()
+      local failed
+      require("agent_lsp").with_client(function()
+        error("no client can start")
+      end, {
+        on_error = function(err)
+          failed = err.message
+        end,
+      })
+      H.eq(true, failed ~= nil, "on_error called")
+      local text = table.concat(seen, "\n")
+      H.contains(text, '"/nonexistent/agent-lsp" is not executable', "notification")
+      H.contains(
+        text,
+        "\n  curl --proto '=https' --tlsv1.2 -LsSf https://github.com/agent-lsp/agent-lsp/releases/latest/download/agent-lsp-installer.sh | sh\n",
+        "notification"
+      )
+      H.contains(text, "\n  cargo binstall agent-lsp\n", "notification")
+      H.contains(text, "\n  :MasonInstall agent-lsp\n", "notification")
     end,
   },
   {

@@ -97,7 +97,7 @@ return {
       vim.cmd.edit(root .. "/a.txt")
       local buf = vim.api.nvim_get_current_buf()
       H.wait("the daemon to attach", function()
-        return vim.lsp.get_clients({ bufnr = buf, name = "agent-lsp" })[1]
+        return vim.lsp.get_clients({ bufnr = buf, name = "agent_lsp" })[1]
       end)
       vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "ONE (mine)" })
       H.wait("the daemon's mirror of the buffer to hold the user's change", function()
@@ -116,7 +116,7 @@ return {
       vim.cmd.edit(root .. "/new.txt")
       local new_buf = vim.api.nvim_get_current_buf()
       H.wait("the daemon to attach to new.txt", function()
-        return vim.lsp.get_clients({ bufnr = new_buf, name = "agent-lsp" })[1]
+        return vim.lsp.get_clients({ bufnr = new_buf, name = "agent_lsp" })[1]
       end)
       vim.api.nvim_set_current_buf(buf)
 

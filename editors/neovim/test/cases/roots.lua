@@ -15,9 +15,9 @@ return {
 
       vim.cmd.edit(a .. "/a.txt")
       H.wait("daemon A", function()
-        return #vim.lsp.get_clients({ bufnr = 0, name = "agent-lsp" }) == 1
+        return #vim.lsp.get_clients({ bufnr = 0, name = "agent_lsp" }) == 1
       end)
-      local client_a = vim.lsp.get_clients({ bufnr = 0, name = "agent-lsp" })[1]
+      local client_a = vim.lsp.get_clients({ bufnr = 0, name = "agent_lsp" })[1]
       vim.cmd("AgentPrompt hello A")
       H.settled(1)
       local session_a = state.current
@@ -25,9 +25,9 @@ return {
 
       vim.cmd.edit(b .. "/b.txt")
       H.wait("daemon B", function()
-        return #vim.lsp.get_clients({ name = "agent-lsp" }) == 2
+        return #vim.lsp.get_clients({ name = "agent_lsp" }) == 2
       end)
-      local client_b = vim.lsp.get_clients({ bufnr = 0, name = "agent-lsp" })[1]
+      local client_b = vim.lsp.get_clients({ bufnr = 0, name = "agent_lsp" })[1]
       assert(client_b.id ~= client_a.id, "one daemon per root")
       -- The chat still shows session A, so commands go to daemon A even from b.txt.
       H.eq(client_a.id, lsp.client().id, "client for the current session")

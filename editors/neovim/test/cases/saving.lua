@@ -45,7 +45,7 @@ local function run_edit(H, opts)
   vim.cmd.edit(root .. "/notes.txt")
   local buf = vim.api.nvim_get_current_buf()
   H.wait("the daemon to attach", function()
-    return vim.lsp.get_clients({ bufnr = buf, name = "agent-lsp" })[1]
+    return vim.lsp.get_clients({ bufnr = buf, name = "agent_lsp" })[1]
   end)
   -- Whether Neovim finds the file changed on disk behind the buffer (what W12 warns about).
   local changed_on_disk = false

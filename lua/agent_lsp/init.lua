@@ -1,9 +1,13 @@
 --- agent_lsp: the Neovim client of the agent-lsp daemon.
 ---
---- `setup()` registers the daemon with `vim.lsp.config`/`vim.lsp.enable` (no `filetypes`: it
---- attaches to every file buffer, so the agent sees unsaved text), opts into the agent protocol
---- (`capabilities.experimental.agent`) and adds `workspace.workspaceEdit.documentChanges`, which
---- Neovim handles but does not advertise. The commands live in `agent_lsp.commands`.
+--- `setup()` registers the daemon with `vim.lsp.config`/`vim.lsp.enable` under the name
+--- "agent_lsp" (no `filetypes`: it attaches to every file buffer, so the agent sees unsaved text),
+--- opts into the agent protocol (`capabilities.experimental.agent`) and adds
+--- `workspace.workspaceEdit.documentChanges`, which Neovim handles but does not advertise.
+--- `lsp/agent_lsp.lua` on 'runtimepath' returns the same config (`M.runtime_config()`), so
+--- `vim.lsp.enable("agent_lsp")` alone gives the same client with the default options, and
+--- setup()'s table, merged over it by Neovim, changes nothing it did not set. The commands live
+--- in `agent_lsp.commands`.
 
 local config = require("agent_lsp.config")
 local protocol = require("agent_lsp.protocol")
@@ -89,17 +93,12 @@ function M.lsp_config(opts)
   }
 end
 
---- Sets the plugin up. Safe to call again (options are replaced).
----@param user agent_lsp.Options|table|nil
-function M.setup(user)
-  local opts = config.merge(user)
-  config.options = opts
-  -- Assigned, not merged with `vim.lsp.config(name, …)`: a `cmd_env` variable or option
-  -- dropped from a later setup() must not live on in the previous call's table. Overrides in
-  -- a `lsp/agent-lsp.lua` on 'runtimepath' still apply (Neovim merges those separately).
-  vim.lsp.config[opts.name] = M.lsp_config(opts)
-  vim.lsp.enable(opts.name)
-  if not M._setup_done then
+local listening = false
+
+--- Wires the plugin to the daemon's events (once) and to diagnostics, with `opts`.
+---@param opts agent_lsp.Options
+local function wire(opts)
+  if not listening then
     local listeners = require("agent_lsp.events").listeners
     table.insert(listeners, require("agent_lsp.approval").on_event)
     table.insert(listeners, require("agent_lsp.controls").on_event)
@@ -107,11 +106,72 @@ function M.setup(user)
     table.insert(listeners, require("agent_lsp.mcp").on_event)
     table.insert(listeners, require("agent_lsp.review").on_event)
     table.insert(listeners, require("agent_lsp.queue").on_event)
+    listening = true
   end
   if opts.forward_diagnostics then
     require("agent_lsp.documents").watch_diagnostics(opts.name, opts.diagnostics_debounce_ms)
   end
+end
+
+--- Sets the plugin up. Safe to call again (options are replaced).
+---@param user agent_lsp.Options|table|nil
+function M.setup(user)
+  local opts = config.merge(user)
+  config.options = opts
+  wire(opts)
+  -- Done before the config is enabled: enabling resolves it, which runs `lsp/agent_lsp.lua`,
+  -- and that must find the plugin set up with these options (`M.runtime_config`).
   M._setup_done = true
+  -- Assigned, not merged with `vim.lsp.config(name, …)`: a `cmd_env` variable or option
+  -- dropped from a later setup() must not live on in the previous call's table. Neovim merges
+  -- this over the `lsp/<name>.lua` files on 'runtimepath': the plugin's own returns this same
+  -- config (built from the same options), and a user's `after/lsp/agent_lsp.lua` still applies.
+  vim.lsp.config[opts.name] = M.lsp_config(opts)
+  vim.lsp.enable(opts.name)
+end
+
+--- The config `lsp/agent_lsp.lua` returns: the daemon's `vim.lsp.Config` for the current
+--- options (the defaults until setup() runs). When setup() has not run, only
+--- `vim.lsp.enable("agent_lsp")`, this also wires the plugin with the default options, so that
+--- the commands, approvals and the chat work with that one line.
+---@return vim.lsp.Config
+function M.runtime_config()
+  if not M._setup_done then
+    wire(config.options)
+    M._setup_done = true
+  end
+  return M.lsp_config(config.options)
+end
+
+--- Whether the plugin is set up: by setup(), or by `vim.lsp.enable("agent_lsp")` (resolving that
+--- config runs `lsp/agent_lsp.lua`, which wires the plugin; it is resolved here when no buffer
+--- has done it yet, as for `:AgentPrompt` in an empty Neovim).
+---@return boolean
+function M.ready()
+  if not M._setup_done then
+    local name = config.options.name
+    local enabled
+    if vim.lsp.is_enabled then
+      enabled = vim.lsp.is_enabled(name)
+    else
+      enabled = vim.lsp._enabled_configs ~= nil and vim.lsp._enabled_configs[name] ~= nil
+    end
+    if enabled then
+      local _ = vim.lsp.config[name]
+    end
+  end
+  return M._setup_done == true
+end
+
+--- The command that starts the daemon as Neovim resolves it (`cmd` in setup(), or in a
+--- `vim.lsp.config("agent_lsp", …)` of the user's).
+---@return string[]
+function M.cmd()
+  local resolved = vim.lsp.config[config.options.name]
+  if resolved and type(resolved.cmd) == "table" then
+    return resolved.cmd
+  end
+  return config.options.cmd
 end
 
 --- Live clients: a stopped client stays listed until Neovim's exit callback runs.
@@ -157,8 +217,8 @@ function M.with_client(fn, opts)
       opts.on_error({ message = message })
     end
   end
-  if not M._setup_done then
-    return give_up('call require("agent_lsp").setup() first')
+  if not M.ready() then
+    return give_up('call require("agent_lsp").setup() or vim.lsp.enable("agent_lsp") first')
   end
   local client = M.client(opts)
   if client and client.initialized then
@@ -169,8 +229,9 @@ function M.with_client(fn, opts)
     return
   end
   local options = config.options
-  if vim.fn.executable(options.cmd[1]) ~= 1 then
-    return give_up(string.format("%q is not executable; set `cmd` in setup()", options.cmd[1]))
+  local exe = M.cmd()[1]
+  if vim.fn.executable(exe) ~= 1 then
+    return give_up(require("agent_lsp.install").missing(exe))
   end
   local cfg = vim.tbl_extend("force", vim.deepcopy(vim.lsp.config[options.name]), {
     name = options.name,

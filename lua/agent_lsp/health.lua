@@ -15,16 +15,12 @@ local function check_neovim()
   end
 end
 
---- Checks the daemon binary; returns true when it runs.
----@param opts agent_lsp.Options
+--- Checks the daemon binary (`exe`, the command Neovim starts); returns true when it runs.
+---@param exe string
 ---@return boolean
-local function check_binary(opts)
-  local exe = opts.cmd[1]
+local function check_binary(exe)
   if vim.fn.executable(exe) ~= 1 then
-    health.error(
-      string.format("%q is not executable", exe),
-      { "Install agent-lsp (cargo install --path .) or set `cmd` in setup()" }
-    )
+    health.error(string.format("%q is not executable", exe), require("agent_lsp.install").advice())
     return false
   end
   health.ok("binary: " .. vim.fn.exepath(exe))
@@ -75,8 +71,9 @@ end
 --- `agent-lsp doctor --json` in the daemon's environment, for this project: each check but the
 --- model (above, with the setup option) and the binary on PATH (the plugin starts `cmd`).
 ---@param opts agent_lsp.Options
-local function check_doctor(opts)
-  local args = { opts.cmd[1], "doctor", "--json" }
+---@param exe string
+local function check_doctor(opts, exe)
+  local args = { exe, "doctor", "--json" }
   local cwd = vim.fn.getcwd()
   local here = cwd ~= "" and vim.fn.isdirectory(cwd) == 1
   if here then
@@ -167,14 +164,18 @@ function M.check()
   health.start("agent-lsp")
   check_neovim()
   local lsp = require("agent_lsp")
-  if not lsp._setup_done then
-    health.error('setup() has not been called', { 'Add require("agent_lsp").setup({}) to your config' })
+  if not lsp.ready() then
+    health.error("the plugin is not set up", {
+      'Add require("agent_lsp").setup({}) to your config (lazy.nvim: `opts = {}`),',
+      'or vim.lsp.enable("agent_lsp") for the defaults',
+    })
     return
   end
   local opts = require("agent_lsp.config").options
-  if check_binary(opts) then
+  local exe = lsp.cmd()[1]
+  if check_binary(exe) then
     check_model(opts)
-    check_doctor(opts)
+    check_doctor(opts, exe)
   end
   check_client(opts)
 end

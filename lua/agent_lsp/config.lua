@@ -8,7 +8,7 @@ local M = {}
 ---@field auto_open boolean open the chat when a prompt is sent
 
 ---@class agent_lsp.Options
----@field name string LSP client name
+---@field name string LSP config and client name ("agent_lsp", as `lsp/agent_lsp.lua` names it)
 ---@field cmd string[] command that starts the daemon
 ---@field cmd_env table<string,string>? extra environment for the daemon
 ---@field root_markers string[] files that mark the workspace root
@@ -28,7 +28,7 @@ local M = {}
 
 ---@type agent_lsp.Options
 M.defaults = {
-  name = "agent-lsp",
+  name = "agent_lsp",
   cmd = { "agent-lsp", "--stdio" },
   cmd_env = nil,
   root_markers = { ".git" },
