@@ -14,7 +14,7 @@ import {
   type AgentClientCapabilities, type AgentEventParams, type BeforeToolCallParams, type BeforeToolCallResult,
   type InitializationOptions, Methods, type SaveDocumentsParams, type SaveDocumentsResult,
 } from './protocol';
-import { resolveBinary } from './shared/binary';
+import { findDaemon, missingMessage } from './shared/binary';
 import { daemonSettings } from './shared/settings';
 
 export interface AgentHandlers {
@@ -65,11 +65,20 @@ export function readConfig(): DaemonConfig {
   return { ...s, cwd: folder };
 }
 
-export function createClient(config: DaemonConfig, handlers: AgentHandlers, output: vscode.OutputChannel): LanguageClient {
-  const command = resolveBinary(config.serverPath, process.env.PATH ?? '', config.cwd);
-  if (!command) {
-    throw new BinaryMissingError(`The agent-lsp binary was not found (agentLsp.serverPath = "${config.serverPath}"). Install agent-lsp or set "agentLsp.serverPath" to its full path.`);
-  }
+/**
+ * The daemon binary for these settings (`shared/binary.ts`: agentLsp.serverPath if the user set it,
+ * else the one bundled in `extensionPath`/server, else agent-lsp on PATH) and why that one.
+ * Throws `BinaryMissingError`, naming every place looked at and the one-line install, when none is there.
+ */
+export function daemonBinary(config: DaemonConfig, extensionPath: string): { command: string; why: string } {
+  const found = findDaemon({ serverPath: config.serverPath, extensionPath, pathEnv: process.env.PATH ?? '', cwd: config.cwd });
+  if (!found.found) throw new BinaryMissingError(missingMessage(found));
+  return found;
+}
+
+export function createClient(config: DaemonConfig, extensionPath: string, handlers: AgentHandlers, output: vscode.OutputChannel): LanguageClient {
+  const { command, why } = daemonBinary(config, extensionPath);
+  output.appendLine(`Starting the daemon ${command} (${why})`);
   // No `transport`: with TransportKind.stdio the client appends its own `--stdio`, which the
   // daemon would see twice (serverArgs already carries it, and users may change it).
   const serverOptions: ServerOptions = {

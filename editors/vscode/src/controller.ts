@@ -56,7 +56,7 @@ export class Controller implements vscode.Disposable {
   readonly completions: ChatCompletions;
   readonly mcp: McpServersView;
 
-  constructor(readonly output: vscode.OutputChannel) {
+  constructor(readonly output: vscode.OutputChannel, private readonly extensionPath: string) {
     this.controls = new LiveControls({
       client: () => this.client, sessionId: () => this.state.sessionId, ensureSession: () => this.ensureSession(),
       post: (m) => this.view?.(m), reportError: (e) => this.reportError(e),
@@ -158,7 +158,7 @@ export class Controller implements vscode.Disposable {
     const config = readConfig();
     let client: LanguageClient;
     try {
-      client = createClient(config, {
+      client = createClient(config, this.extensionPath, {
         onEvent: (p) => this.onEvent(p),
         // A project's .mcp.json asks once per project, outside any run: a modal, not a card.
         beforeToolCall: (p, token) => (isMcpTrustRequest(p) ? askMcpTrust(p) : this.approvals.ask(p, token)),

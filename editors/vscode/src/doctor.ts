@@ -4,15 +4,17 @@
  */
 import * as vscode from 'vscode';
 import { execFile } from 'child_process';
-import { readConfig } from './client';
-import { resolveBinary } from './shared/binary';
+import { BinaryMissingError, daemonBinary, readConfig } from './client';
 
-export async function runDoctor(output: vscode.OutputChannel): Promise<void> {
+export async function runDoctor(output: vscode.OutputChannel, extensionPath: string): Promise<void> {
   const config = readConfig();
   output.show(true);
-  const command = resolveBinary(config.serverPath, process.env.PATH ?? '', config.cwd);
-  if (!command) {
-    output.appendLine(`agent-lsp doctor: the binary was not found (agentLsp.serverPath = "${config.serverPath}"). Install agent-lsp or set "agentLsp.serverPath" to its full path.`);
+  let command: string, why: string;
+  try {
+    ({ command, why } = daemonBinary(config, extensionPath));
+  } catch (e) {
+    if (!(e instanceof BinaryMissingError)) throw e;
+    output.appendLine(`agent-lsp doctor: ${e.message}`);
     return;
   }
   const args = ['doctor'];
@@ -23,6 +25,6 @@ export async function runDoctor(output: vscode.OutputChannel): Promise<void> {
     execFile(command, args, { env: { ...process.env, ...config.env }, cwd: config.cwd, timeout: 30000 },
       (error, stdout, stderr) => resolve(stdout || stderr || String(error ?? '')));
   });
-  output.appendLine(`agent-lsp doctor (${command}):`);
+  output.appendLine(`agent-lsp doctor (${command}: ${why}):`);
   output.append(report.endsWith('\n') ? report : report + '\n');
 }

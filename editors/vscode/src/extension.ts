@@ -33,7 +33,7 @@ function selectionContext(editor: vscode.TextEditor): ContextItem | undefined {
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel('agent-lsp');
-  const c = new Controller(output);
+  const c = new Controller(output, context.extensionPath);
   controller = c;
   const chat = new ChatViewProvider(context.extensionUri, c);
   c.revealView = () => chat.reveal();
@@ -70,7 +70,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('agentLsp.mcpAskTrust', () => c.mcp.askTrust()),
     vscode.commands.registerCommand('agentLsp.showSandboxStatus', () => c.showSandboxStatus()),
     vscode.commands.registerCommand('agentLsp.restart', () => c.restart()),
-    vscode.commands.registerCommand('agentLsp.doctor', () => runDoctor(output)),
+    vscode.commands.registerCommand('agentLsp.doctor', () => runDoctor(output, context.extensionPath)),
     vscode.commands.registerCommand('agentLsp.addSelection', () => {
       const editor = vscode.window.activeTextEditor;
       const item = editor && selectionContext(editor);

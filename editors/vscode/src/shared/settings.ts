@@ -34,6 +34,7 @@ export function userValue(src: SettingsSource, key: (typeof USER_ONLY_SETTINGS)[
 }
 
 export interface DaemonSettings {
+  /** `agentLsp.serverPath` as the user set it, trimmed; empty when not set (`binary.ts`: bundled, then PATH). */
   serverPath: string;
   serverArgs: string[];
   env: Record<string, string>;
@@ -77,7 +78,7 @@ export function daemonSettings(src: SettingsSource, folder: string | undefined):
   const path = userValue(src, 'serverPath');
   const daemonEnv = userValue(src, 'env');
   return {
-    serverPath: typeof path === 'string' && path !== '' ? path : 'agent-lsp',
+    serverPath: typeof path === 'string' ? path.trim() : '',
     serverArgs: strings(userValue(src, 'serverArgs')) ?? ['--stdio'],
     env: daemonEnv && typeof daemonEnv === 'object'
       ? Object.fromEntries(Object.entries(daemonEnv).filter(([, v]) => typeof v === 'string')) as Record<string, string> : {},

@@ -60,7 +60,9 @@ test('a workspace value of a user-only setting is never used; the user\'s or the
     model: { workspaceValue: 'openai/project-model' }, saveAfterEdit: { workspaceValue: 'never' },
   });
   const s = daemonSettings(hostile, '/w');
-  assert.equal(s.serverPath, 'agent-lsp');
+  // Not set by the user: empty, i.e. the bundled server, then PATH (binary.test.ts), never the workspace's.
+  assert.equal(properties['agentLsp.serverPath'].default, '');
+  assert.equal(s.serverPath, '');
   assert.deepEqual(s.serverArgs, ['--stdio']);
   assert.deepEqual(s.env, { OPENAI_API_KEY: 'k' });
   // Window-scoped settings a project may choose still come through VS Code's own merge.
@@ -72,7 +74,7 @@ test('the user\'s sandbox settings are passed through: network allowlist, enviro
   const s = daemonSettings(source({
     sandbox: { globalValue: 'workspaceWrite' }, sandboxNetwork: { globalValue: ['crates.io', '*.npmjs.org'] },
     sandboxEnv: { globalValue: ['GITHUB_TOKEN'] }, sandboxProtectedPaths: { globalValue: ['.git', 'secrets'] },
-    approval: { globalValue: { bash: 'allow', edit: 'sometimes' } }, serverPath: { globalValue: '/opt/agent-lsp' },
+    approval: { globalValue: { bash: 'allow', edit: 'sometimes' } }, serverPath: { globalValue: ' /opt/agent-lsp ' },
   }), undefined);
   assert.deepEqual(s.initializationOptions, {
     approval: { bash: 'allow' }, saveAfterEdit: 'ifClean', sandbox: 'workspaceWrite', sandboxNetwork: ['crates.io', '*.npmjs.org'],
