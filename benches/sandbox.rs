@@ -83,6 +83,7 @@ fn sandbox_with(
         secret_env: Vec::new(),
         own_paths: Vec::new(),
         quarantine: None,
+        hidden: Vec::new(),
     })
 }
 

@@ -266,6 +266,7 @@ pub fn assemble(
         secret_env: crate::model_registry::secret_env_names(&spec.env),
         own_paths: sandbox::own_paths(&spec.env),
         quarantine: sandbox::quarantine_dir(&spec.env, &session_id),
+        hidden: sandbox::hidden_paths(&spec.env),
     });
     let options = ToolOptions {
         env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],

@@ -12,6 +12,7 @@ pub mod agent;
 pub mod cli;
 pub mod compaction;
 pub mod core;
+pub mod credentials;
 pub mod lsp;
 pub mod mcp;
 pub mod model_registry;

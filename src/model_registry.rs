@@ -55,6 +55,25 @@ impl EnvSource {
         self.get(name).filter(|v| !v.trim().is_empty())
     }
 
+    /// A key variable's value: the environment's, else the key `agent-lsp login` stored under
+    /// that name (read each time, so a login in another terminal counts at once).
+    pub fn key(&self, var: &str) -> Option<String> {
+        self.key_origin(var).map(|(key, _)| key)
+    }
+
+    /// [`EnvSource::key`] and where it came from.
+    pub fn key_origin(&self, var: &str) -> Option<(String, KeyOrigin)> {
+        if let Some(value) = self.get_nonempty(var) {
+            return Some((value.to_string(), KeyOrigin::Environment));
+        }
+        let stored = crate::credentials::Credentials::of(self)
+            .ok()?
+            .read()
+            .ok()?;
+        let key = stored.get(var)?.clone();
+        Some((key, KeyOrigin::Stored))
+    }
+
     pub fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
         self.vars.insert(name.into(), value.into());
     }
@@ -67,6 +86,14 @@ impl EnvSource {
         };
         Some(base.join("agent-lsp"))
     }
+}
+
+/// Where a key came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyOrigin {
+    Environment,
+    /// `agent-lsp login`'s store ([`crate::credentials`]).
+    Stored,
 }
 
 /// A model ready to stream: its description and the key to send (if any).
@@ -334,23 +361,21 @@ impl Registry {
     /// the first provider of models.json, else `OPENAI_BASE_URL`.
     fn default_choice(&self, env: &EnvSource) -> Result<(String, String), ModelError> {
         let set = |var: &str| env.get_nonempty(var).is_some();
+        let found = |var: &str| {
+            env.key_origin(var).map(|(_, origin)| match origin {
+                KeyOrigin::Environment => format!("{var} is set"),
+                KeyOrigin::Stored => format!("{var} is stored (agent-lsp login)"),
+            })
+        };
         let chosen = |provider: &str, id: &str, why: String| (format!("{provider}/{id}"), why);
-        if let Some(var) = ["ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"]
+        if let Some(why) = ["ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"]
             .into_iter()
-            .find(|v| set(v))
+            .find_map(found)
         {
-            return Ok(chosen(
-                "anthropic",
-                builtin::DEFAULT_ANTHROPIC,
-                format!("{var} is set"),
-            ));
+            return Ok(chosen("anthropic", builtin::DEFAULT_ANTHROPIC, why));
         }
-        if set("OPENAI_API_KEY") {
-            return Ok(chosen(
-                "openai",
-                builtin::DEFAULT_OPENAI,
-                "OPENAI_API_KEY is set".into(),
-            ));
+        if let Some(why) = found("OPENAI_API_KEY") {
+            return Ok(chosen("openai", builtin::DEFAULT_OPENAI, why));
         }
         if let Some(first) = &self.first_custom {
             return Ok((first.clone(), "the first provider of models.json".into()));
@@ -371,7 +396,7 @@ impl Registry {
             .as_ref()
             .map_or("models.json".to_string(), |p| p.display().to_string());
         let mut text = format!(
-            "no model is configured. Set one of:\n  \
+            "no model is configured. Store a key with `agent-lsp login`, or set one of:\n  \
              ANTHROPIC_API_KEY=…   (uses anthropic/{})\n  \
              OPENAI_API_KEY=…      (uses openai/{})\n  \
              OPENAI_BASE_URL=http://host:port/v1 with --model openai/<id> for an OpenAI-compatible server\n  \
@@ -419,11 +444,14 @@ impl Registry {
                 "OPENAI_BASE_URL",
                 builtin::OPENAI_BASE_URL,
             ),
-            "ollama" => return Ok(env.get_nonempty("OLLAMA_API_KEY").map(str::to_string)),
-            _ => return Ok(None),
+            "ollama" => return Ok(env.key("OLLAMA_API_KEY")),
+            provider => {
+                let vars = crate::provider::api_key::env_vars(provider);
+                return Ok(vars.iter().find_map(|v| env.key(v)));
+            }
         };
-        if let Some(key) = vars.iter().find_map(|v| env.get_nonempty(v)) {
-            return Ok(Some(key.to_string()));
+        if let Some(key) = vars.iter().find_map(|v| env.key(v)) {
+            return Ok(Some(key));
         }
         // A custom endpoint (a local server or a proxy) may need no key.
         if model.base_url != default_base {

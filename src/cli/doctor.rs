@@ -11,9 +11,10 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::credentials::Credentials;
 use crate::mcp::trust::Trust;
 use crate::model_registry::{
-    EnvSource, ModelError, ResolvedModel, default_model_reason, resolve_model,
+    EnvSource, KeyOrigin, ModelError, ResolvedModel, default_model_reason, resolve_model,
 };
 use crate::provider::{api_key, transport};
 use crate::store::SessionStore;
@@ -155,7 +156,7 @@ fn model_check(
         Err(ModelError::MissingKey { provider, hint }) => Check::problem(
             "model",
             format!("no API key for provider {provider}"),
-            format!("set {hint}"),
+            format!("set {hint}, or store it with `agent-lsp login --provider {provider}`"),
         ),
         Err(e) => Check::problem(
             "model",
@@ -171,17 +172,26 @@ fn fix_of(text: &str) -> String {
     rest.trim().to_string()
 }
 
-/// Which providers' keys are set (never their values).
+/// Which providers' keys are set or stored (never their values), and whether the store is as
+/// private as it must be.
 fn keys_check(env: &EnvSource) -> Check {
     let mut present = Vec::new();
     let mut absent = Vec::new();
+    let mut stored = false;
     for provider in api_key::PROVIDERS {
         let vars = api_key::env_vars(provider);
-        match vars.iter().find(|v| env.get_nonempty(v).is_some()) {
-            Some(var) => present.push(format!("{provider} ({var})")),
+        match vars.iter().find_map(|v| Some((v, env.key_origin(v)?.1))) {
+            Some((var, KeyOrigin::Environment)) => present.push(format!("{provider} ({var})")),
+            Some((var, KeyOrigin::Stored)) => {
+                stored = true;
+                present.push(format!("{provider} ({var}, stored by agent-lsp login)"));
+            }
             None if MAIN_PROVIDERS.contains(&provider) => absent.push(provider),
             None => {}
         }
+    }
+    if stored && let Some(check) = stored_keys_problem(env) {
+        return check;
     }
     let detail = match (present.is_empty(), absent.is_empty()) {
         (false, true) => format!("set: {}", present.join(", ")),
@@ -190,9 +200,35 @@ fn keys_check(env: &EnvSource) -> Check {
             present.join(", "),
             absent.join(", ")
         ),
-        (true, _) => format!("none set ({})", absent.join(", ")),
+        (true, _) => format!(
+            "none set ({}); `agent-lsp login` stores one",
+            absent.join(", ")
+        ),
     };
     Check::ok("keys", detail)
+}
+
+/// A stored key others could read: a widened file, or a machine whose sandbox cannot hide it.
+fn stored_keys_problem(env: &EnvSource) -> Option<Check> {
+    let store = Credentials::of(env).ok()?;
+    if store.too_open() {
+        return Some(Check::problem(
+            "keys",
+            format!("{} can be read by other users", store.file().display()),
+            format!("chmod 600 {}", store.file().display()),
+        ));
+    }
+    let layers = crate::sandbox::machine_layers(env);
+    if layers.unavailable().is_none() && layers.namespaces.is_err() {
+        return Some(Check::problem(
+            "keys",
+            "a stored key is readable by sandboxed commands here: without namespaces the \
+             sandbox cannot hide it",
+            "set the key in the agent's environment instead and run `agent-lsp logout`, or \
+             allow unprivileged user namespaces",
+        ));
+    }
+    None
 }
 
 /// One request to the model's endpoint: its list of models.

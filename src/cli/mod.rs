@@ -5,6 +5,7 @@
 pub mod approve;
 pub mod demo;
 pub mod doctor;
+pub mod login;
 mod malloc;
 pub mod output;
 pub mod run;
@@ -28,7 +29,8 @@ use crate::store::SessionStore;
     long_about = "A coding agent served to editors as a language server.\n\n\
         Without a command, agent-lsp serves LSP over stdin/stdout for an editor. `run` answers \
         one prompt in a terminal or script, `demo` shows a scripted session without a model, \
-        `sessions list | fork | rename` manage stored sessions, `doctor` checks the set-up.\n\n\
+        `sessions list | fork | rename` manage stored sessions, `doctor` checks the set-up, \
+        `login` stores a provider's key.\n\n\
         Models: --model provider/id with ANTHROPIC_API_KEY, OPENAI_API_KEY (OPENAI_BASE_URL / \
         ANTHROPIC_BASE_URL for other endpoints), ollama/<name> for a local Ollama, or \
         providers in $XDG_CONFIG_HOME/agent-lsp/models.json."
@@ -53,7 +55,18 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Serve the Agent Client Protocol (ACP v1) over stdin/stdout, for Zed's agent panel,
     /// JetBrains, CodeCompanion, avante, agent-shell and other ACP clients.
-    Acp,
+    Acp {
+        /// `login`: what an ACP client runs in a terminal for the `terminal` auth method (the
+        /// same as `agent-lsp login`).
+        #[command(subcommand)]
+        command: Option<AcpCommand>,
+    },
+    /// Store a provider's key for agent-lsp (asked in a terminal, or `--provider` with the key
+    /// on standard input): in $XDG_CONFIG_HOME/agent-lsp/credentials, readable only by you and
+    /// hidden from sandboxed commands; the environment's variable still wins.
+    Login(login::LoginArgs),
+    /// Forget the keys `login` stored (every one, or `--provider`'s).
+    Logout(login::LogoutArgs),
     /// Stored sessions.
     #[command(subcommand)]
     Sessions(SessionsCommand),
@@ -61,6 +74,12 @@ pub enum Command {
     /// sessions, MCP servers, the binary on PATH), each problem with its fix; exits 1 on a
     /// problem.
     Doctor(doctor::DoctorArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AcpCommand {
+    /// Store a provider's key (as `agent-lsp login`).
+    Login(login::LoginArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -188,7 +207,12 @@ pub fn main() -> ExitCode {
                 ExitCode::FAILURE
             });
         }
-        Some(Command::Acp) => {
+        Some(Command::Acp {
+            command: Some(AcpCommand::Login(args)),
+        })
+        | Some(Command::Login(args)) => return login::login(args, &env),
+        Some(Command::Logout(args)) => return login::logout(args, &env),
+        Some(Command::Acp { command: None }) => {
             let served = runtime.block_on(async {
                 tokio::spawn(crate::acp::serve_stdio())
                     .await

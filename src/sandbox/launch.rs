@@ -112,6 +112,7 @@ impl Sandbox {
                 SandboxMode::ReadOnly | SandboxMode::Off => Vec::new(),
             },
             protected: self.protected_paths(),
+            hidden: self.hidden.clone(),
             temp_dir: self.temp_dir.clone(),
             quarantine: self.quarantine(),
             namespaces,

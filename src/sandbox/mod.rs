@@ -117,6 +117,12 @@ pub fn own_paths(env: &EnvSource) -> Vec<PathBuf> {
     paths
 }
 
+/// Folders no sandboxed command may read: the keys `agent-lsp login` stored
+/// ([`crate::credentials`]).
+pub fn hidden_paths(env: &EnvSource) -> Vec<PathBuf> {
+    crate::credentials::dir(env).into_iter().collect()
+}
+
 /// Where a session's sandbox keeps copies of the protected paths its commands created (under
 /// the daemon's state folder, protected itself).
 pub fn quarantine_dir(env: &EnvSource, session_id: &str) -> Option<PathBuf> {
@@ -251,6 +257,8 @@ pub struct Sandbox {
     own_paths: Vec<PathBuf>,
     /// Where protected paths a command created are copied before they are removed.
     quarantine: Option<PathBuf>,
+    /// Folders commands must not read (the stored keys).
+    hidden: Vec<PathBuf>,
     approved: Mutex<HashSet<String>>,
     proxy: proxy::SessionProxy,
 }
@@ -266,6 +274,8 @@ pub struct SandboxParts {
     /// Where protected paths a command created are copied before they are removed (`None`: not
     /// kept).
     pub quarantine: Option<PathBuf>,
+    /// Folders commands must not read ([`hidden_paths`]).
+    pub hidden: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -284,6 +294,7 @@ impl Sandbox {
             secret_env: parts.secret_env,
             own_paths: parts.own_paths,
             quarantine: parts.quarantine,
+            hidden: parts.hidden,
             approved: Mutex::default(),
         })
     }

@@ -7,6 +7,7 @@
 //! - the session's roots bound where they are (a root under `/tmp` stays visible), read-write
 //!   when writable, and inside those the protected paths that exist bound read-only again;
 //! - `/tmp` the command's private temporary directory;
+//! - the folders it must not read (the stored keys) covered by an empty read-only tmpfs;
 //! - a new `/dev` (a tmpfs with the harmless devices, a private `devpts` and `shm`) and a new
 //!   `/proc` for the PID namespace.
 //!
@@ -59,12 +60,14 @@ enum Source {
     Temp(OwnedFd),
     Dev(Vec<(&'static str, OwnedFd)>),
     Proc,
+    /// An empty read-only tmpfs over a folder the command must not read.
+    Hidden,
 }
 
 struct Attachment {
     target: PathBuf,
     source: Source,
-    /// Protected paths come after the writable roots at the same depth.
+    /// Protected paths come after the writable roots at the same depth, hidden folders last.
     rank: u8,
 }
 
@@ -130,6 +133,15 @@ fn clones(spec: &JailSpec) -> Result<Vec<Attachment>, MountError> {
             });
         }
     }
+    // Covered after everything at or above its depth (a writable root that contains it
+    // included), so nothing attached later uncovers it.
+    for dir in spec.hidden.iter().filter(|d| d.is_dir()) {
+        out.push(Attachment {
+            target: dir.clone(),
+            source: Source::Hidden,
+            rank: 3,
+        });
+    }
     Ok(out)
 }
 
@@ -183,6 +195,16 @@ fn attach(attachment: Attachment) -> Result<(), MountError> {
         )
         .map_err(errno)
         .map_err(fail("cannot mount a new proc on", &target)),
+        // The command's capabilities are gone before it starts: it cannot unmount this.
+        Source::Hidden => mount(
+            "tmpfs",
+            target.as_path(),
+            "tmpfs",
+            MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+            Some(c"mode=0000,size=4k"),
+        )
+        .map_err(errno)
+        .map_err(fail("cannot hide", &target)),
     }
 }
 

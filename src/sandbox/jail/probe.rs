@@ -35,6 +35,7 @@ fn namespaces(temp: PathBuf) -> Result<(), String> {
         roots: Vec::new(),
         writable: Vec::new(),
         protected: Vec::new(),
+        hidden: Vec::new(),
         temp_dir: temp.clone(),
         quarantine: None,
         namespaces: true,

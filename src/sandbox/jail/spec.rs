@@ -26,6 +26,10 @@ pub struct JailSpec {
     pub writable: Vec<PathBuf>,
     /// Paths relative to every writable root that stay read-only and may not be created.
     pub protected: Vec<String>,
+    /// Folders the command must not read (the keys `agent-lsp login` stored): covered by an
+    /// empty read-only tmpfs where namespaces are used; Landlock alone cannot hide them.
+    #[serde(default)]
+    pub hidden: Vec<PathBuf>,
     /// The command's private temporary directory (its `/tmp` when namespaces are used).
     pub temp_dir: PathBuf,
     /// Where protected paths the command created are copied before they are removed (an

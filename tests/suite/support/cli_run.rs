@@ -24,6 +24,16 @@ impl CliEnv {
         }
     }
 
+    /// A sealed environment whose home is outside `/tmp` (a sandboxed command has a `/tmp` of
+    /// its own, so what it must not see in the home folder is best placed where it would).
+    pub fn with_home_outside_tmp() -> CliEnv {
+        CliEnv {
+            home: super::outside_tmp(),
+            project: tempfile::tempdir().unwrap(),
+            extra: Vec::new(),
+        }
+    }
+
     /// An environment whose OpenAI provider is the mock.
     pub fn with_mock(mock: &MockProvider) -> CliEnv {
         let mut env = CliEnv::new();

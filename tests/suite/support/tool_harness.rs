@@ -101,6 +101,7 @@ impl Harness {
                 secret_env: vec!["AGENT_LSP_TEST_SECRET".into()],
                 own_paths: Vec::new(),
                 quarantine: Some(base.path().join("removed")),
+                hidden: Vec::new(),
             })
         });
         let tools = coding_tools(
