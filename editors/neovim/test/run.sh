@@ -54,6 +54,14 @@ install_tmux() {
   fi
 }
 
+# --- git and xz, for the install cases (cases/install.lua clones, cases/mason.lua packs a .tar.xz) ---
+install_git_xz() {
+  if ! command -v git >/dev/null 2>&1 || ! command -v xz >/dev/null 2>&1; then
+    log "installing git and xz-utils with apt-get"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git xz-utils
+  fi
+}
+
 # --- chromium, for the README pictures (cases/pictures.lua screenshots the terminal) -------------
 install_chromium() {
   if ! command -v chromium >/dev/null 2>&1; then
@@ -78,6 +86,7 @@ build_bins() {
 
 install_nvim
 install_tmux
+install_git_xz
 install_chromium
 if [ -n "${AGENT_LSP_BIN:-}" ] && [ -n "${AGENT_LSP_MOCK_BIN:-}" ] && [ -n "${AGENT_LSP_MOCK_MCP_BIN:-}" ]; then
   # Prebuilt binaries (all three given): no cargo build.
