@@ -2,12 +2,15 @@
 #! End-to-end test of the VS Code extension, called by the project's test command.
 #!
 #! Installs what it needs idempotently (setup.sh: apt, code-server 4.100.3, playwright-core,
-#! vsce; cached under /var/tmp/agent-lsp-e2e, never $HOME), builds the extension and its .vsix,
-#! builds the Rust binaries (the daemon `agent-lsp` and the loopback mock model `agent-lsp-mock`),
-#! runs the extension's unit tests (Node's test runner), then installs the .vsix in a fresh
-#! code-server profile and drives it in headless Chromium with Playwright (test/e2e/driver.js)
-#! against the real daemon and the mock. Screenshots go to test-artifacts/vscode/. The last line
-#! is `N passed, M failed`; the exit status is non-zero on any failure.
+#! vsce; cached under /var/tmp/agent-lsp-e2e, never $HOME), type-checks and bundles the extension,
+#! runs its unit tests (Node's test runner), builds the Rust binaries (the daemon `agent-lsp` and
+#! the loopback mock model `agent-lsp-mock`), packages the platform .vsix with the daemon inside
+#! (scripts/package.sh --server, as a release does), installs that .vsix in a fresh code-server
+#! profile (--install-extension) with no agent-lsp on code-server's PATH and no
+#! agentLsp.serverPath, so the bundled daemon is the one that runs, and drives it in headless
+#! Chromium with Playwright (test/e2e/driver.js) against it and the mock. Screenshots go to
+#! test-artifacts/vscode/. The last line is `N passed, M failed`; the exit status is non-zero on
+#! any failure.
 #!
 #! Env: E2E_CACHE (install cache), AGENT_LSP_BIN / AGENT_LSP_MOCK_BIN (prebuilt binaries instead
 #! of `cargo build --bins`), E2E_KEEP=1 (keep the run directory).
@@ -29,7 +32,7 @@ bash "$HERE/setup.sh" || { echo "0 passed, 1 failed"; exit 1; }
 CS="$E2E_CACHE/cs-4.100.3/node_modules/.bin/code-server"
 TOOLS="$E2E_CACHE/tools"
 
-# ---- 2. extension: dependencies, type check, bundle, unit tests, .vsix
+# ---- 2. extension: dependencies, type check, bundle, unit tests
 cd "$EXT" || exit 1
 if [ ! -d node_modules/vscode-languageclient ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund >"$E2E_CACHE/ext-npm.log" 2>&1 || { tail -20 "$E2E_CACHE/ext-npm.log"; fail_all "npm ci"; }
@@ -49,10 +52,6 @@ rm -f "$UNIT_LOG"
 log "unit tests: $up passed, $uf failed"
 
 RUN="$(mktemp -d /tmp/agent-lsp-vscode-e2e.XXXXXX)"
-VSIX="$RUN/agent-lsp.vsix"
-"$TOOLS/node_modules/.bin/vsce" package --no-dependencies --allow-missing-repository --no-rewrite-relative-links --skip-license -o "$VSIX" >"$RUN/vsce.log" 2>&1 \
-  || { cat "$RUN/vsce.log"; fail_all "vsce package"; }
-log "packaged $(basename "$VSIX") ($(du -k "$VSIX" | cut -f1) KiB)"
 
 # ---- 3. Rust binaries
 if [ -z "${AGENT_LSP_BIN:-}" ] || [ -z "${AGENT_LSP_MOCK_BIN:-}" ]; then
@@ -67,7 +66,24 @@ MOCK="${AGENT_LSP_MOCK_BIN:-$TARGET/debug/agent-lsp-mock}"
 MOCK_MCP="$(dirname "$MOCK")/agent-lsp-mock-mcp" # the compiled MCP server test/e2e/cases/10-controls.js starts
 [ -x "$MOCK_MCP" ] || fail_all "no mock MCP server at $MOCK_MCP"
 
-# ---- 4. a fresh profile, workspace and home (nothing under the real $HOME)
+# ---- 4. the platform .vsix with the daemon inside, as scripts/package.sh makes it for a release.
+# The debug daemon's symbols are stripped in a copy first: measured on this suite's 2-core runner,
+# a 91 MiB debug binary gives a 23 MiB .vsix, stripped 48 MiB and 14 MiB, packaging and installing
+# about a second faster (backtraces of a panic lose function names; the e2e does not read them).
+mkdir -p "$RUN/server" "$RUN/vsix"
+SERVER="$RUN/server/agent-lsp"
+t0=$(date +%s%N)
+if command -v strip >/dev/null; then strip -s -o "$SERVER" "$DAEMON" || fail_all "strip $DAEMON"
+else cp "$DAEMON" "$SERVER" && log "no strip: the .vsix carries the unstripped daemon"; fi
+mkdir -p "$RUN/package-home" # vsce and npm write nothing under the real $HOME either
+HOME="$RUN/package-home" VSCE="$TOOLS/node_modules/.bin/vsce" bash "$ROOT/scripts/package.sh" --server "$SERVER" --out "$RUN/vsix" >"$RUN/package.out" 2>"$RUN/package.log" \
+  || { cat "$RUN/package.log"; fail_all "scripts/package.sh"; }
+VSIX=$(sed -n 's/^vsix: //p' "$RUN/package.out")
+[ -f "$VSIX" ] || { cat "$RUN/package.out" "$RUN/package.log"; fail_all "scripts/package.sh wrote no .vsix"; }
+[ ! -e "$EXT/server" ] || fail_all "scripts/package.sh left $EXT/server behind"
+log "stripped and packaged $(basename "$VSIX") ($(du -k "$VSIX" | cut -f1) KiB) in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+
+# ---- 5. a fresh profile, workspace and home (nothing under the real $HOME)
 mkdir -p "$RUN/home" "$RUN/cfg" "$RUN/data" "$RUN/state" "$RUN/ud/User" "$RUN/ext" "$RUN/ws"
 printf 'alpha\nbeta\n' >"$RUN/ws/notes.txt"
 printf '{"name": "demo" "version": 1}\n' >"$RUN/ws/data.json"
@@ -134,27 +150,42 @@ json.dump({"providers": {"mock": {"baseUrl": base, "api": "openai-completions", 
    "maxTokens": 4096, "cost": {"input": 2, "output": 8, "cacheRead": 0, "cacheWrite": 0}}]}}}, open(path, "w"))
 PY
 
-python3 - "$RUN/ud/User/settings.json" "$DAEMON" "$BASE_URL" <<'PY'
+# No agentLsp.serverPath: the extension starts the daemon its .vsix carries.
+python3 - "$RUN/ud/User/settings.json" "$BASE_URL" <<'PY'
 import json, sys
-path, daemon, base = sys.argv[1:]
+path, base = sys.argv[1:]
 json.dump({
   "workbench.startupEditor": "none", "workbench.tips.enabled": False, "workbench.enableExperiments": False,
   "telemetry.telemetryLevel": "off", "extensions.autoCheckUpdates": False, "extensions.autoUpdate": False,
   "extensions.ignoreRecommendations": True, "update.mode": "none", "security.workspace.trust.enabled": False,
   "chat.commandCenter.enabled": False, "workbench.colorTheme": "Default Dark Modern", "window.commandCenter": False,
-  "agentLsp.serverPath": daemon,
   "agentLsp.env": {"OPENAI_BASE_URL": base, "OPENAI_API_KEY": "test", "AGENT_LSP_MODEL": "openai/mock-model", "AGENT_LSP_LOG": "info"},
   "agentLsp.trace.server": "verbose",
   "agentLsp.saveAfterEdit": "always",
 }, open(path, "w"), indent=2)
 PY
 
+# code-server's PATH (and so its extension host's and the daemon's): this one without any
+# directory that holds an agent-lsp, so the daemon that runs can only be the bundled one.
+CS_PATH=""
+IFS=: read -ra path_dirs <<<"$PATH"
+for d in "${path_dirs[@]}"; do
+  [ -n "$d" ] || continue
+  if [ -e "$d/agent-lsp" ]; then log "code-server's PATH leaves out $d (it holds an agent-lsp)"; continue; fi
+  CS_PATH="${CS_PATH:+$CS_PATH:}$d"
+done
+env PATH="$CS_PATH" /bin/sh -c '! command -v agent-lsp' >/dev/null || fail_all "agent-lsp is on code-server's PATH ($CS_PATH)"
+
 CS_ARGS=(--user-data-dir "$RUN/ud" --extensions-dir "$RUN/ext")
-"$CS" "${CS_ARGS[@]}" --install-extension "$VSIX" >"$RUN/install.log" 2>&1 || { cat "$RUN/install.log"; fail_all "installing the .vsix"; }
-grep -q "agent-lsp" <(ls "$RUN/ext") || { cat "$RUN/install.log"; fail_all "the .vsix did not install"; }
+t0=$(date +%s%N)
+env PATH="$CS_PATH" "$CS" "${CS_ARGS[@]}" --install-extension "$VSIX" >"$RUN/install.log" 2>&1 || { cat "$RUN/install.log"; fail_all "installing the .vsix"; }
+INSTALLED=$(find "$RUN/ext" -mindepth 1 -maxdepth 1 -type d -name 'agent-lsp.agent-lsp-*')
+[ -n "$INSTALLED" ] || { cat "$RUN/install.log"; fail_all "the .vsix did not install"; }
+[ -x "$INSTALLED/server/agent-lsp" ] || fail_all "the installed extension has no executable server/agent-lsp"
+log "installed $(basename "$INSTALLED") in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 
 PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-setsid "$CS" "${CS_ARGS[@]}" --bind-addr "127.0.0.1:$PORT" --auth none --disable-telemetry --disable-update-check \
+setsid env PATH="$CS_PATH" "$CS" "${CS_ARGS[@]}" --bind-addr "127.0.0.1:$PORT" --auth none --disable-telemetry --disable-update-check \
   --disable-workspace-trust --disable-getting-started-override --disable-proxy --ignore-last-opened \
   "$RUN/ws" >"$RUN/code-server.log" 2>&1 &
 PIDS+=($!)
@@ -162,10 +193,10 @@ for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null &
 curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null || { cat "$RUN/code-server.log"; fail_all "code-server did not start"; }
 log "code-server 4.100.3 on 127.0.0.1:$PORT"
 
-# ---- 5. drive it
+# ---- 6. drive it
 rm -rf "$ARTIFACTS"; mkdir -p "$ARTIFACTS"
 E2E_LOG="$RUN/driver.log"
-MOCK_MCP_BIN="$MOCK_MCP" VSCODE_SETTINGS="$RUN/ud/User/settings.json" MOCK_LOG="$RUN/mock-requests.jsonl" VSCODE_LOGS="$RUN/ud/logs" PLAYWRIGHT="$TOOLS/node_modules/playwright-core" timeout 600 node "$HERE/e2e/driver.js" \
+BUNDLED_DAEMON="$INSTALLED/server/agent-lsp" MOCK_MCP_BIN="$MOCK_MCP" VSCODE_SETTINGS="$RUN/ud/User/settings.json" MOCK_LOG="$RUN/mock-requests.jsonl" VSCODE_LOGS="$RUN/ud/logs" PLAYWRIGHT="$TOOLS/node_modules/playwright-core" timeout 600 node "$HERE/e2e/driver.js" \
   "http://127.0.0.1:$PORT/?folder=$RUN/ws" "$RUN/ws" "$ARTIFACTS" "$RUN/browser" 2>&1 | tee "$E2E_LOG"
 result=$(sed -n 's/^E2E-RESULT //p' "$E2E_LOG" | tail -1)
 if [ -z "$result" ]; then

@@ -70,6 +70,40 @@ function readTraces() {
 
 const text = async (frame, sel) => (await frame.locator(sel).allInnerTexts()).join('\n');
 
+/** The daemons the extension started, in order: its output channel's "Starting the daemon <path> (<why>)". */
+function daemonStarts() {
+  return [...readTraces().matchAll(/^Starting the daemon (.+) \((.+)\)$/gm)].map((m) => ({ command: m[1], why: m[2] }));
+}
+
+/** The running processes whose executable is `file` (Linux: /proc/<pid>/exe), with their PATH. */
+function processesOf(file) {
+  const found = [];
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (fs.readlinkSync(`/proc/${pid}/exe`) !== file) continue;
+      const env = fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+      found.push({ pid, path: (env.find((e) => e.startsWith('PATH=')) ?? 'PATH=').slice(5) });
+    } catch { /* gone, or not ours */ }
+  }
+  return found;
+}
+
+/**
+ * e2e.sh installs the platform .vsix with the daemon inside and sets no agentLsp.serverPath (the
+ * workspace's hostile one must be ignored), and code-server's PATH has no agent-lsp: every daemon
+ * started so far is the bundled one, `<extensions dir>/agent-lsp.agent-lsp-<version>-<target>/server/agent-lsp`.
+ */
+function assertBundledDaemon() {
+  const bundled = process.env.BUNDLED_DAEMON;
+  if (!bundled || !bundled.endsWith(`${path.sep}server${path.sep}agent-lsp`)) throw new Error(`BUNDLED_DAEMON is ${bundled}`);
+  const starts = daemonStarts();
+  if (starts.length === 0) throw new Error('the output channel names no daemon started');
+  for (const s of starts) {
+    if (s.command !== bundled || !s.why.startsWith('bundled with the extension')) throw new Error(`a daemon other than the bundled one was started: ${s.command} (${s.why})`);
+  }
+  return starts;
+}
+
 async function openFile(page, name, fullPath) {
   const tab = page.locator('.tab', { hasText: name });
   if (await tab.count() > 0) { // already open: its tab (Ctrl+P would go to a focused webview)
@@ -115,6 +149,8 @@ testCase('chat view opens and the daemon is ready', async ({ page, ctx }) => {
   const agent = /"agent": \{\s*"events": true,\s*"approvals": true,\s*"saveDocuments": true,\s*"diagnostics": true\s*\}/;
   if (!agent.test(init.split('[Trace')[0])) throw new Error('initialize does not carry experimental.agent = {events, approvals, saveDocuments, diagnostics}');
   if (!/"protocolVersion": 1/.test(readTraces())) throw new Error('the server did not answer with experimental.agent.protocolVersion 1');
+  const starts = assertBundledDaemon();
+  if (starts.length !== 1) throw new Error(`the daemon was started ${starts.length} times`);
 });
 
 testCase('a prompt from the chat view streams a rendered Markdown answer', async ({ page, ctx }) => {
@@ -137,6 +173,13 @@ testCase('a prompt from the chat view streams a rendered Markdown answer', async
   if (!/↓\d/.test(usage) || usage.includes('↓0 ')) throw new Error(`usage not updated: ${usage}`);
   await page.screenshot({ path: path.join(artifacts, '01-answer.png') });
   await picture(page, 'chat', ['.part.sidebar']);
+  // That answer came from the daemon inside the installed .vsix: the one started, still the only
+  // one, is the process running now, and its PATH (the extension host's) has no agent-lsp.
+  if (assertBundledDaemon().length !== 1) throw new Error('the daemon was restarted during the first prompt');
+  const running = processesOf(process.env.BUNDLED_DAEMON);
+  if (running.length !== 1) throw new Error(`${running.length} processes run ${process.env.BUNDLED_DAEMON}`);
+  const onPath = running[0].path.split(path.delimiter).filter((d) => d && fs.existsSync(path.join(d, 'agent-lsp')));
+  if (onPath.length > 0) throw new Error(`the daemon's PATH holds an agent-lsp: ${onPath.join(', ')}`);
 });
 
 testCase('approving an edit changes the unsaved buffer, which is then saved (saveAfterEdit: always, with a warning)', async ({ page, ctx }) => {
@@ -373,16 +416,26 @@ async function setStringSetting(page, id, value) {
 
 testCase('a missing daemon binary is reported clearly, and fixing the setting recovers', async ({ page, ctx }) => {
   const f = ctx.frame;
-  const original = JSON.parse(fs.readFileSync(process.env.VSCODE_SETTINGS, 'utf8'))['agentLsp.serverPath'];
+  // Not set by e2e.sh (the bundled daemon runs): a set path is used as is, never replaced by another.
+  const original = JSON.parse(fs.readFileSync(process.env.VSCODE_SETTINGS, 'utf8'))['agentLsp.serverPath'] ?? '';
+  const starts = daemonStarts().length;
   await setStringSetting(page, 'agentLsp.serverPath', '/nonexistent/agent-lsp');
   try {
-    await until('the missing-binary banner', async () => (await text(f, '#banner')).includes('agent-lsp binary was not found'), 30000, 200);
+    const banner = await until('the missing-binary banner', async () => {
+      const b = await text(f, '#banner');
+      return b.includes('agent-lsp binary was not found') ? b : undefined;
+    }, 30000, 200);
+    for (const want of ['agentLsp.serverPath "/nonexistent/agent-lsp"', 'clear it to use the bundled server', 'agent-lsp-installer.sh | sh', 'cargo binstall agent-lsp']) {
+      if (!banner.includes(want)) throw new Error(`the message lacks ${want}: ${banner}`);
+    }
     await page.locator('.notifications-toasts', { hasText: 'agent-lsp binary was not found' }).waitFor({ timeout: 10000 });
     await page.screenshot({ path: path.join(artifacts, '06-missing-binary.png') });
   } finally {
     await setStringSetting(page, 'agentLsp.serverPath', original);
   }
   await until('the daemon back', async () => (await text(f, '#state')) === 'idle' && (await f.locator('#banner').isHidden()), 30000, 200);
+  // Cleared again: the bundled daemon, started once more.
+  if (assertBundledDaemon().length <= starts) throw new Error(`no daemon started after the setting was cleared: ${JSON.stringify(daemonStarts())}`);
   await page.keyboard.press('Control+W');
 });
 

@@ -11,6 +11,9 @@ exports.register = ({ testCase, until, runCommand, readTraces }) => {
       const rest = at < 0 ? '' : traces.slice(at);
       return /problems? found\.|No problems found\./.test(rest) ? rest : undefined;
     }, 30000);
+    // Run as the daemon runs: the binary the .vsix carries (e2e.sh sets no agentLsp.serverPath).
+    const header = `agent-lsp doctor (${process.env.BUNDLED_DAEMON}: bundled with the extension`;
+    if (!report.startsWith(header)) throw new Error(`the doctor did not run the bundled daemon: ${report.split('\n')[0]}`);
     // The daemon's environment: the mock is its model (e2e.sh's OPENAI_BASE_URL), so the model
     // check names it; every check has its line.
     if (!/ok {2}model {5}openai\//.test(report)) throw new Error(`no model line: ${report.slice(0, 600)}`);
