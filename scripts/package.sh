@@ -37,7 +37,7 @@ while [ $# -gt 0 ]; do
     --server) [ $# -ge 2 ] || die "--server needs a path"; SERVER="$2"; shift 2 ;;
     --target) [ $# -ge 2 ] || die "--target needs a value"; TARGET="$2"; shift 2 ;;
     --out) [ $# -ge 2 ] || die "--out needs a directory"; OUT="$2"; shift 2 ;;
-    -h|--help) sed -n 's/^#! \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '1d; s/^#! \{0,1\}//p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
