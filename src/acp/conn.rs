@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::io::AsyncRead;
 
+use crate::acp::auth;
 use crate::acp::client::{AcpFrontEnd, ClientCaps, SessionLink};
 use crate::acp::content::to_pi_blocks;
 use crate::acp::options::{self, MODEL, THOUGHT_LEVEL};
@@ -43,8 +44,9 @@ pub const STEER: &str = "_agent-lsp/steer";
 pub const REVERT: &str = "_agent-lsp/revert";
 
 /// What `session/new` answers when no model resolves: ACP's auth-required error names exactly
-/// what to set (keys come from the environment and config, never from an ACP login).
-const NO_MODEL: &str = "agent-lsp has no model: set AGENT_LSP_MODEL=provider/id (e.g. \
+/// what to set, and the client can offer the advertised auth methods (`acp/auth.rs`).
+const NO_MODEL: &str = "agent-lsp has no model: run `agent-lsp login` to store a provider's \
+key, or set AGENT_LSP_MODEL=provider/id (e.g. \
 anthropic/claude-sonnet-4-5) with that provider's key in the agent's environment \
 (ANTHROPIC_API_KEY or OPENAI_API_KEY; OPENAI_BASE_URL for another OpenAI-compatible server), \
 or ollama/<name> for a local Ollama, or add providers to $XDG_CONFIG_HOME/agent-lsp/models.json; \
@@ -89,6 +91,11 @@ fn to_value<T: Serialize>(value: T) -> Result<Value, ResponseError> {
 fn params<T: DeserializeOwned>(params: Value) -> Result<T, ResponseError> {
     let params = if params.is_null() { json!({}) } else { params };
     serde_json::from_value(params).map_err(|e| ResponseError::invalid_params(e.to_string()))
+}
+
+/// ACP's auth-required error with `message`.
+pub(super) fn auth_required(message: &str) -> ResponseError {
+    acp_error(acp::Error::auth_required()).with_message(message)
 }
 
 /// ACP's own errors (auth required, resource not found) in the loop's error type.
@@ -175,9 +182,9 @@ impl Conn {
         let now = |result| Reply::Now(result);
         match method {
             "initialize" => now(params(p).and_then(|p| self.initialize(p))),
-            "authenticate" => now(Err(ResponseError::invalid_params(
-                "agent-lsp has no authentication methods: keys come from its environment",
-            ))),
+            "authenticate" => now(params::<acp::AuthenticateRequest>(p)
+                .and_then(|p| auth::authenticate(&p.method_id.0, &self.env))),
+            "logout" => now(params::<acp::LogoutRequest>(p).and_then(|_| auth::logout(&self.env))),
             "session/new" => Reply::Opened(params(p).and_then(|p| self.new_session(p))),
             "session/load" => Reply::Opened(match params(p) {
                 Ok(p) => self.load_session(p).await,
@@ -229,6 +236,7 @@ impl Conn {
             self.out.output().set_delta_interval(interval);
         }
         let caps = &request.client_capabilities;
+        let runs_terminals = caps.auth.terminal;
         *lock(&self.client) = ClientCaps {
             read_text_file: caps.fs.read_text_file,
             write_text_file: caps.fs.write_text_file,
@@ -249,16 +257,20 @@ impl Conn {
             )
             .mcp_capabilities(acp::McpCapabilities::new().http(true))
             .session_capabilities(session_caps)
+            .auth(acp::AgentAuthCapabilities::new().logout(acp::LogoutCapabilities::new()))
             .meta(meta.as_object().cloned());
         let info = acp::Implementation::new("agent-lsp", env!("CARGO_PKG_VERSION"))
             .title("agent-lsp".to_owned());
         // v1 is the only version we speak: any request gets it, and a client that cannot
         // speak it disconnects (ACP's negotiation).
-        to_value(
+        let mut response = to_value(
             acp::InitializeResponse::new(ProtocolVersion::V1)
                 .agent_capabilities(capabilities)
                 .agent_info(info),
-        )
+        )?;
+        // Written as JSON: the `env_var` type is ACP's draft, beyond the v1 schema's types.
+        response["authMethods"] = auth::methods(runs_terminals);
+        Ok(response)
     }
 
     fn store(&self) -> Option<SessionStore> {

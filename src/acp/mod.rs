@@ -12,6 +12,7 @@
 //! (prompt blocks → pi's), `options` (modes and config options), `client` (the client's
 //! capabilities, file system and terminals as the tools' workspace and `bash`).
 
+mod auth;
 mod chunks;
 mod client;
 mod commands;

@@ -3,7 +3,7 @@
 //! (`agent-lsp acp login`).
 //!
 //! In a terminal `login` asks for the provider and reads the key with echo off; from a pipe it
-//! takes `--provider` and the key's first line (scripts, tests).
+//! takes `--provider` (else the first line) and the key's line (scripts, tests).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -61,10 +61,18 @@ fn try_login(args: LoginArgs, env: &EnvSource) -> anyhow::Result<()> {
     let provider = match args.provider {
         Some(p) => p,
         None if interactive => ask_provider(&mut lines)?,
-        None => anyhow::bail!(
-            "give --provider (one of {}) and the key on standard input",
-            PROVIDERS.join(", ")
-        ),
+        // From a pipe: the provider's name on the first line, the key on the next.
+        None => {
+            let mut line = String::new();
+            lines.read_line(&mut line)?;
+            match line.trim() {
+                "" => anyhow::bail!(
+                    "give --provider (one of {}), or the provider's name on the first line",
+                    PROVIDERS.join(", ")
+                ),
+                name => name.to_string(),
+            }
+        }
     };
     let Some(var) = key_var(&provider) else {
         anyhow::bail!(

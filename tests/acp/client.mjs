@@ -16,7 +16,9 @@
 //   {"op": "initialize", "meta"?} | {"op": "new", "cwd", "mcpServers"?} | {"op": "prompt", "text" | "prompt",
 //   "wait": false?, "as"} | {"op": "await", "name"} | {"op": "cancel"} | {"op": "until", "update":
 //   kind, "count"?} | {"op": "request", "method", "params", "as"} | {"op": "raw", "line"} |
-//   {"op": "load" | "resume", "sessionId"?, "cwd"} | {"op": "sleep", "ms"}
+//   {"op": "load" | "resume", "sessionId"?, "cwd"} | {"op": "sleep", "ms"} |
+//   {"op": "terminalAuth", "methodId", "input"} (runs a `terminal` auth method as a client does)
+// client.authTerminal: advertise clientCapabilities.auth.terminal.
 // Output (stdout, one JSON object): {"wire": [{"dir": "in"|"out", "msg"}], "results": {...},
 //   "reads": [{path, line, limit}], "writes": [{path, content}], "terminals": [{command, ...}], "error"?}
 import { spawn } from "node:child_process";
@@ -33,6 +35,8 @@ if (!sdkDir || !bin) {
 }
 const sdkEntry = path.join(sdkDir, "@agentclientprotocol/sdk/dist/v1/stable/acp.js");
 const acp = await import(pathToFileURL(sdkEntry).href);
+// The SDK's own schema of the protocol (zod), to read a response as the library's types see it.
+const schema = await import(pathToFileURL(path.join(sdkDir, "@agentclientprotocol/sdk/dist/v1/schema/zod.gen.js")).href);
 
 const scenario = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const cfg = scenario.client ?? {};
@@ -197,9 +201,14 @@ async function step(ctx, s) {
   switch (s.op) {
     case "initialize": {
       const caps = { fs: { readTextFile: !!cfg.fs, writeTextFile: !!cfg.fs }, terminal: !!cfg.terminal };
+      if (cfg.authTerminal) caps.auth = { terminal: true };
       const params = { protocolVersion: s.protocolVersion ?? 1, clientCapabilities: caps };
       if (s.meta) params._meta = s.meta;
-      return settle(name, ctx.request("initialize", params));
+      await settle(name, ctx.request("initialize", params));
+      // `parsed`: the response through the SDK's schema (what a client on the library gets).
+      const r = results[name];
+      if (r.result) r.parsed = schema.zInitializeResponse.parse(r.result);
+      return;
     }
     case "new": {
       await settle(name, ctx.request("session/new", { cwd: s.cwd, mcpServers: s.mcpServers ?? [], additionalDirectories: s.additionalDirectories }));
@@ -227,6 +236,21 @@ async function step(ctx, s) {
       return ctx.notify("session/cancel", { sessionId: session });
     case "request":
       return settle(name, ctx.request(s.method, subst(s.params)));
+    case "terminalAuth": {
+      // What a client does for a `terminal` auth method: run the agent's own command with the
+      // method's args and env appended, the user typing `input`; exit 0 is success.
+      const init = results[s.initialize ?? "initialize"]?.result;
+      const method = (init?.authMethods ?? []).find((m) => m.id === s.methodId);
+      if (!method || method.type !== "terminal") throw new Error(`no terminal auth method ${s.methodId}`);
+      const proc = spawn(bin, ["acp", ...(method.args ?? [])], { env: { ...process.env, ...(method.env ?? {}) }, stdio: ["pipe", "pipe", "pipe"] });
+      let out = "";
+      proc.stdout.on("data", (c) => (out += c));
+      proc.stderr.on("data", (c) => (out += c));
+      proc.stdin.end(s.input ?? "");
+      const exitCode = await new Promise((resolve) => proc.on("close", resolve));
+      results[name] = { result: { exitCode, output: out } };
+      return;
+    }
     case "raw":
       return new Promise((resolve) => toAgent.write(s.line + "\n", resolve));
     case "sleep":

@@ -18,7 +18,7 @@ async fn initialize_advertises_the_agent_and_unknown_input_keeps_the_connection(
     let init = t.result("initialize");
     assert_eq!(init["protocolVersion"], 1);
     assert_eq!(init["agentInfo"]["name"], "agent-lsp");
-    assert_eq!(init["authMethods"], json!([]));
+    assert_eq!(init["authMethods"][0]["id"], "anthropic-api-key");
     let caps = &init["agentCapabilities"];
     assert_eq!(caps["loadSession"], true);
     assert_eq!(caps["promptCapabilities"]["image"], true);

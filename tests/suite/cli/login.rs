@@ -139,7 +139,7 @@ async fn the_environment_wins_over_a_stored_key_and_logout_forgets_it() {
 #[tokio::test]
 async fn login_refuses_what_is_not_a_key_or_a_provider() {
     let env = CliEnv::new();
-    let cases: [(&[&str], &str, &str); 4] = [
+    let cases: [(&[&str], &str, &str); 5] = [
         (&["login", "--provider", "openai"], "\n", "the key is empty"),
         (
             &["login", "--provider", "openai"],
@@ -151,7 +151,8 @@ async fn login_refuses_what_is_not_a_key_or_a_provider() {
             "sk\n",
             "unknown provider \"nope\"",
         ),
-        (&["login"], "sk\n", "give --provider"),
+        (&["login"], "sk\n", "unknown provider \"sk\""),
+        (&["login"], "", "give --provider"),
     ];
     for (args, input, expected) in cases {
         let out = with_input(&env, args, input).await;
