@@ -52,6 +52,17 @@ rm -f "$UNIT_LOG"
 log "unit tests: $up passed, $uf failed"
 
 RUN="$(mktemp -d /tmp/agent-lsp-vscode-e2e.XXXXXX)"
+# The run directory (with the packaged daemon in it) goes also when an early step fails.
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  done
+  sleep 0.5
+  for pid in "${PIDS[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+  [ -n "${E2E_KEEP:-}" ] && log "kept $RUN" || rm -rf "$RUN"
+}
+trap cleanup EXIT INT TERM
 
 # ---- 3. Rust binaries
 if [ -z "${AGENT_LSP_BIN:-}" ] || [ -z "${AGENT_LSP_MOCK_BIN:-}" ]; then
@@ -109,16 +120,6 @@ JSON
 export HOME="$RUN/home" XDG_CONFIG_HOME="$RUN/cfg" XDG_DATA_HOME="$RUN/data" XDG_STATE_HOME="$RUN/state" XDG_CACHE_HOME="$RUN/cache"
 export TMPDIR="$E2E_CACHE/tmp"
 
-PIDS=()
-cleanup() {
-  for pid in "${PIDS[@]}"; do
-    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-  done
-  sleep 0.5
-  for pid in "${PIDS[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
-  [ -n "${E2E_KEEP:-}" ] && log "kept $RUN" || rm -rf "$RUN"
-}
-trap cleanup EXIT INT TERM
 
 # The mock serves until its stdin closes: hold it open with a FIFO we own.
 mkfifo "$RUN/mock.stdin"
