@@ -6,15 +6,18 @@
 #!      is set, and falls back to `agent-lsp` on PATH): dist/agent-lsp-<target>-<version>.vsix;
 #!   2. the release archives (build_archives below).
 #!
-#! Usage: scripts/package.sh [--server PATH] [--target TARGET] [--out DIR]
+#! Usage: scripts/package.sh [--server PATH] [--target TARGET] [--out DIR] [--vsix-only]
 #!   --server PATH    put this daemon binary in the VSIX instead of building one
 #!                    (default: `cargo build --release --locked --bin agent-lsp`)
 #!   --target TARGET  VS Code target: linux-x64, linux-arm64, darwin-x64, darwin-arm64, win32-x64
 #!                    (default: this machine's, from `uname -sm`); without --server, another
 #!                    machine's target builds with `cargo build --target <its Rust triple>`
 #!   --out DIR        where the VSIX goes (default: dist/ at the repository root, git-ignored)
+#!   --vsix-only      skip the archives (the VS Code e2e packages only the VSIX)
 #! Env: VSCE (the vsce command; default: vsce on PATH, else the extension's node_modules, else
-#! `npx --yes @vscode/vsce@3.9.2`).
+#! `npx --yes @vscode/vsce@3.9.2`); DIST (cargo-dist's `dist`; default: dist on PATH, else the
+#! copy tests/release/dist.sh installs; `pip install astral-dev-toolchain-cargo-dist==0.33.0`
+#! provides it).
 #!
 #! Prints `vsix: <path>` on stdout, then what build_archives made; progress goes to stderr.
 #! Idempotent: every run rebuilds and overwrites its outputs. The daemon is copied into
@@ -30,6 +33,7 @@ log() { echo "[package] $*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 SERVER=""
+VSIX_ONLY=""
 TARGET=""
 OUT="$ROOT/dist"
 while [ $# -gt 0 ]; do
@@ -37,6 +41,7 @@ while [ $# -gt 0 ]; do
     --server) [ $# -ge 2 ] || die "--server needs a path"; SERVER="$2"; shift 2 ;;
     --target) [ $# -ge 2 ] || die "--target needs a value"; TARGET="$2"; shift 2 ;;
     --out) [ $# -ge 2 ] || die "--out needs a directory"; OUT="$2"; shift 2 ;;
+    --vsix-only) VSIX_ONLY=1; shift ;;
     -h|--help) sed -n '1d; s/^#! \{0,1\}//p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
@@ -126,13 +131,29 @@ build_vsix() {
 
 # ---- 3. the release archives
 # ================================================================================================
-# build_archives: the release archives, their checksums and the shell installer (cargo-dist,
-# `dist build`; see dist-workspace.toml). TO BE FILLED by the release work of issue 33; until
-# then it only says where they will be listed.
+# build_archives: the release archives of the target, their checksums and the shell installer,
+# made by cargo-dist with the dist profile (release + thin LTO) as dist-workspace.toml says; dist
+# writes them under target/distrib/ and they are copied next to the VSIX.
 # ================================================================================================
 build_archives() {
-  echo "archives: see below"
+  local dist="${DIST:-}"
+  if [ -z "$dist" ]; then
+    if command -v dist >/dev/null 2>&1; then dist=dist
+    elif [ -x /var/tmp/agent-lsp-e2e/dist/bin/dist ]; then dist=/var/tmp/agent-lsp-e2e/dist/bin/dist
+    else die "no dist (cargo-dist): pip install astral-dev-toolchain-cargo-dist==0.33.0, or set DIST"
+    fi
+  fi
+  log "dist build --target $TRIPLE"
+  local manifest
+  manifest="$(cd "$ROOT" && "$dist" build --artifacts=all --target "$TRIPLE" --output-format=json)" \
+    || die "dist build failed"
+  python3 -c 'import json,sys
+for a in json.loads(sys.argv[1])["artifacts"].values():
+    if a.get("path"): print(a["path"])' "$manifest" | while read -r path; do
+    cp "$path" "$OUT/"
+    echo "archive: $OUT/$(basename "$path")"
+  done
 }
 
 build_vsix
-build_archives
+[ -n "$VSIX_ONLY" ] || build_archives

@@ -43,12 +43,13 @@ if [ -n "${SKIP_EDITORS:-}" ]; then
   exit 0
 fi
 
-# The editors' end-to-end tests drive the real editors against the real daemon, and the interop
+# The release test builds the archive and installer with cargo-dist and installs from them, the
+# editors' end-to-end tests drive the real editors against the real daemon, and the interop
 # tests run pi 1.6.0 itself against our session files and event stream. Each script
 # installs what it needs (cached under /var/tmp/agent-lsp-e2e), ends with `N passed, M failed`
 # and exits non-zero on any failure; every one runs even when an earlier one failed.
 status=0
-for suite in editors/vscode/test/e2e.sh editors/neovim/test/run.sh tests/interop/pi.sh; do
+for suite in tests/release/dist.sh editors/vscode/test/e2e.sh editors/neovim/test/run.sh tests/interop/pi.sh; do
   section "$suite"
   bash "$suite" || status=1
 done

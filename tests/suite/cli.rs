@@ -13,6 +13,7 @@ mod git_journal;
 mod identity;
 mod login;
 mod models;
+mod release;
 mod responses;
 mod run;
 mod sandbox;

@@ -54,7 +54,7 @@ install_tmux() {
   fi
 }
 
-# --- git and xz, for the install cases (cases/install.lua clones, cases/mason.lua packs a .tar.xz) ---
+# --- git (cases/install.lua clones) and xz (kept for older archives) ---
 install_git_xz() {
   if ! command -v git >/dev/null 2>&1 || ! command -v xz >/dev/null 2>&1; then
     log "installing git and xz-utils with apt-get"

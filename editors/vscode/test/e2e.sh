@@ -87,7 +87,7 @@ t0=$(date +%s%N)
 if command -v strip >/dev/null; then strip -s -o "$SERVER" "$DAEMON" || fail_all "strip $DAEMON"
 else cp "$DAEMON" "$SERVER" && log "no strip: the .vsix carries the unstripped daemon"; fi
 mkdir -p "$RUN/package-home" # vsce and npm write nothing under the real $HOME either
-HOME="$RUN/package-home" VSCE="$TOOLS/node_modules/.bin/vsce" bash "$ROOT/scripts/package.sh" --server "$SERVER" --out "$RUN/vsix" >"$RUN/package.out" 2>"$RUN/package.log" \
+HOME="$RUN/package-home" VSCE="$TOOLS/node_modules/.bin/vsce" bash "$ROOT/scripts/package.sh" --server "$SERVER" --out "$RUN/vsix" --vsix-only >"$RUN/package.out" 2>"$RUN/package.log" \
   || { cat "$RUN/package.log"; fail_all "scripts/package.sh"; }
 VSIX=$(sed -n 's/^vsix: //p' "$RUN/package.out")
 [ -f "$VSIX" ] || { cat "$RUN/package.out" "$RUN/package.log"; fail_all "scripts/package.sh wrote no .vsix"; }

@@ -112,13 +112,13 @@ return {
       -- Where the archive and the binary are, as binstall has them.
       local url = toml_string(cargo, "package.metadata.binstall", "pkg-url")
       local bin_dir = toml_string(cargo, "package.metadata.binstall", "bin-dir")
-      H.eq("txz", toml_string(cargo, "package.metadata.binstall", "pkg-fmt"), "binstall pkg-fmt")
+      H.eq("tgz", toml_string(cargo, "package.metadata.binstall", "pkg-fmt"), "binstall pkg-fmt")
       local file_template = assert(url:match("/([^/]+)$"), url)
 
       local want = {}
       for _, triple in ipairs(triples) do
         local mason = assert(MASON_TARGET[triple], "no Mason target for " .. triple)
-        local vars = { name = "agent-lsp", target = triple, bin = "agent-lsp", ["binary-ext"] = "", ["archive-suffix"] = ".tar.xz" }
+        local vars = { name = "agent-lsp", target = triple, bin = "agent-lsp", ["binary-ext"] = "", ["archive-suffix"] = ".tar.gz" }
         want[mason] = { target = mason, file = fill(file_template, vars), bin = fill(bin_dir, vars) }
       end
       local got = {}
@@ -144,17 +144,17 @@ return {
       assert(asset, "package.yaml has no asset for this machine (" .. arch .. ")")
       -- The archive: <file> holding agent-lsp-<target>/agent-lsp (cargo-dist's layout).
       local build = H.tempdir()
-      local top = asset.file:gsub("%.tar%.xz$", "")
+      local top = asset.file:gsub("%.tar%.gz$", "")
       vim.fn.mkdir(build .. "/" .. top, "p")
       local copy = vim.system({ "cp", H.bin, build .. "/" .. top .. "/agent-lsp" }):wait()
       H.eq(0, copy.code, "cp")
-      local tar = vim.system({ "tar", "-cJf", build .. "/" .. asset.file, "-C", build, top }, { text = true }):wait()
-      H.eq(0, tar.code, "tar -cJf: " .. (tar.stderr or ""))
+      local tar = vim.system({ "tar", "-czf", build .. "/" .. asset.file, "-C", build, top }, { text = true }):wait()
+      H.eq(0, tar.code, "tar -czf: " .. (tar.stderr or ""))
       -- Mason downloads the asset into the package folder and unpacks it there; `bin` is
       -- relative to that folder ({{source.asset.bin}}).
       local pkg_dir = H.tempdir()
-      local untar = vim.system({ "tar", "-xJf", build .. "/" .. asset.file, "-C", pkg_dir }, { text = true }):wait()
-      H.eq(0, untar.code, "tar -xJf: " .. (untar.stderr or ""))
+      local untar = vim.system({ "tar", "-xzf", build .. "/" .. asset.file, "-C", pkg_dir }, { text = true }):wait()
+      H.eq(0, untar.code, "tar -xzf: " .. (untar.stderr or ""))
       local exe = pkg_dir .. "/" .. pkg.bin["agent-lsp"]:gsub("{{source%.asset%.bin}}", asset.bin)
       H.eq(1, vim.fn.executable(exe), exe .. " is executable")
       local version = vim.system({ exe, "--version" }, { text = true }):wait()
