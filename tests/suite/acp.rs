@@ -3,6 +3,7 @@
 
 mod support;
 
+mod auth;
 mod client_tools;
 mod commands;
 mod modes;
