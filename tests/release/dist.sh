@@ -7,7 +7,7 @@
 #!   - the shell installer installs from a loopback server laid out as GitHub's release downloads
 #!     (its own `AGENT_LSP_INSTALLER_GITHUB_BASE_URL` mirror setting), and the installed binary runs;
 #!   - cargo-binstall's metadata (Cargo.toml) names that archive and the binary's path in it;
-#!   - the Zed extension (editors/zed) and the ACP Registry entry (editors/acp-registry) name it
+#!   - the Zed extension (editors/zed/extension) and the ACP Registry entry (editors/acp-registry) name it
 #!     too, and their `cmd args` run from it answer ACP's initialize.
 #!
 #! The archive is built with the dist profile's optimisation turned down (environment overrides:
@@ -130,7 +130,7 @@ manifests="$(python3 - "$ROOT" "$TRIPLE" <<'PY'
 import json, sys, tomllib
 root, triple = sys.argv[1:]
 platform = {"x86_64-unknown-linux-gnu": "linux-x86_64", "aarch64-unknown-linux-gnu": "linux-aarch64"}[triple]
-zed = tomllib.load(open(f"{root}/editors/zed/extension.toml", "rb"))["agent_servers"]["agent-lsp"]["targets"][platform]
+zed = tomllib.load(open(f"{root}/editors/zed/extension/extension.toml", "rb"))["agent_servers"]["agent-lsp"]["targets"][platform]
 reg = json.load(open(f"{root}/editors/acp-registry/agent-lsp/agent.json"))["distribution"]["binary"][platform]
 for name, entry in (("zed", zed), ("registry", reg)):
     print(name, entry["archive"], entry["cmd"], " ".join(entry.get("args", [])))
