@@ -269,3 +269,69 @@ async fn a_projects_server_names_cannot_drive_the_terminal() {
     );
     assert!(text.contains("x\\u{1b}]0;pwned\\u{7}"), "{text}");
 }
+
+/// `agent-lsp login --provider openai` with `key`, in `env`.
+async fn store_key(env: &CliEnv, key: &str) {
+    use tokio::io::AsyncWriteExt;
+    let mut child = (env.command(&["login", "--provider", "openai"]))
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(key.as_bytes()).await.unwrap();
+    drop(stdin);
+    assert_eq!(child.wait_with_output().await.unwrap().status.code(), Some(0));
+}
+
+#[tokio::test]
+async fn a_stored_key_others_can_read_is_a_problem_with_its_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = CliEnv::new();
+    store_key(&env, "sk-stored").await;
+    let (report, code) = doctor(&env, &[]).await;
+    let keys = one(&report, "keys");
+    assert_eq!(keys["status"], "ok", "{report:#}");
+    assert!(keys["detail"].as_str().unwrap().contains("stored by agent-lsp login"), "{keys}");
+    let model = one(&report, "model")["detail"].as_str().unwrap().to_string();
+    assert!(model.contains("OPENAI_API_KEY is stored (agent-lsp login)"), "{model}");
+    assert_eq!(code, Some(0), "{report:#}");
+
+    let file = env.home.path().join("config/agent-lsp/credentials/keys.json");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (report, code) = doctor(&env, &[]).await;
+    let keys = one(&report, "keys");
+    assert_eq!(keys["status"], "problem", "{report:#}");
+    assert!(keys["detail"].as_str().unwrap().contains("can be read by other users"), "{keys}");
+    assert_eq!(keys["fix"], format!("chmod 600 {}", file.display()));
+    assert_eq!(code, Some(1));
+}
+
+#[tokio::test]
+async fn a_stored_key_a_sandbox_without_namespaces_cannot_hide_is_a_problem() {
+    let mut env = CliEnv::new();
+    env.set(agent_lsp::sandbox::FORCE_NO_NAMESPACES_ENV, "1");
+    store_key(&env, "sk-stored").await;
+    let (report, code) = doctor(&env, &[]).await;
+    let keys = one(&report, "keys");
+    assert_eq!(keys["status"], "problem", "{report:#}");
+    assert!(
+        keys["detail"].as_str().unwrap().contains("readable by sandboxed commands"),
+        "{keys}"
+    );
+    assert!(keys["fix"].as_str().unwrap().contains("agent-lsp logout"), "{keys}");
+    assert_eq!(code, Some(1));
+}
+
+#[tokio::test]
+async fn a_missing_key_names_login_in_its_fix() {
+    let mut env = CliEnv::new();
+    env.set("AGENT_LSP_MODEL", "anthropic/claude-sonnet-4-5");
+    let (report, code) = doctor(&env, &[]).await;
+    let model = one(&report, "model");
+    assert_eq!(model["status"], "problem", "{report:#}");
+    assert!(
+        model["fix"].as_str().unwrap().contains("agent-lsp login --provider anthropic"),
+        "{model}"
+    );
+    assert_eq!(code, Some(1));
+}
