@@ -57,11 +57,16 @@ local function check_model(opts)
   if vim.uv.fs_stat(models_json) then
     found[#found + 1] = models_json
   end
+  -- `agent-lsp login`'s store (its keys are never read here, only whether there are any).
+  if vim.uv.fs_stat(xdg .. "/agent-lsp/credentials/keys.json") then
+    found[#found + 1] = "keys stored by agent-lsp login"
+  end
   if #found > 0 then
     health.ok("model configuration from: " .. table.concat(found, ", "))
   else
     health.warn("no model configured", {
-      'Set `model = "provider/id"` in setup(), or OPENAI_API_KEY / ANTHROPIC_API_KEY,',
+      "Run `agent-lsp login` in a terminal to store a provider's key,",
+      'or set `model = "provider/id"` in setup(), or OPENAI_API_KEY / ANTHROPIC_API_KEY,',
       "or OPENAI_BASE_URL for an OpenAI-compatible server (Ollama, vLLM, llama.cpp),",
       "or add " .. models_json,
     })

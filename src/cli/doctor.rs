@@ -126,6 +126,7 @@ pub async fn checks(args: &DoctorArgs, env: &EnvSource, cwd: &Path) -> Vec<Check
     checks.push(sessions_check(env));
     checks.extend(mcp_checks(cwd, env));
     checks.push(binary_check(env));
+    checks.push(editors_check(env));
     checks
 }
 
@@ -379,9 +380,98 @@ fn binary_check(env: &EnvSource) -> Check {
         None => Check::warning(
             "binary",
             "agent-lsp is not on PATH: editors that start `agent-lsp` will not find it",
-            "put it on PATH, or give its path to the editor (VS Code: agentLsp.serverPath; \
-             Neovim: `cmd` in require('agent_lsp').setup)",
+            "install it: curl --proto '=https' --tlsv1.2 -LsSf \
+             https://github.com/agent-lsp/agent-lsp/releases/latest/download/agent-lsp-installer.sh \
+             | sh (or cargo binstall agent-lsp), or give its path to the editor (Neovim: `cmd` in \
+             vim.lsp.config('agent_lsp'); VS Code's extension carries its own)",
         ),
+    }
+}
+
+/// Where each editor's agent-lsp set-up lives, relative to the home, data and config folders.
+enum Base {
+    Home,
+    Data,
+    Config,
+}
+
+/// The editors' set-ups: a folder whose entries start with a prefix (an installed extension or
+/// plugin), or a settings file that names agent-lsp.
+const EDITORS: [(&str, Base, &str, &str); 7] = [
+    (
+        "VS Code",
+        Base::Home,
+        ".vscode/extensions",
+        "agent-lsp.agent-lsp-",
+    ),
+    (
+        "VS Code Server",
+        Base::Home,
+        ".vscode-server/extensions",
+        "agent-lsp.agent-lsp-",
+    ),
+    (
+        "code-server",
+        Base::Data,
+        "code-server/extensions",
+        "agent-lsp.agent-lsp-",
+    ),
+    ("Neovim (lazy.nvim)", Base::Data, "nvim/lazy", "agent-lsp"),
+    (
+        "Neovim (vim.pack)",
+        Base::Data,
+        "nvim/site/pack/core/opt",
+        "agent-lsp",
+    ),
+    (
+        "Zed extension",
+        Base::Data,
+        "zed/extensions/installed",
+        "agent-lsp",
+    ),
+    ("Zed settings", Base::Config, "zed/settings.json", ""),
+];
+
+/// The editors set up for agent-lsp in this home folder (information only: an editor not set
+/// up is a choice).
+fn editors_check(env: &EnvSource) -> Check {
+    let home = env.get_nonempty("HOME").map(PathBuf::from);
+    let xdg = |var: &str, fallback: &str| {
+        env.get_nonempty(var)
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(fallback)))
+    };
+    let (data, config) = (
+        xdg("XDG_DATA_HOME", ".local/share"),
+        xdg("XDG_CONFIG_HOME", ".config"),
+    );
+    let found: Vec<&str> = EDITORS
+        .iter()
+        .filter(|(_, base, rel, prefix)| {
+            let base = match base {
+                Base::Home => home.as_ref(),
+                Base::Data => data.as_ref(),
+                Base::Config => config.as_ref(),
+            };
+            let Some(path) = base.map(|b| b.join(rel)) else {
+                return false;
+            };
+            if prefix.is_empty() {
+                return std::fs::read_to_string(&path).is_ok_and(|t| t.contains("agent-lsp"));
+            }
+            let entries = std::fs::read_dir(&path).into_iter().flatten().flatten();
+            entries
+                .map(|e| e.file_name())
+                .any(|name| name.to_string_lossy().starts_with(prefix))
+        })
+        .map(|(name, ..)| *name)
+        .collect();
+    match found.is_empty() {
+        true => Check::ok(
+            "editors",
+            "no editor set-up found here (README \"Install\": one line per editor)",
+        ),
+        false => Check::ok("editors", format!("set up: {}", found.join(", "))),
     }
 }
 

@@ -234,7 +234,7 @@ async fn an_unavailable_sandbox_and_a_binary_off_path_are_warnings() {
         binary["fix"]
             .as_str()
             .unwrap()
-            .contains("agentLsp.serverPath")
+            .contains("agent-lsp-installer.sh | sh")
     );
 }
 
@@ -280,7 +280,10 @@ async fn store_key(env: &CliEnv, key: &str) {
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(key.as_bytes()).await.unwrap();
     drop(stdin);
-    assert_eq!(child.wait_with_output().await.unwrap().status.code(), Some(0));
+    assert_eq!(
+        child.wait_with_output().await.unwrap().status.code(),
+        Some(0)
+    );
 }
 
 #[tokio::test]
@@ -291,17 +294,38 @@ async fn a_stored_key_others_can_read_is_a_problem_with_its_fix() {
     let (report, code) = doctor(&env, &[]).await;
     let keys = one(&report, "keys");
     assert_eq!(keys["status"], "ok", "{report:#}");
-    assert!(keys["detail"].as_str().unwrap().contains("stored by agent-lsp login"), "{keys}");
-    let model = one(&report, "model")["detail"].as_str().unwrap().to_string();
-    assert!(model.contains("OPENAI_API_KEY is stored (agent-lsp login)"), "{model}");
+    assert!(
+        keys["detail"]
+            .as_str()
+            .unwrap()
+            .contains("stored by agent-lsp login"),
+        "{keys}"
+    );
+    let model = one(&report, "model")["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        model.contains("OPENAI_API_KEY is stored (agent-lsp login)"),
+        "{model}"
+    );
     assert_eq!(code, Some(0), "{report:#}");
 
-    let file = env.home.path().join("config/agent-lsp/credentials/keys.json");
+    let file = env
+        .home
+        .path()
+        .join("config/agent-lsp/credentials/keys.json");
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let (report, code) = doctor(&env, &[]).await;
     let keys = one(&report, "keys");
     assert_eq!(keys["status"], "problem", "{report:#}");
-    assert!(keys["detail"].as_str().unwrap().contains("can be read by other users"), "{keys}");
+    assert!(
+        keys["detail"]
+            .as_str()
+            .unwrap()
+            .contains("can be read by other users"),
+        "{keys}"
+    );
     assert_eq!(keys["fix"], format!("chmod 600 {}", file.display()));
     assert_eq!(code, Some(1));
 }
@@ -315,10 +339,16 @@ async fn a_stored_key_a_sandbox_without_namespaces_cannot_hide_is_a_problem() {
     let keys = one(&report, "keys");
     assert_eq!(keys["status"], "problem", "{report:#}");
     assert!(
-        keys["detail"].as_str().unwrap().contains("readable by sandboxed commands"),
+        keys["detail"]
+            .as_str()
+            .unwrap()
+            .contains("readable by sandboxed commands"),
         "{keys}"
     );
-    assert!(keys["fix"].as_str().unwrap().contains("agent-lsp logout"), "{keys}");
+    assert!(
+        keys["fix"].as_str().unwrap().contains("agent-lsp logout"),
+        "{keys}"
+    );
     assert_eq!(code, Some(1));
 }
 
@@ -330,8 +360,44 @@ async fn a_missing_key_names_login_in_its_fix() {
     let model = one(&report, "model");
     assert_eq!(model["status"], "problem", "{report:#}");
     assert!(
-        model["fix"].as_str().unwrap().contains("agent-lsp login --provider anthropic"),
+        model["fix"]
+            .as_str()
+            .unwrap()
+            .contains("agent-lsp login --provider anthropic"),
         "{model}"
     );
     assert_eq!(code, Some(1));
+}
+
+#[tokio::test]
+async fn the_editors_set_up_in_the_home_folder_are_named() {
+    let env = CliEnv::new();
+    let (report, _) = doctor(&env, &[]).await;
+    let none = one(&report, "editors")["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(none.starts_with("no editor set-up found"), "{none}");
+    let home = env.home.path();
+    for dir in [
+        ".vscode/extensions/agent-lsp.agent-lsp-0.1.0",
+        "data/nvim/lazy/agent-lsp/lua",
+        "data/zed/extensions/installed/agent-lsp",
+        ".vscode/extensions/someone.else-1.0.0",
+    ] {
+        std::fs::create_dir_all(home.join(dir)).unwrap();
+    }
+    std::fs::create_dir_all(home.join("config/zed")).unwrap();
+    std::fs::write(
+        home.join("config/zed/settings.json"),
+        r#"{"agent_servers": {"agent-lsp": {"command": "agent-lsp", "args": ["acp"]}}}"#,
+    )
+    .unwrap();
+    let (report, _) = doctor(&env, &[]).await;
+    let editors = one(&report, "editors");
+    assert_eq!(editors["status"], "ok");
+    assert_eq!(
+        editors["detail"],
+        "set up: VS Code, Neovim (lazy.nvim), Zed extension, Zed settings"
+    );
 }

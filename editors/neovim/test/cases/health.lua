@@ -97,9 +97,36 @@ return {
       })
       local text = report()
       H.contains(text, "WARNING no model configured", "health report")
+      H.contains(text, "Run `agent-lsp login` in a terminal", "health report")
       H.contains(text, "version: agent-lsp ", "health report")
       H.contains(text, "OK keys: none set (anthropic, openai)", "health report")
       assert(not text:find("ERROR"), "health report has errors:\n" .. text)
+    end,
+  },
+  {
+    name = "checkhealth agent_lsp counts a key stored by agent-lsp login as the model's configuration",
+    run = function(H)
+      local vars = { "AGENT_LSP_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL" }
+      local saved = {}
+      for _, v in ipairs(vars) do
+        saved[v] = vim.env[v]
+        vim.env[v] = nil
+      end
+      H.defer(function()
+        for _, v in ipairs(vars) do
+          vim.env[v] = saved[v]
+        end
+      end)
+      local home = H.tempdir()
+      local env = { HOME = home, XDG_CONFIG_HOME = home .. "/config", XDG_DATA_HOME = home .. "/data" }
+      -- The real login, from a pipe: the provider's name, then the key.
+      local login = vim.system({ H.bin, "login" }, { env = env, stdin = "anthropic\nsk-ant-health\n", text = true }):wait(30000)
+      H.eq(0, login.code, "agent-lsp login: " .. (login.stderr or ""))
+      require("agent_lsp").setup({ cmd = { H.bin, "--stdio" }, cmd_env = env })
+      local text = report()
+      H.contains(text, "model configuration from: keys stored by agent-lsp login", "health report")
+      H.contains(text, "OK keys: set: anthropic (ANTHROPIC_API_KEY, stored by agent-lsp login)", "health report")
+      assert(not text:find("sk%-ant%-health"), "the key itself is never shown:\n" .. text)
     end,
   },
 }
