@@ -293,7 +293,8 @@ export class Controller implements vscode.Disposable {
     const message = e instanceof Error ? e.message : String(e);
     if (code === ErrorCodes.noModel) {
       this.notice('error', `No model is configured: ${message}`);
-      void vscode.window.showErrorMessage(`agent-lsp: ${message}`, 'Open Settings', 'Run Doctor').then((c) => {
+      void vscode.window.showErrorMessage(`agent-lsp: ${message}`, 'Log In', 'Open Settings', 'Run Doctor').then((c) => {
+        if (c === 'Log In') void vscode.commands.executeCommand('agentLsp.login');
         if (c === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'agentLsp');
         if (c === 'Run Doctor') void vscode.commands.executeCommand('agentLsp.doctor');
       });

@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import { CHAT_VIEW_ID, ChatViewProvider } from './chatView';
 import { Controller } from './controller';
 import { runDoctor } from './doctor';
+import { runLogin } from './login';
 import { DIFF_SCHEME } from './diffs';
 import { registerReview } from './review';
 import { registerSessionActions } from './sessionActions';
@@ -71,6 +72,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('agentLsp.showSandboxStatus', () => c.showSandboxStatus()),
     vscode.commands.registerCommand('agentLsp.restart', () => c.restart()),
     vscode.commands.registerCommand('agentLsp.doctor', () => runDoctor(output, context.extensionPath)),
+    vscode.commands.registerCommand('agentLsp.login', () => { runLogin(output, context.extensionPath); }),
     vscode.commands.registerCommand('agentLsp.addSelection', () => {
       const editor = vscode.window.activeTextEditor;
       const item = editor && selectionContext(editor);

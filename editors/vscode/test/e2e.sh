@@ -163,6 +163,8 @@ json.dump({
   "agentLsp.env": {"OPENAI_BASE_URL": base, "OPENAI_API_KEY": "test", "AGENT_LSP_MODEL": "openai/mock-model", "AGENT_LSP_LOG": "info"},
   "agentLsp.trace.server": "verbose",
   "agentLsp.saveAfterEdit": "always",
+  # The DOM renderer: the terminal's text is in the page, for cases/31-login.js.
+  "terminal.integrated.gpuAcceleration": "off",
 }, open(path, "w"), indent=2)
 PY
 
