@@ -30,4 +30,22 @@ function M.missing(exe)
   return string.format("%q is not executable.\n%s", exe, table.concat(M.advice(), "\n"))
 end
 
+--- `:AgentLogin`: `agent-lsp login` (the daemon's own binary, in its environment) in a terminal
+--- split: pick a provider, paste its key (not echoed); the daemon stores it for the user and new
+--- sessions use it.
+---@return integer? channel the terminal's job, nil when the binary is missing
+function M.login()
+  local agent = require("agent_lsp")
+  local exe = agent.cmd()[1]
+  if vim.fn.executable(exe) ~= 1 then
+    vim.notify("agent-lsp: " .. M.missing(exe), vim.log.levels.ERROR)
+    return nil
+  end
+  local env = require("agent_lsp.config").options.cmd_env
+  vim.cmd("botright 12new")
+  local chan = vim.fn.jobstart({ exe, "login" }, { term = true, env = env })
+  vim.cmd.startinsert()
+  return chan
+end
+
 return M

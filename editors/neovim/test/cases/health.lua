@@ -129,4 +129,37 @@ return {
       assert(not text:find("sk%-ant%-health"), "the key itself is never shown:\n" .. text)
     end,
   },
+  {
+    name = ":AgentLogin runs agent-lsp login in a terminal: the key is stored 0600 and never shown",
+    run = function(H)
+      local home = H.tempdir()
+      local env = { HOME = home, XDG_CONFIG_HOME = home .. "/config", XDG_DATA_HOME = home .. "/data" }
+      require("agent_lsp").setup({ cmd = { H.bin, "--stdio" }, cmd_env = env })
+      vim.cmd("AgentLogin")
+      local buf = vim.api.nvim_get_current_buf()
+      H.eq("terminal", vim.bo[buf].buftype, "the login runs in a terminal")
+      local chan = vim.bo[buf].channel
+      local screen = function()
+        return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+      end
+      H.wait("the provider question", function()
+        return screen():find("Provider [1]:", 1, true)
+      end)
+      vim.fn.chansend(chan, "anthropic\r")
+      H.wait("the hidden key prompt", function()
+        return screen():find("(input hidden)", 1, true)
+      end)
+      vim.fn.chansend(chan, "sk-ant-terminal-77\r")
+      local file = home .. "/config/agent-lsp/credentials/keys.json"
+      H.wait("the stored key", function()
+        return vim.uv.fs_stat(file) ~= nil
+      end)
+      H.eq({ ANTHROPIC_API_KEY = "sk-ant-terminal-77" }, vim.json.decode(H.read(file)), "keys.json")
+      H.eq(tonumber("600", 8), bit.band(vim.uv.fs_stat(file).mode, tonumber("777", 8)), "mode")
+      H.wait("the login's answer", function()
+        return screen():find("Stored ANTHROPIC_API_KEY", 1, true)
+      end)
+      assert(not screen():find("sk-ant-terminal-77", 1, true), "the key was echoed:\n" .. screen())
+    end,
+  },
 }
