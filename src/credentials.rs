@@ -44,6 +44,26 @@ fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Credent
     move |source| CredentialsError::Io { what, path, source }
 }
 
+/// Whether `path` is in this process's store of keys: the file tools refuse it and their walks
+/// skip it, wherever the workspace is (a workspace that is the home folder contains it). The
+/// store is the process's user's, found once from its environment, as written and as the
+/// file system resolves it.
+pub fn is_key_store(path: &Path) -> bool {
+    static STORE: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
+    let store = STORE.get_or_init(|| {
+        let env = EnvSource::from_process();
+        let Some(config) = env.config_dir() else {
+            return Vec::new();
+        };
+        let mut forms = vec![config.join("credentials")];
+        if let Ok(real) = std::fs::canonicalize(&config) {
+            forms.push(real.join("credentials"));
+        }
+        forms
+    });
+    store.iter().any(|dir| path.starts_with(dir))
+}
+
 /// The folder of stored keys for `env`: `<config dir>/credentials`.
 pub fn dir(env: &EnvSource) -> Option<PathBuf> {
     Some(env.config_dir()?.join("credentials"))

@@ -23,6 +23,11 @@ pub enum WorkspaceError {
         /// Text naming the extra roots, empty when there are none.
         extra: String,
     },
+    /// The path is agent-lsp's store of keys (`agent-lsp login`), which no tool touches.
+    #[error(
+        "Path '{0}' is agent-lsp's store of API keys (agent-lsp login): no tool reads, lists or writes it."
+    )]
+    KeyStore(String),
     /// The path could not be interpreted at all (empty, `~user`, NUL byte…).
     #[error("Invalid path '{path}': {reason}")]
     InvalidPath { path: String, reason: String },

@@ -70,6 +70,9 @@ impl Roots {
             self.root.join(cleaned)
         };
         let real = real_path(&lexical_normalize(&joined));
+        if crate::credentials::is_key_store(&real) {
+            return Err(WorkspaceError::KeyStore(input.to_string()));
+        }
         if self.is_allowed(&real) {
             Ok(real)
         } else {
@@ -100,6 +103,9 @@ impl Roots {
 
     /// Refuses a path under no root (one that did not come from [`Roots::resolve`]).
     fn confined(&self, path: &Path) -> Result<(), WorkspaceError> {
+        if crate::credentials::is_key_store(path) {
+            return Err(WorkspaceError::KeyStore(path.display().to_string()));
+        }
         match self.is_allowed(path) {
             true => Ok(()),
             false => Err(self.outside(&path.display().to_string())),

@@ -1,5 +1,6 @@
 //! The walk `grep` and `find` share: ripgrep's rules (`.gitignore` honoured even outside a git
-//! repository, dotfiles included, `.git` itself skipped, symlinks not followed), on every core
+//! repository, dotfiles included, `.git` itself skipped, symlinks not followed; agent-lsp's store
+//! of keys skipped, `crate::credentials::is_key_store`), on every core
 //! with `ignore`'s parallel walker as ripgrep walks, then sorted by path so the output is the
 //! same from one call to the next; and [`in_order`], which works through a sorted list on every
 //! core and stops once the items done in order have given enough.
@@ -37,7 +38,7 @@ pub fn walk(
         .require_git(false)
         .follow_links(false)
         .threads(threads())
-        .filter_entry(|e| e.file_name() != ".git");
+        .filter_entry(|e| e.file_name() != ".git" && !crate::credentials::is_key_store(e.path()));
     if let Some(overrides) = overrides {
         builder.overrides(overrides);
     }

@@ -175,3 +175,64 @@ async fn acp_login_is_the_same_login() {
         serde_json::from_str(&std::fs::read_to_string(keys_file(&env)).unwrap()).unwrap();
     assert_eq!(stored, json!({"ANTHROPIC_API_KEY": KEY}));
 }
+
+#[tokio::test]
+async fn the_file_tools_refuse_the_store_even_in_a_workspace_that_holds_it() {
+    // The user opened their home folder as the workspace: the store lies inside it.
+    let mut env = CliEnv::with_home_outside_tmp();
+    let out = with_input(&env, &["login", "--provider", "openai"], KEY).await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let home = env.home.path().to_path_buf();
+    let head = &KEY[..8];
+    let mock = mock(vec![
+        MockResponse::tool_call(
+            "c1",
+            "read",
+            json!({"path": "config/agent-lsp/credentials/keys.json"}),
+        ),
+        MockResponse::tool_call("c2", "ls", json!({"path": "config/agent-lsp/credentials"})),
+        MockResponse::tool_call("c3", "grep", json!({"pattern": head, "path": "."})),
+        MockResponse::tool_call("c4", "find", json!({"pattern": "keys.json"})),
+        MockResponse::tool_call(
+            "c5",
+            "write",
+            json!({"path": "config/agent-lsp/credentials/keys.json", "content": "{}"}),
+        ),
+        MockResponse::text("done"),
+    ])
+    .await;
+    env.set("OPENAI_BASE_URL", &mock.openai_base_url());
+    let home_arg = home.display().to_string();
+    let run = env
+        .run(&[
+            "run",
+            "--approve",
+            "all",
+            "--cwd",
+            &home_arg,
+            "--model",
+            MODEL,
+            "go",
+        ])
+        .await;
+    assert_eq!(run.status.code(), Some(0), "stderr: {}", stderr(&run));
+    let results = results_of(&mock);
+    assert_eq!(results.len(), 5, "{results:?}");
+    for (i, result) in results.iter().enumerate() {
+        assert!(!result.contains(KEY), "tool {i} reached the key: {result}");
+    }
+    for i in [0, 1, 4] {
+        assert!(
+            results[i].contains("store of API keys"),
+            "tool {i}: {}",
+            results[i]
+        );
+    }
+    assert!(
+        !results[3].contains("credentials"),
+        "find listed the store: {}",
+        results[3]
+    );
+    let stored = std::fs::read_to_string(keys_file(&env)).unwrap();
+    assert!(stored.contains(KEY), "the store is unchanged");
+}
