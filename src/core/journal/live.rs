@@ -660,6 +660,10 @@ impl Watcher {
             return false;
         }
         let path = folder.join(&name);
+        // The store of keys is never journaled (no image of a key is ever kept).
+        if crate::credentials::is_key_store(&path) {
+            return false;
+        }
         if mask.contains(F::IN_ISDIR) {
             if mask.intersects(F::IN_MOVED_FROM | F::IN_MOVED_TO) {
                 return true;

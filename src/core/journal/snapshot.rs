@@ -90,10 +90,12 @@ impl Snapshot {
             .threads(threads)
             .filter_entry(move |e| {
                 let name = e.file_name();
+                // The store of keys is never journaled (no image of a key is ever kept).
                 let walked = name != ".git"
                     && !name
                         .to_str()
                         .is_some_and(crate::tools::workspace::is_own_temp_file)
+                    && !crate::credentials::is_key_store(e.path())
                     && scope.as_ref().is_none_or(|s| s.admits(e.path()));
                 let folder = e.file_type().is_some_and(|t| t.is_dir());
                 if walked
