@@ -14,6 +14,8 @@
 #! opt-level 0, no LTO, stripped) and a cached target folder: the layout, the installer and the
 #! binary's start-up are under test here, and a release build would add minutes to every CI run.
 #! scripts/package.sh builds the real one. Prints `N passed, M failed`; non-zero on a failure.
+#! Env: AGENT_LSP_DIST_JOBS (cargo's jobs for the build; scripts/test.sh gives it one core while
+#! the Neovim suite runs on the other).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -53,7 +55,9 @@ WORK="$(mktemp -d)"
 trap 'kill "$SERVER_PID" 2>/dev/null; rm -rf "$WORK"' EXIT
 SERVER_PID=""
 log "dist build --target $TRIPLE"
-( cd "$ROOT" && CARGO_TARGET_DIR="$CACHE/target" CARGO_PROFILE_DIST_OPT_LEVEL=0 CARGO_PROFILE_DIST_LTO=false \
+jobs=()
+[ -n "${AGENT_LSP_DIST_JOBS:-}" ] && jobs=(CARGO_BUILD_JOBS="$AGENT_LSP_DIST_JOBS")
+( cd "$ROOT" && env "${jobs[@]}" CARGO_TARGET_DIR="$CACHE/target" CARGO_PROFILE_DIST_OPT_LEVEL=0 CARGO_PROFILE_DIST_LTO=false \
     CARGO_PROFILE_DIST_CODEGEN_UNITS=256 CARGO_PROFILE_DIST_STRIP=true \
     "$DIST" build --artifacts=all --target "$TRIPLE" --output-format=json >"$WORK/manifest.json" 2>"$WORK/build.log" ) \
   || { tail -30 "$WORK/build.log"; FAILED=1; log "dist build failed"; finish; }

@@ -148,7 +148,8 @@ return {
       vim.fn.mkdir(build .. "/" .. top, "p")
       local copy = vim.system({ "cp", H.bin, build .. "/" .. top .. "/agent-lsp" }):wait()
       H.eq(0, copy.code, "cp")
-      local tar = vim.system({ "tar", "-czf", build .. "/" .. asset.file, "-C", build, top }, { text = true }):wait()
+      -- gzip's fastest level: the same format, a 95 MB debug binary packed in a fraction of the time.
+      local tar = vim.system({ "tar", "-I", "gzip -1", "-cf", build .. "/" .. asset.file, "-C", build, top }, { text = true }):wait()
       H.eq(0, tar.code, "tar -czf: " .. (tar.stderr or ""))
       -- Mason downloads the asset into the package folder and unpacks it there; `bin` is
       -- relative to that folder ({{source.asset.bin}}).
