@@ -282,12 +282,11 @@ impl AcpSession {
 
     /// `_agent-lsp/steer`: a message for the running turn, delivered after its current tool
     /// calls. `false` when nothing runs.
+    /// Steers the running turn; false, and nothing started, when no turn runs (also one that
+    /// ended while this was on its way).
     pub fn steer(self: &Arc<Self>, blocks: Vec<ContentBlock>) -> bool {
-        if self.active_run().is_none() {
-            return false;
-        }
         let blocks = self.with_mode_note(blocks);
-        self.enqueue(QueueKind::Steer, blocks).is_ok()
+        self.enqueue_on_run(QueueKind::Steer, blocks).is_some()
     }
 
     fn with_mode_note(&self, mut blocks: Vec<ContentBlock>) -> Vec<ContentBlock> {

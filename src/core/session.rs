@@ -331,7 +331,17 @@ impl<V: View> Session<V> {
         message: AgentMessage,
         message_id: String,
     ) -> Result<(String, String), Refusal> {
-        let mut st = self.lock();
+        self.start_locked(self.lock(), message, message_id)
+    }
+
+    /// Starts a run under the lock that found the session idle (`st`), so nothing can start
+    /// another between the look and the start.
+    fn start_locked(
+        self: &Arc<Self>,
+        mut st: MutexGuard<'_, RunState>,
+        message: AgentMessage,
+        message_id: String,
+    ) -> Result<(String, String), Refusal> {
         if st.active.is_some() {
             return Err(Refusal::Running);
         }
@@ -437,12 +447,39 @@ impl<V: View> Session<V> {
         blocks: Vec<ContentBlock>,
         message_id: String,
     ) -> Result<(String, String, bool), Refusal> {
-        let mut st = self.lock();
-        let Some(run_id) = st.active.as_deref().map(str::to_owned) else {
-            drop(st);
-            let (run_id, message_id) = self.start_run_as(user_message(blocks), message_id)?;
+        let st = self.lock();
+        if st.active.is_none() {
+            // Started under the lock that found the session idle: an enqueue racing this one
+            // queues behind the new run instead of finding the session busy.
+            let (run_id, message_id) = self.start_locked(st, user_message(blocks), message_id)?;
             return Ok((run_id, message_id, true));
-        };
+        }
+        let (run_id, message_id) = self.queue_locked(st, kind, blocks, message_id);
+        Ok((run_id, message_id, false))
+    }
+
+    /// Queues `blocks` on the active run only: `None`, and nothing started, when no run is
+    /// active (ACP's steer: a run that ended meanwhile must not become a run no prompt waits on).
+    pub fn enqueue_on_run(
+        self: &Arc<Self>,
+        kind: QueueKind,
+        blocks: Vec<ContentBlock>,
+    ) -> Option<(String, String)> {
+        let message_id = self.reserve_id();
+        let st = self.lock();
+        st.active.as_ref()?;
+        Some(self.queue_locked(st, kind, blocks, message_id))
+    }
+
+    /// Queues a message on the active run (`st.active` is set); `(runId, messageId)`.
+    fn queue_locked(
+        &self,
+        mut st: MutexGuard<'_, RunState>,
+        kind: QueueKind,
+        blocks: Vec<ContentBlock>,
+        message_id: String,
+    ) -> (String, String) {
+        let run_id = st.active.as_deref().map(str::to_owned).unwrap_or_default();
         let item = QueuedMessage {
             message_id: message_id.clone(),
             text: text_of(&blocks),
@@ -459,7 +496,7 @@ impl<V: View> Session<V> {
             }
         }
         self.show_queues(&st, Some(&run_id));
-        Ok((run_id, message_id, false))
+        (run_id, message_id)
     }
 
     pub fn queues(&self) -> Queues {
