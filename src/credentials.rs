@@ -18,8 +18,6 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::model_registry::EnvSource;
-
 const FILE: &str = "keys.json";
 
 /// Why the store could not be read or written.
@@ -51,8 +49,8 @@ fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Credent
 pub fn is_key_store(path: &Path) -> bool {
     static STORE: std::sync::OnceLock<Vec<PathBuf>> = std::sync::OnceLock::new();
     let store = STORE.get_or_init(|| {
-        let env = EnvSource::from_process();
-        let Some(config) = env.config_dir() else {
+        let var = |name: &str| std::env::var(name).ok();
+        let Some(config) = config_dir(var("XDG_CONFIG_HOME"), var("HOME")) else {
             return Vec::new();
         };
         let mut forms = vec![config.join("credentials")];
@@ -64,9 +62,21 @@ pub fn is_key_store(path: &Path) -> bool {
     store.iter().any(|dir| path.starts_with(dir))
 }
 
-/// The folder of stored keys for `env`: `<config dir>/credentials`.
-pub fn dir(env: &EnvSource) -> Option<PathBuf> {
-    Some(env.config_dir()?.join("credentials"))
+/// agent-lsp's configuration folder: `$XDG_CONFIG_HOME/agent-lsp`, else `~/.config/agent-lsp`
+/// (empty values count as unset). Here, below the model registry's `EnvSource`, so the store
+/// finds its folder without it.
+pub fn config_dir(xdg_config_home: Option<String>, home: Option<String>) -> Option<PathBuf> {
+    let set = |v: Option<String>| v.filter(|v| !v.trim().is_empty());
+    let base = match set(xdg_config_home) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(set(home)?).join(".config"),
+    };
+    Some(base.join("agent-lsp"))
+}
+
+/// The folder of stored keys in the configuration folder `config`: `<config>/credentials`.
+pub fn dir(config: Option<PathBuf>) -> Option<PathBuf> {
+    Some(config?.join("credentials"))
 }
 
 /// The store of `env`'s user.
@@ -76,8 +86,9 @@ pub struct Credentials {
 }
 
 impl Credentials {
-    pub fn of(env: &EnvSource) -> Result<Credentials, CredentialsError> {
-        dir(env)
+    /// The store in the configuration folder `config` (`EnvSource::config_dir`).
+    pub fn of(config: Option<PathBuf>) -> Result<Credentials, CredentialsError> {
+        dir(config)
             .map(|dir| Credentials { dir })
             .ok_or(CredentialsError::NoConfigDir)
     }
@@ -195,11 +206,7 @@ mod tests {
     use super::*;
 
     fn store_in(dir: &Path) -> Credentials {
-        Credentials::of(&EnvSource::from_pairs([(
-            "XDG_CONFIG_HOME",
-            dir.to_str().unwrap_or_default(),
-        )]))
-        .unwrap_or_else(|e| unreachable!("{e}"))
+        Credentials::of(Some(dir.join("agent-lsp"))).unwrap_or_else(|e| unreachable!("{e}"))
     }
 
     #[test]

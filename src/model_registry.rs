@@ -66,7 +66,7 @@ impl EnvSource {
         if let Some(value) = self.get_nonempty(var) {
             return Some((value.to_string(), KeyOrigin::Environment));
         }
-        let stored = crate::credentials::Credentials::of(self)
+        let stored = crate::credentials::Credentials::of(self.config_dir())
             .ok()?
             .read()
             .ok()?;
@@ -80,11 +80,8 @@ impl EnvSource {
 
     /// `$XDG_CONFIG_HOME/agent-lsp`, else `~/.config/agent-lsp`.
     pub fn config_dir(&self) -> Option<PathBuf> {
-        let base = match self.get_nonempty("XDG_CONFIG_HOME") {
-            Some(dir) => PathBuf::from(dir),
-            None => PathBuf::from(self.get_nonempty("HOME")?).join(".config"),
-        };
-        Some(base.join("agent-lsp"))
+        let var = |name: &str| self.get(name).map(str::to_owned);
+        crate::credentials::config_dir(var("XDG_CONFIG_HOME"), var("HOME"))
     }
 }
 

@@ -12,6 +12,7 @@
 //!
 //! `logout` forgets the stored keys; keys in the environment are the client's to remove.
 
+use agent_client_protocol_schema::v1 as acp;
 use serde_json::{Value, json};
 
 use crate::credentials::Credentials;
@@ -83,7 +84,7 @@ pub fn authenticate(method_id: &str, env: &EnvSource) -> Result<Value, ResponseE
     };
     match resolve_model(None, env) {
         Ok(_) => Ok(json!({})),
-        Err(e) => Err(super::conn::auth_required(&format!(
+        Err(e) => Err(auth_required(&format!(
             "{var} is neither set in the agent's environment nor stored: set it in this agent's \
              environment in the client's settings, or run `agent-lsp login` ({e})"
         ))),
@@ -92,9 +93,35 @@ pub fn authenticate(method_id: &str, env: &EnvSource) -> Result<Value, ResponseE
 
 /// `logout`: forgets every stored key.
 pub fn logout(env: &EnvSource) -> Result<Value, ResponseError> {
-    let store = Credentials::of(env).map_err(|e| ResponseError::internal(e.to_string()))?;
+    let store =
+        Credentials::of(env.config_dir()).map_err(|e| ResponseError::internal(e.to_string()))?;
     store
         .remove(None)
         .map_err(|e| ResponseError::internal(e.to_string()))?;
     Ok(json!({}))
+}
+
+/// ACP's auth-required error with `message`.
+pub(super) fn auth_required(message: &str) -> ResponseError {
+    acp_error(acp::Error::auth_required()).with_message(message)
+}
+
+/// ACP's own errors (auth required, resource not found) in the loop's error type.
+pub(super) fn acp_error(error: acp::Error) -> ResponseError {
+    serde_json::to_value(&error)
+        .ok()
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_else(|| ResponseError::internal(error.message.clone()))
+}
+
+/// A replaced message on an error of ACP's.
+pub(super) trait WithMessage {
+    fn with_message(self, message: &str) -> Self;
+}
+
+impl WithMessage for ResponseError {
+    fn with_message(mut self, message: &str) -> Self {
+        self.message = message.to_owned();
+        self
+    }
 }

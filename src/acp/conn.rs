@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::io::AsyncRead;
 
-use crate::acp::auth;
+use crate::acp::auth::{self, WithMessage, acp_error};
 use crate::acp::client::{AcpFrontEnd, ClientCaps, SessionLink};
 use crate::acp::content::to_pi_blocks;
 use crate::acp::options::{self, MODEL, THOUGHT_LEVEL};
@@ -91,19 +91,6 @@ fn to_value<T: Serialize>(value: T) -> Result<Value, ResponseError> {
 fn params<T: DeserializeOwned>(params: Value) -> Result<T, ResponseError> {
     let params = if params.is_null() { json!({}) } else { params };
     serde_json::from_value(params).map_err(|e| ResponseError::invalid_params(e.to_string()))
-}
-
-/// ACP's auth-required error with `message`.
-pub(super) fn auth_required(message: &str) -> ResponseError {
-    acp_error(acp::Error::auth_required()).with_message(message)
-}
-
-/// ACP's own errors (auth required, resource not found) in the loop's error type.
-fn acp_error(error: acp::Error) -> ResponseError {
-    serde_json::to_value(&error)
-        .ok()
-        .and_then(|v| serde_json::from_value(v).ok())
-        .unwrap_or_else(|| ResponseError::internal(error.message.clone()))
 }
 
 impl Conn {
@@ -389,6 +376,10 @@ impl Conn {
         for update in updates::replay(&messages, &session.look()) {
             session.notify(update);
         }
+        let plan = session.plan.todos();
+        if !plan.is_empty() {
+            session.show_plan(&plan);
+        }
         Ok((self.session_state(&session), session))
     }
 
@@ -555,17 +546,6 @@ impl Conn {
         let update = acp::ConfigOptionUpdate::new(config.clone());
         session.notify(acp::SessionUpdate::ConfigOptionUpdate(update));
         to_value(acp::SetSessionConfigOptionResponse::new(config))
-    }
-}
-
-trait WithMessage {
-    fn with_message(self, message: &str) -> Self;
-}
-
-impl WithMessage for ResponseError {
-    fn with_message(mut self, message: &str) -> Self {
-        self.message = message.to_owned();
-        self
     }
 }
 

@@ -211,7 +211,7 @@ fn keys_check(env: &EnvSource) -> Check {
 
 /// A stored key others could read: a widened file, or a machine whose sandbox cannot hide it.
 fn stored_keys_problem(env: &EnvSource) -> Option<Check> {
-    let store = Credentials::of(env).ok()?;
+    let store = Credentials::of(env.config_dir()).ok()?;
     if store.too_open() {
         return Some(Check::problem(
             "keys",

@@ -54,7 +54,7 @@ pub fn login(args: LoginArgs, env: &EnvSource) -> ExitCode {
 }
 
 fn try_login(args: LoginArgs, env: &EnvSource) -> anyhow::Result<()> {
-    let store = Credentials::of(env)?;
+    let store = Credentials::of(env.config_dir())?;
     let interactive = std::io::stdin().is_terminal();
     let stdin = std::io::stdin();
     let mut lines = stdin.lock();
@@ -152,7 +152,7 @@ fn read_hidden(lines: &mut impl BufRead) -> anyhow::Result<String> {
 
 pub fn logout(args: LogoutArgs, env: &EnvSource) -> ExitCode {
     let result = (|| -> anyhow::Result<Vec<String>> {
-        let store = Credentials::of(env)?;
+        let store = Credentials::of(env.config_dir())?;
         let Some(provider) = args.provider else {
             return Ok(store.remove(None)?);
         };

@@ -120,7 +120,9 @@ pub fn own_paths(env: &EnvSource) -> Vec<PathBuf> {
 /// Folders no sandboxed command may read: the keys `agent-lsp login` stored
 /// ([`crate::credentials`]).
 pub fn hidden_paths(env: &EnvSource) -> Vec<PathBuf> {
-    crate::credentials::dir(env).into_iter().collect()
+    crate::credentials::dir(env.config_dir())
+        .into_iter()
+        .collect()
 }
 
 /// Where a session's sandbox keeps copies of the protected paths its commands created (under
