@@ -14,6 +14,7 @@ pub mod controls;
 pub mod journal;
 pub mod loop_guard;
 pub mod mcp;
+pub mod plan;
 pub mod resources;
 pub mod session;
 pub mod stats;
@@ -45,6 +46,7 @@ pub use controls::{LiveSettings, ModelInfo, SessionControls, SwitchError};
 pub use journal::Journal;
 pub use loop_guard::{GuardEvent, LoopGuard, LoopLimits};
 pub use mcp::{McpSource, McpSpec, SessionTools};
+pub use plan::{Plan, PlanUpdate, TodoItem, TodoStatus};
 pub use system_prompt::system_prompt;
 
 /// What a front end asks for.
@@ -180,6 +182,8 @@ pub struct AssembledSession {
     /// The commands' sandbox: its policy, whether this kernel can enforce it, and the calls the
     /// user approved to run outside it (the approval gates record those).
     pub sandbox: Arc<Sandbox>,
+    /// The plan the model keeps with `todo_write` (restored from the session file).
+    pub plan: Arc<Plan>,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -251,6 +255,7 @@ pub fn assemble(
     }
     record_settings(&mut record, &context, &resolved, thinking)?;
     let record = Arc::new(std::sync::Mutex::new(record));
+    let plan = Plan::new(record.clone());
     let journal = Arc::new(Journal::new(record.clone(), &cwd));
     let session_id = (record.lock().map(|r| r.id().to_string())).unwrap_or_default();
     let (user_sandbox, sandbox_warning) =
@@ -282,6 +287,7 @@ pub fn assemble(
         tools.retain(|tool| tool.name() != extra.name());
         tools.push(extra);
     }
+    tools.push(Arc::new(plan.tool()));
     let tools = journal.wrap(tools, &workspace);
     let (tools, mcp_errors) = mcp::attach(&spec.mcp, &cwd, &spec.env, tools);
     let tools = Arc::new(tools);
@@ -342,6 +348,7 @@ pub fn assemble(
         journal,
         gate: Arc::new(ApprovalGate::new(sandbox.clone())),
         sandbox,
+        plan,
     })
 }
 

@@ -26,6 +26,7 @@ use crate::acp::updates::{self, ToolLook, Translator};
 use crate::agent::RunOutcome;
 use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, StopReason};
 use crate::core::session::{QueueKind, Refusal, Session};
+use crate::core::{TodoItem, TodoStatus};
 use crate::model_registry::EnvSource;
 use crate::rpc::jsonrpc::{Id, Response, ResponseError};
 use crate::rpc::outgoing::{Outgoing, RequestError};
@@ -239,6 +240,22 @@ impl AcpSession {
     /// Queues one `session/update` of this session.
     pub fn notify(&self, update: acp::SessionUpdate) {
         self.view.notify(update);
+    }
+
+    /// The model's plan as ACP's `plan` update (every entry, as the spec asks; priority is not
+    /// something `todo_write` knows, so each is `medium`).
+    pub fn show_plan(&self, todos: &[TodoItem]) {
+        let entries = (todos.iter())
+            .map(|item| {
+                let status = match item.status {
+                    TodoStatus::Pending => acp::PlanEntryStatus::Pending,
+                    TodoStatus::InProgress => acp::PlanEntryStatus::InProgress,
+                    TodoStatus::Completed => acp::PlanEntryStatus::Completed,
+                };
+                acp::PlanEntry::new(&item.content, acp::PlanEntryPriority::Medium, status)
+            })
+            .collect();
+        self.notify(acp::SessionUpdate::Plan(acp::Plan::new(entries)));
     }
 
     pub(super) fn answer(&self, id: &Id, result: Result<Value, ResponseError>) {

@@ -99,6 +99,8 @@ impl ToolLook<'_> {
     pub fn kind(&self, tool: &str) -> acp::ToolKind {
         let kind = match self.tools.mcp_info(tool) {
             Some(info) => info.kind,
+            // Planning is ACP's `think`: clients show the plan itself from the `plan` update.
+            None if tool == crate::tools::TODO_WRITE => "think",
             None => crate::tools::tool_kind(tool).as_str(),
         };
         serde_json::from_value(Value::from(kind)).unwrap_or(acp::ToolKind::Other)
@@ -140,6 +142,7 @@ impl ToolLook<'_> {
                 "List {}",
                 args.get("path").and_then(Value::as_str).unwrap_or(".")
             ),
+            crate::tools::TODO_WRITE => "Update the plan".to_owned(),
             _ => format!("{tool} {args}"),
         }
     }

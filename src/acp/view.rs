@@ -45,6 +45,7 @@ impl View for AcpView {
                 tracing::info!(?event, "compaction");
                 session.show_compaction(event);
             }
+            Event::Plan(update) => session.show_plan(&update.todos),
             Event::Settled(end) => self.settled(&end.outcome, end.stop.is_some()),
             Event::Queues(_) | Event::Guard(_) | Event::Allowed(_) | Event::RunEnded(_) => {}
         }

@@ -13,9 +13,9 @@ use serde_json::{Value, json};
 use crate::agent::event::AgentEvent;
 use crate::agent::message::{AgentMessage, ContentBlock, Usage};
 use crate::agent::stream_contract::AssistantMessageEvent;
-use crate::core::CompactionEvent;
 use crate::core::commands::BuiltinOutcome;
 use crate::core::loop_guard::{Guard, GuardEvent};
+use crate::core::{CompactionEvent, PlanUpdate};
 
 /// A sink for run events. Write errors (a closed pipe) are ignored: output is best effort,
 /// the session file is the record.
@@ -25,6 +25,8 @@ pub trait Renderer: Send + Sync {
     fn loop_guard(&self, event: &GuardEvent);
     /// A compaction started or ended.
     fn compaction(&self, event: &CompactionEvent);
+    /// The model replaced its plan (`todo_write`).
+    fn plan(&self, update: &PlanUpdate);
     /// Called once after the run: whether it was aborted or stopped by a guard, the run's and
     /// the session's usage.
     fn settled(&self, aborted: bool, stopped: Option<Guard>, run: &Usage, session: &Usage);
@@ -105,6 +107,10 @@ impl Renderer for JsonRenderer {
 
     fn loop_guard(&self, event: &GuardEvent) {
         self.push_typed("loop_guard", event);
+    }
+
+    fn plan(&self, update: &PlanUpdate) {
+        self.push_typed("plan_update", update);
     }
 
     fn compaction(&self, event: &CompactionEvent) {
@@ -225,6 +231,10 @@ impl Renderer for HumanRenderer {
             }
             _ => {}
         }
+    }
+
+    fn plan(&self, update: &PlanUpdate) {
+        self.line(&crate::core::plan::checklist(&update.todos));
     }
 
     fn loop_guard(&self, event: &GuardEvent) {

@@ -29,8 +29,8 @@ use crate::compaction::CompactionResult;
 use crate::core::approval::{Answer, ApprovalGate, Asker, Policy, blocked};
 use crate::core::compaction::{CompactError, CompactionEvent, Compactor, SharedRecord};
 use crate::core::{
-    AssembledSession, GuardEvent, Journal, LoopGuard, SessionCommands, SessionControls,
-    SessionTools,
+    AssembledSession, GuardEvent, Journal, LoopGuard, Plan, PlanUpdate, SessionCommands,
+    SessionControls, SessionTools,
 };
 use crate::sandbox::{MustAsk, Sandbox};
 use crate::store::{EntryKind, SessionFile};
@@ -92,6 +92,8 @@ pub enum Event<'a> {
     Delivered(&'a str),
     Compaction(&'a CompactionEvent),
     Guard(&'a GuardEvent),
+    /// The model replaced the plan (`todo_write`).
+    Plan(&'a PlanUpdate),
     /// The approval gate let a tool call through ([`View::follow`] only).
     Allowed(&'a BeforeToolCallContext),
     /// The run ended; the session is still busy with it ([`View::follow`] only).
@@ -186,6 +188,8 @@ pub struct Session<V: View> {
     /// The effect journal of its tools, told each run's id.
     pub journal: Arc<Journal>,
     pub sandbox: Arc<Sandbox>,
+    /// The model's plan (`todo_write`).
+    pub plan: Arc<Plan>,
     /// The front end's own part.
     pub view: V,
     state: Mutex<RunState>,
@@ -230,6 +234,7 @@ impl<V: View> Session<V> {
             journal,
             sandbox,
             gate,
+            plan,
             ..
         } = session;
         let id = record.lock().map(|r| r.id().to_owned()).unwrap_or_default();
@@ -244,6 +249,7 @@ impl<V: View> Session<V> {
             compactor.attach(&agent);
             compactor.observe(observer(weak.clone(), |e| Event::Compaction(e)));
             guard.observe(observer(weak.clone(), |e| Event::Guard(e)));
+            plan.observe(observer(weak.clone(), |e| Event::Plan(e)));
             let listener = weak.clone();
             agent.subscribe(Arc::new(move |event, _cancel| {
                 let session = listener.clone();
@@ -269,6 +275,7 @@ impl<V: View> Session<V> {
                 compactor,
                 journal,
                 sandbox,
+                plan,
                 view,
                 state: Mutex::default(),
                 idle: watch::channel(true).0,

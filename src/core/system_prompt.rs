@@ -14,6 +14,7 @@ Guidelines:
 - Prefer small, precise edits with `edit`; use `write` only for new files or full rewrites.
 - After a change, verify it (build, tests, or a quick command with `bash`) when that is possible.
 - Use `grep`, `find` and `ls` to explore instead of reading whole directories.
+- For a task of several steps, keep a plan with `todo_write` and update it as you go.
 - If a tool is refused, do not retry it: continue with what you can do and tell the user how to \
 allow it.
 - Keep answers short and concrete; show file paths when you refer to code.

@@ -329,6 +329,9 @@ pub struct StateResult {
     /// The commands' sandbox: `{mode, network, explicit, available, reason?}`.
     #[serde(default)]
     pub sandbox: Value,
+    /// The model's plan (`todo_write`), `[]` when it has none.
+    #[serde(default)]
+    pub plan: Vec<crate::core::TodoItem>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -404,6 +407,8 @@ pub enum SessionEvent {
     CompactionEnd(Box<crate::core::CompactionEnd>),
     /// A run changed files: its changes as `agent/runChanges` gives them, without the diffs.
     ChangesUpdate(RunChanges),
+    /// The model replaced its plan (`todo_write`).
+    PlanUpdate(crate::core::PlanUpdate),
 }
 
 impl From<crate::core::CompactionEvent> for SessionEvent {

@@ -324,6 +324,7 @@ impl SessionTable {
                 .map(|p| p.display().to_string())
                 .collect(),
             sandbox: session.sandbox.status_json(),
+            plan: session.plan.todos(),
         })
     }
 

@@ -39,6 +39,7 @@ impl View for LspView {
             Event::Queues(queues) => EventBody::Session(SessionEvent::QueueUpdate(queues.clone())),
             Event::Compaction(event) => EventBody::Session(SessionEvent::from(event.clone())),
             Event::Guard(event) => EventBody::Session(SessionEvent::LoopGuard(event.clone())),
+            Event::Plan(plan) => EventBody::Session(SessionEvent::PlanUpdate(plan.clone())),
             Event::Settled(end) => {
                 if let Some(stop) = end.stop.as_ref().filter(|_| self.ctx.config.is_generic()) {
                     let text = format!("agent-lsp: {}", stop.message);

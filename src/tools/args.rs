@@ -99,6 +99,10 @@ impl de::Error for ArgError {
     fn missing_field(field: &'static str) -> Self {
         ArgError::Text(format!("Missing required argument '{field}'."))
     }
+
+    fn unknown_variant(_: &str, expected: &'static [&'static str]) -> Self {
+        ArgError::Expected(format!("one of {}", expected.join(", ")))
+    }
 }
 
 /// One argument's value, or its absence from the object.
@@ -166,9 +170,22 @@ impl<'de> Deserializer<'de> for Arg {
         }
     }
 
+    /// A string names a unit variant (`"in_progress"`), as JSON Schema's `enum` lists them.
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, ArgError> {
+        match self {
+            Arg::Given(Value::String(s)) => visitor.visit_enum(s.into_deserializer()),
+            other => other.deserialize_any(visitor),
+        }
+    }
+
     forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        unit unit_struct seq tuple tuple_struct map enum identifier ignored_any
+        unit unit_struct seq tuple tuple_struct map identifier ignored_any
     }
 }
 
@@ -275,6 +292,9 @@ pub fn assert_args_match_schema<A: DeserializeOwned>(schema: &Value) {
 /// A value of the type `schema` declares (objects with every property).
 #[cfg(test)]
 fn sample(schema: &Value) -> Value {
+    if let Some(first) = schema["enum"].get(0) {
+        return first.clone();
+    }
     match schema["type"].as_str() {
         Some("string") => Value::from("x"),
         Some("number") => Value::from(1),
@@ -372,6 +392,27 @@ mod tests {
         for (args, text) in cases {
             assert_eq!(read(args.clone()), Err(text.to_string()), "{args}");
         }
+    }
+
+    #[test]
+    fn a_string_names_an_enum_variant_and_another_is_named_in_the_error() {
+        #[derive(Debug, Deserialize, PartialEq)]
+        #[serde(rename_all = "snake_case")]
+        enum Status {
+            Pending,
+            InProgress,
+        }
+        #[derive(Debug, Deserialize, PartialEq)]
+        struct Item {
+            status: Status,
+        }
+        let item: Item = parse_args(json!({"status": "in_progress"})).unwrap();
+        assert_eq!(item.status, Status::InProgress);
+        let wrong = parse_args::<Item>(json!({"status": "someday"})).map(drop);
+        let text = "Argument 'status' must be one of pending, in_progress.";
+        assert_eq!(wrong.map_err(|e| e.message), Err(text.to_owned()));
+        let typed = parse_args::<Item>(json!({"status": 1})).map(drop);
+        assert!(typed.is_err());
     }
 
     #[test]

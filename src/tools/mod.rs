@@ -156,6 +156,9 @@ impl ToolKind {
 /// The daemon's tool over the editor's diagnostics (it only reads them).
 pub const DIAGNOSTICS: &str = "diagnostics";
 
+/// The session's plan (`core::plan`): it changes nothing but the checklist the user sees.
+pub const TODO_WRITE: &str = "todo_write";
+
 /// The kind of a tool by name (`Other` for unknown tools).
 pub fn tool_kind(name: &str) -> ToolKind {
     match name {
@@ -167,9 +170,12 @@ pub fn tool_kind(name: &str) -> ToolKind {
     }
 }
 
-/// True for tools that never change anything (safe to run without approval).
+/// True for tools that never change anything on the machine (safe to run without approval).
 pub fn is_read_only(name: &str) -> bool {
-    matches!(name, "read" | "grep" | "find" | "ls" | DIAGNOSTICS)
+    matches!(
+        name,
+        "read" | "grep" | "find" | "ls" | DIAGNOSTICS | TODO_WRITE
+    )
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ mod lifecycle;
 mod mcp;
 mod ordering;
 mod pacing;
+mod plan;
 mod queue;
 mod responses;
 mod rope_edits;
@@ -153,6 +154,19 @@ fn requests_of(client: &LspClient, method: &str) -> Vec<Value> {
         .into_iter()
         .filter(|m| m["method"] == method && m.get("id").is_some())
         .collect()
+}
+
+/// The environment of a daemon sharing `first`'s home (its session directory).
+pub(super) fn same_home(first: &LspClient) -> Vec<(String, String)> {
+    let home = first.home.path().to_path_buf();
+    let mut env: Vec<(String, String)> = vec![("HOME".into(), home.display().to_string())];
+    for dir in ["config", "data", "state", "cache"] {
+        env.push((
+            format!("XDG_{}_HOME", dir.to_uppercase()),
+            home.join(dir).display().to_string(),
+        ));
+    }
+    env
 }
 
 async fn prompt(client: &LspClient, params: Value) -> (String, String, i64) {

@@ -155,3 +155,54 @@ async fn agent_lsp_revert_takes_back_the_last_turns_files() {
     assert_eq!(env.read("a.txt"), "mine\n");
     assert!(!env.project().join("new.txt").exists());
 }
+
+/// `todo_write` reaches the client as ACP's `plan` update (every entry, replaced whole), its
+/// call as a `think` tool call, and `session/load` shows the plan again after the replay.
+#[tokio::test]
+async fn the_plan_is_a_plan_update_and_a_loaded_session_shows_it_again() {
+    let env = AcpEnv::with_script(json!({"responses": [
+        {"toolCalls": [{"id": "t1", "name": "todo_write", "arguments": {"todos": [
+            {"content": "Read the code", "status": "completed"},
+            {"content": "Write the fix", "status": "in_progress"},
+            {"content": "Run the tests", "status": "pending"}
+        ]}}]},
+        {"text": "working on it"}
+    ]}))
+    .await;
+    let live = env
+        .run(json!({"steps": steps(&env, vec![
+            json!({"op": "prompt", "text": "fix it", "as": "p"}),
+        ])}))
+        .await;
+    let id = live.result("new")["sessionId"].as_str().unwrap().to_owned();
+    let entries = json!([
+        {"content": "Read the code", "priority": "medium", "status": "completed"},
+        {"content": "Write the fix", "priority": "medium", "status": "in_progress"},
+        {"content": "Run the tests", "priority": "medium", "status": "pending"}
+    ]);
+    let plans = |t: &super::support::Transcript| -> Vec<serde_json::Value> {
+        (t.updates().into_iter())
+            .filter(|u| u["sessionUpdate"] == "plan")
+            .map(|u| u["entries"].clone())
+            .collect()
+    };
+    assert_eq!(plans(&live), vec![entries.clone()]);
+    assert_eq!(live.tool_call("t1")[0]["kind"], "think");
+    assert_eq!(live.tool_call("t1")[0]["title"], "Update the plan");
+    assert_eq!(live.final_status("t1"), "completed");
+    assert_eq!(live.stop_reason("p"), "end_turn");
+
+    let later = env
+        .run(json!({"steps": [
+            {"op": "initialize"},
+            {"op": "load", "sessionId": id, "cwd": env.project(), "as": "load"},
+        ]}))
+        .await;
+    let replayed = later.updates();
+    assert_eq!(plans(&later), vec![entries]);
+    let at = |kind: &str| replayed.iter().rposition(|u| u["sessionUpdate"] == kind);
+    assert!(
+        at("plan") > at("agent_message_chunk"),
+        "the plan follows the replayed messages"
+    );
+}

@@ -218,3 +218,42 @@ async fn sessions_fork_lists_user_messages_and_forks_before_one_and_rename_names
     assert_eq!(bad.status.code(), Some(1));
     assert!(stderr(&bad).contains("nope"), "{}", stderr(&bad));
 }
+
+/// `todo_write` in a headless run: a `plan_update` line with `--json`, the checklist in the
+/// human transcript, and the plan stored in the session file.
+#[tokio::test]
+async fn the_plan_is_a_json_line_a_checklist_and_a_stored_entry() {
+    let todos = json!([
+        {"content": "Read the code", "status": "completed"},
+        {"content": "Fix it", "status": "in_progress"}
+    ]);
+    let plan = || MockResponse::tool_call("t1", "todo_write", json!({"todos": todos}));
+    let mock = mock(vec![
+        plan(),
+        MockResponse::text("done"),
+        plan(),
+        MockResponse::text("done again"),
+    ])
+    .await;
+    let env = CliEnv::with_mock(&mock);
+    let out = env.run(&["run", "--json", "--model", MODEL, "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events = json_lines(&out);
+    let update = (events.iter())
+        .find(|e| e["type"] == "plan_update")
+        .expect("a plan_update line");
+    assert_eq!(update["todos"], todos);
+    let stored: Vec<Value> = (session_lines(&env.session_files()[0]).into_iter())
+        .filter(|e| e["customType"] == "agent-lsp.plan")
+        .collect();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0]["data"]["todos"], todos);
+
+    let out = env.run(&["run", "--model", MODEL, "again"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("Plan updated (1/2 done):\n[x] Read the code\n[>] Fix it\n"),
+        "{text}"
+    );
+}

@@ -363,19 +363,6 @@ async fn a_checkpoint_two_prompts_back_reverts_both_runs_and_forks_there() {
     );
 }
 
-/// The environment of a daemon sharing `first`'s home (its session directory).
-fn same_home(first: &LspClient) -> Vec<(String, String)> {
-    let home = first.home.path().to_path_buf();
-    let mut env: Vec<(String, String)> = vec![("HOME".into(), home.display().to_string())];
-    for dir in ["config", "data", "state", "cache"] {
-        env.push((
-            format!("XDG_{}_HOME", dir.to_uppercase()),
-            home.join(dir).display().to_string(),
-        ));
-    }
-    env
-}
-
 #[tokio::test]
 async fn after_kill_9_during_a_write_and_a_bash_the_resumed_session_says_what_ran() {
     let calls = MockResponse {

@@ -439,7 +439,7 @@ async fn a_stored_session_is_resumed_by_a_new_daemon() {
     let before = first
         .request("agent/getMessages", json!({"sessionId": session}))
         .await;
-    let home = first.home.path().to_path_buf();
+    let env = same_home(&first);
     let workspace = first.workspace.path().to_path_buf();
     // The session file is locked while its daemon lives; a second daemon may resume it after.
     let mut first = first;
@@ -447,14 +447,6 @@ async fn a_stored_session_is_resumed_by_a_new_daemon() {
     first.notify("exit", Value::Null).await;
     assert!(first.child.wait().await.unwrap().success());
 
-    let dirs = ["config", "data", "state", "cache"];
-    let mut env: Vec<(String, String)> = vec![("HOME".into(), home.display().to_string())];
-    for dir in dirs {
-        env.push((
-            format!("XDG_{}_HOME", dir.to_uppercase()),
-            home.join(dir).display().to_string(),
-        ));
-    }
     let second = LspClient::spawn(Spawn {
         provider_url: Some(mock.openai_base_url()),
         env,
