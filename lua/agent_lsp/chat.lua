@@ -7,6 +7,8 @@
 local M = {}
 
 local ns = vim.api.nvim_create_namespace("agent_lsp.chat")
+--- The marks of blocks rewritten in place (`put_block`).
+local blocks_ns = vim.api.nvim_create_namespace("agent_lsp.chat.blocks")
 
 ---@type integer?
 M.buf = nil
@@ -122,9 +124,13 @@ local function follow()
   end
 end
 
---- Appends raw text (which may contain newlines) at the very end of the buffer.
+---@type string? a heading not written yet (`heading(title, {lazy = true})`): it comes with the
+--- first text after it, and is dropped when nothing comes
+local pending_heading = nil
+
+--- Inserts text at the very end of the buffer.
 ---@param text string
-function M.append(text)
+local function raw_append(text)
   if text == "" then
     return
   end
@@ -145,25 +151,53 @@ local function block()
     return
   end
   if lines[1] ~= "" then
-    M.append("\n\n")
+    raw_append("\n\n")
   else
     local prev = count > 1 and vim.api.nvim_buf_get_lines(buf, count - 2, count - 1, false)[1] or ""
     if prev ~= "" then
-      M.append("\n")
+      raw_append("\n")
     end
   end
+end
+
+--- Writes the pending heading, if any (text is about to follow it).
+function M.flush_heading()
+  if pending_heading then
+    local title = pending_heading
+    pending_heading = nil
+    block()
+    raw_append("## " .. title .. "\n\n")
+  end
+end
+
+--- Forgets the pending heading: its message showed nothing.
+function M.drop_heading()
+  pending_heading = nil
+end
+
+--- Appends raw text (which may contain newlines) at the very end of the buffer.
+---@param text string
+function M.append(text)
+  if text == "" then
+    return
+  end
+  M.flush_heading()
+  raw_append(text)
 end
 
 --- Clears the buffer (a new or switched session).
 function M.clear()
   edit(function(buf)
     vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+    vim.api.nvim_buf_clear_namespace(buf, blocks_ns, 0, -1)
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
   end)
   tools = {}
   in_thinking = false
   after_thinking = false
+  pending_heading = nil
   require("agent_lsp.compact").clear()
+  require("agent_lsp.plan").clear()
 end
 
 --- The whole buffer text (for tests and captures).
@@ -193,24 +227,70 @@ function M.content_text(content)
   return table.concat(parts, "\n")
 end
 
---- Writes a heading for a new message.
+--- Writes a heading for a new message. A lazy one waits for the first text after it (an
+--- answer that only updates the plan in place shows nothing, so it gets no heading).
 ---@param title string
-function M.heading(title)
-  block()
-  M.append("## " .. title .. "\n\n")
+---@param opts {lazy: boolean?}?
+function M.heading(title, opts)
+  pending_heading = title
+  if not (opts and opts.lazy) then
+    M.flush_heading()
+  end
 end
 
 --- Appends a paragraph of text.
 ---@param text string
 function M.paragraph(text)
+  M.flush_heading()
   block()
   M.append(text)
+end
+
+---@class agent_lsp.ChatBlock
+---@field mark integer an extmark on the block's first line
+---@field count integer how many lines it has
+
+--- Appends `lines` as a paragraph of their own, to be rewritten in place later (`replace_block`).
+---@param lines string[]
+---@return agent_lsp.ChatBlock
+function M.put_block(lines)
+  M.flush_heading()
+  block()
+  local buf = M.ensure_buf()
+  local first = vim.api.nvim_buf_line_count(buf) - 1
+  M.append(table.concat(lines, "\n"))
+  -- Set after the text is in: a mark where text is inserted would move to its end.
+  return { mark = vim.api.nvim_buf_set_extmark(buf, blocks_ns, first, 0, {}), count = #lines }
+end
+
+--- Rewrites a block from `put_block` with `lines`; the text around it stays. False when the
+--- block is gone (the chat was cleared).
+---@param handle agent_lsp.ChatBlock
+---@param lines string[]
+---@return boolean
+function M.replace_block(handle, lines)
+  if not valid_buf() then
+    return false
+  end
+  local row = vim.api.nvim_buf_get_extmark_by_id(M.buf, blocks_ns, handle.mark, {})[1]
+  if not row then
+    return false
+  end
+  edit(function(buf)
+    vim.api.nvim_buf_set_lines(buf, row, row + handle.count, false, lines)
+    -- The replaced lines took the mark along: put it back on the block's first line.
+    vim.api.nvim_buf_set_extmark(buf, blocks_ns, row, 0, { id = handle.mark })
+  end)
+  handle.count = #lines
+  follow()
+  return true
 end
 
 --- Streams assistant text or thinking.
 ---@param kind "text"|"thinking"
 ---@param delta string
 function M.stream(kind, delta)
+  M.flush_heading()
   if kind == "thinking" then
     after_thinking = false
     if not in_thinking then
@@ -257,11 +337,19 @@ local function set_badge(line, text, hl)
   })
 end
 
+--- The line a tool call's badge is on now (a plan block above it may have grown or shrunk).
+---@param t {mark: integer, line: integer}
+---@return integer
+local function badge_line(t)
+  return vim.api.nvim_buf_get_extmark_by_id(M.buf, ns, t.mark, {})[1] or t.line
+end
+
 --- A tool call started: one line with a "running" badge.
 ---@param id string
 ---@param name string
 ---@param args table?
 function M.tool_start(id, name, args)
+  M.flush_heading()
   block()
   M.append(string.format("- tool `%s` %s", name, summarize(args)))
   local line = vim.api.nvim_buf_line_count(M.buf) - 1
@@ -284,6 +372,7 @@ function M.tool_update(id, partial)
   if #last > 60 then
     last = last:sub(1, 57) .. "…"
   end
+  t.line = badge_line(t)
   vim.api.nvim_buf_del_extmark(M.buf, ns, t.mark)
   t.mark = set_badge(t.line, "⋯ " .. last, "DiagnosticWarn")
 end
@@ -302,6 +391,7 @@ function M.tool_end(id, name, result, is_error, duration_ms)
   end
   local hl = is_error and "DiagnosticError" or "DiagnosticOk"
   if t then
+    t.line = badge_line(t)
     vim.api.nvim_buf_del_extmark(M.buf, ns, t.mark)
     t.mark = set_badge(t.line, badge, hl)
   else

@@ -1,9 +1,10 @@
 --- agent_lsp.events: turns `$/agentEvent` notifications into state and chat buffer output.
 ---
---- Events are pi's AgentEvent shapes plus the session events `queue_update` and
---- `agent_settled`; `message_update` carries only the delta (`assistantMessageEvent`).
+--- Events are pi's AgentEvent shapes plus the session events (`queue_update`, `agent_settled`,
+--- `plan_update`, …); `message_update` carries only the delta (`assistantMessageEvent`).
 
 local chat = require("agent_lsp.chat")
+local plan = require("agent_lsp.plan")
 local state = require("agent_lsp.state")
 
 local M = {}
@@ -26,8 +27,22 @@ render.message_start = function(ev)
     chat.heading("You")
     chat.append(chat.content_text(msg.content))
   elseif msg.role == "assistant" then
-    chat.heading("Agent")
+    -- Written with the answer's first text; see `message_end`.
+    chat.heading("Agent", { lazy = true })
   end
+end
+
+--- Whether an answer called `tool`.
+---@param msg table
+---@param tool string
+---@return boolean
+local function calls(msg, tool)
+  for _, b in ipairs(type(msg.content) == "table" and msg.content or {}) do
+    if type(b) == "table" and b.type == "toolCall" and b.name == tool then
+      return true
+    end
+  end
+  return false
 end
 
 render.message_update = function(ev)
@@ -57,6 +72,7 @@ local aborted_marked = false
 render.agent_start = function()
   aborted_marked = false
   answered = false
+  plan.new_run()
 end
 
 render.message_end = function(ev)
@@ -65,6 +81,11 @@ render.message_end = function(ev)
     return
   end
   answered = msg.stopReason ~= "toolUse"
+  -- An answer that showed nothing yet still gets its heading, unless it updates the plan: that
+  -- may only rewrite the block in place, and a heading with nothing under it says nothing.
+  if not calls(msg, plan.TOOL) then
+    chat.flush_heading()
+  end
   if msg.stopReason == "error" then
     chat.paragraph("**Error:** " .. (msg.errorMessage or "the model request failed"))
   elseif msg.stopReason == "aborted" then
@@ -77,16 +98,29 @@ render.message_discard = function(ev)
   chat.paragraph("_(response withdrawn: " .. (ev.reason or "") .. ")_")
 end
 
+-- `todo_write` shows as the plan's block (`plan_update`), not as a tool line; a refused call
+-- changed no plan and shows as a failed tool.
 render.tool_execution_start = function(ev)
-  chat.tool_start(ev.toolCallId, ev.toolName, ev.args)
+  if ev.toolName ~= plan.TOOL then
+    chat.tool_start(ev.toolCallId, ev.toolName, ev.args)
+  end
 end
 
 render.tool_execution_update = function(ev)
-  chat.tool_update(ev.toolCallId, ev.partialResult)
+  if ev.toolName ~= plan.TOOL then
+    chat.tool_update(ev.toolCallId, ev.partialResult)
+  end
 end
 
 render.tool_execution_end = function(ev)
+  if ev.toolName == plan.TOOL and ev.isError ~= true then
+    return
+  end
   chat.tool_end(ev.toolCallId, ev.toolName, ev.result, ev.isError == true, ev.durationMs)
+end
+
+render.plan_update = function(ev)
+  plan.show(ev.todos)
 end
 
 render.provider_retry = function(ev)
@@ -110,6 +144,7 @@ render.compaction_end = function(ev)
 end
 
 render.agent_settled = function(ev)
+  chat.drop_heading()
   -- A run aborted between answers (during a tool call) has no aborted answer to show it.
   if ev.aborted and not aborted_marked then
     chat.paragraph("_aborted_")
@@ -135,9 +170,12 @@ function M.on_event(params, client_id)
     return
   end
   local before = state.sessions[params.sessionId]
-  local status, tokens = before and before.status, before and before.tokens
+  local status, tokens, todos = before and before.status, before and before.tokens, before and before.plan
   local s = state.apply(params, client_id)
-  if s.status ~= status or s.tokens ~= tokens then
+  if s.plan ~= todos then
+    -- The plan's progress is in the chat window's winbar too, which need not be the current one.
+    pcall(vim.cmd, "redrawstatus!")
+  elseif s.status ~= status or s.tokens ~= tokens then
     -- Statuslines only redraw on their own at the next screen update; ask for one.
     pcall(vim.cmd.redrawstatus)
   end

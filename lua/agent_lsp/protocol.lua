@@ -98,7 +98,11 @@ M.session_events = {
   compaction_start = "compaction_start",
   compaction_end = "compaction_end",
   changes_update = "changes_update",
+  plan_update = "plan_update",
 }
+
+--- The tool the model writes its plan with (protocol.md §3.18).
+M.plan_tool = "todo_write"
 
 --- Shapes (protocol.md):
 ---   agent/prompt      {sessionId?, message, streamingBehavior?} -> {sessionId, runId, messageId, disposition}
@@ -107,7 +111,7 @@ M.session_events = {
 ---   agent/clearQueue  {sessionId} -> {steering, followUp}
 ---   agent/removeQueued {sessionId, messageId} -> {removed, steering, followUp}
 ---   agent/newSession  {cwd?, resume?, maxTurns?} -> {sessionId, cwd}   (resume: a stored session id, prefix or file)
----   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, thinkingLevel, steeringMode, followUpMode, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile, contextFiles, sandbox}   (messageCount: the stored messages, as listSessions counts them; sandbox below)
+---   agent/getState    {sessionId} -> {sessionId, cwd, model{provider,id}, thinkingLevel, steeringMode, followUpMode, isStreaming, runId, steering, followUp, messageCount, lastSeq, sessionFile, contextFiles, sandbox, plan}   (messageCount: the stored messages, as listSessions counts them; sandbox below; plan: Todo[])
 ---   agent/listModels  {} -> {models: [{provider, id, name, api, contextWindow, maxTokens, reasoning, thinkingLevels, input, cost}]}
 ---   agent/setModel    {sessionId, model} -> {model, thinkingLevel}   (from the next request, also mid-run)
 ---   agent/setThinkingLevel {sessionId, level} -> {model, thinkingLevel}
@@ -135,7 +139,10 @@ M.session_events = {
 ---                     -> {decision, reason?, terminate?}
 ---   agent/saveDocuments {uris} -> {saved}
 ---   session events    model_update {model, thinkingLevel}, mcp_update {servers}, commands_update {commands},
----                     compaction_start {reason}, compaction_end {reason, result?, aborted, willRetry, errorMessage?}
+---                     compaction_start {reason}, compaction_end {reason, result?, aborted, willRetry, errorMessage?},
+---                     plan_update {todos: Todo[]}   (the whole plan, before the todo_write's tool_execution_end)
+---   Todo              {content, status}   (status: pending | in_progress | completed)
+---   todo_write        tool {todos: Todo[]}; its result's details {todos} is the plan as stored
 ---   MCP trust         agent/beforeToolCall with toolName "mcp_servers", runId "", args {project,
 ---                     servers: [{name, command}], changes: string[]}   (changes: since the last answer; {} for a first question)
 ---   QueuedMessage     {messageId, text}

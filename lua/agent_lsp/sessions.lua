@@ -26,9 +26,23 @@ function M.switch(id, on_done)
   require("agent_lsp.commands").open_chat()
   lsp().request(protocol.methods.get_messages, { sessionId = id }, function(result)
     require("agent_lsp.transcript").render(type(result) == "table" and (result.messages or result) or {})
-    if on_done then
-      on_done()
-    end
+    -- The session's plan is its state, not a message: the replayed calls drew it, and
+    -- `agent/getState.plan` has the last word (a compacted or forked history may lack them).
+    lsp().request(protocol.methods.get_state, { sessionId = id }, function(st)
+      local todos = type(st) == "table" and type(st.plan) == "table" and st.plan or nil
+      if todos and state.current == id then
+        state.session(id).plan = todos
+        require("agent_lsp.plan").restore(todos)
+        pcall(vim.cmd.redrawstatus)
+      end
+      if on_done then
+        on_done()
+      end
+    end, { on_error = function()
+      if on_done then
+        on_done()
+      end
+    end })
   end)
 end
 

@@ -20,6 +20,7 @@ local M = {}
 ---@field aborted boolean whether the last settled run was aborted
 ---@field model string?
 ---@field client_id integer? the LSP client (daemon) the session lives in
+---@field plan table[]? the model's plan (`plan_update`, `agent/getState.plan`): `{content, status}` items
 
 ---@type table<string, agent_lsp.Session>
 M.sessions = {}
@@ -121,6 +122,8 @@ function M.apply(params, client_id)
   elseif ev.type == "agent_settled" then
     s.status = "idle"
     s.aborted = ev.aborted == true
+  elseif ev.type == "plan_update" and type(ev.todos) == "table" then
+    s.plan = ev.todos
   end
   return s
 end
@@ -137,7 +140,8 @@ local function short(n)
   return tostring(n)
 end
 
---- The statusline text for the current session: `agent: idle`, `agent: running 1.2k tok +2q`.
+--- The statusline text for the current session: `agent: idle`, `agent: running 1.2k tok +2q`,
+--- then the plan's progress (`plan 2/5`) when the model keeps one.
 ---@return string
 function M.statusline()
   local s = M.current and M.sessions[M.current]
@@ -152,6 +156,7 @@ function M.statusline()
   if queued > 0 then
     parts[#parts + 1] = "+" .. queued .. "q"
   end
+  parts[#parts + 1] = require("agent_lsp.plan").summary(s.plan)
   return table.concat(parts, " ")
 end
 

@@ -3,7 +3,8 @@
 ---
 --- There is one renderer: the messages are replayed as the `$/agentEvent`s the run sent
 --- (`message_start`, the text and thinking deltas, `message_end`, `tool_execution_start` and
---- `_end`, `agent_settled`) through `agent_lsp.events`' renderers. What history does not keep
+--- `_end`, `agent_settled`, and a `todo_write` result's `plan_update`) through
+--- `agent_lsp.events`' renderers. What history does not keep
 --- is left out: tool durations, retries, withdrawn responses. Runs are not recorded as such: a
 --- run is taken to end at an answer that called no tools (a follow-up the run took then looks
 --- like the next prompt, as it does live: a separator before it).
@@ -19,15 +20,22 @@ local function events_of(msg, tool_names)
     return { { type = "message_start", message = msg }, { type = "message_end", message = msg } }
   end
   if msg.role == "toolResult" then
-    return {
-      {
-        type = "tool_execution_end",
-        toolCallId = msg.toolCallId,
-        toolName = msg.toolName or tool_names[msg.toolCallId],
-        result = { content = msg.content, details = msg.details },
-        isError = msg.isError == true,
-      },
+    local name = msg.toolName or tool_names[msg.toolCallId]
+    local out = {}
+    -- The plan a `todo_write` wrote, as the tool stored it (its `details`), came as a
+    -- `plan_update` before the call's end.
+    local details = type(msg.details) == "table" and msg.details or {}
+    if name == require("agent_lsp.plan").TOOL and msg.isError ~= true and type(details.todos) == "table" then
+      out[#out + 1] = { type = "plan_update", todos = details.todos }
+    end
+    out[#out + 1] = {
+      type = "tool_execution_end",
+      toolCallId = msg.toolCallId,
+      toolName = name,
+      result = { content = msg.content, details = msg.details },
+      isError = msg.isError == true,
     }
+    return out
   end
   if msg.role ~= "assistant" then
     return {}
