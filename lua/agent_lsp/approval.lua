@@ -29,6 +29,53 @@ local choices = {
 }
 M.choices = choices
 
+--- The `fetch` preview of a network approval (`{type = "fetch", url, host}`), or nil.
+---@param params table
+---@return table?
+function M.fetch_preview(params)
+  local p = params.preview
+  if type(p) == "table" and p.type == protocol.preview_types.fetch and type(p.url) == "string" then
+    return p
+  end
+  return nil
+end
+
+--- The picker's choices for a request: "always" of a fetch is remembered per host, and says so.
+---@param params table
+---@return table[]
+function M.choices_for(params)
+  local fetch = M.fetch_preview(params)
+  if not (fetch and type(fetch.host) == "string" and fetch.host ~= "") then
+    return choices
+  end
+  return vim.tbl_map(function(c)
+    if c.decision == protocol.decisions.allow_always then
+      return vim.tbl_extend("force", c, { label = "Always allow for " .. fetch.host .. " (this session)" })
+    end
+    return c
+  end, choices)
+end
+
+--- The picker's prompt: what the agent wants to do (for the network, the URL and its host).
+---@param params table
+---@return string
+function M.prompt(params)
+  if params.kind == "network" then
+    local what = tostring(params.title or params.toolName)
+    local fetch = M.fetch_preview(params)
+    if fetch then
+      if not what:find(fetch.url, 1, true) then
+        what = what .. " " .. fetch.url
+      end
+      if type(fetch.host) == "string" and fetch.host ~= "" then
+        what = what .. " (host " .. fetch.host .. ")"
+      end
+    end
+    return "agent-lsp wants to reach the network: " .. what
+  end
+  return string.format("agent-lsp wants to %s: %s", params.kind or "run", params.title or params.toolName)
+end
+
 --- Shown when approving saves the user's own unsaved changes too (`savesUnsavedChanges`).
 M.unsaved_warning = "Warning: approving also saves your unsaved changes in this file."
 
@@ -146,6 +193,14 @@ function M.preview_lines(params)
     if type(p.diff) == "string" then
       return vim.list_extend(head(), vim.split(p.diff, "\n", { plain = true })), "diff"
     end
+    if M.fetch_preview(params) then
+      local lines = head()
+      lines[#lines + 1] = "GET " .. p.url
+      if type(p.host) == "string" and p.host ~= "" then
+        lines[#lines + 1] = "(host " .. p.host .. ": \"always\" allows this host for the session)"
+      end
+      return lines, "text"
+    end
     if type(p.command) == "string" then
       local lines = head()
       vim.list_extend(lines, vim.split("$ " .. p.command, "\n", { plain = true }))
@@ -251,7 +306,7 @@ function M.handler(_, params, _)
   local ok, win = pcall(open_preview, params)
   p.preview_win = ok and win or nil
   vim.schedule(function()
-    local prompt = string.format("agent-lsp wants to %s: %s", params.kind or "run", params.title or params.toolName)
+    local prompt = M.prompt(params)
     if params.savesUnsavedChanges == true then
       prompt = prompt .. " (" .. M.unsaved_warning .. ")"
     end
@@ -266,7 +321,7 @@ function M.handler(_, params, _)
     -- Draw the preview first: a blocking picker (the builtin inputlist) would otherwise cover a
     -- screen that was never redrawn with it.
     pcall(vim.cmd.redraw)
-    local ok_select, err = pcall(vim.ui.select, trust and require("agent_lsp.mcp").trust_choices or choices, {
+    local ok_select, err = pcall(vim.ui.select, trust and require("agent_lsp.mcp").trust_choices or M.choices_for(params), {
       prompt = prompt,
       kind = "agent_lsp.approval",
       format_item = function(item)
@@ -286,15 +341,6 @@ function M.handler(_, params, _)
     end
   end)
   return coroutine.yield()
-end
-
---- `$/cancelRequest` from the daemon. Neovim does not tell request handlers their JSON-RPC id,
---- so a cancellation is matched only when exactly one approval is pending; otherwise the
---- session's `agent_settled` closes its approvals.
-function M.on_cancel_request()
-  if #M.pending == 1 then
-    M.cancel(nil)
-  end
 end
 
 --- Event listener: a settled run has no approvals left to answer.

@@ -198,6 +198,7 @@ function M.clear()
   pending_heading = nil
   require("agent_lsp.compact").clear()
   require("agent_lsp.plan").clear()
+  require("agent_lsp.jobs").forget_chat()
 end
 
 --- The whole buffer text (for tests and captures).

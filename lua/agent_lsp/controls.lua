@@ -157,16 +157,20 @@ function M.status(id)
   return table.concat(parts, " · ")
 end
 
---- The chat window's winbar: the session status (idle/running/approval), the plan's progress
---- (`plan 2/5`) and `status()`.
+--- The chat window's winbar: the session status (idle/running/approval/question), the plan's
+--- progress (`plan 2/5`), the running background jobs (`1 job`) and `status()`.
 ---@return string
 function M.winbar()
   local id = state.current
   local s = id and state.sessions[id]
   local head = "agent: " .. (s and s.status or "idle")
-  local progress = s and require("agent_lsp.plan").summary(s.plan)
-  if progress then
-    head = head .. " · " .. progress
+  for _, part in ipairs({
+    s and require("agent_lsp.plan").summary(s.plan) or false,
+    s and require("agent_lsp.jobs").summary(id) or false,
+  }) do
+    if part then
+      head = head .. " · " .. part
+    end
   end
   if not (id and M.sessions[id]) then
     return head

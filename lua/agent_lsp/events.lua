@@ -123,6 +123,16 @@ render.plan_update = function(ev)
   plan.show(ev.todos)
 end
 
+render.job_update = function(ev, params)
+  if type(ev.job) ~= "table" or not params then
+    return
+  end
+  local line = require("agent_lsp.jobs").chat_line(params.sessionId, ev.job)
+  if line then
+    chat.paragraph(line)
+  end
+end
+
 render.provider_retry = function(ev)
   chat.paragraph(
     string.format(
@@ -172,8 +182,9 @@ function M.on_event(params, client_id)
   local before = state.sessions[params.sessionId]
   local status, tokens, todos = before and before.status, before and before.tokens, before and before.plan
   local s = state.apply(params, client_id)
-  if s.plan ~= todos then
-    -- The plan's progress is in the chat window's winbar too, which need not be the current one.
+  if s.plan ~= todos or params.event.type == "job_update" then
+    -- The plan's progress and the running jobs are in the chat window's winbar too, which need
+    -- not be the current window.
     pcall(vim.cmd, "redrawstatus!")
   elseif s.status ~= status or s.tokens ~= tokens then
     -- Statuslines only redraw on their own at the next screen update; ask for one.

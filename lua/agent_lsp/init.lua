@@ -25,6 +25,7 @@ local initialized = {} ---@type table<integer, true>
 ---@return table<string, function>
 local function handlers()
   local approval = require("agent_lsp.approval")
+  local ask = require("agent_lsp.ask")
   local documents = require("agent_lsp.documents")
   local events = require("agent_lsp.events")
   return {
@@ -32,9 +33,16 @@ local function handlers()
       events.on_event(params, ctx and ctx.client_id)
     end,
     [protocol.server.before_tool_call] = approval.handler,
+    [protocol.server.ask_user] = ask.handler,
     [protocol.server.save_documents] = documents.save_handler,
+    -- Neovim does not tell request handlers their JSON-RPC id, so a cancellation is matched
+    -- only when exactly one approval or question is pending; otherwise the session's
+    -- `agent_settled` closes them.
     [protocol.server.cancel_request] = function()
-      approval.on_cancel_request()
+      if #approval.pending + #ask.pending == 1 then
+        approval.cancel(nil)
+        ask.cancel(nil)
+      end
     end,
   }
 end
@@ -88,6 +96,7 @@ function M.lsp_config(opts)
       -- Only this daemon's sessions die with it (one daemon runs per workspace root).
       for _, id in ipairs(state.forget_client(client_id)) do
         require("agent_lsp.approval").cancel(id)
+        require("agent_lsp.ask").cancel(id)
       end
     end,
   }
@@ -101,11 +110,13 @@ local function wire(opts)
   if not listening then
     local listeners = require("agent_lsp.events").listeners
     table.insert(listeners, require("agent_lsp.approval").on_event)
+    table.insert(listeners, require("agent_lsp.ask").on_event)
     table.insert(listeners, require("agent_lsp.controls").on_event)
     table.insert(listeners, require("agent_lsp.complete").on_event)
     table.insert(listeners, require("agent_lsp.mcp").on_event)
     table.insert(listeners, require("agent_lsp.review").on_event)
     table.insert(listeners, require("agent_lsp.queue").on_event)
+    table.insert(listeners, require("agent_lsp.jobs").on_event)
     listening = true
   end
   if opts.forward_diagnostics then
@@ -331,6 +342,9 @@ M.mcp = function(...)
 end
 M.sandbox = function(...)
   return require("agent_lsp.sandbox").show(...)
+end
+M.jobs = function(...)
+  return require("agent_lsp.jobs").open(...)
 end
 
 return M

@@ -36,6 +36,9 @@ M.methods = {
   compact = "agent/compact",
   run_changes = "agent/runChanges",
   revert = "agent/revert",
+  list_jobs = "agent/listJobs",
+  kill_job = "agent/killJob",
+  job_output = "agent/jobOutput",
 }
 
 --- Client -> server notifications. `agent/diagnostics {uri, diagnostics: lsp.Diagnostic[]}`
@@ -50,8 +53,12 @@ M.server = {
   event = "$/agentEvent",
   before_tool_call = "agent/beforeToolCall",
   save_documents = "agent/saveDocuments",
+  ask_user = "agent/askUser",
   cancel_request = "$/cancelRequest",
 }
+
+--- `agent/askUser` actions.
+M.ask_actions = { accept = "accept", decline = "decline", cancel = "cancel" }
 
 --- `agent/beforeToolCall` decisions.
 M.decisions = {
@@ -72,7 +79,7 @@ M.dispositions = {
 }
 
 --- Tool kinds carried by `agent/beforeToolCall.kind`.
-M.tool_kinds = { "read", "edit", "delete", "move", "search", "execute", "other" }
+M.tool_kinds = { "read", "edit", "delete", "move", "search", "execute", "network", "other" }
 
 --- Error codes of client -> server requests (protocol.md §3).
 M.errors = {
@@ -84,8 +91,9 @@ M.errors = {
   compaction_failed = -32004,
 }
 
---- `agent/beforeToolCall.preview` types: `{type="diff", path, diff}`, `{type="command", command, cwd}`.
-M.preview_types = { diff = "diff", command = "command" }
+--- `agent/beforeToolCall.preview` types: `{type="diff", path, diff}`, `{type="command", command, cwd}`,
+--- `{type="fetch", url, host}` (kind "network": `web_fetch`; its allowAlways is remembered per host).
+M.preview_types = { diff = "diff", command = "command", fetch = "fetch" }
 
 --- Session events added to pi's AgentEvent stream by the daemon.
 M.session_events = {
@@ -99,6 +107,7 @@ M.session_events = {
   compaction_end = "compaction_end",
   changes_update = "changes_update",
   plan_update = "plan_update",
+  job_update = "job_update",
 }
 
 --- The tool the model writes its plan with (protocol.md §3.18).
@@ -138,10 +147,18 @@ M.plan_tool = "todo_write"
 ---     unavailable?, layers?, notIsolated?}}   (layers: {"Landlock ABI 7", "…namespaces", "seccomp", …})
 ---                     -> {decision, reason?, terminate?}
 ---   agent/saveDocuments {uris} -> {saved}
+---   agent/askUser     {sessionId, runId, toolCallId?, question, options?: [{label, description?}],
+---                     multiSelect, allowText, source?{mcpServer}} -> {action, selected?, text?}
+---                     (action: accept | decline | cancel; $/cancelRequest when the run is aborted)
 ---   session events    model_update {model, thinkingLevel}, mcp_update {servers}, commands_update {commands},
 ---                     compaction_start {reason}, compaction_end {reason, result?, aborted, willRetry, errorMessage?},
 ---                     plan_update {todos: Todo[]}   (the whole plan, before the todo_write's tool_execution_end)
 ---   Todo              {content, status}   (status: pending | in_progress | completed)
+---   job_update        {job: Job}   (a background job started or ended)
+---   Job               {jobId, command, status, exitCode?, startedAt, endedAt?}   (status: running | exited | killed | failed; times in ms)
+---   agent/listJobs    {sessionId} -> {jobs: Job[]}
+---   agent/killJob     {sessionId, jobId} -> {job: Job}
+---   agent/jobOutput   {sessionId, jobId} -> {jobId, output, truncated}   (the last 64 KiB the job printed)
 ---   todo_write        tool {todos: Todo[]}; its result's details {todos} is the plan as stored
 ---   MCP trust         agent/beforeToolCall with toolName "mcp_servers", runId "", args {project,
 ---                     servers: [{name, command}], changes: string[]}   (changes: since the last answer; {} for a first question)
@@ -150,13 +167,20 @@ M.plan_tool = "todo_write"
 --- JSON-RPC error code for a request the client cancelled or a server request that was cancelled.
 M.REQUEST_CANCELLED = -32800
 
---- The client capability object sent under `capabilities.experimental.agent`.
+--- The client capability object sent under `capabilities.experimental.agent`. `askUser` says
+--- the plugin answers the model's questions (`agent/askUser`).
 --- `diagnostics` says the plugin forwards the editor's diagnostics (`agent/diagnostics`), which
 --- lets the daemon offer the model its `diagnostics` tool.
 ---@param forward_diagnostics boolean?
 ---@return table
 function M.client_capability(forward_diagnostics)
-  return { events = true, approvals = true, saveDocuments = true, diagnostics = forward_diagnostics == true }
+  return {
+    events = true,
+    approvals = true,
+    saveDocuments = true,
+    askUser = true,
+    diagnostics = forward_diagnostics == true,
+  }
 end
 
 return M

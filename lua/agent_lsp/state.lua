@@ -21,6 +21,7 @@ local M = {}
 ---@field model string?
 ---@field client_id integer? the LSP client (daemon) the session lives in
 ---@field plan table[]? the model's plan (`plan_update`, `agent/getState.plan`): `{content, status}` items
+---@field jobs table<string, agent_lsp.Job>? background jobs by id (`job_update`, `agent/listJobs`)
 
 ---@type table<string, agent_lsp.Session>
 M.sessions = {}
@@ -124,6 +125,9 @@ function M.apply(params, client_id)
     s.aborted = ev.aborted == true
   elseif ev.type == "plan_update" and type(ev.todos) == "table" then
     s.plan = ev.todos
+  elseif ev.type == "job_update" and type(ev.job) == "table" and ev.job.jobId ~= nil then
+    s.jobs = s.jobs or {}
+    s.jobs[tostring(ev.job.jobId)] = ev.job
   end
   return s
 end
@@ -141,7 +145,8 @@ local function short(n)
 end
 
 --- The statusline text for the current session: `agent: idle`, `agent: running 1.2k tok +2q`,
---- then the plan's progress (`plan 2/5`) when the model keeps one.
+--- then the plan's progress (`plan 2/5`) when the model keeps one and the running background
+--- jobs (`1 job`).
 ---@return string
 function M.statusline()
   local s = M.current and M.sessions[M.current]
@@ -157,6 +162,7 @@ function M.statusline()
     parts[#parts + 1] = "+" .. queued .. "q"
   end
   parts[#parts + 1] = require("agent_lsp.plan").summary(s.plan)
+  parts[#parts + 1] = require("agent_lsp.jobs").summary(s.id)
   return table.concat(parts, " ")
 end
 
