@@ -409,7 +409,12 @@ function M.tool_end(id, name, result, is_error, duration_ms)
     shown[#shown + 1] = string.format("    … %d more lines", #lines - 5)
   end
   if #shown > 0 then
-    M.append("\n" .. table.concat(shown, "\n"))
+    -- Right under the tool's line: a line written since (a job that started, another call of
+    -- the batch) stays below the result.
+    edit(function(buf)
+      vim.api.nvim_buf_set_lines(buf, t.line + 1, t.line + 1, false, shown)
+    end)
+    follow()
   end
 end
 

@@ -44,6 +44,34 @@ return {
     end,
   },
   {
+    name = "client: a job that starts while its bash call runs is said below the call's result",
+    run = function(H)
+      local state = require("agent_lsp.state")
+      local events = require("agent_lsp.events")
+      state.current = "s1"
+      local seq = 0
+      local function send(ev)
+        seq = seq + 1
+        events.on_event({ sessionId = "s1", runId = "r1", seq = seq, event = ev })
+      end
+      local args = { command = "npm run dev", background = true }
+      send({ type = "tool_execution_start", toolCallId = "b1", toolName = "bash", args = args })
+      send({ type = "job_update", job = job("1", "running") })
+      send({
+        type = "tool_execution_end",
+        toolCallId = "b1",
+        toolName = "bash",
+        result = { content = { { type = "text", text = "Started job 1" } } },
+        isError = false,
+      })
+      H.eq(
+        "- tool `bash` npm run dev\n    Started job 1\n\n_job 1 started in the background: `npm run dev` (:AgentJobs)_",
+        require("agent_lsp.chat").text(),
+        "the result under its call, the job line after"
+      )
+    end,
+  },
+  {
     name = "client: the list's lines and a job's output view",
     run = function(H)
       local jobs = require("agent_lsp.jobs")
