@@ -1,7 +1,7 @@
 --- agent_lsp.jobs: the session's background jobs (commands the model started with
 --- `bash {background: true}`).
 ---
---- `:AgentJobs` lists them (`agent/listJobs`) in a buffer that every `job_update` of the session
+--- `:AgentJobs` lists them (`agent/listJobs`, protocol.md §3.18) in a buffer that every `job_update` of the session
 --- redraws; on a job's line `<CR>` (or `o`) shows its output (`agent/jobOutput`, the last 64 KiB
 --- it printed) and `x` stops it (`agent/killJob`). The chat gets one line when a job starts and
 --- one when it ends, and the winbar counts the running ones.
@@ -12,7 +12,7 @@ local state = require("agent_lsp.state")
 local M = {}
 
 ---@class agent_lsp.Job
----@field jobId string|integer
+---@field jobId string "job-1", "job-2", … per session
 ---@field command string
 ---@field status "running"|"exited"|"killed"|"failed"
 ---@field exitCode integer?
@@ -99,19 +99,21 @@ end
 ---@param now_ms number? (default: now)
 ---@return string
 function M.status_text(job, now_ms)
-  local started = tonumber(job.startedAt)
-  local ended = tonumber(job.endedAt)
+  -- (JSON null arrives as vim.NIL: `exitCode` is null while a job runs, and for a stopped one.)
+  local started = type(job.startedAt) == "number" and job.startedAt or nil
+  local ended = type(job.endedAt) == "number" and job.endedAt or nil
+  local code = type(job.exitCode) == "number" and job.exitCode or nil
   local took = started and M.duration((ended or now_ms or os.time() * 1000) - started)
   if job.status == "running" then
     return "running" .. (took and (" " .. took) or "")
   end
   local after = took and ended and (" after " .. took) or ""
   if job.status == "exited" then
-    return "exited " .. tostring(job.exitCode or "?") .. after
+    return "exited " .. tostring(code or "?") .. after
   elseif job.status == "killed" then
     return "stopped" .. after
   end
-  return "failed" .. (job.exitCode and (" " .. tostring(job.exitCode)) or "") .. after
+  return "failed" .. (code and (" " .. tostring(code)) or "") .. after
 end
 
 local icons = { running = "●", exited = "✓", killed = "■", failed = "✗" }
@@ -122,11 +124,11 @@ local icons = { running = "●", exited = "✓", killed = "■", failed = "✗" 
 ---@return string
 function M.label(job, now_ms)
   local icon = icons[job.status] or "?"
-  if job.status == "exited" and job.exitCode ~= 0 then
+  if job.status == "exited" and type(job.exitCode) == "number" and job.exitCode ~= 0 then
     icon = "✗"
   end
   local command = tostring(job.command or ""):gsub("\n.*", " …")
-  return string.format("%s %-4s %-22s %s", icon, tostring(job.jobId), M.status_text(job, now_ms), command)
+  return string.format("%s %-6s %-22s %s", icon, tostring(job.jobId), M.status_text(job, now_ms), command)
 end
 
 --- The list's lines and the job on each line.
@@ -289,8 +291,8 @@ end
 ---@param result table {jobId, output, truncated}
 ---@return string[]
 function M.output_lines(job, result)
-  local head = job and string.format("job %s: %s (%s)", tostring(job.jobId), tostring(job.command), M.status_text(job))
-    or ("job " .. tostring(result.jobId))
+  local head = job and string.format("%s: %s (%s)", tostring(job.jobId), tostring(job.command), M.status_text(job))
+    or tostring(result.jobId)
   local lines = { head, "r: refresh   x: stop   q: close", "" }
   if result.truncated then
     lines[#lines + 1] = "[… earlier output cut: the daemon keeps the last 64 KiB]"
@@ -352,7 +354,7 @@ function M.kill(job_id, opts)
       M.remember(session, job)
       M.render()
     end
-    vim.notify("agent-lsp: job " .. tostring(job_id) .. " stopped", vim.log.levels.INFO)
+    vim.notify("agent-lsp: " .. tostring(job_id) .. " stopped", vim.log.levels.INFO)
     if opts.on_done then
       opts.on_done(job)
     end
@@ -374,9 +376,9 @@ function M.chat_line(session, job)
   announced[k] = job.status
   local command = tostring(job.command or ""):gsub("\n.*", " …")
   if not ended then
-    return string.format("_job %s started in the background: `%s` (:AgentJobs)_", tostring(job.jobId), command)
+    return string.format("_%s started in the background: `%s` (:AgentJobs)_", tostring(job.jobId), command)
   end
-  return string.format("_job %s %s: `%s`_", tostring(job.jobId), M.status_text(job), command)
+  return string.format("_%s %s: `%s`_", tostring(job.jobId), M.status_text(job), command)
 end
 
 --- The chat was cleared: what it said of jobs is gone with it.

@@ -28,13 +28,23 @@ function M.switch(id, on_done)
     require("agent_lsp.transcript").render(type(result) == "table" and (result.messages or result) or {})
     -- The session's plan is its state, not a message: the replayed calls drew it, and
     -- `agent/getState.plan` has the last word (a compacted or forked history may lack them).
+    -- (An older daemon's getState has neither `plan` nor `jobs`.)
     lsp().request(protocol.methods.get_state, { sessionId = id }, function(st)
       local todos = type(st) == "table" and type(st.plan) == "table" and st.plan or nil
       if todos and state.current == id then
         state.session(id).plan = todos
         require("agent_lsp.plan").restore(todos)
-        pcall(vim.cmd.redrawstatus)
       end
+      -- Its background jobs too (`agent/getState.jobs`), for the winbar and :AgentJobs.
+      if type(st) == "table" and type(st.jobs) == "table" then
+        state.session(id).jobs = {}
+        for _, job in ipairs(st.jobs) do
+          if type(job) == "table" and job.jobId ~= nil then
+            require("agent_lsp.jobs").remember(id, job)
+          end
+        end
+      end
+      pcall(vim.cmd, "redrawstatus!")
       if on_done then
         on_done()
       end

@@ -19,23 +19,23 @@ return {
         seq = seq + 1
         events.on_event({ sessionId = "s1", runId = "r1", seq = seq, event = { type = "job_update", job = j } })
       end
-      update(job("1", "running"))
-      update(job("1", "running")) -- nothing new to say
-      update(job("2", "running", { command = "sleep 100" }))
+      update(job("job-1", "running"))
+      update(job("job-1", "running")) -- nothing new to say
+      update(job("job-2", "running", { command = "sleep 100" }))
       H.contains(require("agent_lsp").statusline(), "2 jobs", "statusline counts the running jobs")
-      update(job("1", "exited", { exitCode = 0, endedAt = 1003000 }))
-      update(job("2", "killed", { command = "sleep 100", endedAt = 1065000 }))
-      update(job("2", "killed", { command = "sleep 100", endedAt = 1065000 }))
+      update(job("job-1", "exited", { exitCode = 0, endedAt = 1003000 }))
+      update(job("job-2", "killed", { command = "sleep 100", endedAt = 1065000 }))
+      update(job("job-2", "killed", { command = "sleep 100", endedAt = 1065000 }))
       local text = chat.text()
       H.eq(
         table.concat({
-          "_job 1 started in the background: `npm run dev` (:AgentJobs)_",
+          "_job-1 started in the background: `npm run dev` (:AgentJobs)_",
           "",
-          "_job 2 started in the background: `sleep 100` (:AgentJobs)_",
+          "_job-2 started in the background: `sleep 100` (:AgentJobs)_",
           "",
-          "_job 1 exited 0 after 3s: `npm run dev`_",
+          "_job-1 exited 0 after 3s: `npm run dev`_",
           "",
-          "_job 2 stopped after 1m 05s: `sleep 100`_",
+          "_job-2 stopped after 1m 05s: `sleep 100`_",
         }, "\n"),
         text,
         "one chat line per start and end"
@@ -56,16 +56,16 @@ return {
       end
       local args = { command = "npm run dev", background = true }
       send({ type = "tool_execution_start", toolCallId = "b1", toolName = "bash", args = args })
-      send({ type = "job_update", job = job("1", "running") })
+      send({ type = "job_update", job = job("job-1", "running") })
       send({
         type = "tool_execution_end",
         toolCallId = "b1",
         toolName = "bash",
-        result = { content = { { type = "text", text = "Started job 1" } } },
+        result = { content = { { type = "text", text = "Started background job job-1" } } },
         isError = false,
       })
       H.eq(
-        "- tool `bash` npm run dev\n    Started job 1\n\n_job 1 started in the background: `npm run dev` (:AgentJobs)_",
+        "- tool `bash` npm run dev\n    Started background job job-1\n\n_job-1 started in the background: `npm run dev` (:AgentJobs)_",
         require("agent_lsp.chat").text(),
         "the result under its call, the job line after"
       )
@@ -77,19 +77,19 @@ return {
       local jobs = require("agent_lsp.jobs")
       local now = 1012000
       local lines, at = jobs.lines("s1", {
-        job("1", "running"),
-        job("2", "exited", { exitCode = 2, endedAt = 1002000, command = "cargo test\n--all" }),
-        job("3", "failed"),
+        job("job-1", "running", { exitCode = vim.NIL }),
+        job("job-2", "exited", { exitCode = 2, endedAt = 1002000, command = "cargo test\n--all" }),
+        job("job-3", "failed", { exitCode = vim.NIL }),
       })
       H.eq("Background jobs of session s1", lines[1], "title")
       H.contains(lines[2], "<CR>/o: output   x: stop", "keys")
-      H.eq({ [4] = "1", [5] = "2", [6] = "3" }, at, "the job of each line")
-      H.eq("running 12s", jobs.status_text(job("1", "running"), now), "running duration")
-      H.contains(lines[5], "✗ 2    exited 2 after 2s", "a failed exit")
+      H.eq({ [4] = "job-1", [5] = "job-2", [6] = "job-3" }, at, "the job of each line")
+      H.eq("running 12s", jobs.status_text(job("job-1", "running"), now), "running duration")
+      H.contains(lines[5], "✗ job-2  exited 2 after 2s", "a failed exit")
       H.contains(lines[5], "cargo test …", "the command's first line")
-      H.contains(lines[6], "✗ 3    failed", "a job that failed")
-      local out = jobs.output_lines(job("1", "running"), { jobId = "1", output = "listening on :3000\n", truncated = true })
-      H.contains(out[1], "job 1: npm run dev (running", "output header")
+      H.contains(lines[6], "✗ job-3  failed", "a job that failed")
+      local out = jobs.output_lines(job("job-1", "running"), { jobId = "job-1", output = "listening on :3000\n", truncated = true })
+      H.contains(out[1], "job-1: npm run dev (running", "output header")
       H.eq("[… earlier output cut: the daemon keeps the last 64 KiB]", out[4], "truncated")
       H.eq("listening on :3000", out[5], "output")
       H.eq(5, #out, "no trailing empty line")
