@@ -40,7 +40,7 @@ function M.fetch_preview(params)
   return nil
 end
 
---- The picker's choices for a request: "always" of a fetch is remembered per host, and says so.
+--- The picker's choices for a request: "always" of a fetch covers its host (its site), and says so.
 ---@param params table
 ---@return table[]
 function M.choices_for(params)
@@ -51,6 +51,8 @@ function M.choices_for(params)
   return vim.tbl_map(function(c)
     if c.decision == protocol.decisions.allow_always then
       return vim.tbl_extend("force", c, { label = "Always allow for " .. fetch.host .. " (this session)" })
+    elseif c.decision == protocol.decisions.block_always then
+      return vim.tbl_extend("force", c, { label = "Always reject for " .. fetch.host .. " (this session)" })
     end
     return c
   end, choices)
@@ -68,7 +70,7 @@ function M.prompt(params)
         what = what .. " " .. fetch.url
       end
       if type(fetch.host) == "string" and fetch.host ~= "" then
-        what = what .. " (host " .. fetch.host .. ")"
+        what = what .. " (host " .. fetch.host .. (fetch["local"] == true and ", this machine or its local network" or "") .. ")"
       end
     end
     return "agent-lsp wants to reach the network: " .. what
@@ -197,7 +199,10 @@ function M.preview_lines(params)
       local lines = head()
       lines[#lines + 1] = "GET " .. p.url
       if type(p.host) == "string" and p.host ~= "" then
-        lines[#lines + 1] = "(host " .. p.host .. ": \"always\" allows this host for the session)"
+        lines[#lines + 1] = "(host " .. p.host .. ": \"always\" answers for this host for the session)"
+      end
+      if p["local"] == true then
+        lines[#lines + 1] = "The host is this machine or its local network."
       end
       return lines, "text"
     end
