@@ -33,7 +33,7 @@ use crate::mcp::config::ConfigError;
 use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking, resolve_model};
 use crate::sandbox::{self, Sandbox, SandboxParts, SandboxSetting};
 use crate::store::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
-use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
+use crate::tools::{AskHandle, AskUserTool, DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
 pub use approval::ApprovalGate;
 pub use commands::{Builtin, CommandInfo, Expansion, SessionCommands};
@@ -180,6 +180,9 @@ pub struct AssembledSession {
     /// The commands' sandbox: its policy, whether this kernel can enforce it, and the calls the
     /// user approved to run outside it (the approval gates record those).
     pub sandbox: Arc<Sandbox>,
+    /// How `ask_user` and the MCP servers' elicitations reach the user: connected to the front
+    /// end when the session is created.
+    pub ask: AskHandle,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -277,13 +280,15 @@ pub fn assemble(
     // options too: a command the sandbox confines runs here, sandboxed, never outside it.
     let extra_tools = front_end.extra_tools(&workspace, &options);
     let mut tools = coding_tools(workspace.clone(), options);
+    let ask = AskHandle::default();
+    tools.push(Arc::new(AskUserTool::new(ask.clone())));
     // A front end's tool replaces the coding tool of its name (ACP's `bash` in client terminals).
     for extra in extra_tools {
         tools.retain(|tool| tool.name() != extra.name());
         tools.push(extra);
     }
     let tools = journal.wrap(tools, &workspace);
-    let (tools, mcp_errors) = mcp::attach(&spec.mcp, &cwd, &spec.env, tools);
+    let (tools, mcp_errors) = mcp::attach(&spec.mcp, &cwd, &spec.env, tools, &ask);
     let tools = Arc::new(tools);
     let date = crate::store::time::iso_now();
     let today = date.get(..10).unwrap_or(&date);
@@ -342,6 +347,7 @@ pub fn assemble(
         journal,
         gate: Arc::new(ApprovalGate::new(sandbox.clone())),
         sandbox,
+        ask,
     })
 }
 

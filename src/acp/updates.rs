@@ -140,6 +140,7 @@ impl ToolLook<'_> {
                 "List {}",
                 args.get("path").and_then(Value::as_str).unwrap_or(".")
             ),
+            crate::tools::ASK_USER => format!("Ask: {}", arg("question")),
             _ => format!("{tool} {args}"),
         }
     }
