@@ -34,7 +34,7 @@ use crate::mcp::config::ConfigError;
 use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking, resolve_model};
 use crate::sandbox::{self, Sandbox, SandboxParts, SandboxSetting};
 use crate::store::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
-use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
+use crate::tools::{AskHandle, AskUserTool, DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
 pub use approval::ApprovalGate;
 pub use commands::{Builtin, CommandInfo, Expansion, SessionCommands};
@@ -184,6 +184,9 @@ pub struct AssembledSession {
     pub sandbox: Arc<Sandbox>,
     /// The plan the model keeps with `todo_write` (restored from the session file).
     pub plan: Arc<Plan>,
+    /// How `ask_user` and the MCP servers' elicitations reach the user: connected to the front
+    /// end when the session is created.
+    pub ask: AskHandle,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -282,14 +285,16 @@ pub fn assemble(
     // options too: a command the sandbox confines runs here, sandboxed, never outside it.
     let extra_tools = front_end.extra_tools(&workspace, &options);
     let mut tools = coding_tools(workspace.clone(), options);
+    tools.push(Arc::new(plan.tool()));
+    let ask = AskHandle::default();
+    tools.push(Arc::new(AskUserTool::new(ask.clone())));
     // A front end's tool replaces the coding tool of its name (ACP's `bash` in client terminals).
     for extra in extra_tools {
         tools.retain(|tool| tool.name() != extra.name());
         tools.push(extra);
     }
-    tools.push(Arc::new(plan.tool()));
     let tools = journal.wrap(tools, &workspace);
-    let (tools, mcp_errors) = mcp::attach(&spec.mcp, &cwd, &spec.env, tools);
+    let (tools, mcp_errors) = mcp::attach(&spec.mcp, &cwd, &spec.env, tools, &ask);
     let tools = Arc::new(tools);
     let date = crate::store::time::iso_now();
     let today = date.get(..10).unwrap_or(&date);
@@ -349,6 +354,7 @@ pub fn assemble(
         gate: Arc::new(ApprovalGate::new(sandbox.clone())),
         sandbox,
         plan,
+        ask,
     })
 }
 

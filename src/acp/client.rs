@@ -32,6 +32,8 @@ pub struct ClientCaps {
     pub read_text_file: bool,
     pub write_text_file: bool,
     pub terminal: bool,
+    /// The client answers form elicitations (`elicitation/create`): questions for the user.
+    pub elicitation_form: bool,
 }
 
 /// How long a file request may take before the tool fails.

@@ -228,6 +228,7 @@ impl Conn {
             read_text_file: caps.fs.read_text_file,
             write_text_file: caps.fs.write_text_file,
             terminal: caps.terminal,
+            elicitation_form: (caps.elicitation.as_ref()).is_some_and(|e| e.supports_form()),
         };
         let session_caps = acp::SessionCapabilities::new()
             .list(acp::SessionListCapabilities::new())

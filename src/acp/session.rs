@@ -88,8 +88,8 @@ struct Prompt {
     delivered: bool,
 }
 
-/// How long a permission request waits for the user.
-const ASK_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+/// How long a permission request or a question waits for the user.
+pub(super) const ASK_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 /// What a prompt gets while a `/compact` runs.
 pub(super) const COMPACTING: &str =

@@ -143,6 +143,7 @@ impl ToolLook<'_> {
                 args.get("path").and_then(Value::as_str).unwrap_or(".")
             ),
             crate::tools::TODO_WRITE => "Update the plan".to_owned(),
+            crate::tools::ASK_USER => format!("Ask: {}", arg("question")),
             _ => format!("{tool} {args}"),
         }
     }

@@ -1,5 +1,6 @@
 //! How an ACP session decides, asks and shows ([`View`] of [`AcpView`]): its mode as the
-//! approval policy and `session/request_permission` to ask (`permission.rs`), the project's MCP
+//! approval policy and `session/request_permission` to ask (`permission.rs`), questions for the
+//! user (`ask_user.rs`), the project's MCP
 //! servers asked about before a turn's first request (`trust.rs`), every loop event translated
 //! into `session/update`s, and each prompt answered as the run takes the next one or settles.
 
@@ -18,6 +19,7 @@ use crate::agent::message::AgentMessage;
 use crate::core::approval::{Answer, Policy};
 use crate::core::session::{Event, View};
 use crate::sandbox::MustAsk;
+use crate::tools::{Question, UserAnswer};
 
 impl View for AcpView {
     fn policy(&self, session: &AcpSession, tool: &str, _args: &Value) -> Policy {
@@ -35,6 +37,15 @@ impl View for AcpView {
             let decision = crate::acp::permission::ask(session, ctx, cancel).await?;
             Ok(Answer::of(decision))
         })
+    }
+
+    fn ask_user<'a>(
+        &'a self,
+        session: &'a Arc<AcpSession>,
+        question: &'a Question,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, UserAnswer> {
+        Box::pin(crate::acp::ask_user::ask(session, question, cancel))
     }
 
     fn show(&self, session: &AcpSession, _run: Option<&str>, event: Event<'_>) {

@@ -1,5 +1,6 @@
 //! How `agent-lsp run` decides, asks and shows ([`View`] of [`CliView`]): `--approve` as the
-//! approval policy and no one to ask, every event through the renderer, the run's usage summed,
+//! approval policy and no one to ask about a call, questions for the user on the terminal
+//! (`ask.rs`), every event through the renderer, the run's usage summed,
 //! and a record that cannot be written failing the run (a script's record is its output).
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -18,6 +19,7 @@ use crate::core::GuardEvent;
 use crate::core::approval::{Answer, Policy};
 use crate::core::session::{Event, Session, View};
 use crate::sandbox::MustAsk;
+use crate::tools::{Question, UserAnswer};
 
 /// What `agent-lsp run` keeps of its session besides the core.
 pub struct CliView {
@@ -66,6 +68,15 @@ impl View for CliView {
     ) -> BoxFuture<'a, Result<Answer, String>> {
         let why = no_one_to_ask(&ctx.tool_call.name, must_ask);
         Box::pin(std::future::ready(Err(why)))
+    }
+
+    fn ask_user<'a>(
+        &'a self,
+        _session: &'a Arc<Session<Self>>,
+        question: &'a Question,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, UserAnswer> {
+        Box::pin(crate::cli::ask::ask(question, cancel))
     }
 
     fn show(&self, session: &Session<Self>, _run: Option<&str>, event: Event<'_>) {

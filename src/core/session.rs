@@ -34,7 +34,7 @@ use crate::core::{
 };
 use crate::sandbox::{MustAsk, Sandbox};
 use crate::store::{EntryKind, SessionFile};
-use crate::tools::Workspace;
+use crate::tools::{Question, UserAnswer, UserChannel, Workspace};
 
 /// A message waiting in a queue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -116,6 +116,18 @@ pub trait View: Send + Sync + Sized + 'static {
         must_ask: Option<&'a MustAsk>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Answer, String>>;
+
+    /// Asks the user a question (the `ask_user` tool, an MCP server's elicitation); `cancel`
+    /// withdraws it. By default no one can answer.
+    fn ask_user<'a>(
+        &'a self,
+        _session: &'a Arc<Session<Self>>,
+        _question: &'a Question,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, UserAnswer> {
+        let why = "this front end cannot ask the user questions".to_owned();
+        Box::pin(std::future::ready(UserAnswer::Unavailable(why)))
+    }
 
     /// Shows one event as it happens. It must not wait, nor call back into the session's run
     /// methods (a settled run is shown under the session's lock).
@@ -235,10 +247,12 @@ impl<V: View> Session<V> {
             sandbox,
             gate,
             plan,
+            ask,
             ..
         } = session;
         let id = record.lock().map(|r| r.id().to_owned()).unwrap_or_default();
         Arc::new_cyclic(|weak: &Weak<Session<V>>| {
+            ask.connect(Arc::new(ViewChannel(weak.clone())));
             let prepare_run = V::prepare_run(weak.clone(), options.hooks.prepare_run.take());
             options.hooks = AgentHooks {
                 before_tool_call: Some(approval_hook(weak.clone())),
@@ -775,6 +789,24 @@ impl<V: View> Asker for ViewAsker<'_, V> {
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Answer, String>> {
         self.0.view.ask(self.0, ctx, must_ask, cancel)
+    }
+}
+
+/// The view as the tools' way to the user (`ask_user`, MCP elicitations).
+struct ViewChannel<V: View>(Weak<Session<V>>);
+
+impl<V: View> UserChannel for ViewChannel<V> {
+    fn ask<'a>(
+        &'a self,
+        question: &'a Question,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, UserAnswer> {
+        Box::pin(async move {
+            let Some(session) = self.0.upgrade() else {
+                return UserAnswer::Unavailable("the session is closed".into());
+            };
+            session.view.ask_user(&session, question, cancel).await
+        })
     }
 }
 

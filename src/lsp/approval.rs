@@ -216,7 +216,7 @@ async fn saves_users_changes(session: &LiveSession, path: &std::path::Path) -> b
 }
 
 /// A timeout as people read it: `250 ms`, `2 s`, `1.5 s`.
-fn duration_text(d: Duration) -> String {
+pub(crate) fn duration_text(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         format!("{ms} ms")

@@ -50,6 +50,7 @@ pub mod method {
     pub const EVENT: &str = "$/agentEvent";
     pub const BEFORE_TOOL_CALL: &str = "agent/beforeToolCall";
     pub const SAVE_DOCUMENTS: &str = "agent/saveDocuments";
+    pub const ASK_USER: &str = "agent/askUser";
     /// Client → server notification: the editor's diagnostics for one document.
     pub const DIAGNOSTICS: &str = "agent/diagnostics";
 }
@@ -93,6 +94,8 @@ pub struct ClientAgentCapabilities {
     pub save_documents: bool,
     /// The client forwards the editor's diagnostics (`agent/diagnostics`).
     pub diagnostics: bool,
+    /// The client answers `agent/askUser` (the `ask_user` tool, MCP elicitations).
+    pub ask_user: bool,
 }
 
 /// A prompt: plain text or pi content blocks (text, image).
@@ -492,6 +495,51 @@ pub struct BeforeToolCallResult {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminate: Option<bool>,
+}
+
+/// `agent/askUser` params: a question for the user (the `ask_user` tool, or one field of an
+/// MCP server's elicitation).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AskUserParams {
+    pub session_id: String,
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    pub question: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<crate::tools::QuestionOption>>,
+    pub multi_select: bool,
+    pub allow_text: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<AskUserSource>,
+}
+
+/// Who asks, when it is not the model: the MCP server whose elicitation this is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AskUserSource {
+    pub mcp_server: String,
+}
+
+/// `action` of the `agent/askUser` result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AskUserAction {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+/// `agent/askUser` result: accept with the chosen option labels and/or a typed answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AskUserResult {
+    pub action: AskUserAction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -16,6 +16,7 @@
 //! refused with an explanation); truncation `details` omit the duplicated `content` text.
 
 mod args;
+mod ask_user;
 mod bash;
 mod bash_output;
 pub mod beneath;
@@ -32,6 +33,7 @@ mod image;
 mod ls;
 pub mod paths;
 mod preview;
+pub mod question;
 pub mod read;
 mod text;
 mod tracker;
@@ -49,6 +51,7 @@ use crate::agent::tool::ToolRef;
 
 #[cfg(test)]
 pub(crate) use args::assert_args_match_schema;
+pub use ask_user::ASK_USER;
 pub use bash::run_command;
 pub use common::{BashSettings, Call, ToolArgs, ToolContext, TypedTool, blocking};
 // The edit a call would make, for front ends that show whole-file diffs (ACP).
@@ -57,6 +60,7 @@ pub use content::{Capture, ContentHash, ContentId};
 pub(crate) use edit::{parse_edits, prepare_edit_arguments};
 pub(crate) use edit_match::apply_edits;
 pub use preview::{ToolPreview, preview};
+pub use question::{AskHandle, Question, QuestionOption, UserAnswer, UserChannel};
 pub use tracker::{FileMutationQueue, ReadTracker};
 pub use workspace::{
     DiskWorkspace, FileSnapshot, Fingerprint, Unsaved, Workspace, WorkspaceError, WriteOutcome,
@@ -70,6 +74,8 @@ pub type WriteTool = TypedTool<write::WriteArgs>;
 pub type GrepTool = TypedTool<grep::GrepArgs>;
 pub type FindTool = TypedTool<find::FindArgs>;
 pub type LsTool = TypedTool<ls::LsArgs>;
+/// The tool through which the model asks the user (`question.rs`: how it reaches them).
+pub type AskUserTool = TypedTool<ask_user::AskUserArgs>;
 
 /// The seven tool names, in pi's order.
 pub const ALL_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
@@ -171,10 +177,11 @@ pub fn tool_kind(name: &str) -> ToolKind {
 }
 
 /// True for tools that never change anything on the machine (safe to run without approval).
+/// `ask_user` is one: asking is itself the user's say; `todo_write` changes only the plan.
 pub fn is_read_only(name: &str) -> bool {
     matches!(
         name,
-        "read" | "grep" | "find" | "ls" | DIAGNOSTICS | TODO_WRITE
+        "read" | "grep" | "find" | "ls" | DIAGNOSTICS | TODO_WRITE | ASK_USER
     )
 }
 

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod ask_user;
 mod auth;
 mod client_tools;
 mod commands;

@@ -3,6 +3,7 @@
 
 mod abort;
 mod approvals;
+mod ask_user;
 mod coalesce;
 mod commands;
 mod compaction;

@@ -53,7 +53,8 @@ async fn a_text_only_run_streams_the_answer_and_records_the_session() {
             "grep",
             "find",
             "ls",
-            "todo_write"
+            "todo_write",
+            "ask_user"
         ]
     );
 
