@@ -99,6 +99,8 @@ impl ToolLook<'_> {
     pub fn kind(&self, tool: &str) -> acp::ToolKind {
         let kind = match self.tools.mcp_info(tool) {
             Some(info) => info.kind,
+            // ACP's name for what reaches the network: `fetch`.
+            None if crate::tools::tool_kind(tool) == crate::tools::ToolKind::Network => "fetch",
             None => crate::tools::tool_kind(tool).as_str(),
         };
         serde_json::from_value(Value::from(kind)).unwrap_or(acp::ToolKind::Other)
@@ -140,6 +142,9 @@ impl ToolLook<'_> {
                 "List {}",
                 args.get("path").and_then(Value::as_str).unwrap_or(".")
             ),
+            crate::tools::web::WEB_FETCH | crate::tools::web::WEB_SEARCH => {
+                crate::tools::web::approval_title(tool, args)
+            }
             _ => format!("{tool} {args}"),
         }
     }

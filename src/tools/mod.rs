@@ -37,6 +37,7 @@ mod text;
 mod tracker;
 pub mod truncate;
 pub(crate) mod walk;
+pub mod web;
 pub mod workspace;
 mod write;
 
@@ -135,6 +136,8 @@ pub enum ToolKind {
     Move,
     Search,
     Execute,
+    /// Reaches the network from the daemon (`web_fetch`, `web_search`).
+    Network,
     Other,
 }
 
@@ -148,6 +151,7 @@ impl ToolKind {
             ToolKind::Move => "move",
             ToolKind::Search => "search",
             ToolKind::Execute => "execute",
+            ToolKind::Network => "network",
             ToolKind::Other => "other",
         }
     }
@@ -163,6 +167,7 @@ pub fn tool_kind(name: &str) -> ToolKind {
         "write" | "edit" => ToolKind::Edit,
         "grep" | "find" => ToolKind::Search,
         "bash" => ToolKind::Execute,
+        web::WEB_FETCH | web::WEB_SEARCH => ToolKind::Network,
         _ => ToolKind::Other,
     }
 }

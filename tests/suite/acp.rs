@@ -11,3 +11,4 @@ mod pacing;
 mod permissions;
 mod prompts;
 mod sessions;
+mod web;
