@@ -18,6 +18,7 @@ use super::shown::show;
 use super::target::{Target, WEB_FETCH};
 use crate::agent::message::{ContentBlock, ImageContent};
 use crate::agent::tool::{AgentToolResult, ToolError};
+use crate::tools::bash_output::clean;
 use crate::tools::common::{ABORTED, Call, ToolArgs, blocking};
 use crate::tools::image::base64;
 use crate::tools::read::MAX_IMAGE_BYTES;
@@ -142,7 +143,8 @@ fn page(
             format_size(MAX_BODY_BYTES)
         ));
     }
-    let shown = show(&text.text, &spill_dir, text.extension);
+    // A hostile page's escape sequences must not reach a terminal or confuse the model.
+    let shown = show(&clean(&text.text), &spill_dir, text.extension);
     let mut notices = text.notices;
     notices.extend(shown.notice.clone());
     details["truncated"] = json!(body.capped || text.cut || shown.notice.is_some());
@@ -235,6 +237,7 @@ fn http_error(body: &Body, content_type: Option<&ContentType>, details: Value) -
         Kind::Text => decode(&body.bytes, content_type),
         _ => String::new(),
     };
+    let text = clean(&text);
     let text = text.trim();
     let excerpt: String = text.chars().take(EXCERPT_CHARS).collect();
     let more = if excerpt.len() < text.len() {

@@ -2,13 +2,16 @@
 //! most [`MAX_REDIRECTS`]), stops at a redirect to another site, and reads at most
 //! [`MAX_BODY_BYTES`] of the body.
 
+use std::net::SocketAddr;
+
 use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION};
 use reqwest::{StatusCode, Url};
 
 use super::client::{client_for, request_failure};
 use super::page::{ContentType, refused_by_type};
-use super::target::Target;
-use crate::provider::http_error::lost_mid_stream;
+use super::target::{Target, is_local_ip};
+use crate::provider::http_error::{env_proxy, lost_mid_stream};
+use crate::provider::transport::is_loopback;
 
 /// Redirects followed within one site.
 pub const MAX_REDIRECTS: usize = 5;
@@ -60,6 +63,10 @@ pub async fn fetch(target: &Target) -> Result<Fetched, String> {
             .send()
             .await
             .map_err(|e| format!("Cannot fetch {url}: {}", request_failure(&url, &e)))?;
+        let proxied = !is_loopback(&url) && env_proxy(&url).is_some();
+        if let Some(why) = local_peer(target, &url, response.remote_addr(), proxied) {
+            return Err(why);
+        }
         let status = response.status();
         let location = response
             .headers()
@@ -86,6 +93,27 @@ pub async fn fetch(target: &Target) -> Result<Fetched, String> {
     Err(format!(
         "{} redirected more than {MAX_REDIRECTS} times (last to {url}): not followed further",
         target.url
+    ))
+}
+
+/// Why a response is not read: the user approved a name that is not local, but the connection
+/// (made directly, not through a proxy) reached this machine or a local network — a name made
+/// to resolve there (DNS rebinding) would otherwise let a page's host read local services.
+fn local_peer(
+    target: &Target,
+    url: &Url,
+    peer: Option<SocketAddr>,
+    proxied: bool,
+) -> Option<String> {
+    let peer = peer?;
+    if target.is_local() || proxied || !is_local_ip(peer.ip()) {
+        return None;
+    }
+    Some(format!(
+        "{} resolved to {}, an address of this machine or a local network, although its name is \
+         not local: the response was not read. Fetch it by that address if it is meant.",
+        url.host_str().unwrap_or_default(),
+        peer.ip()
     ))
 }
 
@@ -124,4 +152,35 @@ async fn read_body(url: Url, mut response: reqwest::Response) -> Result<Body, St
         body.bytes.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_that_is_not_local_must_not_reach_a_local_address() {
+        let peer = |ip: &str| Some(SocketAddr::new(ip.parse().unwrap(), 80));
+        let public = Target::parse("http://docs.example/").unwrap();
+        let why = local_peer(&public, &public.url, peer("127.0.0.1"), false).unwrap();
+        assert!(
+            why.starts_with("docs.example resolved to 127.0.0.1"),
+            "{why}"
+        );
+        assert!(local_peer(&public, &public.url, peer("10.0.0.8"), false).is_some());
+        assert_eq!(
+            local_peer(&public, &public.url, peer("93.184.216.34"), false),
+            None
+        );
+        // Through a proxy the peer is the proxy, often on this machine.
+        assert_eq!(
+            local_peer(&public, &public.url, peer("127.0.0.1"), true),
+            None
+        );
+        let local = Target::parse("http://localhost:8000/").unwrap();
+        assert_eq!(
+            local_peer(&local, &local.url, peer("127.0.0.1"), false),
+            None
+        );
+    }
 }

@@ -10,6 +10,7 @@ use super::client::TOTAL_TIMEOUT;
 use super::query::{Hit, query};
 use super::target::WEB_SEARCH;
 use crate::agent::tool::{AgentToolResult, ToolError};
+use crate::tools::bash_output::clean;
 use crate::tools::common::{ABORTED, Call, ToolArgs};
 
 const DEFAULT_LIMIT: usize = 5;
@@ -83,7 +84,11 @@ fn listing(search: &str, hits: &[Hit]) -> String {
         } else {
             title
         };
-        out.push_str(&format!("\n{}. {title}\n   {}\n", n + 1, hit.url.trim()));
+        out.push_str(&format!(
+            "\n{}. {title}\n   {}\n",
+            n + 1,
+            one_line(&hit.url)
+        ));
         let snippet = one_line(&hit.snippet);
         if !snippet.is_empty() {
             let mut cut: String = snippet.chars().take(SNIPPET_CHARS).collect();
@@ -97,8 +102,9 @@ fn listing(search: &str, hits: &[Hit]) -> String {
     out
 }
 
+/// The text on one line, without control characters or escape sequences.
 fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    clean(text).split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]
@@ -111,7 +117,7 @@ mod tests {
             Hit {
                 title: "Serde\n docs".into(),
                 url: "https://serde.rs/".into(),
-                snippet: "A framework for\tserializing.".into(),
+                snippet: "A framework for\tserializing\u{1b}[31m.".into(),
             },
             Hit {
                 title: String::new(),

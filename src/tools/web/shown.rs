@@ -74,10 +74,18 @@ pub fn show(text: &str, spill_dir: &Path, extension: &str) -> Shown {
     }
 }
 
+/// Writes `text` to a new file only the user can read (a page may be private to them).
 fn spill(text: &str, dir: &Path, extension: &str) -> std::io::Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let id = uuid::Uuid::new_v4().simple().to_string();
     let path = dir.join(format!("agent-lsp-web-{}.{extension}", &id[..16]));
-    std::fs::write(&path, text)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)?;
+    file.write_all(text.as_bytes())?;
     Ok(path)
 }
 
@@ -100,6 +108,9 @@ mod tests {
         let shown = show(&text, dir.path(), "md");
         let path = shown.full_path.unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
         assert!(shown.text.ends_with("line 2000"));
         let notice = shown.notice.unwrap();
         assert!(

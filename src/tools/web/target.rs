@@ -4,7 +4,7 @@
 //! Nothing here looks a name up: a DNS query made before the user approves would already carry
 //! whatever the model put into the host name to wherever that name's server is.
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use reqwest::Url;
 use url::Host;
@@ -92,6 +92,15 @@ fn local_v6(ip: Ipv6Addr) -> bool {
 /// it cannot be fetched.
 pub fn site_of(url: &str) -> Option<String> {
     Target::parse(url).ok().map(|t| t.site())
+}
+
+/// Whether `ip` is this machine's or a local network's, as [`Target::is_local`] judges
+/// addresses.
+pub fn is_local_ip(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => local_v4(v4),
+        IpAddr::V6(v6) => local_v6(v6),
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,8 @@ async fn docs_site() -> WebServer {
         match target {
             "/guide.html" => Reply::ok("text/html; charset=utf-8", PAGE),
             "/data.json" => Reply::ok("application/json", r#"{"name":"agent-lsp","tools":[1,2]}"#),
-            "/notes.txt" => Reply::ok("text/plain", "plain notes\nsecond line"),
+            // Escape sequences a terminal would obey are removed.
+            "/notes.txt" => Reply::ok("text/plain", "plain notes\u{1b}[2J\r\nsecond line"),
             "/big.txt" => big(),
             "/moved" => Reply::redirect("/guide.html"),
             "/away" => Reply::redirect("https://elsewhere.example/landing?x=1"),
