@@ -99,11 +99,9 @@ pub(super) async fn ask(
         tool_call.fields.content = Some(vec![acp::ToolCallContent::Diff(diff)]);
     }
     // A fetch from this machine or its network says so: the internet cannot read there.
-    if let Some(tools::ToolPreview::Fetch { url, host, local }) =
-        tools::preview(&session.workspace, &call.name, &ctx.args).await
-        && local
-    {
-        let note = updates::text_block(&tools::web::fetch_note(&url, &host, local));
+    // (From the URL alone: a preview of an edit would read the file through the client again.)
+    if let Some(note) = local_fetch_note(&call.name, &ctx.args) {
+        let note = updates::text_block(&note);
         tool_call.fields.content =
             Some(vec![acp::ToolCallContent::Content(acp::Content::new(note))]);
     }
@@ -167,6 +165,15 @@ pub(super) async fn ask(
             }),
         _ => Err("The turn was cancelled before the tool call was approved".into()),
     }
+}
+
+/// What approving a `web_fetch` of a local host means; `None` for other calls and hosts.
+fn local_fetch_note(tool: &str, args: &Value) -> Option<String> {
+    let url = args.get("url").and_then(Value::as_str);
+    let target = tools::web::Target::parse(url.filter(|_| tool == tools::web::WEB_FETCH)?).ok()?;
+    target
+        .is_local()
+        .then(|| tools::web::fetch_note(target.url.as_str(), &target.host(), true))
 }
 
 /// The whole-file diff an `edit` or `write` would make, computed without changing anything.

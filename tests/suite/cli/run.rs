@@ -43,9 +43,19 @@ async fn a_text_only_run_streams_the_answer_and_records_the_session() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
+    // web_search only with a search service configured.
     assert_eq!(
         tools,
-        ["read", "bash", "edit", "write", "grep", "find", "ls"]
+        [
+            "read",
+            "bash",
+            "edit",
+            "write",
+            "grep",
+            "find",
+            "ls",
+            "web_fetch"
+        ]
     );
 
     let files = env.session_files();
