@@ -363,3 +363,51 @@ async fn web_search_lists_searxng_results_after_asking() {
     assert_eq!(asked[0]["params"]["title"], "Search the web: serde derive");
     assert!(offered(&mock).contains(&"web_search".to_owned()));
 }
+
+#[tokio::test]
+async fn web_search_through_brave_sends_its_key_in_the_header() {
+    let brave = WebServer::start(|_| {
+        Reply::ok(
+            "application/json",
+            r#"{"type":"search","web":{"results":[
+                {"title":"Async in depth","url":"https://tokio.rs/tokio/tutorial/async","description":"How <strong>async</strong> works."}]}}"#,
+        )
+    })
+    .await;
+    let responses = vec![
+        MockResponse::tool_call(
+            "s1",
+            "web_search",
+            json!({"query": "rust async", "limit": 3}),
+        ),
+        MockResponse::text("done"),
+    ];
+    let env = vec![
+        ("BRAVE_API_KEY".into(), "brave-key".into()),
+        (
+            "AGENT_LSP_BRAVE_URL".into(),
+            brave.url("/res/v1/web/search"),
+        ),
+    ];
+    let (_mock, client, _tmp) =
+        daemon(responses, json!({"approval": {"network": "allow"}}), env).await;
+    let (session, run, _) = prompt(&client, json!({"message": "search"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let (result, failed) = results(&events).remove(0);
+    assert!(!failed, "{result}");
+    assert_eq!(
+        text(&result),
+        "Results for \"rust async\":\n\n1. Async in depth\n   https://tokio.rs/tokio/tutorial/async\n   \
+         How <strong>async</strong> works."
+    );
+    assert_eq!(
+        result["details"],
+        json!({"query": "rust async", "service": "brave", "results": 1})
+    );
+    assert_eq!(brave.targets(), ["/res/v1/web/search?q=rust+async&count=3"]);
+    let head = brave.heads()[0].to_ascii_lowercase();
+    assert!(
+        head.contains("\r\nx-subscription-token: brave-key\r\n"),
+        "{head}"
+    );
+}

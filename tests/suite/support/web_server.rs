@@ -40,7 +40,8 @@ type Route = dyn Fn(&str) -> Reply + Send + Sync;
 /// The server; it stops with the test's runtime.
 pub struct WebServer {
     pub port: u16,
-    targets: Arc<Mutex<Vec<String>>>,
+    /// Each request's target and head (request line and headers), in order.
+    seen: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 impl WebServer {
@@ -48,17 +49,17 @@ impl WebServer {
     pub async fn start(route: impl Fn(&str) -> Reply + Send + Sync + 'static) -> WebServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let targets = Arc::new(Mutex::new(Vec::new()));
-        let seen = targets.clone();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
         let route: Arc<Route> = Arc::new(route);
         tokio::spawn(async move {
             while let Ok((mut stream, _)) = listener.accept().await {
-                let (route, seen) = (route.clone(), seen.clone());
+                let (route, log) = (route.clone(), log.clone());
                 tokio::spawn(async move {
-                    let Some(target) = read_target(&mut stream).await else {
+                    let Some((target, head)) = read_head(&mut stream).await else {
                         return;
                     };
-                    seen.lock().unwrap().push(target.clone());
+                    log.lock().unwrap().push((target.clone(), head));
                     let reply = route(&target);
                     let mut head = format!(
                         "HTTP/1.1 {} {}\r\nContent-Length: {}\r\nConnection: close\r\n",
@@ -77,7 +78,7 @@ impl WebServer {
                 });
             }
         });
-        WebServer { port, targets }
+        WebServer { port, seen }
     }
 
     /// `http://127.0.0.1:<port><path>`.
@@ -87,12 +88,27 @@ impl WebServer {
 
     /// The request targets served so far, in order.
     pub fn targets(&self) -> Vec<String> {
-        self.targets.lock().unwrap().clone()
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(t, _)| t.clone())
+            .collect()
+    }
+
+    /// The request heads served so far, in order.
+    pub fn heads(&self) -> Vec<String> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, h)| h.clone())
+            .collect()
     }
 }
 
-/// The request target of the request line, once the head has arrived.
-async fn read_target(stream: &mut tokio::net::TcpStream) -> Option<String> {
+/// The request target of the request line and the whole head, once it has arrived.
+async fn read_head(stream: &mut tokio::net::TcpStream) -> Option<(String, String)> {
     let mut head = Vec::new();
     while !head.windows(4).any(|w| w == b"\r\n\r\n") {
         let mut piece = [0u8; 4096];
@@ -102,8 +118,9 @@ async fn read_target(stream: &mut tokio::net::TcpStream) -> Option<String> {
         }
         head.extend_from_slice(&piece[..n]);
     }
-    let head = String::from_utf8_lossy(&head);
-    head.split_whitespace().nth(1).map(str::to_owned)
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let target = head.split_whitespace().nth(1)?.to_owned();
+    Some((target, head))
 }
 
 fn reason(status: u16) -> &'static str {
