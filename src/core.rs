@@ -34,6 +34,7 @@ use crate::mcp::config::ConfigError;
 use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking, resolve_model};
 use crate::sandbox::{self, Sandbox, SandboxParts, SandboxSetting};
 use crate::store::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
+use crate::tools::web::{self, FetchSettings};
 use crate::tools::{AskHandle, AskUserTool, DiskWorkspace, ToolOptions, Workspace, coding_tools};
 
 pub use approval::ApprovalGate;
@@ -284,10 +285,16 @@ pub fn assemble(
     // A front end's `bash` that runs commands elsewhere (ACP's client terminals) gets the
     // options too: a command the sandbox confines runs here, sandboxed, never outside it.
     let extra_tools = front_end.extra_tools(&workspace, &options);
+    let web = FetchSettings {
+        spill_dir: options.spill_dir.clone(),
+    };
     let mut tools = coding_tools(workspace.clone(), options);
     tools.push(Arc::new(plan.tool()));
     let ask = AskHandle::default();
     tools.push(Arc::new(AskUserTool::new(ask.clone())));
+    // The web tools, for every front end: `web_search` only with a search service configured.
+    let search = web::search_config(&spec.env);
+    tools.extend(web::web_tools(web, search.backend));
     // A front end's tool replaces the coding tool of its name (ACP's `bash` in client terminals).
     for extra in extra_tools {
         tools.retain(|tool| tool.name() != extra.name());
@@ -305,6 +312,7 @@ pub fn assemble(
     let guard = Arc::new(LoopGuard::new(spec.limits));
     let (settings, mut warnings) = compaction_settings(&spec.env, &spec.compaction);
     warnings.extend(sandbox_warning);
+    warnings.extend(search.warnings);
     warnings.extend(journal.collect_if_large(journal::gc::auto_limit(&spec.env)));
     let found = resources::load(&cwd, &spec.env, spec.context_files);
     let mut prompt = system_prompt(&cwd, today, front_end.prompt_note());

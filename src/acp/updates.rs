@@ -101,6 +101,8 @@ impl ToolLook<'_> {
             Some(info) => info.kind,
             // Planning is ACP's `think`: clients show the plan itself from the `plan` update.
             None if tool == crate::tools::TODO_WRITE => "think",
+            // ACP's name for what reaches the network: `fetch`.
+            None if crate::tools::tool_kind(tool) == crate::tools::ToolKind::Network => "fetch",
             None => crate::tools::tool_kind(tool).as_str(),
         };
         serde_json::from_value(Value::from(kind)).unwrap_or(acp::ToolKind::Other)
@@ -144,6 +146,9 @@ impl ToolLook<'_> {
             ),
             crate::tools::TODO_WRITE => "Update the plan".to_owned(),
             crate::tools::ASK_USER => format!("Ask: {}", arg("question")),
+            crate::tools::web::WEB_FETCH | crate::tools::web::WEB_SEARCH => {
+                crate::tools::web::approval_title(tool, args)
+            }
             _ => format!("{tool} {args}"),
         }
     }

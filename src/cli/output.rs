@@ -286,9 +286,9 @@ impl Renderer for HumanRenderer {
     }
 }
 
-/// ` notes.txt`, ` cargo test`: the argument a person recognises a call by.
+/// ` notes.txt`, ` cargo test`, ` https://docs.rs`: the argument a person recognises a call by.
 fn args_summary(args: &Value) -> String {
-    ["path", "command", "pattern"]
+    ["path", "command", "pattern", "url", "query"]
         .iter()
         .find_map(|key| args.get(key).and_then(Value::as_str))
         .map(|v| format!(" {}", clip(v, 80)))

@@ -175,6 +175,7 @@ pub async fn approval_request(
             command,
             cwd: cwd.display().to_string(),
         }),
+        Some(ToolPreview::Fetch { url, host, local }) => Some(Preview::Fetch { url, host, local }),
         None => None,
     };
     let sandbox = session.sandbox.describe_approval(tool, &ctx.args);
@@ -247,6 +248,7 @@ fn title(tool: &str, kind: ToolKind, args: &Value) -> String {
         ToolKind::Execute => format!("Run: {}", arg("command")),
         ToolKind::Edit if tool == "write" => format!("Write {}", arg("path")),
         ToolKind::Edit => format!("Edit {}", arg("path")),
+        ToolKind::Network => crate::tools::web::approval_title(tool, args),
         _ => format!("{tool} {}", args),
     }
 }

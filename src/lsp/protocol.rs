@@ -458,8 +458,21 @@ pub use crate::tools::ToolKind;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Preview {
-    Diff { path: String, diff: String },
-    Command { command: String, cwd: String },
+    Diff {
+        path: String,
+        diff: String,
+    },
+    Command {
+        command: String,
+        cwd: String,
+    },
+    /// `web_fetch`: the URL, its host, and whether that host is this machine or a local
+    /// network's (judged from the URL alone, without a lookup).
+    Fetch {
+        url: String,
+        host: String,
+        local: bool,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -969,6 +982,7 @@ mod tests {
             ToolKind::Move,
             ToolKind::Search,
             ToolKind::Execute,
+            ToolKind::Network,
             ToolKind::Other,
         ] {
             assert!(doc.contains(kind.as_str()), "{}", kind.as_str());

@@ -39,6 +39,7 @@ mod text;
 mod tracker;
 pub mod truncate;
 pub(crate) mod walk;
+pub mod web;
 pub mod workspace;
 mod write;
 
@@ -141,6 +142,8 @@ pub enum ToolKind {
     Move,
     Search,
     Execute,
+    /// Reaches the network from the daemon (`web_fetch`, `web_search`).
+    Network,
     Other,
 }
 
@@ -154,6 +157,7 @@ impl ToolKind {
             ToolKind::Move => "move",
             ToolKind::Search => "search",
             ToolKind::Execute => "execute",
+            ToolKind::Network => "network",
             ToolKind::Other => "other",
         }
     }
@@ -172,6 +176,7 @@ pub fn tool_kind(name: &str) -> ToolKind {
         "write" | "edit" => ToolKind::Edit,
         "grep" | "find" => ToolKind::Search,
         "bash" => ToolKind::Execute,
+        web::WEB_FETCH | web::WEB_SEARCH => ToolKind::Network,
         _ => ToolKind::Other,
     }
 }

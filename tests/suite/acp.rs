@@ -12,3 +12,4 @@ mod pacing;
 mod permissions;
 mod prompts;
 mod sessions;
+mod web;

@@ -27,6 +27,7 @@ mod sandbox;
 mod saving;
 mod session_lock;
 mod unknown_documents;
+mod web;
 
 use std::time::Duration;
 

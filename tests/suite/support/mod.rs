@@ -7,6 +7,7 @@ pub mod mock_stream;
 pub mod pi_session;
 pub mod swapper;
 pub mod tool_harness;
+pub mod web_server;
 
 /// The sealed environment every test runs the binary in (the daemon, `run`, ACP through its
 /// client): only `PATH` of the caller's, HOME and the XDG data and config folders in `home`
