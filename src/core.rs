@@ -33,7 +33,7 @@ use crate::mcp::config::ConfigError;
 use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking, resolve_model};
 use crate::sandbox::{self, Sandbox, SandboxParts, SandboxSetting};
 use crate::store::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
-use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
+use crate::tools::{DiskWorkspace, Jobs, ToolOptions, Workspace, coding_tools};
 
 pub use approval::ApprovalGate;
 pub use commands::{Builtin, CommandInfo, Expansion, SessionCommands};
@@ -180,6 +180,8 @@ pub struct AssembledSession {
     /// The commands' sandbox: its policy, whether this kernel can enforce it, and the calls the
     /// user approved to run outside it (the approval gates record those).
     pub sandbox: Arc<Sandbox>,
+    /// The session's background jobs (`bash` with `background: true`).
+    pub jobs: Arc<Jobs>,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -268,9 +270,11 @@ pub fn assemble(
         quarantine: sandbox::quarantine_dir(&spec.env, &session_id),
         hidden: sandbox::hidden_paths(&spec.env),
     });
+    let jobs = Jobs::new();
     let options = ToolOptions {
         env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],
         sandbox: Some(sandbox.clone()),
+        jobs: Some(jobs.clone()),
         ..ToolOptions::default()
     };
     // A front end's `bash` that runs commands elsewhere (ACP's client terminals) gets the
@@ -282,7 +286,7 @@ pub fn assemble(
         tools.retain(|tool| tool.name() != extra.name());
         tools.push(extra);
     }
-    let tools = journal.wrap(tools, &workspace);
+    let tools = journal.wrap(tools, &workspace, &jobs);
     let (tools, mcp_errors) = mcp::attach(&spec.mcp, &cwd, &spec.env, tools);
     let tools = Arc::new(tools);
     let date = crate::store::time::iso_now();
@@ -342,6 +346,7 @@ pub fn assemble(
         journal,
         gate: Arc::new(ApprovalGate::new(sandbox.clone())),
         sandbox,
+        jobs,
     })
 }
 

@@ -46,6 +46,11 @@ impl View for AcpView {
                 session.show_compaction(event);
             }
             Event::Settled(end) => self.settled(&end.outcome, end.stop.is_some()),
+            Event::Job(job) => {
+                if let Ok(started) = session.jobs.get(&job.job_id) {
+                    self.notify(updates::job_update(&started.call_id, job));
+                }
+            }
             Event::Queues(_) | Event::Guard(_) | Event::Allowed(_) | Event::RunEnded(_) => {}
         }
     }

@@ -82,6 +82,7 @@ impl View for CliView {
             }
             Event::Compaction(event) => self.renderer.compaction(event),
             Event::Guard(event) => self.renderer.loop_guard(event),
+            Event::Job(job) => self.renderer.job(job),
             Event::Settled(end) => {
                 *lock(&self.settled) = Some((end.outcome.clone(), end.stop.clone()));
             }

@@ -34,7 +34,7 @@ use crate::core::{
 };
 use crate::sandbox::{MustAsk, Sandbox};
 use crate::store::{EntryKind, SessionFile};
-use crate::tools::Workspace;
+use crate::tools::{JobInfo, Jobs, Workspace};
 
 /// A message waiting in a queue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -92,6 +92,8 @@ pub enum Event<'a> {
     Delivered(&'a str),
     Compaction(&'a CompactionEvent),
     Guard(&'a GuardEvent),
+    /// A background job started or ended (by itself, or stopped).
+    Job(&'a JobInfo),
     /// The approval gate let a tool call through ([`View::follow`] only).
     Allowed(&'a BeforeToolCallContext),
     /// The run ended; the session is still busy with it ([`View::follow`] only).
@@ -186,6 +188,8 @@ pub struct Session<V: View> {
     /// The effect journal of its tools, told each run's id.
     pub journal: Arc<Journal>,
     pub sandbox: Arc<Sandbox>,
+    /// Its background jobs, which end with it ([`Session::end_jobs`]).
+    pub jobs: Arc<Jobs>,
     /// The front end's own part.
     pub view: V,
     state: Mutex<RunState>,
@@ -230,6 +234,7 @@ impl<V: View> Session<V> {
             journal,
             sandbox,
             gate,
+            jobs,
             ..
         } = session;
         let id = record.lock().map(|r| r.id().to_owned()).unwrap_or_default();
@@ -244,6 +249,7 @@ impl<V: View> Session<V> {
             compactor.attach(&agent);
             compactor.observe(observer(weak.clone(), |e| Event::Compaction(e)));
             guard.observe(observer(weak.clone(), |e| Event::Guard(e)));
+            jobs.observe(observer(weak.clone(), |j| Event::Job(j)));
             let listener = weak.clone();
             agent.subscribe(Arc::new(move |event, _cancel| {
                 let session = listener.clone();
@@ -269,6 +275,7 @@ impl<V: View> Session<V> {
                 compactor,
                 journal,
                 sandbox,
+                jobs,
                 view,
                 state: Mutex::default(),
                 idle: watch::channel(true).0,
@@ -594,6 +601,12 @@ impl<V: View> Session<V> {
             drop(ended);
             result
         })
+    }
+
+    /// Stops every background job of the session and waits until each ended: the session is
+    /// closing (each end is shown as a job event).
+    pub async fn end_jobs(&self) {
+        self.jobs.end_all().await;
     }
 
     /// Waits until neither a run nor a compaction goes on.

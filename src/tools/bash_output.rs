@@ -86,6 +86,30 @@ impl OutputBuffer {
         self.total_bytes
     }
 
+    /// Calls `f` with every line of the output, ANSI stripped: read back from the spill file
+    /// once the output was spilled (else from memory, which then holds all of it).
+    pub fn for_each_line(&mut self, mut f: impl FnMut(&str)) {
+        use std::io::BufRead;
+        if let Some((path, file)) = &mut self.spill
+            && file.flush().is_ok()
+            && let Ok(file) = std::fs::File::open(path)
+        {
+            let mut reader = std::io::BufReader::new(file);
+            let mut line = Vec::new();
+            while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                let text = clean(&String::from_utf8_lossy(&line));
+                f(text.strip_suffix('\n').unwrap_or(&text));
+                line.clear();
+            }
+            return;
+        }
+        let text = clean(&String::from_utf8_lossy(&self.tail));
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        if !text.is_empty() {
+            text.split('\n').for_each(f);
+        }
+    }
+
     /// The text for the model: the tail-truncated output (ANSI stripped) plus pi's notice.
     pub fn render(&mut self) -> (String, Value) {
         if let Some((_, f)) = &mut self.spill

@@ -14,10 +14,12 @@
 //! `agent/revert`); [`recover`] tells a resumed session what its interrupted calls did.
 
 pub mod blobs;
+mod command;
 pub mod gc;
 pub mod git;
 pub mod image;
 pub mod images;
+mod jobs;
 pub mod live;
 pub mod manifest;
 pub mod recover;
@@ -49,6 +51,10 @@ const WARM_UP_NICENESS: i32 = 10;
 
 /// The tools whose effects on files are journaled.
 pub const JOURNALED: [&str; 3] = ["edit", "write", "bash"];
+
+/// The tools whose calls are a checkpoint of a background job's changes (not journaled as
+/// changing anything themselves: what they record is the job's).
+pub const JOB_CHECKPOINTS: [&str; 2] = [crate::tools::BASH_OUTPUT, crate::tools::BASH_KILL];
 
 /// The tool name of the entry a revert records.
 pub const REVERT_TOOL: &str = "agent-lsp.revert";
@@ -91,6 +97,10 @@ pub struct Effect {
     /// `files` are those that differ from its `snapshot`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// A background job's entry: `bash`'s `done` when it started the job, and each checkpoint
+    /// of the job's changes after it ([`jobs`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
 }
 
 /// One file in an [`Effect`].
@@ -394,11 +404,13 @@ impl Journal {
         }
     }
 
-    /// Wraps the journaled tools among `tools`.
+    /// Wraps the journaled tools among `tools`; the background jobs of `jobs` are journaled at
+    /// their checkpoints and end.
     pub fn wrap(
         self: &std::sync::Arc<Self>,
         tools: Vec<ToolRef>,
         ws: &std::sync::Arc<dyn Workspace>,
+        jobs: &crate::tools::Jobs,
     ) -> Vec<ToolRef> {
         if self.blobs.is_none() {
             return tools;
@@ -406,13 +418,7 @@ impl Journal {
         if tools.iter().any(|t| t.name() == "bash") {
             self.warm_up();
         }
-        tools
-            .into_iter()
-            .map(|t| match t.name() {
-                name if JOURNALED.contains(&name) => tool::journaled(t, self.clone(), ws.clone()),
-                _ => t,
-            })
-            .collect()
+        tool::journaled_tools(self, tools, ws, jobs)
     }
 
     fn current_run(&self, record: &SessionFile) -> String {
@@ -456,6 +462,7 @@ impl Journal {
             untracked: false,
             snapshot: None,
             interrupted: false,
+            job: None,
         });
     }
 

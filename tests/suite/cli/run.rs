@@ -45,7 +45,17 @@ async fn a_text_only_run_streams_the_answer_and_records_the_session() {
         .collect();
     assert_eq!(
         tools,
-        ["read", "bash", "edit", "write", "grep", "find", "ls"]
+        [
+            "read",
+            "bash",
+            "edit",
+            "write",
+            "grep",
+            "find",
+            "ls",
+            "bash_output",
+            "bash_kill"
+        ]
     );
 
     let files = env.session_files();
