@@ -603,10 +603,11 @@ impl<V: View> Session<V> {
         })
     }
 
-    /// Stops every background job of the session and waits until each ended: the session is
-    /// closing (each end is shown as a job event).
+    /// Stops every background job of the session and waits until each ended and the journal
+    /// recorded it: the session is closing (each end is shown as a job event).
     pub async fn end_jobs(&self) {
         self.jobs.end_all().await;
+        self.journal.settled().await;
     }
 
     /// Waits until neither a run nor a compaction goes on.

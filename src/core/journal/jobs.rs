@@ -70,9 +70,13 @@ impl JobWatches {
             };
             if let Some(watch) = watch {
                 let job = info.job_id.clone();
+                // Counted before the job is said to have ended: whoever waits for its end and
+                // then for the journal (a session closing) finds its last entry written.
+                journal.hashing_started();
                 tokio::spawn(async move {
                     let call = watch.call.clone();
                     (watches.checkpoint(&journal, &job, &call, "bash", true)).await;
+                    journal.hashing_done();
                 });
             }
         });

@@ -197,7 +197,8 @@ pub struct Journal {
     /// The files whose before-image each run stored (only its first is needed: a run is
     /// reverted to, and reviewed from, the content before its first change of a file).
     imaged: Mutex<HashSet<(String, PathBuf)>>,
-    /// Hashes being computed off the calls' path ([`Phase::Hashed`]), and their end.
+    /// Hashes being computed off the calls' path ([`Phase::Hashed`]) and jobs' last entries
+    /// being written ([`jobs`]), and their end.
     hashing: tokio::sync::watch::Sender<usize>,
     /// The collection of the folder's image store started with the session ([`gc::auto`]).
     collection: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -381,7 +382,8 @@ impl Journal {
         }
     }
 
-    /// Waits until every hash being computed is in the record (a review reads them).
+    /// Waits until every hash being computed, and every background job's last entry, is in the
+    /// record (a review reads them; a closing session writes them before it goes).
     pub async fn settled(&self) {
         let mut rx = self.hashing.subscribe();
         let _ = rx.wait_for(|n| *n == 0).await;
