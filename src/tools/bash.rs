@@ -104,6 +104,9 @@ impl ToolArgs for BashArgs {
             settings.sandbox = None;
         }
         if self.background == Some(true) {
+            if call.cancel.is_cancelled() {
+                return Err(ToolError::new("Command aborted"));
+            }
             let job = &ctx.jobs;
             let (result, policy) =
                 start_background(job, &settings, &self.command, &cwd, timeout, &call.id)?;

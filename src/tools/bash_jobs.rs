@@ -225,3 +225,42 @@ fn filtered(out: &mut OutputBuffer, re: &regex::Regex) -> (String, Value) {
     );
     (text, details)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_keeps_the_matching_lines_of_all_the_output_and_cuts_them_as_bash_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut out = OutputBuffer::new(dir.path().to_path_buf());
+        for i in 0..5000 {
+            let kind = if i % 2 == 0 { "even" } else { "odd" };
+            out.push(format!("\u{1b}[1m{kind}\u{1b}[0m {i}\n").as_bytes());
+        }
+        let re = regex::Regex::new("^even").unwrap();
+        let (text, details) = filtered(&mut out, &re);
+        let path = out.full_output_path().unwrap().display().to_string();
+        assert!(
+            text.starts_with("even 1000\neven 1002\n"),
+            "{}",
+            &text[..40]
+        );
+        assert!(
+            text.ends_with(&format!(
+                "even 4998\n\n[Showing the last 2000 of 2500 matching lines. Full output: {path}]"
+            )),
+            "{}",
+            &text[text.len() - 200..]
+        );
+        assert_eq!(
+            details,
+            json!({"matchedLines": 2500, "fullOutputPath": path})
+        );
+        let none = regex::Regex::new("^never").unwrap();
+        assert_eq!(
+            filtered(&mut out, &none).0,
+            "(no new output matches the filter)"
+        );
+    }
+}

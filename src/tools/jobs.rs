@@ -35,6 +35,9 @@ const KEEP_ENDED: usize = 32;
 /// How long stopping a job may take: the group's grace before SIGKILL, then reading what is
 /// left of its output; a front end closing a session waits at most this long for its jobs.
 pub const END_WITHIN: Duration = Duration::from_secs(5);
+/// The most of a job's unread output saved to a file between two reads: a chatty server nobody
+/// reads for hours must not fill the disk.
+const SPILL_LIMIT: usize = 64 * 1024 * 1024;
 /// The end of a job's output kept for front ends (`agent/jobOutput`).
 pub const RECENT_BYTES: usize = 64 * 1024;
 
@@ -146,7 +149,7 @@ impl Job {
         let info = self.info();
         let ending = lock(&self.ending).clone();
         let mut out = lock(&self.output);
-        let fresh = OutputBuffer::new(out.spill_dir.clone());
+        let fresh = OutputBuffer::with_spill_limit(out.spill_dir.clone(), SPILL_LIMIT);
         let output = std::mem::replace(&mut out.unread, fresh);
         Unread {
             info,
@@ -284,7 +287,7 @@ impl Jobs {
             }),
             ending: Mutex::default(),
             output: Mutex::new(JobOutput {
-                unread: OutputBuffer::new(spill_dir.clone()),
+                unread: OutputBuffer::with_spill_limit(spill_dir.clone(), SPILL_LIMIT),
                 spill_dir,
                 recent: VecDeque::new(),
                 total: 0,
