@@ -174,6 +174,18 @@ fn reading(
         status.push_str(&format!("; {note}"));
     }
     status.push(']');
+    // A sandboxed job that failed is told, as a command is, which refusal may have done it.
+    let failed = match info.status {
+        JobStatus::Exited => info.exit_code != Some(0),
+        JobStatus::Failed => true,
+        JobStatus::Running | JobStatus::Killed => false,
+    };
+    let note = (unread.policy.as_ref())
+        .filter(|_| failed)
+        .and_then(|policy| crate::sandbox::refusal_note(policy, &text));
+    if let Some(note) = note {
+        status.push_str(&format!("\n\n{note}"));
+    }
     if let Value::Object(map) = &mut details {
         map.insert("jobId".into(), json!(info.job_id));
         map.insert("status".into(), json!(info.status));

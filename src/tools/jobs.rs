@@ -96,6 +96,8 @@ pub struct Unread {
     /// 9`, the sandbox's failure).
     pub ending: Option<String>,
     pub output: OutputBuffer,
+    /// The sandbox policy it runs under (`None`: unconfined).
+    pub policy: Option<SandboxPolicy>,
 }
 
 /// One background job.
@@ -105,6 +107,7 @@ pub struct Job {
     pub call_id: String,
     pub pid: Option<u32>,
     pgid: Option<Pid>,
+    policy: Option<SandboxPolicy>,
     info: Mutex<JobInfo>,
     ending: Mutex<Option<String>>,
     output: Mutex<JobOutput>,
@@ -155,6 +158,7 @@ impl Job {
             info,
             ending,
             output,
+            policy: self.policy.clone(),
         }
     }
 
@@ -277,6 +281,7 @@ impl Jobs {
             call_id: call_id.to_owned(),
             pid: spawned.child.id(),
             pgid: spawned.pgid,
+            policy: spawned.policy.clone(),
             info: Mutex::new(JobInfo {
                 job_id: format!("job-{n}"),
                 command: command.to_owned(),

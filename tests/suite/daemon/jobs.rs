@@ -60,22 +60,20 @@ async fn output_until(
     job: &str,
     pred: impl Fn(&str) -> bool,
 ) -> Value {
-    tokio::time::timeout(HANG_BOUND, async {
-        loop {
-            let out = client
-                .request(
-                    "agent/jobOutput",
-                    json!({"sessionId": session, "jobId": job}),
-                )
-                .await;
-            if pred(out["output"].as_str().unwrap_or_default()) {
-                return out;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+    let deadline = tokio::time::Instant::now() + HANG_BOUND;
+    loop {
+        let params = json!({"sessionId": session, "jobId": job});
+        let out = client.request("agent/jobOutput", params).await;
+        if pred(out["output"].as_str().unwrap_or_default()) {
+            return out;
         }
-    })
-    .await
-    .expect("the job's output never came")
+        let jobs = (client.request("agent/listJobs", json!({"sessionId": session}))).await;
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the job's output never came: {out}; {jobs}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// A prompt whose run makes `calls` (then answers "ok"); its events once settled.
@@ -373,7 +371,14 @@ async fn a_background_job_cannot_write_outside_the_workspace() {
     let (text, is_error, details) = results_of(&events, &run2).remove(0);
     assert!(!is_error, "{text}");
     assert!(text.contains("Read-only file system"), "{text}");
-    assert!(text.ends_with("[job-1 exited: exit code 1]"), "{text}");
+    assert!(
+        text.contains("\n\n[job-1 exited: exit code 1]\n\nThis command ran sandboxed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("It may have failed because the sandbox refused an access"),
+        "{text}"
+    );
     assert_eq!(details["exitCode"], 1);
     // Reading an unknown job is the model's error, naming the jobs there are.
     let read = vec![MockResponse::tool_call(
@@ -516,4 +521,42 @@ async fn a_jobs_file_effects_are_journaled_at_each_read_and_at_its_end() {
     for name in ["made.txt", "other.txt", "late.txt"] {
         assert!(!client.workspace.path().join(name).exists(), "{name}");
     }
+}
+
+#[tokio::test]
+async fn a_sandboxed_dev_server_dies_with_the_daemon_even_when_it_is_killed() {
+    // A real server, on a port the system picks, serving a folder only this test names.
+    let mark = marker();
+    let served = crate::suite::support::outside_tmp();
+    let folder = served.path().join(&mark);
+    std::fs::create_dir(&folder).unwrap();
+    let command = format!(
+        "python3 -u -m http.server 0 --bind 127.0.0.1 --directory {}",
+        folder.display()
+    );
+    // Sandboxed with the network on: with it off, no socket can be made at all.
+    let (_mock, mut client) = agent_setup(
+        vec![background("c1", &command), MockResponse::text("started")],
+        LspClient::agent_caps(false),
+        json!({"approval": {"bash": "allow"}, "sandboxNetwork": true}),
+    )
+    .await;
+    let (session, run, _) = prompt(&client, json!({"message": "serve"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let (text, _, details) = results_of(&events, &run).remove(0);
+    assert_eq!(
+        details["sandbox"],
+        json!({"mode": "workspaceWrite", "network": true})
+    );
+    let launcher = started_pid(&text);
+    let out = output_until(&client, &session, "job-1", |o| {
+        o.contains("Serving HTTP on")
+    })
+    .await;
+    assert!(out["output"].as_str().unwrap().contains("port "), "{out}");
+    assert!(!running(&mark).is_empty(), "the server runs");
+    // No shutdown, no exit: the daemon is killed, and its jobs' lifelines close with it.
+    client.child.start_kill().unwrap();
+    client.child.wait().await.unwrap();
+    gone(&mark, &[launcher]).await;
 }
