@@ -107,9 +107,9 @@ impl ToolArgs for BashArgs {
             if call.cancel.is_cancelled() {
                 return Err(ToolError::new("Command aborted"));
             }
-            let job = &ctx.jobs;
+            let jobs = &ctx.jobs;
             let (result, policy) =
-                start_background(job, &settings, &self.command, &cwd, timeout, &call.id)?;
+                start_background(jobs, &settings, &self.command, &cwd, timeout, &call.id)?;
             return Ok(match (mode, policy) {
                 (CallMode::Approved, _) => mark_unsandboxed(Ok(result)),
                 (_, Some(policy)) => mark_sandboxed(Ok(result), &policy),
