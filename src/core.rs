@@ -35,7 +35,9 @@ use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking
 use crate::sandbox::{self, Sandbox, SandboxParts, SandboxSetting};
 use crate::store::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
 use crate::tools::web::{self, FetchSettings};
-use crate::tools::{AskHandle, AskUserTool, DiskWorkspace, ToolOptions, Workspace, coding_tools};
+use crate::tools::{
+    AskHandle, AskUserTool, DiskWorkspace, Jobs, ToolOptions, Workspace, coding_tools,
+};
 
 pub use approval::ApprovalGate;
 pub use commands::{Builtin, CommandInfo, Expansion, SessionCommands};
@@ -188,6 +190,8 @@ pub struct AssembledSession {
     /// How `ask_user` and the MCP servers' elicitations reach the user: connected to the front
     /// end when the session is created.
     pub ask: AskHandle,
+    /// The session's background jobs (`bash` with `background: true`).
+    pub jobs: Arc<Jobs>,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -277,9 +281,11 @@ pub fn assemble(
         quarantine: sandbox::quarantine_dir(&spec.env, &session_id),
         hidden: sandbox::hidden_paths(&spec.env),
     });
+    let jobs = Jobs::new();
     let options = ToolOptions {
         env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],
         sandbox: Some(sandbox.clone()),
+        jobs: Some(jobs.clone()),
         ..ToolOptions::default()
     };
     // A front end's `bash` that runs commands elsewhere (ACP's client terminals) gets the
@@ -300,7 +306,7 @@ pub fn assemble(
         tools.retain(|tool| tool.name() != extra.name());
         tools.push(extra);
     }
-    let tools = journal.wrap(tools, &workspace);
+    let tools = journal.wrap(tools, &workspace, &jobs);
     let (tools, mcp_errors) = mcp::attach(&spec.mcp, &cwd, &spec.env, tools, &ask);
     let tools = Arc::new(tools);
     let date = crate::store::time::iso_now();
@@ -363,6 +369,7 @@ pub fn assemble(
         sandbox,
         plan,
         ask,
+        jobs,
     })
 }
 

@@ -23,11 +23,11 @@ use crate::tools::{self, Workspace};
 /// After `session/cancel`, how long the client has to answer `cancelled` before we stop waiting.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
-/// Tools that change nothing: allowed in plan mode.
+/// Tools that change nothing (and `bash_kill`, which only stops a job): allowed in plan mode.
 fn is_read_only(session: &AcpSession, tool: &str) -> bool {
     match session.tools.mcp_info(tool) {
         Some(info) => info.kind == "read",
-        None => tools::is_read_only(tool),
+        None => tools::allowed_by_default(tool),
     }
 }
 

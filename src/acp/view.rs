@@ -58,6 +58,12 @@ impl View for AcpView {
             }
             Event::Plan(update) => session.show_plan(&update.todos),
             Event::Settled(end) => self.settled(&end.outcome, end.stop.is_some()),
+            Event::Job(job) => {
+                if let Ok(started) = session.jobs.get(&job.job_id) {
+                    let update = updates::job_update(&started.call_id, job);
+                    self.job_update(&job.job_id, update);
+                }
+            }
             Event::Queues(_) | Event::Guard(_) | Event::Allowed(_) | Event::RunEnded(_) => {}
         }
     }

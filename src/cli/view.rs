@@ -94,6 +94,7 @@ impl View for CliView {
             Event::Compaction(event) => self.renderer.compaction(event),
             Event::Guard(event) => self.renderer.loop_guard(event),
             Event::Plan(update) => self.renderer.plan(update),
+            Event::Job(job) => self.renderer.job(job),
             Event::Settled(end) => {
                 *lock(&self.settled) = Some((end.outcome.clone(), end.stop.clone()));
             }

@@ -170,15 +170,15 @@ pub fn blocked(reason: String) -> BeforeToolCallResult {
 }
 
 /// What a policy map (`initializationOptions.approval`: by tool name, then kind, then
-/// `default`) says for `tool`; without an entry, read-only tools are allowed and everything
-/// else asks.
+/// `default`) says for `tool`; without an entry, read-only tools (and `bash_kill`) are allowed
+/// and everything else asks.
 pub fn policy_for(config: &HashMap<String, ApprovalPolicy>, tool: &str) -> ApprovalPolicy {
     config
         .get(tool)
         .or_else(|| config.get(tools::tool_kind(tool).as_str()))
         .or_else(|| config.get("default"))
         .copied()
-        .unwrap_or(if tools::is_read_only(tool) {
+        .unwrap_or(if tools::allowed_by_default(tool) {
             ApprovalPolicy::Allow
         } else {
             ApprovalPolicy::Ask
@@ -279,6 +279,8 @@ mod tests {
         assert_eq!(policy_for(&none, tools::DIAGNOSTICS), ApprovalPolicy::Allow);
         assert_eq!(policy_for(&none, "edit"), ApprovalPolicy::Ask);
         assert_eq!(policy_for(&none, "bash"), ApprovalPolicy::Ask);
+        assert_eq!(policy_for(&none, "bash_output"), ApprovalPolicy::Allow);
+        assert_eq!(policy_for(&none, "bash_kill"), ApprovalPolicy::Allow);
         let config: HashMap<String, ApprovalPolicy> =
             serde_json::from_value(json!({"edit": "allow", "execute": "block", "default": "ask"}))
                 .unwrap();

@@ -34,6 +34,7 @@ use crate::core::{
 };
 use crate::sandbox::{MustAsk, Sandbox};
 use crate::store::{EntryKind, SessionFile};
+use crate::tools::{JobInfo, Jobs};
 use crate::tools::{Question, UserAnswer, UserChannel, Workspace};
 
 /// A message waiting in a queue.
@@ -94,6 +95,8 @@ pub enum Event<'a> {
     Guard(&'a GuardEvent),
     /// The model replaced the plan (`todo_write`).
     Plan(&'a PlanUpdate),
+    /// A background job started or ended (by itself, or stopped).
+    Job(&'a JobInfo),
     /// The approval gate let a tool call through ([`View::follow`] only).
     Allowed(&'a BeforeToolCallContext),
     /// The run ended; the session is still busy with it ([`View::follow`] only).
@@ -202,6 +205,8 @@ pub struct Session<V: View> {
     pub sandbox: Arc<Sandbox>,
     /// The model's plan (`todo_write`).
     pub plan: Arc<Plan>,
+    /// Its background jobs, which end with it ([`Session::end_jobs`]).
+    pub jobs: Arc<Jobs>,
     /// The front end's own part.
     pub view: V,
     state: Mutex<RunState>,
@@ -248,6 +253,7 @@ impl<V: View> Session<V> {
             gate,
             plan,
             ask,
+            jobs,
             ..
         } = session;
         let id = record.lock().map(|r| r.id().to_owned()).unwrap_or_default();
@@ -264,6 +270,7 @@ impl<V: View> Session<V> {
             compactor.observe(observer(weak.clone(), |e| Event::Compaction(e)));
             guard.observe(observer(weak.clone(), |e| Event::Guard(e)));
             plan.observe(observer(weak.clone(), |e| Event::Plan(e)));
+            jobs.observe(observer(weak.clone(), |j| Event::Job(j)));
             let listener = weak.clone();
             agent.subscribe(Arc::new(move |event, _cancel| {
                 let session = listener.clone();
@@ -290,6 +297,7 @@ impl<V: View> Session<V> {
                 journal,
                 sandbox,
                 plan,
+                jobs,
                 view,
                 state: Mutex::default(),
                 idle: watch::channel(true).0,
@@ -615,6 +623,13 @@ impl<V: View> Session<V> {
             drop(ended);
             result
         })
+    }
+
+    /// Stops every background job of the session and waits until each ended and the journal
+    /// recorded it: the session is closing (each end is shown as a job event).
+    pub async fn end_jobs(&self) {
+        self.jobs.end_all().await;
+        self.journal.settled().await;
     }
 
     /// Waits until neither a run nor a compaction goes on.

@@ -192,7 +192,11 @@ pub async fn approval_request(
         ) {
             (Some(info), _) => format!("{}: {}", info.title, ctx.args),
             (None, Some(why)) => format!(
-                "Run outside the sandbox: {} (the sandbox refused it; the model says: {why})",
+                "Run outside the sandbox{}: {} (the sandbox refused it; the model says: {why})",
+                match in_background(&ctx.args) {
+                    true => ", in the background",
+                    false => "",
+                },
                 ctx.args
                     .get("command")
                     .and_then(Value::as_str)
@@ -237,6 +241,11 @@ fn mcp_kind(kind: &str) -> ToolKind {
     }
 }
 
+/// A `bash` call that starts a background job.
+fn in_background(args: &Value) -> bool {
+    args.get("background").and_then(Value::as_bool) == Some(true)
+}
+
 fn title(tool: &str, kind: ToolKind, args: &Value) -> String {
     let arg = |name: &str| {
         args.get(name)
@@ -245,6 +254,12 @@ fn title(tool: &str, kind: ToolKind, args: &Value) -> String {
             .to_owned()
     };
     match kind {
+        ToolKind::Execute if tool == crate::tools::BASH_KILL => {
+            format!("Stop background job {}", arg("jobId"))
+        }
+        ToolKind::Execute if in_background(args) => {
+            format!("Run in the background: {}", arg("command"))
+        }
         ToolKind::Execute => format!("Run: {}", arg("command")),
         ToolKind::Edit if tool == "write" => format!("Write {}", arg("path")),
         ToolKind::Edit => format!("Edit {}", arg("path")),

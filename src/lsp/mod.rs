@@ -60,6 +60,7 @@ pub async fn serve_stdio() -> anyhow::Result<std::process::ExitCode> {
     if let Some(sessions) = server.sessions() {
         sessions.abort_all();
         let _ = tokio::time::timeout(Duration::from_secs(3), sessions.wait_all_idle()).await;
+        sessions.end_jobs().await;
         sessions.stop_mcp().await;
         sessions.close_all();
     }

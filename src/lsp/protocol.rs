@@ -46,6 +46,9 @@ pub mod method {
     pub const COMPACT: &str = "agent/compact";
     pub const RUN_CHANGES: &str = "agent/runChanges";
     pub const REVERT: &str = "agent/revert";
+    pub const LIST_JOBS: &str = "agent/listJobs";
+    pub const KILL_JOB: &str = "agent/killJob";
+    pub const JOB_OUTPUT: &str = "agent/jobOutput";
     /// Server → client.
     pub const EVENT: &str = "$/agentEvent";
     pub const BEFORE_TOOL_CALL: &str = "agent/beforeToolCall";
@@ -335,6 +338,43 @@ pub struct StateResult {
     /// The model's plan (`todo_write`), `[]` when it has none.
     #[serde(default)]
     pub plan: Vec<crate::core::TodoItem>,
+    /// The session's background jobs, running and recently ended, in the order they started.
+    #[serde(default)]
+    pub jobs: Vec<JobInfo>,
+}
+
+/// A background job (`job_update`, `agent/listJobs`, `agent/killJob`).
+pub use crate::tools::JobInfo;
+
+/// Params of `agent/killJob` and `agent/jobOutput`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobParams {
+    pub session_id: String,
+    pub job_id: String,
+}
+
+/// Result of `agent/listJobs`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ListJobsResult {
+    pub jobs: Vec<JobInfo>,
+}
+
+/// Result of `agent/killJob`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KillJobResult {
+    pub job: JobInfo,
+}
+
+/// Result of `agent/jobOutput`: the end of what a job printed, for people.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobOutputResult {
+    pub job_id: String,
+    /// The last 64 KiB of its stdout and stderr, merged, ANSI stripped.
+    pub output: String,
+    /// Earlier output was left out.
+    pub truncated: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -412,6 +452,8 @@ pub enum SessionEvent {
     ChangesUpdate(RunChanges),
     /// The model replaced its plan (`todo_write`).
     PlanUpdate(crate::core::PlanUpdate),
+    /// A background job started, ended by itself, or was stopped.
+    JobUpdate { job: JobInfo },
 }
 
 impl From<crate::core::CompactionEvent> for SessionEvent {

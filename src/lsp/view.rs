@@ -51,6 +51,7 @@ impl View for LspView {
             Event::Compaction(event) => EventBody::Session(SessionEvent::from(event.clone())),
             Event::Guard(event) => EventBody::Session(SessionEvent::LoopGuard(event.clone())),
             Event::Plan(plan) => EventBody::Session(SessionEvent::PlanUpdate(plan.clone())),
+            Event::Job(job) => EventBody::Session(SessionEvent::JobUpdate { job: job.clone() }),
             Event::Settled(end) => {
                 if let Some(stop) = end.stop.as_ref().filter(|_| self.ctx.config.is_generic()) {
                     let text = format!("agent-lsp: {}", stop.message);

@@ -12,6 +12,7 @@ mod escapes;
 mod gc;
 mod git_journal;
 mod identity;
+mod jobs;
 mod login;
 mod models;
 mod release;

@@ -13,6 +13,7 @@ mod edits;
 mod generic;
 mod hostile;
 mod indexed_edits;
+mod jobs;
 mod journal;
 mod lifecycle;
 mod mcp;

@@ -54,6 +54,8 @@ async fn a_text_only_run_streams_the_answer_and_records_the_session() {
             "grep",
             "find",
             "ls",
+            "bash_output",
+            "bash_kill",
             "todo_write",
             "ask_user",
             "web_fetch"

@@ -1,6 +1,7 @@
 //! Shared test support: one file per helper area.
 
 pub mod cli_run;
+pub mod jobs;
 pub mod lsp_client;
 pub mod mock_provider;
 pub mod mock_stream;
