@@ -172,6 +172,27 @@ pub(super) fn same_home(first: &LspClient) -> Vec<(String, String)> {
     env
 }
 
+/// A new daemon over the home `env` names (see [`same_home`]), initialized as an agent client,
+/// with the stored `session` resumed; and `agent/newSession`'s answer.
+pub(super) async fn resume_in_new_daemon(
+    env: Vec<(String, String)>,
+    mock: &MockProvider,
+    session: &str,
+) -> (LspClient, Value) {
+    let client = LspClient::spawn(Spawn {
+        provider_url: Some(mock.openai_base_url()),
+        env,
+    })
+    .await;
+    client
+        .initialize(LspClient::agent_caps(false), json!({}))
+        .await;
+    let resumed = client
+        .request("agent/newSession", json!({"resume": session}))
+        .await;
+    (client, resumed)
+}
+
 async fn prompt(client: &LspClient, params: Value) -> (String, String, i64) {
     let (id, rx) = client.request_start("agent/prompt", params).await;
     let resp = tokio::time::timeout(HANG_BOUND, rx).await.unwrap().unwrap();

@@ -330,6 +330,12 @@ impl LspClient {
     }
 
     pub async fn shutdown_exit(mut self) -> std::process::ExitStatus {
+        self.stop().await
+    }
+
+    /// `shutdown` and `exit`, then the daemon's exit status; the client (and its temporary
+    /// home, where a second daemon may resume its sessions) stays.
+    pub async fn stop(&mut self) -> std::process::ExitStatus {
         self.request("shutdown", Value::Null).await;
         self.notify("exit", Value::Null).await;
         tokio::time::timeout(Duration::from_secs(30), self.child.wait())
