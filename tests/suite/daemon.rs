@@ -3,6 +3,7 @@
 
 mod abort;
 mod approvals;
+mod ask_user;
 mod coalesce;
 mod commands;
 mod compaction;
@@ -12,6 +13,7 @@ mod edits;
 mod generic;
 mod hostile;
 mod indexed_edits;
+mod jobs;
 mod journal;
 mod lifecycle;
 mod mcp;
@@ -26,6 +28,7 @@ mod sandbox;
 mod saving;
 mod session_lock;
 mod unknown_documents;
+mod web;
 
 use std::time::Duration;
 
@@ -167,6 +170,27 @@ pub(super) fn same_home(first: &LspClient) -> Vec<(String, String)> {
         ));
     }
     env
+}
+
+/// A new daemon over the home `env` names (see [`same_home`]), initialized as an agent client,
+/// with the stored `session` resumed; and `agent/newSession`'s answer.
+pub(super) async fn resume_in_new_daemon(
+    env: Vec<(String, String)>,
+    mock: &MockProvider,
+    session: &str,
+) -> (LspClient, Value) {
+    let client = LspClient::spawn(Spawn {
+        provider_url: Some(mock.openai_base_url()),
+        env,
+    })
+    .await;
+    client
+        .initialize(LspClient::agent_caps(false), json!({}))
+        .await;
+    let resumed = client
+        .request("agent/newSession", json!({"resume": session}))
+        .await;
+    (client, resumed)
 }
 
 async fn prompt(client: &LspClient, params: Value) -> (String, String, i64) {

@@ -423,17 +423,7 @@ async fn after_kill_9_during_a_write_and_a_bash_the_resumed_session_says_what_ra
     first.child.start_kill().unwrap();
     first.child.wait().await.unwrap();
 
-    let second = LspClient::spawn(Spawn {
-        provider_url: Some(mock.openai_base_url()),
-        env: same_home(&first),
-    })
-    .await;
-    second
-        .initialize(LspClient::agent_caps(false), json!({}))
-        .await;
-    second
-        .request("agent/newSession", json!({"resume": session}))
-        .await;
+    let (second, _) = resume_in_new_daemon(same_home(&first), &mock, &session).await;
     let messages = second
         .request("agent/getMessages", json!({"sessionId": session}))
         .await;

@@ -67,22 +67,11 @@ async fn a_plan_is_shown_kept_in_the_state_and_restored_on_resume() {
     assert_eq!(stored[1]["type"], "custom");
     assert_eq!(stored[1]["data"]["todos"], second_plan);
 
+    // The session file is locked while its daemon lives; a second daemon may resume it after.
     let env = same_home(&client);
     let mut first = client;
-    first.request("shutdown", Value::Null).await;
-    first.notify("exit", Value::Null).await;
-    assert!(first.child.wait().await.unwrap().success());
-    let second = LspClient::spawn(Spawn {
-        provider_url: Some(mock.openai_base_url()),
-        env,
-    })
-    .await;
-    second
-        .initialize(LspClient::agent_caps(false), json!({}))
-        .await;
-    second
-        .request("agent/newSession", json!({"resume": session}))
-        .await;
+    assert!(first.stop().await.success());
+    let (second, _) = resume_in_new_daemon(env, &mock, &session).await;
     let state = second
         .request("agent/getState", json!({"sessionId": session}))
         .await;

@@ -443,21 +443,8 @@ async fn a_stored_session_is_resumed_by_a_new_daemon() {
     let workspace = first.workspace.path().to_path_buf();
     // The session file is locked while its daemon lives; a second daemon may resume it after.
     let mut first = first;
-    first.request("shutdown", Value::Null).await;
-    first.notify("exit", Value::Null).await;
-    assert!(first.child.wait().await.unwrap().success());
-
-    let second = LspClient::spawn(Spawn {
-        provider_url: Some(mock.openai_base_url()),
-        env,
-    })
-    .await;
-    second
-        .initialize(LspClient::agent_caps(false), json!({}))
-        .await;
-    let resumed = second
-        .request("agent/newSession", json!({"resume": session}))
-        .await;
+    assert!(first.stop().await.success());
+    let (second, resumed) = resume_in_new_daemon(env, &mock, &session).await;
     assert_eq!(resumed["sessionId"], session.as_str());
     assert_eq!(
         resumed["cwd"],
