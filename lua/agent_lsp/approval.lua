@@ -29,7 +29,7 @@ local choices = {
 }
 M.choices = choices
 
---- The `fetch` preview of a network approval (`{type = "fetch", url, host}`), or nil.
+--- The `fetch` preview of a network approval (`{type = "fetch", url, host, local}`), or nil.
 ---@param params table
 ---@return table?
 function M.fetch_preview(params)
@@ -40,19 +40,39 @@ function M.fetch_preview(params)
   return nil
 end
 
---- The picker's choices for a request: "always" of a fetch covers its host (its site), and says so.
+local default_ports = { http = "80", https = "443" }
+
+--- What an "always" answer to a fetch covers (protocol.md §4.2): the URL's site, its host with
+--- the port when the URL names one that is not the scheme's default (`localhost:8000`).
+---@param fetch table the `fetch` preview
+---@return string?
+function M.site(fetch)
+  local host = type(fetch.host) == "string" and fetch.host ~= "" and fetch.host or nil
+  if not host then
+    return nil
+  end
+  local scheme, authority = fetch.url:match("^(%a[%w+.-]*)://([^/?#]*)")
+  local port = authority and authority:gsub("^.*@", ""):match(":(%d+)$")
+  if port and port ~= default_ports[scheme:lower()] then
+    return host .. ":" .. port
+  end
+  return host
+end
+
+--- The picker's choices for a request: "always" of a fetch covers its site only, and says so.
 ---@param params table
 ---@return table[]
 function M.choices_for(params)
   local fetch = M.fetch_preview(params)
-  if not (fetch and type(fetch.host) == "string" and fetch.host ~= "") then
+  local site = fetch and M.site(fetch)
+  if not site then
     return choices
   end
   return vim.tbl_map(function(c)
     if c.decision == protocol.decisions.allow_always then
-      return vim.tbl_extend("force", c, { label = "Always allow for " .. fetch.host .. " (this session)" })
+      return vim.tbl_extend("force", c, { label = "Always allow for " .. site .. " (this session)" })
     elseif c.decision == protocol.decisions.block_always then
-      return vim.tbl_extend("force", c, { label = "Always reject for " .. fetch.host .. " (this session)" })
+      return vim.tbl_extend("force", c, { label = "Always reject for " .. site .. " (this session)" })
     end
     return c
   end, choices)
@@ -69,8 +89,8 @@ function M.prompt(params)
       if not what:find(fetch.url, 1, true) then
         what = what .. " " .. fetch.url
       end
-      if type(fetch.host) == "string" and fetch.host ~= "" then
-        what = what .. " (host " .. fetch.host .. (fetch["local"] == true and ", this machine or its local network" or "") .. ")"
+      if fetch["local"] == true then
+        what = what .. " (" .. tostring(fetch.host) .. " is this machine or a local network)"
       end
     end
     return "agent-lsp wants to reach the network: " .. what
@@ -198,11 +218,12 @@ function M.preview_lines(params)
     if M.fetch_preview(params) then
       local lines = head()
       lines[#lines + 1] = "GET " .. p.url
-      if type(p.host) == "string" and p.host ~= "" then
-        lines[#lines + 1] = "(host " .. p.host .. ": \"always\" answers for this host for the session)"
-      end
       if p["local"] == true then
-        lines[#lines + 1] = "The host is this machine or its local network."
+        lines[#lines + 1] = tostring(p.host) .. " is this machine or a local network: approving lets the agent read from it."
+      end
+      local site = M.site(p)
+      if site then
+        lines[#lines + 1] = '"Always" answers for ' .. site .. " only, for the rest of the session."
       end
       return lines, "text"
     end

@@ -1,7 +1,8 @@
 --- agent_lsp.ask: answers the model's questions (`agent/askUser`, the `ask_user` tool or an MCP
 --- server's elicitation) through `vim.ui.select` and `vim.ui.input`.
 ---
---- The question shows in the chat, with the answer under it. With options, a picker offers them
+--- The question shows in the chat while it waits; an MCP server's keeps the answer under it,
+--- while the model's own `ask_user` leaves its tool line (the question) and result (the answer). With options, a picker offers them
 --- (plus "Type an answer…" when free text is allowed, which opens `vim.ui.input`, and "Decline
 --- to answer"); with `multiSelect` the picker comes back after each pick, which toggles the
 --- option, until "Done". Without options `vim.ui.input` asks for the text (an empty answer
@@ -17,6 +18,7 @@ local M = {}
 
 ---@class agent_lsp.PendingQuestion
 ---@field params table
+---@field block agent_lsp.ChatBlock? the question in the chat
 ---@field co thread
 ---@field done boolean
 
@@ -50,13 +52,13 @@ end
 
 --- The question's lines in the chat: who asks, the question, its options.
 ---@param params table
----@return string
-function M.chat_text(params)
-  local lines = { string.format("**Question** from %s: %s", M.asker(params), tostring(params.question or "")) }
+---@return string[]
+function M.chat_lines(params)
+  local lines = { string.format("**Question** from %s: %s", M.asker(params), tostring(params.question or ""):gsub("\n", " ")) }
   for _, o in ipairs(options_of(params)) do
     lines[#lines + 1] = "- " .. o.label .. (type(o.description) == "string" and o.description ~= "" and (" — " .. o.description) or "")
   end
-  return table.concat(lines, "\n")
+  return lines
 end
 
 --- The chat's line for the answer.
@@ -78,10 +80,32 @@ function M.answer_text(result)
   return "_you answered: " .. (#parts > 0 and table.concat(parts, ", ") or "(nothing)") .. "_"
 end
 
-local function in_chat(params, text)
-  if params.sessionId == state.current then
-    require("agent_lsp.chat").paragraph(text)
+--- Shows the pending question in the chat (when its session is the one shown).
+---@param q agent_lsp.PendingQuestion
+local function show(q)
+  if q.params.sessionId == state.current then
+    q.block = require("agent_lsp.chat").put_block(M.chat_lines(q.params))
   end
+end
+
+--- The question was answered (or closed): the model's own `ask_user` call has a tool line that
+--- names the question and a result that says the answer, so its block goes; an MCP server's
+--- question stays, with the answer under it.
+---@param q agent_lsp.PendingQuestion
+---@param result table
+local function settle(q, result)
+  if not (q.block and q.params.sessionId == state.current) then
+    return
+  end
+  local chat = require("agent_lsp.chat")
+  if type(q.params.source) ~= "table" then
+    chat.remove_block(q.block)
+    return
+  end
+  local lines = M.chat_lines(q.params)
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = M.answer_text(result)
+  chat.replace_block(q.block, lines)
 end
 
 local function finish(q, result, err)
@@ -100,7 +124,7 @@ local function finish(q, result, err)
     s.status = "running"
     pcall(vim.cmd.redrawstatus)
   end
-  in_chat(q.params, M.answer_text(result or { action = protocol.ask_actions.cancel }))
+  settle(q, result or { action = protocol.ask_actions.cancel })
   -- Resume from the main loop: the picker's callback may run inside another coroutine.
   vim.schedule(function()
     coroutine.resume(q.co, result, err)
@@ -221,7 +245,7 @@ function M.handler(_, params, _)
   M.pending[#M.pending + 1] = q
   state.session(params.sessionId).status = "question"
   pcall(vim.cmd.redrawstatus)
-  in_chat(params, M.chat_text(params))
+  show(q)
   vim.schedule(function()
     pcall(vim.cmd.redraw)
     local ok, err = pcall(function()

@@ -287,6 +287,27 @@ function M.replace_block(handle, lines)
   return true
 end
 
+--- Removes a block from `put_block` with the blank line that set it apart.
+---@param handle agent_lsp.ChatBlock
+function M.remove_block(handle)
+  if not valid_buf() then
+    return
+  end
+  local row = vim.api.nvim_buf_get_extmark_by_id(M.buf, blocks_ns, handle.mark, {})[1]
+  if not row then
+    return
+  end
+  edit(function(buf)
+    local first = row
+    if row > 0 and vim.api.nvim_buf_get_lines(buf, row - 1, row, false)[1] == "" then
+      first = row - 1
+    end
+    vim.api.nvim_buf_set_lines(buf, first, row + handle.count, false, {})
+    vim.api.nvim_buf_del_extmark(buf, blocks_ns, handle.mark)
+  end)
+  follow()
+end
+
 --- Streams assistant text or thinking.
 ---@param kind "text"|"thinking"
 ---@param delta string
@@ -315,14 +336,15 @@ function M.end_block()
   in_thinking = false
 end
 
---- One-line summary of tool arguments: the path, the command or the pattern.
+--- One-line summary of tool arguments: the path, the command, the pattern, the URL or query of
+--- the web tools, the question of `ask_user`, the job of `bash_output` and `bash_kill`.
 ---@param args table?
 ---@return string
 local function summarize(args)
   if type(args) ~= "table" then
     return ""
   end
-  local v = args.path or args.command or args.pattern
+  local v = args.path or args.command or args.pattern or args.url or args.query or args.question or args.jobId
   if type(v) ~= "string" then
     return ""
   end

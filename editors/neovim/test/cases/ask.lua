@@ -21,7 +21,7 @@ local function stub_select(answers)
   local calls = {}
   vim.ui.select = function(items, opts, on_choice)
     local labels = vim.tbl_map(opts.format_item, items)
-    calls[#calls + 1] = { prompt = opts.prompt, kind = opts.kind, labels = labels }
+    calls[#calls + 1] = { prompt = opts.prompt, kind = opts.kind, labels = labels, chat = require("agent_lsp.chat").text() }
     local want = table.remove(answers, 1)
     for i, l in ipairs(labels) do
       if want and l == want then
@@ -33,13 +33,15 @@ local function stub_select(answers)
   return calls
 end
 
+--- Answers the next inputs with `answers`; returns the prompts, and the chat at each input.
 local function stub_input(answers)
-  local prompts = {}
+  local prompts, chats = {}, {}
   vim.ui.input = function(opts, on_confirm)
     prompts[#prompts + 1] = opts.prompt
+    chats[#chats + 1] = require("agent_lsp.chat").text()
     on_confirm(table.remove(answers, 1))
   end
-  return prompts
+  return prompts, chats
 end
 
 local function base(extra)
@@ -58,9 +60,97 @@ local function answered(H, reply)
   return reply()
 end
 
+--- The text of the tool results the model got in its `n`-th request.
+local function tool_results(mock, n)
+  local req = assert(mock.requests()[n], "request " .. n .. " was made")
+  local out = {}
+  for _, m in ipairs(req.body.messages or {}) do
+    if m.role == "tool" then
+      out[#out + 1] = type(m.content) == "string" and m.content or vim.json.encode(m.content)
+    end
+  end
+  return table.concat(out, "\n")
+end
+
+local DB_QUESTION = {
+  question = "Which database?",
+  options = { { label = "Postgres", description = "what production runs" }, { label = "SQLite" } },
+}
+
 return {
   {
-    name = "client: one option picked, text typed, declined, cancelled; the chat shows question and answer",
+    name = "an ask_user question answered in vim.ui.select reaches the model",
+    run = function(H)
+      local mock = H.mock({
+        responses = {
+          { toolCalls = { { id = "q1", name = "ask_user", arguments = DB_QUESTION } } },
+          { toolCalls = { { id = "q2", name = "ask_user", arguments = vim.tbl_extend("force", DB_QUESTION, { multiSelect = true }) } } },
+          { toolCalls = { { id = "q3", name = "ask_user", arguments = { question = "Which branch?" } } } },
+          { text = "SQLite and Postgres on main it is." },
+        },
+      })
+      local root = H.workspace({})
+      vim.cmd.cd(root)
+      H.setup(mock)
+      local init = H.client().config.capabilities.experimental.agent
+      H.eq(true, init.askUser, "the client advertises askUser")
+      local calls = stub_select({ "SQLite", "[ ] Postgres — what production runs", "[ ] SQLite", "Done (2 chosen)" })
+      local prompts, chats = stub_input({ "main" })
+      vim.cmd("AgentPrompt set up the database")
+      H.settled(1)
+      H.eq({ "Postgres — what production runs", "SQLite", "Type an answer…", "Decline to answer" }, calls[1].labels, "the options, free text, decline")
+      H.contains(calls[1].prompt, "the agent asks: Which database?", "the picker's prompt")
+      H.eq({ "Which branch? " }, prompts, "a question without options is typed")
+      H.contains(tool_results(mock, 2), "The user answered: SQLite", "the single choice reached the model")
+      H.contains(tool_results(mock, 3), "The user selected: Postgres, SQLite", "the multiple choice reached the model")
+      H.contains(tool_results(mock, 4), "The user answered: main", "the typed answer reached the model")
+      -- While it waits the question is in the chat, under its call; answered, the call's line
+      -- (the question) and its result (the answer) say it all.
+      H.contains(calls[1].chat, "- tool `ask_user` Which database?\n\n**Question** from the agent: Which database?\n- Postgres — what production runs\n- SQLite", "the question in the chat")
+      H.contains(chats[1], "**Question** from the agent: Which branch?", "the typed question in the chat")
+      local text = require("agent_lsp.chat").text()
+      H.contains(text, "- tool `ask_user` Which database?\n    The user answered: SQLite\n\n## Agent\n\n- tool `ask_user` Which database?\n    The user selected: Postgres, SQLite", "the answers under their calls")
+      H.contains(text, "- tool `ask_user` Which branch?\n    The user answered: main", "the typed answer under its call")
+      assert(not text:find("**Question**", 1, true), "no question left over:\n" .. text)
+    end,
+  },
+  {
+    name = "AgentAbort closes a pending question; its late answer is ignored",
+    run = function(H)
+      local mock = H.mock({
+        responses = {
+          { toolCalls = { { id = "q1", name = "ask_user", arguments = DB_QUESTION } } },
+          { text = "never asked for" },
+        },
+      })
+      local root = H.workspace({})
+      vim.cmd.cd(root)
+      H.setup(mock)
+      local late
+      vim.ui.select = function(items, _, on_choice)
+        late = function()
+          on_choice(items[1])
+        end
+      end
+      local notes = H.capture_notify()
+      vim.cmd("AgentPrompt set up the database")
+      H.wait("the question", function()
+        return late
+      end)
+      H.eq("agent: question", require("agent_lsp").statusline():match("^agent: %a+"), "the statusline says a question waits")
+      vim.cmd("AgentAbort")
+      H.eq(true, H.settled(1).aborted, "the run aborted")
+      H.wait("the question closed", function()
+        return #require("agent_lsp.ask").pending == 0
+      end)
+      late()
+      H.contains(table.concat(notes, "\n"), "that question is no longer pending", "the late answer is ignored")
+      H.contains(require("agent_lsp.chat").text(), "- tool `ask_user` Which database?\n    The question was cancelled.", "the chat says so")
+      H.eq(1, #mock.requests(), "the model was not asked again")
+    end,
+  },
+  {
+    name = "client: one option picked, text typed, declined, cancelled; the question in the chat while it waits",
     run = function(H)
       require("agent_lsp.state").current = "s1"
       local chat = require("agent_lsp.chat")
@@ -70,8 +160,8 @@ return {
       H.eq("agent_lsp.ask", calls[1].kind, "picker kind")
       H.contains(calls[1].prompt, "the agent asks: Which database?", "picker prompt")
       H.eq({ "Postgres — the server one", "SQLite", "Decline to answer" }, calls[1].labels, "labels without free text")
-      H.contains(chat.text(), "**Question** from the agent: Which database?\n- Postgres — the server one\n- SQLite", "the question in the chat")
-      H.contains(chat.text(), "_you answered: Postgres_", "the answer in the chat")
+      H.eq("**Question** from the agent: Which database?\n- Postgres — the server one\n- SQLite", calls[1].chat, "the question in the chat while it waits")
+      H.eq("", chat.text(), "answered, the model's question leaves the chat to its tool line and result")
 
       calls = stub_select({ "Type an answer…" })
       local prompts = stub_input({ "MySQL" })
@@ -84,8 +174,7 @@ return {
       H.eq({ action = "decline" }, answered(H, ask(base())).result, "declined")
       stub_select({ nil })
       H.eq({ action = "cancel" }, answered(H, ask(base())).result, "closed picker cancels")
-      H.contains(chat.text(), "_you declined to answer_", "declined in the chat")
-      H.contains(chat.text(), "_question cancelled_", "cancelled in the chat")
+      H.eq("", chat.text(), "no question left in the chat")
       H.eq(0, #require("agent_lsp.ask").pending, "nothing pending")
     end,
   },
@@ -107,7 +196,7 @@ return {
       H.contains(calls[1].prompt, "(pick several, then Done)", "multi prompt")
       H.eq({ "[ ] Postgres — the server one", "[ ] SQLite", "Type an answer…", "Done (0 chosen)", "Decline to answer" }, calls[1].labels, "first picker")
       H.eq('[x] "Redis" (Type an answer…)', calls[5].labels[3], "the typed text is shown chosen")
-      H.contains(require("agent_lsp.chat").text(), '_you answered: Postgres, "Redis"_', "the answer in the chat")
+      H.eq('_you answered: Postgres, "Redis"_', require("agent_lsp.ask").answer_text(r.result), "the answer in words")
     end,
   },
   {
@@ -120,7 +209,8 @@ return {
       local r = answered(H, ask(params))
       H.eq({ action = "accept", text = "main" }, r.result, "typed")
       H.eq({ "Which branch? " }, prompts, "input prompt")
-      H.contains(require("agent_lsp.chat").text(), "**Question** from the MCP server git: Which branch?", "who asks")
+      H.eq("**Question** from the MCP server git: Which branch?\n\n_you answered: \"main\"_", require("agent_lsp.chat").text(), "an MCP server's question stays, with the answer")
+      require("agent_lsp.chat").clear()
       r = answered(H, ask(base({ options = {}, question = "Anything else?" })))
       H.eq({ action = "decline" }, r.result, "an empty answer declines")
     end,

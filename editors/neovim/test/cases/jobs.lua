@@ -6,7 +6,142 @@ local function job(id, status, extra)
   return vim.tbl_extend("force", { jobId = id, command = "npm run dev", status = status, startedAt = 1000000 }, extra or {})
 end
 
+--- Lets every approval through (a command the machine cannot sandbox asks).
+local function allow_all()
+  vim.ui.select = function(items, opts, on_choice)
+    if opts.kind == "agent_lsp.approval" then
+      return on_choice(items[1])
+    end
+    on_choice(nil)
+  end
+end
+
+--- The text of the :AgentJobs buffer.
+local function list_text()
+  local buf = require("agent_lsp.jobs").buf
+  if not (buf and vim.api.nvim_buf_is_valid(buf)) then
+    return ""
+  end
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+end
+
+--- Puts the cursor of the :AgentJobs window on the line of `job_id`.
+local function cursor_on(H, job_id)
+  local jobs = require("agent_lsp.jobs")
+  local win = vim.fn.bufwinid(jobs.buf)
+  assert(win ~= -1, "the jobs list is shown")
+  vim.api.nvim_set_current_win(win)
+  for i, l in ipairs(vim.api.nvim_buf_get_lines(jobs.buf, 0, -1, false)) do
+    if l:find(job_id, 1, true) then
+      return vim.api.nvim_win_set_cursor(win, { i, 0 })
+    end
+  end
+  error("no line of " .. job_id .. " in:\n" .. list_text())
+end
+
+local function buffer_named(name)
+  local buf = vim.fn.bufnr(name)
+  if buf == -1 then
+    return nil
+  end
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+end
+
 return {
+  {
+    name = "a background job is listed by AgentJobs, its output shown and stopped from there",
+    run = function(H)
+      local mock = H.mock({
+        responses = {
+          {
+            text = "Starting the server.",
+            toolCalls = {
+              { id = "b1", name = "bash", arguments = { command = "echo job-says-hello; sleep 300", background = true } },
+            },
+          },
+          { text = "It runs in the background." },
+        },
+      })
+      local root = H.workspace({})
+      vim.cmd.cd(root)
+      H.setup(mock, { approval = { bash = "allow" } })
+      allow_all()
+      vim.cmd("AgentPrompt start the server")
+      H.settled(1)
+      local chat = require("agent_lsp.chat")
+      H.contains(chat.text(), "_job-1 started in the background: `echo job-says-hello; sleep 300` (:AgentJobs)_", "the chat says it started")
+      H.contains(require("agent_lsp").statusline(), "1 job", "the statusline counts it")
+
+      vim.cmd("AgentJobs")
+      H.wait("the job listed", function()
+        return list_text():find("job-1  running", 1, true)
+      end)
+      H.contains(list_text(), "echo job-says-hello; sleep 300", "its command")
+      cursor_on(H, "job-1")
+      vim.cmd.normal(vim.keycode("<CR>"))
+      H.wait("its output", function()
+        return (buffer_named("agent-lsp://job/job-1") or ""):find("job-says-hello", 1, true)
+      end)
+      H.contains(buffer_named("agent-lsp://job/job-1"), "job-1: echo job-says-hello; sleep 300 (running", "the output's header")
+
+      cursor_on(H, "job-1")
+      vim.cmd.normal("x")
+      H.wait("the job stopped", function()
+        return list_text():find("job-1  stopped", 1, true)
+      end)
+      local updates = H.events_of("job_update")
+      H.eq("killed", updates[#updates].event.job.status, "its last job_update")
+      H.wait("the chat says it ended", function()
+        return chat.text():find("_job-1 stopped after ", 1, true)
+      end)
+      assert(not require("agent_lsp").statusline():find("job", 1, true), "no running job counted")
+    end,
+  },
+  {
+    name = "the list follows job_update while the model reads and stops its job",
+    run = function(H)
+      local mock = H.mock({
+        responses = {
+          { toolCalls = { { id = "b1", name = "bash", arguments = { command = "echo tick; sleep 300", background = true } } } },
+          { toolCalls = { { id = "o1", name = "bash_output", arguments = { jobId = "job-1" } } } },
+          { toolCalls = { { id = "k1", name = "bash_kill", arguments = { jobId = "job-1" } } } },
+          { text = "Stopped it." },
+        },
+      })
+      local root = H.workspace({})
+      vim.cmd.cd(root)
+      H.setup(mock, { approval = { bash = "allow", bash_kill = "allow" } })
+      allow_all()
+      local done
+      require("agent_lsp.sessions").new_session(nil, function()
+        done = true
+      end)
+      H.wait("a session", function()
+        return done
+      end)
+      local listed
+      require("agent_lsp.jobs").open(function(jobs)
+        listed = jobs
+      end)
+      H.wait("the empty list", function()
+        return listed
+      end)
+      H.contains(list_text(), "(no jobs", "no jobs yet")
+      -- What the list shows at each job_update, drawn from the event alone.
+      local shown = {}
+      table.insert(require("agent_lsp.events").listeners, function(params)
+        if params.event.type == "job_update" then
+          shown[#shown + 1] = list_text()
+        end
+      end)
+      vim.cmd("AgentPrompt start and stop a job")
+      H.settled(1)
+      H.eq(2, #shown, "two job_updates: started and stopped")
+      H.contains(shown[1], "job-1  running", "started")
+      H.contains(shown[2], "job-1  stopped", "stopped")
+      H.contains(vim.json.encode(mock.requests()[3].body), "tick", "bash_output gave the model the job's output")
+    end,
+  },
   {
     name = "client: job_update says start and end once in the chat and counts running jobs",
     run = function(H)

@@ -10,6 +10,9 @@ local tmux, launch = terminal.tmux, terminal.launch
 
 local COLS, ROWS = 110, 32
 
+--- The background job of the chat picture: a dev server on loopback.
+local SERVER = "python3 -m http.server 8000 --bind 127.0.0.1"
+
 local GREET = table.concat({
   "local M = {}",
   "",
@@ -75,18 +78,33 @@ end
 
 return {
   {
-    name = "picture: the chat streams an answer after a tool call",
+    name = "picture: the chat streams an answer under the plan, with a job running",
     run = function(H)
+      local function plan(states)
+        local steps = { "Read greet.lua", "Start a dev server to try it", "Make the greeting friendlier" }
+        local todos = {}
+        for i, st in ipairs(states) do
+          todos[i] = { content = steps[i], status = st }
+        end
+        return { todos = todos }
+      end
       local mock = H.mock({
         responses = {
           {
-            thinking = "The user asks about greet.lua: read it first.",
-            text = "Let me read it.",
+            thinking = "The user wants a friendlier greeting to try out: read the module first.",
             toolCalls = { { id = "call_1", name = "read", arguments = { path = "greet.lua" } } },
           },
           {
-            text = "`greet.lua` is a tiny module:\n\n- `M.greet(name)` returns **\"Hello, \" .. name**\n"
-              .. "- it has no side effects and no dependencies\n\nShall I make the greeting friendlier?",
+            text = "A small change. My plan:",
+            toolCalls = {
+              { id = "call_2", name = "todo_write", arguments = plan({ "completed", "in_progress", "pending" }) },
+              { id = "call_3", name = "bash", arguments = { command = SERVER, background = true } },
+            },
+          },
+          { toolCalls = { { id = "call_4", name = "todo_write", arguments = plan({ "completed", "completed", "in_progress" }) } } },
+          {
+            text = "The dev server runs in the background as job-1. Now the greeting: `M.greet(name)` "
+              .. "will say **\"Hello, \" .. name .. \"! Nice to see you.\"**",
             chunkSize = 2,
             delayMs = 60,
             usage = { input = 420, output = 64 },
@@ -94,16 +112,24 @@ return {
         },
       })
       local root = H.workspace({ ["greet.lua"] = GREET })
-      local socket, screen = launch(H, mock, root, "greet.lua", { cols = COLS, rows = ROWS, colors = true, chat_size = 21 })
-      tmux(socket, { "send-keys", ":AgentPrompt what does greet.lua do?", "Enter" })
-      H.wait("the answer streaming after the tool call", function()
+      local socket, screen = launch(H, mock, root, "greet.lua", {
+        cols = COLS,
+        rows = ROWS,
+        colors = true,
+        chat_size = 21,
+        setup = 'approval = { bash = "allow" },',
+      })
+      tmux(socket, { "send-keys", ":AgentPrompt make the greeting friendlier and let me try it", "Enter" })
+      H.wait("the answer streaming under the plan, the job running", function()
         local text = screen()
-        return text:find("no side effects", 1, true) and text:find("agent: running", 1, true)
+        return text:find("Nice to see", 1, true) and text:find("agent: running", 1, true)
       end)
       local ansi = screen(true)
       local plain = screen()
-      H.contains(plain, "- tool `read` greet.lua", "screen")
-      H.contains(plain, "The user asks about greet.lua", "screen")
+      H.contains(plain, "**Plan 2/3**", "screen: the plan")
+      H.contains(plain, "- [>] Make the greeting friendlier", "screen: the step in progress")
+      H.contains(plain, "job-1 started in the background", "screen: the job")
+      H.contains(plain, "1 job", "screen: the running job counted")
       picture(H, "chat", ansi)
       H.wait("the run settled", function()
         return screen():find("agent: idle", 1, true)
