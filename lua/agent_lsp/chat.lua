@@ -16,8 +16,13 @@ M.buf = nil
 local tools = {}
 ---@type boolean whether the assistant block currently being streamed is a thinking block
 local in_thinking = false
----@type boolean a thinking block just ended (`thinking_end`): the next text starts a paragraph
-local after_thinking = false
+---@type boolean a thinking block (`thinking_end`) or a note just ended: the next text starts a
+--- paragraph
+local paragraph_next = false
+---@type boolean a text or thinking block is being streamed (from its first delta to its end)
+local streaming = false
+---@type string[] notes that came while a block streamed, written when it ends (`note`)
+local notes = {}
 
 local function valid_buf()
   return M.buf ~= nil and vim.api.nvim_buf_is_valid(M.buf)
@@ -89,6 +94,9 @@ function M.open(opts)
   vim.wo[win].wrap = true
   vim.wo[win].linebreak = true
   vim.wo[win].conceallevel = 2
+  -- Vim's markdown syntax marks an underscore inside a word (`bash_output`) as an error: in
+  -- tool names and results it is none.
+  vim.wo[win].winhighlight = "markdownError:Normal"
   vim.wo[win].winbar = require("agent_lsp.controls").winbar_expr
   require("agent_lsp.compact").setup_window(win)
   return win
@@ -194,7 +202,9 @@ function M.clear()
   end)
   tools = {}
   in_thinking = false
-  after_thinking = false
+  paragraph_next = false
+  streaming = false
+  notes = {}
   pending_heading = nil
   require("agent_lsp.compact").clear()
   require("agent_lsp.plan").clear()
@@ -313,8 +323,9 @@ end
 ---@param delta string
 function M.stream(kind, delta)
   M.flush_heading()
+  streaming = true
   if kind == "thinking" then
-    after_thinking = false
+    paragraph_next = false
     if not in_thinking then
       block()
       M.append("> ")
@@ -322,18 +333,39 @@ function M.stream(kind, delta)
     end
     M.append((delta:gsub("\n", "\n> ")))
   else
-    if in_thinking or after_thinking then
-      in_thinking, after_thinking = false, false
+    if in_thinking or paragraph_next then
+      in_thinking, paragraph_next = false, false
       block()
     end
     M.append(delta)
   end
 end
 
---- Ends a streamed block (text_end / thinking_end).
+--- Ends a streamed block (text_end / thinking_end, and a message's end); the notes that came
+--- meanwhile follow it.
 function M.end_block()
-  after_thinking = after_thinking or in_thinking
+  paragraph_next = paragraph_next or in_thinking
   in_thinking = false
+  streaming = false
+  if #notes > 0 then
+    local queued = notes
+    notes = {}
+    for _, text in ipairs(queued) do
+      M.paragraph(text)
+    end
+    paragraph_next = true
+  end
+end
+
+--- A paragraph about something that happened beside the conversation (a background job that
+--- started or ended): written at once, or after the block being streamed, never inside it.
+---@param text string
+function M.note(text)
+  if streaming then
+    notes[#notes + 1] = text
+    return
+  end
+  M.paragraph(text)
 end
 
 --- One-line summary of tool arguments: the path, the command, the pattern, the URL or query of

@@ -81,6 +81,8 @@ render.message_end = function(ev)
     return
   end
   answered = msg.stopReason ~= "toolUse"
+  -- (An aborted stream may end without its text_end.)
+  chat.end_block()
   -- An answer that showed nothing yet still gets its heading, unless it updates the plan: that
   -- may only rewrite the block in place, and a heading with nothing under it says nothing.
   if not calls(msg, plan.TOOL) then
@@ -129,7 +131,7 @@ render.job_update = function(ev, params)
   end
   local line = require("agent_lsp.jobs").chat_line(params.sessionId, ev.job)
   if line then
-    chat.paragraph(line)
+    chat.note(line)
   end
 end
 
@@ -154,6 +156,7 @@ render.compaction_end = function(ev)
 end
 
 render.agent_settled = function(ev)
+  chat.end_block()
   chat.drop_heading()
   -- A run aborted between answers (during a tool call) has no aborted answer to show it.
   if ev.aborted and not aborted_marked then

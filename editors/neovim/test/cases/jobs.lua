@@ -207,6 +207,33 @@ return {
     end,
   },
   {
+    name = "client: a job that ends while an answer streams is said after the streamed block",
+    run = function(H)
+      local state = require("agent_lsp.state")
+      local events = require("agent_lsp.events")
+      state.current = "s1"
+      local seq = 0
+      local function send(ev)
+        seq = seq + 1
+        events.on_event({ sessionId = "s1", runId = "r1", seq = seq, event = ev })
+      end
+      local function delta(kind, text)
+        send({ type = "message_update", assistantMessageEvent = { type = kind, contentIndex = 0, delta = text } })
+      end
+      send({ type = "message_start", message = { role = "assistant", content = {} } })
+      delta("text_delta", "The server ")
+      send({ type = "job_update", job = job("job-1", "exited", { exitCode = 1, endedAt = 1000000 }) })
+      delta("text_delta", "runs.")
+      send({ type = "message_update", assistantMessageEvent = { type = "text_end", contentIndex = 0 } })
+      delta("text_delta", "More.")
+      H.eq(
+        "## Agent\n\nThe server runs.\n\n_job-1 exited 1 after 0s: `npm run dev`_\n\nMore.",
+        require("agent_lsp.chat").text(),
+        "the streamed text is whole, the job's line after it"
+      )
+    end,
+  },
+  {
     name = "client: the list's lines and a job's output view",
     run = function(H)
       local jobs = require("agent_lsp.jobs")

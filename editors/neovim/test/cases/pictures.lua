@@ -10,8 +10,14 @@ local tmux, launch = terminal.tmux, terminal.launch
 
 local COLS, ROWS = 110, 32
 
---- The background job of the chat picture: a dev server on loopback.
-local SERVER = "python3 -m http.server 8000 --bind 127.0.0.1"
+--- A loopback port free now, for the chat picture's dev server.
+local function free_port()
+  local tcp = assert(vim.uv.new_tcp())
+  assert(tcp:bind("127.0.0.1", 0))
+  local port = tcp:getsockname().port
+  tcp:close()
+  return port
+end
 
 local GREET = table.concat({
   "local M = {}",
@@ -88,6 +94,9 @@ return {
         end
         return { todos = todos }
       end
+      -- A dev server on loopback, sandboxed with the network on (with it off the sandbox makes
+      -- no socket at all).
+      local server = string.format("python3 -m http.server %d --bind 127.0.0.1", free_port())
       local mock = H.mock({
         responses = {
           {
@@ -96,11 +105,9 @@ return {
           },
           {
             text = "A small change. My plan:",
-            toolCalls = {
-              { id = "call_2", name = "todo_write", arguments = plan({ "completed", "in_progress", "pending" }) },
-              { id = "call_3", name = "bash", arguments = { command = SERVER, background = true } },
-            },
+            toolCalls = { { id = "call_2", name = "todo_write", arguments = plan({ "completed", "in_progress", "pending" }) } },
           },
+          { toolCalls = { { id = "call_3", name = "bash", arguments = { command = server, background = true } } } },
           { toolCalls = { { id = "call_4", name = "todo_write", arguments = plan({ "completed", "completed", "in_progress" }) } } },
           {
             text = "The dev server runs in the background as job-1. Now the greeting: `M.greet(name)` "
@@ -117,7 +124,7 @@ return {
         rows = ROWS,
         colors = true,
         chat_size = 21,
-        setup = 'approval = { bash = "allow" },',
+        setup = 'approval = { bash = "allow" }, sandbox_network = true,',
       })
       tmux(socket, { "send-keys", ":AgentPrompt make the greeting friendlier and let me try it", "Enter" })
       H.wait("the answer streaming under the plan, the job running", function()
@@ -126,7 +133,8 @@ return {
       end)
       local ansi = screen(true)
       local plain = screen()
-      H.contains(plain, "**Plan 2/3**", "screen: the plan")
+      -- (Markdown's conceal hides the asterisks.)
+      H.contains(plain, "Plan 2/3", "screen: the plan")
       H.contains(plain, "- [>] Make the greeting friendlier", "screen: the step in progress")
       H.contains(plain, "job-1 started in the background", "screen: the job")
       H.contains(plain, "1 job", "screen: the running job counted")
