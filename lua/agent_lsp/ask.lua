@@ -54,9 +54,14 @@ end
 ---@param params table
 ---@return string[]
 function M.chat_lines(params)
-  local lines = { string.format("**Question** from %s: %s", M.asker(params), tostring(params.question or ""):gsub("\n", " ")) }
+  -- One chat line each (an elicitation's first question leads with the server's message).
+  local function one_line(text)
+    return (tostring(text):gsub("%s*\n%s*", " "))
+  end
+  local lines = { string.format("**Question** from %s: %s", M.asker(params), one_line(params.question or "")) }
   for _, o in ipairs(options_of(params)) do
-    lines[#lines + 1] = "- " .. o.label .. (type(o.description) == "string" and o.description ~= "" and (" — " .. o.description) or "")
+    local described = type(o.description) == "string" and o.description ~= ""
+    lines[#lines + 1] = "- " .. one_line(o.label) .. (described and (" — " .. one_line(o.description)) or "")
   end
   return lines
 end

@@ -204,12 +204,12 @@ return {
     run = function(H)
       require("agent_lsp.state").current = "s1"
       local prompts = stub_input({ "main", "" })
-      local params = base({ question = "Which branch?", source = { mcpServer = "git" } })
+      local params = base({ question = "Set up the repository.\n\nWhich branch?", source = { mcpServer = "git" } })
       params.options = nil
       local r = answered(H, ask(params))
       H.eq({ action = "accept", text = "main" }, r.result, "typed")
-      H.eq({ "Which branch? " }, prompts, "input prompt")
-      H.eq("**Question** from the MCP server git: Which branch?\n\n_you answered: \"main\"_", require("agent_lsp.chat").text(), "an MCP server's question stays, with the answer")
+      H.eq({ "Set up the repository.\n\nWhich branch? " }, prompts, "input prompt")
+      H.eq("**Question** from the MCP server git: Set up the repository. Which branch?\n\n_you answered: \"main\"_", require("agent_lsp.chat").text(), "an MCP server's question stays, with the answer")
       require("agent_lsp.chat").clear()
       r = answered(H, ask(base({ options = {}, question = "Anything else?" })))
       H.eq({ action = "decline" }, r.result, "an empty answer declines")
