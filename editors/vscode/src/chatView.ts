@@ -77,6 +77,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
 <link rel="stylesheet" href="${style}"><title>Agent</title></head>
 <body data-running="false" data-connection="starting">
 <div id="banner" class="banner" hidden></div>
+<div id="plan" class="plan" aria-label="The agent's plan" hidden></div>
 <div id="transcript" class="transcript" aria-live="polite">
   <div id="empty" class="empty"><div class="empty-title">Ask the agent</div><div class="empty-hint">Enter sends · Shift+Enter new line · / commands · @ files · paste an image<br>While it works: Enter steers · Alt+Enter queues a follow-up · Esc stops</div></div>
 </div>

@@ -87,6 +87,25 @@ export class Controller implements vscode.Disposable {
   attachView(post: (m: HostToView) => void): void {
     this.view = post;
     this.snapshot();
+    void this.refreshPlan();
+  }
+
+  /**
+   * Reads the shown session's plan again (`agent/getState.plan`, §3.18) for a view that was
+   * (re)created: the events kept it current so far, but the daemon's word is the one to show.
+   */
+  private async refreshPlan(): Promise<void> {
+    const sessionId = this.state.sessionId;
+    const client = this.client;
+    if (!sessionId || !client?.isRunning()) return;
+    try {
+      const st = await client.sendRequest<SessionState>(Methods.getState, { sessionId });
+      if (this.state.sessionId !== sessionId) return;
+      const todos = st.plan ?? [];
+      if (JSON.stringify(todos) !== JSON.stringify(this.state.plan)) this.dispatch({ type: 'plan', todos });
+    } catch (e) {
+      this.output.appendLine(`agent/getState failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
   }
 
   detachView(): void { this.view = undefined; }
@@ -445,6 +464,8 @@ export class Controller implements vscode.Disposable {
       next.lastSeq = st.lastSeq;
       next.running = st.isStreaming;
       if (st.model) next = reduce(next, { type: 'model', model: st.model.id });
+      // The plan lives in the session, not in its messages: a resumed session shows its last one.
+      next = reduce(next, { type: 'plan', todos: st.plan ?? [] });
       this.state = next;
       this.snapshot();
       this.updateStatusItem();

@@ -110,7 +110,13 @@ export type AgentEvent =
   | { type: 'command_error'; command: string; message: string }
   | { type: 'compaction_start'; reason: CompactionReason }
   | { type: 'compaction_end'; reason: CompactionReason; result?: CompactionResult; aborted: boolean; willRetry: boolean; errorMessage?: string }
-  | { type: 'changes_update'; runId: string | null; files: FileChange[] };
+  | { type: 'changes_update'; runId: string | null; files: FileChange[] }
+  | { type: 'plan_update'; todos: TodoItem[] };
+
+/** Where an item of the model's plan stands (§3.18). */
+export type TodoStatus = 'pending' | 'in_progress' | 'completed';
+/** One item of the model's plan (`todo_write`, `plan_update`, `agent/getState.plan`; §3.18). */
+export interface TodoItem { content: string; status: TodoStatus }
 
 /** One file a run changed (`agent/runChanges`, `changes_update`; §3.16). */
 export interface FileChange { path: string; change: 'created' | 'modified' | 'deleted'; diff: string; userChanged: boolean; revertible: boolean; reason?: string }
@@ -192,6 +198,8 @@ export interface SessionState {
   sessionFile?: string | null;
   /** The command sandbox (§3.17). */
   sandbox?: SandboxStatus;
+  /** The model's plan (§3.18; `[]` when it has none). */
+  plan?: TodoItem[];
 }
 
 /** `agent/getState`'s `sandbox` (§3.6, §3.17). */

@@ -10,7 +10,7 @@
 
 import type {
   AgentEventParams, AgentMessage, AssistantMessage, BeforeToolCallParams, CompactionReason,
-  ContentBlock, QueuedMessage, ToolResultMessage, Usage,
+  ContentBlock, QueuedMessage, TodoItem, ToolResultMessage, Usage,
 } from '../protocol';
 import { sandboxGaps, sandboxLayers, sandboxNote } from './sandbox';
 
@@ -94,6 +94,8 @@ export interface ChatState {
   nextKey: number;
   /** Ids of sent messages whose user message has not started yet, with their text to match. */
   pendingMessageIds: { id: string; text: string }[];
+  /** The model's plan (§3.18): replaced whole by each `plan_update`; empty when it has none. */
+  plan: TodoItem[];
 }
 
 export type ChatAction =
@@ -105,13 +107,15 @@ export type ChatAction =
   | { type: 'notice'; level: 'info' | 'warning' | 'error'; text: string }
   | { type: 'model'; model: string }
   | { type: 'messageId'; messageId: string; text: string }
-  | { type: 'dropMessageId'; messageId: string };
+  | { type: 'dropMessageId'; messageId: string }
+  /** The plan as `agent/getState` reports it (a resumed or switched-to session). */
+  | { type: 'plan'; todos: TodoItem[] };
 
 export function initialState(sessionId?: string): ChatState {
   return {
     sessionId, running: false, items: [], tools: {}, queue: { steering: [], followUp: [] },
     totals: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 }, contextTokens: 0,
-    lastSeq: 0, nextKey: 1, pendingMessageIds: [],
+    lastSeq: 0, nextKey: 1, pendingMessageIds: [], plan: [],
   };
 }
 
@@ -129,6 +133,7 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
     case 'dropMessageId':
       state.pendingMessageIds = state.pendingMessageIds.filter((p) => p.id !== action.messageId);
       return state;
+    case 'plan': state.plan = planOf(action.todos); return state;
   }
 }
 
@@ -321,6 +326,9 @@ function applyEvent(state: ChatState, p: AgentEventParams): ChatState {
     case 'model_update':
       state.model = ev.model.id;
       break;
+    case 'plan_update':
+      state.plan = planOf(ev.todos);
+      break;
     default:
       break;
   }
@@ -473,6 +481,13 @@ function onSettled(state: ChatState, aborted: boolean): void {
     }
   }
   if (aborted) pushNotice(state, 'info', ABORTED_NOTICE);
+}
+
+/** A plan off the wire: an item without text is left out, one with an unknown status counts as pending. */
+function planOf(todos: TodoItem[] | undefined): TodoItem[] {
+  return (Array.isArray(todos) ? todos : [])
+    .filter((t) => t && typeof t.content === 'string')
+    .map((t) => ({ content: t.content, status: t.status === 'completed' || t.status === 'in_progress' ? t.status : 'pending' }));
 }
 
 /** The one mark of an aborted run, live and in a resumed transcript alike. */

@@ -9,6 +9,7 @@ import { actionForKey, primaryLabel } from '../shared/input';
 import { escapeHtml } from '../shared/markdown';
 import type { HostToView, ViewStatus, ViewToHost } from '../shared/messages';
 import type { ControlsView } from '../shared/controls';
+import { renderPlan } from '../shared/plan';
 import { renderItem } from '../shared/render';
 import { CompletionPopup } from './completionPopup';
 import { acceptImages } from './images';
@@ -23,6 +24,8 @@ let status: ViewStatus = { connection: 'starting' };
 let controls: ControlsView | undefined;
 /** Folds the user opened (tool cards, thinking): kept across re-renders of an item. */
 const open = new Set<string>();
+/** The plan is unfolded unless the user folded it. */
+let planFolded = false;
 const rendered = new Map<string, string>();
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -101,6 +104,13 @@ function renderQueue(): void {
   setHtml(el, rows.length ? `<div class="queue-title">Queued</div><ul>${rows.join('')}</ul>` : '');
 }
 
+/** The model's plan above the chat (§3.18), hidden while it has none. */
+function renderPlanPanel(): void {
+  const el = $('plan');
+  el.hidden = state.plan.length === 0;
+  setHtml(el, renderPlan(state.plan, !planFolded));
+}
+
 function renderChrome(): void {
   const conn = status.connection;
   document.body.dataset.running = String(state.running);
@@ -132,6 +142,7 @@ function renderChrome(): void {
 }
 
 function render(): void {
+  renderPlanPanel();
   renderTranscript();
   renderQueue();
   renderChrome();
@@ -178,6 +189,7 @@ document.addEventListener('click', (e) => {
   const d = t.closest('summary')?.parentElement as HTMLDetailsElement | null | undefined;
   const fold = d?.dataset.fold;
   if (!d || !fold) return;
+  if (fold === 'plan') { planFolded = d.open; return; }
   if (d.open) open.delete(fold); else open.add(fold);
 }, true);
 

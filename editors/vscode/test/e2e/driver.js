@@ -171,6 +171,8 @@ testCase('a prompt from the chat view streams a rendered Markdown answer', async
   if (await f.locator('.msg.user .bubble', { hasText: 'Say hello' }).count() !== 1) throw new Error('user message not shown');
   const usage = await text(f, '#usage');
   if (!/↓\d/.test(usage) || usage.includes('↓0 ')) throw new Error(`usage not updated: ${usage}`);
+  // The model planned first (todo_write): its checklist stands above the chat (protocol.md §3.18).
+  await until('the plan above the chat', async () => (await f.locator('#plan').isVisible()) && (await text(f, '#plan .plan-count')) === '1/3', 10000);
   await page.screenshot({ path: path.join(artifacts, '01-answer.png') });
   await picture(page, 'chat', ['.part.sidebar']);
   // That answer came from the daemon inside the installed .vsix: the one started, still the only
