@@ -21,7 +21,7 @@ const STATUS_LABEL: Record<ToolItem['status'], string> = {
 /** What the tool acts on, for the card header: a path, a command or a pattern. */
 export function toolTarget(tool: ToolItem): string {
   const a = tool.args ?? {};
-  if (tool.name === 'todo_write' && Array.isArray(a.todos)) return `the plan: ${planCount(a.todos as TodoItem[])} done`;
+  if (tool.name === 'todo_write' && Array.isArray(a.todos)) return `${planCount(a.todos as TodoItem[])} done`;
   const path = toolPath(a);
   if (path) return path;
   for (const k of ['command', 'pattern', 'query', 'url']) if (typeof a[k] === 'string') return a[k] as string;

@@ -64,5 +64,5 @@ test('the checklist: marks per status, the count of completed items, text escape
 });
 
 test('the todo_write card names what the plan stands at', () => {
-  assert.equal(toolTarget({ id: 'x', name: 'todo_write', args: { todos }, argsText: '', status: 'done', output: '' }), 'the plan: 1/3 done');
+  assert.equal(toolTarget({ id: 'x', name: 'todo_write', args: { todos }, argsText: '', status: 'done', output: '' }), '1/3 done');
 });

@@ -52,7 +52,7 @@ exports.register = ({ testCase, until, runCommand, chatFrame, text, send, fs, pa
     await settled(f);
     await planIs(f, '0/3', FIRST);
     // todo_write changes nothing on disk: no approval was asked, and its card says what it did.
-    if (!(await text(f, '.tool-target')).includes('the plan: 0/3 done')) throw new Error(`the todo_write card: ${await text(f, '.tool')}`);
+    if (!(await text(f, '.tool-target')).includes('0/3 done')) throw new Error(`the todo_write card: ${await text(f, '.tool')}`);
     await send(f, 'Go on');
     await until('the answer', async () => (await text(f, '.msg.assistant .md')).includes('fixing the off-by-one next'), 30000);
     await settled(f);
