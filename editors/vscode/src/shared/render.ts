@@ -4,7 +4,8 @@
  * through `escapeHtml` or the safe Markdown renderer.
  */
 
-import type { AssistantBlock, ChatItem, ChatState, CompactionItem, PendingApproval, ToolItem } from './chatState';
+import type { AssistantBlock, ChatItem, ChatState, CompactionItem, PendingApproval, QuestionItem, ToolItem } from './chatState';
+import { answerLine, asker } from './ask';
 import { toolPath } from './chatState';
 import { diffLines } from './edits';
 import { duration, tokens } from './format';
@@ -24,7 +25,7 @@ export function toolTarget(tool: ToolItem): string {
   if (tool.name === 'todo_write' && Array.isArray(a.todos)) return `${planCount(a.todos as TodoItem[])} done`;
   const path = toolPath(a);
   if (path) return path;
-  for (const k of ['command', 'pattern', 'query', 'url']) if (typeof a[k] === 'string') return a[k] as string;
+  for (const k of ['command', 'pattern', 'query', 'url', 'question']) if (typeof a[k] === 'string') return a[k] as string;
   return '';
 }
 
@@ -35,11 +36,17 @@ function renderDiff(diff: string): string {
 /** Shown on an approval whose edit would save the user's own unsaved changes too. */
 export const UNSAVED_WARNING = 'Approving also saves your unsaved changes in this file.';
 
+/** "Always allow", or for a web tool "Always allow for <host>" (the daemon remembers it per host). */
+export function alwaysLabel(a: Pick<PendingApproval, 'host'>): string {
+  return a.host ? `Always allow for ${a.host}` : 'Always allow';
+}
+
 function renderApproval(tool: ToolItem, a: PendingApproval): string {
   const rid = escapeHtml(a.requestId);
   const preview = a.diff ? renderDiff(a.diff)
     : a.command ? `<pre class="command"><span class="prompt">$</span> ${escapeHtml(a.command)}${a.cwd ? `\n<span class="cwd">in ${escapeHtml(a.cwd)}</span>` : ''}</pre>`
-      : `<pre class="args">${escapeHtml(JSON.stringify(tool.args, null, 2))}</pre>`;
+      : a.url ? `<pre class="fetch"><span class="prompt">${tool.name === 'web_search' ? 'search' : 'fetch'}</span> ${escapeHtml(a.url)}${a.host ? `\n<span class="cwd">from ${escapeHtml(a.host)}</span>` : ''}</pre>`
+        : `<pre class="args">${escapeHtml(JSON.stringify(tool.args, null, 2))}</pre>`;
   const diffBtn = a.diff || tool.name === 'edit' || tool.name === 'write'
     ? `<button class="link" data-action="approvalDiff" data-request="${rid}">Open diff</button>` : '';
   return `<div class="approval" data-request="${rid}">
@@ -47,7 +54,7 @@ function renderApproval(tool: ToolItem, a: PendingApproval): string {
 ${a.savesUnsavedChanges ? `<div class="approval-warning">${UNSAVED_WARNING}</div>\n` : ''}${a.sandboxNote ? `<div class="approval-sandbox">${escapeHtml(a.sandboxNote)}</div>\n` : ''}${a.sandboxLayers?.length ? `<div class="approval-sandbox layers">Layers: ${escapeHtml(a.sandboxLayers.join(', '))}.</div>\n` : ''}${a.sandboxGaps?.length ? `<div class="approval-sandbox gaps">${NOT_ISOLATED}<ul>${a.sandboxGaps.map((g) => `<li>${escapeHtml(g)}</li>`).join('')}</ul></div>\n` : ''}${preview}
 <div class="approval-actions">
 <button class="primary" data-action="approve" data-decision="allow" data-request="${rid}">Allow</button>
-<button data-action="approve" data-decision="allowAlways" data-request="${rid}">Always allow</button>
+<button data-action="approve" data-decision="allowAlways" data-request="${rid}">${escapeHtml(alwaysLabel(a))}</button>
 <button data-action="approve" data-decision="block" data-request="${rid}">Reject</button>
 <button data-action="rejectReason" data-request="${rid}">Reject with reason…</button>
 </div>
@@ -105,6 +112,13 @@ export function renderCompaction(item: CompactionItem, open: boolean): string {
   return `<div class="compaction done"><details${open ? ' open' : ''} data-fold="${item.key}"><summary><span class="compaction-title">Conversation compacted ${reason}${sizes}</span> <span class="compaction-hint">summary</span></summary><div class="md compaction-summary">${renderMarkdown(item.summary ?? '')}</div></details></div>`;
 }
 
+/** A question for the user (`agent/askUser`): who asks, the question, its options and the answer. */
+export function renderQuestion(q: QuestionItem): string {
+  const options = q.options.length === 0 ? '' : `<ul class="question-options">${q.options.map((o) => `<li${q.selected?.includes(o.label) ? ' class="chosen"' : ''}><span class="option-label">${escapeHtml(o.label)}</span>${o.description ? ` <span class="option-description">${escapeHtml(o.description)}</span>` : ''}</li>`).join('')}</ul>`;
+  const how = [q.multiSelect ? 'several answers allowed' : '', q.allowText ? 'your own words allowed' : ''].filter((h) => h !== '').join(' · ');
+  return `<div class="question status-${q.status}"><div class="question-title"><span class="question-mark">?</span> ${escapeHtml(asker({ source: q.mcpServer ? { mcpServer: q.mcpServer } : undefined }))}${how ? ` <span class="question-how">(${how})</span>` : ''}</div><div class="question-text">${escapeHtml(q.question)}</div>${options}<div class="question-answer">${escapeHtml(answerLine(q.status, q.selected, q.text))}</div></div>`;
+}
+
 export function renderItem(state: ChatState, item: ChatItem, open: Set<string>): string {
   switch (item.kind) {
     case 'user': {
@@ -120,5 +134,7 @@ export function renderItem(state: ChatState, item: ChatItem, open: Set<string>):
       return `<div class="notice ${item.level}">${escapeHtml(item.text)}</div>`;
     case 'compaction':
       return renderCompaction(item, open.has(item.key));
+    case 'question':
+      return renderQuestion(item);
   }
 }

@@ -9,6 +9,7 @@ import { actionForKey, primaryLabel } from '../shared/input';
 import { escapeHtml } from '../shared/markdown';
 import type { HostToView, ViewStatus, ViewToHost } from '../shared/messages';
 import type { ControlsView } from '../shared/controls';
+import { jobFold, renderJobs } from '../shared/jobs';
 import { renderPlan } from '../shared/plan';
 import { renderItem } from '../shared/render';
 import { CompletionPopup } from './completionPopup';
@@ -111,6 +112,23 @@ function renderPlanPanel(): void {
   setHtml(el, renderPlan(state.plan, !planFolded));
 }
 
+/** The session's background jobs (hidden while it has none); an open job shows its newest output. */
+function renderJobsPanel(): void {
+  const el = $('jobs');
+  el.hidden = state.jobs.length === 0;
+  const before = chromeHtml.get(el);
+  setHtml(el, renderJobs(state.jobs, open));
+  if (chromeHtml.get(el) !== before) el.querySelectorAll<HTMLElement>('pre.output').forEach((pre) => { pre.scrollTop = pre.scrollHeight; });
+}
+
+/** Opens a job's output (its fold) and has the host read it while it is open. */
+function openJob(jobId: string): void {
+  open.add(jobFold(jobId));
+  post({ type: 'watchJob', jobId, open: true });
+  schedule();
+  requestAnimationFrame(() => $('jobs').querySelector(`[data-job="${CSS.escape(jobId)}"]`)?.scrollIntoView({ block: 'nearest' }));
+}
+
 function renderChrome(): void {
   const conn = status.connection;
   document.body.dataset.running = String(state.running);
@@ -143,6 +161,7 @@ function renderChrome(): void {
 
 function render(): void {
   renderPlanPanel();
+  renderJobsPanel();
   renderTranscript();
   renderQueue();
   renderChrome();
@@ -190,6 +209,12 @@ document.addEventListener('click', (e) => {
   const fold = d?.dataset.fold;
   if (!d || !fold) return;
   if (fold === 'plan') { planFolded = d.open; return; }
+  const job = d.closest<HTMLElement>('.job')?.dataset.job;
+  if (job !== undefined) {
+    // A job's output is read only while its fold is open.
+    if (d.open) { open.delete(fold); post({ type: 'watchJob', jobId: job, open: false }); } else openJob(job);
+    return;
+  }
   if (d.open) open.delete(fold); else open.add(fold);
 }, true);
 
@@ -220,6 +245,7 @@ document.addEventListener('click', (e) => {
     case 'restore': post({ type: 'restore', messageId: d.message ?? '' }); break;
     case 'fork': post({ type: 'fork', messageId: d.message ?? '' }); break;
     case 'command': post({ type: 'command', command: d.command as 'restart' }); break;
+    case 'killJob': post({ type: 'killJob', jobId: d.job ?? '' }); break;
     default: break;
   }
 });
@@ -239,6 +265,10 @@ window.addEventListener('message', (e: MessageEvent<HostToView>) => {
       // in one step. Emptying it here and filling it at the next frame would show an empty (or,
       // after an earlier incremental render, a complete-then-empty) transcript in between.
       state = m.state; contexts = m.contexts; status = m.status;
+      // Another session (or a restarted daemon): its jobs are other jobs.
+      // Those still shown are read again (the host stopped watching when the session was shown).
+      for (const f of [...open]) if (f.startsWith('job:') && !state.jobs.some((j) => jobFold(j.jobId) === f)) open.delete(f);
+      for (const j of state.jobs) if (open.has(jobFold(j.jobId))) post({ type: 'watchJob', jobId: j.jobId, open: true });
       rendered.clear(); transcript.querySelectorAll(':scope > [data-key]').forEach((el) => el.remove());
       render();
       return;
@@ -247,6 +277,7 @@ window.addEventListener('message', (e: MessageEvent<HostToView>) => {
     case 'status': status = m.status; break;
     case 'controls': controls = m.controls; break;
     case 'completions': popup.receive(m.requestId, m.items); return;
+    case 'openJob': openJob(m.jobId); return;
     case 'focusInput':
       if (m.text !== undefined) { input.value = m.text; autosize(); }
       input.focus();

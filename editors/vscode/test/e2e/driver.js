@@ -146,8 +146,8 @@ testCase('chat view opens and the daemon is ready', async ({ page, ctx }) => {
   await until('state "idle"', async () => (await text(ctx.frame, '#state')) === 'idle', 30000);
   // The client opted into the agent protocol (the language client's verbose trace of initialize).
   const init = readTraces().split("Sending request 'initialize")[1] ?? '';
-  const agent = /"agent": \{\s*"events": true,\s*"approvals": true,\s*"saveDocuments": true,\s*"diagnostics": true\s*\}/;
-  if (!agent.test(init.split('[Trace')[0])) throw new Error('initialize does not carry experimental.agent = {events, approvals, saveDocuments, diagnostics}');
+  const agent = /"agent": \{\s*"events": true,\s*"approvals": true,\s*"saveDocuments": true,\s*"diagnostics": true,\s*"askUser": true\s*\}/;
+  if (!agent.test(init.split('[Trace')[0])) throw new Error('initialize does not carry experimental.agent = {events, approvals, saveDocuments, diagnostics, askUser}');
   if (!/"protocolVersion": 1/.test(readTraces())) throw new Error('the server did not answer with experimental.agent.protocolVersion 1');
   const starts = assertBundledDaemon();
   if (starts.length !== 1) throw new Error(`the daemon was started ${starts.length} times`);

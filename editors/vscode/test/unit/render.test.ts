@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { initialState, reduce } from '../../src/shared/chatState';
-import { UNSAVED_WARNING, renderItem, toolTarget } from '../../src/shared/render';
+import { UNSAVED_WARNING, alwaysLabel, renderItem, toolTarget } from '../../src/shared/render';
 
 test('approval cards show the diff and the four decisions; model text is escaped', () => {
   let s = initialState('s1');
@@ -88,4 +88,16 @@ test('a user message with a known messageId offers Restore to here and Fork from
   assert.ok(known.includes('data-action="restore" data-message="ab12&quot;x"'), known);
   assert.ok(known.includes('data-action="fork" data-message="ab12&quot;x"'), known);
   assert.ok(!unknown.includes('data-action="restore"') && !unknown.includes('data-action="fork"'), unknown);
+});
+
+test('a web tool\'s approval shows the URL and its host; "Always allow" says for which host', () => {
+  let s = initialState('s1');
+  s = reduce(s, { type: 'approvalRequest', requestId: 'approval-7', params: {
+    sessionId: 's1', runId: 'r', toolCallId: 'call_web', toolName: 'web_fetch', args: { url: 'https://docs.rs/serde?x=<1>' },
+    kind: 'network', title: 'Fetch https://docs.rs/serde', preview: { type: 'fetch', url: 'https://docs.rs/serde?x=<1>', host: 'docs.rs' } } });
+  assert.equal(s.tools.call_web.approval?.host, 'docs.rs');
+  const html = renderItem(s, s.items[0], new Set());
+  assert.ok(html.includes('<pre class="fetch"><span class="prompt">fetch</span> https://docs.rs/serde?x=&lt;1&gt;\n<span class="cwd">from docs.rs</span></pre>'), html);
+  assert.ok(html.includes('data-decision="allowAlways" data-request="approval-7">Always allow for docs.rs</button>'), html);
+  assert.equal(alwaysLabel({}), 'Always allow');
 });

@@ -1,0 +1,54 @@
+/**
+ * The session's background jobs (`bash {background: true}`) as a section above the chat: each
+ * job's status, command, a stop button while it runs, and its output when its fold is open
+ * (the host reads it with `agent/jobOutput` while it is). Pure, so it is unit-tested; every
+ * command and output goes through `escapeHtml`.
+ */
+
+import type { Job } from '../protocol';
+import type { JobItem } from './chatState';
+import { escapeHtml } from './markdown';
+
+/** The fold of a job's output, as the webview remembers it (its opening asks the host to watch the job). */
+export function jobFold(jobId: string): string { return `job:${jobId}`; }
+
+/** "running", "exited 0", "exited 2", "killed", "failed to run". */
+export function jobStatusText(job: Pick<Job, 'status' | 'exitCode'>): string {
+  switch (job.status) {
+    case 'running': return 'running';
+    case 'exited': return job.exitCode === undefined ? 'exited' : `exited ${job.exitCode}`;
+    case 'killed': return 'killed';
+    case 'failed': return 'failed to run';
+    default: return String(job.status);
+  }
+}
+
+/** How long it ran or runs ("4s", "2m 05s"); `now` for a running job. */
+export function jobDuration(job: Pick<Job, 'startedAt' | 'endedAt'>, now: number): string {
+  const ms = Math.max(0, (job.endedAt ?? now) - job.startedAt);
+  const s = Math.floor(ms / 1000);
+  return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`;
+}
+
+/** The title's count: "1 running · 2 ended". */
+export function jobsSummary(jobs: Pick<Job, 'status'>[]): string {
+  const running = jobs.filter((j) => j.status === 'running').length;
+  const ended = jobs.length - running;
+  return [running ? `${running} running` : '', ended ? `${ended} ended` : ''].filter((p) => p !== '').join(' · ');
+}
+
+function renderJob(job: JobItem, open: boolean): string {
+  const id = escapeHtml(job.jobId);
+  const stop = job.status === 'running'
+    ? `<button class="mini danger" title="Stop this job (agent/killJob)" data-action="killJob" data-job="${id}">Stop</button>` : '';
+  const out = job.output === undefined ? '<div class="job-empty">Reading its output…</div>'
+    : job.output === '' ? '<div class="job-empty">No output yet.</div>'
+      : `<pre class="output">${job.truncated ? '<span class="job-cut">… (earlier output cut)</span>\n' : ''}${escapeHtml(job.output)}</pre>`;
+  return `<div class="job status-${escapeHtml(job.status)}" data-job="${id}"><details data-fold="${escapeHtml(jobFold(job.jobId))}"${open ? ' open' : ''}><summary><span class="dot"></span><span class="job-command" title="${escapeHtml(job.command)}">${escapeHtml(job.command)}</span><span class="spacer"></span><span class="badge">${escapeHtml(jobStatusText(job))}</span>${stop}</summary>${open ? out : ''}</details></div>`;
+}
+
+/** The section's HTML; empty when the session has no job (the view hides it then). */
+export function renderJobs(jobs: JobItem[], open: Set<string>): string {
+  if (jobs.length === 0) return '';
+  return `<div class="jobs-title"><span class="jobs-label">Jobs</span> <span class="jobs-count">${escapeHtml(jobsSummary(jobs))}</span></div>${jobs.map((j) => renderJob(j, open.has(jobFold(j.jobId)))).join('')}`;
+}
