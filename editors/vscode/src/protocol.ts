@@ -423,7 +423,8 @@ export type ToolKind = 'read' | 'edit' | 'delete' | 'move' | 'search' | 'execute
 export type ApprovalPreview =
   | { type: 'diff'; path: string; diff: string }
   | { type: 'command'; command: string; cwd: string }
-  | { type: 'fetch'; url: string; host: string };
+  /** `local`: the host is this machine or a local network (judged from the URL alone). */
+  | { type: 'fetch'; url: string; host: string; local?: boolean };
 
 export interface BeforeToolCallParams {
   sessionId: string;

@@ -51,6 +51,10 @@ export interface PendingApproval {
   /** For the web tools (kind `network`): the URL asked for, and the host an "always" answer covers. */
   url?: string;
   host?: string;
+  /** The URL's host is this machine or a local network. */
+  local?: boolean;
+  /** For `web_search`: the query that would be sent. */
+  query?: string;
 }
 
 export type AssistantBlock =
@@ -591,6 +595,8 @@ function applyApprovalRequest(state: ChatState, requestId: string, p: BeforeTool
     cwd: preview?.type === 'command' ? preview.cwd : undefined,
     url: preview?.type === 'fetch' ? preview.url : undefined,
     host: preview?.type === 'fetch' ? preview.host : undefined,
+    local: preview?.type === 'fetch' && preview.local === true ? true : undefined,
+    query: p.kind === 'network' && typeof p.args?.query === 'string' ? p.args.query : undefined,
     savesUnsavedChanges: p.savesUnsavedChanges === true ? true : undefined,
     sandboxNote: sandboxNote(p.sandbox),
     sandboxLayers: sandboxLayers(p.sandbox).length > 0 ? sandboxLayers(p.sandbox) : undefined,

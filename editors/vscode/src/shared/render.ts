@@ -36,6 +36,9 @@ function renderDiff(diff: string): string {
 /** Shown on an approval whose edit would save the user's own unsaved changes too. */
 export const UNSAVED_WARNING = 'Approving also saves your unsaved changes in this file.';
 
+/** Shown on a fetch whose host is this machine or a local network (a request the web could not make). */
+export const LOCAL_WARNING = 'This address is on this machine or your local network.';
+
 /** "Always allow", or for a web tool "Always allow for <host>" (the daemon remembers it per host). */
 export function alwaysLabel(a: Pick<PendingApproval, 'host'>): string {
   return a.host ? `Always allow for ${a.host}` : 'Always allow';
@@ -45,13 +48,14 @@ function renderApproval(tool: ToolItem, a: PendingApproval): string {
   const rid = escapeHtml(a.requestId);
   const preview = a.diff ? renderDiff(a.diff)
     : a.command ? `<pre class="command"><span class="prompt">$</span> ${escapeHtml(a.command)}${a.cwd ? `\n<span class="cwd">in ${escapeHtml(a.cwd)}</span>` : ''}</pre>`
-      : a.url ? `<pre class="fetch"><span class="prompt">${tool.name === 'web_search' ? 'search' : 'fetch'}</span> ${escapeHtml(a.url)}${a.host ? `\n<span class="cwd">from ${escapeHtml(a.host)}</span>` : ''}</pre>`
-        : `<pre class="args">${escapeHtml(JSON.stringify(tool.args, null, 2))}</pre>`;
+      : a.url ? `<pre class="fetch"><span class="prompt">fetch</span> ${escapeHtml(a.url)}${a.host ? `\n<span class="cwd">from ${escapeHtml(a.host)}</span>` : ''}</pre>`
+        : a.query !== undefined ? `<pre class="fetch"><span class="prompt">search the web for</span> ${escapeHtml(a.query)}</pre>`
+          : `<pre class="args">${escapeHtml(JSON.stringify(tool.args, null, 2))}</pre>`;
   const diffBtn = a.diff || tool.name === 'edit' || tool.name === 'write'
     ? `<button class="link" data-action="approvalDiff" data-request="${rid}">Open diff</button>` : '';
   return `<div class="approval" data-request="${rid}">
 <div class="approval-title"><span class="codicon-warn">⚠</span> ${escapeHtml(a.title || `Allow ${tool.name}?`)} ${diffBtn}</div>
-${a.savesUnsavedChanges ? `<div class="approval-warning">${UNSAVED_WARNING}</div>\n` : ''}${a.sandboxNote ? `<div class="approval-sandbox">${escapeHtml(a.sandboxNote)}</div>\n` : ''}${a.sandboxLayers?.length ? `<div class="approval-sandbox layers">Layers: ${escapeHtml(a.sandboxLayers.join(', '))}.</div>\n` : ''}${a.sandboxGaps?.length ? `<div class="approval-sandbox gaps">${NOT_ISOLATED}<ul>${a.sandboxGaps.map((g) => `<li>${escapeHtml(g)}</li>`).join('')}</ul></div>\n` : ''}${preview}
+${a.savesUnsavedChanges ? `<div class="approval-warning">${UNSAVED_WARNING}</div>\n` : ''}${a.local ? `<div class="approval-warning">${LOCAL_WARNING}</div>\n` : ''}${a.sandboxNote ? `<div class="approval-sandbox">${escapeHtml(a.sandboxNote)}</div>\n` : ''}${a.sandboxLayers?.length ? `<div class="approval-sandbox layers">Layers: ${escapeHtml(a.sandboxLayers.join(', '))}.</div>\n` : ''}${a.sandboxGaps?.length ? `<div class="approval-sandbox gaps">${NOT_ISOLATED}<ul>${a.sandboxGaps.map((g) => `<li>${escapeHtml(g)}</li>`).join('')}</ul></div>\n` : ''}${preview}
 <div class="approval-actions">
 <button class="primary" data-action="approve" data-decision="allow" data-request="${rid}">Allow</button>
 <button data-action="approve" data-decision="allowAlways" data-request="${rid}">${escapeHtml(alwaysLabel(a))}</button>
