@@ -1,8 +1,10 @@
 /**
  * The session's background jobs (`bash {background: true}`) as a section above the chat: each
  * job's status, command, a stop button while it runs, and its output when its fold is open
- * (the host reads it with `agent/jobOutput` while it is). Pure, so it is unit-tested; every
- * command and output goes through `escapeHtml`.
+ * (the host reads it with `agent/jobOutput` while it is). The webview puts the pieces into one
+ * element per job and replaces only the piece that changed, so new output never replaces the
+ * Stop button under the pointer. Pure, so it is unit-tested; every command and output goes
+ * through `escapeHtml`.
  */
 
 import type { Job } from '../protocol';
@@ -37,18 +39,22 @@ export function jobsSummary(jobs: Pick<Job, 'status'>[]): string {
   return [running ? `${running} running` : '', ended ? `${ended} ended` : ''].filter((p) => p !== '').join(' · ');
 }
 
-function renderJob(job: JobItem, open: boolean): string {
+/** A job's summary line: its dot, command, status and (while it runs) its stop button. */
+export function jobSummaryHtml(job: JobItem): string {
   const id = escapeHtml(job.jobId);
   const stop = job.status === 'running'
     ? `<button class="mini danger" title="Stop this job (agent/killJob)" data-action="killJob" data-job="${id}">Stop</button>` : '';
-  const out = job.output === undefined ? '<div class="job-empty">Reading its output…</div>'
-    : job.output === '' ? '<div class="job-empty">No output yet.</div>'
-      : `<pre class="output">${job.truncated ? '<span class="job-cut">… (earlier output cut)</span>\n' : ''}${escapeHtml(job.output)}</pre>`;
-  return `<div class="job status-${escapeHtml(job.status)}" data-job="${id}"><details data-fold="${escapeHtml(jobFold(job.jobId))}"${open ? ' open' : ''}><summary><span class="dot"></span><span class="job-command" title="${escapeHtml(job.command)}">${escapeHtml(job.command)}</span><span class="spacer"></span><span class="badge">${escapeHtml(jobStatusText(job))}</span>${stop}</summary>${open ? out : ''}</details></div>`;
+  return `<span class="dot"></span><span class="job-command" title="${escapeHtml(job.command)}">${escapeHtml(job.command)}</span><span class="spacer"></span><span class="badge">${escapeHtml(jobStatusText(job))}</span>${stop}`;
 }
 
-/** The section's HTML; empty when the session has no job (the view hides it then). */
-export function renderJobs(jobs: JobItem[], open: Set<string>): string {
-  if (jobs.length === 0) return '';
-  return `<div class="jobs-title"><span class="jobs-label">Jobs</span> <span class="jobs-count">${escapeHtml(jobsSummary(jobs))}</span></div>${jobs.map((j) => renderJob(j, open.has(jobFold(j.jobId)))).join('')}`;
+/** An unfolded job's output as last read (its newest lines last). */
+export function jobBodyHtml(job: JobItem): string {
+  if (job.output === undefined) return '<div class="job-empty">Reading its output…</div>';
+  if (job.output === '') return '<div class="job-empty">No output yet.</div>';
+  return `<pre class="output">${job.truncated ? '<span class="job-cut">… (earlier output cut)</span>\n' : ''}${escapeHtml(job.output)}</pre>`;
+}
+
+/** The section's title: "Jobs 1 running · 2 ended". */
+export function jobsTitleHtml(jobs: Pick<Job, 'status'>[]): string {
+  return `<span class="jobs-label">Jobs</span> <span class="jobs-count">${escapeHtml(jobsSummary(jobs))}</span>`;
 }

@@ -9,7 +9,7 @@ import { actionForKey, primaryLabel } from '../shared/input';
 import { escapeHtml } from '../shared/markdown';
 import type { HostToView, ViewStatus, ViewToHost } from '../shared/messages';
 import type { ControlsView } from '../shared/controls';
-import { jobFold, renderJobs } from '../shared/jobs';
+import { jobBodyHtml, jobFold, jobsTitleHtml, jobSummaryHtml } from '../shared/jobs';
 import { renderPlan } from '../shared/plan';
 import { renderItem } from '../shared/render';
 import { CompletionPopup } from './completionPopup';
@@ -37,7 +37,7 @@ const followBtn = $<HTMLButtonElement>('followup');
 const stopBtn = $<HTMLButtonElement>('stop');
 
 /** The HTML last written into each chrome element (queue, chips, usage, banner). */
-const chromeHtml = new Map<HTMLElement, string>();
+const chromeHtml = new WeakMap<HTMLElement, string>();
 
 /**
  * Replaces an element's HTML only when it changed. Rewriting it at every frame of a streaming
@@ -116,9 +116,33 @@ function renderPlanPanel(): void {
 function renderJobsPanel(): void {
   const el = $('jobs');
   el.hidden = state.jobs.length === 0;
-  const before = chromeHtml.get(el);
-  setHtml(el, renderJobs(state.jobs, open));
-  if (chromeHtml.get(el) !== before) el.querySelectorAll<HTMLElement>('pre.output').forEach((pre) => { pre.scrollTop = pre.scrollHeight; });
+  let title = el.querySelector<HTMLElement>(':scope > .jobs-title');
+  if (!title) { title = document.createElement('div'); title.className = 'jobs-title'; el.prepend(title); }
+  setHtml(title, jobsTitleHtml(state.jobs));
+  const seen = new Set<string>();
+  let prev: Element = title;
+  for (const job of state.jobs) {
+    seen.add(job.jobId);
+    let row = el.querySelector<HTMLElement>(`:scope > .job[data-job="${CSS.escape(job.jobId)}"]`);
+    if (!row) {
+      row = document.createElement('div');
+      row.dataset.job = job.jobId;
+      row.innerHTML = `<details data-fold="${escapeHtml(jobFold(job.jobId))}"><summary></summary><div class="job-body"></div></details>`;
+      prev.after(row);
+    }
+    row.className = `job status-${job.status}`;
+    const details = row.querySelector('details') as HTMLDetailsElement;
+    const isOpen = open.has(jobFold(job.jobId));
+    if (details.open !== isOpen) details.open = isOpen;
+    setHtml(details.querySelector('summary') as HTMLElement, jobSummaryHtml(job));
+    const body = details.querySelector<HTMLElement>('.job-body') as HTMLElement;
+    const before = chromeHtml.get(body);
+    setHtml(body, isOpen ? jobBodyHtml(job) : '');
+    // Follow the newest output, as a terminal does.
+    if (chromeHtml.get(body) !== before) body.querySelectorAll<HTMLElement>('pre.output').forEach((pre) => { pre.scrollTop = pre.scrollHeight; });
+    prev = row;
+  }
+  for (const row of Array.from(el.querySelectorAll<HTMLElement>(':scope > .job'))) if (!seen.has(row.dataset.job ?? '')) row.remove();
 }
 
 /** Opens a job's output (its fold) and has the host read it while it is open. */

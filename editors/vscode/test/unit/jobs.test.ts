@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { AgentEventParams, Job } from '../../src/protocol';
 import { initialState, reduce, runningJobs } from '../../src/shared/chatState';
-import { jobDuration, jobFold, jobsSummary, jobStatusText, renderJobs } from '../../src/shared/jobs';
+import { jobBodyHtml, jobDuration, jobsSummary, jobStatusText, jobsTitleHtml, jobSummaryHtml } from '../../src/shared/jobs';
 
 const tick: Job = { jobId: 'j1', command: 'while true; do echo tick; sleep 0.2; done', status: 'running', startedAt: 1000 };
 const update = (seq: number, job: Job, sessionId = 's1'): AgentEventParams => ({ sessionId, runId: 'r1', seq, event: { type: 'job_update', job } });
@@ -51,19 +51,17 @@ test('status words, durations and the section title', () => {
   assert.equal(jobsSummary([{ status: 'running' }]), '1 running');
 });
 
-test('the Jobs section: a running job has a stop button; an open one shows its output, escaped, and says when it was cut', () => {
-  const jobs = [{ ...tick, command: 'echo <b>', output: 'a < b\n', truncated: true }, { jobId: 'j2', command: 'make', status: 'exited' as const, exitCode: 1, startedAt: 0, endedAt: 1 }];
-  const closed = renderJobs(jobs, new Set());
-  assert.ok(closed.includes('<span class="jobs-count">1 running · 1 ended</span>'), closed);
-  assert.ok(closed.includes('<span class="job-command" title="echo &lt;b&gt;">echo &lt;b&gt;</span>'), closed);
-  assert.ok(closed.includes('<button class="mini danger" title="Stop this job (agent/killJob)" data-action="killJob" data-job="j1">Stop</button>'), closed);
-  assert.equal((closed.match(/data-action="killJob"/g) ?? []).length, 1, 'an ended job has no stop button');
-  assert.ok(closed.includes('<span class="badge">exited 1</span>'), closed);
-  assert.ok(!closed.includes('<pre'), 'closed folds hold no output');
-  const opened = renderJobs(jobs, new Set([jobFold('j1')]));
-  assert.ok(opened.includes(`data-fold="${jobFold('j1')}" open>`), opened);
-  assert.ok(opened.includes('<pre class="output"><span class="job-cut">… (earlier output cut)</span>\na &lt; b\n</pre>'), opened);
-  assert.ok(renderJobs([{ ...tick }], new Set([jobFold('j1')])).includes('Reading its output…'));
-  assert.ok(renderJobs([{ ...tick, output: '' }], new Set([jobFold('j1')])).includes('No output yet.'));
-  assert.equal(renderJobs([], new Set()), '');
+test('the Jobs section: a running job has a stop button; its output is escaped and says when it was cut', () => {
+  const running = { ...tick, command: 'echo <b>', output: 'a < b\n', truncated: true };
+  const ended = { jobId: 'j2', command: 'make', status: 'exited' as const, exitCode: 1, startedAt: 0, endedAt: 1 };
+  assert.equal(jobsTitleHtml([running, ended]), '<span class="jobs-label">Jobs</span> <span class="jobs-count">1 running · 1 ended</span>');
+  const head = jobSummaryHtml(running);
+  assert.ok(head.includes('<span class="job-command" title="echo &lt;b&gt;">echo &lt;b&gt;</span>'), head);
+  assert.ok(head.includes('<span class="badge">running</span><button class="mini danger" title="Stop this job (agent/killJob)" data-action="killJob" data-job="j1">Stop</button>'), head);
+  const endedHead = jobSummaryHtml(ended);
+  assert.ok(endedHead.includes('<span class="badge">exited 1</span>') && !endedHead.includes('killJob'), endedHead);
+  assert.equal(jobBodyHtml(running), '<pre class="output"><span class="job-cut">… (earlier output cut)</span>\na &lt; b\n</pre>');
+  assert.ok(jobBodyHtml({ ...tick }).includes('Reading its output…'));
+  assert.ok(jobBodyHtml({ ...tick, output: '' }).includes('No output yet.'));
+  assert.equal(jobBodyHtml({ ...tick, output: 'x', truncated: false }), '<pre class="output">x</pre>');
 });
