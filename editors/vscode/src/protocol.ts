@@ -122,7 +122,7 @@ export interface TodoItem { content: string; status: TodoStatus }
 /** Where a background job stands: `failed` is one that could not run (no exit code). */
 export type JobStatus = 'running' | 'exited' | 'killed' | 'failed';
 /** A background job (`bash {background: true}`; `job_update`, `agent/getState.jobs`, `agent/listJobs`); times in ms since the epoch. */
-export interface Job { jobId: string; command: string; status: JobStatus; exitCode?: number; startedAt: number; endedAt?: number }
+export interface Job { jobId: string; command: string; status: JobStatus; exitCode?: number | null; startedAt: number; endedAt?: number }
 /** `agent/listJobs`, `agent/killJob`, `agent/jobOutput` params (`jobId` for the last two). */
 export interface JobParams { sessionId: string; jobId: string }
 export interface ListJobsResult { jobs: Job[] }

@@ -14,13 +14,14 @@ import { escapeHtml } from './markdown';
 /** The fold of a job's output, as the webview remembers it (its opening asks the host to watch the job). */
 export function jobFold(jobId: string): string { return `job:${jobId}`; }
 
-/** "running", "exited 0", "exited 2", "killed", "failed to run". */
+/** "running", "exited 0", "exited 2", "killed", "failed", "failed 125" (the sandbox could not start it). */
 export function jobStatusText(job: Pick<Job, 'status' | 'exitCode'>): string {
+  const code = typeof job.exitCode === 'number' ? ` ${job.exitCode}` : '';
   switch (job.status) {
     case 'running': return 'running';
-    case 'exited': return job.exitCode === undefined ? 'exited' : `exited ${job.exitCode}`;
+    case 'exited': return `exited${code}`;
     case 'killed': return 'killed';
-    case 'failed': return 'failed to run';
+    case 'failed': return `failed${code}`;
     default: return String(job.status);
   }
 }

@@ -37,11 +37,22 @@ function renderDiff(diff: string): string {
 export const UNSAVED_WARNING = 'Approving also saves your unsaved changes in this file.';
 
 /** Shown on a fetch whose host is this machine or a local network (a request the web could not make). */
-export const LOCAL_WARNING = 'This address is on this machine or your local network.';
+export function localWarning(host: string): string {
+  return `${host} is this machine or a local network: approving lets the agent read from it.`;
+}
 
-/** "Always allow", or for a web tool "Always allow for <host>" (the daemon remembers it per host). */
-export function alwaysLabel(a: Pick<PendingApproval, 'host'>): string {
-  return a.host ? `Always allow for ${a.host}` : 'Always allow';
+/**
+ * The site an "always" answer for a fetch covers: the URL's host, with its port when it is not
+ * the scheme's default (what `URL.host` gives); the preview's host when the URL does not parse.
+ */
+export function siteOf(url: string | undefined, host: string | undefined): string | undefined {
+  try { return url ? new URL(url).host || host : host; } catch { return host; }
+}
+
+/** "Always allow", or for a web fetch "Always allow for <site>" (the daemon remembers it per site). */
+export function alwaysLabel(a: Pick<PendingApproval, 'host' | 'url'>): string {
+  const site = siteOf(a.url, a.host);
+  return site ? `Always allow for ${site}` : 'Always allow';
 }
 
 function renderApproval(tool: ToolItem, a: PendingApproval): string {
@@ -55,7 +66,7 @@ function renderApproval(tool: ToolItem, a: PendingApproval): string {
     ? `<button class="link" data-action="approvalDiff" data-request="${rid}">Open diff</button>` : '';
   return `<div class="approval" data-request="${rid}">
 <div class="approval-title"><span class="codicon-warn">⚠</span> ${escapeHtml(a.title || `Allow ${tool.name}?`)} ${diffBtn}</div>
-${a.savesUnsavedChanges ? `<div class="approval-warning">${UNSAVED_WARNING}</div>\n` : ''}${a.local ? `<div class="approval-warning">${LOCAL_WARNING}</div>\n` : ''}${a.sandboxNote ? `<div class="approval-sandbox">${escapeHtml(a.sandboxNote)}</div>\n` : ''}${a.sandboxLayers?.length ? `<div class="approval-sandbox layers">Layers: ${escapeHtml(a.sandboxLayers.join(', '))}.</div>\n` : ''}${a.sandboxGaps?.length ? `<div class="approval-sandbox gaps">${NOT_ISOLATED}<ul>${a.sandboxGaps.map((g) => `<li>${escapeHtml(g)}</li>`).join('')}</ul></div>\n` : ''}${preview}
+${a.savesUnsavedChanges ? `<div class="approval-warning">${UNSAVED_WARNING}</div>\n` : ''}${a.local ? `<div class="approval-warning">${escapeHtml(localWarning(siteOf(a.url, a.host) ?? 'This address'))}</div>\n` : ''}${a.sandboxNote ? `<div class="approval-sandbox">${escapeHtml(a.sandboxNote)}</div>\n` : ''}${a.sandboxLayers?.length ? `<div class="approval-sandbox layers">Layers: ${escapeHtml(a.sandboxLayers.join(', '))}.</div>\n` : ''}${a.sandboxGaps?.length ? `<div class="approval-sandbox gaps">${NOT_ISOLATED}<ul>${a.sandboxGaps.map((g) => `<li>${escapeHtml(g)}</li>`).join('')}</ul></div>\n` : ''}${preview}
 <div class="approval-actions">
 <button class="primary" data-action="approve" data-decision="allow" data-request="${rid}">Allow</button>
 <button data-action="approve" data-decision="allowAlways" data-request="${rid}">${escapeHtml(alwaysLabel(a))}</button>

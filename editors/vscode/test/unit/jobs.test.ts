@@ -44,7 +44,10 @@ test('status words, durations and the section title', () => {
   assert.equal(jobStatusText({ status: 'exited', exitCode: 0 }), 'exited 0');
   assert.equal(jobStatusText({ status: 'exited', exitCode: 2 }), 'exited 2');
   assert.equal(jobStatusText({ status: 'killed' }), 'killed');
-  assert.equal(jobStatusText({ status: 'failed' }), 'failed to run');
+  assert.equal(jobStatusText({ status: 'failed', exitCode: null }), 'failed');
+  assert.equal(jobStatusText({ status: 'failed', exitCode: 125 }), 'failed 125');
+  assert.equal(jobStatusText({ status: 'killed', exitCode: null }), 'killed');
+  assert.equal(jobStatusText({ status: 'exited', exitCode: null }), 'exited');
   assert.equal(jobDuration({ startedAt: 1000, endedAt: 5500 }, 0), '4s');
   assert.equal(jobDuration({ startedAt: 0 }, 125_000), '2m 05s');
   assert.equal(jobsSummary([{ status: 'running' }, { status: 'killed' }, { status: 'exited' }]), '1 running · 2 ended');
