@@ -34,7 +34,10 @@ use crate::mcp::config::ConfigError;
 use crate::model_registry::{EnvSource, ModelError, ResolvedModel, clamp_thinking, resolve_model};
 use crate::sandbox::{self, Sandbox, SandboxParts, SandboxSetting};
 use crate::store::{ForkPoint, SessionContext, SessionError, SessionFile, SessionStore};
-use crate::tools::{DiskWorkspace, ToolOptions, Workspace, coding_tools};
+use crate::tools::web::{self, FetchSettings};
+use crate::tools::{
+    AskHandle, AskUserTool, DiskWorkspace, Jobs, ToolOptions, Workspace, coding_tools,
+};
 
 pub use approval::ApprovalGate;
 pub use commands::{Builtin, CommandInfo, Expansion, SessionCommands};
@@ -184,6 +187,11 @@ pub struct AssembledSession {
     pub sandbox: Arc<Sandbox>,
     /// The plan the model keeps with `todo_write` (restored from the session file).
     pub plan: Arc<Plan>,
+    /// How `ask_user` and the MCP servers' elicitations reach the user: connected to the front
+    /// end when the session is created.
+    pub ask: AskHandle,
+    /// The session's background jobs (`bash` with `background: true`).
+    pub jobs: Arc<Jobs>,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -273,23 +281,33 @@ pub fn assemble(
         quarantine: sandbox::quarantine_dir(&spec.env, &session_id),
         hidden: sandbox::hidden_paths(&spec.env),
     });
+    let jobs = Jobs::new();
     let options = ToolOptions {
         env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],
         sandbox: Some(sandbox.clone()),
+        jobs: Some(jobs.clone()),
         ..ToolOptions::default()
     };
     // A front end's `bash` that runs commands elsewhere (ACP's client terminals) gets the
     // options too: a command the sandbox confines runs here, sandboxed, never outside it.
     let extra_tools = front_end.extra_tools(&workspace, &options);
+    let web = FetchSettings {
+        spill_dir: options.spill_dir.clone(),
+    };
     let mut tools = coding_tools(workspace.clone(), options);
+    tools.push(Arc::new(plan.tool()));
+    let ask = AskHandle::default();
+    tools.push(Arc::new(AskUserTool::new(ask.clone())));
+    // The web tools, for every front end: `web_search` only with a search service configured.
+    let search = web::search_config(&spec.env);
+    tools.extend(web::web_tools(web, search.backend));
     // A front end's tool replaces the coding tool of its name (ACP's `bash` in client terminals).
     for extra in extra_tools {
         tools.retain(|tool| tool.name() != extra.name());
         tools.push(extra);
     }
-    tools.push(Arc::new(plan.tool()));
-    let tools = journal.wrap(tools, &workspace);
-    let (tools, mcp_errors) = mcp::attach(&spec.mcp, &cwd, &spec.env, tools);
+    let tools = journal.wrap(tools, &workspace, &jobs);
+    let (tools, mcp_errors) = mcp::attach(&spec.mcp, &cwd, &spec.env, tools, &ask);
     let tools = Arc::new(tools);
     let date = crate::store::time::iso_now();
     let today = date.get(..10).unwrap_or(&date);
@@ -300,6 +318,7 @@ pub fn assemble(
     let guard = Arc::new(LoopGuard::new(spec.limits));
     let (settings, mut warnings) = compaction_settings(&spec.env, &spec.compaction);
     warnings.extend(sandbox_warning);
+    warnings.extend(search.warnings);
     warnings.extend(journal.collect_if_large(journal::gc::auto_limit(&spec.env)));
     let found = resources::load(&cwd, &spec.env, spec.context_files);
     let mut prompt = system_prompt(&cwd, today, front_end.prompt_note());
@@ -349,6 +368,8 @@ pub fn assemble(
         gate: Arc::new(ApprovalGate::new(sandbox.clone())),
         sandbox,
         plan,
+        ask,
+        jobs,
     })
 }
 

@@ -467,9 +467,13 @@ impl Registry {
 #[cfg(test)]
 mod tests;
 
-/// The environment variables that hold the daemon's model keys: every built-in provider's key
-/// variable, and the variables `models.json` names for keys and headers (`$VAR`, `${VAR}`, or
-/// a bare name that is set). Sandboxed commands do not get them (issue 30).
+/// The key variables of the web search services (`web_search`: Brave, Tavily).
+pub const SEARCH_KEY_VARS: [&str; 2] = ["BRAVE_API_KEY", "TAVILY_API_KEY"];
+
+/// The environment variables that hold the daemon's keys: every built-in provider's key
+/// variable, the web search services' ([`SEARCH_KEY_VARS`]), and the variables `models.json`
+/// names for keys and headers (`$VAR`, `${VAR}`, or a bare name that is set). Sandboxed
+/// commands do not get them (issue 30).
 pub fn secret_env_names(env: &EnvSource) -> Vec<String> {
     let mut names: Vec<String> = crate::provider::api_key::PROVIDERS
         .iter()
@@ -479,6 +483,7 @@ pub fn secret_env_names(env: &EnvSource) -> Vec<String> {
                 .map(|v| v.to_string())
         })
         .collect();
+    names.extend(SEARCH_KEY_VARS.iter().map(|v| v.to_string()));
     let file = env
         .config_dir()
         .map(|d| d.join("models.json"))

@@ -32,6 +32,8 @@ pub struct ClientCaps {
     pub read_text_file: bool,
     pub write_text_file: bool,
     pub terminal: bool,
+    /// The client answers form elicitations (`elicitation/create`): questions for the user.
+    pub elicitation_form: bool,
 }
 
 /// How long a file request may take before the tool fails.
@@ -307,7 +309,7 @@ impl Workspace for ClientWorkspace {
 /// `bash` in a client terminal: created, shown in the tool call, waited for (racing the
 /// timeout and the abort, which kill it), read, released. A command the session's sandbox
 /// confines runs in the local `bash` instead, sandboxed: the client's terminal is outside
-/// agent-lsp, where no sandbox of ours applies.
+/// agent-lsp, where no sandbox of ours applies. So does a background job (`background: true`).
 struct TerminalBash {
     decl: ToolDeclaration,
     root: PathBuf,
@@ -328,6 +330,11 @@ impl AgentTool for TerminalBash {
         cancel: CancellationToken,
         on_update: ToolUpdater,
     ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        // A background job runs here: ACP's terminals have no way to read a job's new output
+        // only, and the session's jobs (listing, stopping, their end with the session) are ours.
+        if args.get("background").and_then(Value::as_bool) == Some(true) {
+            return self.local.execute(id, args, cancel, on_update);
+        }
         let escalates = args.get("sandbox").and_then(Value::as_bool) == Some(false);
         let mode = match &self.sandbox {
             Some(sandbox) => sandbox.call_mode(&id, escalates),

@@ -36,6 +36,7 @@ use crate::rpc::outgoing::{CancelNotice, Outgoing, Replies};
 use crate::rpc::output::DEFAULT_DELTA_INTERVAL;
 use crate::rpc::output::Output;
 use crate::store::SessionStore;
+use crate::tools::jobs::END_WITHIN as JOBS_END;
 
 /// The extension method for steering a running turn (advertised in `agentCapabilities._meta`).
 pub const STEER: &str = "_agent-lsp/steer";
@@ -145,6 +146,9 @@ impl Conn {
         for session in &sessions {
             let _ = tokio::time::timeout(Duration::from_secs(3), session.wait_idle()).await;
         }
+        // Nothing a session started outlives the agent.
+        let ending = sessions.iter().map(|session| session.end_jobs());
+        let _ = tokio::time::timeout(JOBS_END, futures_util::future::join_all(ending)).await;
         self.hub.shutdown().await;
         // The process exits right after (no destructors): close the session files now.
         for session in &sessions {
@@ -228,6 +232,7 @@ impl Conn {
             read_text_file: caps.fs.read_text_file,
             write_text_file: caps.fs.write_text_file,
             terminal: caps.terminal,
+            elicitation_form: (caps.elicitation.as_ref()).is_some_and(|e| e.supports_form()),
         };
         let session_caps = acp::SessionCapabilities::new()
             .list(acp::SessionListCapabilities::new())
@@ -416,7 +421,8 @@ impl Conn {
         to_value(acp::ListSessionsResponse::new(sessions))
     }
 
-    /// `session/close`: cancels its work and frees it; the file stays (load or resume it).
+    /// `session/close`: cancels its work, stops its background jobs and frees it; the file stays
+    /// (load or resume it).
     /// Answered from a task of its own once the session is idle (at most 5 s), so the loop keeps
     /// reading meanwhile: the session may need the client's answer to a request to stop.
     fn close_session(
@@ -429,6 +435,7 @@ impl Conn {
         let (conn, id) = (self.clone(), id.clone());
         tokio::spawn(async move {
             let _ = tokio::time::timeout(Duration::from_secs(5), session.wait_idle()).await;
+            let _ = tokio::time::timeout(JOBS_END, session.end_jobs()).await;
             lock(&conn.sessions).remove(&session.id);
             drop(session);
             conn.out

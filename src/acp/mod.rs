@@ -6,12 +6,14 @@
 //! Code map: `conn` (the loop and every method; it builds sessions and hands them their
 //! hooks), `session` (one session: runs, follow-ups, mode, persistence), `updates` (pi's events
 //! → `session/update`, and the replay of `session/load`), `permission` (ACP's side of the
-//! core's approval gate: the mode as policy, `session/request_permission`), `trust` (the
+//! core's approval gate: the mode as policy, `session/request_permission`), `ask_user`
+//! (questions for the user: `elicitation/create`, else a permission request), `trust` (the
 //! project's MCP servers, asked before a turn), `texts` (a changed file's text for diffs),
 //! `chunks` (the session's updates in order, message chunks merged and paced), `content`
 //! (prompt blocks → pi's), `options` (modes and config options), `client` (the client's
 //! capabilities, file system and terminals as the tools' workspace and `bash`).
 
+mod ask_user;
 mod auth;
 mod chunks;
 mod client;

@@ -23,18 +23,21 @@ use crate::tools::{self, Workspace};
 /// After `session/cancel`, how long the client has to answer `cancelled` before we stop waiting.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
-/// Tools that change nothing: allowed in plan mode.
+/// Tools that change nothing (and `bash_kill`, which only stops a job): allowed in plan mode.
 fn is_read_only(session: &AcpSession, tool: &str) -> bool {
     match session.tools.mcp_info(tool) {
         Some(info) => info.kind == "read",
-        None => tools::is_read_only(tool),
+        None => tools::allowed_by_default(tool),
     }
 }
 
-/// ACP's standing policy: the session's mode.
+/// ACP's standing policy: the session's mode. The web tools (kind `network`) change nothing in
+/// the workspace, so plan mode asks about them rather than refusing; `acceptEdits` asks too, and
+/// only `bypassPermissions` runs them unasked.
 pub(super) fn policy(session: &AcpSession, tool: &str) -> Policy {
     let mode = session.mode();
-    if mode == Mode::Plan && !is_read_only(session, tool) {
+    let network = tools::tool_kind(tool) == tools::ToolKind::Network;
+    if mode == Mode::Plan && !is_read_only(session, tool) && !network {
         return Policy::Block(format!(
             "Tool \"{tool}\" was not run: the session is in plan mode, where nothing may be \
              changed. Read and search, then present a plan; the user leaves plan mode to carry \
@@ -94,6 +97,13 @@ pub(super) async fn ask(
     let mut tool_call = look.as_update(&call.id, &call.name, &ctx.args);
     if let Some(diff) = proposed_diff(&*session.workspace, &call.name, &ctx.args).await {
         tool_call.fields.content = Some(vec![acp::ToolCallContent::Diff(diff)]);
+    }
+    // A fetch from this machine or its network says so: the internet cannot read there.
+    // (From the URL alone: a preview of an edit would read the file through the client again.)
+    if let Some(note) = local_fetch_note(&call.name, &ctx.args) {
+        let note = updates::text_block(&note);
+        tool_call.fields.content =
+            Some(vec![acp::ToolCallContent::Content(acp::Content::new(note))]);
     }
     // The sandbox's word on this call: an escalation or an unavailable sandbox is named in the
     // title, so the user knows the command would run with their full rights.
@@ -155,6 +165,15 @@ pub(super) async fn ask(
             }),
         _ => Err("The turn was cancelled before the tool call was approved".into()),
     }
+}
+
+/// What approving a `web_fetch` of a local host means; `None` for other calls and hosts.
+fn local_fetch_note(tool: &str, args: &Value) -> Option<String> {
+    let url = args.get("url").and_then(Value::as_str);
+    let target = tools::web::Target::parse(url.filter(|_| tool == tools::web::WEB_FETCH)?).ok()?;
+    target
+        .is_local()
+        .then(|| tools::web::fetch_note(target.url.as_str(), &target.host(), true))
 }
 
 /// The whole-file diff an `edit` or `write` would make, computed without changing anything.

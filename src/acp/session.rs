@@ -88,8 +88,8 @@ struct Prompt {
     delivered: bool,
 }
 
-/// How long a permission request waits for the user.
-const ASK_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+/// How long a permission request or a question waits for the user.
+pub(super) const ASK_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 /// What a prompt gets while a `/compact` runs.
 pub(super) const COMPACTING: &str =
@@ -118,6 +118,9 @@ pub struct AcpView {
     updates: Updates,
     /// The text of the file an allowed `edit`/`write` is about to change, by tool call id.
     before: Mutex<HashMap<String, (PathBuf, Option<String>)>>,
+    /// The last update of each background job that changed between turns, by job id: sent when
+    /// the next turn opens (an update belongs to a request of its session).
+    held_jobs: Mutex<Vec<(String, acp::SessionUpdate)>>,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -136,6 +139,7 @@ impl AcpView {
             prompts: Mutex::default(),
             translator: Mutex::default(),
             before: Mutex::default(),
+            held_jobs: Mutex::default(),
         }
     }
 
@@ -146,6 +150,19 @@ impl AcpView {
 
     pub(super) fn answer(&self, id: &Id, result: Result<Value, ResponseError>) {
         self.out.output().send(&Response::new(Some(id), result));
+    }
+
+    /// A background job's update: sent while a turn is open, else held for the next one (only
+    /// its latest is kept). Decided under the prompts' lock, which a prompt's opening takes too.
+    pub(super) fn job_update(&self, job_id: &str, update: acp::SessionUpdate) {
+        let prompts = lock(&self.prompts);
+        if !prompts.is_empty() {
+            self.notify(update);
+            return;
+        }
+        let mut held = lock(&self.held_jobs);
+        held.retain(|(id, _)| id != job_id);
+        held.push((job_id.to_owned(), update));
     }
 
     /// The run took the message `message_id`: the prompts it took before are answered
@@ -282,11 +299,18 @@ impl AcpSession {
         let blocks = self.with_mode_note(blocks);
         // Waiting before the session can take it: its answer never races its registration.
         let message_id = self.reserve_id();
-        lock(&self.view.prompts).push_back(Prompt {
-            message_id: message_id.clone(),
-            id: id.clone(),
-            delivered: false,
-        });
+        {
+            let mut prompts = lock(&self.view.prompts);
+            prompts.push_back(Prompt {
+                message_id: message_id.clone(),
+                id: id.clone(),
+                delivered: false,
+            });
+            // What the session's jobs did between turns, first in this one.
+            for (_, update) in lock(&self.view.held_jobs).drain(..) {
+                self.view.notify(update);
+            }
+        }
         if let Err(e) = self.enqueue_as(QueueKind::FollowUp, blocks, message_id.clone()) {
             lock(&self.view.prompts).retain(|p| p.message_id != message_id);
             let error = match e {

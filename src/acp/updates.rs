@@ -101,6 +101,8 @@ impl ToolLook<'_> {
             Some(info) => info.kind,
             // Planning is ACP's `think`: clients show the plan itself from the `plan` update.
             None if tool == crate::tools::TODO_WRITE => "think",
+            // ACP's name for what reaches the network: `fetch`.
+            None if crate::tools::tool_kind(tool) == crate::tools::ToolKind::Network => "fetch",
             None => crate::tools::tool_kind(tool).as_str(),
         };
         serde_json::from_value(Value::from(kind)).unwrap_or(acp::ToolKind::Other)
@@ -132,7 +134,12 @@ impl ToolLook<'_> {
             return info.title;
         }
         match tool {
+            "bash" if args.get("background").and_then(Value::as_bool) == Some(true) => {
+                format!("Run in the background: {}", arg("command"))
+            }
             "bash" => format!("Run: {}", arg("command")),
+            crate::tools::BASH_OUTPUT => format!("Read the output of {}", arg("jobId")),
+            crate::tools::BASH_KILL => format!("Stop {}", arg("jobId")),
             "write" => format!("Write {}", arg("path")),
             "edit" => format!("Edit {}", arg("path")),
             "read" => format!("Read {}", arg("path")),
@@ -143,6 +150,10 @@ impl ToolLook<'_> {
                 args.get("path").and_then(Value::as_str).unwrap_or(".")
             ),
             crate::tools::TODO_WRITE => "Update the plan".to_owned(),
+            crate::tools::ASK_USER => format!("Ask: {}", arg("question")),
+            crate::tools::web::WEB_FETCH | crate::tools::web::WEB_SEARCH => {
+                crate::tools::web::approval_title(tool, args)
+            }
             _ => format!("{tool} {args}"),
         }
     }
@@ -208,6 +219,24 @@ pub fn with_terminal(update: acp::SessionUpdate, terminal: Option<String>) -> ac
 pub fn status(id: &str, status: acp::ToolCallStatus) -> acp::SessionUpdate {
     let fields = acp::ToolCallUpdateFields::new().status(status);
     acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(id.to_owned(), fields))
+}
+
+/// A background job started or ended: the `bash` call that started it (`call`) retitled with
+/// its state, the job in `_meta["agent-lsp"].job`.
+pub fn job_update(call: &str, job: &crate::tools::JobInfo) -> acp::SessionUpdate {
+    let state = match (job.status, job.exit_code) {
+        (crate::tools::JobStatus::Running, _) => "running".to_owned(),
+        (status, Some(code)) => format!("{}, exit code {code}", status.as_str()),
+        (status, None) => status.as_str().to_owned(),
+    };
+    let title = format!(
+        "Run in the background: {} ({}: {state})",
+        job.command, job.job_id
+    );
+    let fields = acp::ToolCallUpdateFields::new().title(title);
+    let meta = serde_json::json!({"agent-lsp": {"job": job}});
+    let update = acp::ToolCallUpdate::new(call.to_owned(), fields).meta(meta.as_object().cloned());
+    acp::SessionUpdate::ToolCallUpdate(update)
 }
 
 /// A whole-file diff of `path`: `old` is `None` for a new file.

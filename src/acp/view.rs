@@ -1,5 +1,6 @@
 //! How an ACP session decides, asks and shows ([`View`] of [`AcpView`]): its mode as the
-//! approval policy and `session/request_permission` to ask (`permission.rs`), the project's MCP
+//! approval policy and `session/request_permission` to ask (`permission.rs`), questions for the
+//! user (`ask_user.rs`), the project's MCP
 //! servers asked about before a turn's first request (`trust.rs`), every loop event translated
 //! into `session/update`s, and each prompt answered as the run takes the next one or settles.
 
@@ -18,6 +19,7 @@ use crate::agent::message::AgentMessage;
 use crate::core::approval::{Answer, Policy};
 use crate::core::session::{Event, View};
 use crate::sandbox::MustAsk;
+use crate::tools::{Question, UserAnswer};
 
 impl View for AcpView {
     fn policy(&self, session: &AcpSession, tool: &str, _args: &Value) -> Policy {
@@ -37,6 +39,15 @@ impl View for AcpView {
         })
     }
 
+    fn ask_user<'a>(
+        &'a self,
+        session: &'a Arc<AcpSession>,
+        question: &'a Question,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, UserAnswer> {
+        Box::pin(crate::acp::ask_user::ask(session, question, cancel))
+    }
+
     fn show(&self, session: &AcpSession, _run: Option<&str>, event: Event<'_>) {
         match event {
             Event::Agent(event) => self.show_agent_event(session, event),
@@ -47,6 +58,12 @@ impl View for AcpView {
             }
             Event::Plan(update) => session.show_plan(&update.todos),
             Event::Settled(end) => self.settled(&end.outcome, end.stop.is_some()),
+            Event::Job(job) => {
+                if let Ok(started) = session.jobs.get(&job.job_id) {
+                    let update = updates::job_update(&started.call_id, job);
+                    self.job_update(&job.job_id, update);
+                }
+            }
             Event::Queues(_) | Event::Guard(_) | Event::Allowed(_) | Event::RunEnded(_) => {}
         }
     }

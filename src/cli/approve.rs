@@ -10,11 +10,11 @@ use crate::core::approval::Policy;
 use crate::mcp::config::Policy as McpPolicy;
 use crate::mcp::tool::McpToolInfo;
 use crate::sandbox::MustAsk;
-use crate::tools::is_read_only;
+use crate::tools::{ToolKind, is_read_only, tool_kind};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum Approval {
-    /// Every tool runs, including edits, writes and bash.
+    /// Every tool runs, including edits, writes, bash and the web tools.
     All,
     /// Only tools that cannot change anything run (read, grep, find, ls).
     #[default]
@@ -29,6 +29,11 @@ impl Approval {
         match self {
             Approval::All => None,
             Approval::ReadOnly if is_read_only(tool) => None,
+            Approval::ReadOnly if tool_kind(tool) == ToolKind::Network => Some(format!(
+                "Tool `{tool}` was not run: this agent-lsp run only allows read-only tools \
+                 (read, grep, find, ls), and {tool} reaches the network. To allow it, the user \
+                 can run again with --approve all."
+            )),
             Approval::ReadOnly => Some(format!(
                 "Tool `{tool}` was not run: this agent-lsp run only allows read-only tools \
                  (read, grep, find, ls). To allow edits, writes and bash, the user can run again \

@@ -1,7 +1,7 @@
 //! `agent-lsp doctor`: what agent-lsp would use here and what stands in its way — the model and
 //! where that choice came from, the providers' keys, the model's endpoint when asked
-//! (`--online`), the command sandbox, the session directory, the MCP servers and their trust,
-//! and how editors find the binary. Each problem says how to fix it; any problem exits 1.
+//! (`--online`), the command sandbox, the session directory, web search, the MCP servers and
+//! their trust, and how editors find the binary. Each problem says how to fix it; any problem exits 1.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -124,6 +124,7 @@ pub async fn checks(args: &DoctorArgs, env: &EnvSource, cwd: &Path) -> Vec<Check
     }
     checks.push(sandbox_check(env));
     checks.push(sessions_check(env));
+    checks.push(web_search_check(env));
     checks.extend(mcp_checks(cwd, env));
     checks.push(binary_check(env));
     checks.push(editors_check(env));
@@ -325,6 +326,25 @@ fn sessions_check(env: &EnvSource) -> Check {
             ),
             "make it writable, or set AGENT_LSP_SESSION_DIR to a folder that is",
         )
+    }
+}
+
+/// Whether `web_search` is offered, and through which service (information: without one, the
+/// agent still fetches pages). A broken configuration is a warning.
+fn web_search_check(env: &EnvSource) -> Check {
+    const HOW: &str = "set AGENT_LSP_SEARXNG_URL (or webSearch.searxngUrl in settings.json) to a \
+                       SearXNG instance, or BRAVE_API_KEY or TAVILY_API_KEY";
+    let config = crate::tools::web::search_config(env);
+    match (config.backend, config.warnings.into_iter().next()) {
+        (_, Some(warning)) => Check::warning("web search", warning, HOW),
+        (Some(backend), None) => Check::ok(
+            "web search",
+            format!("{} at {}", backend.name(), backend.endpoint()),
+        ),
+        (None, None) => Check::ok(
+            "web search",
+            format!("not configured: web_search is not offered ({HOW} to offer it)"),
+        ),
     }
 }
 

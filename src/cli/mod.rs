@@ -3,6 +3,7 @@
 //! stdout carries only protocol or command output; logs go to stderr (`-v`, `RUST_LOG`).
 
 pub mod approve;
+mod ask;
 pub mod demo;
 pub mod doctor;
 pub mod login;

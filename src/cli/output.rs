@@ -16,6 +16,7 @@ use crate::agent::stream_contract::AssistantMessageEvent;
 use crate::core::commands::BuiltinOutcome;
 use crate::core::loop_guard::{Guard, GuardEvent};
 use crate::core::{CompactionEvent, PlanUpdate};
+use crate::tools::{JobInfo, JobStatus};
 
 /// A sink for run events. Write errors (a closed pipe) are ignored: output is best effort,
 /// the session file is the record.
@@ -32,6 +33,8 @@ pub trait Renderer: Send + Sync {
     fn settled(&self, aborted: bool, stopped: Option<Guard>, run: &Usage, session: &Usage);
     /// A built-in command (`/model`) ran instead of a prompt.
     fn command(&self, outcome: &BuiltinOutcome);
+    /// A background job started, ended or was stopped.
+    fn job(&self, job: &JobInfo);
 }
 
 /// `--json`. Lines are collected and written to stdout in batches: whenever the async runtime
@@ -140,6 +143,11 @@ impl Renderer for JsonRenderer {
     fn command(&self, outcome: &BuiltinOutcome) {
         self.push_typed("command", outcome);
         flush_json_lines();
+    }
+
+    /// `{"type": "job_update", "job": …}`, as the daemon's event.
+    fn job(&self, job: &JobInfo) {
+        self.push_typed("job_update", &json!({ "job": job }));
     }
 }
 
@@ -260,6 +268,16 @@ impl Renderer for HumanRenderer {
         }
     }
 
+    fn job(&self, job: &JobInfo) {
+        let id = &job.job_id;
+        let line = match (job.status, job.exit_code) {
+            (JobStatus::Running, _) => format!("[{id} started in the background: {}]", job.command),
+            (JobStatus::Exited, Some(code)) => format!("[{id} exited with code {code}]"),
+            (status, _) => format!("[{id} {}]", status.as_str()),
+        };
+        self.line(&line);
+    }
+
     fn settled(&self, aborted: bool, _stopped: Option<Guard>, run: &Usage, session: &Usage) {
         if aborted {
             self.line("[aborted]");
@@ -286,9 +304,9 @@ impl Renderer for HumanRenderer {
     }
 }
 
-/// ` notes.txt`, ` cargo test`: the argument a person recognises a call by.
+/// ` notes.txt`, ` cargo test`, ` https://docs.rs`: the argument a person recognises a call by.
 fn args_summary(args: &Value) -> String {
-    ["path", "command", "pattern"]
+    ["path", "command", "pattern", "url", "query"]
         .iter()
         .find_map(|key| args.get(key).and_then(Value::as_str))
         .map(|v| format!(" {}", clip(v, 80)))

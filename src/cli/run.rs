@@ -25,6 +25,7 @@ use crate::mcp::server::State;
 use crate::model_registry::EnvSource;
 use crate::sandbox::{Network, SandboxMode, SandboxSetting};
 use crate::store::{SessionFile, SessionStore};
+use crate::tools::jobs::END_WITHIN;
 
 /// Exit status after Ctrl-C, as shells report a SIGINT death.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -309,8 +310,14 @@ pub async fn execute(plan: RunPlan) -> ExitCode {
     }
     let stopped_by = match signals.wait_or_abort(&session).await {
         Ok(stopped_by) => stopped_by,
-        Err(code) => return ExitCode::from(code),
+        Err(code) => {
+            // Exiting at once: what the run started in the background goes first.
+            session.jobs.kill_now();
+            return ExitCode::from(code);
+        }
     };
+    // The run is over, and so are its background jobs (each end shown before the summary).
+    let _ = tokio::time::timeout(END_WITHIN, session.end_jobs()).await;
     if let Some(hub) = hub {
         hub.shutdown().await;
     }

@@ -1,5 +1,6 @@
 //! How `agent-lsp run` decides, asks and shows ([`View`] of [`CliView`]): `--approve` as the
-//! approval policy and no one to ask, every event through the renderer, the run's usage summed,
+//! approval policy and no one to ask about a call, questions for the user on the terminal
+//! (`ask.rs`), every event through the renderer, the run's usage summed,
 //! and a record that cannot be written failing the run (a script's record is its output).
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -18,6 +19,7 @@ use crate::core::GuardEvent;
 use crate::core::approval::{Answer, Policy};
 use crate::core::session::{Event, Session, View};
 use crate::sandbox::MustAsk;
+use crate::tools::{Question, UserAnswer};
 
 /// What `agent-lsp run` keeps of its session besides the core.
 pub struct CliView {
@@ -68,6 +70,15 @@ impl View for CliView {
         Box::pin(std::future::ready(Err(why)))
     }
 
+    fn ask_user<'a>(
+        &'a self,
+        _session: &'a Arc<Session<Self>>,
+        question: &'a Question,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, UserAnswer> {
+        Box::pin(crate::cli::ask::ask(question, cancel))
+    }
+
     fn show(&self, session: &Session<Self>, _run: Option<&str>, event: Event<'_>) {
         match event {
             Event::Agent(event) => {
@@ -83,6 +94,7 @@ impl View for CliView {
             Event::Compaction(event) => self.renderer.compaction(event),
             Event::Guard(event) => self.renderer.loop_guard(event),
             Event::Plan(update) => self.renderer.plan(update),
+            Event::Job(job) => self.renderer.job(job),
             Event::Settled(end) => {
                 *lock(&self.settled) = Some((end.outcome.clone(), end.stop.clone()));
             }

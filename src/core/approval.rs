@@ -8,9 +8,11 @@
 //! the answer is remembered. The words the model reads about it are here, once; a front end
 //! words only its own policy and why it could not ask.
 //!
-//! "Always" answers are kept per session: per tool name, and for `bash` per command prefix. A
-//! remembered allow never covers a bash command with shell control operators, which could chain
-//! anything after an allowed prefix. Every failure to get an answer blocks the call with a reason
+//! "Always" answers are kept per session: per tool name, for `bash` per command prefix, and for
+//! `web_fetch` per site (the URL's host, with its port when not the default). A remembered allow
+//! never covers a bash command with shell control operators, which could chain anything after
+//! an allowed prefix. A call its tool would refuse anyway (a `web_fetch` of a `file:` URL) is
+//! refused before anyone is asked. Every failure to get an answer blocks the call with a reason
 //! saying why: a tool that must ask is never silently allowed.
 
 use std::collections::HashMap;
@@ -112,6 +114,9 @@ impl ApprovalGate {
         cancel: &CancellationToken,
     ) -> Option<BeforeToolCallResult> {
         let tool = ctx.tool_call.name.as_str();
+        if let Some(reason) = tools::web::refusal(tool, &ctx.args) {
+            return Some(blocked(reason));
+        }
         let must_ask = self.sandbox.must_ask(tool, &ctx.args);
         match asker.policy(tool, &ctx.args) {
             Policy::Allow if must_ask.is_none() => return None,
@@ -165,15 +170,15 @@ pub fn blocked(reason: String) -> BeforeToolCallResult {
 }
 
 /// What a policy map (`initializationOptions.approval`: by tool name, then kind, then
-/// `default`) says for `tool`; without an entry, read-only tools are allowed and everything
-/// else asks.
+/// `default`) says for `tool`; without an entry, read-only tools (and `bash_kill`) are allowed
+/// and everything else asks.
 pub fn policy_for(config: &HashMap<String, ApprovalPolicy>, tool: &str) -> ApprovalPolicy {
     config
         .get(tool)
         .or_else(|| config.get(tools::tool_kind(tool).as_str()))
         .or_else(|| config.get("default"))
         .copied()
-        .unwrap_or(if tools::is_read_only(tool) {
+        .unwrap_or(if tools::allowed_by_default(tool) {
             ApprovalPolicy::Allow
         } else {
             ApprovalPolicy::Ask
@@ -221,6 +226,11 @@ pub fn has_control_operators(command: &str) -> bool {
 fn memory_key(tool: &str, args: &Value) -> String {
     match (tool, args.get("command").and_then(|c| c.as_str())) {
         ("bash", Some(command)) => format!("bash:{}", command_prefix(command)),
+        (tools::web::WEB_FETCH, _) => {
+            let url = args.get("url").and_then(Value::as_str).unwrap_or_default();
+            let site = tools::web::site_of(url).unwrap_or_else(|| url.to_owned());
+            format!("{tool}:{site}")
+        }
         _ => tool.to_owned(),
     }
 }
@@ -269,6 +279,8 @@ mod tests {
         assert_eq!(policy_for(&none, tools::DIAGNOSTICS), ApprovalPolicy::Allow);
         assert_eq!(policy_for(&none, "edit"), ApprovalPolicy::Ask);
         assert_eq!(policy_for(&none, "bash"), ApprovalPolicy::Ask);
+        assert_eq!(policy_for(&none, "bash_output"), ApprovalPolicy::Allow);
+        assert_eq!(policy_for(&none, "bash_kill"), ApprovalPolicy::Allow);
         let config: HashMap<String, ApprovalPolicy> =
             serde_json::from_value(json!({"edit": "allow", "execute": "block", "default": "ask"}))
                 .unwrap();
@@ -309,5 +321,48 @@ mod tests {
         assert_eq!(memory.recall("edit", &json!({"path": "b"})), Some(false));
         memory.remember("write", &json!({}), Decision::Allow);
         assert_eq!(memory.recall("write", &json!({})), None);
+    }
+
+    #[test]
+    fn always_for_web_fetch_is_per_site() {
+        let mut memory = ApprovalMemory::default();
+        let fetch = |url: &str| json!({"url": url});
+        memory.remember(
+            "web_fetch",
+            &fetch("https://docs.rs/serde"),
+            Decision::AllowAlways,
+        );
+        assert_eq!(
+            memory.recall("web_fetch", &fetch("http://DOCS.rs/tokio")),
+            Some(true)
+        );
+        assert_eq!(
+            memory.recall("web_fetch", &fetch("https://docs.rs.evil.example/")),
+            None
+        );
+        assert_eq!(
+            memory.recall("web_fetch", &fetch("https://docs.rs:8443/")),
+            None
+        );
+        memory.remember(
+            "web_fetch",
+            &fetch("http://127.0.0.1:8000/a"),
+            Decision::AllowAlways,
+        );
+        assert_eq!(
+            memory.recall("web_fetch", &fetch("http://127.0.0.1:8000/b")),
+            Some(true)
+        );
+        assert_eq!(
+            memory.recall("web_fetch", &fetch("http://127.0.0.1:2375/")),
+            None
+        );
+        assert_eq!(
+            policy_for(&HashMap::new(), "web_fetch"),
+            ApprovalPolicy::Ask
+        );
+        let config: HashMap<String, ApprovalPolicy> =
+            serde_json::from_value(json!({"network": "allow"})).unwrap();
+        assert_eq!(policy_for(&config, "web_search"), ApprovalPolicy::Allow);
     }
 }

@@ -15,6 +15,7 @@ use crate::mcp::tool::McpToolInfo;
 use crate::mcp::trust::{Remembered, Trust, TrustStore};
 use crate::mcp::{McpHub, McpSession};
 use crate::model_registry::EnvSource;
+use crate::tools::AskHandle;
 
 /// What a front end says about MCP servers.
 #[derive(Clone, Default)]
@@ -205,12 +206,13 @@ impl SessionTools {
 }
 
 /// The session's MCP servers, started (those of an untrusted project wait), and the problems
-/// found in the configuration.
+/// found in the configuration; their elicitations ask the user through `ask`.
 pub fn attach(
     spec: &McpSpec,
     cwd: &Path,
     env: &EnvSource,
     base: Vec<ToolRef>,
+    ask: &AskHandle,
 ) -> (SessionTools, Vec<ConfigError>) {
     let store = TrustStore::new(env);
     let (config, errors) = load(spec, cwd, env);
@@ -219,7 +221,7 @@ pub fn attach(
     let session = match &spec.hub {
         Some(hub) => {
             let trusted = spec.trust_project || remembered.trust == Trust::Allowed;
-            hub.attach(cwd, &config, trusted)
+            hub.attach(cwd, &config, trusted).asking(ask.clone())
         }
         None => McpSession::default(),
     };

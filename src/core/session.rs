@@ -34,7 +34,8 @@ use crate::core::{
 };
 use crate::sandbox::{MustAsk, Sandbox};
 use crate::store::{EntryKind, SessionFile};
-use crate::tools::Workspace;
+use crate::tools::{JobInfo, Jobs};
+use crate::tools::{Question, UserAnswer, UserChannel, Workspace};
 
 /// A message waiting in a queue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -94,6 +95,8 @@ pub enum Event<'a> {
     Guard(&'a GuardEvent),
     /// The model replaced the plan (`todo_write`).
     Plan(&'a PlanUpdate),
+    /// A background job started or ended (by itself, or stopped).
+    Job(&'a JobInfo),
     /// The approval gate let a tool call through ([`View::follow`] only).
     Allowed(&'a BeforeToolCallContext),
     /// The run ended; the session is still busy with it ([`View::follow`] only).
@@ -116,6 +119,18 @@ pub trait View: Send + Sync + Sized + 'static {
         must_ask: Option<&'a MustAsk>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Answer, String>>;
+
+    /// Asks the user a question (the `ask_user` tool, an MCP server's elicitation); `cancel`
+    /// withdraws it. By default no one can answer.
+    fn ask_user<'a>(
+        &'a self,
+        _session: &'a Arc<Session<Self>>,
+        _question: &'a Question,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, UserAnswer> {
+        let why = "this front end cannot ask the user questions".to_owned();
+        Box::pin(std::future::ready(UserAnswer::Unavailable(why)))
+    }
 
     /// Shows one event as it happens. It must not wait, nor call back into the session's run
     /// methods (a settled run is shown under the session's lock).
@@ -190,6 +205,8 @@ pub struct Session<V: View> {
     pub sandbox: Arc<Sandbox>,
     /// The model's plan (`todo_write`).
     pub plan: Arc<Plan>,
+    /// Its background jobs, which end with it ([`Session::end_jobs`]).
+    pub jobs: Arc<Jobs>,
     /// The front end's own part.
     pub view: V,
     state: Mutex<RunState>,
@@ -235,10 +252,13 @@ impl<V: View> Session<V> {
             sandbox,
             gate,
             plan,
+            ask,
+            jobs,
             ..
         } = session;
         let id = record.lock().map(|r| r.id().to_owned()).unwrap_or_default();
         Arc::new_cyclic(|weak: &Weak<Session<V>>| {
+            ask.connect(Arc::new(ViewChannel(weak.clone())));
             let prepare_run = V::prepare_run(weak.clone(), options.hooks.prepare_run.take());
             options.hooks = AgentHooks {
                 before_tool_call: Some(approval_hook(weak.clone())),
@@ -250,6 +270,7 @@ impl<V: View> Session<V> {
             compactor.observe(observer(weak.clone(), |e| Event::Compaction(e)));
             guard.observe(observer(weak.clone(), |e| Event::Guard(e)));
             plan.observe(observer(weak.clone(), |e| Event::Plan(e)));
+            jobs.observe(observer(weak.clone(), |j| Event::Job(j)));
             let listener = weak.clone();
             agent.subscribe(Arc::new(move |event, _cancel| {
                 let session = listener.clone();
@@ -276,6 +297,7 @@ impl<V: View> Session<V> {
                 journal,
                 sandbox,
                 plan,
+                jobs,
                 view,
                 state: Mutex::default(),
                 idle: watch::channel(true).0,
@@ -603,6 +625,13 @@ impl<V: View> Session<V> {
         })
     }
 
+    /// Stops every background job of the session and waits until each ended and the journal
+    /// recorded it: the session is closing (each end is shown as a job event).
+    pub async fn end_jobs(&self) {
+        self.jobs.end_all().await;
+        self.journal.settled().await;
+    }
+
     /// Waits until neither a run nor a compaction goes on.
     pub async fn wait_idle(&self) {
         let mut rx = self.idle.subscribe();
@@ -775,6 +804,24 @@ impl<V: View> Asker for ViewAsker<'_, V> {
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Answer, String>> {
         self.0.view.ask(self.0, ctx, must_ask, cancel)
+    }
+}
+
+/// The view as the tools' way to the user (`ask_user`, MCP elicitations).
+struct ViewChannel<V: View>(Weak<Session<V>>);
+
+impl<V: View> UserChannel for ViewChannel<V> {
+    fn ask<'a>(
+        &'a self,
+        question: &'a Question,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, UserAnswer> {
+        Box::pin(async move {
+            let Some(session) = self.0.upgrade() else {
+                return UserAnswer::Unavailable("the session is closed".into());
+            };
+            session.view.ask_user(&session, question, cancel).await
+        })
     }
 }
 

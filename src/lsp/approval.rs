@@ -175,6 +175,7 @@ pub async fn approval_request(
             command,
             cwd: cwd.display().to_string(),
         }),
+        Some(ToolPreview::Fetch { url, host, local }) => Some(Preview::Fetch { url, host, local }),
         None => None,
     };
     let sandbox = session.sandbox.describe_approval(tool, &ctx.args);
@@ -191,7 +192,11 @@ pub async fn approval_request(
         ) {
             (Some(info), _) => format!("{}: {}", info.title, ctx.args),
             (None, Some(why)) => format!(
-                "Run outside the sandbox: {} (the sandbox refused it; the model says: {why})",
+                "Run outside the sandbox{}: {} (the sandbox refused it; the model says: {why})",
+                match in_background(&ctx.args) {
+                    true => ", in the background",
+                    false => "",
+                },
                 ctx.args
                     .get("command")
                     .and_then(Value::as_str)
@@ -216,7 +221,7 @@ async fn saves_users_changes(session: &LiveSession, path: &std::path::Path) -> b
 }
 
 /// A timeout as people read it: `250 ms`, `2 s`, `1.5 s`.
-fn duration_text(d: Duration) -> String {
+pub(crate) fn duration_text(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         format!("{ms} ms")
@@ -236,6 +241,11 @@ fn mcp_kind(kind: &str) -> ToolKind {
     }
 }
 
+/// A `bash` call that starts a background job.
+fn in_background(args: &Value) -> bool {
+    args.get("background").and_then(Value::as_bool) == Some(true)
+}
+
 fn title(tool: &str, kind: ToolKind, args: &Value) -> String {
     let arg = |name: &str| {
         args.get(name)
@@ -244,9 +254,16 @@ fn title(tool: &str, kind: ToolKind, args: &Value) -> String {
             .to_owned()
     };
     match kind {
+        ToolKind::Execute if tool == crate::tools::BASH_KILL => {
+            format!("Stop background job {}", arg("jobId"))
+        }
+        ToolKind::Execute if in_background(args) => {
+            format!("Run in the background: {}", arg("command"))
+        }
         ToolKind::Execute => format!("Run: {}", arg("command")),
         ToolKind::Edit if tool == "write" => format!("Write {}", arg("path")),
         ToolKind::Edit => format!("Edit {}", arg("path")),
+        ToolKind::Network => crate::tools::web::approval_title(tool, args),
         _ => format!("{tool} {}", args),
     }
 }

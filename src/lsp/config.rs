@@ -85,6 +85,11 @@ impl ConnConfig {
         self.agent.as_ref().is_some_and(|a| a.approvals)
     }
 
+    /// The client answers `agent/askUser`.
+    pub fn ask_user(&self) -> bool {
+        self.agent.as_ref().is_some_and(|a| a.ask_user)
+    }
+
     pub fn save_documents(&self) -> bool {
         self.agent.as_ref().is_some_and(|a| a.save_documents)
     }

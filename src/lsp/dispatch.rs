@@ -51,6 +51,9 @@ pub enum Request {
     Compact,
     RunChanges,
     Revert,
+    ListJobs,
+    KillJob,
+    JobOutput,
 }
 
 /// How the loop answers a request.
@@ -60,7 +63,7 @@ pub enum Handling {
     Inline,
     /// From a task of its own, which answers when done: its work goes through the editor (its
     /// buffers, `workspace/applyEdit`), whose replies the loop must keep reading, or waits for a
-    /// compaction to end.
+    /// compaction or a job to end.
     Task,
 }
 
@@ -96,13 +99,18 @@ impl Request {
             method::COMPACT => Compact,
             method::RUN_CHANGES => RunChanges,
             method::REVERT => Revert,
+            method::LIST_JOBS => ListJobs,
+            method::KILL_JOB => KillJob,
+            method::JOB_OUTPUT => JobOutput,
             _ => return None,
         })
     }
 
     pub fn handling(self) -> Handling {
         match self {
-            Request::Compact | Request::RunChanges | Request::Revert => Handling::Task,
+            Request::Compact | Request::RunChanges | Request::Revert | Request::KillJob => {
+                Handling::Task
+            }
             _ => Handling::Inline,
         }
     }
@@ -124,6 +132,7 @@ pub fn spawn(
     match request {
         Request::Compact => sessions.compact(id, params, output),
         Request::RunChanges => changes::run_changes(sessions, id, params, output),
+        Request::KillJob => sessions.kill_job(id, params, output),
         _ => changes::revert(sessions, id, params, output),
     }
 }
@@ -188,7 +197,9 @@ pub fn request(
         }
         RenameSession => to_value(sessions.rename_session(parse(params)?)),
         ListCommands => to_value(sessions.list_commands(&session_id(params)?)),
-        Compact | RunChanges | Revert => Err(ResponseError::internal(format!(
+        ListJobs => to_value(sessions.list_jobs(&session_id(params)?)),
+        JobOutput => to_value(sessions.job_output(parse(params)?)),
+        Compact | RunChanges | Revert | KillJob => Err(ResponseError::internal(format!(
             "{request:?} is answered from its own task"
         ))),
     }

@@ -238,6 +238,9 @@ pub async fn ask(
     let mut detail = match &request.preview {
         Some(Preview::Command { command, cwd }) => format!("{command}\n(in {cwd})"),
         Some(Preview::Diff { diff, .. }) => diff.chars().take(1500).collect(),
+        Some(Preview::Fetch { url, host, local }) => {
+            crate::tools::web::fetch_note(url, host, *local)
+        }
         None => String::new(),
     };
     if let Some(sandbox) = &request.sandbox {

@@ -153,7 +153,10 @@ impl Server {
                 let sessions = sessions.clone();
                 sessions.abort_all();
                 let stopping = sessions.clone();
-                tokio::spawn(async move { stopping.stop_mcp().await });
+                tokio::spawn(async move {
+                    stopping.end_jobs().await;
+                    stopping.stop_mcp().await
+                });
                 self.phase = Phase::ShutDown(sessions);
                 Ok(Value::Null)
             }

@@ -12,12 +12,14 @@
 //!   session: its agent, runs, queues with ids, persistence), `events` (numbering and merging
 //!   of `$/agentEvent`s), `conn` (what sessions share);
 //! - `diagnostics`: the editor's forwarded diagnostics and the `diagnostics` tool;
-//! - `ask`: the `beforeToolCall` hook's asking, over the core's approval gate;
+//! - `approval`: the `beforeToolCall` hook's asking, over the core's approval gate;
+//! - `ask_user`: questions for the user (`agent/askUser`, or a generic client's message);
 //! - `saving`: whether a buffer holds unsaved changes of the user (`saveAfterEdit`);
 //! - `buffers`: the tools' `Workspace` over editor buffers (applyEdit, confirm, save);
 //! - `generic`: the LSP-standard surface for clients without the agent protocol.
 
 pub mod approval;
+pub mod ask_user;
 pub mod buffers;
 pub mod changes;
 pub mod commands;
@@ -58,6 +60,7 @@ pub async fn serve_stdio() -> anyhow::Result<std::process::ExitCode> {
     if let Some(sessions) = server.sessions() {
         sessions.abort_all();
         let _ = tokio::time::timeout(Duration::from_secs(3), sessions.wait_all_idle()).await;
+        sessions.end_jobs().await;
         sessions.stop_mcp().await;
         sessions.close_all();
     }

@@ -46,10 +46,14 @@ pub mod method {
     pub const COMPACT: &str = "agent/compact";
     pub const RUN_CHANGES: &str = "agent/runChanges";
     pub const REVERT: &str = "agent/revert";
+    pub const LIST_JOBS: &str = "agent/listJobs";
+    pub const KILL_JOB: &str = "agent/killJob";
+    pub const JOB_OUTPUT: &str = "agent/jobOutput";
     /// Server → client.
     pub const EVENT: &str = "$/agentEvent";
     pub const BEFORE_TOOL_CALL: &str = "agent/beforeToolCall";
     pub const SAVE_DOCUMENTS: &str = "agent/saveDocuments";
+    pub const ASK_USER: &str = "agent/askUser";
     /// Client → server notification: the editor's diagnostics for one document.
     pub const DIAGNOSTICS: &str = "agent/diagnostics";
 }
@@ -93,6 +97,8 @@ pub struct ClientAgentCapabilities {
     pub save_documents: bool,
     /// The client forwards the editor's diagnostics (`agent/diagnostics`).
     pub diagnostics: bool,
+    /// The client answers `agent/askUser` (the `ask_user` tool, MCP elicitations).
+    pub ask_user: bool,
 }
 
 /// A prompt: plain text or pi content blocks (text, image).
@@ -332,6 +338,43 @@ pub struct StateResult {
     /// The model's plan (`todo_write`), `[]` when it has none.
     #[serde(default)]
     pub plan: Vec<crate::core::TodoItem>,
+    /// The session's background jobs, running and recently ended, in the order they started.
+    #[serde(default)]
+    pub jobs: Vec<JobInfo>,
+}
+
+/// A background job (`job_update`, `agent/listJobs`, `agent/killJob`).
+pub use crate::tools::JobInfo;
+
+/// Params of `agent/killJob` and `agent/jobOutput`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobParams {
+    pub session_id: String,
+    pub job_id: String,
+}
+
+/// Result of `agent/listJobs`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ListJobsResult {
+    pub jobs: Vec<JobInfo>,
+}
+
+/// Result of `agent/killJob`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KillJobResult {
+    pub job: JobInfo,
+}
+
+/// Result of `agent/jobOutput`: the end of what a job printed, for people.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobOutputResult {
+    pub job_id: String,
+    /// The last 64 KiB of its stdout and stderr, merged, ANSI stripped.
+    pub output: String,
+    /// Earlier output was left out.
+    pub truncated: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -409,6 +452,8 @@ pub enum SessionEvent {
     ChangesUpdate(RunChanges),
     /// The model replaced its plan (`todo_write`).
     PlanUpdate(crate::core::PlanUpdate),
+    /// A background job started, ended by itself, or was stopped.
+    JobUpdate { job: JobInfo },
 }
 
 impl From<crate::core::CompactionEvent> for SessionEvent {
@@ -455,8 +500,21 @@ pub use crate::tools::ToolKind;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Preview {
-    Diff { path: String, diff: String },
-    Command { command: String, cwd: String },
+    Diff {
+        path: String,
+        diff: String,
+    },
+    Command {
+        command: String,
+        cwd: String,
+    },
+    /// `web_fetch`: the URL, its host, and whether that host is this machine or a local
+    /// network's (judged from the URL alone, without a lookup).
+    Fetch {
+        url: String,
+        host: String,
+        local: bool,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -492,6 +550,51 @@ pub struct BeforeToolCallResult {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminate: Option<bool>,
+}
+
+/// `agent/askUser` params: a question for the user (the `ask_user` tool, or one field of an
+/// MCP server's elicitation).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AskUserParams {
+    pub session_id: String,
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    pub question: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<crate::tools::QuestionOption>>,
+    pub multi_select: bool,
+    pub allow_text: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<AskUserSource>,
+}
+
+/// Who asks, when it is not the model: the MCP server whose elicitation this is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AskUserSource {
+    pub mcp_server: String,
+}
+
+/// `action` of the `agent/askUser` result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AskUserAction {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+/// `agent/askUser` result: accept with the chosen option labels and/or a typed answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AskUserResult {
+    pub action: AskUserAction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -921,6 +1024,7 @@ mod tests {
             ToolKind::Move,
             ToolKind::Search,
             ToolKind::Execute,
+            ToolKind::Network,
             ToolKind::Other,
         ] {
             assert!(doc.contains(kind.as_str()), "{}", kind.as_str());

@@ -23,10 +23,10 @@ use crate::lsp::conn::{ConnCtx, resolve_model};
 use crate::lsp::documents::DocStore;
 use crate::lsp::live_session::{LiveSession, LspView, QueueKind, compact_refusal, prompt_refusal};
 use crate::lsp::protocol::{
-    AbortResult, CompactParams, Decision, Disposition, McpAskTrustResult, McpStatusResult,
-    MessagesResult, ModelRef, NewSessionParams, NewSessionResult, PromptMessage, PromptParams,
-    PromptReply, PromptResult, QueueResult, Queues, RemoveQueuedResult, StateResult,
-    StreamingBehavior, code, command,
+    AbortResult, CompactParams, Decision, Disposition, JobOutputResult, JobParams, ListJobsResult,
+    McpAskTrustResult, McpStatusResult, MessagesResult, ModelRef, NewSessionParams,
+    NewSessionResult, PromptMessage, PromptParams, PromptReply, PromptResult, QueueResult, Queues,
+    RemoveQueuedResult, StateResult, StreamingBehavior, code, command,
 };
 use crate::mcp::McpHub;
 use crate::model_registry::EnvSource;
@@ -325,7 +325,60 @@ impl SessionTable {
                 .collect(),
             sandbox: session.sandbox.status_json(),
             plan: session.plan.todos(),
+            jobs: session.jobs.list(),
         })
+    }
+
+    /// `agent/listJobs`.
+    pub fn list_jobs(&self, session_id: &str) -> Result<ListJobsResult> {
+        Ok(ListJobsResult {
+            jobs: self.get(session_id)?.jobs.list(),
+        })
+    }
+
+    /// `agent/jobOutput`: the end of what a job printed (the model's read position stays).
+    pub fn job_output(&self, p: JobParams) -> Result<JobOutputResult> {
+        let session = self.get(&p.session_id)?;
+        let job = (session.jobs.get(&p.job_id)).map_err(|e| invalid_params(e.to_string()))?;
+        let (output, truncated) = job.recent();
+        Ok(JobOutputResult {
+            job_id: job.id.clone(),
+            output,
+            truncated,
+        })
+    }
+
+    /// `agent/killJob`: answered once the job ended (its `job_update` first); an unknown
+    /// session or job at once.
+    pub fn kill_job(&self, id: Id, params: Value, output: Output) {
+        let found = crate::rpc::jsonrpc::parse_params::<JobParams>(params).and_then(|p| {
+            let session = self.get(&p.session_id)?;
+            session
+                .jobs
+                .get(&p.job_id)
+                .map_err(|e| invalid_params(e.to_string()))?;
+            Ok((session, p.job_id))
+        });
+        let (session, job) = match found {
+            Ok(found) => found,
+            Err(e) => return output.send(&Response::new(Some(&id), Err(e))),
+        };
+        tokio::spawn(async move {
+            let killed = session.jobs.kill(&job).await;
+            let result = killed
+                .map(|job| json!({"job": job.info()}))
+                .map_err(|e| invalid_params(e.to_string()));
+            output.send(&Response::new(Some(&id), result));
+        });
+    }
+
+    /// Stops every session's background jobs and waits until they ended (at most
+    /// [`crate::tools::jobs::END_WITHIN`]): the daemon is ending.
+    pub async fn end_jobs(&self) {
+        let sessions: Vec<Arc<LiveSession>> = self.map().values().cloned().collect();
+        let ending = sessions.iter().map(|session| session.end_jobs());
+        let bound = crate::tools::jobs::END_WITHIN;
+        let _ = tokio::time::timeout(bound, futures_util::future::join_all(ending)).await;
     }
 
     /// `agent/mcpStatus`: the session's MCP servers.

@@ -1,5 +1,6 @@
 //! How the daemon decides, asks and shows for a session ([`View`] of [`LspView`]): approvals by
-//! `initializationOptions.approval` and `agent/beforeToolCall` (`approval.rs`), every event as a
+//! `initializationOptions.approval` and `agent/beforeToolCall` (`approval.rs`), questions for the
+//! user as `agent/askUser` or a generic client's message (`ask_user.rs`), every event as a
 //! numbered `$/agentEvent`, and for generic clients work-done progress and messages
 //! (`generic_client.rs`); a run's changes as `changes_update` when it ends.
 
@@ -17,6 +18,7 @@ use crate::lsp::live_session::{LiveSession, LspView};
 use crate::lsp::protocol::{EventBody, SessionEvent};
 use crate::mcp::server::State;
 use crate::sandbox::MustAsk;
+use crate::tools::{Question, UserAnswer};
 
 impl View for LspView {
     fn policy(&self, session: &LiveSession, tool: &str, _args: &Value) -> Policy {
@@ -33,6 +35,15 @@ impl View for LspView {
         Box::pin(crate::lsp::approval::ask(session, ctx, cancel))
     }
 
+    fn ask_user<'a>(
+        &'a self,
+        session: &'a Arc<LiveSession>,
+        question: &'a Question,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, UserAnswer> {
+        Box::pin(crate::lsp::ask_user::ask(session, question, cancel))
+    }
+
     fn show(&self, _session: &LiveSession, run: Option<&str>, event: Event<'_>) {
         let body = match event {
             Event::Agent(event) => EventBody::Agent(event.clone()),
@@ -40,6 +51,7 @@ impl View for LspView {
             Event::Compaction(event) => EventBody::Session(SessionEvent::from(event.clone())),
             Event::Guard(event) => EventBody::Session(SessionEvent::LoopGuard(event.clone())),
             Event::Plan(plan) => EventBody::Session(SessionEvent::PlanUpdate(plan.clone())),
+            Event::Job(job) => EventBody::Session(SessionEvent::JobUpdate { job: job.clone() }),
             Event::Settled(end) => {
                 if let Some(stop) = end.stop.as_ref().filter(|_| self.ctx.config.is_generic()) {
                     let text = format!("agent-lsp: {}", stop.message);

@@ -15,6 +15,7 @@ use crate::mcp::config::{McpConfig, Origin, ServerConfig, Transport};
 use crate::mcp::server::{Server, ServerStatus, State};
 use crate::mcp::tool::{McpTool, McpToolInfo, unique_names};
 use crate::provider::transport::HttpClient;
+use crate::tools::AskHandle;
 
 /// Servers by the directory they run for and their entry's key.
 type Running = HashMap<(PathBuf, String), Weak<Server>>;
@@ -50,7 +51,7 @@ impl McpHub {
                 server
             })
             .collect();
-        McpSession { servers }
+        McpSession { servers, ask: None }
     }
 
     fn server(&self, cwd: &Path, entry: &ServerConfig, project_trusted: bool) -> Arc<Server> {
@@ -99,9 +100,17 @@ impl McpHub {
 #[derive(Clone, Default)]
 pub struct McpSession {
     servers: Vec<Arc<Server>>,
+    /// The session's way to the user: the servers' elicitations during its calls ask there.
+    ask: Option<AskHandle>,
 }
 
 impl McpSession {
+    /// The same servers, their elicitations during this session's calls asked through `ask`.
+    pub fn asking(mut self, ask: AskHandle) -> Self {
+        self.ask = Some(ask);
+        self
+    }
+
     /// Waits until no server is starting any more (each bounded by its `startupTimeoutMs`),
     /// after starting again those that exited and may be restarted (their "next use").
     pub async fn ready(&self) {
@@ -126,7 +135,10 @@ impl McpSession {
         listed
             .iter()
             .zip(unique_names(&pairs))
-            .map(|((server, tool), name)| Arc::new(McpTool::new(server.clone(), tool, name)))
+            .map(|((server, tool), name)| {
+                let tool = McpTool::new(server.clone(), tool, name).asking(self.ask.clone());
+                Arc::new(tool)
+            })
             .collect()
     }
 

@@ -14,12 +14,13 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CancelledNotificationParam, ClientCapabilities, ClientRequest,
-    ElicitRequestParams, ElicitResult, GetPromptRequestParams, Implementation,
-    InitializeRequestParams, ProgressNotificationParam, Prompt, ServerResult, Tool,
+    ElicitRequestParams, ElicitResult, ElicitationCapability, FormElicitationCapability,
+    GetPromptRequestParams, Implementation, InitializeRequestParams, ProgressNotificationParam,
+    Prompt, ServerResult, Tool,
 };
 use rmcp::service::{
-    NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient, RunningService,
-    ServiceError,
+    InboundStreamOrigin, NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleClient,
+    RunningService, ServiceError,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -32,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::tool::{AgentToolResult, ToolUpdater};
 use crate::mcp::config::{ServerConfig, Transport};
+use crate::mcp::elicit::{self, Caller, InFlight};
 
 /// Restarts in a row before a server stays failed.
 pub const MAX_RESTARTS: u32 = 3;
@@ -111,6 +113,7 @@ impl Server {
             handler: Handler {
                 server: weak.clone(),
                 progress: Arc::default(),
+                calls: InFlight::default(),
             },
             config,
             cwd: cwd.to_path_buf(),
@@ -416,12 +419,14 @@ impl Server {
 
     /// Calls `tool` with `args`; `Ok` is the server's `CallToolResult` as JSON. `cancel` (an
     /// abort) sends `notifications/cancelled`; the entry's `toolTimeoutMs` ends the call too.
+    /// While it runs, the server's elicitations ask the user through `caller`'s session.
     pub async fn call(
         self: &Arc<Self>,
         tool: &str,
         args: Value,
         cancel: &CancellationToken,
         updates: ToolUpdater,
+        caller: Option<Caller>,
     ) -> Result<Value, CallError> {
         self.ensure_started().await;
         let peer = lock(&self.inner).peer.clone();
@@ -442,10 +447,15 @@ impl Server {
         };
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(rmcp::model::Request::new(params));
+        // Registered before the request goes out: the server may ask before `send` returns.
+        let in_flight = caller.map(|c| self.handler.calls.enter(c, cancel));
         let mut handle = peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
             .await
             .map_err(|e| CallError::Failed(e.to_string()))?;
+        if let Some(in_flight) = &in_flight {
+            in_flight.sent(handle.id.clone());
+        }
         let token = handle.progress_token.clone();
         lock(&self.handler.progress).insert(token.clone(), updates);
         let timeout = self.config.tool_timeout;
@@ -551,25 +561,30 @@ async fn log_stderr(name: String, stderr: tokio::process::ChildStderr) {
     }
 }
 
-/// The client side of one connection: progress routing and list changes; the requests we do not
-/// support (sampling, elicitation) are answered with an error, never left hanging.
+/// The client side of one connection: progress routing, list changes, and elicitations asked
+/// of the user through the session whose call is in flight (`elicit.rs`); the requests we do
+/// not support (sampling) are answered with an error, never left hanging.
 #[derive(Clone)]
 struct Handler {
     server: std::sync::Weak<Server>,
     progress: Arc<Mutex<HashMap<rmcp::model::ProgressToken, ToolUpdater>>>,
+    calls: InFlight,
 }
 
 impl ClientHandler for Handler {
     async fn create_elicitation(
         &self,
-        _request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        request: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        Err(ErrorData::new(
-            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-            "agent-lsp does not support elicitation",
-            None,
-        ))
+        let name = self.server.upgrade().map(|s| s.config.name.clone());
+        let origin = match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
+            _ => None,
+        };
+        let server = name.as_deref().unwrap_or("?");
+        let answered = elicit::answer(&self.calls, server, request, origin.as_ref(), &context.ct);
+        Ok(answered.await)
     }
 
     async fn on_progress(
@@ -608,8 +623,11 @@ impl ClientHandler for Handler {
     }
 
     fn get_info(&self) -> InitializeRequestParams {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation =
+            Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
         InitializeRequestParams::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("agent-lsp", env!("CARGO_PKG_VERSION")),
         )
     }

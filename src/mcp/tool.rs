@@ -12,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::message::{ContentBlock, ImageContent, ToolDeclaration};
 use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolUpdater};
 use crate::mcp::config::Policy;
+use crate::mcp::elicit::Caller;
 use crate::mcp::server::{CallError, Server};
+use crate::tools::AskHandle;
 use crate::tools::truncate::{DEFAULT_MAX_BYTES, Limits, format_size, truncate_tail};
 
 /// Providers accept tool names matching `^[A-Za-z0-9_-]{1,64}$`.
@@ -36,6 +38,8 @@ pub struct McpTool {
     declaration: ToolDeclaration,
     info: McpToolInfo,
     server: Arc<Server>,
+    /// The session's way to the user, for the server's elicitations during a call.
+    ask: Option<AskHandle>,
 }
 
 impl McpTool {
@@ -78,7 +82,14 @@ impl McpTool {
             declaration,
             info,
             server,
+            ask: None,
         }
+    }
+
+    /// The tool of a session whose user answers the server's elicitations through `ask`.
+    pub fn asking(mut self, ask: Option<AskHandle>) -> Self {
+        self.ask = ask;
+        self
     }
 
     pub fn info(&self) -> &McpToolInfo {
@@ -97,15 +108,16 @@ impl AgentTool for McpTool {
 
     fn execute(
         &self,
-        _tool_call_id: String,
+        tool_call_id: String,
         args: Value,
         cancel: CancellationToken,
         on_update: ToolUpdater,
     ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
         let server = self.server.clone();
         let info = self.info.clone();
+        let caller = (self.ask.clone()).map(|ask| Caller { ask, tool_call_id });
         Box::pin(async move {
-            let outcome = server.call(&info.tool, args, &cancel, on_update).await;
+            let outcome = (server.call(&info.tool, args, &cancel, on_update, caller)).await;
             // Notifications the server sent before its answer (a changed tool list, progress)
             // are handled on tasks of their own: let them run before the loop goes on.
             tokio::task::yield_now().await;

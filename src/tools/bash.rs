@@ -1,28 +1,25 @@
-//! `bash {command, timeout?}`: runs a shell command in the workspace root, in its own process
-//! group, streaming merged stdout+stderr; abort and timeout kill the whole group (SIGTERM, then
-//! SIGKILL after a grace).
+//! `bash {command, timeout?, background?}`: runs a shell command in the workspace root, in its
+//! own process group, streaming merged stdout+stderr; abort and timeout kill the whole group
+//! (SIGTERM, then SIGKILL after a grace). With `background: true` the command becomes one of the
+//! session's jobs (`bash_jobs.rs`) and the call returns at once.
 
-use std::path::PathBuf;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
-use tokio::net::unix::pipe;
 use tokio_util::sync::CancellationToken;
 
 use super::args::number;
+use super::bash_jobs::{BACKGROUND_ARG, BACKGROUND_NOTE, start_background};
 use super::bash_output::OutputBuffer;
 use super::common::{self, BashSettings, Call, ToolArgs, ToolContext};
+use super::process::{Spawned, check_cwd, drain, kill_group, sleep_until, spawn};
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
 use crate::sandbox::jail::SETUP_FAILED_PREFIX;
-use crate::sandbox::launch::JailCommand;
-use crate::sandbox::{self, Availability, CallMode, SandboxPolicy};
+use crate::sandbox::{self, CallMode, SandboxPolicy};
 
 const DESCRIPTION: &str = "Run a shell command (bash) in the workspace root. stdout and stderr are merged; only the last 2000 lines or 50KB \
 are returned, and when output is cut the full output is saved to a file whose path is given (read it with read, or filter it with grep/tail). \
@@ -35,8 +32,6 @@ workspace and $TMPDIR, and network access may be off. When the sandbox refuses s
 then you may call bash again with sandbox: false and a justification, which asks the user to approve running it unsandboxed.";
 const SANDBOX_ARG: &str = "false: ask the user to approve running this command outside the sandbox (only after the sandbox refused it)";
 
-/// How long a group gets between SIGTERM and SIGKILL.
-pub const KILL_GRACE: Duration = Duration::from_millis(1000);
 /// Minimum spacing of streamed updates.
 pub const UPDATE_INTERVAL: Duration = Duration::from_millis(100);
 const MAX_TIMEOUT_SECS: f64 = 2_147_483.647;
@@ -47,6 +42,9 @@ pub struct BashArgs {
     pub command: String,
     #[serde(default, deserialize_with = "number")]
     pub timeout: Option<f64>,
+    /// Run as a background job of the session; the call returns once it started.
+    #[serde(default)]
+    pub background: Option<bool>,
     /// Any value, not only a boolean: it is declared only in sandboxed sessions (elsewhere
     /// nothing checks it), and only `false` asks to run outside the sandbox.
     sandbox: Option<Value>,
@@ -68,7 +66,8 @@ pub(super) fn parameters(sandboxed: bool) -> Value {
         "required": ["command"],
         "properties": {
             "command": {"type": "string", "description": "The command to run (bash syntax; pipes, &&, redirections allowed)"},
-            "timeout": {"type": "number", "description": "Optional timeout in seconds; the command and its children are killed when it expires"}
+            "timeout": {"type": "number", "description": "Optional timeout in seconds; the command and its children are killed when it expires"},
+            "background": {"type": "boolean", "description": BACKGROUND_ARG}
         }
     });
     if sandboxed && let Some(props) = params["properties"].as_object_mut() {
@@ -104,6 +103,19 @@ impl ToolArgs for BashArgs {
         if !matches!(mode, CallMode::Confined(_)) {
             settings.sandbox = None;
         }
+        if self.background == Some(true) {
+            if call.cancel.is_cancelled() {
+                return Err(ToolError::new("Command aborted"));
+            }
+            let jobs = &ctx.jobs;
+            let (result, policy) =
+                start_background(jobs, &settings, &self.command, &cwd, timeout, &call.id)?;
+            return Ok(match (mode, policy) {
+                (CallMode::Approved, _) => mark_unsandboxed(Ok(result)),
+                (_, Some(policy)) => mark_sandboxed(Ok(result), &policy),
+                (_, None) => result,
+            });
+        }
         let result = run_command(
             &settings,
             &self.command,
@@ -126,9 +138,9 @@ impl ToolArgs for BashArgs {
     /// A sandboxed session's `bash` also says what the sandbox allows.
     fn declaration(ctx: &ToolContext) -> ToolDeclaration {
         let description = if sandboxed(ctx) {
-            format!("{DESCRIPTION} {SANDBOX_NOTE}")
+            format!("{DESCRIPTION} {BACKGROUND_NOTE} {SANDBOX_NOTE}")
         } else {
-            DESCRIPTION.to_string()
+            format!("{DESCRIPTION} {BACKGROUND_NOTE}")
         };
         common::declaration(Self::NAME, &description, Self::parameters(ctx))
     }
@@ -142,18 +154,6 @@ fn parse_timeout(t: Option<f64>) -> Result<Option<f64>, ToolError> {
             "Invalid timeout: {s}. It must be a positive number of seconds, at most {MAX_TIMEOUT_SECS}."
         ))),
     }
-}
-
-/// The shell to use: the configured one, else bash, else sh.
-pub fn shell_path(settings: &BashSettings) -> PathBuf {
-    if let Some(s) = &settings.shell {
-        return s.clone();
-    }
-    ["/bin/bash", "/usr/bin/bash", "/bin/sh"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-        .unwrap_or_else(|| PathBuf::from("sh"))
 }
 
 /// How a run ended.
@@ -172,52 +172,18 @@ pub async fn run_command(
     cancel: CancellationToken,
     on_update: ToolUpdater,
 ) -> Result<AgentToolResult, ToolError> {
-    if !cwd.is_dir() {
-        return Err(ToolError::new(format!(
-            "Working directory does not exist: {}\nCannot execute bash commands.",
-            cwd.display()
-        )));
-    }
+    check_cwd(cwd)?;
     if cancel.is_cancelled() {
         return Err(ToolError::new("Command aborted"));
     }
-    let script = match &settings.command_prefix {
-        Some(prefix) if !prefix.is_empty() => format!("{prefix}\n{command}"),
-        _ => command.to_string(),
-    };
-    let (reader, writer) = std::io::pipe()?;
-    let writer2 = writer.try_clone()?;
-    let shell = shell_path(settings);
-    // A confined command is started by the sandbox's launcher (which makes its own session
-    // and process group); any other in a process group of its own.
-    let (mut cmd, lifeline, policy) = match confine(settings, &shell, &script, cwd)? {
-        Some((jail, policy)) => (jail.command, Some(jail.lifeline), Some(policy)),
-        None => {
-            let mut cmd = tokio::process::Command::new(&shell);
-            cmd.arg("-c")
-                .arg(&script)
-                .current_dir(cwd)
-                .stdin(Stdio::null())
-                .process_group(0);
-            (cmd, None, None)
-        }
-    };
-    cmd.stdout(Stdio::from(writer))
-        .stderr(Stdio::from(writer2))
-        .envs(settings.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .kill_on_drop(false);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| ToolError::new(format!("Failed to start shell: {e}")))?;
-    // Our copies of the pipe's write end must go, or the reader never sees EOF.
-    drop(cmd);
-    let pgid = child.id().map(|id| Pid::from_raw(id as i32));
-    // If this future is dropped mid-run (the caller gave up on it), the group must not leak.
-    let mut guard = GroupGuard { pgid, armed: true };
-    // Read the merged pipe on this task (not a helper thread), so that once the shell has
-    // exited everything it wrote is read from the kernel at once, however loaded the machine.
-    let mut rx = pipe::Receiver::from_owned_fd(std::os::fd::OwnedFd::from(reader))
-        .map_err(|e| ToolError::new(format!("Failed to read the shell's output: {e}")))?;
+    let Spawned {
+        mut child,
+        mut rx,
+        pgid,
+        lifeline,
+        policy,
+        mut guard,
+    } = spawn(settings, command, cwd)?;
     let mut buf = vec![0u8; 64 * 1024];
 
     let spill_dir = settings
@@ -262,8 +228,8 @@ pub async fn run_command(
     {
         kill_group(pgid, &mut child).await;
     }
-    guard.armed = false;
-    drain(&mut rx, &mut buf, &mut out, open).await;
+    guard.disarm();
+    drain(&mut rx, &mut buf, open, |chunk| out.push(chunk)).await;
     // The jail ends with its command; from here its lifeline has nothing left to keep.
     drop(lifeline);
     let result = finish(end, &mut out);
@@ -271,32 +237,6 @@ pub async fn run_command(
         Some(policy) => Ok(mark_sandboxed(result, &policy)),
         None => result,
     }
-}
-
-/// The jail of a confined command and the policy it runs under; `None` when unconfined.
-/// An unavailable sandbox refuses the command rather than running it unconfined.
-fn confine(
-    settings: &BashSettings,
-    shell: &std::path::Path,
-    script: &str,
-    cwd: &std::path::Path,
-) -> Result<Option<(JailCommand, SandboxPolicy)>, ToolError> {
-    let Some(sb) = settings.sandbox.as_ref() else {
-        return Ok(None);
-    };
-    let policy = sb.policy();
-    if !policy.confines() {
-        return Ok(None);
-    }
-    if let Availability::Unavailable(reason) = &sb.availability {
-        return Err(ToolError::new(format!(
-            "Not run: this session runs commands sandboxed, but the sandbox is unavailable ({reason})."
-        )));
-    }
-    let jail = sb
-        .jail(&policy, shell, script, cwd)
-        .map_err(|e| ToolError::new(format!("Not run: {e}")))?;
-    Ok(Some((jail, policy)))
 }
 
 /// A run the user approved outside the sandbox says so in its details.
@@ -348,85 +288,12 @@ fn mark_sandboxed(
     }
 }
 
-/// Kills the process group when dropped while armed.
-struct GroupGuard {
-    pgid: Option<Pid>,
-    armed: bool,
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.armed
-            && let Some(pgid) = self.pgid
-        {
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    }
-}
-
 fn send_update(on_update: &ToolUpdater, out: &mut OutputBuffer) {
     let (text, details) = out.render();
     on_update.update(AgentToolResult {
         details: Some(details),
         ..AgentToolResult::text(text)
     });
-}
-
-async fn sleep_until(deadline: Option<tokio::time::Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Collects what is left in the pipe. The shell has exited, so its output is complete in the
-/// kernel buffer: that is read without waiting. Background processes may keep the pipe open and
-/// keep writing, so after that, reading stops at a short quiet period or a bounded total
-/// instead of waiting for EOF.
-async fn drain(rx: &mut pipe::Receiver, buf: &mut [u8], out: &mut OutputBuffer, open: bool) {
-    if !open {
-        return;
-    }
-    let until = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < until {
-        match rx.try_read(buf) {
-            Ok(0) => return,
-            Ok(n) => out.push(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return,
-        }
-    }
-    while Instant::now() < until {
-        match tokio::time::timeout(Duration::from_millis(200), rx.read(buf)).await {
-            Ok(Ok(n)) if n > 0 => out.push(&buf[..n]),
-            _ => break,
-        }
-    }
-}
-
-/// SIGTERM to the group, SIGKILL after [`KILL_GRACE`] if anything in it is still alive.
-async fn kill_group(pgid: Pid, child: &mut tokio::process::Child) {
-    let _ = killpg(pgid, Signal::SIGTERM);
-    let start = Instant::now();
-    while start.elapsed() < KILL_GRACE {
-        let _ = child.try_wait();
-        if !group_alive(pgid) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    if group_alive(pgid) {
-        let _ = killpg(pgid, Signal::SIGKILL);
-    }
-    // The shell (or the sandbox's launcher, before it made its own group) itself.
-    let _ = child.start_kill();
-    let _ = child.wait().await;
-}
-
-/// True while some process of the group exists (a signal-0 probe).
-fn group_alive(pgid: Pid) -> bool {
-    killpg(pgid, None).is_ok()
 }
 
 fn finish(end: End, out: &mut OutputBuffer) -> Result<AgentToolResult, ToolError> {

@@ -18,6 +18,8 @@ pub struct OutputBuffer {
     spill: Option<(PathBuf, std::fs::File)>,
     spill_dir: PathBuf,
     spill_error: Option<String>,
+    /// The most the spill file takes (`None`: everything); past it, the file stops growing.
+    spill_limit: Option<usize>,
 }
 
 const KEEP: usize = 2 * DEFAULT_MAX_BYTES;
@@ -32,11 +34,28 @@ impl OutputBuffer {
             spill: None,
             spill_dir,
             spill_error: None,
+            spill_limit: None,
         }
+    }
+
+    /// A buffer whose spill file keeps only the first `limit` bytes (a background job's output
+    /// between two reads, which may go on for hours).
+    pub fn with_spill_limit(spill_dir: PathBuf, limit: usize) -> Self {
+        OutputBuffer {
+            spill_limit: Some(limit),
+            ..OutputBuffer::new(spill_dir)
+        }
+    }
+
+    /// Whether the spill file stopped short of the whole output.
+    fn spill_capped(&self) -> bool {
+        self.spill_limit
+            .is_some_and(|limit| self.total_bytes > limit)
     }
 
     /// Appends a chunk as it arrived.
     pub fn push(&mut self, chunk: &[u8]) {
+        let before = self.total_bytes;
         self.total_bytes += chunk.len();
         for &b in chunk {
             if b == b'\n' {
@@ -51,10 +70,13 @@ impl OutputBuffer {
         if over && self.spill.is_none() && self.spill_error.is_none() {
             // The whole output so far is still in `tail` here: trimming happens below.
             self.open_spill();
-        } else if let Some((_, file)) = &mut self.spill
-            && let Err(e) = file.write_all(chunk)
-        {
-            self.spill_error = Some(e.to_string());
+        } else if let Some((_, file)) = &mut self.spill {
+            let room = self
+                .spill_limit
+                .map_or(chunk.len(), |l| l.saturating_sub(before));
+            if let Err(e) = file.write_all(&chunk[..room.min(chunk.len())]) {
+                self.spill_error = Some(e.to_string());
+            }
         }
         if self.tail.len() > KEEP {
             self.tail.drain(..self.tail.len() - KEEP);
@@ -67,8 +89,9 @@ impl OutputBuffer {
             &uuid::Uuid::new_v4().simple().to_string()[..16]
         );
         let path = self.spill_dir.join(name);
+        let first = &self.tail[..self.tail.len().min(self.spill_limit.unwrap_or(usize::MAX))];
         let opened = std::fs::File::create(&path).and_then(|mut f| {
-            f.write_all(&self.tail)?;
+            f.write_all(first)?;
             Ok(f)
         });
         match opened {
@@ -84,6 +107,30 @@ impl OutputBuffer {
 
     pub fn total_bytes(&self) -> usize {
         self.total_bytes
+    }
+
+    /// Calls `f` with every line of the output, ANSI stripped: read back from the spill file
+    /// once the output was spilled (else from memory, which then holds all of it).
+    pub fn for_each_line(&mut self, mut f: impl FnMut(&str)) {
+        use std::io::BufRead;
+        if let Some((path, file)) = &mut self.spill
+            && file.flush().is_ok()
+            && let Ok(file) = std::fs::File::open(path)
+        {
+            let mut reader = std::io::BufReader::new(file);
+            let mut line = Vec::new();
+            while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                let text = clean(&String::from_utf8_lossy(&line));
+                f(text.strip_suffix('\n').unwrap_or(&text));
+                line.clear();
+            }
+            return;
+        }
+        let text = clean(&String::from_utf8_lossy(&self.tail));
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        if !text.is_empty() {
+            text.split('\n').for_each(f);
+        }
     }
 
     /// The text for the model: the tail-truncated output (ANSI stripped) plus pi's notice.
@@ -108,6 +155,11 @@ impl OutputBuffer {
         let mut details = json!({});
         if cut {
             let full = match (&self.spill, &self.spill_error) {
+                (Some((p, _)), _) if self.spill_capped() => format!(
+                    "{} (its first {} only)",
+                    p.display(),
+                    format_size(self.spill_limit.unwrap_or_default())
+                ),
                 (Some((p, _)), _) => p.display().to_string(),
                 (None, Some(e)) => format!("unavailable ({e})"),
                 (None, None) => "unavailable".to_string(),
@@ -211,6 +263,29 @@ mod tests {
 #[cfg(test)]
 mod bounded_tests {
     use super::*;
+
+    #[test]
+    fn a_spill_limit_keeps_the_file_to_its_first_bytes_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = OutputBuffer::with_spill_limit(dir.path().to_path_buf(), 3000);
+        for i in 0..2500 {
+            b.push(format!("{i:03}\n").as_bytes());
+        }
+        let path = b.full_output_path().unwrap().to_path_buf();
+        let (text, _) = b.render();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 3000);
+        assert!(
+            text.ends_with(&format!(
+                "[Showing lines 501-2500 of 2500. Full output: {} (its first 2.9KB only)]",
+                path.display()
+            )),
+            "{}",
+            &text[text.len() - 200..]
+        );
+        let mut lines = 0;
+        b.for_each_line(|_| lines += 1);
+        assert_eq!(lines, 750);
+    }
 
     #[test]
     fn memory_stays_bounded_and_spill_has_everything() {

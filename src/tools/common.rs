@@ -12,6 +12,8 @@ use tokio_util::sync::CancellationToken;
 use super::ToolOptions;
 use super::args::parse_args;
 pub use super::error::{ABORTED, check_abort, conflict_text, ws_error};
+use super::jobs::Jobs;
+pub use super::process::BashSettings;
 pub use super::text::{detect_crlf, normalize_to_lf, restore_line_endings, strip_bom};
 use super::tracker::{FileMutationQueue, MutationGuard, ReadTracker};
 use super::workspace::{Unsaved, Workspace};
@@ -25,17 +27,8 @@ pub struct ToolContext {
     pub tracker: Arc<ReadTracker>,
     pub queue: &'static FileMutationQueue,
     pub bash: BashSettings,
-}
-
-/// `bash` configuration taken from [`ToolOptions`].
-#[derive(Clone, Debug, Default)]
-pub struct BashSettings {
-    pub shell: Option<PathBuf>,
-    pub command_prefix: Option<String>,
-    pub env: Vec<(String, String)>,
-    pub spill_dir: Option<PathBuf>,
-    /// The session's command sandbox; `None`: commands run with the user's full rights.
-    pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+    /// The session's background jobs (`bash` with `background`, `bash_output`, `bash_kill`).
+    pub jobs: Arc<Jobs>,
 }
 
 impl ToolContext {
@@ -51,6 +44,7 @@ impl ToolContext {
                 spill_dir: opts.spill_dir.clone(),
                 sandbox: opts.sandbox.clone(),
             },
+            jobs: opts.jobs.clone().unwrap_or_default(),
         }
     }
 

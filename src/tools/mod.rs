@@ -16,7 +16,9 @@
 //! refused with an explanation); truncation `details` omit the duplicated `content` text.
 
 mod args;
+mod ask_user;
 mod bash;
+mod bash_jobs;
 mod bash_output;
 pub mod beneath;
 mod common;
@@ -29,14 +31,18 @@ mod error;
 mod find;
 mod grep;
 mod image;
+pub mod jobs;
 mod ls;
 pub mod paths;
 mod preview;
+mod process;
+pub mod question;
 pub mod read;
 mod text;
 mod tracker;
 pub mod truncate;
 pub(crate) mod walk;
+pub mod web;
 pub mod workspace;
 mod write;
 
@@ -49,14 +55,18 @@ use crate::agent::tool::ToolRef;
 
 #[cfg(test)]
 pub(crate) use args::assert_args_match_schema;
+pub use ask_user::ASK_USER;
 pub use bash::run_command;
+pub use bash_jobs::{BASH_KILL, BASH_OUTPUT};
 pub use common::{BashSettings, Call, ToolArgs, ToolContext, TypedTool, blocking};
+pub use jobs::{JobError, JobInfo, JobStatus, Jobs};
 // The edit a call would make, for front ends that show whole-file diffs (ACP).
 pub(crate) use common::{normalize_to_lf, strip_bom};
 pub use content::{Capture, ContentHash, ContentId};
 pub(crate) use edit::{parse_edits, prepare_edit_arguments};
 pub(crate) use edit_match::apply_edits;
 pub use preview::{ToolPreview, preview};
+pub use question::{AskHandle, Question, QuestionOption, UserAnswer, UserChannel};
 pub use tracker::{FileMutationQueue, ReadTracker};
 pub use workspace::{
     DiskWorkspace, FileSnapshot, Fingerprint, Unsaved, Workspace, WorkspaceError, WriteOutcome,
@@ -70,9 +80,16 @@ pub type WriteTool = TypedTool<write::WriteArgs>;
 pub type GrepTool = TypedTool<grep::GrepArgs>;
 pub type FindTool = TypedTool<find::FindArgs>;
 pub type LsTool = TypedTool<ls::LsArgs>;
+/// The tool through which the model asks the user (`question.rs`: how it reaches them).
+pub type AskUserTool = TypedTool<ask_user::AskUserArgs>;
+pub type BashOutputTool = TypedTool<bash_jobs::BashOutputArgs>;
+pub type BashKillTool = TypedTool<bash_jobs::BashKillArgs>;
 
 /// The seven tool names, in pi's order.
 pub const ALL_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
+
+/// The tools of `bash`'s background jobs, built after the seven.
+pub const JOB_TOOLS: [&str; 2] = [BASH_OUTPUT, BASH_KILL];
 
 /// pi's default active set.
 pub const DEFAULT_TOOLS: [&str; 4] = ["read", "bash", "edit", "write"];
@@ -94,10 +111,13 @@ pub struct ToolOptions {
     pub read_tracker: Option<Arc<ReadTracker>>,
     /// The command sandbox for `bash` (issue 19); `None`: unsandboxed, as before.
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
+    /// The session's background jobs; `None`: a registry of these tools' own.
+    pub jobs: Option<Arc<Jobs>>,
 }
 
-/// Builds the coding tools over `ws` (all seven unless `opts.only` selects a subset). The tools
-/// share one [`ReadTracker`] and the process-wide [`FileMutationQueue`].
+/// Builds the coding tools over `ws` (the seven and the job tools unless `opts.only` selects a
+/// subset). The tools share one [`ReadTracker`], one [`Jobs`] registry and the process-wide
+/// [`FileMutationQueue`].
 pub fn coding_tools(ws: Arc<dyn Workspace>, opts: ToolOptions) -> Vec<ToolRef> {
     let ctx = ToolContext::new(ws, &opts);
     let wanted = |name: &str| {
@@ -106,7 +126,7 @@ pub fn coding_tools(ws: Arc<dyn Workspace>, opts: ToolOptions) -> Vec<ToolRef> {
             .is_none_or(|only| only.iter().any(|n| n == name))
     };
     let mut tools: Vec<ToolRef> = Vec::new();
-    for name in ALL_TOOLS {
+    for name in ALL_TOOLS.into_iter().chain(JOB_TOOLS) {
         if !wanted(name) {
             continue;
         }
@@ -117,6 +137,8 @@ pub fn coding_tools(ws: Arc<dyn Workspace>, opts: ToolOptions) -> Vec<ToolRef> {
             "write" => Arc::new(WriteTool::new(ctx.clone())),
             "grep" => Arc::new(GrepTool::new(ctx.clone())),
             "find" => Arc::new(FindTool::new(ctx.clone())),
+            BASH_OUTPUT => Arc::new(BashOutputTool::new(ctx.clone())),
+            BASH_KILL => Arc::new(BashKillTool::new(ctx.clone())),
             _ => Arc::new(LsTool::new(ctx.clone())),
         };
         tools.push(tool);
@@ -135,6 +157,8 @@ pub enum ToolKind {
     Move,
     Search,
     Execute,
+    /// Reaches the network from the daemon (`web_fetch`, `web_search`).
+    Network,
     Other,
 }
 
@@ -148,6 +172,7 @@ impl ToolKind {
             ToolKind::Move => "move",
             ToolKind::Search => "search",
             ToolKind::Execute => "execute",
+            ToolKind::Network => "network",
             ToolKind::Other => "other",
         }
     }
@@ -162,20 +187,29 @@ pub const TODO_WRITE: &str = "todo_write";
 /// The kind of a tool by name (`Other` for unknown tools).
 pub fn tool_kind(name: &str) -> ToolKind {
     match name {
-        "read" | "ls" | DIAGNOSTICS => ToolKind::Read,
+        "read" | "ls" | BASH_OUTPUT | DIAGNOSTICS => ToolKind::Read,
         "write" | "edit" => ToolKind::Edit,
         "grep" | "find" => ToolKind::Search,
-        "bash" => ToolKind::Execute,
+        "bash" | BASH_KILL => ToolKind::Execute,
+        web::WEB_FETCH | web::WEB_SEARCH => ToolKind::Network,
         _ => ToolKind::Other,
     }
 }
 
 /// True for tools that never change anything on the machine (safe to run without approval).
+/// `ask_user` is one: asking is itself the user's say; `todo_write` changes only the plan.
 pub fn is_read_only(name: &str) -> bool {
     matches!(
         name,
-        "read" | "grep" | "find" | "ls" | DIAGNOSTICS | TODO_WRITE
+        "read" | "grep" | "find" | "ls" | BASH_OUTPUT | DIAGNOSTICS | TODO_WRITE | ASK_USER
     )
+}
+
+/// True for tools that run without approval unless a policy says otherwise: the read-only ones,
+/// and `bash_kill`, which only stops a job the agent itself started (it changes no file and
+/// starts nothing), so stopping one is never worth a question.
+pub fn allowed_by_default(name: &str) -> bool {
+    is_read_only(name) || name == BASH_KILL
 }
 
 #[cfg(test)]
@@ -196,6 +230,8 @@ mod tests {
         check::<grep::GrepArgs>(&ctx);
         check::<find::FindArgs>(&ctx);
         check::<ls::LsArgs>(&ctx);
+        check::<bash_jobs::BashOutputArgs>(&ctx);
+        check::<bash_jobs::BashKillArgs>(&ctx);
         // Sandboxed sessions declare every argument `bash` reads.
         assert_args_match_schema::<bash::BashArgs>(&bash::parameters(/*sandboxed*/ true));
     }

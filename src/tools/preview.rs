@@ -41,6 +41,13 @@ pub enum ToolPreview {
         cwd: PathBuf,
         timeout: Option<f64>,
     },
+    /// `web_fetch`: the URL as it will be requested (hosts in their ASCII form, so a look-alike
+    /// name shows as what it is), its host, and whether that is this machine or a local network.
+    Fetch {
+        url: String,
+        host: String,
+        local: bool,
+    },
 }
 
 impl ToolPreview {
@@ -74,6 +81,15 @@ pub async fn preview(ws: &Arc<dyn Workspace>, name: &str, args: &Value) -> Optio
         }
         "edit" => preview_edit(ws, parse_args(prepare_edit_arguments(args.clone())).ok()?).await,
         "write" => preview_write(ws, parse_args(args.clone()).ok()?).await,
+        super::web::WEB_FETCH => {
+            let url = args.get("url").and_then(Value::as_str)?;
+            let target = super::web::Target::parse(url).ok()?;
+            Some(ToolPreview::Fetch {
+                url: target.url.to_string(),
+                host: target.host(),
+                local: target.is_local(),
+            })
+        }
         _ => None,
     }
 }

@@ -9,7 +9,11 @@
 // client: {"fs": bool, "terminal": bool, "buffers": {"/abs/path": "unsaved text"},
 //          "permissions": ["allow_once" | "allow_always" | "reject_once" | "reject_always" | "cancel", ...]}
 //   Permission requests take the next answer in order ("cancel": send session/cancel, then
-//   answer `cancelled` as ACP requires); none left: the test fails. A read returns the buffer
+//   answer `cancelled` as ACP requires); none left: the test fails.
+// client.elicitation: advertise form elicitation (clientCapabilities.elicitation.form);
+//   "elicitations": [response | "cancelTurn", ...]: `elicitation/create` requests take the next
+//   response in order ({action: "accept", content} | {action: "decline"} | {action: "cancel"});
+//   "cancelTurn" sends session/cancel and answers `cancel`; none left: the test fails. A read returns the buffer
 //   when there is one (the editor's unsaved text), else the disk; a write goes to the buffer
 //   (the editor's review), never to disk. Terminals run the command with its args, as an editor does.
 // steps (run in order; "as" names a request's result, "$session" is the last new session's id):
@@ -47,6 +51,7 @@ const reads = [];
 const terminals = [];
 const buffers = { ...(cfg.buffers ?? {}) };
 const permissions = [...(cfg.permissions ?? [])];
+const elicitations = [...(cfg.elicitations ?? [])];
 let session = null;
 const updateWaiters = [];
 
@@ -130,6 +135,15 @@ const app = acp
     }
     return { outcome: { outcome: "selected", optionId: answer } };
   })
+  .onRequest("elicitation/create", async ({ params, agent }) => {
+    const answer = elicitations.shift();
+    if (answer === undefined) throw new Error("unexpected elicitation: " + JSON.stringify(params));
+    if (answer === "cancelTurn") {
+      await agent.notify("session/cancel", { sessionId: params.sessionId });
+      return { action: "cancel" };
+    }
+    return answer;
+  })
   .onRequest("fs/read_text_file", async ({ params }) => {
     reads.push({ path: params.path, line: params.line ?? null, limit: params.limit ?? null });
     let content = params.path in buffers ? buffers[params.path] : readFileSync(params.path, "utf8");
@@ -202,6 +216,7 @@ async function step(ctx, s) {
     case "initialize": {
       const caps = { fs: { readTextFile: !!cfg.fs, writeTextFile: !!cfg.fs }, terminal: !!cfg.terminal };
       if (cfg.authTerminal) caps.auth = { terminal: true };
+      if (cfg.elicitation) caps.elicitation = { form: {} };
       const params = { protocolVersion: s.protocolVersion ?? 1, clientCapabilities: caps };
       if (s.meta) params._meta = s.meta;
       await settle(name, ctx.request("initialize", params));
@@ -286,4 +301,4 @@ const exitCode = await new Promise((resolve) => {
 });
 clearTimeout(deadline);
 for (const t of terminals) delete t.proc, delete t.done;
-process.stdout.write(JSON.stringify({ wire, results, reads, writes, terminals, exitCode, error: failure, unusedPermissions: permissions }) + "\n");
+process.stdout.write(JSON.stringify({ wire, results, reads, writes, terminals, exitCode, error: failure, unusedPermissions: permissions, unusedElicitations: elicitations }) + "\n");

@@ -81,6 +81,8 @@ def case_agent_lsp_session_continues_in_pi(box: Sandbox):
 
 
 WRITE_BASH_ANSWER = [
+    {"toolCalls": [{"id": "call_p", "name": "todo_write", "arguments": {"todos": [
+        {"content": "Write b.txt", "status": "in_progress"}, {"content": "Make made.txt", "status": "pending"}]}}]},
     {"toolCalls": [{"id": "call_w", "name": "write", "arguments": {"path": "b.txt", "content": "agent\n"}}]},
     {"toolCalls": [{"id": "call_b", "name": "bash", "arguments": {"command": "printf made > made.txt"}}]},
     {"text": "Wrote b.txt and made.txt."},
@@ -88,7 +90,8 @@ WRITE_BASH_ANSWER = [
 
 
 def case_journaled_session_continues_in_pi(box: Sandbox):
-    """agent-lsp's effect journal (`custom` entries, protocol.md §3.16) does not stop pi 1.6."""
+    """agent-lsp's effect journal and plan (`custom` entries, protocol.md §3.16, §3.18) do not
+    stop pi 1.6."""
     mock = Mock(box.root, "agent-lsp", WRITE_BASH_ANSWER)
     try:
         sessions = box.root / "sessions"
@@ -103,6 +106,8 @@ def case_journaled_session_continues_in_pi(box: Sandbox):
     phases = [(e["data"]["tool"], e["data"]["phase"]) for e in journal]
     check(phases == [("write", "intended"), ("write", "done"), ("bash", "intended"), ("bash", "done")],
           f"journal entries {phases}")
+    plans = [e for e in before if e["type"] == "custom" and e.get("customType") == "agent-lsp.plan"]
+    check(len(plans) == 1 and len(plans[0]["data"]["todos"]) == 2, f"plan entries {plans}")
     blobs = list((files[0].parent / "blobs").iterdir())  # shared by the folder's sessions
     check(len(blobs) >= 2, f"{len(blobs)} images stored")
 
@@ -119,8 +124,8 @@ def case_journaled_session_continues_in_pi(box: Sandbox):
     check_tree(after, "the continued session")
     check(len(requests) == 1, f"pi made {len(requests)} requests")
     roles = [m["role"] for m in wire_messages(requests[0]) if m["role"] != "system"]
-    check(roles == ["user", "assistant", "tool", "assistant", "tool", "assistant", "user"],
-          f"pi's request roles {roles}")
+    check(roles == ["user", "assistant", "tool", "assistant", "tool", "assistant", "tool", "assistant",
+                    "user"], f"pi's request roles {roles}")
 
 
 def case_pi_session_continues_in_agent_lsp(box: Sandbox, fixtures_out):

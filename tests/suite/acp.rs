@@ -3,6 +3,7 @@
 
 mod support;
 
+mod ask_user;
 mod auth;
 mod client_tools;
 mod commands;
@@ -11,3 +12,4 @@ mod pacing;
 mod permissions;
 mod prompts;
 mod sessions;
+mod web;

@@ -1,6 +1,7 @@
 //! Integration tests: the real `agent-lsp` binary against the loopback mock provider, in a sealed
 //! environment (temp HOME and XDG dirs, no inherited variables; see `support::cli_run`).
 
+mod ask_user;
 mod beneath;
 mod commands;
 mod compaction;
@@ -11,6 +12,7 @@ mod escapes;
 mod gc;
 mod git_journal;
 mod identity;
+mod jobs;
 mod login;
 mod models;
 mod release;

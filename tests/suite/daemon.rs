@@ -3,6 +3,7 @@
 
 mod abort;
 mod approvals;
+mod ask_user;
 mod coalesce;
 mod commands;
 mod compaction;
@@ -12,6 +13,7 @@ mod edits;
 mod generic;
 mod hostile;
 mod indexed_edits;
+mod jobs;
 mod journal;
 mod lifecycle;
 mod mcp;
@@ -26,6 +28,7 @@ mod sandbox;
 mod saving;
 mod session_lock;
 mod unknown_documents;
+mod web;
 
 use std::time::Duration;
 

@@ -355,6 +355,7 @@ mod tests {
             untracked: false,
             snapshot: None,
             interrupted: false,
+            job: None,
         };
         record.append(effect.into_entry()).unwrap();
     }
@@ -458,6 +459,7 @@ mod tests {
             untracked: false,
             snapshot: (phase == Phase::Intended).then(|| manifest.clone()),
             interrupted: false,
+            job: None,
         };
         record.append(effect(Phase::Intended).into_entry()).unwrap();
         drop(record);

@@ -14,10 +14,12 @@
 //! `agent/revert`); [`recover`] tells a resumed session what its interrupted calls did.
 
 pub mod blobs;
+mod command;
 pub mod gc;
 pub mod git;
 pub mod image;
 pub mod images;
+mod jobs;
 pub mod live;
 pub mod manifest;
 pub mod recover;
@@ -49,6 +51,10 @@ const WARM_UP_NICENESS: i32 = 10;
 
 /// The tools whose effects on files are journaled.
 pub const JOURNALED: [&str; 3] = ["edit", "write", "bash"];
+
+/// The tools whose calls are a checkpoint of a background job's changes (not journaled as
+/// changing anything themselves: what they record is the job's).
+pub const JOB_CHECKPOINTS: [&str; 2] = [crate::tools::BASH_OUTPUT, crate::tools::BASH_KILL];
 
 /// The tool name of the entry a revert records.
 pub const REVERT_TOOL: &str = "agent-lsp.revert";
@@ -91,6 +97,10 @@ pub struct Effect {
     /// `files` are those that differ from its `snapshot`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// A background job's entry: `bash`'s `done` when it started the job, and each checkpoint
+    /// of the job's changes after it ([`jobs`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<String>,
 }
 
 /// One file in an [`Effect`].
@@ -187,7 +197,8 @@ pub struct Journal {
     /// The files whose before-image each run stored (only its first is needed: a run is
     /// reverted to, and reviewed from, the content before its first change of a file).
     imaged: Mutex<HashSet<(String, PathBuf)>>,
-    /// Hashes being computed off the calls' path ([`Phase::Hashed`]), and their end.
+    /// Hashes being computed off the calls' path ([`Phase::Hashed`]) and jobs' last entries
+    /// being written ([`jobs`]), and their end.
     hashing: tokio::sync::watch::Sender<usize>,
     /// The collection of the folder's image store started with the session ([`gc::auto`]).
     collection: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -371,7 +382,8 @@ impl Journal {
         }
     }
 
-    /// Waits until every hash being computed is in the record (a review reads them).
+    /// Waits until every hash being computed, and every background job's last entry, is in the
+    /// record (a review reads them; a closing session writes them before it goes).
     pub async fn settled(&self) {
         let mut rx = self.hashing.subscribe();
         let _ = rx.wait_for(|n| *n == 0).await;
@@ -394,11 +406,13 @@ impl Journal {
         }
     }
 
-    /// Wraps the journaled tools among `tools`.
+    /// Wraps the journaled tools among `tools`; the background jobs of `jobs` are journaled at
+    /// their checkpoints and end.
     pub fn wrap(
         self: &std::sync::Arc<Self>,
         tools: Vec<ToolRef>,
         ws: &std::sync::Arc<dyn Workspace>,
+        jobs: &crate::tools::Jobs,
     ) -> Vec<ToolRef> {
         if self.blobs.is_none() {
             return tools;
@@ -406,13 +420,7 @@ impl Journal {
         if tools.iter().any(|t| t.name() == "bash") {
             self.warm_up();
         }
-        tools
-            .into_iter()
-            .map(|t| match t.name() {
-                name if JOURNALED.contains(&name) => tool::journaled(t, self.clone(), ws.clone()),
-                _ => t,
-            })
-            .collect()
+        tool::journaled_tools(self, tools, ws, jobs)
     }
 
     fn current_run(&self, record: &SessionFile) -> String {
@@ -456,6 +464,7 @@ impl Journal {
             untracked: false,
             snapshot: None,
             interrupted: false,
+            job: None,
         });
     }
 

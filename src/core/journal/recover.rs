@@ -163,6 +163,7 @@ fn cut_off_command(
         untracked: false,
         snapshot: None,
         interrupted: true,
+        job: None,
     };
     Some((text, done))
 }

@@ -376,6 +376,7 @@ pub async fn revert(
             untracked: false,
             snapshot: None,
             interrupted: false,
+            job: None,
         };
         if let Err(e) = record.append(effect.into_entry()) {
             tracing::warn!(%e, "cannot record the revert in the journal");

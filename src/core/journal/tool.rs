@@ -13,18 +13,42 @@ use crate::agent::tool::{
 };
 use crate::tools::{Workspace, WorkspaceError};
 
-use super::images::Before;
-use super::live::Mark;
-use super::{Effect, FileEffect, Journal, Phase};
+use super::command::{bash_effects, before_images, segment};
+use super::jobs::JobWatches;
+use super::{Effect, FileEffect, JOB_CHECKPOINTS, JOURNALED, Journal, Phase};
+use crate::tools::Jobs;
 
 struct Journaled {
     inner: ToolRef,
     journal: Arc<Journal>,
     ws: Arc<dyn Workspace>,
+    /// The background jobs followed, shared by the session's journaled tools.
+    watches: Arc<JobWatches>,
 }
 
-pub(super) fn journaled(inner: ToolRef, journal: Arc<Journal>, ws: Arc<dyn Workspace>) -> ToolRef {
-    Arc::new(Journaled { inner, journal, ws })
+/// `tools` with the journaled ones wrapped; the jobs of `jobs` followed to their end.
+pub(super) fn journaled_tools(
+    journal: &Arc<Journal>,
+    tools: Vec<ToolRef>,
+    ws: &Arc<dyn Workspace>,
+    jobs: &Jobs,
+) -> Vec<ToolRef> {
+    let watches = Arc::new(JobWatches::default());
+    watches.follow(journal, jobs);
+    let wrap = |inner: ToolRef| -> ToolRef {
+        Arc::new(Journaled {
+            inner,
+            journal: journal.clone(),
+            ws: ws.clone(),
+            watches: watches.clone(),
+        })
+    };
+    (tools.into_iter())
+        .map(|t| match t.name() {
+            name if JOURNALED.contains(&name) || JOB_CHECKPOINTS.contains(&name) => wrap(t),
+            _ => t,
+        })
+        .collect()
 }
 
 impl AgentTool for Journaled {
@@ -54,6 +78,7 @@ impl AgentTool for Journaled {
         let inner = self.inner.clone();
         let journal = self.journal.clone();
         let ws = self.ws.clone();
+        let watches = self.watches.clone();
         let tool = inner.name().to_string();
         Box::pin(async move {
             let effect = |phase, files| Effect {
@@ -65,8 +90,20 @@ impl AgentTool for Journaled {
                 untracked: false,
                 snapshot: None,
                 interrupted: false,
+                job: None,
             };
+            if JOB_CHECKPOINTS.contains(&tool.as_str()) {
+                let job = args.get("jobId").and_then(Value::as_str).map(str::to_owned);
+                let result = inner
+                    .execute(tool_call_id.clone(), args, cancel, on_update)
+                    .await;
+                if let Some(job) = job {
+                    (watches.checkpoint(&journal, &job, &tool_call_id, &tool, false)).await;
+                }
+                return result;
+            }
             if tool == "bash" {
+                let background = args.get("background").and_then(Value::as_bool) == Some(true);
                 let before = before_images(&journal).await;
                 let manifest = before.as_ref().and_then(|b| b.manifest.clone());
                 journal.append(Effect {
@@ -77,11 +114,27 @@ impl AgentTool for Journaled {
                 let result = inner
                     .execute(tool_call_id.clone(), args, cancel, on_update)
                     .await;
-                let files = bash_effects(&journal, before).await;
+                let job = background.then(|| job_of(&result)).flatten();
+                let Some(job) = job else {
+                    let files = bash_effects(&journal, before).await;
+                    watches.changed_by_others(files.iter().flatten());
+                    journal.append(Effect {
+                        untracked: files.is_none(),
+                        ..effect(Phase::Done, files.unwrap_or_default())
+                    });
+                    return result;
+                };
+                // The job goes on: what changed while it started, then its checkpoints.
+                let (files, next) = match before {
+                    Some(before) => segment(&journal, before, true).await,
+                    None => (None, None),
+                };
                 journal.append(Effect {
                     untracked: files.is_none(),
+                    job: Some(job.clone()),
                     ..effect(Phase::Done, files.unwrap_or_default())
                 });
+                watches.watch(&journal, &job, &tool_call_id, next).await;
                 return result;
             }
             let path = args
@@ -127,6 +180,7 @@ impl AgentTool for Journaled {
                 }],
                 false => Vec::new(),
             };
+            watches.changed_by_others(files.iter());
             journal.append(effect(Phase::Done, files));
             result
         })
@@ -209,68 +263,8 @@ async fn hashed(
     Some(super::PENDING.to_string())
 }
 
-/// A command's start: its mark in the workspace's live snapshot, what its before-images left
-/// out, and the name of its [`super::manifest`].
-struct Started {
-    mark: Mark,
-    images: Before,
-    manifest: Option<String>,
-}
-
-/// The workspace brought up to date, every file given a before-image within the bounds
-/// ([`super::images`]), and the manifest stored; `None` when the workspace is too large to
-/// snapshot.
-async fn before_images(journal: &Arc<Journal>) -> Option<Started> {
-    let journal = journal.clone();
-    tokio::task::spawn_blocking(move || {
-        let started = std::time::Instant::now();
-        let mut live = journal.seen.live.lock().unwrap_or_else(|e| e.into_inner());
-        let waited = started.elapsed();
-        let updated = live.update();
-        let brought = started.elapsed();
-        let since = journal.since_last_command(&mut live);
-        let files = live.files()?;
-        let images = journal.before_images(files, since.maybe_stale());
-        let imaged = started.elapsed();
-        let manifest = journal.store_manifest(&mut live, &images, since);
-        let mark = live.mark();
-        tracing::debug!(
-            ?waited, ?updated, ?brought, ?imaged, total = ?started.elapsed(),
-            stored = images.stored,
-            "the effect journal before a command"
-        );
-        Some(Started {
-            mark,
-            images,
-            manifest,
-        })
-    })
-    .await
-    .ok()
-    .flatten()
-}
-
-/// What the command changed since it started; `None` when that is unknown (the workspace
-/// was, or became, too large to snapshot).
-async fn bash_effects(journal: &Arc<Journal>, started: Option<Started>) -> Option<Vec<FileEffect>> {
-    let started = started?;
-    let journal = journal.clone();
-    let work = move || {
-        let begun = std::time::Instant::now();
-        let changes = {
-            let mut live = journal.seen.live.lock().unwrap_or_else(|e| e.into_inner());
-            live.update();
-            let tracked = live.files().is_some();
-            let changes = live.finish(started.mark)?;
-            tracked.then_some(changes)?
-        };
-        let brought = begun.elapsed();
-        let files = journal.bash_effects(&started.images, &changes);
-        tracing::debug!(
-            ?brought, total = ?begun.elapsed(), changed = files.len(),
-            "the effect journal after a command"
-        );
-        Some(files)
-    };
-    tokio::task::spawn_blocking(work).await.ok().flatten()
+/// The job a `bash` call started in the background (`details.jobId` of its result).
+fn job_of(result: &Result<AgentToolResult, ToolError>) -> Option<String> {
+    let details = result.as_ref().ok()?.details.as_ref()?;
+    details.get("jobId")?.as_str().map(str::to_owned)
 }

@@ -385,3 +385,67 @@ async fn a_trusted_entry_whose_cwd_changed_is_asked_about_again_naming_it() {
     assert_eq!(t.stop_reason("p"), "end_turn");
     assert!(t.agent_requests("session/request_permission").is_empty());
 }
+
+#[tokio::test]
+async fn a_background_job_runs_here_even_with_client_terminals_and_session_close_stops_it() {
+    let mark = crate::suite::support::jobs::marker();
+    let ticker = format!("sleep 900.{mark} & while true; do echo tick; sleep 0.05; done");
+    let check = format!("pkill -0 -f '^sleep 900\\.{mark}'; echo alive=$?");
+    let env = AcpEnv::with_script(json!({"responses": [
+        {"toolCalls": [{"id": "b1", "name": "bash", "arguments": {"command": ticker, "background": true}}]},
+        {"text": "started"},
+        {"toolCalls": [{"id": "o1", "name": "bash_output", "arguments": {"jobId": "job-1"}}]},
+        {"text": "read"},
+        {"toolCalls": [{"id": "c1", "name": "bash", "arguments": {"command": check}}]},
+        {"text": "checked"}
+    ]}))
+    .await;
+    let t = env
+        .run(json!({
+            "client": {"terminal": true, "permissions": ["allow_once", "allow_once"]},
+            "steps": steps(&env, vec![
+                json!({"op": "prompt", "text": "start it", "as": "p1"}),
+                json!({"op": "prompt", "text": "read it", "as": "p2"}),
+                json!({"op": "request", "method": "session/close",
+                       "params": {"sessionId": "$session"}, "as": "close"}),
+                json!({"op": "resume", "cwd": env.project()}),
+                json!({"op": "prompt", "text": "is it gone?", "as": "p3"}),
+            ]),
+        }))
+        .await;
+    assert_eq!(t.stop_reason("p3"), "end_turn");
+    // Only the check ran in a client terminal: the job ran here.
+    let terminals = t.0["terminals"].as_array().unwrap();
+    assert_eq!(terminals.len(), 1, "{terminals:?}");
+    assert_eq!(terminals[0]["args"][1], check.as_str());
+    let start = t.tool_call("b1");
+    assert_eq!(
+        start[0]["title"],
+        format!("Run in the background: {ticker}").as_str()
+    );
+    assert_eq!(start[0]["kind"], "execute");
+    let retitled = start
+        .iter()
+        .find(|u| u["_meta"]["agent-lsp"]["job"].is_object())
+        .expect("the job's update");
+    assert_eq!(
+        retitled["title"],
+        format!("Run in the background: {ticker} (job-1: running)").as_str()
+    );
+    assert_eq!(retitled["_meta"]["agent-lsp"]["job"]["status"], "running");
+    assert_eq!(t.final_status("b1"), "completed");
+    let read = t.tool_call("o1");
+    assert_eq!(read[0]["title"], "Read the output of job-1");
+    assert_eq!(read[0]["kind"], "read");
+    let last = read.last().unwrap();
+    assert_eq!(last["status"], "completed");
+    let text = last["content"][0]["content"]["text"].as_str().unwrap();
+    assert!(text.ends_with("[job-1 running]"), "{text}");
+    // `session/close` answered once the job was stopped: nothing of it runs any more.
+    t.result("close");
+    let checked = t.tool_call("c1");
+    let out = checked.last().unwrap()["content"][1]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(out.contains("alive=1"), "{out}");
+}

@@ -401,3 +401,29 @@ async fn the_editors_set_up_in_the_home_folder_are_named() {
         "set up: VS Code, Neovim (lazy.nvim), Zed extension, Zed settings"
     );
 }
+
+#[tokio::test]
+async fn web_search_is_reported_as_information() {
+    let mock = mock(vec![]).await;
+    let mut env = healthy(&mock);
+    let (report, code) = doctor(&env, &[]).await;
+    assert_eq!(code, Some(0), "{report:#}");
+    let search = one(&report, "web search");
+    assert_eq!(search["status"], "ok");
+    let detail = search["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("not configured: web_search is not offered"),
+        "{detail}"
+    );
+    env.set("AGENT_LSP_SEARXNG_URL", "http://127.0.0.1:8888");
+    env.set("TAVILY_API_KEY", "tvly-secret");
+    let (report, _) = doctor(&env, &[]).await;
+    let search = one(&report, "web search");
+    assert_eq!(search["detail"], "searxng at http://127.0.0.1:8888/search");
+    env.set("AGENT_LSP_SEARXNG_URL", "");
+    let (report, code) = doctor(&env, &[]).await;
+    assert_eq!(code, Some(0));
+    let detail = one(&report, "web search")["detail"].to_string();
+    assert_eq!(detail, "\"tavily at https://api.tavily.com/search\"");
+    assert!(!report.to_string().contains("tvly-secret"));
+}

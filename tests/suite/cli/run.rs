@@ -43,6 +43,7 @@ async fn a_text_only_run_streams_the_answer_and_records_the_session() {
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
+    // web_search only with a search service configured.
     assert_eq!(
         tools,
         [
@@ -53,7 +54,11 @@ async fn a_text_only_run_streams_the_answer_and_records_the_session() {
             "grep",
             "find",
             "ls",
-            "todo_write"
+            "bash_output",
+            "bash_kill",
+            "todo_write",
+            "ask_user",
+            "web_fetch"
         ]
     );
 
@@ -418,4 +423,41 @@ async fn a_retried_rate_limit_is_shown_as_a_provider_retry() {
     let err = stderr(&out);
     assert!(err.contains("retrying (1/") && err.contains("429"), "{err}");
     assert_eq!(mock.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn web_fetch_runs_only_with_approve_all() {
+    let site = super::super::support::web_server::WebServer::start(|_| {
+        super::super::support::web_server::Reply::ok("text/plain", "the docs")
+    })
+    .await;
+    let url = site.url("/docs.txt");
+    let mock = mock(vec![
+        MockResponse::tool_call("f1", "web_fetch", json!({"url": url})),
+        MockResponse::text("Refused."),
+        MockResponse::tool_call("f2", "web_fetch", json!({"url": url})),
+        MockResponse::text("Fetched."),
+    ])
+    .await;
+    let env = CliEnv::with_mock(&mock);
+    let out = env.run(&["run", "--model", MODEL, "read the docs"]).await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!(
+            "[web_fetch {url}] refused: run again with --approve all"
+        )),
+        "{text}"
+    );
+    assert!(site.targets().is_empty(), "read-only runs reach no network");
+    let out = env
+        .run(&["run", "--approve", "all", "--model", MODEL, "read the docs"])
+        .await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!("[web_fetch {url}] ok")),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(site.targets(), ["/docs.txt"]);
 }

@@ -101,6 +101,30 @@ impl CliEnv {
         cmd
     }
 
+    /// The binary with `args` on a pseudo-terminal (util-linux `script`), as a user at a
+    /// terminal runs it: what is written to the child's stdin is typed on the terminal, and its
+    /// stdout carries everything the terminal shows.
+    pub fn command_on_pty(&self, args: &[&str]) -> Command {
+        let quote = |word: &str| format!("'{}'", word.replace('\'', r"'\''"));
+        let mut line = quote(env!("CARGO_BIN_EXE_agent-lsp"));
+        for arg in args {
+            line.push(' ');
+            line.push_str(&quote(arg));
+        }
+        let mut cmd = Command::new("script");
+        super::seal(&mut cmd, self.home.path());
+        cmd.args(["-q", "-e", "-c", &line, "/dev/null"])
+            .current_dir(self.project())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (k, v) in &self.extra {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
     pub async fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().await.unwrap()
     }

@@ -3,8 +3,8 @@
 //! It frames JSON-RPC with Content-Length, records every message it receives (in arrival order)
 //! and answers the server's requests like an editor: `workspace/applyEdit` is applied to its own
 //! copy of the buffer and followed by `didChange` (or refused / lied about, per [`ApplyMode`]),
-//! `agent/saveDocuments` writes the buffer to disk, and `agent/beforeToolCall` is answered by a
-//! scriptable closure (or held for the test to answer).
+//! `agent/saveDocuments` writes the buffer to disk, and `agent/beforeToolCall` (or any other
+//! request, `set_responder`) is answered by a scriptable closure (or held for the test to answer).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -49,6 +49,8 @@ struct State {
     approvals: Responder,
     save_documents: bool,
     other: HashMap<String, Value>,
+    /// Scripted answers to other server requests, by method (over `other`).
+    responders: HashMap<String, Responder>,
     /// The negotiated position encoding (`utf-16` until `initialize` answers).
     utf8: bool,
 }
@@ -111,6 +113,7 @@ impl LspClient {
             approvals: Box::new(|_| Some(json!({"decision": "allow"}))),
             save_documents: true,
             other: HashMap::new(),
+            responders: HashMap::new(),
             utf8: false,
         }));
         let changed = Arc::new(Notify::new());
@@ -275,6 +278,12 @@ impl LspClient {
             .insert(method.to_owned(), result);
     }
 
+    /// Answers a server request of `method` by a closure of its params (`None`: held).
+    pub fn set_responder(&self, method: &str, responder: Responder) {
+        let mut st = self.state.lock().unwrap();
+        st.responders.insert(method.to_owned(), responder);
+    }
+
     /// Answers a held server request.
     pub async fn reply(&self, id: &Value, result: Value) {
         self.send(&json!({"jsonrpc":"2.0","id":id,"result":result}))
@@ -425,9 +434,12 @@ fn server_request(st: &mut State, id: &Value, method: &str, params: &Value) -> V
         }
         "window/workDoneProgress/create" => vec![reply(id, Value::Null)],
         "window/showDocument" => vec![reply(id, json!({"success": true}))],
-        other => match st.other.get(other) {
-            Some(result) => vec![reply(id, result.clone())],
-            None => vec![],
+        other => match (st.responders.get_mut(other), st.other.get(other)) {
+            (Some(responder), _) => responder(params)
+                .map(|r| vec![reply(id, r)])
+                .unwrap_or_default(),
+            (None, Some(result)) => vec![reply(id, result.clone())],
+            (None, None) => vec![],
         },
     }
 }

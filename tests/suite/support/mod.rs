@@ -1,12 +1,14 @@
 //! Shared test support: one file per helper area.
 
 pub mod cli_run;
+pub mod jobs;
 pub mod lsp_client;
 pub mod mock_provider;
 pub mod mock_stream;
 pub mod pi_session;
 pub mod swapper;
 pub mod tool_harness;
+pub mod web_server;
 
 /// The sealed environment every test runs the binary in (the daemon, `run`, ACP through its
 /// client): only `PATH` of the caller's, HOME and the XDG data and config folders in `home`

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use agent_lsp::tools::{
-    DiskWorkspace, ToolKind, ToolOptions, ToolPreview, Workspace, coding_tools, is_read_only,
-    preview, tool_kind,
+    DiskWorkspace, ToolKind, ToolOptions, ToolPreview, Workspace, allowed_by_default, coding_tools,
+    is_read_only, preview, tool_kind,
 };
 use serde_json::{Value, json};
 
@@ -42,7 +42,22 @@ fn schemas_match_pi_and_every_tool_is_described() {
         .map(|t| json!({"name": t.name(), "parameters": strip_descriptions(&t.declaration().parameters)}))
         .collect();
     let pi: Value = serde_json::from_str(PI_SCHEMAS).unwrap();
-    assert_eq!(Value::Array(ours), pi);
+    // pi's seven, `bash` with agent-lsp's `background` besides pi's arguments, then the tools of
+    // background jobs.
+    let mut pi_seven = ours[..7].to_vec();
+    let bash = &mut pi_seven[1]["parameters"]["properties"];
+    assert_eq!(bash["background"], json!({"type": "boolean"}));
+    bash.as_object_mut().unwrap().remove("background");
+    assert_eq!(Value::Array(pi_seven), pi);
+    assert_eq!(
+        Value::Array(ours[7..].to_vec()),
+        json!([
+            {"name": "bash_output", "parameters": {"type": "object", "required": ["jobId"],
+             "properties": {"jobId": {"type": "string"}, "filter": {"type": "string"}}}},
+            {"name": "bash_kill", "parameters": {"type": "object", "required": ["jobId"],
+             "properties": {"jobId": {"type": "string"}}}}
+        ])
+    );
     for t in &h.tools {
         assert!(
             t.declaration().description.len() > 80,
@@ -70,6 +85,11 @@ fn subsets_kinds_and_read_only() {
     assert_eq!(tool_kind("grep"), ToolKind::Search);
     assert_eq!(tool_kind("read"), ToolKind::Read);
     assert_eq!(tool_kind("mystery"), ToolKind::Other);
+    assert_eq!(tool_kind("bash_output"), ToolKind::Read);
+    assert_eq!(tool_kind("bash_kill"), ToolKind::Execute);
+    // Reading a job changes nothing; stopping one is allowed unasked all the same.
+    assert!(is_read_only("bash_output") && !is_read_only("bash_kill"));
+    assert!(allowed_by_default("bash_kill") && !allowed_by_default("bash"));
     assert!(
         is_read_only("grep")
             && is_read_only("ls")
@@ -184,6 +204,7 @@ async fn bash_options_prefix_env_and_shell() {
         spill_dir: Some(dir.path().to_path_buf()),
         read_tracker: None,
         sandbox: None,
+        jobs: None,
     };
     let bash = coding_tools(ws, opts).pop().unwrap();
     let r = bash

@@ -48,3 +48,15 @@ async fn keys_named_by_models_json_are_removed_too() {
     a.assert_ran();
     assert_eq!(a.result(), "gw=none");
 }
+
+#[tokio::test]
+async fn web_search_keys_are_removed_too() {
+    let read = "echo \"brave=${BRAVE_API_KEY:-none} tavily=${TAVILY_API_KEY:-none}\"";
+    let a = attack(&[read.into()], &[], |env| {
+        env.set("BRAVE_API_KEY", "brave-secret");
+        env.set("TAVILY_API_KEY", "tavily-secret");
+    })
+    .await;
+    a.assert_ran();
+    assert_eq!(a.result(), "brave=none tavily=none");
+}
