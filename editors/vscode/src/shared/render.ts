@@ -130,7 +130,9 @@ export function renderCompaction(item: CompactionItem, open: boolean): string {
 /** A question for the user (`agent/askUser`): who asks, the question, its options and the answer. */
 export function renderQuestion(q: QuestionItem): string {
   const options = q.options.length === 0 ? '' : `<ul class="question-options">${q.options.map((o) => `<li${q.selected?.includes(o.label) ? ' class="chosen"' : ''}><span class="option-label">${escapeHtml(o.label)}</span>${o.description ? ` <span class="option-description">${escapeHtml(o.description)}</span>` : ''}</li>`).join('')}</ul>`;
-  const how = [q.multiSelect ? 'several answers allowed' : '', q.allowText ? 'your own words allowed' : ''].filter((h) => h !== '').join(' · ');
+  // Typed words are welcome for almost every question (ask_user always takes them): only a
+  // multiple choice is worth a note.
+  const how = q.multiSelect ? 'several answers allowed' : '';
   return `<div class="question status-${q.status}"><div class="question-title"><span class="question-mark">?</span> ${escapeHtml(asker({ source: q.mcpServer ? { mcpServer: q.mcpServer } : undefined }))}${how ? ` <span class="question-how">(${how})</span>` : ''}</div><div class="question-text">${escapeHtml(q.question)}</div>${options}<div class="question-answer">${escapeHtml(answerLine(q.status, q.selected, q.text))}</div></div>`;
 }
 

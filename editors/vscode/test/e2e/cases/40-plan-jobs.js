@@ -1,7 +1,9 @@
 //! Issue 34 in the real editor: the model's plan (`todo_write`, protocol.md §3.18) as the
 //! checklist above the chat, updated by `plan_update`, gone in a new session and back from
 //! `agent/getState.plan` when the session is shown again, resumed after a daemon restart, or
-//! the view reloads. The mock answers with 40-plan-jobs.json's responses, in order.
+//! the view reloads; a background job (`bash {background: true}`) in the Jobs section, running
+//! with its output, stopped with its Stop button, listed by "Agent: Show Jobs". The mock answers
+//! with 40-plan-jobs.json's responses, in order.
 'use strict';
 
 exports.register = ({ testCase, until, runCommand, chatFrame, text, send, fs, path, artifacts }) => {
@@ -89,5 +91,49 @@ exports.register = ({ testCase, until, runCommand, chatFrame, text, send, fs, pa
     f = ctx.frame = await chatFrame(page);
     await until('the transcript back', async () => (await text(f, '.msg.user .bubble')).includes('Go on'), 20000);
     await planIs(f, '1/3', SECOND);
+  });
+
+  /** The job whose command has `words`, as the Jobs section shows it. */
+  const jobRow = (f, words) => f.locator('#jobs .job', { hasText: words });
+  const ticks = async (job) => ((await job.locator('pre.output').innerText().catch(() => '')).match(/^tick$/gm) ?? []).length;
+
+  testCase('a background job runs in the Jobs section with its output; Stop kills it; Agent: Show Jobs lists it', async ({ page, ctx }) => {
+    const f = ctx.frame;
+    await newSession(page, f);
+    if (!(await f.locator('#jobs').isHidden())) throw new Error('a new session shows jobs');
+    await send(f, 'Start the ticker');
+    const card = f.locator('.approval');
+    await card.waitFor({ timeout: 30000 });
+    if (!(await card.innerText()).includes('echo tick')) throw new Error(`the approval is not for the ticker: ${await card.innerText()}`);
+    await card.locator('button[data-decision="allow"]').click();
+    await until('the answer', async () => (await text(f, '.msg.assistant .md')).includes('The ticker runs in the background.'), 30000);
+    await settled(f);
+    const job = jobRow(f, 'echo tick');
+    await until('the job running', async () => (await job.locator('.badge').innerText()) === 'running', 15000);
+    if (!(await text(f, '#jobs .jobs-count')).includes('1 running')) throw new Error(`the section's count: ${await text(f, '#jobs')}`);
+    // Unfolded, its output is read (agent/jobOutput) and read again while it runs.
+    await job.locator('summary').click();
+    await until('ticks in its output', async () => (await ticks(job)) >= 2, 15000);
+    const seen = await ticks(job);
+    await until('more ticks while it runs', async () => (await ticks(job)) > seen, 15000);
+    await page.screenshot({ path: path.join(artifacts, '41-job-running.png') });
+    // Agent: Show Jobs lists it, running, with a stop button.
+    await runCommand(page, 'Agent: Show Jobs');
+    await page.locator('.quick-input-widget .quick-input-title', { hasText: 'Background jobs of this session' }).waitFor({ timeout: 10000 });
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: 'echo tick' }).first();
+    await row.waitFor({ timeout: 10000 });
+    if (!(await row.innerText()).includes('running')) throw new Error(`the Show Jobs row: ${await row.innerText()}`);
+    await page.keyboard.press('Escape');
+    // Stop: agent/killJob, and the job shows killed, without a stop button, its output kept.
+    await job.locator('button[data-action="killJob"]').click();
+    await until('the job killed', async () => (await job.locator('.badge').innerText()) === 'killed', 15000);
+    if (await job.locator('button[data-action="killJob"]').count() !== 0) throw new Error('a killed job still has a stop button');
+    if ((await ticks(job)) < 2) throw new Error('the killed job lost its output');
+    if (!(await text(f, '#jobs .jobs-count')).includes('1 ended')) throw new Error(`the section's count: ${await text(f, '#jobs')}`);
+    await page.screenshot({ path: path.join(artifacts, '42-job-killed.png') });
+    // The model was told the job started (the bash result), in the request after the call.
+    const after = requests().filter((r) => JSON.stringify(r.body).includes('call_job')).pop();
+    const result = JSON.stringify(after?.body.messages.find((m) => m.role === 'tool' && m.tool_call_id === 'call_job'));
+    if (!/job/i.test(result ?? '')) throw new Error(`the model did not get the job's start: ${result}`);
   });
 };
