@@ -236,7 +236,7 @@ document.addEventListener('click', (e) => {
   const job = d.closest<HTMLElement>('.job')?.dataset.job;
   if (job !== undefined) {
     // A job's output is read only while its fold is open.
-    if (d.open) { open.delete(fold); post({ type: 'watchJob', jobId: job, open: false }); } else openJob(job);
+    if (d.open) { open.delete(fold); post({ type: 'watchJob', jobId: job, open: false }); schedule(); } else openJob(job);
     return;
   }
   if (d.open) open.delete(fold); else open.add(fold);

@@ -187,6 +187,9 @@ testCase('a prompt from the chat view streams a rendered Markdown answer', async
   await picture(page, 'chat', ['.part.sidebar']);
   await job.locator('button[data-action="killJob"]').click();
   await until('the watcher stopped', async () => (await job.locator('.badge').innerText()) === 'killed', 15000);
+  // Folded again: the later cases' pictures need the room.
+  await job.locator('summary').click();
+  await until('the watcher folded', async () => (await job.locator('pre.output').count()) === 0, 5000);
   // That answer came from the daemon inside the installed .vsix: the one started, still the only
   // one, is the process running now, and its PATH (the extension host's) has no agent-lsp.
   if (assertBundledDaemon().length !== 1) throw new Error('the daemon was restarted during the first prompt');

@@ -117,13 +117,17 @@ exports.register = ({ testCase, until, runCommand, chatFrame, text, send, fs, pa
     const seen = await ticks(job);
     await until('more ticks while it runs', async () => (await ticks(job)) > seen, 15000);
     await page.screenshot({ path: path.join(artifacts, '41-job-running.png') });
-    // Agent: Show Jobs lists it, running, with a stop button.
+    // Folded, its output is not shown; Agent: Show Jobs lists it, running, and choosing it opens
+    // its output in the chat again.
+    await job.locator('summary').click();
+    await until('the job folded', async () => (await job.locator('pre.output').count()) === 0, 5000);
     await runCommand(page, 'Agent: Show Jobs');
     await page.locator('.quick-input-widget .quick-input-title', { hasText: 'Background jobs of this session' }).waitFor({ timeout: 10000 });
     const row = page.locator('.quick-input-list .monaco-list-row', { hasText: 'echo tick' }).first();
     await row.waitFor({ timeout: 10000 });
     if (!(await row.innerText()).includes('running')) throw new Error(`the Show Jobs row: ${await row.innerText()}`);
-    await page.keyboard.press('Escape');
+    await row.click();
+    await until('its output open again', async () => (await ticks(job)) >= 2, 15000);
     // Stop: agent/killJob, and the job shows killed, without a stop button, its output kept.
     await job.locator('button[data-action="killJob"]').click();
     await until('the job killed', async () => (await job.locator('.badge').innerText()) === 'killed', 15000);

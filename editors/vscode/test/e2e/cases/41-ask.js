@@ -1,6 +1,6 @@
 //! Issue 34, questions for the user (`agent/askUser`): the model's `ask_user` is answered in a
 //! quick pick (an option with its description; a typed answer; several options and a typed one;
-//! Escape), the chat shows the question and the answer, and the answer reaches the model (the
+//! the title's decline button; Escape), the chat shows the question and the answer, and the answer reaches the model (the
 //! mock's recorded requests). Aborting the run while the pick is open closes it (the daemon's
 //! `$/cancelRequest`). The mock answers with 41-ask.json's responses, in order.
 'use strict';
@@ -77,8 +77,16 @@ exports.register = ({ testCase, until, runCommand, text, send, fs, path, artifac
     if (got.includes('unit tests')) throw new Error(`an unchecked option reached the model: ${got}`);
   });
 
-  testCase('ask_user: Escape cancels; aborting the run closes the open pick', async ({ page, ctx }) => {
+  testCase('ask_user: the title button declines, Escape cancels; aborting the run closes the open pick', async ({ page, ctx }) => {
     const f = ctx.frame;
+    await send(f, 'Design the logo');
+    await pickTitle(page, 'Which colour for the logo?').waitFor({ timeout: 30000 });
+    await page.locator('.quick-input-widget .quick-input-titlebar [aria-label="Decline to answer"]').first().click();
+    await until('the pick closed', async () => widget(page).isHidden(), 10000);
+    await until('the model\'s reply', async () => (await text(f, '.msg.assistant .md')).includes('I will pick one myself.'), 30000);
+    await settled(f);
+    if (!(await question(f, 'Which colour for the logo?').innerText()).includes('You declined to answer.')) throw new Error('the chat does not say the question was declined');
+    if (!(resultFor('call_ask_decline') ?? '').includes('The user gave no answer.')) throw new Error(`the model got: ${resultFor('call_ask_decline')}`);
     await send(f, 'Carry on');
     await pickTitle(page, 'Shall I go on?').waitFor({ timeout: 30000 });
     await page.keyboard.press('Escape');
