@@ -59,6 +59,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
       case 'complete': void c.complete(m.requestId, m.kind, m.query); break;
       case 'attachFile': void c.attachFile(m.path); break;
       case 'attachImage': c.attachImage(m.name, m.mimeType, m.data); break;
+      case 'watchJob': c.jobs.watch(m.jobId, m.open); break;
+      case 'killJob': void c.jobs.kill(m.jobId); break;
       case 'command':
         if (m.command === 'openSettings') void vscode.commands.executeCommand('workbench.action.openSettings', 'agentLsp.serverPath');
         else void vscode.commands.executeCommand(`agentLsp.${m.command}`);
@@ -77,6 +79,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
 <link rel="stylesheet" href="${style}"><title>Agent</title></head>
 <body data-running="false" data-connection="starting">
 <div id="banner" class="banner" hidden></div>
+<div id="plan" class="plan" aria-label="The agent's plan" hidden></div>
+<div id="jobs" class="jobs" aria-label="Background jobs" hidden></div>
 <div id="transcript" class="transcript" aria-live="polite">
   <div id="empty" class="empty"><div class="empty-title">Ask the agent</div><div class="empty-hint">Enter sends · Shift+Enter new line · / commands · @ files · paste an image<br>While it works: Enter steers · Alt+Enter queues a follow-up · Esc stops</div></div>
 </div>

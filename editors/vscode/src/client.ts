@@ -1,7 +1,7 @@
 /**
  * Starts the `agent-lsp` daemon with vscode-languageclient and opts into the agent protocol
- * (`capabilities.experimental.agent = {events, approvals, saveDocuments, diagnostics}`; `diagnostics`
- * follows the `agentLsp.forwardDiagnostics` setting). Handlers for the
+ * (`capabilities.experimental.agent = {events, approvals, saveDocuments, diagnostics, askUser}`;
+ * `diagnostics` follows the `agentLsp.forwardDiagnostics` setting). Handlers for the
  * server's custom messages are registered before `start()` so they survive restarts.
  */
 
@@ -11,7 +11,7 @@ import {
   type ServerOptions, type StaticFeature,
 } from 'vscode-languageclient/node';
 import {
-  type AgentClientCapabilities, type AgentEventParams, type BeforeToolCallParams, type BeforeToolCallResult,
+  type AgentClientCapabilities, type AgentEventParams, type AskUserParams, type AskUserResult, type BeforeToolCallParams, type BeforeToolCallResult,
   type InitializationOptions, Methods, type SaveDocumentsParams, type SaveDocumentsResult,
 } from './protocol';
 import { findDaemon, missingMessage } from './shared/binary';
@@ -21,10 +21,12 @@ export interface AgentHandlers {
   onEvent(params: AgentEventParams): void;
   beforeToolCall(params: BeforeToolCallParams, token: CancellationToken): Promise<BeforeToolCallResult>;
   saveDocuments(params: SaveDocumentsParams): Promise<SaveDocumentsResult>;
+  /** A question for the user (`agent/askUser`); the token fires on the server's `$/cancelRequest`. */
+  askUser(params: AskUserParams, token: CancellationToken): Promise<AskUserResult>;
 }
 
 export function agentCapabilities(forwardDiagnostics: boolean): AgentClientCapabilities {
-  return { events: true, approvals: true, saveDocuments: true, diagnostics: forwardDiagnostics };
+  return { events: true, approvals: true, saveDocuments: true, diagnostics: forwardDiagnostics, askUser: true };
 }
 
 /** Adds `experimental.agent` to the client capabilities sent in `initialize`. */
@@ -97,5 +99,6 @@ export function createClient(config: DaemonConfig, extensionPath: string, handle
   client.onNotification(Methods.event, (p: AgentEventParams) => handlers.onEvent(p));
   client.onRequest(Methods.beforeToolCall, (p: BeforeToolCallParams, token: CancellationToken) => handlers.beforeToolCall(p, token));
   client.onRequest(Methods.saveDocuments, (p: SaveDocumentsParams) => handlers.saveDocuments(p));
+  client.onRequest(Methods.askUser, (p: AskUserParams, token: CancellationToken) => handlers.askUser(p, token));
   return client;
 }

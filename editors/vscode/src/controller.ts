@@ -7,6 +7,8 @@
 import * as vscode from 'vscode';
 import type { LanguageClient } from 'vscode-languageclient/node';
 import { ApprovalRegistry } from './approvals';
+import { askUser } from './askUser';
+import { JobsController } from './jobs';
 import { BinaryMissingError, createClient, readConfig } from './client';
 import { ChatCompletions } from './completions';
 import { LiveControls } from './controls';
@@ -14,7 +16,7 @@ import { askMcpTrust, McpServersView } from './mcpView';
 import { currentText, resolveToolUri, showDiff, showUnifiedDiff, SnapshotStore } from './diffs';
 import { DiagnosticsForwarder, saveDocuments } from './documents';
 import {
-  type AgentEventParams, type ApprovalDecision, type BeforeToolCallParams, type CompactionResult, ErrorCodes,
+  type AgentEventParams, type ApprovalDecision, type AskUserParams, type AskUserResult, type BeforeToolCallParams, type CompactionResult, ErrorCodes,
   type FileChange, type GetMessagesResult, type ListSessionsResult, Methods, type NewSessionResult,
   type PromptResult, type QueueResult, type RemoveQueuedParams, type RemoveQueuedResult, type SessionState,
 } from './protocol';
@@ -55,6 +57,9 @@ export class Controller implements vscode.Disposable {
   readonly controls: LiveControls;
   readonly completions: ChatCompletions;
   readonly mcp: McpServersView;
+  /** The shown session's background jobs: output while watched, stop, "Agent: Show Jobs". */
+  readonly jobs: JobsController;
+  private nextQuestion = 1;
 
   constructor(readonly output: vscode.OutputChannel, private readonly extensionPath: string) {
     this.controls = new LiveControls({
@@ -63,6 +68,11 @@ export class Controller implements vscode.Disposable {
     });
     this.completions = new ChatCompletions(() => this.client, () => this.state.sessionId);
     this.mcp = new McpServersView(() => this.client, () => this.state.sessionId);
+    this.jobs = new JobsController({
+      client: () => this.client, sessionId: () => this.state.sessionId, jobs: () => this.state.jobs,
+      dispatch: (a) => this.dispatch(a), reportError: (e) => this.reportError(e),
+      openJob: (jobId) => { this.revealView?.(); this.view?.({ type: 'openJob', jobId }); },
+    });
     this.statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
     this.statusItem.command = 'agentLsp.openChat';
     this.statusItem.show();
@@ -86,15 +96,41 @@ export class Controller implements vscode.Disposable {
 
   attachView(post: (m: HostToView) => void): void {
     this.view = post;
+    // A new view has no job output open.
+    this.jobs.reset();
     this.snapshot();
+    void this.refreshFromState();
   }
 
-  detachView(): void { this.view = undefined; }
+  /**
+   * Reads the shown session's plan and jobs again (`agent/getState`, §3.18) for a view that was
+   * (re)created: the events kept them current so far, but the daemon's word is the one to show.
+   */
+  private async refreshFromState(): Promise<void> {
+    const sessionId = this.state.sessionId;
+    const client = this.client;
+    if (!sessionId || !client?.isRunning()) return;
+    try {
+      const st = await client.sendRequest<SessionState>(Methods.getState, { sessionId });
+      if (this.state.sessionId !== sessionId) return;
+      const todos = st.plan ?? [];
+      if (JSON.stringify(todos) !== JSON.stringify(this.state.plan)) this.dispatch({ type: 'plan', todos });
+      if (st.jobs) this.dispatch({ type: 'jobs', jobs: st.jobs });
+    } catch (e) {
+      this.output.appendLine(`agent/getState failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  detachView(): void {
+    this.view = undefined;
+    this.jobs.reset();
+  }
 
   /** An approval for a session the chat is not showing (a background run): ask in a notification. */
   private async askElsewhere(requestId: string, params: BeforeToolCallParams): Promise<void> {
     const sandbox = sandboxNoteLine(params.sandbox);
-    const warning = `${params.savesUnsavedChanges ? ` ${UNSAVED_WARNING}` : ''}${sandbox ? ` ${sandbox}` : ''}`;
+    const url = params.preview?.type === 'fetch' && !(params.title ?? '').includes(params.preview.url) ? ` (${params.preview.url})` : '';
+    const warning = `${url}${params.savesUnsavedChanges ? ` ${UNSAVED_WARNING}` : ''}${sandbox ? ` ${sandbox}` : ''}`;
     const choice = await vscode.window.showWarningMessage(`Agent (session ${params.sessionId.slice(0, 8)}): ${params.title || params.toolName}${warning}`, 'Allow', 'Reject');
     this.approvals.answer(requestId, { decision: choice === 'Allow' ? 'allow' : 'block', reason: choice ? undefined : 'No answer from the user' });
   }
@@ -118,10 +154,11 @@ export class Controller implements vscode.Disposable {
     this.sessionShown.fire(this.shownSession);
   }
 
-  /** The shown session changed: the controls and the MCP view read it again. */
+  /** The shown session changed: the controls, the MCP view and the jobs read it again. */
   private sessionChanged(): void {
     void this.controls.sessionChanged();
     void this.mcp.refresh();
+    this.jobs.reset();
   }
 
   /** Puts text in the chat's input (a forked message, to edit and send again). */
@@ -163,6 +200,7 @@ export class Controller implements vscode.Disposable {
         // A project's .mcp.json asks once per project, outside any run: a modal, not a card.
         beforeToolCall: (p, token) => (isMcpTrustRequest(p) ? askMcpTrust(p) : this.approvals.ask(p, token)),
         saveDocuments: (p) => saveDocuments(p),
+        askUser: (p, token) => this.askUser(p, token),
       }, this.output);
     } catch (e) {
       const missing = e instanceof BinaryMissingError;
@@ -239,6 +277,7 @@ export class Controller implements vscode.Disposable {
     if (ev.type === 'agent_settled') this.approvals.cancelSession(p.sessionId);
     this.completions.onEvent(p);
     this.mcp.onEvent(p);
+    this.jobs.onEvent(p);
     if (first) this.sessionChanged(); else this.controls.onEvent(p);
   }
 
@@ -312,6 +351,26 @@ export class Controller implements vscode.Disposable {
     } catch (e) {
       this.reportError(e);
     }
+  }
+
+  /**
+   * `agent/askUser`: the question in the chat (for the shown session) and in a quick pick; the
+   * chat shows the answer once it is given, declined or cancelled (the server's `$/cancelRequest`
+   * when the run is aborted closes the pick).
+   */
+  async askUser(p: AskUserParams, token: Parameters<typeof askUser>[1]): Promise<AskUserResult> {
+    const requestId = `question-${this.nextQuestion++}`;
+    const shown = this.state.sessionId === undefined || p.sessionId === this.state.sessionId;
+    if (shown) { this.dispatch({ type: 'question', requestId, params: p }); this.revealView?.(); }
+    let result: AskUserResult;
+    try {
+      result = await askUser(p, token, shown ? '' : ` (session ${p.sessionId.slice(0, 8)})`);
+    } catch (e) {
+      this.output.appendLine(`agent/askUser: ${e instanceof Error ? e.message : String(e)}`);
+      result = { action: 'cancel' };
+    }
+    if (shown) this.dispatch({ type: 'questionDone', requestId, result });
+    return result;
   }
 
   answerApproval(requestId: string, decision: ApprovalDecision, reason?: string): void {
@@ -445,6 +504,10 @@ export class Controller implements vscode.Disposable {
       next.lastSeq = st.lastSeq;
       next.running = st.isStreaming;
       if (st.model) next = reduce(next, { type: 'model', model: st.model.id });
+      // The plan and the jobs live in the session, not in its messages: a resumed session shows
+      // its last plan, a shown one its jobs.
+      next = reduce(next, { type: 'plan', todos: st.plan ?? [] });
+      next = reduce(next, { type: 'jobs', jobs: st.jobs ?? [] });
       this.state = next;
       this.snapshot();
       this.updateStatusItem();
@@ -528,6 +591,7 @@ export class Controller implements vscode.Disposable {
     this.statusItem.dispose();
     this.controls.dispose();
     this.mcp.dispose();
+    this.jobs.dispose();
     this.diagnostics.dispose();
     this.snapshots.dispose();
     this.sessionShown.dispose();

@@ -70,6 +70,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('agentLsp.refreshMcp', () => c.mcp.refresh()),
     vscode.commands.registerCommand('agentLsp.mcpAskTrust', () => c.mcp.askTrust()),
     vscode.commands.registerCommand('agentLsp.showSandboxStatus', () => c.showSandboxStatus()),
+    vscode.commands.registerCommand('agentLsp.showJobs', () => c.jobs.show()),
     vscode.commands.registerCommand('agentLsp.restart', () => c.restart()),
     vscode.commands.registerCommand('agentLsp.doctor', () => runDoctor(output, context.extensionPath)),
     vscode.commands.registerCommand('agentLsp.login', () => { runLogin(output, context.extensionPath); }),

@@ -110,7 +110,25 @@ export type AgentEvent =
   | { type: 'command_error'; command: string; message: string }
   | { type: 'compaction_start'; reason: CompactionReason }
   | { type: 'compaction_end'; reason: CompactionReason; result?: CompactionResult; aborted: boolean; willRetry: boolean; errorMessage?: string }
-  | { type: 'changes_update'; runId: string | null; files: FileChange[] };
+  | { type: 'changes_update'; runId: string | null; files: FileChange[] }
+  | { type: 'plan_update'; todos: TodoItem[] }
+  | { type: 'job_update'; job: Job };
+
+/** Where an item of the model's plan stands (§3.18). */
+export type TodoStatus = 'pending' | 'in_progress' | 'completed';
+/** One item of the model's plan (`todo_write`, `plan_update`, `agent/getState.plan`; §3.18). */
+export interface TodoItem { content: string; status: TodoStatus }
+
+/** Where a background job stands: `failed` is one that could not run (no exit code). */
+export type JobStatus = 'running' | 'exited' | 'killed' | 'failed';
+/** A background job (`bash {background: true}`; `job_update`, `agent/getState.jobs`, `agent/listJobs`); times in ms since the epoch. */
+export interface Job { jobId: string; command: string; status: JobStatus; exitCode?: number | null; startedAt: number; endedAt?: number }
+/** `agent/listJobs`, `agent/killJob`, `agent/jobOutput` params (`jobId` for the last two). */
+export interface JobParams { sessionId: string; jobId: string }
+export interface ListJobsResult { jobs: Job[] }
+export interface KillJobResult { job: Job }
+/** The last bytes (at most 64 KiB) the job printed; `truncated` when there was more before. */
+export interface JobOutputResult { jobId: string; output: string; truncated: boolean }
 
 /** One file a run changed (`agent/runChanges`, `changes_update`; §3.16). */
 export interface FileChange { path: string; change: 'created' | 'modified' | 'deleted'; diff: string; userChanged: boolean; revertible: boolean; reason?: string }
@@ -192,6 +210,10 @@ export interface SessionState {
   sessionFile?: string | null;
   /** The command sandbox (§3.17). */
   sandbox?: SandboxStatus;
+  /** The model's plan (§3.18; `[]` when it has none). */
+  plan?: TodoItem[];
+  /** The session's background jobs, running and ended. */
+  jobs?: Job[];
 }
 
 /** `agent/getState`'s `sandbox` (§3.6, §3.17). */
@@ -381,6 +403,10 @@ export const Methods = {
   runChanges: 'agent/runChanges',
   revert: 'agent/revert',
   diagnostics: 'agent/diagnostics',
+  listJobs: 'agent/listJobs',
+  killJob: 'agent/killJob',
+  jobOutput: 'agent/jobOutput',
+  askUser: 'agent/askUser',
   event: '$/agentEvent',
   beforeToolCall: 'agent/beforeToolCall',
   saveDocuments: 'agent/saveDocuments',
@@ -388,12 +414,17 @@ export const Methods = {
 
 // ---------------------------------------------------------------- server → client requests
 
-export type ToolKind = 'read' | 'edit' | 'delete' | 'move' | 'search' | 'execute' | 'other';
+export type ToolKind = 'read' | 'edit' | 'delete' | 'move' | 'search' | 'execute' | 'network' | 'other';
 
-/** §4.2: `{type:"diff", path, diff}` for edits, `{type:"command", command, cwd}` for bash. */
+/**
+ * §4.2: `{type:"diff", path, diff}` for edits, `{type:"command", command, cwd}` for bash,
+ * `{type:"fetch", url, host}` for the web tools (an "always" answer covers that host).
+ */
 export type ApprovalPreview =
   | { type: 'diff'; path: string; diff: string }
-  | { type: 'command'; command: string; cwd: string };
+  | { type: 'command'; command: string; cwd: string }
+  /** `local`: the host is this machine or a local network (judged from the URL alone). */
+  | { type: 'fetch'; url: string; host: string; local?: boolean };
 
 export interface BeforeToolCallParams {
   sessionId: string;
@@ -438,9 +469,29 @@ export interface McpTrustArgs { project: string; servers: { name: string; comman
 export type ApprovalDecision = 'allow' | 'allowAlways' | 'block' | 'blockAlways';
 export interface BeforeToolCallResult { decision: ApprovalDecision; reason?: string; terminate?: boolean }
 
+/** One answer `agent/askUser` offers. */
+export interface AskUserOption { label: string; description?: string }
+/**
+ * `agent/askUser` (server → client, clients with `askUser`): the model (`ask_user`, with its
+ * `toolCallId`) or an MCP server (`source`) asks the user a question.
+ */
+export interface AskUserParams {
+  sessionId: string;
+  runId: string;
+  toolCallId?: string;
+  question: string;
+  options?: AskUserOption[];
+  multiSelect: boolean;
+  /** The user may type an answer of their own. */
+  allowText: boolean;
+  source?: { mcpServer: string };
+}
+/** `accept` with the chosen labels and/or typed text; `decline`: the user will not answer; `cancel`: dismissed. */
+export interface AskUserResult { action: 'accept' | 'decline' | 'cancel'; selected?: string[]; text?: string }
+
 export interface SaveDocumentsParams { uris: string[] }
 /** §4.4: URIs not in `saved` are written by the server itself. */
 export interface SaveDocumentsResult { saved: string[] }
 
 /** What the extension opts into (`capabilities.experimental.agent`). */
-export interface AgentClientCapabilities { events: boolean; approvals: boolean; saveDocuments: boolean; diagnostics: boolean }
+export interface AgentClientCapabilities { events: boolean; approvals: boolean; saveDocuments: boolean; diagnostics: boolean; askUser: boolean }

@@ -98,6 +98,9 @@ log "stripped and packaged $(basename "$VSIX") ($(du -k "$VSIX" | cut -f1) KiB) 
 mkdir -p "$RUN/home" "$RUN/cfg" "$RUN/data" "$RUN/state" "$RUN/ud/User" "$RUN/ext" "$RUN/ws"
 printf 'alpha\nbeta\n' >"$RUN/ws/notes.txt"
 printf '{"name": "demo" "version": 1}\n' >"$RUN/ws/data.json"
+# A watcher the first prompt starts as a background job (driver.js, the chat picture): it prints
+# until it is stopped.
+printf 'while :; do echo "$(date +%%T) watching src/: no changes"; sleep 0.5; done\n' >"$RUN/ws/watch.sh"
 # A prompt template for the slash-command completion (cases/10-controls.js).
 mkdir -p "$RUN/ws/.agent-lsp/prompts"
 printf -- '---\ndescription: Review one file\nargument-hint: <file>\n---\nReview $1 carefully.\n' >"$RUN/ws/.agent-lsp/prompts/review.md"

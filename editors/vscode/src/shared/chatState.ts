@@ -9,8 +9,8 @@
  */
 
 import type {
-  AgentEventParams, AgentMessage, AssistantMessage, BeforeToolCallParams, CompactionReason,
-  ContentBlock, QueuedMessage, ToolResultMessage, Usage,
+  AgentEventParams, AgentMessage, AskUserOption, AskUserParams, AskUserResult, AssistantMessage, BeforeToolCallParams,
+  CompactionReason, ContentBlock, Job, JobOutputResult, QueuedMessage, TodoItem, ToolResultMessage, Usage,
 } from '../protocol';
 import { sandboxGaps, sandboxLayers, sandboxNote } from './sandbox';
 
@@ -48,6 +48,13 @@ export interface PendingApproval {
   sandboxLayers?: string[];
   /** For a sandboxed command: what the sandbox does not keep it from on this machine. */
   sandboxGaps?: string[];
+  /** For the web tools (kind `network`): the URL asked for, and the host an "always" answer covers. */
+  url?: string;
+  host?: string;
+  /** The URL's host is this machine or a local network. */
+  local?: boolean;
+  /** For `web_search`: the query that would be sent. */
+  query?: string;
 }
 
 export type AssistantBlock =
@@ -60,7 +67,35 @@ export type ChatItem =
   | { kind: 'user'; key: string; text: string; contexts: string[]; messageId?: string }
   | { kind: 'assistant'; key: string; blocks: AssistantBlock[]; streaming: boolean; model?: string; error?: string; stopReason?: string }
   | { kind: 'notice'; key: string; level: 'info' | 'warning' | 'error'; text: string }
-  | CompactionItem;
+  | CompactionItem
+  | QuestionItem;
+
+/**
+ * A question for the user (`agent/askUser`): answered in a quick pick, shown in the chat with
+ * who asks (the model, or an MCP server) and, once settled, the answer.
+ */
+export interface QuestionItem {
+  kind: 'question';
+  key: string;
+  requestId: string;
+  question: string;
+  options: AskUserOption[];
+  multiSelect: boolean;
+  allowText: boolean;
+  /** The MCP server that asks; absent when the model asks. */
+  mcpServer?: string;
+  status: 'pending' | 'answered' | 'declined' | 'cancelled';
+  /** The chosen labels and typed text, once answered. */
+  selected?: string[];
+  text?: string;
+}
+
+/** A background job of the session, with the output last read (`agent/jobOutput`). */
+export interface JobItem extends Job {
+  output?: string;
+  /** The job printed more than `output` holds (the daemon keeps the last 64 KiB). */
+  truncated?: boolean;
+}
 
 /**
  * A compaction marker: where the older conversation was replaced by a summary (§3.15), manual
@@ -94,6 +129,10 @@ export interface ChatState {
   nextKey: number;
   /** Ids of sent messages whose user message has not started yet, with their text to match. */
   pendingMessageIds: { id: string; text: string }[];
+  /** The model's plan (§3.18): replaced whole by each `plan_update`; empty when it has none. */
+  plan: TodoItem[];
+  /** The session's background jobs in the order they started (`job_update`, `agent/getState.jobs`). */
+  jobs: JobItem[];
 }
 
 export type ChatAction =
@@ -105,13 +144,21 @@ export type ChatAction =
   | { type: 'notice'; level: 'info' | 'warning' | 'error'; text: string }
   | { type: 'model'; model: string }
   | { type: 'messageId'; messageId: string; text: string }
-  | { type: 'dropMessageId'; messageId: string };
+  | { type: 'dropMessageId'; messageId: string }
+  /** The plan as `agent/getState` reports it (a resumed or switched-to session). */
+  | { type: 'plan'; todos: TodoItem[] }
+  /** The jobs as `agent/getState` or `agent/listJobs` report them. */
+  | { type: 'jobs'; jobs: Job[] }
+  | { type: 'job'; job: Job }
+  | { type: 'jobOutput'; output: JobOutputResult }
+  | { type: 'question'; requestId: string; params: AskUserParams }
+  | { type: 'questionDone'; requestId: string; result: AskUserResult };
 
 export function initialState(sessionId?: string): ChatState {
   return {
     sessionId, running: false, items: [], tools: {}, queue: { steering: [], followUp: [] },
     totals: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 }, contextTokens: 0,
-    lastSeq: 0, nextKey: 1, pendingMessageIds: [],
+    lastSeq: 0, nextKey: 1, pendingMessageIds: [], plan: [], jobs: [],
   };
 }
 
@@ -129,6 +176,16 @@ export function reduce(state: ChatState, action: ChatAction): ChatState {
     case 'dropMessageId':
       state.pendingMessageIds = state.pendingMessageIds.filter((p) => p.id !== action.messageId);
       return state;
+    case 'plan': state.plan = planOf(action.todos); return state;
+    case 'jobs': state.jobs = (action.jobs ?? []).map((j) => ({ ...state.jobs.find((o) => o.jobId === j.jobId), ...j })); return state;
+    case 'job': upsertJob(state, action.job); return state;
+    case 'jobOutput': {
+      const job = state.jobs.find((j) => j.jobId === action.output.jobId);
+      if (job) { job.output = action.output.output; job.truncated = action.output.truncated; }
+      return state;
+    }
+    case 'question': return addQuestion(state, action.requestId, action.params);
+    case 'questionDone': return settleQuestion(state, action.requestId, action.result);
   }
 }
 
@@ -321,6 +378,12 @@ function applyEvent(state: ChatState, p: AgentEventParams): ChatState {
     case 'model_update':
       state.model = ev.model.id;
       break;
+    case 'plan_update':
+      state.plan = planOf(ev.todos);
+      break;
+    case 'job_update':
+      if (ev.job) upsertJob(state, ev.job);
+      break;
     default:
       break;
   }
@@ -475,6 +538,47 @@ function onSettled(state: ChatState, aborted: boolean): void {
   if (aborted) pushNotice(state, 'info', ABORTED_NOTICE);
 }
 
+/** A plan off the wire: an item without text is left out, one with an unknown status counts as pending. */
+function planOf(todos: TodoItem[] | undefined): TodoItem[] {
+  return (Array.isArray(todos) ? todos : [])
+    .filter((t) => t && typeof t.content === 'string')
+    .map((t) => ({ content: t.content, status: t.status === 'completed' || t.status === 'in_progress' ? t.status : 'pending' }));
+}
+
+/** A job's new state; its output stays until read again. A job not seen yet is added last. */
+function upsertJob(state: ChatState, job: Job): void {
+  const i = state.jobs.findIndex((j) => j.jobId === job.jobId);
+  if (i < 0) state.jobs.push({ ...job });
+  else state.jobs[i] = { ...state.jobs[i], ...job };
+}
+
+/** The jobs still running. */
+export function runningJobs(state: ChatState): JobItem[] {
+  return state.jobs.filter((j) => j.status === 'running');
+}
+
+function addQuestion(state: ChatState, requestId: string, p: AskUserParams): ChatState {
+  if (state.sessionId !== undefined && p.sessionId !== state.sessionId) return state;
+  const item: QuestionItem = {
+    kind: 'question', key: key(state), requestId, question: p.question, options: p.options ?? [],
+    multiSelect: p.multiSelect === true, allowText: p.allowText === true, status: 'pending',
+  };
+  if (p.source?.mcpServer) item.mcpServer = p.source.mcpServer;
+  state.items.push(item);
+  return state;
+}
+
+function settleQuestion(state: ChatState, requestId: string, r: AskUserResult): ChatState {
+  const item = state.items.find((it): it is QuestionItem => it.kind === 'question' && it.requestId === requestId);
+  if (!item || item.status !== 'pending') return state;
+  item.status = r.action === 'accept' ? 'answered' : r.action === 'decline' ? 'declined' : 'cancelled';
+  if (r.action === 'accept') {
+    if (r.selected?.length) item.selected = [...r.selected];
+    if (r.text !== undefined && r.text !== '') item.text = r.text;
+  }
+  return state;
+}
+
 /** The one mark of an aborted run, live and in a resumed transcript alike. */
 export const ABORTED_NOTICE = 'Run aborted.';
 
@@ -489,6 +593,10 @@ function applyApprovalRequest(state: ChatState, requestId: string, p: BeforeTool
     diff: preview?.type === 'diff' ? preview.diff : undefined,
     command: preview?.type === 'command' ? preview.command : undefined,
     cwd: preview?.type === 'command' ? preview.cwd : undefined,
+    url: preview?.type === 'fetch' ? preview.url : undefined,
+    host: preview?.type === 'fetch' ? preview.host : undefined,
+    local: preview?.type === 'fetch' && preview.local === true ? true : undefined,
+    query: p.kind === 'network' && typeof p.args?.query === 'string' ? p.args.query : undefined,
     savesUnsavedChanges: p.savesUnsavedChanges === true ? true : undefined,
     sandboxNote: sandboxNote(p.sandbox),
     sandboxLayers: sandboxLayers(p.sandbox).length > 0 ? sandboxLayers(p.sandbox) : undefined,

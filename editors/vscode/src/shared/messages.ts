@@ -18,7 +18,9 @@ export type HostToView =
   | { type: 'status'; status: ViewStatus }
   | { type: 'focusInput'; text?: string }
   | { type: 'controls'; controls: ControlsView }
-  | { type: 'completions'; requestId: number; items: CompletionItem[] };
+  | { type: 'completions'; requestId: number; items: CompletionItem[] }
+  /** Open this job's output in the Jobs section ("Agent: Show Jobs"). */
+  | { type: 'openJob'; jobId: string };
 
 export type ViewToHost =
   | { type: 'ready' }
@@ -31,7 +33,10 @@ export type ViewToHost =
   | { type: 'removeContext'; index: number }
   | { type: 'restore'; messageId: string }
   | { type: 'fork'; messageId: string }
-  | { type: 'command'; command: 'newSession' | 'switchSession' | 'switchModel' | 'setThinkingLevel' | 'compact' | 'addFile' | 'restart' | 'openSettings' | 'showSandboxStatus' }
+  | { type: 'command'; command: 'newSession' | 'switchSession' | 'switchModel' | 'setThinkingLevel' | 'compact' | 'addFile' | 'restart' | 'openSettings' | 'showSandboxStatus' | 'showJobs' }
+  /** The user opened (or closed) a job's output: the host reads it while it is open. */
+  | { type: 'watchJob'; jobId: string; open: boolean }
+  | { type: 'killJob'; jobId: string }
   | { type: 'complete'; requestId: number; kind: CompletionKind; query: string }
   /** A file chosen in the `@` completion: attached as a context chip. */
   | { type: 'attachFile'; path: string }

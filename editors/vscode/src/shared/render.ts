@@ -4,11 +4,14 @@
  * through `escapeHtml` or the safe Markdown renderer.
  */
 
-import type { AssistantBlock, ChatItem, ChatState, CompactionItem, PendingApproval, ToolItem } from './chatState';
+import type { AssistantBlock, ChatItem, ChatState, CompactionItem, PendingApproval, QuestionItem, ToolItem } from './chatState';
+import { answerLine, asker } from './ask';
 import { toolPath } from './chatState';
 import { diffLines } from './edits';
 import { duration, tokens } from './format';
 import { escapeHtml, renderMarkdown } from './markdown';
+import type { TodoItem } from '../protocol';
+import { planCount } from './plan';
 import { NOT_ISOLATED } from './sandbox';
 
 const STATUS_LABEL: Record<ToolItem['status'], string> = {
@@ -19,9 +22,10 @@ const STATUS_LABEL: Record<ToolItem['status'], string> = {
 /** What the tool acts on, for the card header: a path, a command or a pattern. */
 export function toolTarget(tool: ToolItem): string {
   const a = tool.args ?? {};
+  if (tool.name === 'todo_write' && Array.isArray(a.todos)) return `${planCount(a.todos as TodoItem[])} done`;
   const path = toolPath(a);
   if (path) return path;
-  for (const k of ['command', 'pattern', 'query', 'url']) if (typeof a[k] === 'string') return a[k] as string;
+  for (const k of ['command', 'pattern', 'query', 'url', 'question']) if (typeof a[k] === 'string') return a[k] as string;
   return '';
 }
 
@@ -32,19 +36,40 @@ function renderDiff(diff: string): string {
 /** Shown on an approval whose edit would save the user's own unsaved changes too. */
 export const UNSAVED_WARNING = 'Approving also saves your unsaved changes in this file.';
 
+/** Shown on a fetch whose host is this machine or a local network (a request the web could not make). */
+export function localWarning(host: string): string {
+  return `${host} is this machine or a local network: approving lets the agent read from it.`;
+}
+
+/**
+ * The site an "always" answer for a fetch covers: the URL's host, with its port when it is not
+ * the scheme's default (what `URL.host` gives); the preview's host when the URL does not parse.
+ */
+export function siteOf(url: string | undefined, host: string | undefined): string | undefined {
+  try { return url ? new URL(url).host || host : host; } catch { return host; }
+}
+
+/** "Always allow", or for a web fetch "Always allow for <site>" (the daemon remembers it per site). */
+export function alwaysLabel(a: Pick<PendingApproval, 'host' | 'url'>): string {
+  const site = siteOf(a.url, a.host);
+  return site ? `Always allow for ${site}` : 'Always allow';
+}
+
 function renderApproval(tool: ToolItem, a: PendingApproval): string {
   const rid = escapeHtml(a.requestId);
   const preview = a.diff ? renderDiff(a.diff)
     : a.command ? `<pre class="command"><span class="prompt">$</span> ${escapeHtml(a.command)}${a.cwd ? `\n<span class="cwd">in ${escapeHtml(a.cwd)}</span>` : ''}</pre>`
-      : `<pre class="args">${escapeHtml(JSON.stringify(tool.args, null, 2))}</pre>`;
+      : a.url ? `<pre class="fetch"><span class="prompt">fetch</span> ${escapeHtml(a.url)}${a.host ? `\n<span class="cwd">from ${escapeHtml(a.host)}</span>` : ''}</pre>`
+        : a.query !== undefined ? `<pre class="fetch"><span class="prompt">search the web for</span> ${escapeHtml(a.query)}</pre>`
+          : `<pre class="args">${escapeHtml(JSON.stringify(tool.args, null, 2))}</pre>`;
   const diffBtn = a.diff || tool.name === 'edit' || tool.name === 'write'
     ? `<button class="link" data-action="approvalDiff" data-request="${rid}">Open diff</button>` : '';
   return `<div class="approval" data-request="${rid}">
 <div class="approval-title"><span class="codicon-warn">⚠</span> ${escapeHtml(a.title || `Allow ${tool.name}?`)} ${diffBtn}</div>
-${a.savesUnsavedChanges ? `<div class="approval-warning">${UNSAVED_WARNING}</div>\n` : ''}${a.sandboxNote ? `<div class="approval-sandbox">${escapeHtml(a.sandboxNote)}</div>\n` : ''}${a.sandboxLayers?.length ? `<div class="approval-sandbox layers">Layers: ${escapeHtml(a.sandboxLayers.join(', '))}.</div>\n` : ''}${a.sandboxGaps?.length ? `<div class="approval-sandbox gaps">${NOT_ISOLATED}<ul>${a.sandboxGaps.map((g) => `<li>${escapeHtml(g)}</li>`).join('')}</ul></div>\n` : ''}${preview}
+${a.savesUnsavedChanges ? `<div class="approval-warning">${UNSAVED_WARNING}</div>\n` : ''}${a.local ? `<div class="approval-warning">${escapeHtml(localWarning(siteOf(a.url, a.host) ?? 'This address'))}</div>\n` : ''}${a.sandboxNote ? `<div class="approval-sandbox">${escapeHtml(a.sandboxNote)}</div>\n` : ''}${a.sandboxLayers?.length ? `<div class="approval-sandbox layers">Layers: ${escapeHtml(a.sandboxLayers.join(', '))}.</div>\n` : ''}${a.sandboxGaps?.length ? `<div class="approval-sandbox gaps">${NOT_ISOLATED}<ul>${a.sandboxGaps.map((g) => `<li>${escapeHtml(g)}</li>`).join('')}</ul></div>\n` : ''}${preview}
 <div class="approval-actions">
 <button class="primary" data-action="approve" data-decision="allow" data-request="${rid}">Allow</button>
-<button data-action="approve" data-decision="allowAlways" data-request="${rid}">Always allow</button>
+<button data-action="approve" data-decision="allowAlways" data-request="${rid}">${escapeHtml(alwaysLabel(a))}</button>
 <button data-action="approve" data-decision="block" data-request="${rid}">Reject</button>
 <button data-action="rejectReason" data-request="${rid}">Reject with reason…</button>
 </div>
@@ -102,6 +127,15 @@ export function renderCompaction(item: CompactionItem, open: boolean): string {
   return `<div class="compaction done"><details${open ? ' open' : ''} data-fold="${item.key}"><summary><span class="compaction-title">Conversation compacted ${reason}${sizes}</span> <span class="compaction-hint">summary</span></summary><div class="md compaction-summary">${renderMarkdown(item.summary ?? '')}</div></details></div>`;
 }
 
+/** A question for the user (`agent/askUser`): who asks, the question, its options and the answer. */
+export function renderQuestion(q: QuestionItem): string {
+  const options = q.options.length === 0 ? '' : `<ul class="question-options">${q.options.map((o) => `<li${q.selected?.includes(o.label) ? ' class="chosen"' : ''}><span class="option-label">${escapeHtml(o.label)}</span>${o.description ? ` <span class="option-description">${escapeHtml(o.description)}</span>` : ''}</li>`).join('')}</ul>`;
+  // Typed words are welcome for almost every question (ask_user always takes them): only a
+  // multiple choice is worth a note.
+  const how = q.multiSelect ? 'several answers allowed' : '';
+  return `<div class="question status-${q.status}"><div class="question-title"><span class="question-mark">?</span> ${escapeHtml(asker({ source: q.mcpServer ? { mcpServer: q.mcpServer } : undefined }))}${how ? ` <span class="question-how">(${how})</span>` : ''}</div><div class="question-text">${escapeHtml(q.question)}</div>${options}<div class="question-answer">${escapeHtml(answerLine(q.status, q.selected, q.text))}</div></div>`;
+}
+
 export function renderItem(state: ChatState, item: ChatItem, open: Set<string>): string {
   switch (item.kind) {
     case 'user': {
@@ -117,5 +151,7 @@ export function renderItem(state: ChatState, item: ChatItem, open: Set<string>):
       return `<div class="notice ${item.level}">${escapeHtml(item.text)}</div>`;
     case 'compaction':
       return renderCompaction(item, open.has(item.key));
+    case 'question':
+      return renderQuestion(item);
   }
 }

@@ -9,6 +9,8 @@ import { actionForKey, primaryLabel } from '../shared/input';
 import { escapeHtml } from '../shared/markdown';
 import type { HostToView, ViewStatus, ViewToHost } from '../shared/messages';
 import type { ControlsView } from '../shared/controls';
+import { jobBodyHtml, jobFold, jobsTitleHtml, jobSummaryHtml } from '../shared/jobs';
+import { renderPlan } from '../shared/plan';
 import { renderItem } from '../shared/render';
 import { CompletionPopup } from './completionPopup';
 import { acceptImages } from './images';
@@ -23,6 +25,8 @@ let status: ViewStatus = { connection: 'starting' };
 let controls: ControlsView | undefined;
 /** Folds the user opened (tool cards, thinking): kept across re-renders of an item. */
 const open = new Set<string>();
+/** The plan is unfolded unless the user folded it. */
+let planFolded = false;
 const rendered = new Map<string, string>();
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
@@ -33,7 +37,7 @@ const followBtn = $<HTMLButtonElement>('followup');
 const stopBtn = $<HTMLButtonElement>('stop');
 
 /** The HTML last written into each chrome element (queue, chips, usage, banner). */
-const chromeHtml = new Map<HTMLElement, string>();
+const chromeHtml = new WeakMap<HTMLElement, string>();
 
 /**
  * Replaces an element's HTML only when it changed. Rewriting it at every frame of a streaming
@@ -101,6 +105,54 @@ function renderQueue(): void {
   setHtml(el, rows.length ? `<div class="queue-title">Queued</div><ul>${rows.join('')}</ul>` : '');
 }
 
+/** The model's plan above the chat (§3.18), hidden while it has none. */
+function renderPlanPanel(): void {
+  const el = $('plan');
+  el.hidden = state.plan.length === 0;
+  setHtml(el, renderPlan(state.plan, !planFolded));
+}
+
+/** The session's background jobs (hidden while it has none); an open job shows its newest output. */
+function renderJobsPanel(): void {
+  const el = $('jobs');
+  el.hidden = state.jobs.length === 0;
+  let title = el.querySelector<HTMLElement>(':scope > .jobs-title');
+  if (!title) { title = document.createElement('div'); title.className = 'jobs-title'; el.prepend(title); }
+  setHtml(title, jobsTitleHtml(state.jobs));
+  const seen = new Set<string>();
+  let prev: Element = title;
+  for (const job of state.jobs) {
+    seen.add(job.jobId);
+    let row = el.querySelector<HTMLElement>(`:scope > .job[data-job="${CSS.escape(job.jobId)}"]`);
+    if (!row) {
+      row = document.createElement('div');
+      row.dataset.job = job.jobId;
+      row.innerHTML = `<details data-fold="${escapeHtml(jobFold(job.jobId))}"><summary></summary><div class="job-body"></div></details>`;
+      prev.after(row);
+    }
+    row.className = `job status-${job.status}`;
+    const details = row.querySelector('details') as HTMLDetailsElement;
+    const isOpen = open.has(jobFold(job.jobId));
+    if (details.open !== isOpen) details.open = isOpen;
+    setHtml(details.querySelector('summary') as HTMLElement, jobSummaryHtml(job));
+    const body = details.querySelector<HTMLElement>('.job-body') as HTMLElement;
+    const before = chromeHtml.get(body);
+    setHtml(body, isOpen ? jobBodyHtml(job) : '');
+    // Follow the newest output, as a terminal does.
+    if (chromeHtml.get(body) !== before) body.querySelectorAll<HTMLElement>('pre.output').forEach((pre) => { pre.scrollTop = pre.scrollHeight; });
+    prev = row;
+  }
+  for (const row of Array.from(el.querySelectorAll<HTMLElement>(':scope > .job'))) if (!seen.has(row.dataset.job ?? '')) row.remove();
+}
+
+/** Opens a job's output (its fold) and has the host read it while it is open. */
+function openJob(jobId: string): void {
+  open.add(jobFold(jobId));
+  post({ type: 'watchJob', jobId, open: true });
+  schedule();
+  requestAnimationFrame(() => $('jobs').querySelector(`[data-job="${CSS.escape(jobId)}"]`)?.scrollIntoView({ block: 'nearest' }));
+}
+
 function renderChrome(): void {
   const conn = status.connection;
   document.body.dataset.running = String(state.running);
@@ -132,6 +184,8 @@ function renderChrome(): void {
 }
 
 function render(): void {
+  renderPlanPanel();
+  renderJobsPanel();
   renderTranscript();
   renderQueue();
   renderChrome();
@@ -178,6 +232,13 @@ document.addEventListener('click', (e) => {
   const d = t.closest('summary')?.parentElement as HTMLDetailsElement | null | undefined;
   const fold = d?.dataset.fold;
   if (!d || !fold) return;
+  if (fold === 'plan') { planFolded = d.open; return; }
+  const job = d.closest<HTMLElement>('.job')?.dataset.job;
+  if (job !== undefined) {
+    // A job's output is read only while its fold is open.
+    if (d.open) { open.delete(fold); post({ type: 'watchJob', jobId: job, open: false }); schedule(); } else openJob(job);
+    return;
+  }
   if (d.open) open.delete(fold); else open.add(fold);
 }, true);
 
@@ -208,6 +269,7 @@ document.addEventListener('click', (e) => {
     case 'restore': post({ type: 'restore', messageId: d.message ?? '' }); break;
     case 'fork': post({ type: 'fork', messageId: d.message ?? '' }); break;
     case 'command': post({ type: 'command', command: d.command as 'restart' }); break;
+    case 'killJob': post({ type: 'killJob', jobId: d.job ?? '' }); break;
     default: break;
   }
 });
@@ -227,6 +289,10 @@ window.addEventListener('message', (e: MessageEvent<HostToView>) => {
       // in one step. Emptying it here and filling it at the next frame would show an empty (or,
       // after an earlier incremental render, a complete-then-empty) transcript in between.
       state = m.state; contexts = m.contexts; status = m.status;
+      // Another session (or a restarted daemon): its jobs are other jobs.
+      // Those still shown are read again (the host stopped watching when the session was shown).
+      for (const f of [...open]) if (f.startsWith('job:') && !state.jobs.some((j) => jobFold(j.jobId) === f)) open.delete(f);
+      for (const j of state.jobs) if (open.has(jobFold(j.jobId))) post({ type: 'watchJob', jobId: j.jobId, open: true });
       rendered.clear(); transcript.querySelectorAll(':scope > [data-key]').forEach((el) => el.remove());
       render();
       return;
@@ -235,6 +301,7 @@ window.addEventListener('message', (e: MessageEvent<HostToView>) => {
     case 'status': status = m.status; break;
     case 'controls': controls = m.controls; break;
     case 'completions': popup.receive(m.requestId, m.items); return;
+    case 'openJob': openJob(m.jobId); return;
     case 'focusInput':
       if (m.text !== undefined) { input.value = m.text; autosize(); }
       input.focus();

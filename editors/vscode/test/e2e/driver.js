@@ -146,8 +146,8 @@ testCase('chat view opens and the daemon is ready', async ({ page, ctx }) => {
   await until('state "idle"', async () => (await text(ctx.frame, '#state')) === 'idle', 30000);
   // The client opted into the agent protocol (the language client's verbose trace of initialize).
   const init = readTraces().split("Sending request 'initialize")[1] ?? '';
-  const agent = /"agent": \{\s*"events": true,\s*"approvals": true,\s*"saveDocuments": true,\s*"diagnostics": true\s*\}/;
-  if (!agent.test(init.split('[Trace')[0])) throw new Error('initialize does not carry experimental.agent = {events, approvals, saveDocuments, diagnostics}');
+  const agent = /"agent": \{\s*"events": true,\s*"approvals": true,\s*"saveDocuments": true,\s*"diagnostics": true,\s*"askUser": true\s*\}/;
+  if (!agent.test(init.split('[Trace')[0])) throw new Error('initialize does not carry experimental.agent = {events, approvals, saveDocuments, diagnostics, askUser}');
   if (!/"protocolVersion": 1/.test(readTraces())) throw new Error('the server did not answer with experimental.agent.protocolVersion 1');
   const starts = assertBundledDaemon();
   if (starts.length !== 1) throw new Error(`the daemon was started ${starts.length} times`);
@@ -156,6 +156,11 @@ testCase('chat view opens and the daemon is ready', async ({ page, ctx }) => {
 testCase('a prompt from the chat view streams a rendered Markdown answer', async ({ page, ctx }) => {
   const f = ctx.frame;
   await send(f, 'Say hello');
+  // The model plans (todo_write) and starts a watcher in the background (bash, asked first).
+  const card = f.locator('.approval');
+  await card.waitFor({ timeout: 30000 });
+  if (!(await card.innerText()).includes('sh watch.sh')) throw new Error(`the approval is not for the watcher: ${await card.innerText()}`);
+  await card.locator('button[data-decision="allow"]').click();
   // Streaming: the answer is seen growing while the message is still marked as streaming.
   const partial = await until('a partial streamed answer', async () => {
     const t = await text(f, '.msg.assistant.streaming .md');
@@ -171,8 +176,20 @@ testCase('a prompt from the chat view streams a rendered Markdown answer', async
   if (await f.locator('.msg.user .bubble', { hasText: 'Say hello' }).count() !== 1) throw new Error('user message not shown');
   const usage = await text(f, '#usage');
   if (!/↓\d/.test(usage) || usage.includes('↓0 ')) throw new Error(`usage not updated: ${usage}`);
+  // The model planned first (todo_write): its checklist stands above the chat (protocol.md §3.18),
+  // and the watcher runs in the Jobs section, its output unfolded.
+  await until('the plan above the chat', async () => (await f.locator('#plan').isVisible()) && (await text(f, '#plan .plan-count')) === '1/3', 10000);
+  const job = f.locator('#jobs .job', { hasText: 'sh watch.sh' });
+  await until('the watcher running', async () => (await job.locator('.badge').innerText()) === 'running', 15000);
+  await job.locator('summary').click();
+  await until('the watcher\'s output', async () => ((await job.locator('pre.output').innerText().catch(() => '')).match(/watching src\/: no changes/g) ?? []).length >= 3, 15000);
   await page.screenshot({ path: path.join(artifacts, '01-answer.png') });
   await picture(page, 'chat', ['.part.sidebar']);
+  await job.locator('button[data-action="killJob"]').click();
+  await until('the watcher stopped', async () => (await job.locator('.badge').innerText()) === 'killed', 15000);
+  // Folded again: the later cases' pictures need the room.
+  await job.locator('summary').click();
+  await until('the watcher folded', async () => (await job.locator('pre.output').count()) === 0, 5000);
   // That answer came from the daemon inside the installed .vsix: the one started, still the only
   // one, is the process running now, and its PATH (the extension host's) has no agent-lsp.
   if (assertBundledDaemon().length !== 1) throw new Error('the daemon was restarted during the first prompt');

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { initialState, reduce } from '../../src/shared/chatState';
-import { UNSAVED_WARNING, renderItem, toolTarget } from '../../src/shared/render';
+import { UNSAVED_WARNING, alwaysLabel, localWarning, renderItem, siteOf, toolTarget } from '../../src/shared/render';
 
 test('approval cards show the diff and the four decisions; model text is escaped', () => {
   let s = initialState('s1');
@@ -88,4 +88,38 @@ test('a user message with a known messageId offers Restore to here and Fork from
   assert.ok(known.includes('data-action="restore" data-message="ab12&quot;x"'), known);
   assert.ok(known.includes('data-action="fork" data-message="ab12&quot;x"'), known);
   assert.ok(!unknown.includes('data-action="restore"') && !unknown.includes('data-action="fork"'), unknown);
+});
+
+test('a web tool\'s approval shows the URL and its host; "Always allow" says for which host', () => {
+  let s = initialState('s1');
+  s = reduce(s, { type: 'approvalRequest', requestId: 'approval-7', params: {
+    sessionId: 's1', runId: 'r', toolCallId: 'call_web', toolName: 'web_fetch', args: { url: 'https://docs.rs/serde?x=<1>' },
+    kind: 'network', title: 'Fetch https://docs.rs/serde', preview: { type: 'fetch', url: 'https://docs.rs/serde?x=<1>', host: 'docs.rs' } } });
+  assert.equal(s.tools.call_web.approval?.host, 'docs.rs');
+  const html = renderItem(s, s.items[0], new Set());
+  assert.ok(html.includes('<pre class="fetch"><span class="prompt">fetch</span> https://docs.rs/serde?x=&lt;1&gt;\n<span class="cwd">from docs.rs</span></pre>'), html);
+  assert.ok(html.includes('data-decision="allowAlways" data-request="approval-7">Always allow for docs.rs</button>'), html);
+  assert.equal(alwaysLabel({}), 'Always allow');
+  // The site: a port that is not the scheme's default stays, the default one goes.
+  assert.equal(siteOf('http://localhost:8000/x', 'localhost'), 'localhost:8000');
+  assert.equal(siteOf('https://Docs.RS:443/serde', 'docs.rs'), 'docs.rs');
+  assert.equal(siteOf('not a url', 'docs.rs'), 'docs.rs');
+  assert.equal(alwaysLabel({ url: 'http://localhost:8000/', host: 'localhost' }), 'Always allow for localhost:8000');
+});
+
+test('a fetch of a local address says so; a web search shows its query', () => {
+  let s = initialState('s1');
+  s = reduce(s, { type: 'approvalRequest', requestId: 'approval-8', params: {
+    sessionId: 's1', runId: 'r', toolCallId: 'call_local', toolName: 'web_fetch', args: { url: 'http://localhost:8000/' },
+    kind: 'network', title: 'Fetch http://localhost:8000/', preview: { type: 'fetch', url: 'http://localhost:8000/', host: 'localhost:8000', local: true } } });
+  s = reduce(s, { type: 'approvalRequest', requestId: 'approval-9', params: {
+    sessionId: 's1', runId: 'r', toolCallId: 'call_search', toolName: 'web_search', args: { query: 'serde <derive>' },
+    kind: 'network', title: 'Search the web: serde <derive>' } });
+  const local = renderItem(s, s.items[0], new Set());
+  assert.ok(local.includes('<div class="approval-warning">localhost:8000 is this machine or a local network: approving lets the agent read from it.</div>'), local);
+  assert.ok(local.includes('Always allow for localhost:8000</button>'), local);
+  const search = renderItem(s, s.items[1], new Set());
+  assert.ok(search.includes('<pre class="fetch"><span class="prompt">search the web for</span> serde &lt;derive&gt;</pre>'), search);
+  assert.ok(search.includes('data-request="approval-9">Always allow</button>'), search);
+  assert.ok(!search.includes(localWarning('localhost:8000')), search);
 });
