@@ -75,10 +75,29 @@ pub fn plan(doc: &Document, edits: &[Edit]) -> Option<Plan> {
     if reps.windows(2).any(|w| w[0].end > w[1].start) {
         return None;
     }
-    let changes = reps
-        .iter()
-        .any(|r| doc.bytes(r.start..r.end) != r.text.as_bytes());
-    changes.then_some(Plan { reps, crlf })
+    changes_anything(doc, &reps).then_some(Plan { reps, crlf })
+}
+
+/// Whether the replacements change the text. Replacements that touch (one ends where the next
+/// starts) are judged together: `"b"→"b\n"` beside `"\n"→""` changes nothing, which the
+/// whole-text path reports as "No changes made", so this path must decline it too.
+fn changes_anything(doc: &Document, reps: &[Replacement]) -> bool {
+    let mut group_start = 0;
+    for i in 0..reps.len() {
+        let touches_next = reps
+            .get(i + 1)
+            .is_some_and(|next| next.start == reps[i].end);
+        if touches_next {
+            continue;
+        }
+        let group = &reps[group_start..=i];
+        let new_text: Vec<u8> = group.iter().flat_map(|r| r.text.bytes()).collect();
+        if doc.bytes(group[0].start..reps[i].end) != new_text {
+            return true;
+        }
+        group_start = i + 1;
+    }
+    false
 }
 
 /// A document at least this large is searched by this thread and a helper, in [`PIECES`]
@@ -463,6 +482,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Found by the property test above: two edits that touch and undo each other.
+    #[test]
+    fn touching_edits_that_cancel_out_are_left_to_the_whole_text_path() {
+        let doc = doc_of("b\n");
+        let edit = |old: &str, new: &str| Edit {
+            old_text: old.into(),
+            new_text: new.into(),
+        };
+        let edits = [edit("\n", ""), edit("b", "b\n")];
+        assert!(plan(&doc, &edits).is_none());
+        let reference = crate::tools::workspace::compute_edit(b"b\n", &edits, "p");
+        assert!(reference.is_err());
+        assert!(plan(&doc, &[edit("\n", ""), edit("b", "a\n")]).is_some());
     }
 
     #[test]
