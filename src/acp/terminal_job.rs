@@ -219,10 +219,25 @@ mod tests {
     #[test]
     fn once_the_start_is_dropped_reading_resumes_after_the_end_of_the_last_read() {
         let mut cursor = Cursor::default();
-        assert_eq!(cursor.advance("a1\nb2\nc3\n", false), new("a1\nb2\nc3\n"));
+        let read = format!("a1\n{}c3\n", "x".repeat(2 * ANCHOR));
+        assert_eq!(cursor.advance(&read, false), new(&read));
         // The client kept the end only: what follows c3 is new.
-        assert_eq!(cursor.advance("b2\nc3\nd4\n", true), new("d4\n"));
-        assert_eq!(cursor.advance("c3\nd4\ne5\nf6\n", true), new("e5\nf6\n"));
+        let kept = format!("{}d4\n", &read[read.len() - ANCHOR - 10..]);
+        assert_eq!(cursor.advance(&kept, true), new("d4\n"));
+        let kept = format!("{}e5\nf6\n", &kept[kept.len() - ANCHOR - 5..]);
+        assert_eq!(cursor.advance(&kept, true), new("e5\nf6\n"));
+    }
+
+    /// When the client's window starts inside the end of the last read, that end is not found
+    /// whole: all it holds is returned with the note (nothing lost; the start read before).
+    #[test]
+    fn a_window_that_cuts_into_the_last_read_returns_all_it_holds_with_the_note() {
+        let mut cursor = Cursor::default();
+        assert_eq!(cursor.advance("a1\nb2\nc3\n", false), new("a1\nb2\nc3\n"));
+        assert_eq!(
+            cursor.advance("b2\nc3\nd4\n", true),
+            ("b2\nc3\nd4\n".into(), true)
+        );
     }
 
     #[test]
