@@ -1,8 +1,8 @@
 //! What the ACP client offers, as the session's tools see it: with `fs.readTextFile` /
 //! `fs.writeTextFile`, `read`, `edit` and `write` go through `fs/read_text_file` /
 //! `fs/write_text_file` (the client's unsaved buffers, its review of every change); with
-//! `terminal`, `bash` runs in a client terminal embedded in the tool call. Otherwise the disk
-//! and the local `bash`.
+//! `terminal`, `bash` runs in a client terminal embedded in the tool call, and so does a
+//! background job (`terminal_job.rs`). Otherwise the disk and the local `bash`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,14 +16,15 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::acp::terminal_job;
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolRef, ToolUpdater};
 use crate::core::FrontEnd;
 use crate::rpc::outgoing::{Outgoing, RequestError};
 use crate::sandbox::{CallMode, Sandbox};
 use crate::tools::{
-    BashTool, ContentId, DiskWorkspace, FileSnapshot, ToolContext, ToolOptions, Workspace,
-    WorkspaceError, WriteOutcome,
+    self, BashTool, ContentId, DiskWorkspace, FileSnapshot, JobHost, Jobs, ToolContext,
+    ToolOptions, Workspace, WorkspaceError, WriteOutcome,
 };
 
 /// What the client offered in `initialize`.
@@ -185,13 +186,17 @@ impl FrontEnd for AcpFrontEnd {
         if !self.0.caps.terminal {
             return Vec::new();
         }
-        let local = BashTool::new(ToolContext::new(workspace.clone(), options));
+        let ctx = ToolContext::new(workspace.clone(), options);
+        let (jobs, spill_dir) = (ctx.jobs.clone(), ctx.bash.spill_dir.clone());
+        let local = BashTool::new(ctx);
         vec![Arc::new(TerminalBash {
             decl: local.declaration().clone(),
             root: workspace.root().to_path_buf(),
             link: self.0.clone(),
             sandbox: options.sandbox.clone(),
             local: Arc::new(local),
+            jobs,
+            spill_dir,
         })]
     }
 }
@@ -307,15 +312,21 @@ impl Workspace for ClientWorkspace {
 }
 
 /// `bash` in a client terminal: created, shown in the tool call, waited for (racing the
-/// timeout and the abort, which kill it), read, released. A command the session's sandbox
-/// confines runs in the local `bash` instead, sandboxed: the client's terminal is outside
-/// agent-lsp, where no sandbox of ours applies. So does a background job (`background: true`).
+/// timeout and the abort, which kill it), read, released. A background job (`background:
+/// true`) is a job of the session in a terminal of its own (`terminal_job.rs`), the call
+/// answered once the terminal is created. A command the session's sandbox confines runs in
+/// the local `bash` instead, sandboxed, job or not: the client's terminal is outside
+/// agent-lsp, where no sandbox of ours applies.
 struct TerminalBash {
     decl: ToolDeclaration,
     root: PathBuf,
     link: Arc<SessionLink>,
     sandbox: Option<Arc<Sandbox>>,
     local: Arc<BashTool>,
+    /// The session's background jobs, where a job in a terminal is kept as a local one.
+    jobs: Arc<Jobs>,
+    /// Where a job's long unread output is saved.
+    spill_dir: Option<PathBuf>,
 }
 
 impl AgentTool for TerminalBash {
@@ -330,11 +341,6 @@ impl AgentTool for TerminalBash {
         cancel: CancellationToken,
         on_update: ToolUpdater,
     ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
-        // A background job runs here: ACP's terminals have no way to read a job's new output
-        // only, and the session's jobs (listing, stopping, their end with the session) are ours.
-        if args.get("background").and_then(Value::as_bool) == Some(true) {
-            return self.local.execute(id, args, cancel, on_update);
-        }
         let escalates = args.get("sandbox").and_then(Value::as_bool) == Some(false);
         let mode = match &self.sandbox {
             Some(sandbox) => sandbox.call_mode(&id, escalates),
@@ -346,14 +352,13 @@ impl AgentTool for TerminalBash {
             Err(refused) => return Box::pin(std::future::ready(Err(ToolError::new(refused)))),
             Ok(CallMode::Unconfined | CallMode::Approved) => {}
         }
+        if args.get("background").and_then(Value::as_bool) == Some(true) {
+            return Box::pin(self.start_job(id, args, cancel));
+        }
         let link = self.link.clone();
         let root = self.root.clone();
         Box::pin(async move {
-            let command = args
-                .get("command")
-                .and_then(Value::as_str)
-                .ok_or_else(|| ToolError::new("bash needs a command"))?
-                .to_owned();
+            let command = command_of(&args)?;
             let timeout = args
                 .get("timeout")
                 .and_then(Value::as_f64)
@@ -362,6 +367,40 @@ impl AgentTool for TerminalBash {
             run_in_terminal(&link, &id, &command, &root, timeout, &cancel).await
         })
     }
+}
+
+impl TerminalBash {
+    /// Starts a background job in a terminal of its own; the call's last update shows it.
+    fn start_job(
+        &self,
+        call: String,
+        args: Value,
+        cancel: CancellationToken,
+    ) -> impl Future<Output = Result<AgentToolResult, ToolError>> + use<> {
+        let (link, jobs) = (self.link.clone(), self.jobs.clone());
+        let (root, spill_dir) = (self.root.clone(), self.spill_dir.clone());
+        async move {
+            let command = command_of(&args)?;
+            let timeout = tools::parse_timeout(args.get("timeout").and_then(Value::as_f64))?;
+            if cancel.is_cancelled() {
+                return Err(ToolError::new("Command aborted"));
+            }
+            let create = async {
+                let job = terminal_job::create(&link.out, link.id(), &command, &root).await?;
+                (link.terminals.lock().unwrap_or_else(|e| e.into_inner()))
+                    .insert(call.clone(), job.terminal_id().to_owned());
+                Ok(Arc::new(job) as Arc<dyn JobHost>)
+            };
+            let job = (jobs.start_hosted(&command, timeout, &call, &spill_dir, create)).await?;
+            Ok(tools::started(&job, &command))
+        }
+    }
+}
+
+fn command_of(args: &Value) -> Result<String, ToolError> {
+    (args.get("command").and_then(Value::as_str))
+        .map(str::to_owned)
+        .ok_or_else(|| ToolError::new("bash needs a command"))
 }
 
 async fn run_in_terminal(

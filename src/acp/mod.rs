@@ -11,7 +11,8 @@
 //! project's MCP servers, asked before a turn), `texts` (a changed file's text for diffs),
 //! `chunks` (the session's updates in order, message chunks merged and paced), `content`
 //! (prompt blocks → pi's), `options` (modes and config options), `client` (the client's
-//! capabilities, file system and terminals as the tools' workspace and `bash`).
+//! capabilities, file system and terminals as the tools' workspace and `bash`), `terminal_job`
+//! (a background job in a client terminal).
 
 mod ask_user;
 mod auth;
@@ -23,6 +24,7 @@ mod content;
 mod options;
 mod permission;
 mod session;
+mod terminal_job;
 mod texts;
 mod trust;
 mod updates;

@@ -162,6 +162,15 @@ impl Outgoing {
         serde_json::from_value(outcome?).map_err(|e| RequestError::Malformed(e.to_string()))
     }
 
+    /// Sends `method` as a request whose answer nobody waits for: the client's side of the
+    /// connection is closed (stdin ended), so an answer could not be read, yet the client may
+    /// still read what we write (`terminal/release` of its terminals as the agent exits).
+    pub fn request_unanswered<P: Serialize>(&self, method: &str, params: P) {
+        let id = Id::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
+        self.output
+            .send(&OutgoingMessage::request(&id, method, &params));
+    }
+
     /// Sends a notification.
     pub fn notify<P: Serialize>(&self, method: &str, params: P) {
         self.output.notify(method, params);

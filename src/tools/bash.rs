@@ -146,7 +146,8 @@ impl ToolArgs for BashArgs {
     }
 }
 
-fn parse_timeout(t: Option<f64>) -> Result<Option<f64>, ToolError> {
+/// A `timeout` argument, checked: `None` when not given.
+pub fn parse_timeout(t: Option<f64>) -> Result<Option<f64>, ToolError> {
     match t {
         None => Ok(None),
         Some(s) if s.is_finite() && s > 0.0 && s <= MAX_TIMEOUT_SECS => Ok(Some(s)),

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::bash_output::OutputBuffer;
 use super::common::{BashSettings, Call, ToolArgs, ToolContext};
-use super::jobs::{JobError, JobStatus, Jobs, Started, Unread};
+use super::jobs::{Job, JobError, JobStatus, Jobs, Started, Unread};
 use super::truncate::{DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, Limits, truncate_tail};
 use crate::agent::tool::{AgentToolResult, ToolError};
 use crate::sandbox::SandboxPolicy;
@@ -49,24 +49,26 @@ pub fn start_background(
     call_id: &str,
 ) -> Result<(AgentToolResult, Option<SandboxPolicy>), ToolError> {
     let Started { job, policy } = jobs.start(settings, command, cwd, timeout, call_id)?;
+    Ok((started(&job, command), policy))
+}
+
+/// What the model reads of a job it just started: its id, where it runs, what it printed so
+/// far; `details {jobId}`.
+pub fn started(job: &Job, command: &str) -> AgentToolResult {
     let mut unread = job.read();
     let so_far = match unread.output.total_bytes() {
         0 => "(no output yet)".to_owned(),
         _ => unread.output.render().0,
     };
-    let pid = job
-        .pid
-        .map_or_else(|| "pid unknown".to_owned(), |p| format!("pid {p}"));
-    let id = &job.id;
+    let (id, place) = (&job.id, job.whereabouts());
     let text = format!(
-        "Started background job {id} ({pid}): {command}\n{so_far}\nRead its output with \
+        "Started background job {id} ({place}): {command}\n{so_far}\nRead its output with \
          bash_output {{\"jobId\":\"{id}\"}}; stop it with bash_kill."
     );
-    let result = AgentToolResult {
+    AgentToolResult {
         details: Some(json!({"jobId": id})),
         ..AgentToolResult::text(text)
-    };
-    Ok((result, policy))
+    }
 }
 
 /// `bash_output`'s arguments.
@@ -103,6 +105,9 @@ impl ToolArgs for BashOutputArgs {
             None => None,
         };
         let job = (ctx.jobs.get(&self.job_id)).map_err(|e| unknown(&ctx.jobs, e))?;
+        let id = &job.id;
+        (job.refresh().await)
+            .map_err(|e| ToolError::new(format!("Could not read the output of {id}: {e}")))?;
         Ok(reading(job.read(), filter.as_ref(), None))
     }
 }
@@ -185,6 +190,9 @@ fn reading(
         .and_then(|policy| crate::sandbox::refusal_note(policy, &text));
     if let Some(note) = note {
         status.push_str(&format!("\n\n{note}"));
+    }
+    if let Some(gap) = &unread.gap {
+        status.push_str(&format!("\n\n{gap}"));
     }
     if let Value::Object(map) = &mut details {
         map.insert("jobId".into(), json!(info.job_id));

@@ -30,7 +30,10 @@ mod edit_match;
 mod error;
 mod find;
 mod grep;
+mod hosted_job;
 mod image;
+mod job;
+mod job_host;
 pub mod jobs;
 mod ls;
 pub mod paths;
@@ -56,9 +59,10 @@ use crate::agent::tool::ToolRef;
 #[cfg(test)]
 pub(crate) use args::assert_args_match_schema;
 pub use ask_user::ASK_USER;
-pub use bash::run_command;
-pub use bash_jobs::{BASH_KILL, BASH_OUTPUT};
+pub use bash::{parse_timeout, run_command};
+pub use bash_jobs::{BASH_KILL, BASH_OUTPUT, started};
 pub use common::{BashSettings, Call, ToolArgs, ToolContext, TypedTool, blocking};
+pub use job_host::{HostExit, JobHost, Pulled};
 pub use jobs::{JobError, JobInfo, JobStatus, Jobs};
 // The edit a call would make, for front ends that show whole-file diffs (ACP).
 pub(crate) use common::{normalize_to_lf, strip_bom};

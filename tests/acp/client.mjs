@@ -15,18 +15,24 @@
 //   response in order ({action: "accept", content} | {action: "decline"} | {action: "cancel"});
 //   "cancelTurn" sends session/cancel and answers `cancel`; none left: the test fails. A read returns the buffer
 //   when there is one (the editor's unsaved text), else the disk; a write goes to the buffer
-//   (the editor's review), never to disk. Terminals run the command with its args, as an editor does.
+//   (the editor's review), never to disk. Terminals run the command with its args in a process
+//   group of its own (killed whole), keeping the last `outputByteLimit` bytes of output, as an
+//   editor does.
 // steps (run in order; "as" names a request's result, "$session" is the last new session's id):
 //   {"op": "initialize", "meta"?} | {"op": "new", "cwd", "mcpServers"?} | {"op": "prompt", "text" | "prompt",
 //   "wait": false?, "as"} | {"op": "await", "name"} | {"op": "cancel"} | {"op": "until", "update":
 //   kind, "count"?} | {"op": "request", "method", "params", "as"} | {"op": "raw", "line"} |
 //   {"op": "load" | "resume", "sessionId"?, "cwd"} | {"op": "sleep", "ms"} |
-//   {"op": "terminalAuth", "methodId", "input"} (runs a `terminal` auth method as a client does)
+//   {"op": "terminalAuth", "methodId", "input"} (runs a `terminal` auth method as a client does) |
+//   {"op": "untilTerminal", "index", "contains"?, "released"?} (waits until the index-th terminal's
+//   output holds `contains`, and it was released if `released`) | {"op": "writeFile", "path",
+//   "content"} | {"op": "exitAgent"} (closes the agent's stdin and waits until it exits; the
+//   client still answers what the agent asks meanwhile, its answers dropped)
 // client.authTerminal: advertise clientCapabilities.auth.terminal.
 // Output (stdout, one JSON object): {"wire": [{"dir": "in"|"out", "msg"}], "results": {...},
 //   "reads": [{path, line, limit}], "writes": [{path, content}], "terminals": [{command, ...}], "error"?}
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { Readable, Writable } from "node:stream";
 import path from "node:path";
@@ -56,6 +62,7 @@ let session = null;
 const updateWaiters = [];
 
 const agentProc = spawn(bin, ["acp"], { stdio: ["pipe", "pipe", "inherit"] });
+const agentExit = new Promise((resolve) => agentProc.on("close", resolve));
 
 // The raw wire, tapped on both sides in order: the ordering assertions look at these lines.
 function lines(onLine) {
@@ -98,6 +105,8 @@ const outTap = lines((line) => {
 const toAgent = new Writable({
   write(chunk, _enc, done) {
     outTap(chunk);
+    // After `exitAgent` the agent reads nothing more: answers are dropped.
+    if (agentProc.stdin.writableEnded) return done();
     agentProc.stdin.write(chunk, done);
   },
 });
@@ -123,6 +132,40 @@ function waitUpdate(kind, count = 1) {
 
 const terms = new Map();
 let nextTerm = 1;
+// Steps waiting for a terminal's condition, checked whenever a terminal changes.
+const terminalWaiters = [];
+function terminalChanged() {
+  for (const w of [...terminalWaiters]) w();
+}
+function untilTerminal(index, contains, released) {
+  return new Promise((resolve) => {
+    const check = () => {
+      const t = terminals[index];
+      if (!t || (contains && !t.output.includes(contains)) || (released && !t.released)) return;
+      terminalWaiters.splice(terminalWaiters.indexOf(check), 1);
+      resolve();
+    };
+    terminalWaiters.push(check);
+    check();
+  });
+}
+// What a terminal prints, its start dropped past its limit (on a character boundary).
+function append(t, data) {
+  t.bytes = Buffer.concat([t.bytes, data]);
+  if (t.outputByteLimit !== null && t.bytes.length > t.outputByteLimit) {
+    let start = t.bytes.length - t.outputByteLimit;
+    while (start < t.bytes.length && (t.bytes[start] & 0xc0) === 0x80) start++;
+    t.bytes = t.bytes.subarray(start);
+    t.truncated = true;
+  }
+  t.output = t.bytes.toString("utf8");
+  terminalChanged();
+}
+function killGroup(t) {
+  try {
+    process.kill(-t.proc.pid, "SIGKILL");
+  } catch {}
+}
 
 const app = acp
   .client({ name: "agent-lsp-test-client" })
@@ -161,12 +204,16 @@ const app = acp
   })
   .onRequest("terminal/create", async ({ params }) => {
     const id = `term-${nextTerm++}`;
-    const t = { command: params.command, args: params.args ?? [], cwd: params.cwd, output: "", exit: null, released: false, killed: false };
-    t.proc = spawn(params.command, params.args ?? [], { cwd: params.cwd ?? process.cwd() });
-    t.proc.stdout.on("data", (d) => (t.output += d));
-    t.proc.stderr.on("data", (d) => (t.output += d));
+    const t = {
+      id, command: params.command, args: params.args ?? [], cwd: params.cwd, outputByteLimit: params.outputByteLimit ?? null,
+      output: "", truncated: false, exit: null, released: false, killed: false, bytes: Buffer.alloc(0),
+    };
+    t.proc = spawn(params.command, params.args ?? [], { cwd: params.cwd ?? process.cwd(), detached: true });
+    t.proc.stdout.on("data", (d) => append(t, d));
+    t.proc.stderr.on("data", (d) => append(t, d));
     t.done = new Promise((resolve) => t.proc.on("close", (code, signal) => {
       t.exit = { exitCode: code, signal: signal ?? null };
+      terminalChanged();
       resolve();
     }));
     terms.set(id, t);
@@ -175,7 +222,8 @@ const app = acp
   })
   .onRequest("terminal/output", async ({ params }) => {
     const t = terms.get(params.terminalId);
-    return { output: t.output, truncated: false, exitStatus: t.exit ?? undefined };
+    if (!t || t.released) throw new Error(`no terminal ${params.terminalId}`);
+    return { output: t.output, truncated: t.truncated, exitStatus: t.exit ?? undefined };
   })
   .onRequest("terminal/wait_for_exit", async ({ params }) => {
     const t = terms.get(params.terminalId);
@@ -185,13 +233,15 @@ const app = acp
   .onRequest("terminal/kill", async ({ params }) => {
     const t = terms.get(params.terminalId);
     t.killed = true;
-    t.proc.kill("SIGKILL");
+    killGroup(t);
+    terminalChanged();
     return {};
   })
   .onRequest("terminal/release", async ({ params }) => {
     const t = terms.get(params.terminalId);
     t.released = true;
-    if (t.exit === null) t.proc.kill("SIGKILL");
+    if (t.exit === null) killGroup(t);
+    terminalChanged();
     return {};
   })
   .onNotification("session/update", async () => {});
@@ -270,17 +320,29 @@ async function step(ctx, s) {
       return new Promise((resolve) => toAgent.write(s.line + "\n", resolve));
     case "sleep":
       return new Promise((resolve) => setTimeout(resolve, s.ms));
+    case "untilTerminal":
+      return untilTerminal(s.index ?? 0, s.contains, s.released);
+    case "writeFile":
+      return writeFileSync(s.path, s.content);
+    case "exitAgent":
+      exiting = true;
+      agentProc.stdin.end();
+      return agentExit;
     default:
       throw new Error("unknown step " + s.op);
   }
 }
 
 let failure;
+// Set by `exitAgent`: the connection then closes with the agent's stdout, as expected.
+let exiting = false;
 // A scenario that stops making progress fails with what it saw, instead of hanging the test.
 const deadline = setTimeout(() => {
   agentProc.kill("SIGKILL");
+  for (const t of terminals) if (t.exit === null) killGroup(t);
   const error = "the scenario did not finish within 90 s (a step waits for something that never came)";
-  process.stdout.write(JSON.stringify({ wire, results, reads, writes, terminals, error }) + "\n");
+  const shown = terminals.map(({ proc, done, bytes, ...t }) => t);
+  process.stdout.write(JSON.stringify({ wire, results, reads, writes, terminals: shown, error }) + "\n");
   process.exit(1);
 }, 90000);
 try {
@@ -289,16 +351,16 @@ try {
     await Promise.all(Object.values(pending));
   });
 } catch (e) {
-  failure = String(e?.stack ?? e);
+  if (!(exiting && String(e).includes("ACP connection closed"))) failure = String(e?.stack ?? e);
 }
 agentProc.stdin.end();
-const exitCode = await new Promise((resolve) => {
-  const timer = setTimeout(() => agentProc.kill("SIGKILL"), 10000);
-  agentProc.on("close", (code) => {
-    clearTimeout(timer);
-    resolve(code);
-  });
-});
+const timer = setTimeout(() => agentProc.kill("SIGKILL"), 10000);
+const exitCode = await agentExit;
+clearTimeout(timer);
 clearTimeout(deadline);
-for (const t of terminals) delete t.proc, delete t.done;
+for (const t of terminals) {
+  // What the agent left running is the client's to end (`released` says whether it did).
+  if (t.exit === null) killGroup(t);
+  delete t.proc, delete t.done, delete t.bytes;
+}
 process.stdout.write(JSON.stringify({ wire, results, reads, writes, terminals, exitCode, error: failure, unusedPermissions: permissions, unusedElicitations: elicitations }) + "\n");

@@ -12,4 +12,5 @@ mod pacing;
 mod permissions;
 mod prompts;
 mod sessions;
+mod terminal_jobs;
 mod web;
