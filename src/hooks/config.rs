@@ -89,7 +89,7 @@ impl fmt::Display for HookEvent {
 }
 
 /// Which settings file a hook comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum HookSource {
     /// `$XDG_CONFIG_HOME/agent-lsp/settings.json`: runs without asking.
