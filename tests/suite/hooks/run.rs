@@ -8,7 +8,9 @@ use agent_lsp::testing::{MockProvider, MockResponse, MockScript, MockUsage};
 use serde_json::{Value, json};
 
 use super::{LOG, events_of, group, hook, hook_entries, input, logged, project_hooks, user_hooks};
-use crate::suite::support::cli_run::{CliEnv, json_lines, request_texts, session_lines, stderr};
+use crate::suite::support::cli_run::{
+    CliEnv, json_lines, request_texts, session_lines, stderr, stdout,
+};
 
 const MODEL: &str = "openai/mock-model";
 
@@ -404,4 +406,43 @@ async fn a_projects_hooks_run_only_when_trusted() {
         std::fs::read_to_string(&marker).unwrap(),
         format!("{project} {project}")
     );
+}
+
+#[tokio::test]
+async fn doctor_lists_the_hooks_a_broken_entry_and_an_untrusted_project() {
+    let env = CliEnv::new();
+    user_hooks(
+        env.home.path(),
+        json!({"Stop": [group(None, &[hook(LOG), json!({"type": "command"})])]}),
+    );
+    project_hooks(
+        &env.project(),
+        json!({"PreToolUse": [group(Some("Bash"), &[hook("./check.sh")])]}),
+    );
+    let out = env.run(&["doctor", "--json"]).await;
+    let report: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let hooks: Vec<&Value> = (report["checks"].as_array().unwrap().iter())
+        .filter(|c| c["name"] == "hooks")
+        .collect();
+    assert_eq!(hooks.len(), 2, "{report:#}");
+    assert_eq!(hooks[0]["status"], "problem");
+    assert!(
+        hooks[0]["detail"].as_str().unwrap().ends_with(
+            "settings.json: hooks.Stop[0].hooks[1].command: expected a non-empty string"
+        ),
+        "{}",
+        hooks[0]
+    );
+    assert_eq!(hooks[1]["status"], "warning");
+    assert_eq!(
+        hooks[1]["detail"],
+        "2 configured (Stop, PreToolUse); the project's (.agent-lsp/settings*.json) are not allowed yet"
+    );
+    assert!(
+        hooks[1]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("--trust-project-hooks")
+    );
+    assert_eq!(out.status.code(), Some(1), "a broken entry is a problem");
 }
