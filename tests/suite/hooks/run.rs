@@ -446,3 +446,26 @@ async fn doctor_lists_the_hooks_a_broken_entry_and_an_untrusted_project() {
     );
     assert_eq!(out.status.code(), Some(1), "a broken entry is a problem");
 }
+
+#[tokio::test]
+async fn a_continued_session_starts_with_source_resume() {
+    let mock = mock(vec![MockResponse::text("one"), MockResponse::text("two")]).await;
+    let env = CliEnv::with_mock(&mock);
+    user_hooks(
+        env.home.path(),
+        json!({"SessionStart": [group(Some("resume"), &[hook(LOG)])]}),
+    );
+    let first = env.run(&["run", "--model", MODEL, "first"]).await;
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert!(
+        logged(env.home.path()).is_empty(),
+        "a new session is not a resume"
+    );
+    let second = env.run(&["run", "-c", "--model", MODEL, "second"]).await;
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    let logged = logged(env.home.path());
+    assert_eq!(events_of(&logged), ["SessionStart"]);
+    assert_eq!(logged[0]["source"], "resume");
+    let file = env.session_files().remove(0);
+    assert_eq!(logged[0]["transcript_path"], file.display().to_string());
+}
