@@ -11,7 +11,6 @@
 //!   `title`) runs in the background: the question is not held back.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use serde_json::{Map, json};
 use tokio_util::sync::CancellationToken;
@@ -28,11 +27,16 @@ pub const PERMISSION_PROMPT: &str = "permission_prompt";
 pub const ELICITATION_DIALOG: &str = "elicitation_dialog";
 
 impl SessionHooks {
-    /// Runs the `SessionEnd` hooks, once however often the session is closed.
+    /// Runs the `SessionEnd` hooks, once however often the session is closed: a closing that
+    /// comes while they run waits for them (the daemon's `exit` after its `shutdown`).
     pub async fn session_end(&self) {
-        if !self.configured(HookEvent::SessionEnd) || self.ended.swap(true, Ordering::AcqRel) {
+        if !self.configured(HookEvent::SessionEnd) {
             return;
         }
+        self.ended.get_or_init(|| self.end_now()).await;
+    }
+
+    async fn end_now(&self) {
         let reason = "other";
         let mut fields = Map::new();
         fields.insert("reason".into(), json!(reason));

@@ -151,8 +151,8 @@ pub struct SessionHooks {
     continuation: Mutex<Option<Arc<UserMessage>>>,
     /// The user messages hooks made (not the user's: recorded without a reserved id).
     made: Mutex<Vec<Arc<UserMessage>>>,
-    /// `SessionEnd` ran.
-    ended: AtomicBool,
+    /// `SessionEnd` ran (or runs: a second closing waits for the first's hooks).
+    ended: tokio::sync::OnceCell<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -192,7 +192,7 @@ impl SessionHooks {
             stop_streak: AtomicUsize::new(0),
             continuation: Mutex::new(None),
             made: Mutex::new(Vec::new()),
-            ended: AtomicBool::new(false),
+            ended: tokio::sync::OnceCell::new(),
         }
     }
 
