@@ -11,6 +11,7 @@ pub mod approval;
 pub mod commands;
 pub mod compaction;
 pub mod controls;
+pub mod hooks;
 pub mod journal;
 pub mod loop_guard;
 pub mod mcp;
@@ -46,6 +47,7 @@ pub use compaction::{
     SharedRecord,
 };
 pub use controls::{LiveSettings, ModelInfo, SessionControls, SwitchError};
+pub use hooks::{HookRun, SessionHooks};
 pub use journal::Journal;
 pub use loop_guard::{GuardEvent, LoopGuard, LoopLimits};
 pub use mcp::{McpSource, McpSpec, SessionTools};
@@ -192,6 +194,8 @@ pub struct AssembledSession {
     pub ask: AskHandle,
     /// The session's background jobs (`bash` with `background: true`).
     pub jobs: Arc<Jobs>,
+    /// The user's hooks (the project's once trusted).
+    pub hooks: Arc<SessionHooks>,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -250,6 +254,10 @@ pub fn assemble(
     writable.extend(disk.roots().extra().iter().cloned());
     let workspace = front_end.workspace(disk);
     let resumed = matches!(spec.record, RecordChoice::Resume(_));
+    let continued = matches!(
+        spec.record,
+        RecordChoice::Resume(_) | RecordChoice::Fork(..)
+    );
     let mut record = match spec.record {
         RecordChoice::New(None) => SessionFile::in_memory(&cwd),
         RecordChoice::New(Some(store)) => store.create(&cwd, None)?,
@@ -336,8 +344,21 @@ pub fn assemble(
     options.hooks.prepare_request = Some(compactor.prepare_request_hook(live_model));
     options.hooks.recover_error = Some(compactor.recover_error_hook());
     options.hooks.get_api_key = Some(controls.api_key_hook());
-    options.hooks.after_tool_call = guard.after_tool_call_hook();
-    options.hooks.finish_turn = guard.finish_turn_hook();
+    let hooks = Arc::new(SessionHooks::new(hooks::HookParts {
+        cwd: cwd.clone(),
+        session_id: session_id.clone(),
+        record: record.clone(),
+        env: &spec.env,
+        tools: tools.clone(),
+        controls: controls.clone(),
+        resumed: continued,
+    }));
+    warnings.extend(hooks.problems().iter().cloned());
+    if let Some(before) = hooks.pre_compact_hook() {
+        compactor.before_each(before);
+    }
+    options.hooks.after_tool_call = hooks.after_tool_call_hook(guard.after_tool_call_hook());
+    options.hooks.finish_turn = hooks.finish_turn_hook(guard.finish_turn_hook());
     let stored = record.lock().map(|r| r.messages()).unwrap_or_default();
     options.messages = with_initial_system_message(stored, &prompt, tools.base());
     options.system_prompt = Some(prompt);
@@ -346,6 +367,7 @@ pub fn assemble(
         options.hooks.prepare_run = Some(tools.prepare_run_hook());
         options.hooks.prepare_next_turn = Some(tools.next_turn_hook());
     }
+    options.hooks.prepare_next_turn = hooks.next_turn_hook(options.hooks.prepare_next_turn.take());
     // The key comes per request with the model (`controls`), never from the template.
     options.stream_options = StreamOptions {
         session_id: Some(session_id),
@@ -370,6 +392,7 @@ pub fn assemble(
         plan,
         ask,
         jobs,
+        hooks,
     })
 }
 

@@ -13,6 +13,7 @@ pub mod cli;
 pub mod compaction;
 pub mod core;
 pub mod credentials;
+pub mod hooks;
 pub mod lsp;
 pub mod mcp;
 pub mod model_registry;

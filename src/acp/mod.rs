@@ -8,7 +8,8 @@
 //! → `session/update`, and the replay of `session/load`), `permission` (ACP's side of the
 //! core's approval gate: the mode as policy, `session/request_permission`), `ask_user`
 //! (questions for the user: `elicitation/create`, else a permission request), `trust` (the
-//! project's MCP servers, asked before a turn), `texts` (a changed file's text for diffs),
+//! project's MCP servers, asked before a turn), `hooks` (hook events as messages, the project's
+//! hooks asked about as its servers are), `texts` (a changed file's text for diffs),
 //! `chunks` (the session's updates in order, message chunks merged and paced), `content`
 //! (prompt blocks → pi's), `options` (modes and config options), `client` (the client's
 //! capabilities, file system and terminals as the tools' workspace and `bash`), `terminal_job`
@@ -21,6 +22,7 @@ mod client;
 mod commands;
 mod conn;
 mod content;
+mod hooks;
 mod options;
 mod permission;
 mod session;

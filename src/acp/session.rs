@@ -152,6 +152,11 @@ impl AcpView {
         self.out.output().send(&Response::new(Some(id), result));
     }
 
+    /// Whether a turn is open: an update belongs to a request of its session.
+    pub(super) fn in_turn(&self) -> bool {
+        !lock(&self.prompts).is_empty()
+    }
+
     /// A background job's update: sent while a turn is open, else held for the next one (only
     /// its latest is kept). Decided under the prompts' lock, which a prompt's opening takes too.
     pub(super) fn job_update(&self, job_id: &str, update: acp::SessionUpdate) {

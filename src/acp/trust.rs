@@ -147,6 +147,7 @@ pub fn ask_first(session: Weak<AcpSession>, then: Option<PrepareRunHook>) -> Pre
         Box::pin(async move {
             if let Some(session) = session.upgrade() {
                 ask_if_needed(&session, &cancel).await;
+                crate::acp::hooks::ask_if_needed(&session, &cancel).await;
             }
             match then {
                 Some(then) => then(cancel).await,

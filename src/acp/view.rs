@@ -57,6 +57,7 @@ impl View for AcpView {
                 session.show_compaction(event);
             }
             Event::Plan(update) => session.show_plan(&update.todos),
+            Event::Hook(run) => session.show_hook(run),
             Event::Settled(end) => self.settled(&end.outcome, end.stop.is_some()),
             Event::Job(job) => {
                 if let Ok(started) = session.jobs.get(&job.job_id) {

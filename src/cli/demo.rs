@@ -67,6 +67,7 @@ pub async fn demo(args: DemoArgs) -> ExitCode {
         json: args.json,
         prompt: PROMPT.into(),
         verbose: false,
+        trust_project_hooks: false,
     };
     let code = execute(plan).await;
     if args.keep {

@@ -1,7 +1,7 @@
 //! `agent-lsp doctor`: what agent-lsp would use here and what stands in its way — the model and
 //! where that choice came from, the providers' keys, the model's endpoint when asked
 //! (`--online`), the command sandbox, the session directory, web search, the MCP servers and
-//! their trust, and how editors find the binary. Each problem says how to fix it; any problem exits 1.
+//! their trust, the hooks and theirs, and how editors find the binary. Each problem says how to fix it; any problem exits 1.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -126,6 +126,7 @@ pub async fn checks(args: &DoctorArgs, env: &EnvSource, cwd: &Path) -> Vec<Check
     checks.push(sessions_check(env));
     checks.push(web_search_check(env));
     checks.extend(mcp_checks(cwd, env));
+    checks.extend(hooks_checks(cwd, env));
     checks.push(binary_check(env));
     checks.push(editors_check(env));
     checks
@@ -385,6 +386,48 @@ fn mcp_checks(cwd: &Path, env: &EnvSource) -> Vec<Check> {
     } else if !names.is_empty() {
         checks.push(Check::ok("mcp", format!("{} configured", names.join(", "))));
     }
+    checks
+}
+
+/// The hooks configured for `cwd` (the user's settings and the project's), and whether the
+/// project's may run.
+fn hooks_checks(cwd: &Path, env: &EnvSource) -> Vec<Check> {
+    use crate::hooks::config::load;
+    use crate::hooks::trust::ProjectTrust;
+    let (files, problems) = load(cwd, env.config_dir().as_deref());
+    let fix = "fix the entry (protocol.md §3.22 shows the shape); the other hooks still run";
+    let mut checks: Vec<Check> = (problems.into_iter())
+        .map(|p| Check::problem("hooks", p, fix))
+        .collect();
+    let count = files.iter().map(|f| f.hooks.len()).sum::<usize>();
+    let mut events: Vec<&str> = Vec::new();
+    for hook in files.iter().flat_map(|f| &f.hooks) {
+        if !events.contains(&hook.event.name()) {
+            events.push(hook.event.name());
+        }
+    }
+    let configured = format!("{count} configured ({})", events.join(", "));
+    let trust = ProjectTrust::new(env, cwd, &files).remembered().trust;
+    let check = match (count, files.iter().any(|f| f.disable_all), trust) {
+        (0, _, _) if checks.is_empty() => Check::ok("hooks", "none configured"),
+        (0, _, _) => return checks,
+        (_, true, _) => Check::ok("hooks", format!("{configured}; all off (disableAllHooks)")),
+        (_, false, Trust::Allowed) => Check::ok("hooks", configured),
+        (_, false, answer) => Check::warning(
+            "hooks",
+            format!(
+                "{configured}; the project's (.agent-lsp/settings*.json) are {}",
+                if answer == Trust::Denied {
+                    "refused"
+                } else {
+                    "not allowed yet"
+                }
+            ),
+            "an editor asks when a session starts; agent-lsp run runs them with \
+             --trust-project-hooks",
+        ),
+    };
+    checks.push(check);
     checks
 }
 

@@ -15,7 +15,7 @@ use crate::agent::message::{AgentMessage, ContentBlock, Usage};
 use crate::agent::stream_contract::AssistantMessageEvent;
 use crate::core::commands::BuiltinOutcome;
 use crate::core::loop_guard::{Guard, GuardEvent};
-use crate::core::{CompactionEvent, PlanUpdate};
+use crate::core::{CompactionEvent, HookRun, PlanUpdate};
 use crate::tools::{JobInfo, JobStatus};
 
 /// A sink for run events. Write errors (a closed pipe) are ignored: output is best effort,
@@ -35,6 +35,8 @@ pub trait Renderer: Send + Sync {
     fn command(&self, outcome: &BuiltinOutcome);
     /// A background job started, ended or was stopped.
     fn job(&self, job: &JobInfo);
+    /// A hook ran.
+    fn hook(&self, run: &HookRun);
 }
 
 /// `--json`. Lines are collected and written to stdout in batches: whenever the async runtime
@@ -148,6 +150,11 @@ impl Renderer for JsonRenderer {
     /// `{"type": "job_update", "job": …}`, as the daemon's event.
     fn job(&self, job: &JobInfo) {
         self.push_typed("job_update", &json!({ "job": job }));
+    }
+
+    /// `{"type": "hook", …}`, as the daemon's event.
+    fn hook(&self, run: &HookRun) {
+        self.push_typed("hook", run);
     }
 }
 
@@ -276,6 +283,13 @@ impl Renderer for HumanRenderer {
             (status, _) => format!("[{id} {}]", status.as_str()),
         };
         self.line(&line);
+    }
+
+    /// A hook that decided something (or failed), on stderr; a silent one is not shown.
+    fn hook(&self, run: &HookRun) {
+        if run.decided() {
+            eprintln!("hook: {}", run.summary());
+        }
     }
 
     fn settled(&self, aborted: bool, _stopped: Option<Guard>, run: &Usage, session: &Usage) {

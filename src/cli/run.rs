@@ -75,6 +75,10 @@ pub struct RunArgs {
     /// Start the MCP servers of the project's `.mcp.json` without having been allowed before.
     #[arg(long)]
     pub trust_project_mcp: bool,
+    /// Run the hooks of the project's `.agent-lsp/settings.json` and `settings.local.json`
+    /// without having been allowed before (for this run; nothing is remembered).
+    #[arg(long)]
+    pub trust_project_hooks: bool,
     /// End the run after this many model responses (turns).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_turns: Option<u64>,
@@ -121,6 +125,8 @@ pub struct RunPlan {
     pub prompt: String,
     /// `-v`: the context files loaded, on stderr.
     pub verbose: bool,
+    /// `--trust-project-hooks`.
+    pub trust_project_hooks: bool,
 }
 
 /// Resolves the arguments, runs, and maps the outcome to an exit status.
@@ -193,6 +199,7 @@ fn plan(args: RunArgs, env: EnvSource, verbose: bool) -> anyhow::Result<RunPlan>
         json: args.json,
         prompt,
         verbose,
+        trust_project_hooks: args.trust_project_hooks,
     })
 }
 
@@ -458,6 +465,14 @@ fn open_session(
             || !sandbox.not_isolated(&sandbox.policy()).is_empty());
     if plan.verbose || degraded {
         eprintln!("agent-lsp: {}", sandbox.status_line());
+    }
+    if plan.trust_project_hooks {
+        session.hooks.trust_for_session();
+    } else if session.hooks.untrusted() {
+        eprintln!(
+            "agent-lsp: the project's hooks (.agent-lsp/settings.json, settings.local.json) do \
+             not run: they are not trusted (run with --trust-project-hooks to run them)"
+        );
     }
     Ok(Session::create(
         session,

@@ -6,7 +6,8 @@
 //! unavailable, is asked about whatever the policy or an "always" answer says), then the
 //! session's "always" answers, and only then the user, asked through the front end ([`Asker`]);
 //! the answer is remembered. The words the model reads about it are here, once; a front end
-//! words only its own policy and why it could not ask.
+//! words only its own policy and why it could not ask. A `PreToolUse` hook's `allow` or `ask`
+//! ([`HookPermission`]) turns the policy's ask into allow, or its allow into ask.
 //!
 //! "Always" answers are kept per session: per tool name, for `bash` per command prefix, and for
 //! `web_fetch` per site (the URL's host, with its port when not the default). A remembered allow
@@ -54,6 +55,17 @@ pub enum Policy {
     Allow,
     /// Refused, and the words why.
     Block(String),
+    Ask,
+}
+
+/// What the session's `PreToolUse` hooks said of a call (`core::hooks`): `Allow` skips the
+/// question (not a refusal by the policy or a remembered "always" block, nor the sandbox's
+/// must-ask); `Ask` asks even where the policy or an "always" answer would allow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HookPermission {
+    #[default]
+    None,
+    Allow,
     Ask,
 }
 
@@ -113,18 +125,35 @@ impl ApprovalGate {
         ctx: &BeforeToolCallContext,
         cancel: &CancellationToken,
     ) -> Option<BeforeToolCallResult> {
+        self.decide_with(asker, ctx, cancel, HookPermission::None)
+            .await
+    }
+
+    /// [`ApprovalGate::decide`] after the session's `PreToolUse` hooks said `hook`.
+    pub async fn decide_with(
+        &self,
+        asker: &dyn Asker,
+        ctx: &BeforeToolCallContext,
+        cancel: &CancellationToken,
+        hook: HookPermission,
+    ) -> Option<BeforeToolCallResult> {
         let tool = ctx.tool_call.name.as_str();
         if let Some(reason) = tools::web::refusal(tool, &ctx.args) {
             return Some(blocked(reason));
         }
         let must_ask = self.sandbox.must_ask(tool, &ctx.args);
-        match asker.policy(tool, &ctx.args) {
+        let policy = match (asker.policy(tool, &ctx.args), hook) {
+            (Policy::Ask, HookPermission::Allow) => Policy::Allow,
+            (Policy::Allow, HookPermission::Ask) => Policy::Ask,
+            (policy, _) => policy,
+        };
+        match policy {
             Policy::Allow if must_ask.is_none() => return None,
             Policy::Block(reason) => return Some(blocked(reason)),
             Policy::Allow | Policy::Ask => {}
         }
         match self.memory().recall(tool, &ctx.args) {
-            Some(true) if must_ask.is_none() => return None,
+            Some(true) if must_ask.is_none() && hook != HookPermission::Ask => return None,
             Some(false) => {
                 return Some(blocked(format!(
                     "Tool \"{tool}\" was rejected for this session by the user (an \"always\" \

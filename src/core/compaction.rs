@@ -14,6 +14,7 @@ use std::future::Future;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use futures_util::future::BoxFuture;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -90,6 +91,14 @@ pub struct Compacted {
 
 type Observer = Arc<dyn Fn(&CompactionEvent) + Send + Sync>;
 
+/// Awaited before a compaction summarises (the session's `PreCompact` hooks): its reason, its
+/// instructions, its token.
+pub type BeforeCompaction = Arc<
+    dyn Fn(CompactionReason, Option<String>, CancellationToken) -> BoxFuture<'static, ()>
+        + Send
+        + Sync,
+>;
+
 /// What a compaction needs of its session.
 pub struct CompactorParts {
     pub settings: CompactionSettings,
@@ -106,6 +115,7 @@ pub struct Compactor {
     parts: CompactorParts,
     agent: OnceLock<WeakAgent>,
     observer: Mutex<Option<Observer>>,
+    before: OnceLock<BeforeCompaction>,
     /// The running compaction's token.
     running: Mutex<Option<CancellationToken>>,
 }
@@ -130,6 +140,7 @@ impl Compactor {
             parts,
             agent: OnceLock::new(),
             observer: Mutex::new(None),
+            before: OnceLock::new(),
             running: Mutex::new(None),
         }
     }
@@ -137,6 +148,12 @@ impl Compactor {
     /// The agent whose transcript a compaction replaces (set once, by the front end).
     pub fn attach(&self, agent: &Agent) {
         let _ = self.agent.set(agent.downgrade());
+    }
+
+    /// What each compaction waits for before it summarises (set once, as the session is
+    /// assembled).
+    pub fn before_each(&self, before: BeforeCompaction) {
+        let _ = self.before.set(before);
     }
 
     /// Where `compaction_start` / `compaction_end` go.
@@ -232,6 +249,9 @@ impl Compactor {
             Err(e) if reason != CompactionReason::Manual => return Err(e),
             other => other,
         };
+        if let (Ok(_), Some(before)) = (&prepared, self.before.get()) {
+            before(reason, instructions.map(str::to_owned), token.clone()).await;
+        }
         self.emit(CompactionEvent::CompactionStart { reason });
         let outcome = match prepared {
             Ok(prep) => {

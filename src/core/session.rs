@@ -22,12 +22,16 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::event::AgentEvent;
-use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook, PrepareRunHook};
+use crate::agent::hooks::{
+    BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult, PrepareRunHook,
+};
 use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, UserMessage, now_ms};
 use crate::agent::{Agent, AgentError, AgentHooks, CallbackError, RunHandle, RunOutcome};
 use crate::compaction::CompactionResult;
 use crate::core::approval::{Answer, ApprovalGate, Asker, Policy, blocked};
 use crate::core::compaction::{CompactError, CompactionEvent, Compactor, SharedRecord};
+use crate::core::hooks::lifecycle::{ELICITATION_DIALOG, PERMISSION_PROMPT};
+use crate::core::hooks::{HookRun, SessionHooks};
 use crate::core::{
     AssembledSession, GuardEvent, Journal, LoopGuard, Plan, PlanUpdate, SessionCommands,
     SessionControls, SessionTools,
@@ -97,6 +101,8 @@ pub enum Event<'a> {
     Plan(&'a PlanUpdate),
     /// A background job started or ended (by itself, or stopped).
     Job(&'a JobInfo),
+    /// A hook ran (what it decided, or how it failed).
+    Hook(&'a HookRun),
     /// The approval gate let a tool call through ([`View::follow`] only).
     Allowed(&'a BeforeToolCallContext),
     /// The run ended; the session is still busy with it ([`View::follow`] only).
@@ -180,6 +186,8 @@ struct RunState {
     /// The ids of user messages given to the agent and not yet recorded, in delivery order:
     /// each is recorded under the id its request was answered with.
     unrecorded: VecDeque<String>,
+    /// A run whose prompt is with the `UserPromptSubmit` hooks: aborting it cancels them.
+    submitting: Option<CancellationToken>,
 }
 
 pub struct Session<V: View> {
@@ -207,6 +215,8 @@ pub struct Session<V: View> {
     pub plan: Arc<Plan>,
     /// Its background jobs, which end with it ([`Session::end_jobs`]).
     pub jobs: Arc<Jobs>,
+    /// The user's hooks (the project's once trusted).
+    pub hooks: Arc<SessionHooks>,
     /// The front end's own part.
     pub view: V,
     state: Mutex<RunState>,
@@ -254,10 +264,11 @@ impl<V: View> Session<V> {
             plan,
             ask,
             jobs,
+            hooks,
             ..
         } = session;
         let id = record.lock().map(|r| r.id().to_owned()).unwrap_or_default();
-        Arc::new_cyclic(|weak: &Weak<Session<V>>| {
+        let session = Arc::new_cyclic(|weak: &Weak<Session<V>>| {
             ask.connect(Arc::new(ViewChannel(weak.clone())));
             let prepare_run = V::prepare_run(weak.clone(), options.hooks.prepare_run.take());
             options.hooks = AgentHooks {
@@ -271,6 +282,8 @@ impl<V: View> Session<V> {
             guard.observe(observer(weak.clone(), |e| Event::Guard(e)));
             plan.observe(observer(weak.clone(), |e| Event::Plan(e)));
             jobs.observe(observer(weak.clone(), |j| Event::Job(j)));
+            hooks.attach(&agent);
+            hooks.observe(observer(weak.clone(), |r| Event::Hook(r)));
             let listener = weak.clone();
             agent.subscribe(Arc::new(move |event, _cancel| {
                 let session = listener.clone();
@@ -298,11 +311,14 @@ impl<V: View> Session<V> {
                 sandbox,
                 plan,
                 jobs,
+                hooks,
                 view,
                 state: Mutex::default(),
                 idle: watch::channel(true).0,
             }
-        })
+        });
+        session.hooks.session_started();
+        session
     }
 
     fn lock(&self) -> MutexGuard<'_, RunState> {
@@ -379,6 +395,15 @@ impl<V: View> Session<V> {
         }
         let run_id = self.begin(&mut st);
         st.unrecorded.push_back(message_id.clone());
+        if self.hooks.intercepts_prompts() {
+            let cancel = CancellationToken::new();
+            st.submitting = Some(cancel.clone());
+            drop(st);
+            let (session, run) = (self.clone(), run_id.clone());
+            let id = message_id.clone();
+            tokio::spawn(async move { session.submit_prompt(message, id, run, cancel).await });
+            return Ok((run_id, message_id));
+        }
         match self.agent.prompt(vec![message]) {
             Ok(handle) => {
                 let event = Event::Delivered(&message_id);
@@ -400,12 +425,76 @@ impl<V: View> Session<V> {
         }
     }
 
+    /// A prompt through the `UserPromptSubmit` hooks, then to the agent; one they refuse ends
+    /// its run at once (its loop events only `agent_start` and an empty `agent_end`, the
+    /// hook's event between them), unrecorded.
+    async fn submit_prompt(
+        self: Arc<Self>,
+        message: AgentMessage,
+        message_id: String,
+        run_id: String,
+        cancel: CancellationToken,
+    ) {
+        let submitted = self.hooks.submit(message, &cancel).await;
+        let refused = match self.deliver(submitted, &message_id, &run_id, &cancel) {
+            Ok(handle) => return self.spawn_finish(handle, run_id),
+            Err(refused) => refused,
+        };
+        let run = Some(run_id.as_str());
+        let ends = [
+            AgentEvent::AgentStart,
+            AgentEvent::AgentEnd {
+                messages: Vec::new(),
+            },
+        ];
+        for event in ends.map(Arc::new) {
+            self.view.show(&self, run, Event::Agent(&event));
+            self.view.follow(&self, run, Event::Agent(&event)).await;
+        }
+        self.settle(refused, run_id).await;
+    }
+
+    /// Gives the agent a prompt the hooks let through; `Err` is how the run ends when they did
+    /// not (or the agent refused it, or the run was aborted meanwhile). Either way the prompt
+    /// was taken (`Delivered`); a refused one is not recorded.
+    fn deliver(
+        &self,
+        submitted: Result<AgentMessage, String>,
+        message_id: &str,
+        run_id: &str,
+        cancel: &CancellationToken,
+    ) -> Result<RunHandle, RunOutcome> {
+        let mut st = self.lock();
+        st.submitting = None;
+        let started = match submitted {
+            _ if cancel.is_cancelled() => Err(RunOutcome {
+                aborted: true,
+                ..RunOutcome::default()
+            }),
+            Ok(message) => self.agent.prompt(vec![message]).map_err(|e| RunOutcome {
+                error: Some(e.to_string()),
+                ..RunOutcome::default()
+            }),
+            Err(why) => Err(RunOutcome {
+                error: Some(why),
+                ..RunOutcome::default()
+            }),
+        };
+        if started.is_err() {
+            st.unrecorded.retain(|id| id != message_id);
+        }
+        self.view
+            .show(self, Some(run_id), Event::Delivered(message_id));
+        started
+    }
+
     fn begin(&self, st: &mut RunState) -> String {
         let run_id = new_id();
         let shared: Arc<str> = Arc::from(run_id.as_str());
         st.active = Some(shared.clone());
         st.last_run = Some(shared);
         self.journal.set_run(Some(run_id.clone()));
+        self.hooks.run_started();
         self.idle.send_replace(false);
         run_id
     }
@@ -420,6 +509,12 @@ impl<V: View> Session<V> {
     /// a run of its own, never a silent queue).
     async fn finish_run(self: Arc<Self>, handle: RunHandle, run_id: String) {
         let outcome = handle.wait().await;
+        self.settle(outcome, run_id).await;
+    }
+
+    /// The run is over: its end is followed, then shown settled; queued messages start the
+    /// next run.
+    async fn settle(self: Arc<Self>, outcome: RunOutcome, run_id: String) {
         let end = RunEnd {
             stop: self.guard.take_stop(),
             outcome,
@@ -590,7 +685,13 @@ impl<V: View> Session<V> {
     /// Aborts the active run (its pending approvals are cancelled through the run's token) and
     /// a compaction; whether there was either.
     pub fn abort(&self) -> bool {
-        let active = self.lock().active.is_some();
+        let active = {
+            let st = self.lock();
+            if let Some(submitting) = &st.submitting {
+                submitting.cancel();
+            }
+            st.active.is_some()
+        };
         self.agent.abort();
         let compacting = self.compactor.abort();
         active || compacting
@@ -628,8 +729,11 @@ impl<V: View> Session<V> {
     /// Stops every background job of the session and waits until each ended and the journal
     /// recorded it: the session is closing (each end is shown as a job event).
     pub async fn end_jobs(&self) {
-        self.jobs.end_all().await;
-        self.journal.settled().await;
+        let jobs = async {
+            self.jobs.end_all().await;
+            self.journal.settled().await;
+        };
+        tokio::join!(jobs, self.hooks.session_end());
     }
 
     /// Waits until neither a run nor a compaction goes on.
@@ -670,8 +774,10 @@ impl<V: View> Session<V> {
     /// session may have switched since); a user message under the id it was answered with.
     fn persist(&self, message: &AgentMessage) -> Result<(), String> {
         let message = crate::model_registry::priced(message, |a| self.controls.model_of(a));
-        let named = match message {
-            AgentMessage::User(_) => self.lock().unrecorded.pop_front(),
+        let named = match &message {
+            AgentMessage::User(user) if !self.hooks.made(user) => {
+                self.lock().unrecorded.pop_front()
+            }
             _ => None,
         };
         let mut record = self.record();
@@ -774,8 +880,19 @@ fn approval_hook<V: View>(session: Weak<Session<V>>) -> BeforeToolCallHook {
                 let Some(session) = session.upgrade() else {
                     return Ok(Some(blocked("The session is closed".into())));
                 };
+                let hooked = session.hooks.pre_tool_use(&ctx, &cancel).await;
+                if hooked.blocked.is_some() {
+                    return Ok(hooked.blocked);
+                }
+                let ctx = match &hooked.args {
+                    Some(args) => BeforeToolCallContext {
+                        args: args.clone(),
+                        ..ctx
+                    },
+                    None => ctx,
+                };
                 let verdict = (session.gate)
-                    .decide(&ViewAsker(&session), &ctx, &cancel)
+                    .decide_with(&ViewAsker(&session), &ctx, &cancel, hooked.permission)
                     .await;
                 if verdict.is_none() {
                     let run = session.active_run();
@@ -783,7 +900,11 @@ fn approval_hook<V: View>(session: Weak<Session<V>>) -> BeforeToolCallHook {
                         .follow(&session, run.as_deref(), Event::Allowed(&ctx))
                         .await;
                 }
-                Ok(verdict)
+                // Arguments a hook replaced run as it gave them.
+                Ok(verdict.or(hooked.args.map(|args| BeforeToolCallResult {
+                    args: Some(args),
+                    ..BeforeToolCallResult::default()
+                })))
             })
         },
     )
@@ -803,6 +924,9 @@ impl<V: View> Asker for ViewAsker<'_, V> {
         must_ask: Option<&'a MustAsk>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Answer, String>> {
+        let tool = &ctx.tool_call.name;
+        let message = format!("agent-lsp needs your permission to use {tool}");
+        self.0.hooks.notify(PERMISSION_PROMPT, message);
         self.0.view.ask(self.0, ctx, must_ask, cancel)
     }
 }
@@ -820,6 +944,8 @@ impl<V: View> UserChannel for ViewChannel<V> {
             let Some(session) = self.0.upgrade() else {
                 return UserAnswer::Unavailable("the session is closed".into());
             };
+            let message = format!("agent-lsp has a question for you: {}", question.text);
+            session.hooks.notify(ELICITATION_DIALOG, message);
             session.view.ask_user(&session, question, cancel).await
         })
     }

@@ -129,6 +129,48 @@ async fn ask_trust(session: &Arc<LiveSession>) {
     }
 }
 
+/// Asks whether the project's hooks (`.agent-lsp/settings*.json`) may run, when they wait and
+/// nothing is remembered: one `agent/beforeToolCall` (`toolName` `project_hooks`) listing them;
+/// either answer is remembered for the project. No answer leaves them off, unremembered.
+pub fn ask_hooks_trust_if_needed(session: &Arc<LiveSession>) {
+    let hooks = &session.hooks;
+    if !hooks.needs_trust() || !can_ask_trust(session) || !hooks.begin_trust_question() {
+        return;
+    }
+    let session = session.clone();
+    tokio::spawn(async move {
+        let question = session.hooks.trust_question();
+        let request = BeforeToolCallParams {
+            session_id: session.id.clone(),
+            run_id: String::new(),
+            tool_call_id: format!("hooks-trust-{}", crate::lsp::live_session::new_id()),
+            tool_name: "project_hooks".into(),
+            args: question.args,
+            kind: ToolKind::Execute,
+            title: question.title,
+            preview: Some(Preview::Command {
+                command: question.listing,
+                cwd: question.project,
+            }),
+            saves_unsaved_changes: false,
+            sandbox: None,
+        };
+        let never = CancellationToken::new();
+        let answer = match session.view.ctx.config.approvals() {
+            true => ask_agent_client(&session, &request, &never).await,
+            false => crate::lsp::generic_client::ask(&session, &request, &never).await,
+        };
+        match answer {
+            Ok(answer) => {
+                let allowed = matches!(answer.decision, Decision::Allow | Decision::AllowAlways);
+                session.hooks.decide_trust(allowed);
+            }
+            Err(e) => tracing::info!(session = session.id, %e, "the project's hooks stay off"),
+        }
+        session.hooks.end_trust_question();
+    });
+}
+
 async fn ask_agent_client(
     session: &Arc<LiveSession>,
     request: &BeforeToolCallParams,

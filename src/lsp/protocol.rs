@@ -341,6 +341,9 @@ pub struct StateResult {
     /// The session's background jobs, running and recently ended, in the order they started.
     #[serde(default)]
     pub jobs: Vec<JobInfo>,
+    /// The configured hooks and whether each runs.
+    #[serde(default)]
+    pub hooks: Vec<crate::core::hooks::trust::HookInfo>,
 }
 
 /// A background job (`job_update`, `agent/listJobs`, `agent/killJob`).
@@ -454,6 +457,8 @@ pub enum SessionEvent {
     PlanUpdate(crate::core::PlanUpdate),
     /// A background job started, ended by itself, or was stopped.
     JobUpdate { job: JobInfo },
+    /// A hook ran: what it decided, or how it failed.
+    Hook(crate::core::HookRun),
 }
 
 impl From<crate::core::CompactionEvent> for SessionEvent {

@@ -207,6 +207,7 @@ impl SessionTable {
         let live = Session::create(session, view);
         self.map().insert(id, live.clone());
         crate::lsp::view::watch_mcp(&live);
+        crate::lsp::approval::ask_hooks_trust_if_needed(&live);
         live.watch_commands();
         Ok(live)
     }
@@ -326,6 +327,7 @@ impl SessionTable {
             sandbox: session.sandbox.status_json(),
             plan: session.plan.todos(),
             jobs: session.jobs.list(),
+            hooks: session.hooks.list(),
         })
     }
 

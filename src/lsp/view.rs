@@ -52,6 +52,13 @@ impl View for LspView {
             Event::Guard(event) => EventBody::Session(SessionEvent::LoopGuard(event.clone())),
             Event::Plan(plan) => EventBody::Session(SessionEvent::PlanUpdate(plan.clone())),
             Event::Job(job) => EventBody::Session(SessionEvent::JobUpdate { job: job.clone() }),
+            Event::Hook(run) => {
+                if run.decided() && self.ctx.config.is_generic() {
+                    let text = format!("agent-lsp: {}", run.summary());
+                    self.ctx.show(ls_types::MessageType::INFO, text);
+                }
+                EventBody::Session(SessionEvent::Hook(run.clone()))
+            }
             Event::Settled(end) => {
                 if let Some(stop) = end.stop.as_ref().filter(|_| self.ctx.config.is_generic()) {
                     let text = format!("agent-lsp: {}", stop.message);

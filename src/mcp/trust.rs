@@ -16,6 +16,9 @@
 //! - A server gone from the file asks nothing (the others were answered for); a new one asks.
 //! - An answer of an older agent-lsp (`servers: ["name: command line"]`) asks again: it covered
 //!   command lines only, and which env or cwd it saw is not known.
+//!
+//! The same store, under a file of its own, remembers whether a project's hooks may run
+//! (`hooks::trust`): entries there are settings files, their fields the events.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -162,12 +165,18 @@ pub struct TrustStore {
 
 impl TrustStore {
     pub fn new(env: &EnvSource) -> Self {
+        TrustStore::named(env, "mcp-trust.json")
+    }
+
+    /// A trust file of this name in agent-lsp's state folder (a project's hooks keep theirs
+    /// apart from its servers', `hooks-trust.json`).
+    pub fn named(env: &EnvSource, file: &str) -> Self {
         let state = env
             .get_nonempty("XDG_STATE_HOME")
             .map(PathBuf::from)
             .or_else(|| Some(PathBuf::from(env.get_nonempty("HOME")?).join(".local/state")));
         TrustStore {
-            path: state.map(|s| s.join("agent-lsp").join("mcp-trust.json")),
+            path: state.map(|s| s.join("agent-lsp").join(file)),
         }
     }
 
@@ -182,6 +191,15 @@ impl TrustStore {
         root: &Path,
         servers: impl IntoIterator<Item = &'a ServerConfig>,
     ) -> Remembered {
+        self.decision_of(root, servers.into_iter().map(as_entry))
+    }
+
+    /// [`TrustStore::decision`] for any named entries as written (`(name, entry)`).
+    pub fn decision_of<'a>(
+        &self,
+        root: &Path,
+        entries: impl IntoIterator<Item = (&'a str, &'a Map<String, Value>)>,
+    ) -> Remembered {
         let answer = match self.read().projects.remove(&key(root)) {
             None => return Remembered::unknown(Vec::new()),
             Some(Record::Other(old)) if old.get("servers").is_some() => {
@@ -193,7 +211,7 @@ impl TrustStore {
             }
             Some(Record::Answer(answer)) => answer,
         };
-        let changes = changes(&answer.entries, &prints(servers));
+        let changes = changes(&answer.entries, &prints(entries));
         match (changes.is_empty(), answer.allowed) {
             (true, true) => Remembered {
                 trust: Trust::Allowed,
@@ -214,13 +232,23 @@ impl TrustStore {
         servers: impl IntoIterator<Item = &'a ServerConfig>,
         allowed: bool,
     ) -> std::io::Result<()> {
+        self.remember_of(root, servers.into_iter().map(as_entry), allowed)
+    }
+
+    /// [`TrustStore::remember`] for any named entries as written (`(name, entry)`).
+    pub fn remember_of<'a>(
+        &self,
+        root: &Path,
+        entries: impl IntoIterator<Item = (&'a str, &'a Map<String, Value>)>,
+        allowed: bool,
+    ) -> std::io::Result<()> {
         let Some(path) = &self.path else {
             return Ok(());
         };
         let mut stored = self.read();
         let answer = Answer {
             allowed,
-            entries: prints(servers),
+            entries: prints(entries),
         };
         stored.projects.insert(key(root), Record::Answer(answer));
         let text = serde_json::to_vec_pretty(&stored).map_err(std::io::Error::other)?;
@@ -250,9 +278,15 @@ fn key(root: &Path) -> String {
         .to_string()
 }
 
-fn prints<'a>(servers: impl IntoIterator<Item = &'a ServerConfig>) -> BTreeMap<String, EntryPrint> {
-    (servers.into_iter())
-        .map(|s| (s.name.clone(), entry_print(&s.written)))
+fn as_entry(server: &ServerConfig) -> (&str, &Map<String, Value>) {
+    (&server.name, &server.written)
+}
+
+fn prints<'a>(
+    entries: impl IntoIterator<Item = (&'a str, &'a Map<String, Value>)>,
+) -> BTreeMap<String, EntryPrint> {
+    (entries.into_iter())
+        .map(|(name, written)| (name.to_owned(), entry_print(written)))
         .collect()
 }
 

@@ -1,7 +1,7 @@
 //! `agent-lsp acp` driven by the official ACP TypeScript SDK (`tests/acp/client.mjs`), against
 //! the scripted mock model over loopback: what an ACP editor sees on the wire.
 
-mod support;
+pub(super) mod support;
 
 mod ask_user;
 mod auth;

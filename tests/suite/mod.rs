@@ -5,6 +5,7 @@ mod agent_core;
 mod bench_smoke;
 mod cli;
 mod daemon;
+mod hooks;
 mod loop_conformance;
 mod mcp;
 mod pi_interop;
