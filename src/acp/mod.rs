@@ -22,6 +22,7 @@ mod conn;
 mod content;
 mod options;
 mod permission;
+mod rules_trust;
 mod session;
 mod texts;
 mod trust;
