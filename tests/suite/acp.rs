@@ -11,5 +11,6 @@ mod modes;
 mod pacing;
 mod permissions;
 mod prompts;
+mod rules;
 mod sessions;
 mod web;

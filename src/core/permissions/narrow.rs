@@ -97,7 +97,9 @@ pub fn propose(
                 crate::mcp::tool::tool_name(server, own)
             )])
         }),
-        What::Site(None) | What::Other => Some(Proposals::same(vec![tool.to_owned()])),
+        // A URL that does not parse names no site; the bare tool would cover every one.
+        What::Site(None) => None,
+        What::Other => Some(Proposals::same(vec![tool.to_owned()])),
     }
 }
 
