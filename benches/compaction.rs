@@ -232,6 +232,7 @@ async fn run(turns: usize) -> anyhow::Result<bool> {
             compaction: Default::default(),
             sandbox: Default::default(),
             context_files: false,
+            permissions: Default::default(),
         },
         &Headless,
     )?;

@@ -15,6 +15,7 @@ pub mod hooks;
 pub mod journal;
 pub mod loop_guard;
 pub mod mcp;
+pub mod permissions;
 pub mod plan;
 pub mod resources;
 pub mod session;
@@ -39,6 +40,7 @@ use crate::tools::web::{self, FetchSettings};
 use crate::tools::{
     AskHandle, AskUserTool, DiskWorkspace, Jobs, ToolOptions, Workspace, coding_tools,
 };
+use permissions::{PermissionSpec, Permissions};
 
 pub use approval::ApprovalGate;
 pub use commands::{Builtin, CommandInfo, Expansion, SessionCommands};
@@ -80,6 +82,8 @@ pub struct SessionSpec {
     pub compaction: CompactionOptions,
     /// The command sandbox (issue 19): `sandbox` and `sandboxNetwork`, `run --sandbox`, ACP modes.
     pub sandbox: SandboxSetting,
+    /// The permission rules (issue 35): whether the settings files are read, the front end's.
+    pub permissions: PermissionSpec,
 }
 
 impl SessionSpec {
@@ -101,6 +105,7 @@ impl SessionSpec {
             context_files: false,
             compaction: CompactionOptions::default(),
             sandbox: SandboxSetting::default(),
+            permissions: PermissionSpec::default(),
         }
     }
 }
@@ -328,6 +333,8 @@ pub fn assemble(
     warnings.extend(sandbox_warning);
     warnings.extend(search.warnings);
     warnings.extend(journal.collect_if_large(journal::gc::auto_limit(&spec.env)));
+    let (permissions, rule_warnings) = Permissions::load(&spec.permissions, &cwd, &spec.env);
+    warnings.extend(rule_warnings);
     let found = resources::load(&cwd, &spec.env, spec.context_files);
     let mut prompt = system_prompt(&cwd, today, front_end.prompt_note());
     prompt.push_str(&resources::prompt_sections(&found));
@@ -387,7 +394,7 @@ pub fn assemble(
         compactor,
         warnings,
         journal,
-        gate: Arc::new(ApprovalGate::new(sandbox.clone())),
+        gate: Arc::new(ApprovalGate::new(sandbox.clone(), Arc::new(permissions))),
         sandbox,
         plan,
         ask,

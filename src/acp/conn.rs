@@ -24,6 +24,7 @@ use crate::agent::message::ThinkingLevel;
 use crate::agent::stream_contract::StreamFn;
 use crate::core::journal::review;
 use crate::core::journal::review::RevertRequest;
+use crate::core::permissions::PermissionSpec;
 use crate::core::session::Session;
 use crate::core::{
     LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec, SetupError, assemble,
@@ -301,6 +302,7 @@ impl Conn {
             compaction: Default::default(),
             sandbox: Default::default(),
             context_files: true,
+            permissions: PermissionSpec::with_files(Default::default()),
         };
         let link = SessionLink::new(self.out.clone(), self.client());
         let front_end = AcpFrontEnd(link.clone());

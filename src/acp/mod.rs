@@ -25,6 +25,7 @@ mod content;
 mod hooks;
 mod options;
 mod permission;
+mod rules_trust;
 mod session;
 mod terminal_job;
 mod texts;

@@ -10,13 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol_schema::v1 as acp;
+use agent_client_protocol_schema::v1::PermissionOptionKind as PermissionKind;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::session::{AcpSession, Mode};
 use crate::acp::updates;
 use crate::agent::hooks::BeforeToolCallContext;
-use crate::core::approval::{ApprovalPolicy, Decision, Policy, mcp_policy, policy_for};
+use crate::core::approval::{Answer, ApprovalPolicy, Decision, Policy, mcp_policy, policy_for};
+use crate::core::permissions::{Proposals, Scope};
 use crate::rpc::outgoing::RequestError;
 use crate::tools::{self, Workspace};
 
@@ -59,39 +61,104 @@ pub(super) fn policy(session: &AcpSession, tool: &str) -> Policy {
     }
 }
 
-const OPTIONS: [(&str, &str, acp::PermissionOptionKind, Decision); 4] = [
-    (
+/// An option's id, its kind, and the answer it gives (`scope` for an "always" one).
+struct Choice {
+    id: &'static str,
+    kind: acp::PermissionOptionKind,
+    decision: Decision,
+    scope: Option<Scope>,
+}
+
+const fn choice(
+    id: &'static str,
+    kind: acp::PermissionOptionKind,
+    decision: Decision,
+    scope: Option<Scope>,
+) -> Choice {
+    Choice {
+        id,
+        kind,
+        decision,
+        scope,
+    }
+}
+
+/// ACP has one "always" kind; the scopes are options of their own, each naming the rules it
+/// saves. `allow_always` is the session's, as it always was.
+const CHOICES: [Choice; 6] = [
+    choice(
         "allow_once",
-        "Allow",
-        acp::PermissionOptionKind::AllowOnce,
+        PermissionKind::AllowOnce,
         Decision::Allow,
+        None,
     ),
-    (
+    choice(
         "allow_always",
-        "Always allow",
-        acp::PermissionOptionKind::AllowAlways,
+        PermissionKind::AllowAlways,
         Decision::AllowAlways,
+        Some(Scope::Session),
     ),
-    (
+    choice(
+        "allow_always_project",
+        PermissionKind::AllowAlways,
+        Decision::AllowAlways,
+        Some(Scope::Project),
+    ),
+    choice(
+        "allow_always_user",
+        PermissionKind::AllowAlways,
+        Decision::AllowAlways,
+        Some(Scope::User),
+    ),
+    choice(
         "reject_once",
-        "Reject",
-        acp::PermissionOptionKind::RejectOnce,
+        PermissionKind::RejectOnce,
         Decision::Block,
+        None,
     ),
-    (
+    choice(
         "reject_always",
-        "Always reject",
-        acp::PermissionOptionKind::RejectAlways,
+        PermissionKind::RejectAlways,
         Decision::BlockAlways,
+        Some(Scope::Session),
     ),
 ];
+
+/// The options offered for a call whose "always" answers would save `rules` (`None`: none can
+/// be saved, so only the session's "always" options, which then remember nothing).
+fn options(rules: Option<&Proposals>) -> Vec<acp::PermissionOption> {
+    let named = |text: &str, scope: Scope| match rules {
+        Some(rules) => format!("{text}: {}", rules.of(scope).join(", ")),
+        None => text.to_owned(),
+    };
+    (CHOICES.iter())
+        .filter(|c| rules.is_some() || !matches!(c.scope, Some(Scope::Project | Scope::User)))
+        .map(|c| {
+            let name = match (c.decision, c.scope) {
+                (Decision::Allow, _) => "Allow".to_owned(),
+                (Decision::Block, _) => "Reject".to_owned(),
+                (Decision::AllowAlways, Some(Scope::Project)) => {
+                    named("Always allow in this project", Scope::Project)
+                }
+                (Decision::AllowAlways, Some(Scope::User)) => {
+                    named("Always allow, in every project", Scope::User)
+                }
+                (Decision::AllowAlways, _) => named("Always allow in this session", Scope::Session),
+                (Decision::BlockAlways, _) => {
+                    named("Always reject in this session", Scope::Session)
+                }
+            };
+            acp::PermissionOption::new(c.id, name, c.kind)
+        })
+        .collect()
+}
 
 /// Asks the client; the tool call carries the diff an `edit` or `write` would make.
 pub(super) async fn ask(
     session: &Arc<AcpSession>,
     ctx: &BeforeToolCallContext,
     cancel: &CancellationToken,
-) -> Result<Decision, String> {
+) -> Result<Answer, String> {
     let call = &ctx.tool_call;
     let look = session.look();
     let mut tool_call = look.as_update(&call.id, &call.name, &ctx.args);
@@ -129,10 +196,9 @@ pub(super) async fn ask(
             .get_or_insert_with(Vec::new)
             .push(acp::ToolCallContent::Content(acp::Content::new(note)));
     }
-    let options = OPTIONS
-        .iter()
-        .map(|(id, name, kind, _)| acp::PermissionOption::new(*id, *name, *kind))
-        .collect();
+    let mcp = session.tools.mcp_info(&call.name);
+    let rules = (session.gate).always_rules(&call.name, &ctx.args, mcp.as_ref());
+    let options = options(rules.as_ref());
     let never = CancellationToken::new();
     let reply = session.request_permission(tool_call, options, &never);
     tokio::pin!(reply);
@@ -153,10 +219,13 @@ pub(super) async fn ask(
         }
     };
     match outcome {
-        acp::RequestPermissionOutcome::Selected(selected) => OPTIONS
+        acp::RequestPermissionOutcome::Selected(selected) => CHOICES
             .iter()
-            .find(|(id, ..)| *id == &*selected.option_id.0)
-            .map(|(.., decision)| *decision)
+            .find(|c| c.id == &*selected.option_id.0)
+            .map(|c| Answer {
+                scope: c.scope,
+                ..Answer::of(c.decision)
+            })
             .ok_or_else(|| {
                 format!(
                     "The client chose an unknown permission option {:?}: the tool call was not run",

@@ -33,10 +33,7 @@ impl View for AcpView {
         _must_ask: Option<&'a MustAsk>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Answer, String>> {
-        Box::pin(async move {
-            let decision = crate::acp::permission::ask(session, ctx, cancel).await?;
-            Ok(Answer::of(decision))
-        })
+        Box::pin(crate::acp::permission::ask(session, ctx, cancel))
     }
 
     fn ask_user<'a>(
@@ -112,7 +109,8 @@ impl View for AcpView {
         session: Weak<AcpSession>,
         inner: Option<PrepareRunHook>,
     ) -> Option<PrepareRunHook> {
-        Some(crate::acp::trust::ask_first(session, inner))
+        let rules = crate::acp::rules_trust::ask_first(session.clone(), inner);
+        Some(crate::acp::trust::ask_first(session, Some(rules)))
     }
 
     fn keeps_queues_on_abort(&self) -> bool {

@@ -64,15 +64,25 @@ impl Approval {
         }
     }
 
-    /// This mode as the approval gate's standing policy (an MCP tool's server entry first).
-    pub fn policy(self, tools: &SessionTools, tool: &str) -> Policy {
-        let refusal = match tools.mcp_info(tool) {
+    /// Why this mode does not let `tool` run by itself (an MCP tool's server entry first).
+    pub fn refusal_of(self, tools: &SessionTools, tool: &str) -> Option<String> {
+        match tools.mcp_info(tool) {
             Some(info) => self.mcp_refusal(tool, &info),
             None => self.refusal(tool),
-        };
-        match refusal {
-            Some(reason) => Policy::Block(reason),
+        }
+    }
+
+    /// This mode as the approval gate's standing policy. What `--approve read-only` (or an MCP
+    /// tool without `--approve all`) does not let run asks instead of blocking, so the user's
+    /// allow rules can still let it run; with no rule, the asking fails with the same words.
+    /// `--approve none` and a server entry's `block` block, whatever the rules say.
+    pub fn policy(self, tools: &SessionTools, tool: &str) -> Policy {
+        let blocked_by_server =
+            (tools.mcp_info(tool)).is_some_and(|i| i.policy == Some(McpPolicy::Block));
+        match self.refusal_of(tools, tool) {
             None => Policy::Allow,
+            Some(reason) if self == Approval::None || blocked_by_server => Policy::Block(reason),
+            Some(_) => Policy::Ask,
         }
     }
 }

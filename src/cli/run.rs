@@ -15,6 +15,7 @@ use crate::cli::output::{HumanRenderer, JsonRenderer, Renderer};
 use crate::cli::view::CliView;
 use crate::compaction::CompactionOptions;
 use crate::core::commands::{Builtin, BuiltinOutcome, CommandError, run_model};
+use crate::core::permissions::PermissionSpec;
 use crate::core::session::Session;
 use crate::core::{
     CompactError, Expansion, Headless, LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice,
@@ -194,6 +195,7 @@ fn plan(args: RunArgs, env: EnvSource, verbose: bool) -> anyhow::Result<RunPlan>
                 pass_env: (!args.sandbox_env.is_empty()).then(|| args.sandbox_env.clone()),
                 protected: None,
             },
+            permissions: PermissionSpec::with_files(Default::default()),
         },
         approval: args.approve,
         json: args.json,
@@ -458,6 +460,16 @@ fn open_session(
     }
     for warning in &session.warnings {
         eprintln!("agent-lsp: {warning}");
+    }
+    let untrusted = session.gate.permissions().untrusted();
+    if !untrusted.is_empty() {
+        let rules: Vec<&str> = untrusted.iter().map(|u| u.rule.as_str()).collect();
+        eprintln!(
+            "agent-lsp: the project's settings allow {} without asking, but you have not \
+             trusted them yet, so they do not apply here: answer the question about them in an \
+             editor or ACP session of this project",
+            rules.join(", ")
+        );
     }
     let sandbox = &session.sandbox;
     let degraded = sandbox.confines()

@@ -61,12 +61,18 @@ impl View for CliView {
 
     fn ask<'a>(
         &'a self,
-        _session: &'a Arc<Session<Self>>,
+        session: &'a Arc<Session<Self>>,
         ctx: &'a BeforeToolCallContext,
         must_ask: Option<&'a MustAsk>,
         _cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Answer, String>> {
-        let why = no_one_to_ask(&ctx.tool_call.name, must_ask);
+        let tool = &ctx.tool_call.name;
+        // `--approve`'s own words when it is why the call asks (no allow rule covered it).
+        let why = match must_ask {
+            None => self.approval.refusal_of(&session.tools, tool),
+            Some(_) => None,
+        };
+        let why = why.unwrap_or_else(|| no_one_to_ask(tool, must_ask));
         Box::pin(std::future::ready(Err(why)))
     }
 

@@ -1,23 +1,24 @@
 //! The one approval gate: whether a tool call runs, for every front end.
 //!
-//! In order: the front end's standing policy for the call (the daemon's
-//! `initializationOptions.approval`, an ACP session's mode, `agent-lsp run --approve`), then the
-//! sandbox (an escalation, or a command that would run sandboxed where the sandbox is
-//! unavailable, is asked about whatever the policy or an "always" answer says), then the
-//! session's "always" answers, and only then the user, asked through the front end ([`Asker`]);
-//! the answer is remembered. The words the model reads about it are here, once; a front end
-//! words only its own policy and why it could not ask. A `PreToolUse` hook's `allow` or `ask`
-//! ([`HookPermission`]) turns the policy's ask into allow, or its allow into ask.
+//! In order: a call its tool would refuse anyway (a `web_fetch` of a `file:` URL) is refused
+//! before anyone is asked; then the permission rules (`core::permissions`): a `deny` rule
+//! refuses the call; then the front end's standing policy (the daemon's
+//! `initializationOptions.approval`, an ACP session's mode, `agent-lsp run --approve`): a block
+//! refuses it; then an `ask` rule makes it ask whatever the policy says, the sandbox makes it ask
+//! (an escalation, or a command that would run sandboxed where the sandbox is unavailable)
+//! whatever the policy or the rules say, and otherwise `allow` rules or the policy let it run;
+//! and only then the user, asked through the front end ([`Asker`]). An "always" answer saves
+//! the narrowest rule that covers the call, for the session, the project or the user
+//! ([`crate::core::permissions::Scope`]). The words the model reads about it are here, once; a
+//! front end words only its own policy and why it could not ask. A `PreToolUse` hook's `allow`
+//! ([`HookPermission`]) turns the policy's ask into allow (a deny rule, an ask rule and the
+//! sandbox still hold); its `ask` makes the call ask as an ask rule does.
 //!
-//! "Always" answers are kept per session: per tool name, for `bash` per command prefix, and for
-//! `web_fetch` per site (the URL's host, with its port when not the default). A remembered allow
-//! never covers a bash command with shell control operators, which could chain anything after
-//! an allowed prefix. A call its tool would refuse anyway (a `web_fetch` of a `file:` URL) is
-//! refused before anyone is asked. Every failure to get an answer blocks the call with a reason
-//! saying why: a tool that must ask is never silently allowed.
+//! Every failure to get an answer blocks the call with a reason saying why: a tool that must
+//! ask is never silently allowed.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -25,6 +26,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallResult};
+use crate::core::permissions::{Behavior, Permissions, Proposals, Scope, Subject, Verdict};
 use crate::mcp::config::Policy as McpPolicy;
 use crate::mcp::tool::McpToolInfo;
 use crate::sandbox::{MustAsk, Sandbox};
@@ -77,6 +79,8 @@ pub struct Answer {
     pub reason: Option<String>,
     /// End the run after this call.
     pub terminate: bool,
+    /// Where an "always" answer is kept; `None`: for the session.
+    pub scope: Option<Scope>,
 }
 
 impl Answer {
@@ -85,6 +89,7 @@ impl Answer {
             decision,
             reason: None,
             terminate: false,
+            scope: None,
         }
     }
 }
@@ -102,20 +107,46 @@ pub trait Asker: Send + Sync {
         must_ask: Option<&'a MustAsk>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Answer, String>>;
+
+    /// What the session knows of `tool` when it is an MCP server's (for `mcp__…` rules).
+    fn mcp_info(&self, _tool: &str) -> Option<McpToolInfo> {
+        None
+    }
 }
 
-/// A session's approval gate: its "always" answers and its sandbox.
+/// A session's approval gate: its permission rules (its "always" answers among them) and its
+/// sandbox.
 pub struct ApprovalGate {
-    memory: Mutex<ApprovalMemory>,
+    permissions: Arc<Permissions>,
     sandbox: Arc<Sandbox>,
 }
 
 impl ApprovalGate {
-    pub fn new(sandbox: Arc<Sandbox>) -> ApprovalGate {
+    pub fn new(sandbox: Arc<Sandbox>, permissions: Arc<Permissions>) -> ApprovalGate {
         ApprovalGate {
-            memory: Mutex::default(),
+            permissions,
             sandbox,
         }
+    }
+
+    /// The session's permission rules.
+    pub fn permissions(&self) -> &Arc<Permissions> {
+        &self.permissions
+    }
+
+    /// The rules an "always" answer about the call would save, per scope; `None` when it
+    /// cannot be remembered (an escalation out of the sandbox, a command no rule can cover).
+    pub fn always_rules(
+        &self,
+        tool: &str,
+        args: &Value,
+        mcp: Option<&McpToolInfo>,
+    ) -> Option<Proposals> {
+        if !self.sandbox.may_remember(tool, args) {
+            return None;
+        }
+        self.permissions
+            .proposals(&self.permissions.subject(tool, args, mcp))
     }
 
     /// Whether the call runs: `None` it does; else the result that blocks it.
@@ -141,33 +172,35 @@ impl ApprovalGate {
         if let Some(reason) = tools::web::refusal(tool, &ctx.args) {
             return Some(blocked(reason));
         }
+        let subject = (self.permissions).subject(tool, &ctx.args, asker.mcp_info(tool).as_ref());
+        let verdict = self.permissions.check(&subject);
+        let said = |behavior| {
+            verdict
+                .as_ref()
+                .filter(|v: &&Verdict| v.behavior == behavior)
+        };
+        if let Some(deny) = said(Behavior::Deny) {
+            return Some(blocked(deny.refusal(tool)));
+        }
         let must_ask = self.sandbox.must_ask(tool, &ctx.args);
+        let forced = said(Behavior::Ask);
         let policy = match (asker.policy(tool, &ctx.args), hook) {
             (Policy::Ask, HookPermission::Allow) => Policy::Allow,
-            (Policy::Allow, HookPermission::Ask) => Policy::Ask,
             (policy, _) => policy,
         };
         match policy {
-            Policy::Allow if must_ask.is_none() => return None,
             Policy::Block(reason) => return Some(blocked(reason)),
-            Policy::Allow | Policy::Ask => {}
-        }
-        match self.memory().recall(tool, &ctx.args) {
-            Some(true) if must_ask.is_none() && hook != HookPermission::Ask => return None,
-            Some(false) => {
-                return Some(blocked(format!(
-                    "Tool \"{tool}\" was rejected for this session by the user (an \"always\" \
-                     answer): it stays blocked for this session"
-                )));
-            }
-            Some(true) | None => {}
+            _ if forced.is_some() || must_ask.is_some() || hook == HookPermission::Ask => {}
+            Policy::Allow => return None,
+            Policy::Ask if said(Behavior::Allow).is_some() => return None,
+            Policy::Ask => {}
         }
         let answer = match asker.ask(ctx, must_ask.as_ref(), cancel).await {
             Ok(answer) => answer,
-            Err(reason) => return Some(blocked(reason)),
+            Err(reason) => return Some(blocked(with_rule(reason, forced))),
         };
         if self.sandbox.may_remember(tool, &ctx.args) {
-            self.memory().remember(tool, &ctx.args, answer.decision);
+            self.remember(&subject, &answer);
         }
         match answer.decision {
             Decision::Allow | Decision::AllowAlways => {
@@ -183,8 +216,29 @@ impl ApprovalGate {
         }
     }
 
-    fn memory(&self) -> MutexGuard<'_, ApprovalMemory> {
-        self.memory.lock().unwrap_or_else(|e| e.into_inner())
+    /// Saves an "always" answer as rules in its scope (the session's when it has none).
+    fn remember(&self, subject: &Subject, answer: &Answer) {
+        let allow = match answer.decision {
+            Decision::AllowAlways => true,
+            Decision::BlockAlways => false,
+            Decision::Allow | Decision::Block => return,
+        };
+        let scope = answer.scope.unwrap_or(Scope::Session);
+        match self.permissions.remember(subject, allow, scope) {
+            Ok(rules) => tracing::info!(?scope, ?rules, "saved an \"always\" answer"),
+            Err(e) => tracing::warn!(%e, "an \"always\" answer was kept for this session only"),
+        }
+    }
+}
+
+/// Why a question an `ask` rule forced could not be asked, naming the rule.
+fn with_rule(reason: String, forced: Option<&Verdict>) -> String {
+    match forced.and_then(|v| v.rules.first()) {
+        Some(rule) => format!(
+            "{reason} (The permission rule {} asks first.)",
+            rule.describe()
+        ),
+        None => reason,
     }
 }
 
@@ -229,72 +283,6 @@ pub fn mcp_policy(
     }
 }
 
-/// The program plus its first argument unless that is an option: `cargo test`, `ls`.
-pub fn command_prefix(command: &str) -> String {
-    let mut words = command.split_whitespace();
-    let program = words.next().unwrap_or_default();
-    match words.next() {
-        Some(arg) if !arg.starts_with('-') && is_plain_word(arg) => format!("{program} {arg}"),
-        _ => program.to_owned(),
-    }
-}
-
-fn is_plain_word(word: &str) -> bool {
-    word.chars()
-        .all(|c| c.is_alphanumeric() || "-_./:=@+".contains(c))
-}
-
-/// True when a command chains, pipes, redirects or substitutes.
-pub fn has_control_operators(command: &str) -> bool {
-    ["&", ";", "|", ">", "<", "`", "$(", "\n"]
-        .iter()
-        .any(|op| command.contains(op))
-}
-
-/// The key "always" answers are stored under.
-fn memory_key(tool: &str, args: &Value) -> String {
-    match (tool, args.get("command").and_then(|c| c.as_str())) {
-        ("bash", Some(command)) => format!("bash:{}", command_prefix(command)),
-        (tools::web::WEB_FETCH, _) => {
-            let url = args.get("url").and_then(Value::as_str).unwrap_or_default();
-            let site = tools::web::site_of(url).unwrap_or_else(|| url.to_owned());
-            format!("{tool}:{site}")
-        }
-        _ => tool.to_owned(),
-    }
-}
-
-/// A session's remembered "always" answers.
-#[derive(Debug, Default)]
-pub struct ApprovalMemory {
-    remembered: HashMap<String, bool>,
-}
-
-impl ApprovalMemory {
-    /// `Some(true)` allowed, `Some(false)` blocked, `None` ask.
-    pub fn recall(&self, tool: &str, args: &Value) -> Option<bool> {
-        let allowed = *self.remembered.get(&memory_key(tool, args))?;
-        let chained = args
-            .get("command")
-            .and_then(|c| c.as_str())
-            .is_some_and(has_control_operators);
-        if allowed && tool == "bash" && chained {
-            return None;
-        }
-        Some(allowed)
-    }
-
-    /// Stores `allowAlways` / `blockAlways`; other decisions are not remembered.
-    pub fn remember(&mut self, tool: &str, args: &Value, decision: Decision) {
-        let allow = match decision {
-            Decision::AllowAlways => true,
-            Decision::BlockAlways => false,
-            Decision::Allow | Decision::Block => return,
-        };
-        self.remembered.insert(memory_key(tool, args), allow);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,73 +307,24 @@ mod tests {
     }
 
     #[test]
-    fn prefixes() {
-        assert_eq!(command_prefix("cargo test --lib"), "cargo test");
-        assert_eq!(command_prefix("ls -la"), "ls");
-        assert_eq!(command_prefix("  git status"), "git status");
-        assert_eq!(command_prefix("echo \"hi\""), "echo");
-    }
-
-    #[test]
-    fn always_is_per_prefix_and_never_covers_chains() {
-        let mut memory = ApprovalMemory::default();
-        memory.remember(
-            "bash",
-            &json!({"command": "cargo test"}),
-            Decision::AllowAlways,
-        );
-        assert_eq!(
-            memory.recall("bash", &json!({"command": "cargo test -q"})),
-            Some(true)
-        );
-        assert_eq!(
-            memory.recall("bash", &json!({"command": "cargo build"})),
-            None
-        );
-        assert_eq!(
-            memory.recall("bash", &json!({"command": "cargo test; rm -rf /"})),
-            None
-        );
-        memory.remember("edit", &json!({"path": "a"}), Decision::BlockAlways);
-        assert_eq!(memory.recall("edit", &json!({"path": "b"})), Some(false));
-        memory.remember("write", &json!({}), Decision::Allow);
-        assert_eq!(memory.recall("write", &json!({})), None);
-    }
-
-    #[test]
     fn always_for_web_fetch_is_per_site() {
-        let mut memory = ApprovalMemory::default();
-        let fetch = |url: &str| json!({"url": url});
-        memory.remember(
-            "web_fetch",
-            &fetch("https://docs.rs/serde"),
-            Decision::AllowAlways,
-        );
-        assert_eq!(
-            memory.recall("web_fetch", &fetch("http://DOCS.rs/tokio")),
-            Some(true)
-        );
-        assert_eq!(
-            memory.recall("web_fetch", &fetch("https://docs.rs.evil.example/")),
-            None
-        );
-        assert_eq!(
-            memory.recall("web_fetch", &fetch("https://docs.rs:8443/")),
-            None
-        );
-        memory.remember(
-            "web_fetch",
-            &fetch("http://127.0.0.1:8000/a"),
-            Decision::AllowAlways,
-        );
-        assert_eq!(
-            memory.recall("web_fetch", &fetch("http://127.0.0.1:8000/b")),
-            Some(true)
-        );
-        assert_eq!(
-            memory.recall("web_fetch", &fetch("http://127.0.0.1:2375/")),
-            None
-        );
+        use crate::core::permissions::{PermissionSpec, Permissions};
+        let env = crate::model_registry::EnvSource::default();
+        let project = std::path::Path::new("/p");
+        let (rules, _) = Permissions::load(&PermissionSpec::default(), project, &env);
+        let fetch = |url: &str| rules.subject("web_fetch", &json!({"url": url}), None);
+        let allowed = |url: &str| rules.check(&fetch(url)).map(|v| v.behavior);
+        rules
+            .remember(&fetch("https://docs.rs/serde"), true, Scope::Session)
+            .unwrap();
+        assert_eq!(allowed("http://DOCS.rs/tokio"), Some(Behavior::Allow));
+        assert_eq!(allowed("https://docs.rs.evil.example/"), None);
+        assert_eq!(allowed("https://docs.rs:8443/"), None);
+        rules
+            .remember(&fetch("http://127.0.0.1:8000/a"), true, Scope::Session)
+            .unwrap();
+        assert_eq!(allowed("http://127.0.0.1:8000/b"), Some(Behavior::Allow));
+        assert_eq!(allowed("http://127.0.0.1:2375/"), None);
         assert_eq!(
             policy_for(&HashMap::new(), "web_fetch"),
             ApprovalPolicy::Ask

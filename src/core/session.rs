@@ -929,6 +929,10 @@ impl<V: View> Asker for ViewAsker<'_, V> {
         self.0.hooks.notify(PERMISSION_PROMPT, message);
         self.0.view.ask(self.0, ctx, must_ask, cancel)
     }
+
+    fn mcp_info(&self, tool: &str) -> Option<crate::mcp::tool::McpToolInfo> {
+        self.0.tools.mcp_info(tool)
+    }
 }
 
 /// The view as the tools' way to the user (`ask_user`, MCP elicitations).

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::hooks::BeforeToolCallContext;
 use crate::core::approval::{Answer, Policy, mcp_policy, policy_for};
+use crate::core::permissions::{TrustAnswer, TrustQuestion};
 use crate::lsp::live_session::LiveSession;
 use crate::lsp::protocol::{
     ApprovalPolicy, BeforeToolCallParams, BeforeToolCallResult as ClientAnswer, Decision, Preview,
@@ -64,6 +65,7 @@ pub async fn ask(
         decision: answer.decision,
         reason: answer.reason,
         terminate: answer.terminate.unwrap_or(false),
+        scope: answer.scope,
     })
 }
 
@@ -109,6 +111,7 @@ async fn ask_trust(session: &Arc<LiveSession>) {
         }),
         saves_unsaved_changes: false,
         sandbox: None,
+        always_rules: None,
     };
     let never = CancellationToken::new();
     let answer = if session.view.ctx.config.approvals() {
@@ -154,6 +157,7 @@ pub fn ask_hooks_trust_if_needed(session: &Arc<LiveSession>) {
             }),
             saves_unsaved_changes: false,
             sandbox: None,
+            always_rules: None,
         };
         let never = CancellationToken::new();
         let answer = match session.view.ctx.config.approvals() {
@@ -168,6 +172,53 @@ pub fn ask_hooks_trust_if_needed(session: &Arc<LiveSession>) {
             Err(e) => tracing::info!(session = session.id, %e, "the project's hooks stay off"),
         }
         session.hooks.end_trust_question();
+    });
+}
+
+/// Asks, when some wait, whether the allow rules of the project's settings files apply (one
+/// `agent/beforeToolCall` naming them, `toolName: "permission_rules"`): `allow`/`allowAlways`
+/// trusts them, `blockAlways` refuses them, both remembered for the project; `block` refuses
+/// them for this session only (asked again in the next). No answer leaves them off.
+pub fn ask_rules_trust(session: &Arc<LiveSession>) {
+    let permissions = session.gate.permissions().clone();
+    let waiting = permissions.untrusted();
+    if waiting.is_empty() || !can_ask_trust(session) {
+        return;
+    }
+    let session = session.clone();
+    tokio::spawn(async move {
+        let question = TrustQuestion::new(permissions.project(), &waiting);
+        let request = BeforeToolCallParams {
+            session_id: session.id.clone(),
+            run_id: String::new(),
+            tool_call_id: format!("rules-trust-{}", crate::lsp::live_session::new_id()),
+            tool_name: "permission_rules".into(),
+            args: question.args,
+            kind: ToolKind::Other,
+            title: question.title,
+            preview: Some(Preview::Command {
+                command: question.listing,
+                cwd: permissions.project().display().to_string(),
+            }),
+            saves_unsaved_changes: false,
+            sandbox: None,
+            always_rules: None,
+        };
+        let never = CancellationToken::new();
+        let answer = match session.view.ctx.config.approvals() {
+            true => ask_agent_client(&session, &request, &never).await,
+            false => crate::lsp::generic_client::ask(&session, &request, &never).await,
+        };
+        match answer.map(|a| a.decision) {
+            Ok(Decision::Allow | Decision::AllowAlways) => {
+                permissions.decide_trust(&waiting, TrustAnswer::Trust)
+            }
+            Ok(Decision::Block) => permissions.decide_trust(&waiting, TrustAnswer::NotNow),
+            Ok(Decision::BlockAlways) => permissions.decide_trust(&waiting, TrustAnswer::Refuse),
+            Err(e) => {
+                tracing::info!(session = session.id, %e, "the project's allow rules stay off")
+            }
+        }
     });
 }
 
@@ -221,6 +272,7 @@ pub async fn approval_request(
         None => None,
     };
     let sandbox = session.sandbox.describe_approval(tool, &ctx.args);
+    let always_rules = (session.gate).always_rules(tool, &ctx.args, mcp.as_ref());
     BeforeToolCallParams {
         session_id: session.id.clone(),
         run_id: session.active_run().unwrap_or_default(),
@@ -249,6 +301,7 @@ pub async fn approval_request(
         preview,
         saves_unsaved_changes,
         sandbox,
+        always_rules,
     }
 }
 

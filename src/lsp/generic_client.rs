@@ -274,6 +274,7 @@ pub async fn ask(
             decision: decision.unwrap_or(Decision::Block),
             reason: None,
             terminate: None,
+            scope: None,
         });
     }
     ask_with_diagnostic(ctx, request, &detail, cancel).await
@@ -323,6 +324,7 @@ async fn ask_with_diagnostic(
         decision,
         reason: None,
         terminate: None,
+        scope: None,
     })
 }
 

@@ -344,6 +344,9 @@ pub struct StateResult {
     /// The configured hooks and whether each runs.
     #[serde(default)]
     pub hooks: Vec<crate::core::hooks::trust::HookInfo>,
+    /// The permission rules in force and where each came from.
+    #[serde(default)]
+    pub permissions: crate::core::permissions::PermissionsState,
 }
 
 /// A background job (`job_update`, `agent/listJobs`, `agent/killJob`).
@@ -542,6 +545,10 @@ pub struct BeforeToolCallParams {
     /// escalation's justification, an unavailable sandbox).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::ApprovalSandbox>,
+    /// The rules an "always" answer saves, per scope (`{session, project, user}`, each a list);
+    /// absent when the call cannot be remembered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub always_rules: Option<crate::core::permissions::Proposals>,
 }
 
 /// `decision` of the `agent/beforeToolCall` result.
@@ -555,6 +562,10 @@ pub struct BeforeToolCallResult {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminate: Option<bool>,
+    /// Where `allowAlways` / `blockAlways` is kept: `session` (also when absent), `project`,
+    /// `user`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<crate::core::permissions::Scope>,
 }
 
 /// `agent/askUser` params: a question for the user (the `ask_user` tool, or one field of an
@@ -653,6 +664,8 @@ pub struct InitOptions {
     /// Paths in every writable root that sandboxed commands may not change or create; default:
     /// the user's `settings.json` `sandbox.protectedPaths`, else the built-in list.
     pub sandbox_protected_paths: Option<Vec<String>>,
+    /// Permission rules (`{allow, ask, deny}`, Claude Code's syntax) after the settings files'.
+    pub permissions: crate::core::permissions::RuleLists,
 }
 
 /// `initializationOptions.saveAfterEdit`: when a buffer the agent edited is saved.

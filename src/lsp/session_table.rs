@@ -11,6 +11,7 @@ use ls_types::{CodeActionOrCommand, CodeActionParams, ExecuteCommandParams};
 use serde_json::{Value, json};
 
 use crate::agent::message::ContentBlock;
+use crate::core::permissions::PermissionSpec;
 use crate::core::session::Session;
 use crate::core::{
     CompactError, LoopLimits, McpSource, McpSpec, ModelChoice, RecordChoice, SessionSpec,
@@ -180,6 +181,7 @@ impl SessionTable {
                 pass_env: options.sandbox_env.clone(),
                 protected: options.sandbox_protected_paths.clone(),
             },
+            permissions: PermissionSpec::with_files(options.permissions.clone()),
         };
         let session = assemble(spec, &*self.ctx).map_err(|e| match e {
             SetupError::Workspace { cwd, source } => invalid_params(format!(
@@ -208,6 +210,7 @@ impl SessionTable {
         self.map().insert(id, live.clone());
         crate::lsp::view::watch_mcp(&live);
         crate::lsp::approval::ask_hooks_trust_if_needed(&live);
+        crate::lsp::approval::ask_rules_trust(&live);
         live.watch_commands();
         Ok(live)
     }
@@ -328,6 +331,7 @@ impl SessionTable {
             plan: session.plan.todos(),
             jobs: session.jobs.list(),
             hooks: session.hooks.list(),
+            permissions: session.gate.permissions().state(),
         })
     }
 

@@ -11,6 +11,7 @@ mod modes;
 mod pacing;
 mod permissions;
 mod prompts;
+mod rules;
 mod sessions;
 mod terminal_jobs;
 mod web;

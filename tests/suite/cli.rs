@@ -15,6 +15,7 @@ mod identity;
 mod jobs;
 mod login;
 mod models;
+mod permissions;
 mod release;
 mod responses;
 mod run;

@@ -19,6 +19,7 @@ mod lifecycle;
 mod mcp;
 mod ordering;
 mod pacing;
+mod permissions;
 mod plan;
 mod queue;
 mod responses;

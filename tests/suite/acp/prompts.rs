@@ -104,9 +104,17 @@ async fn a_prompt_with_an_edit_shows_thoughts_tool_calls_diffs_and_usage_before_
     let kinds: Vec<_> = (ask["options"].as_array().unwrap().iter())
         .map(|o| o["kind"].as_str().unwrap())
         .collect();
+    // "Always" for the session, the project and the user (protocol.md §9.4).
     assert_eq!(
         kinds,
-        ["allow_once", "allow_always", "reject_once", "reject_always"]
+        [
+            "allow_once",
+            "allow_always",
+            "allow_always",
+            "allow_always",
+            "reject_once",
+            "reject_always"
+        ]
     );
     let proposed = &ask["toolCall"]["content"][0];
     assert_eq!(proposed["type"], "diff");
