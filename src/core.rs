@@ -18,6 +18,7 @@ pub mod plan;
 pub mod resources;
 pub mod session;
 pub mod stats;
+pub mod subagent;
 mod system_prompt;
 
 use std::path::{Path, PathBuf};
@@ -192,6 +193,8 @@ pub struct AssembledSession {
     pub ask: AskHandle,
     /// The session's background jobs (`bash` with `background: true`).
     pub jobs: Arc<Jobs>,
+    /// How the `task` tool's subagents reach the session: connected when it is created.
+    pub children: subagent::ParentHandle,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -282,6 +285,7 @@ pub fn assemble(
         hidden: sandbox::hidden_paths(&spec.env),
     });
     let jobs = Jobs::new();
+    let controls = Arc::new(SessionControls::new(resolved, thinking, spec.env.clone()));
     let options = ToolOptions {
         env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],
         sandbox: Some(sandbox.clone()),
@@ -301,6 +305,18 @@ pub fn assemble(
     // The web tools, for every front end: `web_search` only with a search service configured.
     let search = web::search_config(&spec.env);
     tools.extend(web::web_tools(web, search.backend));
+    let children = subagent::ParentHandle::default();
+    let child_parts = Arc::new(subagent::ChildParts {
+        stream_fn: spec.stream_fn.clone(),
+        controls: controls.clone(),
+        tools: Default::default(),
+        cwd: cwd.clone(),
+        record: record.clone(),
+        parent: children.clone(),
+        agents: subagent::builtin_agents(),
+        max_turns: subagent::DEFAULT_CHILD_TURNS,
+    });
+    tools.push(Arc::new(subagent::TaskTool::new(child_parts.clone())));
     // A front end's tool replaces the coding tool of its name (ACP's `bash` in client terminals).
     for extra in extra_tools {
         tools.retain(|tool| tool.name() != extra.name());
@@ -309,12 +325,12 @@ pub fn assemble(
     let tools = journal.wrap(tools, &workspace, &jobs);
     let (tools, mcp_errors) = mcp::attach(&spec.mcp, &cwd, &spec.env, tools, &ask);
     let tools = Arc::new(tools);
+    let _ = child_parts.tools.set(Arc::downgrade(&tools));
     let date = crate::store::time::iso_now();
     let today = date.get(..10).unwrap_or(&date);
     let mut options = AgentOptions::new(spec.stream_fn);
-    options.model = resolved.model.clone();
+    options.model = controls.model();
     options.thinking_level = thinking;
-    let controls = Arc::new(SessionControls::new(resolved, thinking, spec.env.clone()));
     let guard = Arc::new(LoopGuard::new(spec.limits));
     let (settings, mut warnings) = compaction_settings(&spec.env, &spec.compaction);
     warnings.extend(sandbox_warning);
@@ -370,6 +386,7 @@ pub fn assemble(
         plan,
         ask,
         jobs,
+        children,
     })
 }
 

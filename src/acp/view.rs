@@ -65,6 +65,7 @@ impl View for AcpView {
                 }
             }
             Event::Queues(_) | Event::Guard(_) | Event::Allowed(_) | Event::RunEnded(_) => {}
+            Event::Child(_) => {}
         }
     }
 

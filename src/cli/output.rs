@@ -15,6 +15,7 @@ use crate::agent::message::{AgentMessage, ContentBlock, Usage};
 use crate::agent::stream_contract::AssistantMessageEvent;
 use crate::core::commands::BuiltinOutcome;
 use crate::core::loop_guard::{Guard, GuardEvent};
+use crate::core::subagent::ChildEvent;
 use crate::core::{CompactionEvent, PlanUpdate};
 use crate::tools::{JobInfo, JobStatus};
 
@@ -35,6 +36,8 @@ pub trait Renderer: Send + Sync {
     fn command(&self, outcome: &BuiltinOutcome);
     /// A background job started, ended or was stopped.
     fn job(&self, job: &JobInfo);
+    /// A subagent's event (a `task` call's child): only `--json` shows them.
+    fn child(&self, _event: &ChildEvent) {}
 }
 
 /// `--json`. Lines are collected and written to stdout in batches: whenever the async runtime
@@ -114,6 +117,10 @@ impl Renderer for JsonRenderer {
 
     fn plan(&self, update: &PlanUpdate) {
         self.push_typed("plan_update", update);
+    }
+
+    fn child(&self, event: &ChildEvent) {
+        self.push_typed("subagent_event", event);
     }
 
     fn compaction(&self, event: &CompactionEvent) {

@@ -95,6 +95,7 @@ impl View for CliView {
             Event::Guard(event) => self.renderer.loop_guard(event),
             Event::Plan(update) => self.renderer.plan(update),
             Event::Job(job) => self.renderer.job(job),
+            Event::Child(child) => self.renderer.child(child),
             Event::Settled(end) => {
                 *lock(&self.settled) = Some((end.outcome.clone(), end.stop.clone()));
             }

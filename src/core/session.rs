@@ -22,12 +22,15 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::event::AgentEvent;
-use crate::agent::hooks::{BeforeToolCallContext, BeforeToolCallHook, PrepareRunHook};
+use crate::agent::hooks::{
+    BeforeToolCallContext, BeforeToolCallHook, BeforeToolCallResult, PrepareRunHook,
+};
 use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, UserMessage, now_ms};
 use crate::agent::{Agent, AgentError, AgentHooks, CallbackError, RunHandle, RunOutcome};
 use crate::compaction::CompactionResult;
 use crate::core::approval::{Answer, ApprovalGate, Asker, Policy, blocked};
 use crate::core::compaction::{CompactError, CompactionEvent, Compactor, SharedRecord};
+use crate::core::subagent::{ChildEvent, Parent};
 use crate::core::{
     AssembledSession, GuardEvent, Journal, LoopGuard, Plan, PlanUpdate, SessionCommands,
     SessionControls, SessionTools,
@@ -97,6 +100,8 @@ pub enum Event<'a> {
     Plan(&'a PlanUpdate),
     /// A background job started or ended (by itself, or stopped).
     Job(&'a JobInfo),
+    /// A subagent's loop event, under the `task` call that runs it.
+    Child(&'a ChildEvent),
     /// The approval gate let a tool call through ([`View::follow`] only).
     Allowed(&'a BeforeToolCallContext),
     /// The run ended; the session is still busy with it ([`View::follow`] only).
@@ -254,11 +259,13 @@ impl<V: View> Session<V> {
             plan,
             ask,
             jobs,
+            children,
             ..
         } = session;
         let id = record.lock().map(|r| r.id().to_owned()).unwrap_or_default();
         Arc::new_cyclic(|weak: &Weak<Session<V>>| {
             ask.connect(Arc::new(ViewChannel(weak.clone())));
+            children.connect(Arc::new(SessionParent(weak.clone())));
             let prepare_run = V::prepare_run(weak.clone(), options.hooks.prepare_run.take());
             options.hooks = AgentHooks {
                 before_tool_call: Some(approval_hook(weak.clone())),
@@ -822,6 +829,30 @@ impl<V: View> UserChannel for ViewChannel<V> {
             };
             session.view.ask_user(&session, question, cancel).await
         })
+    }
+}
+
+/// The session as its subagents' parent: their calls through its gate, their events shown.
+struct SessionParent<V: View>(Weak<Session<V>>);
+
+impl<V: View> Parent for SessionParent<V> {
+    fn decide<'a>(
+        &'a self,
+        ctx: &'a BeforeToolCallContext,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Option<BeforeToolCallResult>> {
+        Box::pin(async move {
+            let Some(session) = self.0.upgrade() else {
+                return Some(blocked("The session is closed".into()));
+            };
+            session.gate.decide(&ViewAsker(&session), ctx, cancel).await
+        })
+    }
+
+    fn show(&self, event: &ChildEvent) {
+        if let Some(session) = self.0.upgrade() {
+            session.show_now(Event::Child(event));
+        }
     }
 }
 

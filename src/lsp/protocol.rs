@@ -13,6 +13,7 @@ use crate::agent::message::{ContentBlock, ThinkingLevel};
 use crate::agent::queue::QueueMode;
 use crate::core::commands::BuiltinOutcome;
 use crate::core::loop_guard::{Guard, GuardEvent};
+use crate::core::subagent::ChildEvent;
 use crate::core::{CommandInfo, LiveSettings, ModelInfo};
 pub use crate::mcp::server::ServerStatus;
 
@@ -424,6 +425,8 @@ pub enum EventBody {
 pub enum SessionEvent {
     /// Either queue changed.
     QueueUpdate(Queues),
+    /// A subagent's loop event, nested under the parent's `task` call.
+    SubagentEvent(ChildEvent),
     /// The run is over and the session accepts a new prompt.
     #[serde(rename_all = "camelCase")]
     AgentSettled {

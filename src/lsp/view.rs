@@ -52,6 +52,7 @@ impl View for LspView {
             Event::Guard(event) => EventBody::Session(SessionEvent::LoopGuard(event.clone())),
             Event::Plan(plan) => EventBody::Session(SessionEvent::PlanUpdate(plan.clone())),
             Event::Job(job) => EventBody::Session(SessionEvent::JobUpdate { job: job.clone() }),
+            Event::Child(child) => EventBody::Session(SessionEvent::SubagentEvent(child.clone())),
             Event::Settled(end) => {
                 if let Some(stop) = end.stop.as_ref().filter(|_| self.ctx.config.is_generic()) {
                     let text = format!("agent-lsp: {}", stop.message);
