@@ -306,6 +306,8 @@ pub fn assemble(
     let search = web::search_config(&spec.env);
     tools.extend(web::web_tools(web, search.backend));
     let children = subagent::ParentHandle::default();
+    let agent_dirs = subagent::custom::agent_dirs(&cwd, spec.env.config_dir().as_deref());
+    let (agents, agent_warnings) = subagent::custom::load(subagent::builtin_agents(), &agent_dirs);
     let child_parts = Arc::new(subagent::ChildParts {
         stream_fn: spec.stream_fn.clone(),
         controls: controls.clone(),
@@ -313,8 +315,9 @@ pub fn assemble(
         cwd: cwd.clone(),
         record: record.clone(),
         parent: children.clone(),
-        agents: subagent::builtin_agents(),
+        agents,
         max_turns: subagent::DEFAULT_CHILD_TURNS,
+        env: spec.env.clone(),
     });
     tools.push(Arc::new(subagent::TaskTool::new(child_parts.clone())));
     // A front end's tool replaces the coding tool of its name (ACP's `bash` in client terminals).
@@ -334,6 +337,7 @@ pub fn assemble(
     let guard = Arc::new(LoopGuard::new(spec.limits));
     let (settings, mut warnings) = compaction_settings(&spec.env, &spec.compaction);
     warnings.extend(sandbox_warning);
+    warnings.extend(agent_warnings);
     warnings.extend(search.warnings);
     warnings.extend(journal.collect_if_large(journal::gc::auto_limit(&spec.env)));
     let found = resources::load(&cwd, &spec.env, spec.context_files);

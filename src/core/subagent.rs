@@ -6,10 +6,12 @@
 //! connects itself as the child's [`Parent`] when it is created (as it connects `ask_user`'s
 //! channel), so the child's calls go through the parent's approval gate and its events reach
 //! the parent's front end, nested under the `task` call ([`ChildEvent`]). Each child's
-//! transcript is a pi session file of its own, next to the parent's (`child.rs`).
+//! transcript is a pi session file of its own, next to the parent's (`child.rs`). The agents are
+//! the built-in ones (`agents.rs`) and the user's (`custom.rs`).
 
 mod agents;
 mod child;
+pub mod custom;
 mod parts;
 mod tool;
 

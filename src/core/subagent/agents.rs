@@ -1,4 +1,5 @@
-//! The agents a `task` call can run: the built-in `explore` (read-only) and `general`.
+//! The agents a `task` call can run: the built-in `explore` (read-only) and `general`, and the
+//! custom ones of `custom.rs`.
 
 /// An agent a `task` call may run.
 #[derive(Clone, Debug, PartialEq)]
@@ -10,6 +11,10 @@ pub struct AgentDef {
     pub tools: Option<Vec<String>>,
     /// Its system prompt (the working directory and the date are added).
     pub prompt: String,
+    /// Its model (`provider/id`); `None`: the session's.
+    pub model: Option<String>,
+    /// The file it was read from (`None`: built in).
+    pub source: Option<std::path::PathBuf>,
 }
 
 /// Tools no child gets: `task` (children do not nest), `todo_write` (the plan is the parent's)
@@ -39,6 +44,8 @@ pub fn builtin_agents() -> Vec<AgentDef> {
                 .into(),
             tools: None,
             prompt: GENERAL_PROMPT.into(),
+            model: None,
+            source: None,
         },
         AgentDef {
             name: "explore".into(),
@@ -47,6 +54,8 @@ pub fn builtin_agents() -> Vec<AgentDef> {
                 .into(),
             tools: Some(["read", "grep", "find", "ls"].map(String::from).to_vec()),
             prompt: EXPLORE_PROMPT.into(),
+            model: None,
+            source: None,
         },
     ]
 }

@@ -12,12 +12,13 @@ use super::agents::AgentDef;
 use super::parts::{ChildParts, TaskArgs};
 use super::{ChildEvent, Parent};
 use crate::agent::event::AgentEvent;
-use crate::agent::hooks::BeforeToolCallHook;
+use crate::agent::hooks::{BeforeToolCallHook, GetApiKeyHook};
 use crate::agent::message::{AgentMessage, ContentBlock, StopReason, ThinkingLevel};
 use crate::agent::stream_contract::StreamOptions;
 use crate::agent::tool::{AgentToolResult, ToolError, ToolRef};
 use crate::agent::tool_exec::OPERATION_ABORTED as ABORTED;
 use crate::agent::{Agent, AgentListener, AgentOptions, RunOutcome, max_turns};
+use crate::model_registry::{ResolvedModel, clamp_thinking, resolve_model};
 use crate::store::SessionFile;
 
 type ChildRecord = Arc<Mutex<SessionFile>>;
@@ -34,9 +35,11 @@ pub(super) async fn run(
     let Some(parent) = parts.parent.get().cloned() else {
         return Err(ToolError::new("The task tool has no session to run in."));
     };
+    let own = own_model(parts, agent)?;
     let settings = parts.controls.settings();
-    let model = parts.controls.model();
-    let record = open_record(parts, agent, &model, settings.thinking_level);
+    let model = (own.as_ref()).map_or_else(|| parts.controls.model(), |o| o.model.clone());
+    let thinking = clamp_thinking(&model, settings.thinking_level);
+    let record = open_record(parts, agent, &model, thinking);
     let session_file = record
         .lock()
         .ok()
@@ -44,11 +47,18 @@ pub(super) async fn run(
     let child_id = record.lock().map(|r| r.id().to_owned()).unwrap_or_default();
     let mut options = AgentOptions::new(parts.stream_fn.clone());
     options.model = model;
-    options.thinking_level = settings.thinking_level;
+    options.thinking_level = thinking;
     options.system_prompt = Some(system_prompt(agent, &parts.cwd));
     options.tools = tools(parts, agent);
-    options.hooks.get_api_key = Some(parts.controls.api_key_hook());
-    options.hooks.prepare_request = Some(parts.controls.prepare_request_hook());
+    match own {
+        // An agent of its own model keeps it, with that provider's key.
+        Some(own) => options.hooks.get_api_key = Some(fixed_key(own.api_key)),
+        // Else the session's live model: a switch reaches the child at its next request too.
+        None => {
+            options.hooks.get_api_key = Some(parts.controls.api_key_hook());
+            options.hooks.prepare_request = Some(parts.controls.prepare_request_hook());
+        }
+    }
     options.hooks.finish_turn = Some(max_turns(parts.max_turns));
     options.hooks.before_tool_call = Some(approval_hook(Arc::downgrade(&parent)));
     options.stream_options = StreamOptions {
@@ -78,6 +88,25 @@ pub(super) async fn run(
     let mut result = answer(&outcome, agent, parts.max_turns)?;
     result.details = Some(details);
     Ok(result)
+}
+
+/// The agent's own model, resolved now (a change of `models.json` or a key is seen at once).
+fn own_model(parts: &ChildParts, agent: &AgentDef) -> Result<Option<ResolvedModel>, ToolError> {
+    let Some(name) = &agent.model else {
+        return Ok(None);
+    };
+    resolve_model(Some(name), &parts.env)
+        .map(Some)
+        .map_err(|e| {
+            ToolError::new(format!(
+                "The {} agent's model {name} cannot be used: {e}",
+                agent.name
+            ))
+        })
+}
+
+fn fixed_key(key: Option<String>) -> GetApiKeyHook {
+    Arc::new(move |_provider, _cancel| Box::pin(std::future::ready(Ok(key.clone()))))
 }
 
 /// The child's final answer, or why there is none.

@@ -12,6 +12,7 @@ use crate::agent::tool::ToolError;
 use crate::core::compaction::SharedRecord;
 use crate::core::controls::SessionControls;
 use crate::core::mcp::SessionTools;
+use crate::model_registry::EnvSource;
 
 /// A child's turn limit (its responses) unless its agent says otherwise.
 pub const DEFAULT_CHILD_TURNS: usize = 30;
@@ -29,6 +30,8 @@ pub struct ChildParts {
     pub parent: ParentHandle,
     pub agents: Vec<AgentDef>,
     pub max_turns: usize,
+    /// Where an agent's own model is resolved.
+    pub env: EnvSource,
 }
 
 impl ChildParts {

@@ -329,3 +329,72 @@ async fn a_subagents_changes_are_the_runs_and_revert_with_it() {
     );
     assert!(!made.exists());
 }
+
+/// Writes an agent file into the daemon's project.
+fn agent_file(client: &LspClient, dir: &str, name: &str, text: &str) {
+    let dir = client.workspace.path().join(dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
+#[tokio::test]
+async fn custom_agents_come_from_the_projects_agent_files_with_their_prompt_tools_and_model() {
+    let (mock, client) = two_provider_setup(vec![
+        task("t1", "Review main.rs", Some("reviewer")),
+        MockResponse::text("Looks fine."),
+        MockResponse::text("Reviewed."),
+    ])
+    .await;
+    // The project's own folder wins over Claude Code's for one name.
+    agent_file(
+        &client,
+        ".agent-lsp/agents",
+        "reviewer.md",
+        "---\nname: reviewer\ndescription: Reviews code for bugs\ntools: Read, Grep\n\
+         model: anthropic/claude-haiku-4-5\n---\nYou are a strict code reviewer.\n",
+    );
+    agent_file(
+        &client,
+        ".claude/agents",
+        "reviewer.md",
+        "---\nname: reviewer\ndescription: the other one\n---\nIgnored.\n",
+    );
+    agent_file(
+        &client,
+        ".claude/agents",
+        "tester.md",
+        "---\nname: tester\ndescription: Runs the tests\ntools: Bash\ncolor: green\n---\nRun tests.\n",
+    );
+    let session = client.request("agent/newSession", json!({})).await;
+    let session = session["sessionId"].as_str().unwrap().to_owned();
+    let (_, run, _) = prompt(
+        &client,
+        json!({"sessionId": session, "message": "review it"}),
+    )
+    .await;
+    let events = client.wait_settled(&session, &run).await;
+    let end = task_end(&events, "t1");
+    assert_eq!(end["result"]["content"][0]["text"], "Looks fine.", "{end}");
+    assert_eq!(end["result"]["details"]["agent"], "reviewer");
+
+    let requests = mock.requests();
+    let declared = requests[0].body.to_string();
+    assert!(
+        declared.contains("reviewer: Reviews code for bugs"),
+        "{declared}"
+    );
+    assert!(declared.contains("tester: Runs the tests"), "{declared}");
+    assert!(!declared.contains("the other one"), "{declared}");
+    // The child: its prompt, its tools, its own model and that provider's key.
+    let child = &requests[1];
+    assert!(child.path.contains("messages"), "{}", child.path);
+    assert_eq!(child.header("x-api-key"), Some("anthropic-key"));
+    assert_eq!(child.body["model"], "claude-haiku-4-5");
+    let text = child.body.to_string();
+    assert!(text.contains("You are a strict code reviewer."), "{text}");
+    let mut tools: Vec<&str> = (child.body["tools"].as_array().unwrap().iter())
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    tools.sort();
+    assert_eq!(tools, ["grep", "read"]);
+}
