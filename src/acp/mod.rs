@@ -23,6 +23,7 @@ mod content;
 mod options;
 mod permission;
 mod session;
+mod subagent;
 mod texts;
 mod trust;
 mod updates;

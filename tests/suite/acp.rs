@@ -12,4 +12,5 @@ mod pacing;
 mod permissions;
 mod prompts;
 mod sessions;
+mod subagents;
 mod web;
