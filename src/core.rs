@@ -318,6 +318,7 @@ pub fn assemble(
         agents,
         max_turns: subagent::DEFAULT_CHILD_TURNS,
         env: spec.env.clone(),
+        journal: journal.clone(),
     });
     tools.push(Arc::new(subagent::TaskTool::new(child_parts.clone())));
     // A front end's tool replaces the coding tool of its name (ACP's `bash` in client terminals).

@@ -786,6 +786,9 @@ pub struct RunChangesParams {
     /// Default: the last run that changed files.
     #[serde(default)]
     pub run_id: Option<String>,
+    /// Only the changes of the subagent this `task` call ran (`runId` is then not needed).
+    #[serde(default)]
+    pub task_call_id: Option<String>,
 }
 
 /// Params of `agent/revert` (and ACP's `_agent-lsp/revert`): a run, or a checkpoint (everything

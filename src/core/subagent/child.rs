@@ -18,6 +18,7 @@ use crate::agent::stream_contract::StreamOptions;
 use crate::agent::tool::{AgentToolResult, ToolError, ToolRef};
 use crate::agent::tool_exec::OPERATION_ABORTED as ABORTED;
 use crate::agent::{Agent, AgentListener, AgentOptions, RunOutcome, max_turns};
+use crate::core::journal::Journal;
 use crate::model_registry::{ResolvedModel, clamp_thinking, resolve_model};
 use crate::store::SessionFile;
 
@@ -60,7 +61,11 @@ pub(super) async fn run(
         }
     }
     options.hooks.finish_turn = Some(max_turns(parts.max_turns));
-    options.hooks.before_tool_call = Some(approval_hook(Arc::downgrade(&parent)));
+    options.hooks.before_tool_call = Some(approval_hook(
+        Arc::downgrade(&parent),
+        parts.journal.clone(),
+        call_id,
+    ));
     options.stream_options = StreamOptions {
         session_id: Some(child_id),
         ..StreamOptions::default()
@@ -217,10 +222,17 @@ fn open_record(
     Arc::new(Mutex::new(file))
 }
 
-/// The child's calls go through the parent's approval gate.
-fn approval_hook(parent: Weak<dyn Parent>) -> BeforeToolCallHook {
+/// The child's calls go through the parent's approval gate; each is journaled as the `task`
+/// call's (`task`).
+fn approval_hook(
+    parent: Weak<dyn Parent>,
+    journal: Arc<Journal>,
+    task: &str,
+) -> BeforeToolCallHook {
+    let task = task.to_owned();
     Arc::new(move |ctx, cancel| {
         let parent = parent.clone();
+        journal.assign(&ctx.tool_call.id, &task);
         Box::pin(async move {
             let Some(parent) = parent.upgrade() else {
                 return Ok(Some(crate::core::approval::blocked(

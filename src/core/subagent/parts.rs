@@ -11,6 +11,7 @@ use crate::agent::stream_contract::StreamFn;
 use crate::agent::tool::ToolError;
 use crate::core::compaction::SharedRecord;
 use crate::core::controls::SessionControls;
+use crate::core::journal::Journal;
 use crate::core::mcp::SessionTools;
 use crate::model_registry::EnvSource;
 
@@ -32,6 +33,8 @@ pub struct ChildParts {
     pub max_turns: usize,
     /// Where an agent's own model is resolved.
     pub env: EnvSource,
+    /// The session's journal: a child's changes are also a unit of their own.
+    pub journal: Arc<Journal>,
 }
 
 impl ChildParts {

@@ -298,10 +298,17 @@ async fn an_unknown_agent_is_a_tool_error_naming_the_agents() {
 }
 
 #[tokio::test]
-async fn a_subagents_changes_are_the_runs_and_revert_with_it() {
+async fn a_subagents_changes_are_the_runs_and_a_unit_of_their_own() {
+    let mut both = MockResponse::tool_call(
+        "p1",
+        "write",
+        json!({"path": "mine.txt", "content": "parent\n"}),
+    );
+    both.tool_calls
+        .extend(task("t1", "Create made.txt", None).tool_calls);
     let (_mock, client) = agent_setup(
         vec![
-            task("t1", "Create made.txt", None),
+            both,
             MockResponse::tool_call("c1", "write", json!({"path": "made.txt", "content": "x\n"})),
             MockResponse::text("Created made.txt."),
             MockResponse::text("Done."),
@@ -310,24 +317,82 @@ async fn a_subagents_changes_are_the_runs_and_revert_with_it() {
         json!({}),
     )
     .await;
-    let made = client.workspace.path().join("made.txt");
-    let (session, run, _) = prompt(&client, json!({"message": "make it"})).await;
+    let root = client.workspace.path().to_path_buf();
+    let (session, run, _) = prompt(&client, json!({"message": "make them"})).await;
     let events = client.wait_settled(&session, &run).await;
-    assert_eq!(std::fs::read_to_string(&made).unwrap(), "x\n");
+    assert_eq!(
+        std::fs::read_to_string(root.join("made.txt")).unwrap(),
+        "x\n"
+    );
     let update = (events.iter())
         .find(|e| e["event"]["type"] == "changes_update")
         .expect("changes_update after the run");
-    let files = update["event"]["files"].as_array().unwrap();
-    assert_eq!(files.len(), 1, "{update}");
+    assert_eq!(
+        update["event"]["files"].as_array().unwrap().len(),
+        2,
+        "{update}"
+    );
+    let names = |changes: &Value| -> Vec<String> {
+        (changes["files"].as_array().unwrap().iter())
+            .map(|f| {
+                f["path"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    };
+    // The child's changes alone, by its `task` call.
+    let child = client
+        .request(
+            "agent/runChanges",
+            json!({"sessionId": session, "taskCallId": "t1"}),
+        )
+        .await;
+    assert_eq!(names(&child), ["made.txt"], "{child}");
+    assert_eq!(child["runId"], run.as_str());
+    let unknown = client
+        .request_raw(
+            "agent/runChanges",
+            json!({"sessionId": session, "taskCallId": "nope"}),
+        )
+        .await;
+    assert!(
+        unknown["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nope"),
+        "{unknown}"
+    );
     let reverted = client
-        .request("agent/revert", json!({"sessionId": session, "runId": run}))
+        .request(
+            "agent/revert",
+            json!({"sessionId": session, "taskCallId": "t1"}),
+        )
         .await;
     assert_eq!(
         reverted["reverted"].as_array().unwrap().len(),
         1,
         "{reverted}"
     );
-    assert!(!made.exists());
+    assert!(!root.join("made.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join("mine.txt")).unwrap(),
+        "parent\n"
+    );
+    // The run as a whole still holds both.
+    let all = client
+        .request(
+            "agent/runChanges",
+            json!({"sessionId": session, "runId": run}),
+        )
+        .await;
+    let mut all = names(&all);
+    all.sort();
+    assert_eq!(all, ["made.txt", "mine.txt"]);
 }
 
 /// Writes an agent file into the daemon's project.
