@@ -275,6 +275,20 @@ impl Renderer for HumanRenderer {
         }
     }
 
+    /// A subagent's tool calls, each a line as the run's own with the agent's name before the
+    /// tool's: `[explore › read notes.txt] ok`. Its text is the `task` call's result.
+    fn child(&self, child: &ChildEvent) {
+        let mut event = child.event.as_ref().clone();
+        match &mut event {
+            AgentEvent::ToolExecutionStart { .. } => {}
+            AgentEvent::ToolExecutionEnd { tool_name, .. } => {
+                *tool_name = format!("{} › {tool_name}", child.agent);
+            }
+            _ => return,
+        }
+        self.event(&event);
+    }
+
     fn job(&self, job: &JobInfo) {
         let id = &job.job_id;
         let line = match (job.status, job.exit_code) {

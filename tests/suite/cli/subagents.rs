@@ -4,7 +4,7 @@
 use agent_lsp::testing::MockResponse;
 use serde_json::json;
 
-use super::super::support::cli_run::{CliEnv, json_lines, stderr};
+use super::super::support::cli_run::{CliEnv, json_lines, stderr, stdout};
 use super::super::support::pi_session::assert_valid_pi_v3;
 use super::{MODEL, mock};
 
@@ -56,4 +56,33 @@ async fn json_output_nests_the_childs_events_under_the_task_call() {
     );
     let parent = parent[0].display().to_string();
     assert!(child_file.starts_with(parent.trim_end_matches(".jsonl")));
+}
+
+#[tokio::test]
+async fn human_output_shows_the_childs_calls_under_its_agents_name() {
+    let mock = mock(vec![
+        MockResponse::tool_call(
+            "t1",
+            "task",
+            json!({"description": "list", "prompt": "List the files", "agent": "explore"}),
+        ),
+        MockResponse::tool_call("c1", "ls", json!({})),
+        MockResponse::text("One file: a.txt"),
+        MockResponse::text("There is one file."),
+    ])
+    .await;
+    let env = CliEnv::with_mock(&mock);
+    std::fs::write(env.project().join("a.txt"), "a").unwrap();
+    let out = env.run(&["run", "--model", MODEL, "list"]).await;
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", stderr(&out));
+    let text = stdout(&out);
+    let child = text.find("[explore › ls").expect(&text);
+    let task = text.find("[task").expect(&text);
+    assert!(
+        child < task,
+        "the child's call ends before its task: {text}"
+    );
+    assert!(text.contains("There is one file."), "{text}");
+    // The child's words are the task's result, not the run's text.
+    assert!(!text.contains("One file: a.txt"), "{text}");
 }
