@@ -20,6 +20,7 @@ pub mod plan;
 pub mod resources;
 pub mod session;
 pub mod stats;
+pub mod subagent;
 mod system_prompt;
 
 use std::path::{Path, PathBuf};
@@ -201,6 +202,8 @@ pub struct AssembledSession {
     pub jobs: Arc<Jobs>,
     /// The user's hooks (the project's once trusted).
     pub hooks: Arc<SessionHooks>,
+    /// How the `task` tool's subagents reach the session: connected when it is created.
+    pub children: subagent::ParentHandle,
 }
 
 /// Why a session could not be set up; front ends word these their own way.
@@ -295,6 +298,7 @@ pub fn assemble(
         hidden: sandbox::hidden_paths(&spec.env),
     });
     let jobs = Jobs::new();
+    let controls = Arc::new(SessionControls::new(resolved, thinking, spec.env.clone()));
     let options = ToolOptions {
         env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],
         sandbox: Some(sandbox.clone()),
@@ -314,6 +318,22 @@ pub fn assemble(
     // The web tools, for every front end: `web_search` only with a search service configured.
     let search = web::search_config(&spec.env);
     tools.extend(web::web_tools(web, search.backend));
+    let children = subagent::ParentHandle::default();
+    let agent_dirs = subagent::custom::agent_dirs(&cwd, spec.env.config_dir().as_deref());
+    let (agents, agent_warnings) = subagent::custom::load(subagent::builtin_agents(), &agent_dirs);
+    let child_parts = Arc::new(subagent::ChildParts {
+        stream_fn: spec.stream_fn.clone(),
+        controls: controls.clone(),
+        tools: Default::default(),
+        cwd: cwd.clone(),
+        record: record.clone(),
+        parent: children.clone(),
+        agents,
+        max_turns: subagent::DEFAULT_CHILD_TURNS,
+        env: spec.env.clone(),
+        journal: journal.clone(),
+    });
+    tools.push(Arc::new(subagent::TaskTool::new(child_parts.clone())));
     // A front end's tool replaces the coding tool of its name (ACP's `bash` in client terminals).
     for extra in extra_tools {
         tools.retain(|tool| tool.name() != extra.name());
@@ -322,15 +342,16 @@ pub fn assemble(
     let tools = journal.wrap(tools, &workspace, &jobs);
     let (tools, mcp_errors) = mcp::attach(&spec.mcp, &cwd, &spec.env, tools, &ask);
     let tools = Arc::new(tools);
+    let _ = child_parts.tools.set(Arc::downgrade(&tools));
     let date = crate::store::time::iso_now();
     let today = date.get(..10).unwrap_or(&date);
     let mut options = AgentOptions::new(spec.stream_fn);
-    options.model = resolved.model.clone();
+    options.model = controls.model();
     options.thinking_level = thinking;
-    let controls = Arc::new(SessionControls::new(resolved, thinking, spec.env.clone()));
     let guard = Arc::new(LoopGuard::new(spec.limits));
     let (settings, mut warnings) = compaction_settings(&spec.env, &spec.compaction);
     warnings.extend(sandbox_warning);
+    warnings.extend(agent_warnings);
     warnings.extend(search.warnings);
     warnings.extend(journal.collect_if_large(journal::gc::auto_limit(&spec.env)));
     let (permissions, rule_warnings) = Permissions::load(&spec.permissions, &cwd, &spec.env);
@@ -400,6 +421,7 @@ pub fn assemble(
         ask,
         jobs,
         hooks,
+        children,
     })
 }
 

@@ -27,6 +27,7 @@ mod options;
 mod permission;
 mod rules_trust;
 mod session;
+mod subagent;
 mod terminal_job;
 mod texts;
 mod trust;

@@ -121,6 +121,8 @@ pub struct AcpView {
     /// The last update of each background job that changed between turns, by job id: sent when
     /// the next turn opens (an update belongs to a request of its session).
     held_jobs: Mutex<Vec<(String, acp::SessionUpdate)>>,
+    /// The steps of each running `task` call's subagent.
+    pub(super) children: crate::acp::subagent::ChildSteps,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -140,6 +142,7 @@ impl AcpView {
             translator: Mutex::default(),
             before: Mutex::default(),
             held_jobs: Mutex::default(),
+            children: Default::default(),
         }
     }
 

@@ -151,6 +151,13 @@ impl ToolLook<'_> {
             ),
             crate::tools::TODO_WRITE => "Update the plan".to_owned(),
             crate::tools::ASK_USER => format!("Ask: {}", arg("question")),
+            crate::tools::TASK => {
+                let agent = args
+                    .get("agent")
+                    .and_then(Value::as_str)
+                    .unwrap_or("general");
+                format!("Task ({agent}): {}", arg("description"))
+            }
             crate::tools::web::WEB_FETCH | crate::tools::web::WEB_SEARCH => {
                 crate::tools::web::approval_title(tool, args)
             }
@@ -212,6 +219,21 @@ pub fn with_terminal(update: acp::SessionUpdate, terminal: Option<String>) -> ac
             acp::SessionUpdate::ToolCallUpdate(u)
         }
         (update, _) => update,
+    }
+}
+
+/// A `task` call's final update keeps its subagent's steps above its answer.
+pub fn with_steps(
+    update: acp::SessionUpdate,
+    steps: Vec<acp::ToolCallContent>,
+) -> acp::SessionUpdate {
+    match update {
+        acp::SessionUpdate::ToolCallUpdate(mut u) if !steps.is_empty() => {
+            let content = u.fields.content.get_or_insert_with(Vec::new);
+            content.splice(0..0, steps);
+            acp::SessionUpdate::ToolCallUpdate(u)
+        }
+        update => update,
     }
 }
 

@@ -63,6 +63,11 @@ impl View for AcpView {
                 }
             }
             Event::Queues(_) | Event::Guard(_) | Event::Allowed(_) | Event::RunEnded(_) => {}
+            Event::Child(child) => {
+                if let Some(update) = self.children.note(&session.look(), child) {
+                    self.notify(update);
+                }
+            }
         }
     }
 
@@ -94,7 +99,9 @@ impl View for AcpView {
                         let terminal = self.link.terminal_of(tool_call_id);
                         let update =
                             updates::finished(tool_call_id, &result.content, *is_error, diff);
-                        self.notify(updates::with_terminal(update, terminal));
+                        let update = updates::with_terminal(update, terminal);
+                        let steps = self.children.take(tool_call_id);
+                        self.notify(updates::with_steps(update, steps));
                     }
                 }
                 // A call that never reached its end event (the run failed around it) keeps no

@@ -10,7 +10,7 @@ use crate::core::approval::Policy;
 use crate::mcp::config::Policy as McpPolicy;
 use crate::mcp::tool::McpToolInfo;
 use crate::sandbox::MustAsk;
-use crate::tools::{ToolKind, is_read_only, tool_kind};
+use crate::tools::{TASK, ToolKind, is_read_only, tool_kind};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum Approval {
@@ -28,7 +28,8 @@ impl Approval {
     pub fn refusal(self, tool: &str) -> Option<String> {
         match self {
             Approval::All => None,
-            Approval::ReadOnly if is_read_only(tool) => None,
+            // A subagent's own calls meet this same policy, so starting one changes nothing.
+            Approval::ReadOnly if is_read_only(tool) || tool == TASK => None,
             Approval::ReadOnly if tool_kind(tool) == ToolKind::Network => Some(format!(
                 "Tool `{tool}` was not run: this agent-lsp run only allows read-only tools \
                  (read, grep, find, ls), and {tool} reaches the network. To allow it, the user \

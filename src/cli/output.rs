@@ -15,6 +15,7 @@ use crate::agent::message::{AgentMessage, ContentBlock, Usage};
 use crate::agent::stream_contract::AssistantMessageEvent;
 use crate::core::commands::BuiltinOutcome;
 use crate::core::loop_guard::{Guard, GuardEvent};
+use crate::core::subagent::ChildEvent;
 use crate::core::{CompactionEvent, HookRun, PlanUpdate};
 use crate::tools::{JobInfo, JobStatus};
 
@@ -37,6 +38,8 @@ pub trait Renderer: Send + Sync {
     fn job(&self, job: &JobInfo);
     /// A hook ran.
     fn hook(&self, run: &HookRun);
+    /// A subagent's event (a `task` call's child): only `--json` shows them.
+    fn child(&self, _event: &ChildEvent) {}
 }
 
 /// `--json`. Lines are collected and written to stdout in batches: whenever the async runtime
@@ -116,6 +119,10 @@ impl Renderer for JsonRenderer {
 
     fn plan(&self, update: &PlanUpdate) {
         self.push_typed("plan_update", update);
+    }
+
+    fn child(&self, event: &ChildEvent) {
+        self.push_typed("subagent_event", event);
     }
 
     fn compaction(&self, event: &CompactionEvent) {
@@ -273,6 +280,20 @@ impl Renderer for HumanRenderer {
                 (None, None) => eprintln!("compaction cancelled"),
             },
         }
+    }
+
+    /// A subagent's tool calls, each a line as the run's own with the agent's name before the
+    /// tool's: `[explore › read notes.txt] ok`. Its text is the `task` call's result.
+    fn child(&self, child: &ChildEvent) {
+        let mut event = child.event.as_ref().clone();
+        match &mut event {
+            AgentEvent::ToolExecutionStart { .. } => {}
+            AgentEvent::ToolExecutionEnd { tool_name, .. } => {
+                *tool_name = format!("{} › {tool_name}", child.agent);
+            }
+            _ => return,
+        }
+        self.event(&event);
     }
 
     fn job(&self, job: &JobInfo) {

@@ -102,6 +102,7 @@ impl View for CliView {
             Event::Plan(update) => self.renderer.plan(update),
             Event::Job(job) => self.renderer.job(job),
             Event::Hook(run) => self.renderer.hook(run),
+            Event::Child(child) => self.renderer.child(child),
             Event::Settled(end) => {
                 *lock(&self.settled) = Some((end.outcome.clone(), end.stop.clone()));
             }

@@ -32,6 +32,7 @@ use crate::core::approval::{Answer, ApprovalGate, Asker, Policy, blocked};
 use crate::core::compaction::{CompactError, CompactionEvent, Compactor, SharedRecord};
 use crate::core::hooks::lifecycle::{ELICITATION_DIALOG, PERMISSION_PROMPT};
 use crate::core::hooks::{HookRun, SessionHooks};
+use crate::core::subagent::{ChildEvent, Parent};
 use crate::core::{
     AssembledSession, GuardEvent, Journal, LoopGuard, Plan, PlanUpdate, SessionCommands,
     SessionControls, SessionTools,
@@ -103,6 +104,8 @@ pub enum Event<'a> {
     Job(&'a JobInfo),
     /// A hook ran (what it decided, or how it failed).
     Hook(&'a HookRun),
+    /// A subagent's loop event, under the `task` call that runs it.
+    Child(&'a ChildEvent),
     /// The approval gate let a tool call through ([`View::follow`] only).
     Allowed(&'a BeforeToolCallContext),
     /// The run ended; the session is still busy with it ([`View::follow`] only).
@@ -265,11 +268,13 @@ impl<V: View> Session<V> {
             ask,
             jobs,
             hooks,
+            children,
             ..
         } = session;
         let id = record.lock().map(|r| r.id().to_owned()).unwrap_or_default();
         let session = Arc::new_cyclic(|weak: &Weak<Session<V>>| {
             ask.connect(Arc::new(ViewChannel(weak.clone())));
+            children.connect(Arc::new(SessionParent(weak.clone())));
             let prepare_run = V::prepare_run(weak.clone(), options.hooks.prepare_run.take());
             options.hooks = AgentHooks {
                 before_tool_call: Some(approval_hook(weak.clone())),
@@ -952,6 +957,30 @@ impl<V: View> UserChannel for ViewChannel<V> {
             session.hooks.notify(ELICITATION_DIALOG, message);
             session.view.ask_user(&session, question, cancel).await
         })
+    }
+}
+
+/// The session as its subagents' parent: their calls through its gate, their events shown.
+struct SessionParent<V: View>(Weak<Session<V>>);
+
+impl<V: View> Parent for SessionParent<V> {
+    fn decide<'a>(
+        &'a self,
+        ctx: &'a BeforeToolCallContext,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Option<BeforeToolCallResult>> {
+        Box::pin(async move {
+            let Some(session) = self.0.upgrade() else {
+                return Some(blocked("The session is closed".into()));
+            };
+            session.gate.decide(&ViewAsker(&session), ctx, cancel).await
+        })
+    }
+
+    fn show(&self, event: &ChildEvent) {
+        if let Some(session) = self.0.upgrade() {
+            session.show_now(Event::Child(event));
+        }
     }
 }
 

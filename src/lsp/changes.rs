@@ -21,7 +21,11 @@ const REVERT_BUSY: &str = "Cannot revert while a run is active; abort it or wait
 pub fn run_changes(sessions: &Arc<SessionTable>, id: Id, params: Value, output: Output) {
     let work = parse::<RunChangesParams>(params).and_then(|p| {
         let session = sessions.get(&p.session_id)?;
-        Ok(Work::Changes(session, Selection::Run(p.run_id)))
+        let selection = match p.task_call_id {
+            Some(task) => Selection::Task(task),
+            None => Selection::Run(p.run_id),
+        };
+        Ok(Work::Changes(session, selection))
     });
     answer_from_task(work, id, output);
 }

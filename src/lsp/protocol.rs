@@ -13,6 +13,7 @@ use crate::agent::message::{ContentBlock, ThinkingLevel};
 use crate::agent::queue::QueueMode;
 use crate::core::commands::BuiltinOutcome;
 use crate::core::loop_guard::{Guard, GuardEvent};
+use crate::core::subagent::ChildEvent;
 use crate::core::{CommandInfo, LiveSettings, ModelInfo};
 pub use crate::mcp::server::ServerStatus;
 
@@ -430,6 +431,8 @@ pub enum EventBody {
 pub enum SessionEvent {
     /// Either queue changed.
     QueueUpdate(Queues),
+    /// A subagent's loop event, nested under the parent's `task` call.
+    SubagentEvent(ChildEvent),
     /// The run is over and the session accepts a new prompt.
     #[serde(rename_all = "camelCase")]
     AgentSettled {
@@ -801,6 +804,9 @@ pub struct RunChangesParams {
     /// Default: the last run that changed files.
     #[serde(default)]
     pub run_id: Option<String>,
+    /// Only the changes of the subagent this `task` call ran (`runId` is then not needed).
+    #[serde(default)]
+    pub task_call_id: Option<String>,
 }
 
 /// Params of `agent/revert` (and ACP's `_agent-lsp/revert`): a run, or a checkpoint (everything

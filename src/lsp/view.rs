@@ -59,6 +59,7 @@ impl View for LspView {
                 }
                 EventBody::Session(SessionEvent::Hook(run.clone()))
             }
+            Event::Child(child) => EventBody::Session(SessionEvent::SubagentEvent(child.clone())),
             Event::Settled(end) => {
                 if let Some(stop) = end.stop.as_ref().filter(|_| self.ctx.config.is_generic()) {
                     let text = format!("agent-lsp: {}", stop.message);

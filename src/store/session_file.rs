@@ -40,7 +40,7 @@ impl std::fmt::Debug for SessionFile {
 impl SessionFile {
     /// A new session in `dir`, named as pi names it (`<ISO time>_<session id>.jsonl`, with `:`
     /// and `.` replaced by `-`); the header is written at once.
-    pub(super) fn create_in(
+    pub fn create_in(
         dir: &Path,
         cwd: &Path,
         parent_session: Option<String>,

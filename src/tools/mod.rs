@@ -213,8 +213,12 @@ pub fn is_read_only(name: &str) -> bool {
 /// and `bash_kill`, which only stops a job the agent itself started (it changes no file and
 /// starts nothing), so stopping one is never worth a question.
 pub fn allowed_by_default(name: &str) -> bool {
-    is_read_only(name) || name == BASH_KILL
+    is_read_only(name) || name == BASH_KILL || name == TASK
 }
+
+/// The `task` tool (`core::subagent`). It runs without approval, as Claude Code's does: the
+/// subagent's own calls go through the session's approval gate.
+pub const TASK: &str = "task";
 
 #[cfg(test)]
 mod tests {

@@ -13,5 +13,6 @@ mod permissions;
 mod prompts;
 mod rules;
 mod sessions;
+mod subagents;
 mod terminal_jobs;
 mod web;

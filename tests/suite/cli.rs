@@ -22,6 +22,7 @@ mod run;
 mod sandbox;
 mod sessions;
 mod signals;
+mod subagents;
 
 use agent_lsp::testing::{MockProvider, MockResponse, MockScript};
 

@@ -28,6 +28,7 @@ mod runs;
 mod sandbox;
 mod saving;
 mod session_lock;
+mod subagents;
 mod unknown_documents;
 mod web;
 

@@ -356,6 +356,7 @@ mod tests {
             snapshot: None,
             interrupted: false,
             job: None,
+            task: None,
         };
         record.append(effect.into_entry()).unwrap();
     }
@@ -460,6 +461,7 @@ mod tests {
             snapshot: (phase == Phase::Intended).then(|| manifest.clone()),
             interrupted: false,
             job: None,
+            task: None,
         };
         record.append(effect(Phase::Intended).into_entry()).unwrap();
         drop(record);

@@ -161,6 +161,7 @@ impl JobWatches {
             snapshot: None,
             interrupted: false,
             job: Some(job.to_owned()),
+            task: None,
         });
     }
 }

@@ -101,6 +101,10 @@ pub struct Effect {
     /// of the job's changes after it ([`jobs`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<String>,
+    /// The `task` call whose subagent made the call: its changes are also a unit of their own
+    /// ([`review::Selection::Task`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 /// One file in an [`Effect`].
@@ -197,6 +201,8 @@ pub struct Journal {
     /// The files whose before-image each run stored (only its first is needed: a run is
     /// reverted to, and reviewed from, the content before its first change of a file).
     imaged: Mutex<HashSet<(String, PathBuf)>>,
+    /// The `task` call of each subagent's call (by the subagent's call id).
+    tasks: Mutex<HashMap<String, String>>,
     /// Hashes being computed off the calls' path ([`Phase::Hashed`]) and jobs' last entries
     /// being written ([`jobs`]), and their end.
     hashing: tokio::sync::watch::Sender<usize>,
@@ -273,6 +279,7 @@ impl Journal {
                 git: OnceLock::new(),
             }),
             imaged: Mutex::default(),
+            tasks: Mutex::default(),
             hashing: tokio::sync::watch::Sender::new(0),
             collection: Mutex::default(),
             last_manifest: Mutex::default(),
@@ -428,9 +435,22 @@ impl Journal {
         set.unwrap_or_else(|| last_user_message(record).unwrap_or_default())
     }
 
-    /// Appends an entry (the run filled in); a failure is logged: the journal must never stop
-    /// the tool it describes.
+    /// Notes that the call `tool_call_id` is a subagent's, run by the `task` call `task`.
+    pub fn assign(&self, tool_call_id: &str, task: &str) {
+        if let Ok(mut tasks) = self.tasks.lock() {
+            tasks.insert(tool_call_id.to_owned(), task.to_owned());
+        }
+    }
+
+    /// The `task` call whose subagent made `tool_call_id`, if one did.
+    fn task_of(&self, tool_call_id: &str) -> Option<String> {
+        self.tasks.lock().ok()?.get(tool_call_id).cloned()
+    }
+
+    /// Appends an entry (the run and the `task` filled in); a failure is logged: the journal
+    /// must never stop the tool it describes.
     fn append(&self, mut effect: Effect) {
+        effect.task = effect.task.or_else(|| self.task_of(&effect.tool_call_id));
         let Ok(mut record) = self.record.lock() else {
             return;
         };
@@ -441,11 +461,16 @@ impl Journal {
     }
 
     /// Whether `path` is changed for the first time in the current run (then its before-image
-    /// must be stored; later changes in the run need only hashes).
-    fn first_change_in_run(&self, path: &Path) -> bool {
+    /// must be stored; later changes in the run need only hashes) — or, for a subagent's call,
+    /// in its `task` call's changes, which are reverted as a unit too.
+    fn first_change_in_run(&self, path: &Path, tool_call_id: &str) -> bool {
         let run = match self.record.lock() {
             Ok(record) => self.current_run(&record),
             Err(_) => return true,
+        };
+        let run = match self.task_of(tool_call_id) {
+            Some(task) => format!("{run}\ntask {task}"),
+            None => run,
         };
         match self.imaged.lock() {
             Ok(mut imaged) => imaged.insert((run, path.to_path_buf())),
@@ -465,6 +490,7 @@ impl Journal {
             snapshot: None,
             interrupted: false,
             job: None,
+            task: None,
         });
     }
 

@@ -164,6 +164,7 @@ fn cut_off_command(
         snapshot: None,
         interrupted: true,
         job: None,
+        task: None,
     };
     Some((text, done))
 }

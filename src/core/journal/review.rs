@@ -24,6 +24,9 @@ pub struct RevertRequest {
     pub run_id: Option<String>,
     #[serde(default)]
     pub message_id: Option<String>,
+    /// Only the changes of the subagent this `task` call ran.
+    #[serde(default)]
+    pub task_call_id: Option<String>,
     /// Only these files (absolute, or relative to the session's cwd).
     #[serde(default)]
     pub paths: Option<Vec<String>>,
@@ -38,10 +41,12 @@ pub struct RevertRequest {
 impl RevertRequest {
     /// The changes it reverts; `Err` when it names both a run and a message.
     pub fn selection(&self) -> Result<Selection, &'static str> {
-        match (&self.run_id, &self.message_id) {
-            (Some(_), Some(_)) => Err("give runId or messageId, not both"),
-            (_, Some(message)) => Ok(Selection::Since(message.clone())),
-            (run, None) => Ok(Selection::Run(run.clone())),
+        match (&self.run_id, &self.message_id, &self.task_call_id) {
+            (_, Some(_), Some(_)) => Err("give messageId or taskCallId, not both"),
+            (Some(_), Some(_), _) => Err("give runId or messageId, not both"),
+            (_, None, Some(task)) => Ok(Selection::Task(task.clone())),
+            (_, Some(message), None) => Ok(Selection::Since(message.clone())),
+            (run, None, None) => Ok(Selection::Run(run.clone())),
         }
     }
 }
@@ -52,6 +57,8 @@ pub enum Selection {
     /// `None`: the last run that changed files.
     Run(Option<String>),
     Since(String),
+    /// The changes of the subagent a `task` call ran (by the call's id).
+    Task(String),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,6 +124,8 @@ pub enum ReviewError {
     UnknownRun(String),
     #[error("no user message {0:?} on this session's branch")]
     UnknownMessage(String),
+    #[error("no changes of the task call {0:?} in this session's journal")]
+    UnknownTask(String),
 }
 
 /// What the journal says about one file over a selection.
@@ -172,6 +181,17 @@ fn plan(record: &SessionFile, selection: &Selection) -> Result<Plan, ReviewError
                 .filter(|(_, e)| Some(&e.run) == run.as_ref() && e.tool != REVERT_TOOL)
                 .map(|(_, e)| e)
                 .collect();
+            (run, selected)
+        }
+        Selection::Task(task) => {
+            let selected: Vec<&Effect> = (effects.iter())
+                .filter(|(_, e)| e.task.as_ref() == Some(task) && e.tool != REVERT_TOOL)
+                .map(|(_, e)| e)
+                .collect();
+            let run = selected.first().map(|e| e.run.clone());
+            if run.is_none() {
+                return Err(ReviewError::UnknownTask(task.clone()));
+            }
             (run, selected)
         }
         Selection::Since(message) => {
@@ -377,6 +397,7 @@ pub async fn revert(
             snapshot: None,
             interrupted: false,
             job: None,
+            task: None,
         };
         if let Err(e) = record.append(effect.into_entry()) {
             tracing::warn!(%e, "cannot record the revert in the journal");

@@ -91,6 +91,7 @@ impl AgentTool for Journaled {
                 snapshot: None,
                 interrupted: false,
                 job: None,
+                task: None,
             };
             if JOB_CHECKPOINTS.contains(&tool.as_str()) {
                 let job = args.get("jobId").and_then(Value::as_str).map(str::to_owned);
@@ -145,7 +146,7 @@ impl AgentTool for Journaled {
                 // Refused before it touches anything (a bad path): nothing to journal.
                 return inner.execute(tool_call_id, args, cancel, on_update).await;
             };
-            let keep = journal.first_change_in_run(&path);
+            let keep = journal.first_change_in_run(&path, &tool_call_id);
             let before = match keep {
                 true => image(&journal, &ws, &path).await,
                 false => hashed(&journal, &ws, &path, &tool_call_id, &tool, Which::Before).await,

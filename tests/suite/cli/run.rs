@@ -58,7 +58,8 @@ async fn a_text_only_run_streams_the_answer_and_records_the_session() {
             "bash_kill",
             "todo_write",
             "ask_user",
-            "web_fetch"
+            "web_fetch",
+            "task"
         ]
     );
 
