@@ -32,7 +32,7 @@ use crate::core::approval::{Answer, ApprovalGate, Asker, Policy, blocked};
 use crate::core::compaction::{CompactError, CompactionEvent, Compactor, SharedRecord};
 use crate::core::hooks::lifecycle::{ELICITATION_DIALOG, PERMISSION_PROMPT};
 use crate::core::hooks::{HookRun, SessionHooks};
-use crate::core::subagent::{ChildEvent, Parent};
+use crate::core::subagent::{ChildEvent, Parent, SubagentStop};
 use crate::core::{
     AssembledSession, GuardEvent, Journal, LoopGuard, Plan, PlanUpdate, SessionCommands,
     SessionControls, SessionTools,
@@ -981,6 +981,25 @@ impl<V: View> Parent for SessionParent<V> {
         if let Some(session) = self.0.upgrade() {
             session.show_now(Event::Child(event));
         }
+    }
+
+    fn subagent_stop<'a>(
+        &'a self,
+        stop: SubagentStop<'a>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            let session = self.0.upgrade()?;
+            (session.hooks)
+                .subagent_stop(
+                    stop.agent,
+                    stop.agent_id,
+                    stop.stop_hook_active,
+                    stop.last_message,
+                    cancel,
+                )
+                .await
+        })
     }
 }
 

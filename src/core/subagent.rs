@@ -51,6 +51,25 @@ pub trait Parent: Send + Sync {
 
     /// Shows a child's event to the parent's front end (it must not wait).
     fn show(&self, event: &ChildEvent);
+
+    /// The session's `SubagentStop` hooks on a child that finished (`agent`, its session id,
+    /// whether it was already kept going, its last words): why it must go on, when a hook
+    /// blocks its stop.
+    fn subagent_stop<'a>(
+        &'a self,
+        _stop: SubagentStop<'a>,
+        _cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Option<String>> {
+        Box::pin(std::future::ready(None))
+    }
+}
+
+/// A child that finished, as the `SubagentStop` hooks see it.
+pub struct SubagentStop<'a> {
+    pub agent: &'a str,
+    pub agent_id: &'a str,
+    pub stop_hook_active: bool,
+    pub last_message: &'a str,
 }
 
 /// The `task` tool's way to its parent session, connected once the session exists.

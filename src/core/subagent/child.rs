@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::agents::AgentDef;
 use super::parts::{ChildParts, TaskArgs};
-use super::{ChildEvent, Parent};
+use super::{ChildEvent, Parent, SubagentStop};
 use crate::agent::event::AgentEvent;
 use crate::agent::hooks::{BeforeToolCallHook, GetApiKeyHook};
 use crate::agent::message::{AgentMessage, ContentBlock, StopReason, ThinkingLevel};
@@ -23,6 +23,10 @@ use crate::model_registry::{ResolvedModel, clamp_thinking, resolve_model};
 use crate::store::SessionFile;
 
 type ChildRecord = Arc<Mutex<SessionFile>>;
+
+/// At most this many times in a row a `SubagentStop` hook keeps a child going (Claude Code's
+/// `stop_hook_active` lets a hook stop itself; this bounds one that never does).
+const MAX_CONTINUATIONS: usize = 8;
 
 /// Runs `agent` on the call's prompt; the result is its final answer. `cancel` (the parent's
 /// abort) aborts the child.
@@ -67,32 +71,72 @@ pub(super) async fn run(
         call_id,
     ));
     options.stream_options = StreamOptions {
-        session_id: Some(child_id),
+        session_id: Some(child_id.clone()),
         ..StreamOptions::default()
     };
     let child = Agent::new(options);
-    child.subscribe(listener(parent, record, call_id, &agent.name));
+    child.subscribe(listener(parent.clone(), record, call_id, &agent.name));
+    let mut outcome = run_once(&child, &args.prompt, &cancel).await?;
+    let mut turns_taken = turns(&outcome);
+    // The session's `SubagentStop` hooks may keep the child going, with their reason.
+    for continued in 0..MAX_CONTINUATIONS {
+        if outcome.aborted || outcome.error.is_some() {
+            break;
+        }
+        let stop = SubagentStop {
+            agent: &agent.name,
+            agent_id: &child_id,
+            stop_hook_active: continued > 0,
+            last_message: &last_words(&outcome),
+        };
+        let Some(reason) = parent.subagent_stop(stop, &cancel).await else {
+            break;
+        };
+        let text = format!("A SubagentStop hook did not let you stop yet:\n{reason}");
+        outcome = run_once(&child, &text, &cancel).await?;
+        turns_taken += turns(&outcome);
+    }
+    let details = json!({
+        "agent": agent.name,
+        "description": args.description,
+        "sessionFile": session_file,
+        "turns": turns_taken,
+    });
+    let mut result = answer(&outcome, agent, parts.max_turns)?;
+    result.details = Some(details);
+    Ok(result)
+}
+
+/// One run of the child on `text`, aborted with the parent's call.
+async fn run_once(
+    child: &Agent,
+    text: &str,
+    cancel: &CancellationToken,
+) -> Result<RunOutcome, ToolError> {
     let handle = child
-        .prompt_text(&args.prompt)
+        .prompt_text(text)
         .map_err(|e| ToolError::new(e.to_string()))?;
     let wait = handle.wait();
     tokio::pin!(wait);
-    let outcome = tokio::select! {
+    Ok(tokio::select! {
         outcome = &mut wait => outcome,
         () = cancel.cancelled() => {
             child.abort();
             wait.await
         }
-    };
-    let details = json!({
-        "agent": agent.name,
-        "description": args.description,
-        "sessionFile": session_file,
-        "turns": turns(&outcome),
+    })
+}
+
+/// The text of the run's last assistant message.
+fn last_words(outcome: &RunOutcome) -> String {
+    let last = outcome.new_messages.iter().rev().find_map(|m| match m {
+        AgentMessage::Assistant(a) => Some(a),
+        _ => None,
     });
-    let mut result = answer(&outcome, agent, parts.max_turns)?;
-    result.details = Some(details);
-    Ok(result)
+    let text: Vec<&str> = (last.iter().flat_map(|a| a.content.iter()))
+        .filter_map(ContentBlock::as_text)
+        .collect();
+    text.join("\n")
 }
 
 /// The agent's own model, resolved now (a change of `models.json` or a key is seen at once).
@@ -133,10 +177,7 @@ fn answer(
             agent.name
         )));
     }
-    let text: Vec<&str> = (last.iter().flat_map(|a| a.content.iter()))
-        .filter_map(ContentBlock::as_text)
-        .collect();
-    let text = text.join("\n");
+    let text = last_words(outcome);
     let stopped = last.is_some_and(|a| a.stop_reason == StopReason::ToolUse);
     Ok(match (text.trim().is_empty(), stopped) {
         (_, true) => AgentToolResult::error(format!(

@@ -469,3 +469,49 @@ async fn a_continued_session_starts_with_source_resume() {
     let file = env.session_files().remove(0);
     assert_eq!(logged[0]["transcript_path"], file.display().to_string());
 }
+
+/// `SubagentStop`: a subagent that finished gets the session's hooks, with Claude Code's input
+/// (`agent_type`, `agent_id`, `stop_hook_active`, `last_assistant_message`); a block keeps the
+/// child going with the hook's reason, and the task's answer is the child's last words.
+#[tokio::test]
+async fn a_blocking_subagent_stop_hook_keeps_the_child_going() {
+    let mock = mock(vec![
+        MockResponse::tool_call(
+            "t1",
+            "task",
+            json!({"description": "look", "prompt": "Look around", "agent": "explore"}),
+        ),
+        MockResponse::text("nothing here"),
+        MockResponse::text("looked twice"),
+        MockResponse::text("The child looked twice."),
+    ])
+    .await;
+    let env = CliEnv::with_mock(&mock);
+    let stop = r#"input=$(cat); echo "$input" >> "$HOME/hooks.jsonl"; case "$input" in *'"stop_hook_active":false'*) echo 'Look again.' >&2; exit 2;; esac"#;
+    user_hooks(
+        env.home.path(),
+        json!({"SubagentStop": [group(Some("explore"), &[hook(stop)])]}),
+    );
+    let out = env.run(&["run", "--json", "--model", MODEL, "go"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let logged = logged(env.home.path());
+    assert_eq!(events_of(&logged), ["SubagentStop", "SubagentStop"]);
+    let active: Vec<&Value> = logged.iter().map(|l| &l["stop_hook_active"]).collect();
+    assert_eq!(active, [false, true]);
+    assert_eq!(logged[0]["agent_type"], "explore");
+    assert_eq!(logged[0]["last_assistant_message"], "nothing here");
+    assert_eq!(logged[1]["last_assistant_message"], "looked twice");
+    assert!(
+        logged[0]["agent_id"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty())
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 4);
+    let texts = request_texts(&requests[2].body);
+    assert_eq!(
+        texts.last().unwrap().1,
+        "A SubagentStop hook did not let you stop yet:\nLook again."
+    );
+    assert_eq!(tool_result(&requests[3].body, "t1"), "looked twice");
+}
