@@ -49,7 +49,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
       case 'ready': c.attachView((msg) => this.post(msg)); break;
       case 'send': void c.send(m.mode, m.text); break;
       case 'abort': void c.abort(); break;
-      case 'approve': c.answerApproval(m.requestId, m.decision, m.reason); break;
+      case 'approve': c.answerApproval(m.requestId, m.decision, m.reason, m.scope); break;
       case 'openDiff': void c.openToolDiff(m.toolCallId); break;
       case 'approvalDiff': void c.openApprovalDiff(m.requestId); break;
       case 'removeQueued': void c.removeQueued(m.queue, m.index); break;

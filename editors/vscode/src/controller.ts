@@ -16,7 +16,7 @@ import { askMcpTrust, McpServersView } from './mcpView';
 import { currentText, resolveToolUri, showDiff, showUnifiedDiff, SnapshotStore } from './diffs';
 import { DiagnosticsForwarder, saveDocuments } from './documents';
 import {
-  type AgentEventParams, type ApprovalDecision, type AskUserParams, type AskUserResult, type BeforeToolCallParams, type CompactionResult, ErrorCodes,
+  type AgentEventParams, type ApprovalDecision, type ApprovalScope, type AskUserParams, type AskUserResult, type BeforeToolCallParams, type CompactionResult, ErrorCodes,
   type FileChange, type GetMessagesResult, type ListSessionsResult, Methods, type NewSessionResult,
   type PromptResult, type QueueResult, type RemoveQueuedParams, type RemoveQueuedResult, type SessionState,
 } from './protocol';
@@ -373,8 +373,9 @@ export class Controller implements vscode.Disposable {
     return result;
   }
 
-  answerApproval(requestId: string, decision: ApprovalDecision, reason?: string): void {
-    this.approvals.answer(requestId, reason ? { decision, reason } : { decision });
+  answerApproval(requestId: string, decision: ApprovalDecision, reason?: string, scope?: ApprovalScope): void {
+    const always = decision === 'allowAlways' || decision === 'blockAlways';
+    this.approvals.answer(requestId, { decision, ...(reason ? { reason } : {}), ...(always && scope ? { scope } : {}) });
   }
 
   /**

@@ -112,7 +112,22 @@ export type AgentEvent =
   | { type: 'compaction_end'; reason: CompactionReason; result?: CompactionResult; aborted: boolean; willRetry: boolean; errorMessage?: string }
   | { type: 'changes_update'; runId: string | null; files: FileChange[] }
   | { type: 'plan_update'; todos: TodoItem[] }
-  | { type: 'job_update'; job: Job };
+  | { type: 'job_update'; job: Job }
+  /** One loop event of a `task` call's child agent (§3.24), between the call's start and end. */
+  | { type: 'subagent_event'; parentToolCallId: string; agent: string; event: AgentEvent }
+  /** A hook that ran (§3.22). */
+  | ({ type: 'hook' } & HookRun);
+
+/** What a hook did (§3.22): `outcome` allow | deny | ask | block | continue | error | timeout. */
+export interface HookRun {
+  event: string;
+  hook: string;
+  outcome: string;
+  message?: string;
+  durationMs: number;
+  toolCallId?: string;
+  additionalContext?: string;
+}
 
 /** Where an item of the model's plan stands (§3.18). */
 export type TodoStatus = 'pending' | 'in_progress' | 'completed';
@@ -439,7 +454,13 @@ export interface BeforeToolCallParams {
   savesUnsavedChanges?: boolean;
   /** For bash: whether the command runs sandboxed once approved (§3.17). */
   sandbox?: ApprovalSandbox;
+  /** The rules an "always" answer saves in each scope (§4.2, §3.23); absent when the call cannot be remembered. */
+  alwaysRules?: AlwaysRules;
 }
+
+/** Where an "always" answer is kept (§3.23): the session, the project's settings.local.json, the user's settings.json. */
+export type ApprovalScope = 'session' | 'project' | 'user';
+export type AlwaysRules = Record<ApprovalScope, string[]>;
 
 /** `agent/beforeToolCall`'s `sandbox` (§4.2, §3.17). */
 export interface ApprovalSandbox {
@@ -467,7 +488,8 @@ export interface ApprovalSandbox {
 export interface McpTrustArgs { project: string; servers: { name: string; command: string }[]; changes?: string[] }
 
 export type ApprovalDecision = 'allow' | 'allowAlways' | 'block' | 'blockAlways';
-export interface BeforeToolCallResult { decision: ApprovalDecision; reason?: string; terminate?: boolean }
+/** `scope` (with allowAlways / blockAlways): where the rules of `alwaysRules` are saved; absent: the session. */
+export interface BeforeToolCallResult { decision: ApprovalDecision; reason?: string; terminate?: boolean; scope?: ApprovalScope }
 
 /** One answer `agent/askUser` offers. */
 export interface AskUserOption { label: string; description?: string }

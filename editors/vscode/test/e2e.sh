@@ -12,6 +12,8 @@
 #! test-artifacts/vscode/. The last line is `N passed, M failed`; the exit status is non-zero on
 #! any failure.
 #!
+#! E2E_ONLY (a case name regex) with E2E_MOCK_ONLY (a case file prefix: the mock serves only
+#! its responses) runs one case file while developing.
 #! Env: E2E_CACHE (install cache), AGENT_LSP_BIN / AGENT_LSP_MOCK_BIN (prebuilt binaries instead
 #! of `cargo build --bins`), E2E_KEEP=1 (keep the run directory).
 set -uo pipefail
@@ -132,7 +134,12 @@ python3 - "$HERE/e2e" "$RUN/scenario.json" <<'PY' || fail_all "assembling the mo
 import glob, json, os, sys
 here, out = sys.argv[1:]
 script = json.load(open(os.path.join(here, "scenario.json")))
+only = os.environ.get("E2E_MOCK_ONLY")  # while developing one case: only its responses
+if only:
+    script["responses"] = []
 for extra in sorted(glob.glob(os.path.join(here, "cases", "*.json"))):
+    if only and not os.path.basename(extra).startswith(only):
+        continue
     script["responses"] += json.load(open(extra))["responses"]
 json.dump(script, open(out, "w"))
 PY

@@ -9,10 +9,14 @@
  */
 
 import type {
-  AgentEventParams, AgentMessage, AskUserOption, AskUserParams, AskUserResult, AssistantMessage, BeforeToolCallParams,
+  AgentEventParams, AgentMessage, AlwaysRules, AskUserOption, AskUserParams, AskUserResult, AssistantMessage, BeforeToolCallParams,
   CompactionReason, ContentBlock, Job, JobOutputResult, QueuedMessage, TodoItem, ToolResultMessage, Usage,
 } from '../protocol';
 import { sandboxGaps, sandboxLayers, sandboxNote } from './sandbox';
+import { applySubagentEvent, type SubagentRun } from './subagent';
+import { hookLevel, hookLine } from './hooks';
+
+export type ToolEvent = Extract<import('../protocol').AgentEvent, { type: 'tool_execution_start' | 'tool_execution_update' | 'tool_execution_end' }>;
 
 export type ToolStatus = 'streaming' | 'approval' | 'running' | 'done' | 'error' | 'blocked' | 'aborted';
 
@@ -31,6 +35,10 @@ export interface ToolItem {
   blockedReason?: string;
   /** Set when this tool changed a file: the view offers a diff button. */
   editPath?: string;
+  /** For a `task` call: its child agent's steps (§3.24), as its `subagent_event`s arrive. */
+  subagent?: SubagentRun;
+  /** For a child agent's call: the `task` call it is a step of (not a block of any message). */
+  parentId?: string;
 }
 
 export interface PendingApproval {
@@ -55,6 +63,8 @@ export interface PendingApproval {
   local?: boolean;
   /** For `web_search`: the query that would be sent. */
   query?: string;
+  /** The rules an "always" answer saves per scope (§4.2); absent when the call cannot be remembered. */
+  alwaysRules?: AlwaysRules;
 }
 
 export type AssistantBlock =
@@ -238,7 +248,7 @@ function currentAssistant(state: ChatState): Extract<ChatItem, { kind: 'assistan
   return undefined;
 }
 
-function ensureTool(state: ChatState, id: string, name: string): ToolItem {
+export function ensureTool(state: ChatState, id: string, name: string): ToolItem {
   let tool = state.tools[id];
   if (!tool) {
     tool = { id, name, args: {}, argsText: '', status: 'streaming', output: '' };
@@ -277,7 +287,7 @@ function addUsage(state: ChatState, usage: Usage | undefined): void {
  * (they travel on different paths in the daemon). The approval then shows the tool on its own;
  * once the message places the tool, that stand-alone block is dropped so the card shows once.
  */
-function adoptTool(state: ChatState, owner: ChatItem | undefined, toolCallId: string): void {
+export function adoptTool(state: ChatState, owner: ChatItem | undefined, toolCallId: string): void {
   state.items = state.items.filter((it) => {
     if (it === owner || it.kind !== 'assistant') return true;
     const before = it.blocks.length;
@@ -332,32 +342,17 @@ function applyEvent(state: ChatState, p: AgentEventParams): ChatState {
       pushNotice(state, 'warning', `Response withdrawn (${ev.reason}); retrying.`);
       break;
     }
-    case 'tool_execution_start': {
-      const tool = ensureTool(state, ev.toolCallId, ev.toolName);
-      tool.args = ev.args ?? tool.args;
-      if (tool.status !== 'approval') tool.status = 'running';
+    case 'tool_execution_start':
+    case 'tool_execution_update':
+    case 'tool_execution_end':
+      applyToolEvent(state, ev);
       break;
-    }
-    case 'tool_execution_update': {
-      const tool = ensureTool(state, ev.toolCallId, ev.toolName);
-      tool.output = resultText(ev.partialResult?.content);
-      if (tool.status === 'streaming') tool.status = 'running';
+    case 'subagent_event':
+      applySubagentEvent(state, ev.parentToolCallId, ev.agent, ev.event);
       break;
-    }
-    case 'tool_execution_end': {
-      const tool = ensureTool(state, ev.toolCallId, ev.toolName);
-      tool.output = resultText(ev.result?.content);
-      tool.durationMs = ev.durationMs;
-      // A rejected or cancelled call keeps that status: its error result only echoes it. A call
-      // that ends while its approval is still open was cancelled (abort ends it before the
-      // server's $/cancelRequest reaches us).
-      if (tool.status === 'approval') tool.status = ev.isError ? 'aborted' : 'done';
-      else if (tool.status !== 'blocked' && tool.status !== 'aborted') tool.status = ev.isError ? 'error' : 'done';
-      tool.approval = undefined;
-      const path = toolPath(tool.args);
-      if (!ev.isError && isEditTool(tool.name) && path) tool.editPath = path;
+    case 'hook':
+      pushNotice(state, hookLevel(ev.outcome), hookLine(ev));
       break;
-    }
     case 'provider_retry':
       pushNotice(state, 'warning', `Provider error: ${ev.errorMessage}. Retrying (${ev.attempt}/${ev.maxAttempts}) in ${Math.round(ev.delayMs / 100) / 10}s.`);
       break;
@@ -388,6 +383,38 @@ function applyEvent(state: ChatState, p: AgentEventParams): ChatState {
       break;
   }
   return state;
+}
+
+/** A tool's start, partial output and end (the session's calls and a subagent's alike). */
+export function applyToolEvent(state: ChatState, ev: ToolEvent): ToolItem {
+  switch (ev.type) {
+    case 'tool_execution_start': {
+      const tool = ensureTool(state, ev.toolCallId, ev.toolName);
+      tool.args = ev.args ?? tool.args;
+      if (tool.status !== 'approval') tool.status = 'running';
+      return tool;
+    }
+    case 'tool_execution_update': {
+      const tool = ensureTool(state, ev.toolCallId, ev.toolName);
+      tool.output = resultText(ev.partialResult?.content);
+      if (tool.status === 'streaming') tool.status = 'running';
+      return tool;
+    }
+    case 'tool_execution_end': {
+      const tool = ensureTool(state, ev.toolCallId, ev.toolName);
+      tool.output = resultText(ev.result?.content);
+      tool.durationMs = ev.durationMs;
+      // A rejected or cancelled call keeps that status: its error result only echoes it. A call
+      // that ends while its approval is still open was cancelled (abort ends it before the
+      // server's $/cancelRequest reaches us).
+      if (tool.status === 'approval') tool.status = ev.isError ? 'aborted' : 'done';
+      else if (tool.status !== 'blocked' && tool.status !== 'aborted') tool.status = ev.isError ? 'error' : 'done';
+      tool.approval = undefined;
+      const path = toolPath(tool.args);
+      if (!ev.isError && isEditTool(tool.name) && path) tool.editPath = path;
+      return tool;
+    }
+  }
 }
 
 /**
@@ -601,9 +628,10 @@ function applyApprovalRequest(state: ChatState, requestId: string, p: BeforeTool
     sandboxNote: sandboxNote(p.sandbox),
     sandboxLayers: sandboxLayers(p.sandbox).length > 0 ? sandboxLayers(p.sandbox) : undefined,
     sandboxGaps: sandboxGaps(p.sandbox).length > 0 ? sandboxGaps(p.sandbox) : undefined,
+    alwaysRules: p.alwaysRules,
   };
   const shown = state.items.some((it) => it.kind === 'assistant' && it.blocks.some((b) => b.type === 'tool' && b.toolCallId === p.toolCallId));
-  if (!shown) {
+  if (!shown && !tool.parentId) {
     // The approval came before the message that made the call: show the tool on its own until
     // that message places it (adoptTool).
     state.items.push({ kind: 'assistant', key: key(state), blocks: [{ type: 'tool', toolCallId: p.toolCallId }], streaming: false });

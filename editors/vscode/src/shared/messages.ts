@@ -2,7 +2,7 @@
  * Messages between the extension host and the chat webview (`postMessage` both ways).
  */
 
-import type { ApprovalDecision } from '../protocol';
+import type { ApprovalDecision, ApprovalScope } from '../protocol';
 import type { ChatAction, ChatState } from './chatState';
 import type { CompletionItem, CompletionKind } from './completion';
 import type { ControlsView } from './controls';
@@ -26,7 +26,7 @@ export type ViewToHost =
   | { type: 'ready' }
   | { type: 'send'; mode: 'prompt' | 'steer' | 'followUp'; text: string }
   | { type: 'abort' }
-  | { type: 'approve'; requestId: string; decision: ApprovalDecision; reason?: string }
+  | { type: 'approve'; requestId: string; decision: ApprovalDecision; reason?: string; scope?: ApprovalScope }
   | { type: 'openDiff'; toolCallId: string }
   | { type: 'approvalDiff'; requestId: string }
   | { type: 'removeQueued'; queue: 'steering' | 'followUp'; index: number }

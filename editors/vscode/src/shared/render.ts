@@ -10,9 +10,10 @@ import { toolPath } from './chatState';
 import { diffLines } from './edits';
 import { duration, tokens } from './format';
 import { escapeHtml, renderMarkdown } from './markdown';
-import type { TodoItem } from '../protocol';
+import type { ApprovalScope, TodoItem } from '../protocol';
 import { planCount } from './plan';
 import { NOT_ISOLATED } from './sandbox';
+import type { SubagentRun } from './subagent';
 
 const STATUS_LABEL: Record<ToolItem['status'], string> = {
   streaming: 'preparing', approval: 'needs approval', running: 'running', done: 'done',
@@ -25,7 +26,7 @@ export function toolTarget(tool: ToolItem): string {
   if (tool.name === 'todo_write' && Array.isArray(a.todos)) return `${planCount(a.todos as TodoItem[])} done`;
   const path = toolPath(a);
   if (path) return path;
-  for (const k of ['command', 'pattern', 'query', 'url', 'question']) if (typeof a[k] === 'string') return a[k] as string;
+  for (const k of ['command', 'pattern', 'query', 'url', 'question', 'description']) if (typeof a[k] === 'string') return a[k] as string;
   return '';
 }
 
@@ -55,6 +56,22 @@ export function alwaysLabel(a: Pick<PendingApproval, 'host' | 'url'>): string {
   return site ? `Always allow for ${site}` : 'Always allow';
 }
 
+export const SCOPE_LABEL: Record<ApprovalScope, string> = { session: 'this session', project: 'this project', user: 'me' };
+
+/**
+ * "Always allow: this session / this project / me" (§4.2 `alwaysRules`), each button with the
+ * rules it saves; undefined when the daemon sent no rules (the single "Always allow" then).
+ */
+export function alwaysScopes(a: Pick<PendingApproval, 'requestId' | 'alwaysRules'>): string | undefined {
+  const rules = a.alwaysRules;
+  if (!rules) return undefined;
+  const scopes = (['session', 'project', 'user'] as const).filter((s) => (rules[s] ?? []).length > 0);
+  if (scopes.length === 0) return undefined;
+  const rid = escapeHtml(a.requestId);
+  const buttons = scopes.map((s) => `<button data-action="approve" data-decision="allowAlways" data-scope="${s}" data-request="${rid}" title="Saves ${escapeHtml(rules[s].join(', '))}">${SCOPE_LABEL[s]} <code class="rules">${escapeHtml(rules[s].join(', '))}</code></button>`).join('');
+  return `<div class="approval-always"><span>Always allow:</span>${buttons}</div>`;
+}
+
 function renderApproval(tool: ToolItem, a: PendingApproval): string {
   const rid = escapeHtml(a.requestId);
   const preview = a.diff ? renderDiff(a.diff)
@@ -69,26 +86,37 @@ function renderApproval(tool: ToolItem, a: PendingApproval): string {
 ${a.savesUnsavedChanges ? `<div class="approval-warning">${UNSAVED_WARNING}</div>\n` : ''}${a.local ? `<div class="approval-warning">${escapeHtml(localWarning(siteOf(a.url, a.host) ?? 'This address'))}</div>\n` : ''}${a.sandboxNote ? `<div class="approval-sandbox">${escapeHtml(a.sandboxNote)}</div>\n` : ''}${a.sandboxLayers?.length ? `<div class="approval-sandbox layers">Layers: ${escapeHtml(a.sandboxLayers.join(', '))}.</div>\n` : ''}${a.sandboxGaps?.length ? `<div class="approval-sandbox gaps">${NOT_ISOLATED}<ul>${a.sandboxGaps.map((g) => `<li>${escapeHtml(g)}</li>`).join('')}</ul></div>\n` : ''}${preview}
 <div class="approval-actions">
 <button class="primary" data-action="approve" data-decision="allow" data-request="${rid}">Allow</button>
-<button data-action="approve" data-decision="allowAlways" data-request="${rid}">${escapeHtml(alwaysLabel(a))}</button>
-<button data-action="approve" data-decision="block" data-request="${rid}">Reject</button>
+${alwaysScopes(a) ? '' : `<button data-action="approve" data-decision="allowAlways" data-request="${rid}">${escapeHtml(alwaysLabel(a))}</button>\n`}<button data-action="approve" data-decision="block" data-request="${rid}">Reject</button>
 <button data-action="rejectReason" data-request="${rid}">Reject with reason…</button>
 </div>
+${alwaysScopes(a) ?? ''}
 <div class="reason-row" hidden><input class="reason" type="text" placeholder="Tell the agent why (it sees this)"><button data-action="rejectWithReason" data-request="${rid}">Reject</button></div>
 </div>`;
 }
 
-export function renderTool(tool: ToolItem | undefined, open: boolean): string {
+export function renderTool(tool: ToolItem | undefined, open: boolean, tools: ChatState['tools'] = {}, folds: Set<string> = new Set()): string {
   if (!tool) return '';
   const id = escapeHtml(tool.id);
   const target = toolTarget(tool);
   const out = tool.output || (tool.status === 'streaming' ? tool.argsText : '');
-  const body = out ? `<pre class="output">${escapeHtml(out.length > 20000 ? `${out.slice(0, 20000)}\n…` : out)}</pre>` : '';
+  const steps = tool.subagent ? renderSubagent(tool.subagent, tools, folds) : '';
+  const body = steps + (out ? `<pre class="output">${escapeHtml(out.length > 20000 ? `${out.slice(0, 20000)}\n…` : out)}</pre>` : '');
   const blocked = tool.status === 'blocked' && tool.blockedReason ? `<div class="blocked-reason">Rejected: ${escapeHtml(tool.blockedReason)}</div>` : '';
   const diffBtn = tool.editPath ? `<button class="mini" title="Open the change in VS Code's diff view" data-action="openDiff" data-tool="${id}">Diff</button>` : '';
   const approval = tool.approval ? renderApproval(tool, tool.approval) : '';
   const isOpen = open || tool.status === 'running' || tool.status === 'error' ? ' open' : '';
   return `<div class="tool status-${tool.status}" data-tool="${id}">
 <details${isOpen} data-fold="${id}"><summary><span class="dot"></span><span class="tool-name">${escapeHtml(tool.name)}</span> <span class="tool-target">${escapeHtml(target)}</span><span class="spacer"></span>${diffBtn}<span class="badge">${STATUS_LABEL[tool.status]}</span><span class="dur">${duration(tool.durationMs)}</span></summary>${body}</details>${blocked}${approval}</div>`;
+}
+
+/** A `task` call's child agent: its tool calls (cards of their own) and what it says, in order. */
+export function renderSubagent(run: SubagentRun, tools: ChatState['tools'], folds: Set<string>): string {
+  const steps = run.steps.map((s) => (s.type === 'text'
+    ? `<div class="subagent-text md">${renderMarkdown(s.text)}</div>`
+    : renderTool(tools[s.toolCallId], folds.has(s.toolCallId), tools, folds))).join('');
+  const calls = run.steps.filter((s) => s.type === 'tool').length;
+  const head = `<div class="subagent-head">${escapeHtml(run.agent)} agent${run.running ? ' working…' : ''} · ${calls} tool call${calls === 1 ? '' : 's'}</div>`;
+  return `<div class="subagent">${head}${steps}</div>`;
 }
 
 function renderBlock(state: ChatState, b: AssistantBlock | undefined, key: string, i: number, open: Set<string>): string {
@@ -99,7 +127,7 @@ function renderBlock(state: ChatState, b: AssistantBlock | undefined, key: strin
     const o = open.has(fold) || !b.done ? ' open' : '';
     return `<details class="thinking"${o} data-fold="${fold}"><summary>${b.done ? 'Thought' : 'Thinking…'}</summary><div class="thinking-body">${escapeHtml(b.text)}</div></details>`;
   }
-  return renderTool(state.tools[b.toolCallId], open.has(b.toolCallId));
+  return renderTool(state.tools[b.toolCallId], open.has(b.toolCallId), state.tools, open);
 }
 
 /** A checkpoint's actions, on a user message whose session file entry id is known (§3.12, §3.16). */

@@ -9,6 +9,7 @@ import { actionForKey, primaryLabel } from '../shared/input';
 import { escapeHtml } from '../shared/markdown';
 import type { HostToView, ViewStatus, ViewToHost } from '../shared/messages';
 import type { ControlsView } from '../shared/controls';
+import type { ApprovalScope } from '../protocol';
 import { jobBodyHtml, jobFold, jobsTitleHtml, jobSummaryHtml } from '../shared/jobs';
 import { renderPlan } from '../shared/plan';
 import { renderItem } from '../shared/render';
@@ -250,7 +251,7 @@ document.addEventListener('click', (e) => {
   const d = btn.dataset;
   switch (d.action) {
     case 'approve':
-      post({ type: 'approve', requestId: d.request ?? '', decision: d.decision as 'allow' | 'allowAlways' | 'block' });
+      post({ type: 'approve', requestId: d.request ?? '', decision: d.decision as 'allow' | 'allowAlways' | 'block', ...(d.scope ? { scope: d.scope as ApprovalScope } : {}) });
       break;
     case 'rejectReason': {
       const row = btn.closest('.approval')?.querySelector<HTMLElement>('.reason-row');

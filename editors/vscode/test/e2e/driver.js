@@ -216,9 +216,11 @@ testCase('approving an edit changes the unsaved buffer, which is then saved (sav
   if (!preview.includes('BETA')) throw new Error(`approval shows no diff: ${preview}`);
   // saveAfterEdit is "always" (e2e.sh) and the buffer is dirty: the card warns before saving it.
   if (!preview.includes('Approving also saves your unsaved changes in this file.')) throw new Error(`approval does not warn that it saves the unsaved buffer: ${preview}`);
-  for (const b of ['Allow', 'Always allow', 'Reject', 'Reject with reason…']) {
+  for (const b of ['Allow', 'this session', 'this project', 'Reject', 'Reject with reason…']) {
     if (await card.locator('button', { hasText: b }).count() < 1) throw new Error(`missing button ${b}`);
   }
+  // "Always allow" per scope (§4.2 alwaysRules), each button with the rule it saves.
+  if (!(await card.locator('button[data-scope="project"]').innerText()).includes('Edit(/notes.txt)')) throw new Error(`the project button does not show its rule: ${preview}`);
   await page.screenshot({ path: path.join(artifacts, '02-approval.png') });
   await picture(page, 'approval', ['.part.sidebar']);
   // "Open diff" shows the proposed change against the (unsaved) buffer in VS Code's diff editor.
@@ -341,7 +343,7 @@ testCase('Always allow covers later calls of the same command prefix for the ses
   const card = f.locator('.approval');
   await card.waitFor({ timeout: 30000 });
   if (!(await card.innerText()).includes('$ ls')) throw new Error('approval is not for ls');
-  await card.locator('button[data-decision="allowAlways"]').click();
+  await card.locator('button[data-decision="allowAlways"][data-scope="session"]').click();
   // `ls -a` has the prefix `ls`: it runs without asking, or the run would wait for a card.
   await until('the answer', async () => (await text(f, '.msg.assistant .md')).includes('Both commands ran.'), 30000);
   await until('run settled', async () => (await text(f, '#state')) === 'idle');

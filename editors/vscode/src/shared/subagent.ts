@@ -1,0 +1,72 @@
+/**
+ * A `task` call's child agent (§3.24): its loop events arrive as `subagent_event`s between the
+ * call's start and end, and become the call's steps (the child's tool calls and what it says),
+ * which the task card shows folded inside it. The child's calls live in `state.tools` like the
+ * session's (its approvals name them), marked with `parentId` so no message places them.
+ * The child's steps are not in the session's messages: a resumed session shows the task's
+ * result only.
+ */
+
+import type { AgentEvent, AssistantMessage } from '../protocol';
+import { adoptTool, applyToolEvent, type ChatState, ensureTool } from './chatState';
+
+export type SubagentStep =
+  | { type: 'text'; text: string; streaming: boolean }
+  | { type: 'tool'; toolCallId: string };
+
+export interface SubagentRun {
+  agent: string;
+  steps: SubagentStep[];
+  /** Between the child's `agent_start` and `agent_end`. */
+  running: boolean;
+}
+
+function textOf(message: AssistantMessage): string {
+  return (message.content ?? []).map((b) => (b.type === 'text' ? b.text : '')).join('');
+}
+
+function lastLiveText(run: SubagentRun): Extract<SubagentStep, { type: 'text' }> | undefined {
+  const last = run.steps[run.steps.length - 1];
+  return last?.type === 'text' && last.streaming ? last : undefined;
+}
+
+export function applySubagentEvent(state: ChatState, parentId: string, agent: string, ev: AgentEvent): void {
+  const task = ensureTool(state, parentId, 'task');
+  const run = task.subagent ??= { agent, steps: [], running: true };
+  switch (ev.type) {
+    case 'agent_start': run.running = true; break;
+    case 'agent_end':
+      run.running = false;
+      for (const s of run.steps) if (s.type === 'text') s.streaming = false;
+      break;
+    case 'message_update': {
+      const e = ev.assistantMessageEvent;
+      if (e.type !== 'text_delta') break;
+      const live = lastLiveText(run);
+      if (live) live.text += e.delta; else run.steps.push({ type: 'text', text: e.delta, streaming: true });
+      break;
+    }
+    case 'message_end': {
+      if (ev.message.role !== 'assistant') break;
+      const text = textOf(ev.message as AssistantMessage);
+      const live = lastLiveText(run);
+      if (live) { live.text = text || live.text; live.streaming = false; } else if (text.trim()) run.steps.push({ type: 'text', text, streaming: false });
+      break;
+    }
+    case 'tool_execution_start':
+    case 'tool_execution_update':
+    case 'tool_execution_end': {
+      const live = lastLiveText(run);
+      if (live) live.streaming = false;
+      const tool = applyToolEvent(state, ev);
+      if (!tool.parentId) {
+        tool.parentId = parentId;
+        // Its approval came first and showed it on its own: it belongs in the task card.
+        adoptTool(state, undefined, tool.id);
+      }
+      if (!run.steps.some((s) => s.type === 'tool' && s.toolCallId === tool.id)) run.steps.push({ type: 'tool', toolCallId: tool.id });
+      break;
+    }
+    default: break;
+  }
+}
