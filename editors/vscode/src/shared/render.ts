@@ -100,7 +100,10 @@ export function renderTool(tool: ToolItem | undefined, open: boolean, tools: Cha
   const target = toolTarget(tool);
   const out = tool.output || (tool.status === 'streaming' ? tool.argsText : '');
   const steps = tool.subagent ? renderSubagent(tool.subagent, tools, folds) : '';
-  const body = steps + (out ? `<pre class="output">${escapeHtml(out.length > 20000 ? `${out.slice(0, 20000)}\n…` : out)}</pre>` : '');
+  // A task's answer is its child's last words, already the last step.
+  const last = tool.subagent?.steps[tool.subagent.steps.length - 1];
+  const repeated = last?.type === 'text' && last.text.trim() === out.trim();
+  const body = steps + (out && !repeated ? `<pre class="output">${escapeHtml(out.length > 20000 ? `${out.slice(0, 20000)}\n…` : out)}</pre>` : '');
   const blocked = tool.status === 'blocked' && tool.blockedReason ? `<div class="blocked-reason">Rejected: ${escapeHtml(tool.blockedReason)}</div>` : '';
   const diffBtn = tool.editPath ? `<button class="mini" title="Open the change in VS Code's diff view" data-action="openDiff" data-tool="${id}">Diff</button>` : '';
   const approval = tool.approval ? renderApproval(tool, tool.approval) : '';
