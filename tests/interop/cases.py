@@ -449,6 +449,41 @@ def case_pi_compacted_session_resumes_in_agent_lsp(box: Sandbox):
     check_tree(read_entries(ours), "the continued session")
 
 
+def case_subagent_session_continues_in_pi(box: Sandbox):
+    """A `task` subagent's own session file (protocol.md §3.24) is a pi session pi 1.6 continues."""
+    mock = Mock(box.root, "agent-lsp", [
+        {"toolCalls": [{"id": "call_t", "name": "task",
+                        "arguments": {"description": "look", "prompt": "What is in a.txt?", "agent": "explore"}}]},
+        {"toolCalls": [{"id": "call_r", "name": "read", "arguments": {"path": "a.txt"}}]},
+        {"text": "It says hello."},
+        {"text": "The file says hello."},
+    ])
+    try:
+        sessions = box.root / "sessions"
+        expect_ok(box.agent_lsp(mock, ["--approve", "read-only", "--session-dir", str(sessions),
+                                       "ask a subagent what a.txt says"]), "agent-lsp run")
+    finally:
+        mock.close()
+    children = sorted(sessions.rglob("subagents/*.jsonl"))
+    check(len(children) == 1, f"{len(children)} subagent session files")
+    before = read_entries(children[0])
+    check_tree(before, "the subagent's session")
+    check(before[0].get("parentSession", "").endswith(".jsonl"), f"header {before[0]}")
+    mock = Mock(box.root, "pi", [{"text": "pi continues the child."}])
+    try:
+        proc = box.pi(mock, ["--session", str(children[0]), "-p", "and then?"])
+        expect_ok(proc, "pi --session <child>")
+        check(proc.stdout.strip() == "pi continues the child.", f"pi printed {proc.stdout!r}")
+        requests = mock.requests()
+    finally:
+        mock.close()
+    after = read_entries(children[0])
+    check(after[: len(before)] == before, "pi rewrote entries agent-lsp had written")
+    check_tree(after, "the continued subagent session")
+    roles = [m["role"] for m in wire_messages(requests[0]) if m["role"] != "system"]
+    check(roles == ["user", "assistant", "tool", "assistant", "user"], f"pi's request roles {roles}")
+
+
 def pi_version_is_pinned():
     out = subprocess.run([PI_NODE, PI_CLI, "--version"], capture_output=True, text=True, timeout=60,
                          env={"PATH": "/usr/bin:/bin", "HOME": tempfile.gettempdir()})
@@ -468,6 +503,7 @@ def main():
         ("event shapes: pi --mode json vs agent-lsp run --json", case_event_shapes_match),
         ("a session with MCP tools declared opens in pi", case_mcp_declared_session_opens_in_pi),
         ("a session with effect journal entries continues in pi", case_journaled_session_continues_in_pi),
+        ("a subagent's session file continues in pi", case_subagent_session_continues_in_pi),
         ("a session compacted by agent-lsp continues in pi",
          case_agent_lsp_compacted_session_continues_in_pi),
         ("a session compacted by pi resumes in agent-lsp with pi's context",
