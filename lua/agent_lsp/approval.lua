@@ -59,10 +59,18 @@ function M.site(fetch)
   return host
 end
 
---- The picker's choices for a request: "always" of a fetch covers its site only, and says so.
+--- The picker's choices for a request: "always" of a fetch covers its site only, and says so;
+--- with `alwaysRules` (protocol.md §4.2) each "always" is offered per scope, naming its rules.
 ---@param params table
 ---@return table[]
 function M.choices_for(params)
+  return require("agent_lsp.scopes").expand(params, M.site_choices(params))
+end
+
+--- The picker's choices with a fetch's "always" naming its site (one scope, the session).
+---@param params table
+---@return table[]
+function M.site_choices(params)
   local fetch = M.fetch_preview(params)
   local site = fetch and M.site(fetch)
   if not site then
@@ -311,7 +319,7 @@ local function decide(p, item)
     return
   end
   if not item.ask_reason then
-    finish(p, { decision = item.decision })
+    finish(p, { decision = item.decision, scope = item.scope })
     return
   end
   vim.ui.input({ prompt = "Reason: " }, function(reason)

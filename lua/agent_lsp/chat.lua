@@ -209,6 +209,7 @@ function M.clear()
   require("agent_lsp.compact").clear()
   require("agent_lsp.plan").clear()
   require("agent_lsp.jobs").forget_chat()
+  require("agent_lsp.subagents").clear()
 end
 
 --- The whole buffer text (for tests and captures).
@@ -377,6 +378,7 @@ local function summarize(args)
     return ""
   end
   local v = args.path or args.command or args.pattern or args.url or args.query or args.question or args.jobId
+    or args.description
   if type(v) ~= "string" then
     return ""
   end
@@ -465,11 +467,35 @@ function M.tool_end(id, name, result, is_error, duration_ms)
   if #shown > 0 then
     -- Right under the tool's line: a line written since (a job that started, another call of
     -- the batch) stays below the result.
+    -- A `task` call's result comes after its subagent's steps.
+    local row = require("agent_lsp.subagents").after_steps(t.line + 1)
     edit(function(buf)
-      vim.api.nvim_buf_set_lines(buf, t.line + 1, t.line + 1, false, shown)
+      vim.api.nvim_buf_set_lines(buf, row, row, false, shown)
     end)
     follow()
   end
+end
+
+--- The line (0-based) of a tool call's line now, or nil when the chat has no such call.
+---@param id string
+---@return integer?
+function M.tool_row(id)
+  local t = tools[id]
+  if not t or not valid_buf() then
+    return nil
+  end
+  t.line = badge_line(t)
+  return t.line
+end
+
+--- Inserts `lines` before the 0-based line `row` (a subagent's steps under its `task` line).
+---@param row integer
+---@param lines string[]
+function M.insert_lines(row, lines)
+  edit(function(buf)
+    vim.api.nvim_buf_set_lines(buf, row, row, false, lines)
+  end)
+  follow()
 end
 
 --- The badge text of a tool call (for tests).

@@ -121,10 +121,15 @@ function M.clear()
   end
 end
 
---- `foldexpr` of the chat windows: summary lines are fold level 1, everything else 0.
+--- `foldexpr` of the chat windows: summary lines and a subagent's steps (`agent_lsp.subagents`)
+--- are fold level 1, everything else 0.
 ---@param lnum integer 1-based
 ---@return integer
 function M.foldexpr(lnum)
+  local step = require("agent_lsp.subagents").fold_level(lnum)
+  if step then
+    return step
+  end
   if #regions == 0 then
     return 0
   end

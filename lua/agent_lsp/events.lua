@@ -121,6 +121,14 @@ render.tool_execution_end = function(ev)
   chat.tool_end(ev.toolCallId, ev.toolName, ev.result, ev.isError == true, ev.durationMs)
 end
 
+render.subagent_event = function(ev)
+  require("agent_lsp.subagents").on_event(ev)
+end
+
+render.hook = function(ev)
+  chat.note(require("agent_lsp.subagents").hook_line(ev))
+end
+
 render.plan_update = function(ev)
   plan.show(ev.todos)
 end

@@ -78,6 +78,10 @@ M.dispositions = {
   expanding = "expanding",
 }
 
+--- `agent/beforeToolCall` result `scope` of an "always" answer (protocol.md §4.2, §3.23); the
+--- request's `alwaysRules {session, project, user}` names the rules each one saves.
+M.scopes = { session = "session", project = "project", user = "user" }
+
 --- Tool kinds carried by `agent/beforeToolCall.kind`.
 M.tool_kinds = { "read", "edit", "delete", "move", "search", "execute", "network", "other" }
 
@@ -108,7 +112,14 @@ M.session_events = {
   changes_update = "changes_update",
   plan_update = "plan_update",
   job_update = "job_update",
+  -- {parentToolCallId, agent, event}: a loop event of a `task` call's child (§3.24).
+  subagent_event = "subagent_event",
+  -- {event, hook, outcome, message?, durationMs, toolCallId?, additionalContext?} (§3.22).
+  hook = "hook",
 }
+
+--- The tool that runs a subagent (protocol.md §3.24).
+M.task_tool = "task"
 
 --- The tool the model writes its plan with (protocol.md §3.18).
 M.plan_tool = "todo_write"

@@ -183,7 +183,7 @@ return {
       vim.cmd.cd(root)
       H.setup(mock)
       local buf = open_notes(H, root)
-      local calls = stub_select({ "Always allow (this session)" })
+      local calls = stub_select({ "Always allow (this session): edit" })
 
       vim.cmd("AgentPrompt change beta twice")
       H.eq(false, H.settled().aborted, "aborted")
