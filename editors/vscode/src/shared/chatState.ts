@@ -348,7 +348,7 @@ function applyEvent(state: ChatState, p: AgentEventParams): ChatState {
       applyToolEvent(state, ev);
       break;
     case 'subagent_event':
-      applySubagentEvent(state, ev.parentToolCallId, ev.agent, ev.event);
+      applySubagentEvent({ ensureTool, applyToolEvent, adoptTool }, state, ev.parentToolCallId, ev.agent, ev.event);
       break;
     case 'hook':
       pushNotice(state, hookLevel(ev.outcome), hookLine(ev));

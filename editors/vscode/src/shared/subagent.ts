@@ -8,7 +8,18 @@
  */
 
 import type { AgentEvent, AssistantMessage } from '../protocol';
-import { adoptTool, applyToolEvent, type ChatState, ensureTool } from './chatState';
+
+type ToolEvent = Extract<AgentEvent, { type: 'tool_execution_start' | 'tool_execution_update' | 'tool_execution_end' }>;
+
+/**
+ * What the chat reducer lends a child's events: its tool items (`state` is its state). Passed in
+ * rather than imported, so this module stays below the reducer that uses it.
+ */
+export interface SubagentHost<S> {
+  ensureTool(state: S, id: string, name: string): { subagent?: SubagentRun };
+  applyToolEvent(state: S, ev: ToolEvent): { id: string; parentId?: string };
+  adoptTool(state: S, owner: undefined, toolCallId: string): void;
+}
 
 export type SubagentStep =
   | { type: 'text'; text: string; streaming: boolean }
@@ -30,8 +41,8 @@ function lastLiveText(run: SubagentRun): Extract<SubagentStep, { type: 'text' }>
   return last?.type === 'text' && last.streaming ? last : undefined;
 }
 
-export function applySubagentEvent(state: ChatState, parentId: string, agent: string, ev: AgentEvent): void {
-  const task = ensureTool(state, parentId, 'task');
+export function applySubagentEvent<S>(host: SubagentHost<S>, state: S, parentId: string, agent: string, ev: AgentEvent): void {
+  const task = host.ensureTool(state, parentId, 'task');
   const run = task.subagent ??= { agent, steps: [], running: true };
   switch (ev.type) {
     case 'agent_start': run.running = true; break;
@@ -58,11 +69,11 @@ export function applySubagentEvent(state: ChatState, parentId: string, agent: st
     case 'tool_execution_end': {
       const live = lastLiveText(run);
       if (live) live.streaming = false;
-      const tool = applyToolEvent(state, ev);
+      const tool = host.applyToolEvent(state, ev);
       if (!tool.parentId) {
         tool.parentId = parentId;
         // Its approval came first and showed it on its own: it belongs in the task card.
-        adoptTool(state, undefined, tool.id);
+        host.adoptTool(state, undefined, tool.id);
       }
       if (!run.steps.some((s) => s.type === 'tool' && s.toolCallId === tool.id)) run.steps.push({ type: 'tool', toolCallId: tool.id });
       break;
