@@ -20,6 +20,7 @@ pub mod layers;
 mod policy;
 pub mod proxy;
 mod refusal;
+mod stale;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -282,6 +283,8 @@ pub struct SandboxParts {
 
 impl Sandbox {
     pub fn new(parts: SandboxParts) -> Arc<Sandbox> {
+        // What killed daemons left in the temp folder goes first (once per process).
+        stale::sweep_once(&std::env::temp_dir());
         let availability = match parts.layers.unavailable() {
             None => Availability::Available,
             Some(reason) => Availability::Unavailable(reason),
