@@ -11,12 +11,9 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::session::AcpSession;
+use crate::acp::trust_call::{ALLOW, REJECT, TrustCall, ask_as_tool_call, settle, yes_or_no};
 use crate::acp::updates::text_block;
 use crate::core::HookRun;
-use crate::rpc::outgoing::RequestError;
-
-const ALLOW: &str = "allow_always";
-const REJECT: &str = "reject_always";
 
 impl AcpSession {
     /// A hook's run as a message of its own, within a turn; a silent one is not shown, nor one
@@ -64,14 +61,7 @@ pub async fn ask_if_needed(session: &Arc<AcpSession>, cancel: &CancellationToken
         }
     };
     session.hooks.end_trust_question();
-    let fields = acp::ToolCallUpdateFields::new()
-        .status(status)
-        .content(vec![acp::ToolCallContent::Content(acp::Content::new(
-            text_block(text),
-        ))]);
-    session.notify(acp::SessionUpdate::ToolCallUpdate(
-        acp::ToolCallUpdate::new(id, fields),
-    ));
+    settle(session, id, status, text);
 }
 
 /// `Ok(true)`: run them; `Ok(false)`: do not; `Err`: no answer.
@@ -81,25 +71,16 @@ async fn ask(
     cancel: &CancellationToken,
 ) -> Result<bool, String> {
     let question = session.hooks.trust_question();
-    let text = format!(
-        "This project's settings run these commands on your machine, with your rights:\n\n{}",
-        question.listing
-    );
-    let content = vec![acp::ToolCallContent::Content(acp::Content::new(
-        text_block(&text),
-    ))];
-    let call = acp::ToolCall::new(id.to_owned(), question.title.clone())
-        .kind(acp::ToolKind::Execute)
-        .status(acp::ToolCallStatus::Pending)
-        .content(content.clone())
-        .raw_input(question.args.clone());
-    session.notify(acp::SessionUpdate::ToolCall(call));
-    let fields = acp::ToolCallUpdateFields::new()
-        .title(question.title)
-        .kind(acp::ToolKind::Execute)
-        .status(acp::ToolCallStatus::Pending)
-        .content(content)
-        .raw_input(question.args);
+    let call = TrustCall {
+        id,
+        kind: acp::ToolKind::Execute,
+        title: question.title,
+        text: format!(
+            "This project's settings run these commands on your machine, with your rights:\n\n{}",
+            question.listing
+        ),
+        input: question.args,
+    };
     let options = vec![
         acp::PermissionOption::new(
             ALLOW,
@@ -112,17 +93,5 @@ async fn ask(
             acp::PermissionOptionKind::RejectAlways,
         ),
     ];
-    let update = acp::ToolCallUpdate::new(id.to_owned(), fields);
-    match session.request_permission(update, options, cancel).await {
-        Ok(response) => match response.outcome {
-            acp::RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {
-                ALLOW => Ok(true),
-                REJECT => Ok(false),
-                other => Err(format!("unknown option {other:?}")),
-            },
-            _ => Err("cancelled".into()),
-        },
-        Err(RequestError::Cancelled) => Err("the turn was cancelled".into()),
-        Err(e) => Err(e.to_string()),
-    }
+    yes_or_no(&ask_as_tool_call(session, call, options, cancel).await?)
 }

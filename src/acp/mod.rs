@@ -31,6 +31,7 @@ mod subagent;
 mod terminal_job;
 mod texts;
 mod trust;
+mod trust_call;
 mod updates;
 mod view;
 

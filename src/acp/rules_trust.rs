@@ -10,7 +10,7 @@ use agent_client_protocol_schema::v1 as acp;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::session::AcpSession;
-use crate::acp::updates::text_block;
+use crate::acp::trust_call::{TrustCall, ask_as_tool_call, settle};
 use crate::agent::hooks::PrepareRunHook;
 use crate::core::permissions::{TrustAnswer, TrustQuestion};
 
@@ -43,24 +43,16 @@ async fn ask_if_needed(session: &Arc<AcpSession>, cancel: &CancellationToken) {
     }
     let question = TrustQuestion::new(permissions.project(), &waiting);
     let id = format!("rules-trust-{}", uuid::Uuid::now_v7().simple());
-    let content = vec![acp::ToolCallContent::Content(acp::Content::new(
-        text_block(&format!(
+    let call = TrustCall {
+        id: &id,
+        kind: acp::ToolKind::Other,
+        title: question.title,
+        text: format!(
             "This project's settings let the agent act without asking:\n\n{}",
             question.listing
-        )),
-    ))];
-    let call = acp::ToolCall::new(id.clone(), question.title.clone())
-        .kind(acp::ToolKind::Other)
-        .status(acp::ToolCallStatus::Pending)
-        .content(content.clone())
-        .raw_input(question.args.clone());
-    session.notify(acp::SessionUpdate::ToolCall(call));
-    let fields = acp::ToolCallUpdateFields::new()
-        .title(question.title)
-        .kind(acp::ToolKind::Other)
-        .status(acp::ToolCallStatus::Pending)
-        .content(content)
-        .raw_input(question.args);
+        ),
+        input: question.args,
+    };
     let options = vec![
         acp::PermissionOption::new(
             TRUST,
@@ -78,15 +70,11 @@ async fn ask_if_needed(session: &Arc<AcpSession>, cancel: &CancellationToken) {
             acp::PermissionOptionKind::RejectAlways,
         ),
     ];
-    let update = acp::ToolCallUpdate::new(id.clone(), fields);
-    let reply = session.request_permission(update, options, cancel).await;
-    let answer = match reply.map(|r| r.outcome) {
-        Ok(acp::RequestPermissionOutcome::Selected(selected)) => match &*selected.option_id.0 {
-            TRUST => Some(TrustAnswer::Trust),
-            NOT_NOW => Some(TrustAnswer::NotNow),
-            NEVER => Some(TrustAnswer::Refuse),
-            _ => None,
-        },
+    let chosen = ask_as_tool_call(session, call, options, cancel).await;
+    let answer = match chosen.as_deref() {
+        Ok(TRUST) => Some(TrustAnswer::Trust),
+        Ok(NOT_NOW) => Some(TrustAnswer::NotNow),
+        Ok(NEVER) => Some(TrustAnswer::Refuse),
         _ => None,
     };
     let (status, text) = match answer {
@@ -105,12 +93,5 @@ async fn ask_if_needed(session: &Arc<AcpSession>, cancel: &CancellationToken) {
             "Not answered: not applied, asked again next turn.",
         ),
     };
-    let fields = acp::ToolCallUpdateFields::new()
-        .status(status)
-        .content(vec![acp::ToolCallContent::Content(acp::Content::new(
-            text_block(text),
-        ))]);
-    session.notify(acp::SessionUpdate::ToolCallUpdate(
-        acp::ToolCallUpdate::new(id, fields),
-    ));
+    settle(session, id, status, text);
 }

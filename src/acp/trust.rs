@@ -12,13 +12,10 @@ use agent_client_protocol_schema::v1 as acp;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::session::AcpSession;
+use crate::acp::trust_call::{ALLOW, REJECT, TrustCall, ask_as_tool_call, settle, yes_or_no};
 use crate::acp::updates::text_block;
 use crate::agent::hooks::PrepareRunHook;
-use crate::rpc::outgoing::RequestError;
 use std::sync::Weak;
-
-const ALLOW: &str = "allow_always";
-const REJECT: &str = "reject_always";
 
 /// Asks about the project's servers when they wait for trust and nothing is remembered; the run
 /// then waits for an allowed server as for any starting one.
@@ -73,14 +70,7 @@ async fn question(session: &Arc<AcpSession>, cancel: &CancellationToken) {
         }
     };
     session.tools.end_trust_question();
-    let fields = acp::ToolCallUpdateFields::new()
-        .status(status)
-        .content(vec![acp::ToolCallContent::Content(acp::Content::new(
-            text_block(text),
-        ))]);
-    session.notify(acp::SessionUpdate::ToolCallUpdate(
-        acp::ToolCallUpdate::new(id, fields),
-    ));
+    settle(session, id, status, text);
 }
 
 /// `Ok(true)`: start them; `Ok(false)`: do not; `Err`: no answer.
@@ -90,27 +80,16 @@ async fn ask(
     cancel: &CancellationToken,
 ) -> Result<bool, String> {
     let question = session.tools.trust_question();
-    let title = question.title;
-    let text = format!(
-        "This project's .mcp.json starts these programs on your machine:\n\n{}",
-        question.listing
-    );
-    let content = vec![acp::ToolCallContent::Content(acp::Content::new(
-        text_block(&text),
-    ))];
-    let input = question.args;
-    let call = acp::ToolCall::new(id.to_owned(), title.clone())
-        .kind(acp::ToolKind::Execute)
-        .status(acp::ToolCallStatus::Pending)
-        .content(content.clone())
-        .raw_input(input.clone());
-    session.notify(acp::SessionUpdate::ToolCall(call));
-    let fields = acp::ToolCallUpdateFields::new()
-        .title(title)
-        .kind(acp::ToolKind::Execute)
-        .status(acp::ToolCallStatus::Pending)
-        .content(content)
-        .raw_input(input);
+    let call = TrustCall {
+        id,
+        kind: acp::ToolKind::Execute,
+        title: question.title,
+        text: format!(
+            "This project's .mcp.json starts these programs on your machine:\n\n{}",
+            question.listing
+        ),
+        input: question.args,
+    };
     let options = vec![
         acp::PermissionOption::new(
             ALLOW,
@@ -123,19 +102,7 @@ async fn ask(
             acp::PermissionOptionKind::RejectAlways,
         ),
     ];
-    let update = acp::ToolCallUpdate::new(id.to_owned(), fields);
-    match session.request_permission(update, options, cancel).await {
-        Ok(response) => match response.outcome {
-            acp::RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {
-                ALLOW => Ok(true),
-                REJECT => Ok(false),
-                other => Err(format!("unknown option {other:?}")),
-            },
-            _ => Err("cancelled".into()),
-        },
-        Err(RequestError::Cancelled) => Err("the turn was cancelled".into()),
-        Err(e) => Err(e.to_string()),
-    }
+    yes_or_no(&ask_as_tool_call(session, call, options, cancel).await?)
 }
 
 /// The run's preparation, after the question about the project's MCP servers when one is due

@@ -97,33 +97,18 @@ pub async fn ask_project_trust(session: Arc<LiveSession>) {
 
 async fn ask_trust(session: &Arc<LiveSession>) {
     let question = session.tools.trust_question();
-    let request = BeforeToolCallParams {
-        session_id: session.id.clone(),
-        run_id: String::new(),
-        tool_call_id: format!("mcp-trust-{}", crate::lsp::live_session::new_id()),
-        tool_name: "mcp_servers".into(),
-        args: question.args,
+    let request = TrustRequest {
+        id_prefix: "mcp-trust",
+        tool_name: "mcp_servers",
         kind: ToolKind::Execute,
         title: question.title,
-        preview: Some(Preview::Command {
-            command: question.listing,
-            cwd: question.project,
-        }),
-        saves_unsaved_changes: false,
-        sandbox: None,
-        always_rules: None,
+        args: question.args,
+        listing: question.listing,
+        project: question.project,
     };
-    let never = CancellationToken::new();
-    let answer = if session.view.ctx.config.approvals() {
-        ask_agent_client(session, &request, &never).await
-    } else if session.view.ctx.config.is_generic() {
-        crate::lsp::generic_client::ask(session, &request, &never).await
-    } else {
-        return;
-    };
-    match answer {
-        Ok(answer) => {
-            let allowed = matches!(answer.decision, Decision::Allow | Decision::AllowAlways);
+    match ask_trust_question(session, request).await {
+        Ok(decision) => {
+            let allowed = matches!(decision, Decision::Allow | Decision::AllowAlways);
             session.tools.decide_trust(allowed);
         }
         Err(e) => {
@@ -143,30 +128,18 @@ pub fn ask_hooks_trust_if_needed(session: &Arc<LiveSession>) {
     let session = session.clone();
     tokio::spawn(async move {
         let question = session.hooks.trust_question();
-        let request = BeforeToolCallParams {
-            session_id: session.id.clone(),
-            run_id: String::new(),
-            tool_call_id: format!("hooks-trust-{}", crate::lsp::live_session::new_id()),
-            tool_name: "project_hooks".into(),
-            args: question.args,
+        let request = TrustRequest {
+            id_prefix: "hooks-trust",
+            tool_name: "project_hooks",
             kind: ToolKind::Execute,
             title: question.title,
-            preview: Some(Preview::Command {
-                command: question.listing,
-                cwd: question.project,
-            }),
-            saves_unsaved_changes: false,
-            sandbox: None,
-            always_rules: None,
+            args: question.args,
+            listing: question.listing,
+            project: question.project,
         };
-        let never = CancellationToken::new();
-        let answer = match session.view.ctx.config.approvals() {
-            true => ask_agent_client(&session, &request, &never).await,
-            false => crate::lsp::generic_client::ask(&session, &request, &never).await,
-        };
-        match answer {
-            Ok(answer) => {
-                let allowed = matches!(answer.decision, Decision::Allow | Decision::AllowAlways);
+        match ask_trust_question(&session, request).await {
+            Ok(decision) => {
+                let allowed = matches!(decision, Decision::Allow | Decision::AllowAlways);
                 session.hooks.decide_trust(allowed);
             }
             Err(e) => tracing::info!(session = session.id, %e, "the project's hooks stay off"),
@@ -188,28 +161,16 @@ pub fn ask_rules_trust(session: &Arc<LiveSession>) {
     let session = session.clone();
     tokio::spawn(async move {
         let question = TrustQuestion::new(permissions.project(), &waiting);
-        let request = BeforeToolCallParams {
-            session_id: session.id.clone(),
-            run_id: String::new(),
-            tool_call_id: format!("rules-trust-{}", crate::lsp::live_session::new_id()),
-            tool_name: "permission_rules".into(),
-            args: question.args,
+        let request = TrustRequest {
+            id_prefix: "rules-trust",
+            tool_name: "permission_rules",
             kind: ToolKind::Other,
             title: question.title,
-            preview: Some(Preview::Command {
-                command: question.listing,
-                cwd: permissions.project().display().to_string(),
-            }),
-            saves_unsaved_changes: false,
-            sandbox: None,
-            always_rules: None,
+            args: question.args,
+            listing: question.listing,
+            project: permissions.project().display().to_string(),
         };
-        let never = CancellationToken::new();
-        let answer = match session.view.ctx.config.approvals() {
-            true => ask_agent_client(&session, &request, &never).await,
-            false => crate::lsp::generic_client::ask(&session, &request, &never).await,
-        };
-        match answer.map(|a| a.decision) {
+        match ask_trust_question(&session, request).await {
             Ok(Decision::Allow | Decision::AllowAlways) => {
                 permissions.decide_trust(&waiting, TrustAnswer::Trust)
             }
@@ -220,6 +181,55 @@ pub fn ask_rules_trust(session: &Arc<LiveSession>) {
             }
         }
     });
+}
+
+/// A project-trust question (its `.mcp.json`, hooks or permission rules): what it lists.
+struct TrustRequest {
+    id_prefix: &'static str,
+    tool_name: &'static str,
+    kind: ToolKind,
+    title: String,
+    args: Value,
+    listing: String,
+    project: String,
+}
+
+/// Asks a project-trust question as an `agent/beforeToolCall` outside any run, through the
+/// agent client or the generic surface; the user's decision, or why there is none.
+async fn ask_trust_question(
+    session: &Arc<LiveSession>,
+    question: TrustRequest,
+) -> Result<Decision, String> {
+    let request = BeforeToolCallParams {
+        session_id: session.id.clone(),
+        run_id: String::new(),
+        tool_call_id: format!(
+            "{}-{}",
+            question.id_prefix,
+            crate::lsp::live_session::new_id()
+        ),
+        tool_name: question.tool_name.into(),
+        args: question.args,
+        kind: question.kind,
+        title: question.title,
+        preview: Some(Preview::Command {
+            command: question.listing,
+            cwd: question.project,
+        }),
+        saves_unsaved_changes: false,
+        sandbox: None,
+        always_rules: None,
+    };
+    let never = CancellationToken::new();
+    let config = &session.view.ctx.config;
+    let answer = if config.approvals() {
+        ask_agent_client(session, &request, &never).await
+    } else if config.is_generic() {
+        crate::lsp::generic_client::ask(session, &request, &never).await
+    } else {
+        return Err("the client has no way to answer questions".into());
+    };
+    answer.map(|a| a.decision)
 }
 
 async fn ask_agent_client(
