@@ -9,6 +9,20 @@ cd "$(dirname "$0")/.."
 
 section() { printf '\n== %s\n' "$*"; }
 
+section "system packages"
+# Before the first build: `ring` and tree-sitter's bash grammar compile C, so clippy already
+# needs a C compiler. The HTTP client's TLS tests make their certificates with the openssl
+# command; the sandbox's escape tests attack it with real tools (tmux, curl, a C compiler,
+# util-linux's ipcmk/setpriv, procps' pkill). Each Debian package is installed only when its command is missing.
+missing=()
+for pair in openssl:openssl tmux:tmux curl:curl cc:gcc ipcmk:util-linux setpriv:util-linux \
+            pkill:procps git:git python3:python3; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  apt-get update -qq && apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
 section "rustfmt"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 cargo fmt --all -- --check
@@ -25,17 +39,6 @@ section "ACP test client"
 bash scripts/install-acp-sdk.sh >/dev/null
 
 section "cargo test"
-# The HTTP client's TLS tests make their certificates with the openssl command; the sandbox's
-# escape tests attack it with real tools (tmux, curl, a C compiler, util-linux's ipcmk/setpriv,
-# procps' pkill). Each Debian package is installed only when its command is missing.
-missing=()
-for pair in openssl:openssl tmux:tmux curl:curl cc:gcc ipcmk:util-linux setpriv:util-linux \
-            pkill:procps git:git python3:python3; do
-  command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  apt-get update -qq && apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null
-fi
 cargo test --locked -- --test-threads="${AGENT_LSP_TEST_THREADS:-4}"
 
 if [ -n "${SKIP_EDITORS:-}" ]; then
