@@ -304,6 +304,8 @@ pub fn assemble(
         sandbox: Some(sandbox.clone()),
         jobs: Some(jobs.clone()),
         recorder: journal.recorder(&workspace),
+        // One tracker for the coding tools and a front end's tools that write (`lsp_rename`).
+        read_tracker: Some(Default::default()),
         ..ToolOptions::default()
     };
     // A front end's `bash` that runs commands elsewhere (ACP's client terminals) gets the

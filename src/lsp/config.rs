@@ -246,6 +246,10 @@ mod tests {
         let (c, warnings) = config(json!({"capabilities": {}, "clientInfo": {"name": "Zed"},
             "initializationOptions": {"approval": {"bash": "sometimes"}}}));
         assert!(c.is_generic() && c.message_actions);
+        assert!(
+            c.language_features().is_empty(),
+            "generic clients get no lsp_* tools"
+        );
         // Malformed options fall back to the defaults, pacing included.
         assert_eq!(c.delta_interval(), DEFAULT_DELTA_INTERVAL);
         assert_eq!(warnings.len(), 1, "{warnings:?}");

@@ -85,6 +85,7 @@ impl ConnCtx {
             timeout: self.config.language_timeout(),
             session_id,
             recorder: options.recorder.clone(),
+            tracker: options.read_tracker.clone(),
             shared: Default::default(),
         };
         self.language.tools(features, lang)

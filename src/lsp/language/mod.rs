@@ -31,8 +31,8 @@ use crate::core::session::{Session, View};
 use crate::lsp::documents::DocStore;
 use crate::lsp::position::Encoding;
 use crate::rpc::outgoing::Outgoing;
-use crate::tools::Workspace;
 use crate::tools::recorder::ChangeRecorder;
+use crate::tools::{ReadTracker, Workspace};
 
 pub use rename::{RenameApproval, rename_approval};
 
@@ -60,6 +60,8 @@ pub struct Lang {
     pub session_id: String,
     /// The session's journal, for an applied rename.
     pub recorder: Option<Arc<dyn ChangeRecorder>>,
+    /// What the agent last saw of each file (`edit`'s and `write`'s), told of a rename's writes.
+    pub tracker: Option<Arc<ReadTracker>>,
     pub(crate) shared: Arc<Shared>,
 }
 

@@ -271,6 +271,10 @@ async fn write_all(lang: &Lang, plan: &RenamePlan) -> Result<Vec<(String, Unsave
             .write(file.abs.clone(), file.after.clone(), Some(file.before_id));
         match write.await {
             Ok(outcome) => {
+                // The agent wrote it: a later `edit` of the file checks against this version.
+                if let Some(tracker) = &lang.tracker {
+                    tracker.record(&file.abs, outcome.id);
+                }
                 unsaved.extend(outcome.unsaved.map(|why| (file.shown.clone(), why)));
                 done.push((file, outcome.id));
             }
@@ -279,8 +283,12 @@ async fn write_all(lang: &Lang, plan: &RenamePlan) -> Result<Vec<(String, Unsave
                     let back = lang
                         .ws
                         .write(file.abs.clone(), file.before.clone(), Some(id));
-                    if let Err(e) = back.await {
-                        tracing::warn!(%e, "cannot put {} back after a failed rename", file.shown);
+                    match (back.await, &lang.tracker) {
+                        (Ok(outcome), Some(tracker)) => tracker.record(&file.abs, outcome.id),
+                        (Ok(_), None) => {}
+                        (Err(e), _) => {
+                            tracing::warn!(%e, "cannot put {} back after a failed rename", file.shown)
+                        }
                     }
                 }
                 return Err(ToolError::new(format!(

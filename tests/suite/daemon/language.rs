@@ -634,3 +634,99 @@ async fn a_rename_of_a_stale_version_is_refused_whole() {
         B_RENAME
     );
 }
+
+#[tokio::test]
+async fn a_rename_allowed_by_policy_applies_and_later_edits_see_it() {
+    let responses = vec![
+        call("r1", "read", json!({"path": "src/b.ts"})),
+        rename_call("a1", true),
+        call(
+            "e1",
+            "edit",
+            json!({"path": "src/b.ts", "edits": [{"oldText": "welcome()", "newText": "welcome(name: string)"}]}),
+        ),
+        MockResponse::text("done"),
+    ];
+    let (mock, client) = agent_setup(
+        responses,
+        language_caps(true, &ALL_FEATURES),
+        json!({"approval": {"edit": "allow"}}),
+    )
+    .await;
+    let root = client.workspace.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("src")).unwrap();
+    std::fs::write(root.join("src/a.ts"), A_RENAME).unwrap();
+    std::fs::write(root.join("src/b.ts"), B_RENAME).unwrap();
+    let (a, b) = (
+        path_uri(&root.join("src/a.ts")),
+        path_uri(&root.join("src/b.ts")),
+    );
+    let edit =
+        |line: u32, from: u32| json!({"range": range(line, from, from + 5), "newText": "welcome"});
+    // `changes`, unversioned; UTF-8 columns (`é` is two bytes).
+    let rename =
+        json!({"changes": {a.clone(): [edit(0, 9), edit(1, 14)], b.clone(): [edit(0, 16)]}});
+    answer_in_order(&client, vec![typescript(rename)]);
+    let (session, run, _) = prompt(&client, json!({"message": "rename"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let results = results(&events);
+    assert!(results.iter().all(|(_, is_error)| !is_error), "{results:?}");
+    assert!(
+        results[1]
+            .0
+            .starts_with("Renamed greet to welcome: 3 places in 2 files."),
+        "{results:?}"
+    );
+    assert!(
+        requests_of(&client, "agent/beforeToolCall").is_empty(),
+        "the policy allows edits without asking"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/a.ts")).unwrap(),
+        A_RENAME.replace("greet", "welcome")
+    );
+    // The edit after the rename checks the file against the rename's version, not the read's.
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/b.ts")).unwrap(),
+        "export function welcome(name: string) {}\n"
+    );
+    assert!(mock.violations().is_empty(), "{:?}", mock.violations());
+}
+
+#[tokio::test]
+async fn an_abort_withdraws_a_pending_request() {
+    let responses = vec![
+        call(
+            "x1",
+            "lsp_hover",
+            json!({"path": "a.ts", "line": 1, "symbol": "a"}),
+        ),
+        MockResponse::text("never"),
+    ];
+    let (_mock, client) =
+        agent_setup(responses, language_caps(false, &ALL_FEATURES), json!({})).await;
+    let root = client.workspace.path().canonicalize().unwrap();
+    std::fs::write(root.join("a.ts"), "let a = 1;\n").unwrap();
+    client.set_responder("agent/languageRequest", Box::new(|_| None));
+    let (session, run, _) = prompt(&client, json!({"message": "hover"})).await;
+    let asked = client
+        .wait_for("the request", |m| m["method"] == "agent/languageRequest")
+        .await;
+    let aborted = client
+        .request("agent/abort", json!({"sessionId": session}))
+        .await;
+    assert_eq!(aborted["aborted"], true);
+    client
+        .wait_for("$/cancelRequest", |m| {
+            m["method"] == "$/cancelRequest" && m["params"]["id"] == asked["id"]
+        })
+        .await;
+    let events = client.wait_settled(&session, &run).await;
+    assert!(settled_aborted(&events, &run));
+    // A late answer is ignored and the daemon goes on.
+    client.reply(&asked["id"], typescript(Value::Null)).await;
+    let state = client
+        .request("agent/getState", json!({"sessionId": session}))
+        .await;
+    assert_eq!(state["isStreaming"], false);
+}
