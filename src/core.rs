@@ -303,6 +303,9 @@ pub fn assemble(
         env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],
         sandbox: Some(sandbox.clone()),
         jobs: Some(jobs.clone()),
+        recorder: journal.recorder(&workspace),
+        // One tracker for the coding tools and a front end's tools that write (`lsp_rename`).
+        read_tracker: Some(Default::default()),
         ..ToolOptions::default()
     };
     // A front end's `bash` that runs commands elsewhere (ACP's client terminals) gets the
