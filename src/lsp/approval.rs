@@ -106,13 +106,24 @@ async fn ask_trust(session: &Arc<LiveSession>) {
         listing: question.listing,
         project: question.project,
     };
+    let stays = "the project's MCP servers stay stopped";
+    if let Some(allowed) = ask_allowed(session, request, stays).await {
+        session.tools.decide_trust(allowed);
+    }
+}
+
+/// Asks a trust question whose answer is yes or no: whether the user allowed it, `None` (and
+/// a log line saying what `stays` so) when there was no answer.
+async fn ask_allowed(
+    session: &Arc<LiveSession>,
+    request: TrustRequest,
+    stays: &str,
+) -> Option<bool> {
     match ask_trust_question(session, request).await {
-        Ok(decision) => {
-            let allowed = matches!(decision, Decision::Allow | Decision::AllowAlways);
-            session.tools.decide_trust(allowed);
-        }
+        Ok(decision) => Some(matches!(decision, Decision::Allow | Decision::AllowAlways)),
         Err(e) => {
-            tracing::info!(session = session.id, %e, "the project's MCP servers stay stopped")
+            tracing::info!(session = session.id, %e, "{stays}");
+            None
         }
     }
 }
@@ -137,12 +148,9 @@ pub fn ask_hooks_trust_if_needed(session: &Arc<LiveSession>) {
             listing: question.listing,
             project: question.project,
         };
-        match ask_trust_question(&session, request).await {
-            Ok(decision) => {
-                let allowed = matches!(decision, Decision::Allow | Decision::AllowAlways);
-                session.hooks.decide_trust(allowed);
-            }
-            Err(e) => tracing::info!(session = session.id, %e, "the project's hooks stay off"),
+        let stays = "the project's hooks stay off";
+        if let Some(allowed) = ask_allowed(&session, request, stays).await {
+            session.hooks.decide_trust(allowed);
         }
         session.hooks.end_trust_question();
     });

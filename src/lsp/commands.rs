@@ -126,12 +126,7 @@ fn builtin_reply(session: &Arc<LiveSession>, builtin: &Builtin) -> Result<Comman
         },
     };
     if let (Builtin::Model { spec: Some(_) }, BuiltinOutcome::Model(s)) = (builtin, &outcome) {
-        let run = session.active_run();
-        let event = SessionEvent::ModelUpdate(s.clone());
-        session
-            .view
-            .emitter
-            .emit(run.as_deref(), EventBody::Session(event));
+        crate::lsp::live_session::announce_settings(session, s);
     }
     Ok(CommandAnswer::Command(CommandReply {
         session_id: session.id.clone(),

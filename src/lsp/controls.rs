@@ -5,13 +5,12 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::agent::message::ThinkingLevel;
 use crate::core::stats::{SessionStats, session_stats};
 use crate::core::{LiveSettings, ModelInfo, SwitchError};
 use crate::lsp::live_session::LiveSession;
 use crate::lsp::protocol::{
-    EventBody, ForkSessionResult, ListModelsResult, ListSessionsResult, QueueModesResult,
-    RenameSessionParams, SessionEvent, SessionInfo, SetQueueModesParams, SetSandboxParams,
+    ForkSessionResult, ListModelsResult, ListSessionsResult, QueueModesResult, RenameSessionParams,
+    SessionInfo, SetModelParams, SetQueueModesParams, SetSandboxParams, SetThinkingLevelParams,
 };
 use crate::lsp::session_table::{SessionTable, store, stored_record};
 use crate::model_registry::{EnvSource, usable_models};
@@ -53,23 +52,19 @@ impl SessionTable {
     }
 
     /// `agent/setModel`: from the session's next request on, also mid-run.
-    pub fn set_model(&self, session_id: &str, model: &str) -> Result<LiveSettings> {
-        let session = self.get(session_id)?;
+    pub fn set_model(&self, p: SetModelParams) -> Result<LiveSettings> {
+        let session = self.get(&p.session_id)?;
         let settings = (session.controls)
-            .set_model(&session.agent, &mut session.record(), model)
+            .set_model(&session.agent, &mut session.record(), &p.model)
             .map_err(switch_error)?;
         Ok(model_update(&session, settings))
     }
 
     /// `agent/setThinkingLevel`: clamped to what the model accepts.
-    pub fn set_thinking_level(
-        &self,
-        session_id: &str,
-        level: ThinkingLevel,
-    ) -> Result<LiveSettings> {
-        let session = self.get(session_id)?;
+    pub fn set_thinking_level(&self, p: SetThinkingLevelParams) -> Result<LiveSettings> {
+        let session = self.get(&p.session_id)?;
         let settings = (session.controls)
-            .set_thinking_level(&session.agent, &mut session.record(), level)
+            .set_thinking_level(&session.agent, &mut session.record(), p.level)
             .map_err(switch_error)?;
         Ok(model_update(&session, settings))
     }
@@ -163,11 +158,6 @@ impl SessionTable {
 
 /// Sends `model_update` and returns the settings.
 fn model_update(session: &Arc<LiveSession>, settings: LiveSettings) -> LiveSettings {
-    let run = session.active_run();
-    let event = SessionEvent::ModelUpdate(settings.clone());
-    session
-        .view
-        .emitter
-        .emit(run.as_deref(), EventBody::Session(event));
+    crate::lsp::live_session::announce_settings(session, &settings);
     settings
 }

@@ -13,7 +13,7 @@ use crate::lsp::documents::DocStore;
 use crate::lsp::live_session::QueueKind;
 use crate::lsp::protocol::{
     ForkSessionParams, GetDocumentParams, GetDocumentResult, ListSessionsParams, QueueParams,
-    RemoveQueuedParams, SessionParams, SetModelParams, SetThinkingLevelParams, method,
+    RemoveQueuedParams, SessionParams, method,
 };
 use crate::lsp::session_table::SessionTable;
 use crate::rpc::jsonrpc::parse_params as parse;
@@ -176,14 +176,8 @@ pub fn request(
             to_value(Ok(sessions.code_actions(&p)))
         }
         ListModels => to_value(sessions.list_models()),
-        SetModel => {
-            let p: SetModelParams = parse(params)?;
-            to_value(sessions.set_model(&p.session_id, &p.model))
-        }
-        SetThinkingLevel => {
-            let p: SetThinkingLevelParams = parse(params)?;
-            to_value(sessions.set_thinking_level(&p.session_id, p.level))
-        }
+        SetModel => to_value(sessions.set_model(parse(params)?)),
+        SetThinkingLevel => to_value(sessions.set_thinking_level(parse(params)?)),
         SetQueueModes => to_value(sessions.set_queue_modes(parse(params)?)),
         SetSandbox => to_value(sessions.set_sandbox(parse(params)?)),
         GetStats => to_value(sessions.stats(&session_id(params)?)),

@@ -26,7 +26,7 @@ use crate::lsp::live_session::{LiveSession, new_id};
 use crate::lsp::protocol::{
     BeforeToolCallParams, BeforeToolCallResult as Answer, Decision, Preview, command,
 };
-use crate::rpc::outgoing::RequestError;
+use crate::rpc::outgoing::{Outgoing, RequestError};
 
 const ACTIONS: [(&str, Decision); 4] = [
     ("Allow", Decision::Allow),
@@ -69,21 +69,11 @@ pub async fn on_event(session: &LiveSession, run_id: &str, event: &AgentEvent) {
     let out = &session.view.ctx.out;
     let value = match event {
         AgentEvent::AgentStart => {
-            let never = CancellationToken::new();
             let params = WorkDoneProgressCreateParams {
                 token: token(run_id),
             };
-            let created: Result<Value, RequestError> = out
-                .request(
-                    "window/workDoneProgress/create",
-                    params,
-                    Duration::from_secs(5),
-                    &never,
-                )
-                .await;
-            if let Err(e) = created {
-                tracing::info!(%e, "client refused work-done progress");
-            }
+            let method = "window/workDoneProgress/create";
+            request_best_effort(out, method, params, "client refused work-done progress").await;
             WorkDoneProgress::Begin(WorkDoneProgressBegin {
                 title: "agent-lsp".into(),
                 cancellable: Some(true),
@@ -134,25 +124,30 @@ pub async fn run_finished(session: &LiveSession, run_id: &str, outcome: &RunOutc
     if ctx.config.show_document
         && let Some(uri) = uri
     {
-        let never = CancellationToken::new();
         let params = ShowDocumentParams {
             uri,
             external: None,
             take_focus: Some(false),
             selection: None,
         };
-        let shown: Result<Value, _> = ctx
-            .out
-            .request(
-                "window/showDocument",
-                params,
-                Duration::from_secs(5),
-                &never,
-            )
-            .await;
-        if let Err(e) = shown {
-            tracing::info!(%e, "showDocument failed");
-        }
+        let method = "window/showDocument";
+        request_best_effort(&ctx.out, method, params, "showDocument failed").await;
+    }
+}
+
+/// A request whose answer only matters as a log line (`failed` and why) when it fails.
+async fn request_best_effort<P: serde::Serialize>(
+    out: &Outgoing,
+    method: &str,
+    params: P,
+    failed: &str,
+) {
+    let never = CancellationToken::new();
+    let reply: Result<Value, RequestError> = out
+        .request(method, params, Duration::from_secs(5), &never)
+        .await;
+    if let Err(e) = reply {
+        tracing::info!(%e, "{failed}");
     }
 }
 

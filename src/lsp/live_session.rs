@@ -4,10 +4,11 @@
 
 use std::sync::Arc;
 
-use crate::core::CompactError;
 use crate::core::session::{Refusal, Session};
+use crate::core::{CompactError, LiveSettings};
 use crate::lsp::conn::ConnCtx;
 use crate::lsp::events::Emitter;
+use crate::lsp::protocol::{EventBody, SessionEvent};
 use crate::rpc::jsonrpc::{ResponseError, code};
 
 pub use crate::core::session::{QueueKind, new_id};
@@ -28,6 +29,13 @@ impl LspView {
             ctx,
         }
     }
+}
+
+/// Tells the client the session's model or thinking level changed (`model_update`).
+pub fn announce_settings(session: &LiveSession, settings: &LiveSettings) {
+    let run = session.active_run();
+    let event = SessionEvent::ModelUpdate(settings.clone());
+    (session.view.emitter).emit(run.as_deref(), EventBody::Session(event));
 }
 
 /// A prompt while `agent/compact` runs.

@@ -47,6 +47,19 @@ pub struct SessionTable {
 
 type Result<T> = std::result::Result<T, ResponseError>;
 
+/// Answers request `id` once `finish` is done with what `started` gave (on a task of its own,
+/// so the loop reads on); a refusal in `started` is answered at once.
+fn answer_when_done<T, F>(id: Id, output: Output, started: Result<T>, finish: impl FnOnce(T) -> F)
+where
+    F: std::future::Future<Output = std::result::Result<Value, ResponseError>> + Send + 'static,
+{
+    let work = match started {
+        Ok(started) => finish(started),
+        Err(e) => return output.send(&Response::new(Some(&id), Err(e))),
+    };
+    tokio::spawn(async move { output.send(&Response::new(Some(&id), work.await)) });
+}
+
 fn invalid_params(message: impl Into<String>) -> ResponseError {
     ResponseError::invalid_params(message)
 }
@@ -367,16 +380,11 @@ impl SessionTable {
                 .map_err(|e| invalid_params(e.to_string()))?;
             Ok((session, p.job_id))
         });
-        let (session, job) = match found {
-            Ok(found) => found,
-            Err(e) => return output.send(&Response::new(Some(&id), Err(e))),
-        };
-        tokio::spawn(async move {
+        answer_when_done(id, output, found, |(session, job)| async move {
             let killed = session.jobs.kill(&job).await;
-            let result = killed
+            killed
                 .map(|job| json!({"job": job.info()}))
-                .map_err(|e| invalid_params(e.to_string()));
-            output.send(&Response::new(Some(&id), result));
+                .map_err(|e| invalid_params(e.to_string()))
         });
     }
 
@@ -431,12 +439,8 @@ impl SessionTable {
             let session = self.get(&p.session_id)?;
             session.compact(p.instructions).map_err(compact_refusal)
         });
-        let compaction = match started {
-            Ok(compaction) => compaction,
-            Err(e) => return output.send(&Response::new(Some(&id), Err(e))),
-        };
-        tokio::spawn(async move {
-            let result = match compaction.await {
+        answer_when_done(id, output, started, |compaction| async move {
+            match compaction.await {
                 Ok(result) => {
                     serde_json::to_value(result).map_err(|e| ResponseError::internal(e.to_string()))
                 }
@@ -445,8 +449,7 @@ impl SessionTable {
                     CompactError::Busy.to_string(),
                 )),
                 Err(e) => Err(ResponseError::new(code::COMPACTION_FAILED, e.to_string())),
-            };
-            output.send(&Response::new(Some(&id), result));
+            }
         });
     }
 
