@@ -17,6 +17,9 @@ local ns = vim.api.nvim_create_namespace("agent_lsp.follow")
 ---@type table<string, string>
 M.calls = {}
 
+--- Extensions `read` returns as images (not shown).
+local IMAGES = { png = true, jpg = true, jpeg = true, gif = true, webp = true }
+
 --- How long a changed range stays highlighted (ms).
 M.highlight_ms = 1500
 
@@ -94,6 +97,11 @@ end
 ---@param last integer?
 ---@return integer?
 function M.show(path, line, last)
+  -- `read` also reads images, which a text window cannot show.
+  local ext = (path:match("%.(%w+)$") or ""):lower()
+  if IMAGES[ext] then
+    return nil
+  end
   local buf = vim.fn.bufnr(path)
   if buf == -1 then
     if vim.fn.filereadable(path) ~= 1 then
