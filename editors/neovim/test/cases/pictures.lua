@@ -124,11 +124,11 @@ local function probe(client, buf)
   end, buf)
 end
 vim.api.nvim_create_autocmd("LspAttach", {
-  once = true,
   callback = function(args)
     local client = vim.lsp.get_client_by_id(args.data.client_id)
     if client and client.name == "ts_ls" then
       probe(client, args.buf)
+      return true -- (agent-lsp attaches too: only ts_ls's attach ends this autocmd)
     end
   end,
 })
