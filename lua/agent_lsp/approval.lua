@@ -198,6 +198,21 @@ function M.sandbox_line(params)
   return line
 end
 
+--- The files a `diff` preview changes (`paths`, else its `path`), relative to the current
+--- directory when under it.
+---@param p table the preview
+---@return string[]
+function M.diff_files(p)
+  local paths = type(p.paths) == "table" and p.paths or { p.path }
+  local out = {}
+  for _, path in ipairs(paths) do
+    if type(path) == "string" then
+      out[#out + 1] = vim.fn.fnamemodify(path, ":.")
+    end
+  end
+  return out
+end
+
 --- The preview as lines plus a filetype for highlighting.
 ---@param params table
 ---@return string[] lines, string filetype
@@ -221,7 +236,18 @@ function M.preview_lines(params)
   end
   if type(p) == "table" then
     if type(p.diff) == "string" then
-      return vim.list_extend(head(), vim.split(p.diff, "\n", { plain = true })), "diff"
+      local lines = head()
+      -- An edit of several files (`lsp_rename` with apply): name them before their diff, which
+      -- has a ---/+++ header per file.
+      local files = M.diff_files(p)
+      if #files > 1 then
+        lines[#lines + 1] = string.format("Changes %d files:", #files)
+        for _, f in ipairs(files) do
+          lines[#lines + 1] = "  " .. f
+        end
+        lines[#lines + 1] = ""
+      end
+      return vim.list_extend(lines, vim.split(p.diff, "\n", { plain = true })), "diff"
     end
     if M.fetch_preview(params) then
       local lines = head()

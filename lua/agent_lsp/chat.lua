@@ -377,6 +377,19 @@ local function summarize(args)
   if type(args) ~= "table" then
     return ""
   end
+  -- The language tools (`lsp_*`) name a place: `b.ts:3 greet`, a rename `→ welcome`.
+  if type(args.path) == "string" and type(args.line) == "number" then
+    local place = string.format("%s:%d", args.path, args.line)
+    if type(args.symbol) == "string" then
+      place = place .. " " .. args.symbol
+    elseif type(args.column) == "number" then
+      place = place .. ":" .. args.column
+    end
+    if type(args.newName) == "string" then
+      place = place .. " → " .. args.newName .. (args.apply == true and " (apply)" or "")
+    end
+    return place
+  end
   local v = args.path or args.command or args.pattern or args.url or args.query or args.question or args.jobId
     or args.description
   if type(v) ~= "string" then

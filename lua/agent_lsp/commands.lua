@@ -89,6 +89,8 @@ function M.adopt(result, client_id)
     end
     local s = state.session(result.sessionId)
     s.client_id = client_id or s.client_id
+    -- (agent/newSession answers with the session's canonical cwd; relative tool paths start there.)
+    s.cwd = result.cwd or s.cwd
     if result.runId then
       s.run_id = result.runId
     end

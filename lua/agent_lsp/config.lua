@@ -25,6 +25,7 @@ local M = {}
 ---@field sandbox_protected_paths string[]? paths kept read-only in every writable root (nil: settings.json `sandbox.protectedPaths`, else the built-in list)
 ---@field forward_diagnostics boolean send agent/diagnostics for attached buffers
 ---@field diagnostics_debounce_ms integer
+---@field follow boolean show the file the agent reads, edits or asks the language servers about (`agent_lsp.follow`)
 
 ---@type agent_lsp.Options
 M.defaults = {
@@ -45,6 +46,7 @@ M.defaults = {
   sandbox_protected_paths = nil,
   forward_diagnostics = true,
   diagnostics_debounce_ms = 200,
+  follow = false,
 }
 
 ---@type agent_lsp.Options
@@ -96,6 +98,7 @@ function M.merge(user)
     end, "a list of strings")
   end
   vim.validate("forward_diagnostics", opts.forward_diagnostics, "boolean")
+  vim.validate("follow", opts.follow, "boolean")
   return opts
 end
 

@@ -28,6 +28,7 @@ local function handlers()
   local ask = require("agent_lsp.ask")
   local documents = require("agent_lsp.documents")
   local events = require("agent_lsp.events")
+  local language = require("agent_lsp.language")
   return {
     [protocol.server.event] = function(_, params, ctx)
       events.on_event(params, ctx and ctx.client_id)
@@ -35,11 +36,13 @@ local function handlers()
     [protocol.server.before_tool_call] = approval.handler,
     [protocol.server.ask_user] = ask.handler,
     [protocol.server.save_documents] = documents.save_handler,
+    [protocol.server.language_request] = language.handler,
     -- Neovim does not tell request handlers their JSON-RPC id, so a cancellation is matched
-    -- only when exactly one approval or question is pending; otherwise the session's
-    -- `agent_settled` closes them.
+    -- only when exactly one approval or question is pending and no language request is being
+    -- answered (those end on their own timeout; the daemon ignores a late reply); otherwise the
+    -- session's `agent_settled` closes them.
     [protocol.server.cancel_request] = function()
-      if #approval.pending + #ask.pending == 1 then
+      if #approval.pending + #ask.pending == 1 and language.in_flight == 0 then
         approval.cancel(nil)
         ask.cancel(nil)
       end
@@ -117,6 +120,7 @@ local function wire(opts)
     table.insert(listeners, require("agent_lsp.review").on_event)
     table.insert(listeners, require("agent_lsp.queue").on_event)
     table.insert(listeners, require("agent_lsp.jobs").on_event)
+    table.insert(listeners, require("agent_lsp.follow").on_event)
     listening = true
   end
   if opts.forward_diagnostics then

@@ -54,6 +54,9 @@ M.server = {
   before_tool_call = "agent/beforeToolCall",
   save_documents = "agent/saveDocuments",
   ask_user = "agent/askUser",
+  -- {sessionId, runId, toolCallId, method, params} -> {servers, result}: the editor's other
+  -- language servers answer one of `language_features` for the model's `lsp_*` tools.
+  language_request = "agent/languageRequest",
   cancel_request = "$/cancelRequest",
 }
 
@@ -95,7 +98,9 @@ M.errors = {
   compaction_failed = -32004,
 }
 
---- `agent/beforeToolCall.preview` types: `{type="diff", path, diff}`, `{type="command", command, cwd}`,
+--- `agent/beforeToolCall.preview` types: `{type="diff", path, paths?, diff}` (`paths`: every file
+--- of an edit of several, `lsp_rename` with apply; one ---/+++ header per file in `diff`),
+--- `{type="command", command, cwd}`,
 --- `{type="fetch", url, host}` (kind "network": `web_fetch`; its allowAlways is remembered per host).
 M.preview_types = { diff = "diff", command = "command", fetch = "fetch" }
 
@@ -116,6 +121,18 @@ M.session_events = {
   subagent_event = "subagent_event",
   -- {event, hook, outcome, message?, durationMs, toolCallId?, additionalContext?} (§3.22).
   hook = "hook",
+}
+
+--- The LSP methods the plugin answers through `agent/languageRequest` (advertised as
+--- `experimental.agent.languageFeatures`), each with the tool it gives the model.
+M.language_features = {
+  "textDocument/definition", -- lsp_definition
+  "textDocument/references", -- lsp_references
+  "textDocument/hover", -- lsp_hover
+  "textDocument/documentSymbol", -- lsp_document_symbols
+  "workspace/symbol", -- lsp_workspace_symbols
+  "textDocument/implementation", -- lsp_implementations
+  "textDocument/rename", -- lsp_rename
 }
 
 --- The tool that runs a subagent (protocol.md §3.24).
@@ -174,6 +191,11 @@ M.plan_tool = "todo_write"
 ---   MCP trust         agent/beforeToolCall with toolName "mcp_servers", runId "", args {project,
 ---                     servers: [{name, command}], changes: string[]}   (changes: since the last answer; {} for a first question)
 ---   QueuedMessage     {messageId, text}
+---   agent/languageRequest {sessionId, runId, toolCallId, method, params} -> {servers: string[], result}
+---                     (params: the standard LSP params of `method`, positions in the connection's
+---                     negotiated encoding; servers: the language servers asked, [] = none answers
+---                     `method` for that file; result: their results merged, positions converted
+---                     back; an error reply fails the tool with its message)
 
 --- JSON-RPC error code for a request the client cancelled or a server request that was cancelled.
 M.REQUEST_CANCELLED = -32800
@@ -181,7 +203,9 @@ M.REQUEST_CANCELLED = -32800
 --- The client capability object sent under `capabilities.experimental.agent`. `askUser` says
 --- the plugin answers the model's questions (`agent/askUser`).
 --- `diagnostics` says the plugin forwards the editor's diagnostics (`agent/diagnostics`), which
---- lets the daemon offer the model its `diagnostics` tool.
+--- lets the daemon offer the model its `diagnostics` tool. `languageFeatures` lists the LSP
+--- methods the plugin answers with the editor's other language servers (`agent/languageRequest`),
+--- which gives the model its `lsp_*` tools.
 ---@param forward_diagnostics boolean?
 ---@return table
 function M.client_capability(forward_diagnostics)
@@ -191,6 +215,7 @@ function M.client_capability(forward_diagnostics)
     saveDocuments = true,
     askUser = true,
     diagnostics = forward_diagnostics == true,
+    languageFeatures = vim.deepcopy(M.language_features),
   }
 end
 

@@ -20,6 +20,7 @@ local M = {}
 ---@field aborted boolean whether the last settled run was aborted
 ---@field model string?
 ---@field client_id integer? the LSP client (daemon) the session lives in
+---@field cwd string? the session's working directory, when the daemon said it (agent/newSession)
 ---@field plan table[]? the model's plan (`plan_update`, `agent/getState.plan`): `{content, status}` items
 ---@field jobs table<string, agent_lsp.Job>? background jobs by id (`job_update`, `agent/listJobs`)
 

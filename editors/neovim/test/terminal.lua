@@ -27,6 +27,7 @@ local plugin = vim.fs.dirname(vim.fs.dirname(vim.fs.dirname(vim.fs.dirname(vim.f
 ---@field colors boolean? 24-bit colours (`termguicolors`), for pictures
 ---@field setup string? more `setup()` fields, as Lua source (e.g. `approval = { read = "allow" },`)
 ---@field chat_size integer? rows of the chat split (default 12)
+---@field init string? more Lua source run before `setup()` (e.g. a language server's config)
 
 --- Starts Neovim with the plugin in a tmux terminal on `file` in `root`; returns the socket name
 --- and a function that captures the screen (`screen(true)`: with colour escapes).
@@ -45,6 +46,7 @@ vim.cmd.runtime("plugin/agent_lsp.lua")
 vim.o.laststatus = 3
 vim.o.termguicolors = %s
 vim.o.statusline = "%%f %%= %%{v:lua.require'agent_lsp'.statusline()}"
+%s
 require("agent_lsp").setup({
   cmd = { %q, "--stdio" },
   cmd_env = { OPENAI_BASE_URL = %q, OPENAI_API_KEY = "test", HOME = %q, XDG_DATA_HOME = %q, XDG_STATE_HOME = %q, XDG_CONFIG_HOME = %q },
@@ -54,6 +56,7 @@ require("agent_lsp").setup({
 ]],
     plugin,
     tostring(opts.colors == true),
+    opts.init or "",
     H.bin,
     mock.openaiBaseUrl,
     home,

@@ -32,7 +32,22 @@ return {
       end)
       local caps = require("agent_lsp").client().capabilities
       H.eq(true, caps.workspace.workspaceEdit.documentChanges, "documentChanges advertised")
-      H.eq({ events = true, approvals = true, saveDocuments = true, askUser = true, diagnostics = true }, caps.experimental.agent, "agent capability")
+      H.eq({
+        events = true,
+        approvals = true,
+        saveDocuments = true,
+        askUser = true,
+        diagnostics = true,
+        languageFeatures = {
+          "textDocument/definition",
+          "textDocument/references",
+          "textDocument/hover",
+          "textDocument/documentSymbol",
+          "workspace/symbol",
+          "textDocument/implementation",
+          "textDocument/rename",
+        },
+      }, caps.experimental.agent, "agent capability")
       vim.api.nvim_buf_set_lines(buf, 0, 1, false, { "ALPHA (unsaved)" })
       assert(vim.bo[buf].modified, "buffer has unsaved changes")
 

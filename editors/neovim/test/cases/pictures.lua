@@ -82,7 +82,110 @@ local function picture(H, name, ansi)
   return out
 end
 
+local GREET_TS = table.concat({
+  "/** Greets someone by name. */",
+  "export function greet(name: string): string {",
+  '  return "Hello, " + name;',
+  "}",
+  "",
+}, "\n")
+local MAIN_TS = table.concat({
+  'import { greet } from "./greet";',
+  "",
+  'console.log(greet("Ada"));',
+  'console.log(greet("Grace"));',
+  "",
+}, "\n")
+
+--- Lua for the terminal Neovim's init: typescript-language-server (AGENT_LSP_TSLS, installed by
+--- run.sh) enabled for TypeScript; once it answers documentSymbol for the first buffer it
+--- attached to, the file `ready` is written (tsserver loads the project on its first request).
+local function ts_init(root, ready)
+  local tsls = os.getenv("AGENT_LSP_TSLS")
+  assert(tsls and vim.fn.executable(tsls) == 1, "AGENT_LSP_TSLS (typescript-language-server, installed by run.sh) is not executable: " .. tostring(tsls))
+  local lib = vim.fs.dirname(vim.fs.dirname(tsls)) .. "/typescript/lib"
+  return string.format(
+    [[
+vim.lsp.config("ts_ls", {
+  cmd = { %q, "--stdio" },
+  filetypes = { "typescript" },
+  root_dir = %q,
+  init_options = { disableAutomaticTypingAcquisition = true, tsserver = { path = %q } },
+})
+vim.lsp.enable("ts_ls")
+local function probe(client, buf)
+  client:request("textDocument/documentSymbol", { textDocument = { uri = vim.uri_from_bufnr(buf) } }, function(err, result)
+    if not err and type(result) == "table" and #result > 0 then
+      local f = assert(io.open(%q, "w"))
+      f:close()
+    else
+      vim.defer_fn(function() probe(client, buf) end, 200)
+    end
+  end, buf)
+end
+vim.api.nvim_create_autocmd("LspAttach", {
+  callback = function(args)
+    local client = vim.lsp.get_client_by_id(args.data.client_id)
+    if client and client.name == "ts_ls" then
+      probe(client, args.buf)
+      return true -- (agent-lsp attaches too: only ts_ls's attach ends this autocmd)
+    end
+  end,
+})
+]],
+    tsls,
+    root,
+    lib,
+    ready
+  )
+end
+
 return {
+  {
+    name = "picture: the agent asks the editor's language server for references, then a rename",
+    run = function(H)
+      local mock = H.mock({
+        responses = {
+          {
+            text = "First, where `greet` is used:",
+            toolCalls = { { id = "call_1", name = "lsp_references", arguments = { path = "greet.ts", line = 2, symbol = "greet" } } },
+          },
+          { toolCalls = { { id = "call_2", name = "lsp_rename", arguments = { path = "greet.ts", line = 2, symbol = "greet", newName = "welcome" } } } },
+          {
+            text = "The rename changes the declaration, the import and both calls in `main.ts`. Apply it?",
+            usage = { input = 610, output = 38 },
+          },
+        },
+      })
+      local root = H.workspace({
+        ["greet.ts"] = GREET_TS,
+        ["main.ts"] = MAIN_TS,
+        ["tsconfig.json"] = '{"compilerOptions": {"strict": true}, "include": ["*.ts"]}\n',
+      })
+      local ready = H.tempdir() .. "/ready"
+      local socket, screen = launch(H, mock, root, "greet.ts", {
+        cols = COLS,
+        rows = ROWS,
+        colors = true,
+        chat_size = 24,
+        init = ts_init(root, ready),
+      })
+      -- (The test's own clock: the terminal Neovim writes the file when tsserver answers.)
+      H.wait("typescript-language-server to answer in the terminal Neovim", function()
+        return vim.uv.fs_stat(ready)
+      end, 90000)
+      tmux(socket, { "send-keys", ":AgentPrompt rename greet to welcome", "Enter" })
+      H.wait("the references and the proposed rename in the chat, the run settled", function()
+        local text = screen()
+        return text:find("Apply it?", 1, true) and text:find("agent: idle", 1, true)
+      end, 60000)
+      local plain = screen()
+      H.contains(plain, "4 references in 2 files:", "screen: the references")
+      H.contains(plain, 'main.ts:3:13: console.log(greet("Ada"));', "screen: a reference with its line")
+      H.contains(plain, "Renaming greet to welcome would change 4 places in 2 files", "screen: the proposed rename")
+      picture(H, "language", screen(true))
+    end,
+  },
   {
     name = "picture: the chat streams an answer under the plan, with a job running",
     run = function(H)
