@@ -7,7 +7,6 @@
 //! a reason saying why: a tool that must ask is never silently allowed.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -21,7 +20,7 @@ use crate::lsp::protocol::{
     ToolKind, method,
 };
 use crate::lsp::saving;
-use crate::rpc::outgoing::RequestError;
+use crate::rpc::outgoing::{RequestError, duration_text};
 use crate::tools::{ToolPreview, preview};
 
 /// The daemon's standing policy: `initializationOptions.approval` (an MCP tool's server entry
@@ -363,18 +362,6 @@ async fn saves_users_changes(session: &LiveSession, path: &std::path::Path) -> b
         && saving::saves_unsaved_changes(config.save_after_edit(), &doc, path).await
 }
 
-/// A timeout as people read it: `250 ms`, `2 s`, `1.5 s`.
-pub(crate) fn duration_text(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        format!("{ms} ms")
-    } else if ms.is_multiple_of(1000) {
-        format!("{} s", ms / 1000)
-    } else {
-        format!("{} s", d.as_secs_f64())
-    }
-}
-
 fn mcp_kind(kind: &str) -> ToolKind {
     match kind {
         "read" => ToolKind::Read,
@@ -408,18 +395,5 @@ fn title(tool: &str, kind: ToolKind, args: &Value) -> String {
         ToolKind::Edit => format!("Edit {}", arg("path")),
         ToolKind::Network => crate::tools::web::approval_title(tool, args),
         _ => format!("{tool} {}", args),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_read_as_people_write_them() {
-        assert_eq!(duration_text(Duration::from_millis(250)), "250 ms");
-        assert_eq!(duration_text(Duration::from_millis(0)), "0 ms");
-        assert_eq!(duration_text(Duration::from_secs(600)), "600 s");
-        assert_eq!(duration_text(Duration::from_millis(1500)), "1.5 s");
     }
 }

@@ -11,10 +11,9 @@ use std::sync::Arc;
 use ls_types::{MessageActionItem, MessageType, ShowMessageRequestParams};
 use tokio_util::sync::CancellationToken;
 
-use crate::lsp::approval::duration_text;
 use crate::lsp::live_session::LiveSession;
 use crate::lsp::protocol::{AskUserAction, AskUserParams, AskUserResult, AskUserSource, method};
-use crate::rpc::outgoing::RequestError;
+use crate::rpc::outgoing::{RequestError, duration_text};
 use crate::tools::{Question, UserAnswer};
 
 /// Asks `question` of the session's user; `cancel` (an abort) withdraws it.

@@ -9,6 +9,9 @@
 use ls_types::{Position, PositionEncodingKind, Range};
 use ropey::Rope;
 
+/// A conversion between char indices and an encoding's unit indices in a rope.
+type UnitConversion = fn(&Rope, usize) -> usize;
+
 /// The unit of `Position::character` on this connection.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Encoding {
@@ -28,6 +31,15 @@ impl Encoding {
             Encoding::Utf8
         } else {
             Encoding::Utf16
+        }
+    }
+
+    /// Char index → this encoding's unit index in the whole rope, and back (a unit inside a
+    /// char rounds down to that char).
+    fn unit_conversions(self) -> (UnitConversion, UnitConversion) {
+        match self {
+            Encoding::Utf8 => (Rope::char_to_byte, Rope::byte_to_char),
+            Encoding::Utf16 => (Rope::char_to_utf16_cu, Rope::utf16_cu_to_char),
         }
     }
 
@@ -64,24 +76,12 @@ pub fn to_char_idx(rope: &Rope, pos: Position, enc: Encoding) -> usize {
     let start = rope.line_to_char(line);
     let end = line_content_end(rope, line);
     let character = pos.character as usize;
-    match enc {
-        Encoding::Utf8 => {
-            let line_byte = rope.char_to_byte(start);
-            let byte = line_byte
-                .saturating_add(character)
-                .min(rope.char_to_byte(end));
-            // A byte inside a multi-byte char rounds down to that char.
-            rope.byte_to_char(byte)
-        }
-        Encoding::Utf16 => {
-            let line_cu = rope.char_to_utf16_cu(start);
-            let cu = line_cu
-                .saturating_add(character)
-                .min(rope.char_to_utf16_cu(end));
-            // A unit inside a surrogate pair rounds down to that char.
-            rope.utf16_cu_to_char(cu)
-        }
-    }
+    let (to_unit, from_unit) = enc.unit_conversions();
+    let unit = to_unit(rope, start)
+        .saturating_add(character)
+        .min(to_unit(rope, end));
+    // A unit inside a multi-byte char or a surrogate pair rounds down to that char.
+    from_unit(rope, unit)
 }
 
 /// Converts a char index (clamped to the document) to a position.
@@ -89,10 +89,8 @@ pub fn to_position(rope: &Rope, char_idx: usize, enc: Encoding) -> Position {
     let idx = char_idx.min(rope.len_chars());
     let line = rope.char_to_line(idx);
     let start = rope.line_to_char(line);
-    let character = match enc {
-        Encoding::Utf8 => rope.char_to_byte(idx) - rope.char_to_byte(start),
-        Encoding::Utf16 => rope.char_to_utf16_cu(idx) - rope.char_to_utf16_cu(start),
-    };
+    let (to_unit, _) = enc.unit_conversions();
+    let character = to_unit(rope, idx) - to_unit(rope, start);
     Position::new(saturate(line), saturate(character))
 }
 

@@ -188,9 +188,29 @@ struct AcpCancel<'a> {
     request_id: &'a Id,
 }
 
+/// A timeout as people read it: `250 ms`, `2 s`, `1.5 s`.
+pub(crate) fn duration_text(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{} s", d.as_secs_f64())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(duration_text(Duration::from_millis(250)), "250 ms");
+        assert_eq!(duration_text(Duration::from_millis(0)), "0 ms");
+        assert_eq!(duration_text(Duration::from_secs(600)), "600 s");
+        assert_eq!(duration_text(Duration::from_millis(1500)), "1.5 s");
+    }
     use serde_json::json;
 
     #[tokio::test]

@@ -3,8 +3,6 @@
 //! timeout withdraws it with `$/cancelRequest`. Its failures are the tool's errors, worded for
 //! the model.
 
-use std::time::Duration;
-
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -49,7 +47,7 @@ pub async fn ask(
         }
         Err(RequestError::Timeout(t)) => Err(ToolError::new(format!(
             "No answer from the editor's language servers within {}.",
-            seconds(t)
+            crate::rpc::outgoing::duration_text(t)
         ))),
         Err(RequestError::ErrorReply(message)) => Err(ToolError::new(format!(
             "The editor's language servers failed: {message}"
@@ -63,29 +61,8 @@ pub async fn ask(
     }
 }
 
-/// A timeout as people read it: `15 s`, `1.5 s`, `250 ms`.
-fn seconds(d: Duration) -> String {
-    match d.as_millis() {
-        ms if ms < 1000 => format!("{ms} ms"),
-        ms if ms % 1000 == 0 => format!("{} s", ms / 1000),
-        _ => format!("{} s", d.as_secs_f64()),
-    }
-}
-
 /// The words for a document no language server answers `what` for: a normal result (the
 /// model falls back to `grep` and `read`), not an error.
 pub fn no_server(what: &str, shown: &str) -> String {
     format!("No language server in the editor answers {what} for {shown}.")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timeouts_read_as_people_write_them() {
-        assert_eq!(seconds(Duration::from_secs(15)), "15 s");
-        assert_eq!(seconds(Duration::from_millis(1500)), "1.5 s");
-        assert_eq!(seconds(Duration::from_millis(200)), "200 ms");
-    }
 }
