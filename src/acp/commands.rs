@@ -12,10 +12,10 @@ use tokio_util::sync::CancellationToken;
 use crate::acp::options;
 use crate::acp::session::{AcpSession, COMPACT_BUSY, COMPACTING, stop_value};
 use crate::acp::updates::text_block;
-use crate::agent::message::{ContentBlock, TextContent};
+use crate::agent::message::ContentBlock;
 use crate::compaction::{CompactionReason, CompactionResult};
 use crate::core::commands::{BuiltinOutcome, run_model};
-use crate::core::commands::{follow_commands, list_commands};
+use crate::core::commands::{expand_message, fetch_mcp_prompt, follow_commands, list_commands};
 use crate::core::session::Refusal;
 use crate::core::{Builtin, CommandInfo, CompactError, CompactionEvent, Expansion};
 use crate::rpc::jsonrpc::{Id, ResponseError};
@@ -23,18 +23,8 @@ use crate::rpc::jsonrpc::{Id, ResponseError};
 impl AcpSession {
     /// `session/prompt`: expands a command, runs a built-in, or prompts.
     pub fn submit(self: &Arc<Self>, id: Id, mut blocks: Vec<ContentBlock>) {
-        let Some(ContentBlock::Text(first)) = blocks.first_mut() else {
-            return self.prompt(id, blocks);
-        };
-        let mcp = &self.tools.mcp;
-        match self
-            .commands
-            .expand(&first.text, |s, p| mcp.has_prompt(s, p))
-        {
-            Expansion::Text(text) => {
-                first.text = text;
-                self.prompt(id, blocks);
-            }
+        match expand_message(&self.commands, &self.tools, &mut blocks) {
+            Expansion::Text(_) => self.prompt(id, blocks),
             Expansion::Builtin(Builtin::Model { spec }) => self.model_command(id, spec),
             Expansion::Builtin(Builtin::Compact { instructions }) => {
                 self.compact_command(id, instructions)
@@ -55,14 +45,9 @@ impl AcpSession {
             } => {
                 let session = self.clone();
                 tokio::spawn(async move {
-                    match session.tools.mcp.get_prompt(&server, &prompt, &args).await {
-                        Ok(text) => {
-                            blocks[0] = ContentBlock::Text(TextContent {
-                                text,
-                                text_signature: None,
-                            });
-                            session.prompt(id, blocks);
-                        }
+                    let command = (server.as_str(), prompt.as_str(), args.as_slice());
+                    match fetch_mcp_prompt(&session.tools, command, blocks).await {
+                        Ok(blocks) => session.prompt(id, blocks),
                         Err(message) => session.answer(
                             &id,
                             Err(ResponseError::internal(format!(

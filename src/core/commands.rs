@@ -14,6 +14,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
+use crate::agent::message::{ContentBlock, TextContent};
 use crate::compaction::{CompactionReason, CompactionResult};
 use crate::core::compaction::{CompactError, Compactor};
 use crate::core::controls::{LiveSettings, SessionControls, SwitchError};
@@ -113,6 +114,43 @@ pub enum Expansion {
         prompt: String,
         args: Vec<String>,
     },
+}
+
+/// What a message becomes when its first block is text starting with `/name`: a template's or
+/// skill's text is put in place of that block (`Expansion::Text`, with the text it replaced:
+/// send `blocks` as they are now, as for a message that is no command); built-ins and MCP
+/// prompts are the caller's.
+pub fn expand_message(
+    commands: &SessionCommands,
+    tools: &SessionTools,
+    blocks: &mut [ContentBlock],
+) -> Expansion {
+    let Some(ContentBlock::Text(first)) = blocks.first_mut() else {
+        return Expansion::Text(String::new());
+    };
+    let mcp = &tools.mcp;
+    match commands.expand(&first.text, |s, p| mcp.has_prompt(s, p)) {
+        Expansion::Text(text) => Expansion::Text(std::mem::replace(&mut first.text, text)),
+        command => command,
+    }
+}
+
+/// The message with an MCP prompt's text (`prompts/get`) in place of its first block.
+pub async fn fetch_mcp_prompt(
+    tools: &SessionTools,
+    (server, prompt, args): (&str, &str, &[String]),
+    mut blocks: Vec<ContentBlock>,
+) -> Result<Vec<ContentBlock>, String> {
+    let text = tools.mcp.get_prompt(server, prompt, args).await?;
+    let block = ContentBlock::Text(TextContent {
+        text,
+        text_signature: None,
+    });
+    match blocks.first_mut() {
+        Some(first) => *first = block,
+        None => blocks.push(block),
+    }
+    Ok(blocks)
 }
 
 /// The session's commands: built-ins, its templates and skills (fixed when the session starts),

@@ -4,8 +4,10 @@
 
 use std::sync::Arc;
 
-use crate::agent::message::{ContentBlock, TextContent};
-use crate::core::commands::{BuiltinOutcome, follow_commands, list_commands, run_model};
+use crate::agent::message::ContentBlock;
+use crate::core::commands::{
+    BuiltinOutcome, expand_message, fetch_mcp_prompt, follow_commands, list_commands, run_model,
+};
 use crate::core::{Builtin, CommandInfo, Expansion};
 use crate::lsp::live_session::{LiveSession, QueueKind};
 use crate::lsp::protocol::{
@@ -47,18 +49,8 @@ pub fn prepare(
     delivery: Delivery,
     deliver: fn(&Arc<LiveSession>, Delivery, Vec<ContentBlock>) -> Result<Delivered>,
 ) -> Result<Prepared> {
-    let Some(ContentBlock::Text(first)) = blocks.first_mut() else {
-        return Ok(Prepared::Send(blocks));
-    };
-    let mcp = &session.tools.mcp;
-    match session
-        .commands
-        .expand(&first.text, |s, p| mcp.has_prompt(s, p))
-    {
-        Expansion::Text(text) => {
-            first.text = text;
-            Ok(Prepared::Send(blocks))
-        }
+    match expand_message(&session.commands, &session.tools, &mut blocks) {
+        Expansion::Text(_) => Ok(Prepared::Send(blocks)),
         Expansion::Builtin(builtin) => {
             builtin_reply(session, &builtin).map(|a| Prepared::Answered(Box::new(a)))
         }
@@ -72,14 +64,10 @@ pub fn prepare(
             let name = command.clone();
             tokio::spawn(async move {
                 let session = task_session;
-                let fetched = session.tools.mcp.get_prompt(&server, &prompt, &args).await;
-                let sent = fetched.and_then(|text| {
-                    blocks[0] = ContentBlock::Text(TextContent {
-                        text,
-                        text_signature: None,
-                    });
-                    deliver(&session, delivery, blocks).map_err(|e| e.message)
-                });
+                let command = (server.as_str(), prompt.as_str(), args.as_slice());
+                let fetched = fetch_mcp_prompt(&session.tools, command, blocks).await;
+                let sent = fetched
+                    .and_then(|blocks| deliver(&session, delivery, blocks).map_err(|e| e.message));
                 if let Err(message) = sent {
                     let event = SessionEvent::CommandError {
                         command: name,
