@@ -583,6 +583,16 @@ export class Controller implements vscode.Disposable {
     if (p) await vscode.window.showTextDocument(resolveToolUri(p, readConfig().cwd), { preview: true });
   }
 
+  /** A place an `lsp_*` result names (path relative to the workspace, 1-based line and column). */
+  async openLocation(path: string, line: number, column: number): Promise<void> {
+    const at = new vscode.Position(Math.max(0, line - 1), Math.max(0, column - 1));
+    try {
+      await vscode.window.showTextDocument(resolveToolUri(path, readConfig().cwd), { selection: new vscode.Range(at, at), preview: true });
+    } catch (e) {
+      this.notice('warning', `Could not open ${path}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
   async openApprovalDiff(requestId: string): Promise<void> {
     const params: BeforeToolCallParams | undefined = this.approvals.get(requestId);
     if (!params) return;

@@ -28,6 +28,19 @@ function lspTarget(path: string, a: Record<string, unknown>): string {
   return `${path}${line}${symbol}${rename}`;
 }
 
+/**
+ * An `lsp_*` result with each place it names (`path:line:col:` at a line's start, 1-based) as a
+ * link that opens the file there.
+ */
+export function linkLocations(text: string): string {
+  return text.split('\n').map((line) => {
+    const m = /^([^\s:][^:]*):(\d+):(\d+)(?=:|$)/.exec(line);
+    if (!m) return escapeHtml(line);
+    const [place, file, l, c] = m;
+    return `<a class="loc" href="#" data-action="openLocation" data-path="${escapeHtml(file)}" data-line="${l}" data-column="${c}">${escapeHtml(place)}</a>${escapeHtml(line.slice(place.length))}`;
+  }).join('\n');
+}
+
 /** What the tool acts on, for the card header: a path, a command or a pattern. */
 export function toolTarget(tool: ToolItem): string {
   const a = tool.args ?? {};
@@ -117,7 +130,8 @@ export function renderTool(tool: ToolItem | undefined, open: boolean, tools: Cha
   // A task's answer is its child's last words, already the last step.
   const last = tool.subagent?.steps[tool.subagent.steps.length - 1];
   const repeated = last?.type === 'text' && last.text.trim() === out.trim();
-  const body = steps + (out && !repeated ? `<pre class="output">${escapeHtml(out.length > 20000 ? `${out.slice(0, 20000)}\n…` : out)}</pre>` : '');
+  const shownOut = out.length > 20000 ? `${out.slice(0, 20000)}\n…` : out;
+  const body = steps + (out && !repeated ? `<pre class="output">${tool.name.startsWith('lsp_') ? linkLocations(shownOut) : escapeHtml(shownOut)}</pre>` : '');
   const blocked = tool.status === 'blocked' && tool.blockedReason ? `<div class="blocked-reason">Rejected: ${escapeHtml(tool.blockedReason)}</div>` : '';
   const diffBtn = tool.editPath ? `<button class="mini" title="Open the change in VS Code's diff view" data-action="openDiff" data-tool="${id}">Diff</button>` : '';
   const approval = tool.approval ? renderApproval(tool, tool.approval) : '';

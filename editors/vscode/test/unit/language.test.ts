@@ -10,7 +10,7 @@ import {
   serversFor, toLspDocumentSymbols, toLspHovers, toLspLocations, toLspWorkspaceEdit, toLspWorkspaceSymbols, workspaceEditEntries,
 } from '../../src/shared/languageResults';
 import { afterFromDiff, changedFiles, pairWithPaths, splitDiff } from '../../src/shared/multiDiff';
-import { filesLine, renderItem, toolTarget } from '../../src/shared/render';
+import { filesLine, linkLocations, renderItem, renderTool, toolTarget } from '../../src/shared/render';
 
 /** A `vscode.Uri` stand-in: only its string form is read. */
 const uri = (s: string) => ({ toString: () => s });
@@ -216,4 +216,16 @@ test('a rename\'s approval lists its files above the diff; its card names the pl
   assert.equal(toolTarget({ ...s.tools.c2, name: 'lsp_references', args: { path: 'b.ts', line: 3, symbol: 'greet' } }), 'b.ts:3 greet');
   assert.equal(toolTarget({ ...s.tools.c2, name: 'lsp_rename', args: { path: 'b.ts', line: 3, symbol: 'greet', newName: 'hi' } }), 'b.ts:3 greet → hi (proposed)');
   assert.equal(toolTarget({ ...s.tools.c2, name: 'lsp_workspace_symbols', args: { query: 'greet' } }), 'greet');
+});
+
+test('the places an lsp_* result names are links that open the file there; other lines stay text', () => {
+  const out = '3 references in 2 files:\nlang/a.ts:4:17: export function greet(name: string): string {\nlang/b.ts:1:10: import { greet } from \'./a\';\n  function <greet> 4:17';
+  const html = linkLocations(out);
+  assert.ok(html.startsWith('3 references in 2 files:\n<a class="loc" href="#" data-action="openLocation" data-path="lang/a.ts" data-line="4" data-column="17">lang/a.ts:4:17</a>: export function greet'), html);
+  assert.ok(html.includes('data-path="lang/b.ts" data-line="1" data-column="10"'));
+  assert.ok(html.endsWith('  function &lt;greet&gt; 4:17'), html);
+  const card = renderTool({ id: 'c1', name: 'lsp_references', args: { path: 'lang/b.ts', line: 4, symbol: 'greet' }, argsText: '', output: out, status: 'done' } as never, true);
+  assert.ok(card.includes('data-action="openLocation"'), card);
+  const other = renderTool({ id: 'c2', name: 'grep', args: { pattern: 'greet' }, argsText: '', output: 'lang/a.ts:4:17: x', status: 'done' } as never, true);
+  assert.ok(!other.includes('openLocation'));
 });
