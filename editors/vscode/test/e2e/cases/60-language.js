@@ -28,6 +28,25 @@ exports.register = ({ testCase, until, runCommand, readTraces, text, openFile, e
     for (const w of wants) if (!got?.includes(w)) throw new Error(`${callId}: the model got no "${w}" in: ${got}`);
     return got;
   }
+  /**
+   * Turns agentLsp.followAgent on or off in the Settings editor, as a user does, and waits for
+   * the extension to say so in its log (it takes effect without a restart).
+   */
+  async function setFollow(page, on) {
+    const before = (readTraces().match(/Follow the agent: (on|off)/g) ?? []).length;
+    await runCommand(page, 'Preferences: Open User Settings');
+    await page.locator('.settings-editor').waitFor({ timeout: 15000 });
+    await page.keyboard.press('Control+A');
+    await page.keyboard.type('agentLsp.followAgent');
+    const box = page.locator('.setting-item-contents[data-key="agentLsp.followAgent"] .setting-value-checkbox, .setting-item[data-key="agentLsp.followAgent"] .setting-value-checkbox').first();
+    await box.waitFor({ timeout: 15000 });
+    if ((await box.getAttribute('aria-checked')) !== String(on)) await box.click();
+    await until(`followAgent ${on ? 'on' : 'off'} in the log`, async () => {
+      const said = readTraces().match(/Follow the agent: (on|off)/g) ?? [];
+      return said.length > before && said[said.length - 1] === `Follow the agent: ${on ? 'on' : 'off'}`;
+    }, 20000, 200);
+    await page.keyboard.press('Control+W');
+  }
   const dir = path.join(workspace, 'lang');
   const A = path.join(dir, 'a.ts');
   const B = path.join(dir, 'b.ts');
@@ -51,7 +70,9 @@ exports.register = ({ testCase, until, runCommand, readTraces, text, openFile, e
     await page.keyboard.type('export const EXCLAIM = true;');
     await page.keyboard.press('Enter');
     await page.keyboard.press('Enter');
-    await until('the typed lines above greet', async () => (await editorText(page)).split('\n')[3]?.startsWith('export function greet'), 10000);
+    // The cursor after them: the start of greet's line, now line 4.
+    await page.locator('.statusbar-item', { hasText: 'Ln 4, Col 1' }).first().waitFor({ timeout: 10000 });
+    await until('the typed lines above greet', async () => (await editorText(page)).includes('export const EXCLAIM = true;'), 10000);
     if (fs.readFileSync(A, 'utf8').includes('PUNCTUATION')) throw new Error('a.ts was saved');
     // TypeScript's server starts slowly here: its document symbols (the breadcrumbs' symbol at the
     // cursor, in greet) show it answers before the model asks.
@@ -119,12 +140,8 @@ exports.register = ({ testCase, until, runCommand, readTraces, text, openFile, e
 
   testCase('with agentLsp.followAgent on, the file the agent reads is shown at its line; the chat keeps the focus', async ({ page, ctx }) => {
     const f = ctx.frame;
-    const settingsFile = process.env.VSCODE_SETTINGS;
-    const original = fs.readFileSync(settingsFile, 'utf8');
-    const settings = JSON.parse(original);
-    fs.writeFileSync(settingsFile, JSON.stringify({ ...settings, 'agentLsp.followAgent': true }, null, 2));
+    await setFollow(page, true);
     try {
-      await until('the setting taking effect', async () => readTraces().includes('Follow the agent: on'), 20000, 200);
       await openFile(page, 'a.ts', A);
       await send(f, 'Show me main');
       await until('b.ts shown', async () => (await page.locator('.tab.active', { hasText: 'b.ts' }).count()) === 1, 30000);
@@ -135,8 +152,7 @@ exports.register = ({ testCase, until, runCommand, readTraces, text, openFile, e
       if (!(await f.evaluate(() => document.hasFocus() && document.activeElement?.id === 'input'))) throw new Error('the chat input lost the focus');
       await page.screenshot({ path: path.join(artifacts, '62-follow.png') });
     } finally {
-      fs.writeFileSync(settingsFile, original);
+      await setFollow(page, false);
     }
-    await until('the setting off again', async () => readTraces().includes('Follow the agent: off'), 20000, 200);
   });
 };
