@@ -303,6 +303,7 @@ pub fn assemble(
         env: vec![("AGENT_LSP_SESSION_ID".into(), session_id.clone())],
         sandbox: Some(sandbox.clone()),
         jobs: Some(jobs.clone()),
+        recorder: journal.recorder(&workspace),
         ..ToolOptions::default()
     };
     // A front end's `bash` that runs commands elsewhere (ACP's client terminals) gets the

@@ -268,6 +268,25 @@ pub fn policy_for(config: &HashMap<String, ApprovalPolicy>, tool: &str) -> Appro
         })
 }
 
+/// [`policy_for`] for one call, whose kind and default may depend on its arguments (an
+/// `lsp_rename` that applies its edits is an edit, and asks).
+pub fn policy_for_call(
+    config: &HashMap<String, ApprovalPolicy>,
+    tool: &str,
+    args: &serde_json::Value,
+) -> ApprovalPolicy {
+    config
+        .get(tool)
+        .or_else(|| config.get(tools::call_kind(tool, args).as_str()))
+        .or_else(|| config.get("default"))
+        .copied()
+        .unwrap_or(if tools::call_allowed_by_default(tool, args) {
+            ApprovalPolicy::Allow
+        } else {
+            ApprovalPolicy::Ask
+        })
+}
+
 /// An MCP tool's policy: its server entry's `approval`, else the policy map naming the tool,
 /// else ask (read-only hints included: they are the server's claim).
 pub fn mcp_policy(
@@ -304,6 +323,35 @@ mod tests {
         assert_eq!(policy_for(&config, "edit"), ApprovalPolicy::Allow);
         assert_eq!(policy_for(&config, "bash"), ApprovalPolicy::Block);
         assert_eq!(policy_for(&config, "read"), ApprovalPolicy::Ask);
+    }
+
+    #[test]
+    fn an_applying_rename_is_an_edit_and_asks() {
+        let none = HashMap::new();
+        let plain = json!({"path": "a.ts", "line": 1, "newName": "b"});
+        let applying = json!({"path": "a.ts", "line": 1, "newName": "b", "apply": true});
+        assert_eq!(
+            policy_for_call(&none, "lsp_rename", &plain),
+            ApprovalPolicy::Allow
+        );
+        assert_eq!(
+            policy_for_call(&none, "lsp_rename", &applying),
+            ApprovalPolicy::Ask
+        );
+        assert_eq!(
+            policy_for_call(&none, "lsp_definition", &json!({})),
+            ApprovalPolicy::Allow
+        );
+        let config: HashMap<String, ApprovalPolicy> =
+            serde_json::from_value(json!({"edit": "allow", "read": "block"})).unwrap();
+        assert_eq!(
+            policy_for_call(&config, "lsp_rename", &applying),
+            ApprovalPolicy::Allow
+        );
+        assert_eq!(
+            policy_for_call(&config, "lsp_rename", &plain),
+            ApprovalPolicy::Block
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::hooks::BeforeToolCallContext;
-use crate::core::approval::{Answer, Policy, mcp_policy, policy_for};
+use crate::core::approval::{Answer, Policy, mcp_policy, policy_for_call};
 use crate::core::permissions::{TrustAnswer, TrustQuestion};
 use crate::lsp::live_session::LiveSession;
 use crate::lsp::protocol::{
@@ -26,11 +26,11 @@ use crate::tools::{ToolPreview, preview};
 
 /// The daemon's standing policy: `initializationOptions.approval` (an MCP tool's server entry
 /// first).
-pub fn policy(session: &LiveSession, tool: &str) -> Policy {
+pub fn policy(session: &LiveSession, tool: &str, args: &Value) -> Policy {
     let approval = &session.view.ctx.config.options.approval;
     let policy = match session.tools.mcp_info(tool) {
         Some(info) => mcp_policy(&info, approval, tool),
-        None => policy_for(approval, tool),
+        None => policy_for_call(approval, tool, args),
     };
     match policy {
         ApprovalPolicy::Allow => Policy::Allow,
@@ -260,10 +260,12 @@ pub async fn approval_request(
 ) -> BeforeToolCallParams {
     let tool = &ctx.tool_call.name;
     let mcp = session.tools.mcp_info(tool);
-    let kind = mcp
-        .as_ref()
-        .map_or_else(|| crate::tools::tool_kind(tool), |info| mcp_kind(info.kind));
+    let kind = mcp.as_ref().map_or_else(
+        || crate::tools::call_kind(tool, &ctx.args),
+        |info| mcp_kind(info.kind),
+    );
     let mut saves_unsaved_changes = false;
+    let rename = rename_approval(session, ctx).await;
     let preview = match preview(&session.workspace, tool, &ctx.args).await {
         Some(ToolPreview::Diff {
             abs_path, patch, ..
@@ -272,6 +274,7 @@ pub async fn approval_request(
             Some(Preview::Diff {
                 path: abs_path.display().to_string(),
                 diff: patch,
+                paths: None,
             })
         }
         Some(ToolPreview::Command { command, cwd, .. }) => Some(Preview::Command {
@@ -279,7 +282,17 @@ pub async fn approval_request(
             cwd: cwd.display().to_string(),
         }),
         Some(ToolPreview::Fetch { url, host, local }) => Some(Preview::Fetch { url, host, local }),
-        None => None,
+        None => match rename.as_ref().and_then(|r| r.diff.clone()) {
+            Some((path, paths, diff)) => {
+                for path in &paths {
+                    let path = std::path::Path::new(path);
+                    saves_unsaved_changes |= saves_users_changes(session, path).await;
+                }
+                let paths = Some(paths);
+                Some(Preview::Diff { path, diff, paths })
+            }
+            None => None,
+        },
     };
     let sandbox = session.sandbox.describe_approval(tool, &ctx.args);
     let always_rules = (session.gate).always_rules(tool, &ctx.args, mcp.as_ref());
@@ -306,13 +319,30 @@ pub async fn approval_request(
                     .and_then(Value::as_str)
                     .unwrap_or_default()
             ),
-            (None, None) => title(tool, kind, &ctx.args),
+            (None, None) => match rename {
+                Some(rename) => rename.title,
+                None => title(tool, kind, &ctx.args),
+            },
         },
         preview,
         saves_unsaved_changes,
         sandbox,
         always_rules,
     }
+}
+
+/// An applying `lsp_rename`'s title and diff of every file (the plan kept for the call).
+async fn rename_approval(
+    session: &LiveSession,
+    ctx: &BeforeToolCallContext,
+) -> Option<crate::lsp::language::RenameApproval> {
+    let (tool, args) = (&ctx.tool_call.name, &ctx.args);
+    if !crate::tools::applies_rename(tool, args) {
+        return None;
+    }
+    let lang = session.view.ctx.language.get(&session.id)?;
+    let call = &ctx.tool_call.id;
+    Some(crate::lsp::language::rename_approval(&lang, call, args).await)
 }
 
 /// Whether approving an edit of `path` would save the user's unsaved changes in its buffer.

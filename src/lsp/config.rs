@@ -90,6 +90,19 @@ impl ConnConfig {
         self.agent.as_ref().is_some_and(|a| a.ask_user)
     }
 
+    /// The LSP methods the client answers through `agent/languageRequest` (none for generic
+    /// clients), as it listed them.
+    pub fn language_features(&self) -> &[String] {
+        self.agent
+            .as_ref()
+            .map_or(&[], |a| a.language_features.as_slice())
+    }
+
+    /// How long an `agent/languageRequest` waits (`languageTimeoutMs`, 15 s by default).
+    pub fn language_timeout(&self) -> Duration {
+        Duration::from_millis(self.options.language_timeout_ms.unwrap_or(15_000))
+    }
+
     pub fn save_documents(&self) -> bool {
         self.agent.as_ref().is_some_and(|a| a.save_documents)
     }
@@ -200,6 +213,21 @@ mod tests {
         assert_eq!(c.delta_interval(), DEFAULT_DELTA_INTERVAL);
         assert_eq!(c.cwd, PathBuf::from("/tmp"));
         assert!(c.work_done_progress && !c.message_actions && !c.document_changes);
+        assert!(c.language_features().is_empty());
+        assert_eq!(c.language_timeout(), Duration::from_secs(15));
+    }
+
+    #[test]
+    fn reads_the_language_features_and_their_timeout() {
+        let (c, warnings) = config(json!({"capabilities": {"experimental": {"agent": {
+            "languageFeatures": ["textDocument/definition", "workspace/symbol", "bogus"]}}},
+            "initializationOptions": {"languageTimeoutMs": 250}}));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            c.language_features(),
+            ["textDocument/definition", "workspace/symbol", "bogus"]
+        );
+        assert_eq!(c.language_timeout(), Duration::from_millis(250));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::lsp::buffers::BufferWorkspace;
 use crate::lsp::config::ConnConfig;
 use crate::lsp::diagnostics::DiagnosticsTool;
 use crate::lsp::documents::DocStore;
+use crate::lsp::language::{Lang, LanguageSessions};
 use crate::lsp::protocol::Decision;
 use crate::mcp::McpHub;
 use crate::model_registry::{EnvSource, ResolvedModel};
@@ -31,6 +32,8 @@ pub struct ConnCtx {
     pub mcp: McpHub,
     /// Generic-client approvals waiting for `agent.approve` / `agent.reject`, by approval id.
     pub pending_approvals: Mutex<HashMap<String, PendingApproval>>,
+    /// The sessions' `lsp_*` tools (the client's `languageFeatures`).
+    pub language: LanguageSessions,
 }
 
 impl ConnCtx {
@@ -54,6 +57,37 @@ impl ConnCtx {
         self.pending_approvals
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ConnCtx {
+    /// The `lsp_*` tools of the methods the client answers (`languageFeatures`).
+    fn language_tools(
+        &self,
+        workspace: &Arc<dyn Workspace>,
+        options: &ToolOptions,
+    ) -> Vec<ToolRef> {
+        let features = self.config.language_features();
+        if features.is_empty() {
+            return Vec::new();
+        }
+        // The session's id, as `core::assemble` hands it to commands: the session itself is
+        // connected once it exists (`LanguageSessions::connect`).
+        let session_id = (options.env.iter())
+            .find(|(name, _)| name == "AGENT_LSP_SESSION_ID")
+            .map(|(_, id)| id.clone())
+            .unwrap_or_default();
+        let lang = Lang {
+            ws: workspace.clone(),
+            docs: self.docs.clone(),
+            out: self.out.clone(),
+            encoding: self.config.encoding,
+            timeout: self.config.language_timeout(),
+            session_id,
+            recorder: options.recorder.clone(),
+            shared: Default::default(),
+        };
+        self.language.tools(features, lang)
     }
 }
 
@@ -82,11 +116,13 @@ impl FrontEnd for ConnCtx {
         Some(EDITOR_NOTE)
     }
 
-    fn extra_tools(&self, workspace: &Arc<dyn Workspace>, _options: &ToolOptions) -> Vec<ToolRef> {
-        if !self.config.diagnostics() {
-            return Vec::new();
+    fn extra_tools(&self, workspace: &Arc<dyn Workspace>, options: &ToolOptions) -> Vec<ToolRef> {
+        let mut tools: Vec<ToolRef> = Vec::new();
+        if self.config.diagnostics() {
+            let sources = (workspace.clone(), self.docs.clone());
+            tools.push(Arc::new(DiagnosticsTool::new(sources)));
         }
-        let sources = (workspace.clone(), self.docs.clone());
-        vec![Arc::new(DiagnosticsTool::new(sources))]
+        tools.extend(self.language_tools(workspace, options));
+        tools
     }
 }

@@ -101,7 +101,7 @@ fn report(docs: &DocStore, root: &Path, filter: Option<&Path>) -> Option<String>
 }
 
 /// Relative to the workspace root when under it, else absolute.
-fn shown_path(path: &Path, root: &Path) -> String {
+pub(crate) fn shown_path(path: &Path, root: &Path) -> String {
     path.strip_prefix(root)
         .map(Path::to_path_buf)
         .unwrap_or_else(|_| PathBuf::from(path))
@@ -110,7 +110,7 @@ fn shown_path(path: &Path, root: &Path) -> String {
 }
 
 /// The editor's buffer when open, else the file on disk; `None` when neither is readable.
-fn text_of(docs: &DocStore, uri: &str, path: &Path) -> Option<Rope> {
+pub(crate) fn text_of(docs: &DocStore, uri: &str, path: &Path) -> Option<Rope> {
     match docs.get(uri) {
         Some(doc) => Some(doc.rope),
         None => std::fs::read_to_string(path)
@@ -120,7 +120,7 @@ fn text_of(docs: &DocStore, uri: &str, path: &Path) -> Option<Rope> {
 }
 
 /// 1-based line and character column of an LSP position (clamped as the position module does).
-fn one_based(rope: Option<&Rope>, pos: Position, enc: Encoding) -> (u64, u64) {
+pub(crate) fn one_based(rope: Option<&Rope>, pos: Position, enc: Encoding) -> (u64, u64) {
     let Some(rope) = rope else {
         return (u64::from(pos.line) + 1, u64::from(pos.character) + 1);
     };

@@ -12,6 +12,7 @@
 //!   session: its agent, runs, queues with ids, persistence), `events` (numbering and merging
 //!   of `$/agentEvent`s), `conn` (what sessions share);
 //! - `diagnostics`: the editor's forwarded diagnostics and the `diagnostics` tool;
+//! - `language`: the editor's language servers as the `lsp_*` tools (`agent/languageRequest`);
 //! - `approval`: the `beforeToolCall` hook's asking, over the core's approval gate;
 //! - `ask_user`: questions for the user (`agent/askUser`, or a generic client's message);
 //! - `saving`: whether a buffer holds unsaved changes of the user (`saveAfterEdit`);
@@ -31,6 +32,7 @@ pub mod dispatch;
 pub mod documents;
 pub mod events;
 pub mod generic_client;
+pub mod language;
 pub mod live_session;
 pub mod main_loop;
 pub mod position;

@@ -55,6 +55,8 @@ pub mod method {
     pub const BEFORE_TOOL_CALL: &str = "agent/beforeToolCall";
     pub const SAVE_DOCUMENTS: &str = "agent/saveDocuments";
     pub const ASK_USER: &str = "agent/askUser";
+    /// A request for the editor's own language servers (the `lsp_*` tools).
+    pub const LANGUAGE_REQUEST: &str = "agent/languageRequest";
     /// Client → server notification: the editor's diagnostics for one document.
     pub const DIAGNOSTICS: &str = "agent/diagnostics";
 }
@@ -100,6 +102,8 @@ pub struct ClientAgentCapabilities {
     pub diagnostics: bool,
     /// The client answers `agent/askUser` (the `ask_user` tool, MCP elicitations).
     pub ask_user: bool,
+    /// The LSP methods the client answers through `agent/languageRequest` (the `lsp_*` tools).
+    pub language_features: Vec<String>,
 }
 
 /// A prompt: plain text or pi content blocks (text, image).
@@ -514,6 +518,9 @@ pub enum Preview {
     Diff {
         path: String,
         diff: String,
+        /// Every changed file (absolute), when the diff covers several (`lsp_rename`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        paths: Option<Vec<String>>,
     },
     Command {
         command: String,
@@ -616,6 +623,28 @@ pub struct AskUserResult {
     pub text: Option<String>,
 }
 
+/// `agent/languageRequest` params: one standard LSP request (`method`, `params`) for the
+/// editor's other language servers, made for a `lsp_*` tool call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LanguageRequestParams {
+    pub session_id: String,
+    pub run_id: String,
+    pub tool_call_id: String,
+    pub method: String,
+    pub params: Value,
+}
+
+/// `agent/languageRequest` result: the servers asked (`[]`: none answers `method` for the
+/// document) and their results merged, positions in the connection's encoding.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LanguageRequestResult {
+    pub servers: Vec<String>,
+    #[serde(default)]
+    pub result: Value,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SaveDocumentsParams {
     pub uris: Vec<String>,
@@ -638,6 +667,8 @@ pub struct InitOptions {
     pub approval: std::collections::HashMap<String, ApprovalPolicy>,
     pub approval_timeout_ms: Option<u64>,
     pub edit_timeout_ms: Option<u64>,
+    /// How long an `agent/languageRequest` waits for the editor's language servers.
+    pub language_timeout_ms: Option<u64>,
     pub cwd: Option<String>,
     /// Directories outside a session's cwd the tools may touch (absolute paths).
     pub extra_roots: Vec<String>,
@@ -922,6 +953,7 @@ mod tests {
             method::LIST_SESSIONS,
             method::FORK_SESSION,
             method::RENAME_SESSION,
+            method::LANGUAGE_REQUEST,
         ];
         let events = [
             "queue_update",
@@ -986,6 +1018,10 @@ mod tests {
             "steered",
             "removed",
             "diagnostics",
+            "languageFeatures",
+            "languageTimeoutMs",
+            "servers",
+            "paths",
             "uri",
             "mcpServers",
             "startupTimeoutMs",

@@ -96,6 +96,7 @@ impl SessionTable {
             stream_fn: crate::provider::default_stream_fn(),
             mcp: McpHub::new(),
             pending_approvals: Mutex::default(),
+            language: Default::default(),
         };
         SessionTable {
             ctx: Arc::new(ctx),
@@ -207,6 +208,7 @@ impl SessionTable {
         }
         let view = LspView::new(self.ctx.clone(), &id);
         let live = Session::create(session, view);
+        self.ctx.language.connect(&live);
         self.map().insert(id, live.clone());
         crate::lsp::view::watch_mcp(&live);
         crate::lsp::approval::ask_hooks_trust_if_needed(&live);

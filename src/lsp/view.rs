@@ -21,8 +21,8 @@ use crate::sandbox::MustAsk;
 use crate::tools::{Question, UserAnswer};
 
 impl View for LspView {
-    fn policy(&self, session: &LiveSession, tool: &str, _args: &Value) -> Policy {
-        crate::lsp::approval::policy(session, tool)
+    fn policy(&self, session: &LiveSession, tool: &str, args: &Value) -> Policy {
+        crate::lsp::approval::policy(session, tool, args)
     }
 
     fn ask<'a>(

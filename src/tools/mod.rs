@@ -41,6 +41,7 @@ mod preview;
 mod process;
 pub mod question;
 pub mod read;
+pub mod recorder;
 mod text;
 mod tracker;
 pub mod truncate;
@@ -58,6 +59,7 @@ use crate::agent::tool::ToolRef;
 
 #[cfg(test)]
 pub(crate) use args::assert_args_match_schema;
+pub(crate) use args::count as count_arg;
 pub use ask_user::ASK_USER;
 pub use bash::{parse_timeout, run_command};
 pub use bash_jobs::{BASH_KILL, BASH_OUTPUT, started};
@@ -117,6 +119,9 @@ pub struct ToolOptions {
     pub sandbox: Option<Arc<crate::sandbox::Sandbox>>,
     /// The session's background jobs; `None`: a registry of these tools' own.
     pub jobs: Option<Arc<Jobs>>,
+    /// The session's journal, for a front end's tool that changes files (`lsp_rename`);
+    /// `None`: not journaled.
+    pub recorder: Option<Arc<dyn recorder::ChangeRecorder>>,
 }
 
 /// Builds the coding tools over `ws` (the seven and the job tools unless `opts.only` selects a
@@ -188,10 +193,44 @@ pub const DIAGNOSTICS: &str = "diagnostics";
 /// The session's plan (`core::plan`): it changes nothing but the checklist the user sees.
 pub const TODO_WRITE: &str = "todo_write";
 
+/// The daemon's tools over the editor's language servers (`lsp/language/`): they only read,
+/// but for [`LSP_RENAME`] with `apply: true`, which edits ([`call_kind`]).
+pub const LSP_TOOLS: [&str; 7] = [
+    "lsp_definition",
+    "lsp_references",
+    "lsp_hover",
+    "lsp_document_symbols",
+    "lsp_workspace_symbols",
+    "lsp_implementations",
+    LSP_RENAME,
+];
+
+/// The rename through the editor's language servers.
+pub const LSP_RENAME: &str = "lsp_rename";
+
+/// Whether a call is `lsp_rename` applying its edits (`apply: true`).
+pub fn applies_rename(name: &str, args: &serde_json::Value) -> bool {
+    name == LSP_RENAME && args.get("apply").and_then(serde_json::Value::as_bool) == Some(true)
+}
+
+/// The kind of one call: its tool's, but an applying `lsp_rename` edits.
+pub fn call_kind(name: &str, args: &serde_json::Value) -> ToolKind {
+    match applies_rename(name, args) {
+        true => ToolKind::Edit,
+        false => tool_kind(name),
+    }
+}
+
+/// [`allowed_by_default`] for one call: an applying `lsp_rename` asks.
+pub fn call_allowed_by_default(name: &str, args: &serde_json::Value) -> bool {
+    allowed_by_default(name) && !applies_rename(name, args)
+}
+
 /// The kind of a tool by name (`Other` for unknown tools).
 pub fn tool_kind(name: &str) -> ToolKind {
     match name {
         "read" | "ls" | BASH_OUTPUT | DIAGNOSTICS => ToolKind::Read,
+        name if LSP_TOOLS.contains(&name) => ToolKind::Read,
         "write" | "edit" => ToolKind::Edit,
         "grep" | "find" => ToolKind::Search,
         "bash" | BASH_KILL => ToolKind::Execute,
@@ -201,12 +240,13 @@ pub fn tool_kind(name: &str) -> ToolKind {
 }
 
 /// True for tools that never change anything on the machine (safe to run without approval).
-/// `ask_user` is one: asking is itself the user's say; `todo_write` changes only the plan.
+/// `ask_user` is one: asking is itself the user's say; `todo_write` changes only the plan. The
+/// `lsp_*` tools are by name; a call of `lsp_rename` that applies is not ([`call_kind`]).
 pub fn is_read_only(name: &str) -> bool {
     matches!(
         name,
         "read" | "grep" | "find" | "ls" | BASH_OUTPUT | DIAGNOSTICS | TODO_WRITE | ASK_USER
-    )
+    ) || LSP_TOOLS.contains(&name)
 }
 
 /// True for tools that run without approval unless a policy says otherwise: the read-only ones,

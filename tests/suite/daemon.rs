@@ -15,6 +15,7 @@ mod hostile;
 mod indexed_edits;
 mod jobs;
 mod journal;
+mod language;
 mod lifecycle;
 mod mcp;
 mod ordering;

@@ -22,6 +22,7 @@ pub mod images;
 mod jobs;
 pub mod live;
 pub mod manifest;
+mod recorder;
 pub mod recover;
 pub mod review;
 pub mod snapshot;
@@ -428,6 +429,19 @@ impl Journal {
             self.warm_up();
         }
         tool::journaled_tools(self, tools, ws, jobs)
+    }
+
+    /// The journal as the recorder of the tools that change files themselves (`lsp_rename`);
+    /// `None` when nothing is journaled (no session directory).
+    pub fn recorder(
+        self: &std::sync::Arc<Self>,
+        ws: &std::sync::Arc<dyn Workspace>,
+    ) -> Option<std::sync::Arc<dyn crate::tools::recorder::ChangeRecorder>> {
+        self.blobs.as_ref()?;
+        Some(std::sync::Arc::new(recorder::JournalRecorder {
+            journal: self.clone(),
+            ws: ws.clone(),
+        }))
     }
 
     fn current_run(&self, record: &SessionFile) -> String {

@@ -190,7 +190,7 @@ impl AgentTool for Journaled {
 
 /// `path`'s content as the user sees it, stored as an image: its name; `None` when there is
 /// no such file (or it could not be stored, logged). Storing runs off the async thread.
-async fn image(
+pub(super) async fn image(
     journal: &Arc<Journal>,
     ws: &Arc<dyn Workspace>,
     path: &std::path::Path,
@@ -212,7 +212,7 @@ async fn image(
 
 /// Which hash of a call's file [`hashed`] computes.
 #[derive(Clone, Copy)]
-enum Which {
+pub(super) enum Which {
     Before,
     After,
 }
@@ -221,7 +221,7 @@ enum Which {
 /// such file). A content whose hash is not known yet (an open buffer, captured as it is) is
 /// hashed off the call's path: the entry then says [`super::PENDING`], and a `hashed` entry
 /// fills it in, so a 10 MB buffer costs the edit nothing.
-async fn hashed(
+pub(super) async fn hashed(
     journal: &Arc<Journal>,
     ws: &Arc<dyn Workspace>,
     path: &std::path::Path,

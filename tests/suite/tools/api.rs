@@ -205,6 +205,7 @@ async fn bash_options_prefix_env_and_shell() {
         read_tracker: None,
         sandbox: None,
         jobs: None,
+        recorder: None,
     };
     let bash = coding_tools(ws, opts).pop().unwrap();
     let r = bash
