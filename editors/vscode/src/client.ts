@@ -27,7 +27,7 @@ export interface AgentHandlers {
   saveDocuments(params: SaveDocumentsParams): Promise<SaveDocumentsResult>;
   /** A question for the user (`agent/askUser`); the token fires on the server's `$/cancelRequest`. */
   askUser(params: AskUserParams, token: CancellationToken): Promise<AskUserResult>;
-  /** What the editor's language servers answer (`agent/languageRequest`, §3.25); the token fires on `$/cancelRequest`. */
+  /** What the editor's language servers answer (`agent/languageRequest`, §4.6); the token fires on `$/cancelRequest`. */
   languageRequest(params: LanguageRequestParams, token: CancellationToken): Promise<LanguageRequestResult>;
 }
 

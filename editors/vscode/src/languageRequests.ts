@@ -1,5 +1,5 @@
 /**
- * Answers `agent/languageRequest` (protocol.md §3.25): the daemon's `lsp_*` tools ask what the
+ * Answers `agent/languageRequest` (protocol.md §3.25, §4.6): the daemon's `lsp_*` tools ask what the
  * editor's language servers know, and VS Code answers through its `vscode.execute…Provider`
  * commands, which ask every provider registered for the document: the built-in TypeScript
  * features, any language extension, each with the user's unsaved text. agent-lsp itself provides

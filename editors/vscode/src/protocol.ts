@@ -372,7 +372,7 @@ export interface InitializationOptions {
   sandboxEnv?: string[];
   /** Paths kept read-only in every writable root (unset: settings.json `sandbox.protectedPaths`, else the built-in list). */
   sandboxProtectedPaths?: string[];
-  /** How long the daemon waits for an `agent/languageRequest` answer (§3.25; default 15000). */
+  /** How long the daemon waits for an `agent/languageRequest` answer (§1.1, §4.6; default 15000). */
   languageTimeoutMs?: number;
 }
 
@@ -538,7 +538,7 @@ export interface LspRange { start: LspPosition; end: LspPosition }
 export interface LspLocation { uri: string; range: LspRange }
 
 /**
- * `agent/languageRequest` (server → client, §3.25): `params` are exactly the standard LSP params
+ * `agent/languageRequest` (server → client, §4.6): `params` are exactly the standard LSP params
  * of `method` (`{textDocument, position}`, plus `context` for references and `newName` for
  * rename; `{textDocument}` for documentSymbol; `{query}` for workspace/symbol).
  */
@@ -569,6 +569,6 @@ export interface AgentClientCapabilities {
   saveDocuments: boolean;
   diagnostics: boolean;
   askUser: boolean;
-  /** §3.25: the LSP methods answered through `agent/languageRequest`. */
+  /** §1.1, §4.6: the LSP methods answered through `agent/languageRequest`. */
   languageFeatures: LanguageMethod[];
 }

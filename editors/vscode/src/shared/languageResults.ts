@@ -1,5 +1,5 @@
 /**
- * The pure half of `agent/languageRequest` (protocol.md §3.25): positions between the daemon's
+ * The pure half of `agent/languageRequest` (protocol.md §4.6): positions between the daemon's
  * negotiated encoding and VS Code's UTF-16, and the `vscode.execute…Provider` commands' results
  * (VS Code's API objects) turned back into LSP JSON. No `vscode` import: the API objects are
  * taken by shape, so unit tests pass plain objects.
@@ -283,7 +283,7 @@ export function languageExtensions(extensions: readonly ExtensionInfo[], languag
 }
 
 /**
- * The `servers` of an answer (§3.25): `["vscode"]` (VS Code's providers, which do not say which
+ * The `servers` of an answer (§4.6): `["vscode"]` (VS Code's providers, which do not say which
  * extension answered) when some result came back, or when an extension serves the document's
  * language (then an empty result means "nothing found", not "nobody asked"); else `[]`, which the
  * daemon reports as "No language server in the editor answers …".
