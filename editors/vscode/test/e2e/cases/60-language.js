@@ -47,6 +47,18 @@ exports.register = ({ testCase, until, runCommand, readTraces, text, openFile, e
     }, 20000, 200);
     await page.keyboard.press('Control+W');
   }
+  const sidebarWidth = async (page) => (await page.locator('.part.sidebar').boundingBox()).width;
+  /** Drags the side bar's edge (the sash on its right border) until the side bar is `width` wide. */
+  async function setSidebarWidth(page, width) {
+    const box = await page.locator('.part.sidebar').boundingBox();
+    const x = box.x + box.width;
+    const y = box.y + box.height / 2;
+    await page.mouse.move(x, y);
+    await page.mouse.down();
+    await page.mouse.move(box.x + width, y, { steps: 8 });
+    await page.mouse.up();
+    await until(`the side bar ${width}px wide`, async () => Math.abs((await sidebarWidth(page)) - width) < 8, 5000);
+  }
   const dir = path.join(workspace, 'lang');
   const A = path.join(dir, 'a.ts');
   const B = path.join(dir, 'b.ts');
@@ -84,7 +96,8 @@ exports.register = ({ testCase, until, runCommand, readTraces, text, openFile, e
     expectResult('call_lsp_def', ['1 definition:', 'lang/a.ts:4:17: export function greet(name: string): string {']);
     const refs = expectResult('call_lsp_refs', ['3 references in 2 files:', 'lang/a.ts:4:17:', 'lang/b.ts:1:10:', "lang/b.ts:4:15: console.log(greet('world'));"]);
     if (refs.includes('lang/a.ts:1:')) throw new Error(`a reference from the disk's a.ts: ${refs}`);
-    expectResult('call_lsp_wsym', ['matching "greet":', 'lang/a.ts:4:17: function greet']);
+    // TypeScript's workspace symbol spans the whole declaration (from `export`), named `greet()`.
+    expectResult('call_lsp_wsym', ['1 symbol matching "greet":', 'lang/a.ts:4:1: function greet']);
     expectResult('call_lsp_none', ['No language server in the editor answers', 'notes.txt']);
     // The cards name their places; the references card shows the grouped result.
     const card = f.locator('.tool[data-tool="call_lsp_refs"]');
@@ -100,17 +113,28 @@ exports.register = ({ testCase, until, runCommand, readTraces, text, openFile, e
 
   testCase('lsp_rename proposes edits across both files, and applies them after the approval (its card lists the files)', async ({ page, ctx }) => {
     const f = ctx.frame;
+    await openFile(page, 'a.ts', A);
     await send(f, 'Rename greet to welcome');
     const card = f.locator('.approval');
     await card.waitFor({ timeout: 60000 });
-    expectResult('call_lsp_rename', ['Renaming greet to welcome would change 3 places in 2 files (not applied', "lang/b.ts:4:15: console.log(welcome('world'));"]);
+    // Renamed at its declaration in a.ts, the editor shown (TypeScript takes the rename
+    // preferences of e2e.sh's settings for a file shown in an editor): the import and the call too.
+    expectResult('call_lsp_rename', ['Renaming greet to welcome would change 3 places in 2 files (not applied', 'lang/a.ts:4:17: export function welcome(name: string): string {', "lang/b.ts:1:10: import { welcome } from './a';", "lang/b.ts:4:15: console.log(welcome('world'));"]);
     const shown = await card.innerText();
     for (const want of ['Rename greet to welcome in 2 files', 'Changes 2 files: lang/a.ts, lang/b.ts', '+export function welcome(name: string): string {', "+  console.log(welcome('world'));"]) {
       if (!shown.includes(want)) throw new Error(`the card lacks "${want}": ${shown}`);
     }
-    // The picture: the references result above, the rename's approval below.
+    // The picture, in a wider side bar: the proposed rename's places (its card unfolded) above
+    // the approval of the rename that applies them.
+    const proposed = f.locator('.tool[data-tool="call_lsp_rename"]');
+    await proposed.locator('summary').click();
+    await until('the proposed places shown', async () => (await proposed.locator('pre.output').innerText().catch(() => '')).includes('lang/b.ts:4:15'), 5000);
+    const narrow = await sidebarWidth(page);
+    await setSidebarWidth(page, 600);
+    await f.evaluate(() => { const t = document.getElementById('transcript'); t.scrollTop = t.scrollHeight; });
     await page.screenshot({ path: path.join(artifacts, '60-rename-approval.png') });
     await picture(page, 'language', ['.part.sidebar']);
+    await setSidebarWidth(page, narrow);
     // "Open diff": both files in VS Code's multi-file diff editor, now ↔ proposed.
     await card.locator('button[data-action="approvalDiff"]').click();
     const tab = page.locator('.tab.active', { hasText: 'Rename greet to welcome in 2 files (proposed)' });
