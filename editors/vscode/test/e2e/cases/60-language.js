@@ -59,6 +59,29 @@ exports.register = ({ testCase, until, runCommand, readTraces, text, openFile, e
     await page.mouse.up();
     await until(`the side bar ${width}px wide`, async () => Math.abs((await sidebarWidth(page)) - width) < 8, 5000);
   }
+  /** The side bar's view header named `title` (its `aria-expanded` says whether it is open). */
+  const viewHeader = (page, title) => page.locator('.part.sidebar .pane-header').filter({ has: page.locator('.title', { hasText: new RegExp(`^${title}$`, 'i') }) }).first();
+  /** Folds the named views that are open; returns those it folded. */
+  async function foldViews(page, titles) {
+    const folded = [];
+    for (const title of titles) {
+      const header = viewHeader(page, title);
+      if ((await header.count()) === 0 || (await header.getAttribute('aria-expanded')) !== 'true') continue;
+      await header.click();
+      await until(`${title} folded`, async () => (await header.getAttribute('aria-expanded')) === 'false', 5000);
+      folded.push(title);
+    }
+    // No focus ring on the last header clicked.
+    await page.evaluate(() => document.activeElement?.blur());
+    return folded;
+  }
+  async function unfoldViews(page, titles) {
+    for (const title of titles) {
+      const header = viewHeader(page, title);
+      await header.click();
+      await until(`${title} open`, async () => (await header.getAttribute('aria-expanded')) === 'true', 5000);
+    }
+  }
   const dir = path.join(workspace, 'lang');
   const A = path.join(dir, 'a.ts');
   const B = path.join(dir, 'b.ts');
@@ -131,9 +154,12 @@ exports.register = ({ testCase, until, runCommand, readTraces, text, openFile, e
     await until('the proposed places shown', async () => (await proposed.locator('pre.output').innerText().catch(() => '')).includes('lang/b.ts:4:15'), 5000);
     const narrow = await sidebarWidth(page);
     await setSidebarWidth(page, 600);
+    // The views under the chat, opened by earlier cases, folded for the picture's room.
+    const folded = await foldViews(page, ['Changes', 'MCP Servers']);
     await f.evaluate(() => { const t = document.getElementById('transcript'); t.scrollTop = t.scrollHeight; });
     await page.screenshot({ path: path.join(artifacts, '60-rename-approval.png') });
     await picture(page, 'language', ['.part.sidebar']);
+    await unfoldViews(page, folded);
     await setSidebarWidth(page, narrow);
     // "Open diff": both files in VS Code's multi-file diff editor, now ↔ proposed.
     await card.locator('button[data-action="approvalDiff"]').click();
