@@ -14,6 +14,7 @@
 import * as vscode from 'vscode';
 import { type CancellationToken, ErrorCodes, LSPErrorCodes, type Middleware, ResponseError } from 'vscode-languageclient/node';
 import type { LanguageRequestParams, LanguageRequestResult, LspPosition } from './protocol';
+import { raceCancellation } from './shared/cancel';
 import {
   convertColumn, type EditEntry, identityMap, languageExtensions, type PositionEncoding, type PositionMap, resultUris,
   serversFor, toLspDocumentSymbols, toLspHovers, toLspLocations, toLspWorkspaceEdit, toLspWorkspaceSymbols,
@@ -153,13 +154,8 @@ export async function answerLanguageRequest(p: LanguageRequestParams, token: Can
     ctx.log(`agent/languageRequest ${p.method} failed: ${message}`);
     throw e instanceof ResponseError ? e : new ResponseError(ErrorCodes.InternalError, message);
   });
-  if (token.isCancellationRequested) return Promise.reject(new ResponseError(LSPErrorCodes.RequestCancelled, 'Cancelled'));
-  return new Promise((resolve, reject) => {
-    const sub = token.onCancellationRequested(() => {
-      sub.dispose();
-      ctx.log(`agent/languageRequest ${p.method}: cancelled by the daemon`);
-      reject(new ResponseError(LSPErrorCodes.RequestCancelled, 'Cancelled'));
-    });
-    work.then((r) => { sub.dispose(); resolve(r); }, (e: unknown) => { sub.dispose(); reject(e); });
+  return raceCancellation(work, token, () => {
+    ctx.log(`agent/languageRequest ${p.method}: cancelled by the daemon`);
+    return new ResponseError(LSPErrorCodes.RequestCancelled, 'Cancelled');
   });
 }

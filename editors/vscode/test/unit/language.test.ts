@@ -3,6 +3,7 @@
 //! serve a language, the rename approval's several files, and following the agent.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { raceCancellation } from '../../src/shared/cancel';
 import { initialState, reduce } from '../../src/shared/chatState';
 import { changedRange, followTarget, symbolColumn } from '../../src/shared/follow';
 import {
@@ -228,4 +229,28 @@ test('the places an lsp_* result names are links that open the file there; other
   assert.ok(card.includes('data-action="openLocation"'), card);
   const other = renderTool({ id: 'c2', name: 'grep', args: { pattern: 'greet' }, argsText: '', output: 'lang/a.ts:4:17: x', status: 'done' } as never, true);
   assert.ok(!other.includes('openLocation'));
+});
+
+test('a request the daemon cancels is answered at once; the work\'s late result is dropped', async () => {
+  const token = () => {
+    const listeners: (() => void)[] = [];
+    const t = { isCancellationRequested: false, onCancellationRequested: (l: () => void) => { listeners.push(l); return { dispose: () => listeners.splice(listeners.indexOf(l), 1) }; },
+      cancel: () => { t.isCancellationRequested = true; [...listeners].forEach((l) => l()); }, listeners };
+    return t;
+  };
+  let finish: (v: string) => void = () => undefined;
+  const t1 = token();
+  const raced = raceCancellation(new Promise<string>((r) => { finish = r; }), t1, () => new Error('Cancelled'));
+  t1.cancel();
+  await assert.rejects(raced, /Cancelled/);
+  finish('late'); // ignored
+  // Not cancelled: the work's result, and no listener left behind.
+  const t2 = token();
+  assert.equal(await raceCancellation(Promise.resolve('answer'), t2, () => new Error('Cancelled')), 'answer');
+  assert.equal(t2.listeners.length, 0);
+  await assert.rejects(raceCancellation(Promise.reject(new Error('You cannot rename this element.')), token(), () => new Error('Cancelled')), /cannot rename/);
+  // Cancelled before it began.
+  const t3 = token();
+  t3.cancel();
+  await assert.rejects(raceCancellation(Promise.reject(new Error('late failure')), t3, () => new Error('Cancelled')), /Cancelled/);
 });
