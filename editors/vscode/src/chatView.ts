@@ -52,6 +52,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
       case 'approve': c.answerApproval(m.requestId, m.decision, m.reason, m.scope); break;
       case 'openDiff': void c.openToolDiff(m.toolCallId); break;
       case 'approvalDiff': void c.openApprovalDiff(m.requestId); break;
+      case 'openLocation': void c.openLocation(m.path, m.line, m.column); break;
       case 'removeQueued': void c.removeQueued(m.queue, m.index); break;
       case 'removeContext': c.removeContext(m.index); break;
       case 'restore': void vscode.commands.executeCommand('agentLsp.restoreToMessage', m.messageId); break;

@@ -1,8 +1,10 @@
 /**
  * Starts the `agent-lsp` daemon with vscode-languageclient and opts into the agent protocol
- * (`capabilities.experimental.agent = {events, approvals, saveDocuments, diagnostics, askUser}`;
- * `diagnostics` follows the `agentLsp.forwardDiagnostics` setting). Handlers for the
- * server's custom messages are registered before `start()` so they survive restarts.
+ * (`capabilities.experimental.agent = {events, approvals, saveDocuments, diagnostics, askUser,
+ * languageFeatures}`; `diagnostics` follows the `agentLsp.forwardDiagnostics` setting;
+ * `languageFeatures` lists the seven LSP methods answered through `agent/languageRequest`).
+ * Handlers for the server's custom messages are registered before `start()` so they survive
+ * restarts.
  */
 
 import * as vscode from 'vscode';
@@ -12,8 +14,10 @@ import {
 } from 'vscode-languageclient/node';
 import {
   type AgentClientCapabilities, type AgentEventParams, type AskUserParams, type AskUserResult, type BeforeToolCallParams, type BeforeToolCallResult,
-  type InitializationOptions, Methods, type SaveDocumentsParams, type SaveDocumentsResult,
+  type InitializationOptions, type LanguageRequestParams, type LanguageRequestResult, Methods, type SaveDocumentsParams, type SaveDocumentsResult,
 } from './protocol';
+import { noProviders } from './languageRequests';
+import { LANGUAGE_METHODS } from './shared/languageResults';
 import { findDaemon, missingMessage } from './shared/binary';
 import { daemonSettings } from './shared/settings';
 
@@ -23,10 +27,12 @@ export interface AgentHandlers {
   saveDocuments(params: SaveDocumentsParams): Promise<SaveDocumentsResult>;
   /** A question for the user (`agent/askUser`); the token fires on the server's `$/cancelRequest`. */
   askUser(params: AskUserParams, token: CancellationToken): Promise<AskUserResult>;
+  /** What the editor's language servers answer (`agent/languageRequest`, §4.6); the token fires on `$/cancelRequest`. */
+  languageRequest(params: LanguageRequestParams, token: CancellationToken): Promise<LanguageRequestResult>;
 }
 
 export function agentCapabilities(forwardDiagnostics: boolean): AgentClientCapabilities {
-  return { events: true, approvals: true, saveDocuments: true, diagnostics: forwardDiagnostics, askUser: true };
+  return { events: true, approvals: true, saveDocuments: true, diagnostics: forwardDiagnostics, askUser: true, languageFeatures: [...LANGUAGE_METHODS] };
 }
 
 /** Adds `experimental.agent` to the client capabilities sent in `initialize`. */
@@ -93,6 +99,7 @@ export function createClient(config: DaemonConfig, extensionPath: string, handle
     initializationOptions: config.initializationOptions,
     outputChannel: output,
     revealOutputChannelOn: RevealOutputChannelOn.Never,
+    middleware: noProviders,
   };
   const client = new LanguageClient('agentLsp', 'agent-lsp', serverOptions, clientOptions);
   client.registerFeature(new AgentCapabilityFeature(agentCapabilities(config.forwardDiagnostics)));
@@ -100,5 +107,6 @@ export function createClient(config: DaemonConfig, extensionPath: string, handle
   client.onRequest(Methods.beforeToolCall, (p: BeforeToolCallParams, token: CancellationToken) => handlers.beforeToolCall(p, token));
   client.onRequest(Methods.saveDocuments, (p: SaveDocumentsParams) => handlers.saveDocuments(p));
   client.onRequest(Methods.askUser, (p: AskUserParams, token: CancellationToken) => handlers.askUser(p, token));
+  client.onRequest(Methods.languageRequest, (p: LanguageRequestParams, token: CancellationToken) => handlers.languageRequest(p, token));
   return client;
 }

@@ -15,6 +15,9 @@ import { LiveControls } from './controls';
 import { askMcpTrust, McpServersView } from './mcpView';
 import { currentText, resolveToolUri, showDiff, showUnifiedDiff, SnapshotStore } from './diffs';
 import { DiagnosticsForwarder, saveDocuments } from './documents';
+import { FollowAgent } from './follow';
+import { answerLanguageRequest } from './languageRequests';
+import { negotiatedEncoding } from './shared/languageResults';
 import {
   type AgentEventParams, type ApprovalDecision, type ApprovalScope, type AskUserParams, type AskUserResult, type BeforeToolCallParams, type CompactionResult, ErrorCodes,
   type FileChange, type GetMessagesResult, type ListSessionsResult, Methods, type NewSessionResult,
@@ -23,6 +26,8 @@ import {
 import { type ChatAction, type ChatState, initialState, isEditTool, reduce, splitUserContent, toolPath } from './shared/chatState';
 import { buildMessage, type ContextItem, contextLabel } from './shared/context';
 import { EditPreviewError, proposedContent } from './shared/edits';
+import { DiffApplyError } from './shared/changes';
+import { afterFromDiff, pairWithPaths, splitDiff } from './shared/multiDiff';
 import { UNSAVED_WARNING } from './shared/render';
 import { isMcpTrustRequest } from './shared/mcpTrust';
 import { sandboxNoteLine, sandboxStatusLines, sandboxSummary } from './shared/sandbox';
@@ -59,6 +64,8 @@ export class Controller implements vscode.Disposable {
   readonly mcp: McpServersView;
   /** The shown session's background jobs: output while watched, stop, "Agent: Show Jobs". */
   readonly jobs: JobsController;
+  /** `agentLsp.followAgent`: the editor shows what the agent reads and edits. */
+  readonly follow: FollowAgent;
   private nextQuestion = 1;
 
   constructor(readonly output: vscode.OutputChannel, private readonly extensionPath: string) {
@@ -73,6 +80,7 @@ export class Controller implements vscode.Disposable {
       dispatch: (a) => this.dispatch(a), reportError: (e) => this.reportError(e),
       openJob: (jobId) => { this.revealView?.(); this.view?.({ type: 'openJob', jobId }); },
     });
+    this.follow = new FollowAgent(() => readConfig().cwd, (line) => this.output.appendLine(line));
     this.statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
     this.statusItem.command = 'agentLsp.openChat';
     this.statusItem.show();
@@ -201,6 +209,11 @@ export class Controller implements vscode.Disposable {
         beforeToolCall: (p, token) => (isMcpTrustRequest(p) ? askMcpTrust(p) : this.approvals.ask(p, token)),
         saveDocuments: (p) => saveDocuments(p),
         askUser: (p, token) => this.askUser(p, token),
+        languageRequest: (p, token) => answerLanguageRequest(p, token, {
+          encoding: () => negotiatedEncoding(client?.initializeResult?.capabilities.positionEncoding),
+          selfId: vscode.extensions.all.find((e) => e.extensionPath === this.extensionPath)?.id ?? 'agent-lsp.agent-lsp',
+          log: (line) => this.output.appendLine(line),
+        }),
       }, this.output);
     } catch (e) {
       const missing = e instanceof BinaryMissingError;
@@ -278,6 +291,7 @@ export class Controller implements vscode.Disposable {
     this.completions.onEvent(p);
     this.mcp.onEvent(p);
     this.jobs.onEvent(p);
+    this.follow.onEvent(ev);
     if (first) this.sessionChanged(); else this.controls.onEvent(p);
   }
 
@@ -569,11 +583,23 @@ export class Controller implements vscode.Disposable {
     if (p) await vscode.window.showTextDocument(resolveToolUri(p, readConfig().cwd), { preview: true });
   }
 
+  /** A place an `lsp_*` result names (path relative to the workspace, 1-based line and column). */
+  async openLocation(path: string, line: number, column: number): Promise<void> {
+    const at = new vscode.Position(Math.max(0, line - 1), Math.max(0, column - 1));
+    try {
+      await vscode.window.showTextDocument(resolveToolUri(path, readConfig().cwd), { selection: new vscode.Range(at, at), preview: true });
+    } catch (e) {
+      this.notice('warning', `Could not open ${path}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
   async openApprovalDiff(requestId: string): Promise<void> {
     const params: BeforeToolCallParams | undefined = this.approvals.get(requestId);
     if (!params) return;
-    const p = toolPath(params.args ?? {}) ?? (params.preview?.type === 'diff' ? params.preview.path : undefined);
     const diff = params.preview?.type === 'diff' ? params.preview.diff : undefined;
+    const paths = params.preview?.type === 'diff' ? params.preview.paths ?? [] : [];
+    if (diff && paths.length > 1) { await this.openMultiFileDiff(requestId, params.title || params.toolName, diff, paths); return; }
+    const p = toolPath(params.args ?? {}) ?? (params.preview?.type === 'diff' ? params.preview.path : undefined);
     if (p) {
       const uri = resolveToolUri(p, readConfig().cwd);
       try {
@@ -588,11 +614,32 @@ export class Controller implements vscode.Disposable {
     if (diff) await showUnifiedDiff(diff);
   }
 
+  /**
+   * A change of several files (`lsp_rename` with apply): VS Code's multi-file diff editor, each
+   * file now (its buffer) against the text the diff makes of it; the unified diff as a document
+   * when a file no longer matches it.
+   */
+  private async openMultiFileDiff(requestId: string, title: string, diff: string, paths: string[]): Promise<void> {
+    try {
+      const resources: [vscode.Uri, vscode.Uri, vscode.Uri][] = [];
+      for (const [i, f] of pairWithPaths(splitDiff(diff), paths).entries()) {
+        const uri = vscode.Uri.file(f.path);
+        const right = this.snapshots.put(`proposed-${requestId}-${i}`, uri, afterFromDiff(f.diff.text, await currentText(uri)));
+        resources.push([uri, uri, right]);
+      }
+      await vscode.commands.executeCommand('vscode.changes', `${title} (proposed)`, resources);
+    } catch (e) {
+      if (!(e instanceof DiffApplyError)) this.output.appendLine(`The multi-file diff failed: ${e instanceof Error ? e.message : String(e)}`);
+      await showUnifiedDiff(diff);
+    }
+  }
+
   dispose(): void {
     this.statusItem.dispose();
     this.controls.dispose();
     this.mcp.dispose();
     this.jobs.dispose();
+    this.follow.dispose();
     this.diagnostics.dispose();
     this.snapshots.dispose();
     this.sessionShown.dispose();

@@ -372,6 +372,8 @@ export interface InitializationOptions {
   sandboxEnv?: string[];
   /** Paths kept read-only in every writable root (unset: settings.json `sandbox.protectedPaths`, else the built-in list). */
   sandboxProtectedPaths?: string[];
+  /** How long the daemon waits for an `agent/languageRequest` answer (§1.1, §4.6; default 15000). */
+  languageTimeoutMs?: number;
 }
 
 /**
@@ -422,6 +424,7 @@ export const Methods = {
   killJob: 'agent/killJob',
   jobOutput: 'agent/jobOutput',
   askUser: 'agent/askUser',
+  languageRequest: 'agent/languageRequest',
   event: '$/agentEvent',
   beforeToolCall: 'agent/beforeToolCall',
   saveDocuments: 'agent/saveDocuments',
@@ -436,7 +439,11 @@ export type ToolKind = 'read' | 'edit' | 'delete' | 'move' | 'search' | 'execute
  * `{type:"fetch", url, host}` for the web tools (an "always" answer covers that host).
  */
 export type ApprovalPreview =
-  | { type: 'diff'; path: string; diff: string }
+  /**
+   * `paths`: every file the change touches (absolute), when it spans several (`lsp_rename` with
+   * `apply`, §3.25): then `path` is the first of them and `diff` has a ---/+++ header per file.
+   */
+  | { type: 'diff'; path: string; diff: string; paths?: string[] }
   | { type: 'command'; command: string; cwd: string }
   /** `local`: the host is this machine or a local network (judged from the URL alone). */
   | { type: 'fetch'; url: string; host: string; local?: boolean };
@@ -515,5 +522,53 @@ export interface SaveDocumentsParams { uris: string[] }
 /** §4.4: URIs not in `saved` are written by the server itself. */
 export interface SaveDocumentsResult { saved: string[] }
 
+/**
+ * The LSP methods a client can answer through `agent/languageRequest` (§3.25), each giving the
+ * model one tool: definition `lsp_definition`, references `lsp_references`, hover `lsp_hover`,
+ * documentSymbol `lsp_document_symbols`, workspace/symbol `lsp_workspace_symbols`,
+ * implementation `lsp_implementations`, rename `lsp_rename`.
+ */
+export type LanguageMethod =
+  | 'textDocument/definition' | 'textDocument/references' | 'textDocument/hover' | 'textDocument/documentSymbol'
+  | 'workspace/symbol' | 'textDocument/implementation' | 'textDocument/rename';
+
+/** LSP's `Position`, `Range`, `Location` (positions in the connection's negotiated encoding). */
+export interface LspPosition { line: number; character: number }
+export interface LspRange { start: LspPosition; end: LspPosition }
+export interface LspLocation { uri: string; range: LspRange }
+
+/**
+ * `agent/languageRequest` (server → client, §4.6): `params` are exactly the standard LSP params
+ * of `method` (`{textDocument, position}`, plus `context` for references and `newName` for
+ * rename; `{textDocument}` for documentSymbol; `{query}` for workspace/symbol).
+ */
+export interface LanguageRequestParams {
+  sessionId: string;
+  runId: string;
+  toolCallId?: string;
+  method: LanguageMethod;
+  params: {
+    textDocument?: { uri: string };
+    position?: LspPosition;
+    context?: { includeDeclaration: boolean };
+    newName?: string;
+    query?: string;
+  };
+}
+/**
+ * `servers`: the language servers asked that support the method for this document; `[]` means
+ * none (the tool says "No language server in the editor answers …"). `result`: their merged
+ * answer in LSP's shapes, positions in the negotiated encoding.
+ */
+export interface LanguageRequestResult { servers: string[]; result: unknown }
+
 /** What the extension opts into (`capabilities.experimental.agent`). */
-export interface AgentClientCapabilities { events: boolean; approvals: boolean; saveDocuments: boolean; diagnostics: boolean; askUser: boolean }
+export interface AgentClientCapabilities {
+  events: boolean;
+  approvals: boolean;
+  saveDocuments: boolean;
+  diagnostics: boolean;
+  askUser: boolean;
+  /** §1.1, §4.6: the LSP methods answered through `agent/languageRequest`. */
+  languageFeatures: LanguageMethod[];
+}

@@ -175,6 +175,9 @@ json.dump({
   "agentLsp.saveAfterEdit": "always",
   # The DOM renderer: the terminal's text is in the page, for cases/31-login.js.
   "terminal.integrated.gpuAcceleration": "off",
+  # cases/60-language.js renames an imported function at its call: renamed everywhere, as the
+  # case expects, rather than through a local alias (`import { greet as welcome }`, VS Code's default).
+  "typescript.preferences.useAliasesForRenames": False,
 }, open(path, "w"), indent=2)
 PY
 

@@ -12,6 +12,7 @@ import type {
   AgentEventParams, AgentMessage, AlwaysRules, AskUserOption, AskUserParams, AskUserResult, AssistantMessage, BeforeToolCallParams,
   CompactionReason, ContentBlock, Job, JobOutputResult, QueuedMessage, TodoItem, ToolResultMessage, Usage,
 } from '../protocol';
+import { changedFiles } from './multiDiff';
 import { sandboxGaps, sandboxLayers, sandboxNote } from './sandbox';
 import { applySubagentEvent, type SubagentRun } from './subagent';
 import { hookLevel, hookLine } from './hooks';
@@ -46,6 +47,8 @@ export interface PendingApproval {
   kind: string;
   title: string;
   diff?: string;
+  /** For a change of several files (`lsp_rename` with apply): the files, as the diff names them. */
+  files?: string[];
   command?: string;
   cwd?: string;
   /** Approving also saves the user's unsaved changes in that file. */
@@ -618,6 +621,7 @@ function applyApprovalRequest(state: ChatState, requestId: string, p: BeforeTool
   tool.approval = {
     requestId, kind: p.kind, title: p.title,
     diff: preview?.type === 'diff' ? preview.diff : undefined,
+    files: preview?.type === 'diff' && (preview.paths?.length ?? 0) > 1 ? changedFiles(preview.diff, preview.paths ?? []) : undefined,
     command: preview?.type === 'command' ? preview.command : undefined,
     cwd: preview?.type === 'command' ? preview.cwd : undefined,
     url: preview?.type === 'fetch' ? preview.url : undefined,

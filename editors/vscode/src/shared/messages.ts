@@ -29,6 +29,8 @@ export type ViewToHost =
   | { type: 'approve'; requestId: string; decision: ApprovalDecision; reason?: string; scope?: ApprovalScope }
   | { type: 'openDiff'; toolCallId: string }
   | { type: 'approvalDiff'; requestId: string }
+  /** A place an `lsp_*` result names (1-based line and column): opened in the editor. */
+  | { type: 'openLocation'; path: string; line: number; column: number }
   | { type: 'removeQueued'; queue: 'steering' | 'followUp'; index: number }
   | { type: 'removeContext'; index: number }
   | { type: 'restore'; messageId: string }

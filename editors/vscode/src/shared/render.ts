@@ -20,11 +20,33 @@ const STATUS_LABEL: Record<ToolItem['status'], string> = {
   error: 'failed', blocked: 'blocked', aborted: 'aborted',
 };
 
+/** An `lsp_*` call's place: `src/b.ts:5 greet`, a rename's new name after an arrow. */
+function lspTarget(path: string, a: Record<string, unknown>): string {
+  const line = typeof a.line === 'number' || typeof a.line === 'string' ? `:${a.line}${a.column !== undefined && a.symbol === undefined ? `:${String(a.column)}` : ''}` : '';
+  const symbol = typeof a.symbol === 'string' ? ` ${a.symbol}` : '';
+  const rename = typeof a.newName === 'string' ? ` → ${a.newName}${a.apply === true ? '' : ' (proposed)'}` : '';
+  return `${path}${line}${symbol}${rename}`;
+}
+
+/**
+ * An `lsp_*` result with each place it names (`path:line:col:` at a line's start, 1-based) as a
+ * link that opens the file there.
+ */
+export function linkLocations(text: string): string {
+  return text.split('\n').map((line) => {
+    const m = /^([^\s:][^:]*):(\d+):(\d+)(?=:|$)/.exec(line);
+    if (!m) return escapeHtml(line);
+    const [place, file, l, c] = m;
+    return `<a class="loc" href="#" data-action="openLocation" data-path="${escapeHtml(file)}" data-line="${l}" data-column="${c}">${escapeHtml(place)}</a>${escapeHtml(line.slice(place.length))}`;
+  }).join('\n');
+}
+
 /** What the tool acts on, for the card header: a path, a command or a pattern. */
 export function toolTarget(tool: ToolItem): string {
   const a = tool.args ?? {};
   if (tool.name === 'todo_write' && Array.isArray(a.todos)) return `${planCount(a.todos as TodoItem[])} done`;
   const path = toolPath(a);
+  if (path && tool.name.startsWith('lsp_')) return lspTarget(path, a);
   if (path) return path;
   for (const k of ['command', 'pattern', 'query', 'url', 'question', 'description']) if (typeof a[k] === 'string') return a[k] as string;
   return '';
@@ -72,6 +94,11 @@ export function alwaysScopes(a: Pick<PendingApproval, 'requestId' | 'alwaysRules
   return `<div class="approval-always"><span>Always allow:</span>${buttons}</div>`;
 }
 
+/** The files a change of several files touches, in one line above its diff. */
+export function filesLine(files: readonly string[]): string {
+  return `Changes ${files.length} files: ${files.join(', ')}`;
+}
+
 function renderApproval(tool: ToolItem, a: PendingApproval): string {
   const rid = escapeHtml(a.requestId);
   const preview = a.diff ? renderDiff(a.diff)
@@ -83,7 +110,7 @@ function renderApproval(tool: ToolItem, a: PendingApproval): string {
     ? `<button class="link" data-action="approvalDiff" data-request="${rid}">Open diff</button>` : '';
   return `<div class="approval" data-request="${rid}">
 <div class="approval-title"><span class="codicon-warn">⚠</span> ${escapeHtml(a.title || `Allow ${tool.name}?`)} ${diffBtn}</div>
-${a.savesUnsavedChanges ? `<div class="approval-warning">${UNSAVED_WARNING}</div>\n` : ''}${a.local ? `<div class="approval-warning">${escapeHtml(localWarning(siteOf(a.url, a.host) ?? 'This address'))}</div>\n` : ''}${a.sandboxNote ? `<div class="approval-sandbox">${escapeHtml(a.sandboxNote)}</div>\n` : ''}${a.sandboxLayers?.length ? `<div class="approval-sandbox layers">Layers: ${escapeHtml(a.sandboxLayers.join(', '))}.</div>\n` : ''}${a.sandboxGaps?.length ? `<div class="approval-sandbox gaps">${NOT_ISOLATED}<ul>${a.sandboxGaps.map((g) => `<li>${escapeHtml(g)}</li>`).join('')}</ul></div>\n` : ''}${preview}
+${a.files ? `<div class="approval-files">${escapeHtml(filesLine(a.files))}</div>\n` : ''}${a.savesUnsavedChanges ? `<div class="approval-warning">${UNSAVED_WARNING}</div>\n` : ''}${a.local ? `<div class="approval-warning">${escapeHtml(localWarning(siteOf(a.url, a.host) ?? 'This address'))}</div>\n` : ''}${a.sandboxNote ? `<div class="approval-sandbox">${escapeHtml(a.sandboxNote)}</div>\n` : ''}${a.sandboxLayers?.length ? `<div class="approval-sandbox layers">Layers: ${escapeHtml(a.sandboxLayers.join(', '))}.</div>\n` : ''}${a.sandboxGaps?.length ? `<div class="approval-sandbox gaps">${NOT_ISOLATED}<ul>${a.sandboxGaps.map((g) => `<li>${escapeHtml(g)}</li>`).join('')}</ul></div>\n` : ''}${preview}
 <div class="approval-actions">
 <button class="primary" data-action="approve" data-decision="allow" data-request="${rid}">Allow</button>
 ${alwaysScopes(a) ? '' : `<button data-action="approve" data-decision="allowAlways" data-request="${rid}">${escapeHtml(alwaysLabel(a))}</button>\n`}<button data-action="approve" data-decision="block" data-request="${rid}">Reject</button>
@@ -103,7 +130,8 @@ export function renderTool(tool: ToolItem | undefined, open: boolean, tools: Cha
   // A task's answer is its child's last words, already the last step.
   const last = tool.subagent?.steps[tool.subagent.steps.length - 1];
   const repeated = last?.type === 'text' && last.text.trim() === out.trim();
-  const body = steps + (out && !repeated ? `<pre class="output">${escapeHtml(out.length > 20000 ? `${out.slice(0, 20000)}\n…` : out)}</pre>` : '');
+  const shownOut = out.length > 20000 ? `${out.slice(0, 20000)}\n…` : out;
+  const body = steps + (out && !repeated ? `<pre class="output">${tool.name.startsWith('lsp_') ? linkLocations(shownOut) : escapeHtml(shownOut)}</pre>` : '');
   const blocked = tool.status === 'blocked' && tool.blockedReason ? `<div class="blocked-reason">Rejected: ${escapeHtml(tool.blockedReason)}</div>` : '';
   const diffBtn = tool.editPath ? `<button class="mini" title="Open the change in VS Code's diff view" data-action="openDiff" data-tool="${id}">Diff</button>` : '';
   const approval = tool.approval ? renderApproval(tool, tool.approval) : '';

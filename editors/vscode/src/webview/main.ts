@@ -265,6 +265,7 @@ document.addEventListener('click', (e) => {
     }
     case 'openDiff': post({ type: 'openDiff', toolCallId: d.tool ?? '' }); break;
     case 'approvalDiff': post({ type: 'approvalDiff', requestId: d.request ?? '' }); break;
+    case 'openLocation': post({ type: 'openLocation', path: d.path ?? '', line: Number(d.line), column: Number(d.column) }); break;
     case 'removeQueued': post({ type: 'removeQueued', queue: d.queue as 'steering' | 'followUp', index: Number(d.index) }); break;
     case 'removeContext': post({ type: 'removeContext', index: Number(d.index) }); break;
     case 'restore': post({ type: 'restore', messageId: d.message ?? '' }); break;

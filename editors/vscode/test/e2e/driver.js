@@ -146,8 +146,13 @@ testCase('chat view opens and the daemon is ready', async ({ page, ctx }) => {
   await until('state "idle"', async () => (await text(ctx.frame, '#state')) === 'idle', 30000);
   // The client opted into the agent protocol (the language client's verbose trace of initialize).
   const init = readTraces().split("Sending request 'initialize")[1] ?? '';
-  const agent = /"agent": \{\s*"events": true,\s*"approvals": true,\s*"saveDocuments": true,\s*"diagnostics": true,\s*"askUser": true\s*\}/;
-  if (!agent.test(init.split('[Trace')[0])) throw new Error('initialize does not carry experimental.agent = {events, approvals, saveDocuments, diagnostics, askUser}');
+  const agent = /"agent": \{\s*"events": true,\s*"approvals": true,\s*"saveDocuments": true,\s*"diagnostics": true,\s*"askUser": true,\s*"languageFeatures": \[([^\]]*)\]\s*\}/;
+  const sent = agent.exec(init.split('[Trace')[0]);
+  if (!sent) throw new Error('initialize does not carry experimental.agent = {events, approvals, saveDocuments, diagnostics, askUser, languageFeatures}');
+  // The seven LSP methods the editor's language servers answer through agent/languageRequest.
+  const methods = JSON.parse(`[${sent[1]}]`).sort();
+  const want = ['textDocument/definition', 'textDocument/documentSymbol', 'textDocument/hover', 'textDocument/implementation', 'textDocument/references', 'textDocument/rename', 'workspace/symbol'];
+  if (JSON.stringify(methods) !== JSON.stringify(want)) throw new Error(`languageFeatures: ${methods.join(', ')}`);
   if (!/"protocolVersion": 1/.test(readTraces())) throw new Error('the server did not answer with experimental.agent.protocolVersion 1');
   const starts = assertBundledDaemon();
   if (starts.length !== 1) throw new Error(`the daemon was started ${starts.length} times`);

@@ -35,8 +35,9 @@ test('the new sandbox settings: sandboxNetwork takes true/false or domains, sand
   assert.equal(properties['agentLsp.sandboxNetwork'].default, false);
   assert.deepEqual(properties['agentLsp.sandboxEnv'].type, ['array', 'null']);
   assert.deepEqual(properties['agentLsp.sandboxProtectedPaths'].type, ['array', 'null']);
-  // Every setting but the trace is sent at the daemon's start: changing one restarts it.
-  const sent = Object.keys(properties).map((k) => k.replace('agentLsp.', '')).filter((k) => k !== 'trace.server').sort();
+  // Every setting but the trace and following the agent (the client's alone) is sent at the
+  // daemon's start: changing one restarts it.
+  const sent = Object.keys(properties).map((k) => k.replace('agentLsp.', '')).filter((k) => k !== 'trace.server' && k !== 'followAgent').sort();
   assert.deepEqual([...RESTART_SETTINGS].sort(), sent);
   assert.ok(pkg.contributes.commands.some((c: { command: string }) => c.command === 'agentLsp.showSandboxStatus'));
 });
