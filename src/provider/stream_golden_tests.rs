@@ -6,6 +6,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use super::default_stream_fn;
+use super::request_golden_tests::snapshot;
 use crate::agent::message::{AgentMessage, AssistantMessage};
 use crate::agent::model::{Model, ModelCost};
 use crate::agent::stream_contract::{AssistantMessageEvent, LlmContext, StreamOptions};
@@ -95,16 +96,6 @@ async fn stream(api: &str, model_id: &str, sse: &'static str) -> String {
         out.push(event);
     }
     serde_json::to_string_pretty(&out).unwrap()
-}
-
-fn snapshot(name: &str, description: &str, text: String) {
-    insta::with_settings!({
-        prepend_module_to_snapshot => false,
-        omit_expression => true,
-        description => description,
-    }, {
-        insta::assert_snapshot!(name, text);
-    });
 }
 
 macro_rules! sse {
