@@ -156,39 +156,6 @@ fn message(events: &mut Events, r: &MockResponse, id: &str, text: &str, index: u
     item
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::testing::script::MockToolCall;
-
-    #[test]
-    fn a_reasoning_tool_turn_ends_completed_with_every_item() {
-        let response = MockResponse {
-            thinking: Some("plan".into()),
-            tool_calls: vec![MockToolCall {
-                id: "call_1".into(),
-                name: "read".into(),
-                arguments: json!({"path": "a"}),
-                raw_arguments: None,
-            }],
-            ..MockResponse::default()
-        };
-        let chunks = responses_chunks(&response, "resp_1", "gpt-5");
-        let all: String = chunks
-            .iter()
-            .map(|c| String::from_utf8_lossy(c).into_owned())
-            .collect();
-        assert!(all.starts_with("event: response.created\n"));
-        let last = String::from_utf8_lossy(chunks.last().unwrap()).into_owned();
-        assert!(last.starts_with("event: response.completed\n"), "{last}");
-        assert!(
-            last.contains(r#""encrypted_content":"enc-resp_1""#),
-            "{last}"
-        );
-        assert!(last.contains(r#""call_id":"call_1""#), "{last}");
-    }
-}
-
 /// One part of an item streamed at `at` (its item, output and part index): the part added empty,
 /// its text in deltas, the text done, the part done. `names` are the event names' middles: the
 /// part's (`response.<part>.added`) and the text's (`response.<text>.delta`).
@@ -223,4 +190,37 @@ fn stream_part(
         &format!("response.{part_name}.done"),
         with("part", part(text)),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::script::MockToolCall;
+
+    #[test]
+    fn a_reasoning_tool_turn_ends_completed_with_every_item() {
+        let response = MockResponse {
+            thinking: Some("plan".into()),
+            tool_calls: vec![MockToolCall {
+                id: "call_1".into(),
+                name: "read".into(),
+                arguments: json!({"path": "a"}),
+                raw_arguments: None,
+            }],
+            ..MockResponse::default()
+        };
+        let chunks = responses_chunks(&response, "resp_1", "gpt-5");
+        let all: String = chunks
+            .iter()
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .collect();
+        assert!(all.starts_with("event: response.created\n"));
+        let last = String::from_utf8_lossy(chunks.last().unwrap()).into_owned();
+        assert!(last.starts_with("event: response.completed\n"), "{last}");
+        assert!(
+            last.contains(r#""encrypted_content":"enc-resp_1""#),
+            "{last}"
+        );
+        assert!(last.contains(r#""call_id":"call_1""#), "{last}");
+    }
 }
