@@ -53,9 +53,7 @@ impl Agent {
             cancel,
             skip_initial_steering,
             |context, config, emit, cancel, stream_fn| async move {
-                RunOutcome::from(
-                    run_agent_loop(prompts, context, config, emit, cancel, stream_fn).await,
-                )
+                run_agent_loop(prompts, context, config, emit, cancel, stream_fn).await
             },
         )
     }
@@ -67,7 +65,7 @@ impl Agent {
             false,
             |context, config, emit, cancel, stream_fn| async move {
                 match run_agent_loop_continue(context, config, emit, cancel, stream_fn).await {
-                    Ok(outcome) => RunOutcome::from(outcome),
+                    Ok(outcome) => outcome,
                     Err(e) => RunOutcome {
                         error: Some(e.to_string()),
                         ..RunOutcome::default()
