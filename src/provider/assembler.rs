@@ -302,13 +302,7 @@ fn finish_arguments(call: &mut ToolCall, parser: &PartialJson) {
 /// Fills `total_tokens` and the cost from the model's per-million prices.
 pub fn with_cost(mut usage: Usage, model: &Model) -> Usage {
     usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
-    let per = |rate: f64, tokens: u64| rate / 1_000_000.0 * tokens as f64;
-    usage.cost.input = per(model.cost.input, usage.input);
-    usage.cost.output = per(model.cost.output, usage.output);
-    usage.cost.cache_read = per(model.cost.cache_read, usage.cache_read);
-    usage.cost.cache_write = per(model.cost.cache_write, usage.cache_write);
-    usage.cost.total =
-        usage.cost.input + usage.cost.output + usage.cost.cache_read + usage.cost.cache_write;
+    model.cost.charge(&mut usage);
     usage
 }
 
