@@ -67,20 +67,16 @@ fn a_missing_key_names_the_variable() {
 
 #[test]
 fn the_default_follows_the_keys_present() {
-    let a = resolve_model(
-        None,
-        &env(&[("ANTHROPIC_API_KEY", "k"), ("OPENAI_API_KEY", "o")]),
-    )
-    .unwrap();
-    assert_eq!(a.spec(), "anthropic/claude-sonnet-4-5");
-    let o = resolve_model(None, &env(&[("OPENAI_API_KEY", "o")])).unwrap();
-    assert_eq!(o.spec(), "openai/gpt-4.1");
-    let m = resolve_model(
-        None,
-        &env(&[("OPENAI_API_KEY", "o"), ("AGENT_LSP_MODEL", "gpt-4o-mini")]),
-    )
-    .unwrap();
-    assert_eq!(m.spec(), "openai/gpt-4o-mini");
+    let both: &[_] = &[("ANTHROPIC_API_KEY", "k"), ("OPENAI_API_KEY", "o")];
+    let openai: &[_] = &[("OPENAI_API_KEY", "o")];
+    let chosen: &[_] = &[("OPENAI_API_KEY", "o"), ("AGENT_LSP_MODEL", "gpt-4o-mini")];
+    for (pairs, spec) in [
+        (both, "anthropic/claude-sonnet-4-5"),
+        (openai, "openai/gpt-4.1"),
+        (chosen, "openai/gpt-4o-mini"),
+    ] {
+        assert_eq!(resolve_model(None, &env(pairs)).unwrap().spec(), spec);
+    }
 }
 
 #[test]
