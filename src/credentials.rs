@@ -209,10 +209,16 @@ mod tests {
         Credentials::of(Some(dir.join("agent-lsp"))).unwrap_or_else(|e| unreachable!("{e}"))
     }
 
-    #[test]
-    fn stores_with_owner_only_modes_and_reads_back() -> Result<(), CredentialsError> {
+    /// A store in a fresh temp dir, which lives as long as the returned guard.
+    fn temp_store() -> Result<(tempfile::TempDir, Credentials), CredentialsError> {
         let temp = tempfile::tempdir().map_err(io("make", Path::new("temp")))?;
         let store = store_in(temp.path());
+        Ok((temp, store))
+    }
+
+    #[test]
+    fn stores_with_owner_only_modes_and_reads_back() -> Result<(), CredentialsError> {
+        let (temp, store) = temp_store()?;
         store.store("OPENAI_API_KEY", "  sk-one\n")?;
         store.store("ANTHROPIC_API_KEY", "sk-ant")?;
         let keys = store.read()?;
@@ -243,8 +249,7 @@ mod tests {
 
     #[test]
     fn remove_one_then_all_deletes_the_file() -> Result<(), CredentialsError> {
-        let temp = tempfile::tempdir().map_err(io("make", Path::new("temp")))?;
-        let store = store_in(temp.path());
+        let (_temp, store) = temp_store()?;
         store.store("OPENAI_API_KEY", "a")?;
         store.store("GROQ_API_KEY", "b")?;
         assert_eq!(
@@ -268,8 +273,7 @@ mod tests {
 
     #[test]
     fn a_widened_file_is_reported() -> Result<(), CredentialsError> {
-        let temp = tempfile::tempdir().map_err(io("make", Path::new("temp")))?;
-        let store = store_in(temp.path());
+        let (_temp, store) = temp_store()?;
         store.store("OPENAI_API_KEY", "a")?;
         std::fs::set_permissions(store.file(), std::fs::Permissions::from_mode(0o644))
             .map_err(io("chmod", &store.file()))?;

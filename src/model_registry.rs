@@ -208,17 +208,12 @@ pub fn priced(
     .into()
 }
 
+/// Prices `usage` at the model's rates, unless it already has a cost (the provider reported one).
 pub fn apply_cost(model: &Model, usage: &mut Usage) {
     if usage.cost.total > 0.0 || usage.cost.total_from_provider == Some(true) {
         return;
     }
-    let rate = |price: f64, tokens: u64| price / 1_000_000.0 * tokens as f64;
-    usage.cost.input = rate(model.cost.input, usage.input);
-    usage.cost.output = rate(model.cost.output, usage.output);
-    usage.cost.cache_read = rate(model.cost.cache_read, usage.cache_read);
-    usage.cost.cache_write = rate(model.cost.cache_write, usage.cache_write);
-    usage.cost.total =
-        usage.cost.input + usage.cost.output + usage.cost.cache_read + usage.cost.cache_write;
+    model.cost.charge(usage);
 }
 
 /// The thinking levels a model accepts: only `off` without reasoning; OpenAI reasoning models

@@ -122,28 +122,8 @@ impl AgentOptions {
     }
 }
 
-/// How a run ended.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct RunOutcome {
-    /// `agent_end.messages`.
-    pub new_messages: Vec<AgentMessage>,
-    pub aborted: bool,
-    /// Set when the run failed or the final response was a provider error.
-    pub error: Option<String>,
-    /// Why the run failed on the way (a hook, a listener, a panic), if it did.
-    pub failure: Option<RunFailure>,
-}
-
-impl From<LoopOutcome> for RunOutcome {
-    fn from(o: LoopOutcome) -> Self {
-        RunOutcome {
-            new_messages: o.new_messages,
-            aborted: o.aborted,
-            error: o.error,
-            failure: o.failure,
-        }
-    }
-}
+/// How a run ended: what the loop reported.
+pub type RunOutcome = LoopOutcome;
 
 /// A started run.
 pub struct RunHandle {

@@ -22,6 +22,9 @@ use crate::agent::tool::{AgentToolResult, ToolRef};
 /// The result of an async hook.
 pub type HookFuture<T> = BoxFuture<'static, Result<T, CallbackError>>;
 
+/// A hook given `In` and the run's cancellation token, answering `Out`.
+pub type Hook<In, Out> = Arc<dyn Fn(In, CancellationToken) -> HookFuture<Out> + Send + Sync>;
+
 /// What a hook, a listener or a queue poll reports when it fails (pi: it throws): the message
 /// becomes the failed run's `errorMessage`, or the error result of the tool call it was about.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -166,29 +169,13 @@ pub struct AgentRequestUpdate {
     pub thinking_level: Option<ThinkingLevel>,
 }
 
-pub type BeforeToolCallHook = Arc<
-    dyn Fn(BeforeToolCallContext, CancellationToken) -> HookFuture<Option<BeforeToolCallResult>>
-        + Send
-        + Sync,
->;
-pub type AfterToolCallHook = Arc<
-    dyn Fn(AfterToolCallContext, CancellationToken) -> HookFuture<Option<AfterToolCallResult>>
-        + Send
-        + Sync,
->;
+pub type BeforeToolCallHook = Hook<BeforeToolCallContext, Option<BeforeToolCallResult>>;
+pub type AfterToolCallHook = Hook<AfterToolCallContext, Option<AfterToolCallResult>>;
 /// A view of the messages for one request; the result is discarded after the request.
-pub type TransformContextHook = Arc<
-    dyn Fn(Vec<AgentMessage>, CancellationToken) -> HookFuture<Vec<AgentMessage>> + Send + Sync,
->;
+pub type TransformContextHook = Hook<Vec<AgentMessage>, Vec<AgentMessage>>;
 /// Decides what reaches the provider; the default is [`crate::agent::convert::default_convert_to_llm`].
-pub type ConvertToLlmHook = Arc<
-    dyn Fn(Vec<AgentMessage>, CancellationToken) -> HookFuture<Vec<AgentMessage>> + Send + Sync,
->;
-pub type PrepareRequestHook = Arc<
-    dyn Fn(PrepareRequestContext, CancellationToken) -> HookFuture<Option<AgentRequestUpdate>>
-        + Send
-        + Sync,
->;
+pub type ConvertToLlmHook = Hook<Vec<AgentMessage>, Vec<AgentMessage>>;
+pub type PrepareRequestHook = Hook<PrepareRequestContext, Option<AgentRequestUpdate>>;
 /// agent-lsp's, not pi's: awaited when a run starts, before the loop takes its context (an abort
 /// ends the wait); `Some` replaces the agent's tools. For tools that appear over time, such as
 /// those of MCP servers still starting, so the run's first request already declares them.
@@ -198,15 +185,9 @@ pub type PrepareRunHook = Arc<
         + Sync,
 >;
 
-pub type PrepareNextTurnHook = Arc<
-    dyn Fn(AgentTurnContext, CancellationToken) -> HookFuture<Option<AgentLoopTurnUpdate>>
-        + Send
-        + Sync,
->;
+pub type PrepareNextTurnHook = Hook<AgentTurnContext, Option<AgentLoopTurnUpdate>>;
 /// `None` is pi's "void": no explicit decision.
-pub type FinishTurnHook = Arc<
-    dyn Fn(AgentTurnContext, CancellationToken) -> HookFuture<Option<TurnDecision>> + Send + Sync,
->;
+pub type FinishTurnHook = Hook<AgentTurnContext, Option<TurnDecision>>;
 /// What `recoverError` sees: the failed response (already in `context`, last) and how many
 /// recoveries this run already made.
 #[derive(Clone, Debug)]
@@ -220,14 +201,9 @@ pub struct RecoverErrorContext {
 /// retries the request with this context (the failed response stays in the run's messages and
 /// events, not in the retried context); `None` ends the run as pi does. For recovering from a
 /// context overflow by compacting (`core/compaction.rs`), which pi does after the run.
-pub type RecoverErrorHook = Arc<
-    dyn Fn(RecoverErrorContext, CancellationToken) -> HookFuture<Option<AgentContext>>
-        + Send
-        + Sync,
->;
+pub type RecoverErrorHook = Hook<RecoverErrorContext, Option<AgentContext>>;
 /// Receives the provider name; `None` or `""` falls back to the configured API key.
-pub type GetApiKeyHook =
-    Arc<dyn Fn(String, CancellationToken) -> HookFuture<Option<String>> + Send + Sync>;
+pub type GetApiKeyHook = Hook<String, Option<String>>;
 /// A queue poll (pi's `getSteeringMessages`/`getFollowUpMessages`).
 pub type QueuePollHook = Arc<dyn Fn() -> HookFuture<Vec<AgentMessage>> + Send + Sync>;
 

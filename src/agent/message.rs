@@ -426,31 +426,24 @@ impl AgentMessage {
     }
 }
 
-impl From<UserMessage> for AgentMessage {
-    fn from(m: UserMessage) -> Self {
-        AgentMessage::User(Arc::new(m))
-    }
+/// `From` each message struct into its (shared) variant.
+macro_rules! agent_message_from {
+    ($($variant:ident($message:ty)),* $(,)?) => {$(
+        impl From<$message> for AgentMessage {
+            fn from(m: $message) -> Self {
+                AgentMessage::$variant(Arc::new(m))
+            }
+        }
+    )*};
 }
-impl From<SystemMessage> for AgentMessage {
-    fn from(m: SystemMessage) -> Self {
-        AgentMessage::System(Arc::new(m))
-    }
-}
-impl From<AssistantMessage> for AgentMessage {
-    fn from(m: AssistantMessage) -> Self {
-        AgentMessage::Assistant(Arc::new(m))
-    }
-}
-impl From<CustomMessage> for AgentMessage {
-    fn from(m: CustomMessage) -> Self {
-        AgentMessage::Custom(Arc::new(m))
-    }
-}
-impl From<ToolResultMessage> for AgentMessage {
-    fn from(m: ToolResultMessage) -> Self {
-        AgentMessage::ToolResult(Arc::new(m))
-    }
-}
+
+agent_message_from!(
+    User(UserMessage),
+    System(SystemMessage),
+    Assistant(AssistantMessage),
+    Custom(CustomMessage),
+    ToolResult(ToolResultMessage),
+);
 
 /// A known message as `{"role": …, …fields}` with `role` first, as pi writes it: the body's
 /// fields are written straight after `role` (no intermediate `Value`: this runs for every

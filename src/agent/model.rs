@@ -4,18 +4,29 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// Per-million-token prices in USD.
+use crate::agent::message::Usage;
+
+/// Per-million-token prices in USD (a price not given is 0).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ModelCost {
-    #[serde(default)]
     pub input: f64,
-    #[serde(default)]
     pub output: f64,
-    #[serde(default)]
     pub cache_read: f64,
-    #[serde(default)]
     pub cache_write: f64,
+}
+
+impl ModelCost {
+    /// Sets `usage.cost` (each part and the total) to what its tokens cost at these prices.
+    pub fn charge(&self, usage: &mut Usage) {
+        let per = |rate: f64, tokens: u64| rate / 1_000_000.0 * tokens as f64;
+        usage.cost.input = per(self.input, usage.input);
+        usage.cost.output = per(self.output, usage.output);
+        usage.cost.cache_read = per(self.cache_read, usage.cache_read);
+        usage.cost.cache_write = per(self.cache_write, usage.cache_write);
+        usage.cost.total =
+            usage.cost.input + usage.cost.output + usage.cost.cache_read + usage.cost.cache_write;
+    }
 }
 
 /// A model as pi describes it (`Model` in pi-ai; the shape of models.json entries).

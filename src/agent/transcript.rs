@@ -13,11 +13,7 @@ pub fn current_tools<'a>(
     messages: impl IntoIterator<Item = &'a AgentMessage>,
 ) -> Vec<ToolDeclaration> {
     let mut tools = ToolSet::default();
-    for message in messages {
-        if let AgentMessage::System(system) = message {
-            tools.apply(system);
-        }
-    }
+    tools.replay(messages);
     tools.into_vec()
 }
 
@@ -37,6 +33,15 @@ impl ToolSet {
             match self.tools.iter_mut().find(|t| t.name == added.name) {
                 Some(existing) => *existing = added.clone(),
                 None => self.tools.push(added.clone()),
+            }
+        }
+    }
+
+    /// Applies the system messages of `messages`, in order.
+    pub fn replay<'a>(&mut self, messages: impl IntoIterator<Item = &'a AgentMessage>) {
+        for message in messages {
+            if let AgentMessage::System(system) = message {
+                self.apply(system);
             }
         }
     }
@@ -72,11 +77,7 @@ impl IncrementalTools {
         if messages.len() < self.replayed {
             self.reset();
         }
-        for message in &messages[self.replayed..] {
-            if let AgentMessage::System(system) = message {
-                self.set.apply(system);
-            }
-        }
+        self.set.replay(&messages[self.replayed..]);
         self.replayed = messages.len();
         self.set.as_slice()
     }
@@ -90,11 +91,7 @@ impl IncrementalTools {
         let mut set = ToolSet {
             tools: self.tools_at(messages).to_vec(),
         };
-        for message in extra {
-            if let AgentMessage::System(system) = message {
-                set.apply(system);
-            }
-        }
+        set.replay(extra);
         set.into_vec()
     }
 }

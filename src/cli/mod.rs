@@ -265,15 +265,13 @@ async fn sessions(command: SessionsCommand, env: &EnvSource) -> anyhow::Result<(
             "no session directory: set HOME, XDG_DATA_HOME or --session-dir"
         )),
     };
+    let absolute = |cwd: Option<PathBuf>| cwd.map(|c| sessions_cmd::absolute(&c)).transpose();
     match command {
         SessionsCommand::List {
             cwd,
             session_dir,
             json,
-        } => {
-            let cwd = cwd.map(|c| sessions_cmd::absolute(&c)).transpose()?;
-            sessions_cmd::list(&store(session_dir)?, cwd.as_deref(), json)
-        }
+        } => sessions_cmd::list(&store(session_dir)?, absolute(cwd)?.as_deref(), json),
         SessionsCommand::Fork {
             session,
             message_id,
@@ -295,10 +293,7 @@ async fn sessions(command: SessionsCommand, env: &EnvSource) -> anyhow::Result<(
             cwd,
             session_dir,
             json,
-        } => {
-            let cwd = cwd.map(|c| sessions_cmd::absolute(&c)).transpose()?;
-            sessions_cmd::gc(&store(session_dir)?, cwd.as_deref(), json)
-        }
+        } => sessions_cmd::gc(&store(session_dir)?, absolute(cwd)?.as_deref(), json),
         SessionsCommand::Delete {
             session,
             session_dir,

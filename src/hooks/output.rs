@@ -239,15 +239,21 @@ mod tests {
     #[test]
     fn json_decisions() {
         let out = |event, value: Value| interpret(event, &ran(0, &value.to_string(), ""));
-        let deny = out(
-            HookEvent::PreToolUse,
-            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
-            "permissionDecision": "deny", "permissionDecisionReason": "not here"}}),
-        );
-        assert_eq!(
-            (deny.outcome, deny.reason.as_deref()),
-            (Outcome::Deny, Some("not here"))
-        );
+        let deny = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+            "permissionDecision": "deny", "permissionDecisionReason": "not here"}});
+        let old = json!({"decision": "block", "reason": "old form"});
+        let stop = json!({"decision": "block", "reason": "run the tests"});
+        for (event, value, outcome, reason) in [
+            (HookEvent::PreToolUse, deny, Outcome::Deny, "not here"),
+            (HookEvent::PreToolUse, old, Outcome::Deny, "old form"),
+            (HookEvent::Stop, stop, Outcome::Block, "run the tests"),
+        ] {
+            let said = out(event, value);
+            assert_eq!(
+                (said.outcome, said.reason.as_deref()),
+                (outcome, Some(reason))
+            );
+        }
         let allow = out(
             HookEvent::PreToolUse,
             json!({"hookSpecificOutput": {"permissionDecision": "allow",
@@ -255,27 +261,11 @@ mod tests {
         );
         assert_eq!(allow.outcome, Outcome::Allow);
         assert_eq!(allow.updated_input, Some(json!({"command": "ls -a"})));
-        let old = out(
-            HookEvent::PreToolUse,
-            json!({"decision": "block", "reason": "old form"}),
-        );
-        assert_eq!(
-            (old.outcome, old.reason.as_deref()),
-            (Outcome::Deny, Some("old form"))
-        );
         let ask = out(
             HookEvent::PreToolUse,
             json!({"hookSpecificOutput": {"permissionDecision": "ask"}}),
         );
         assert_eq!(ask.outcome, Outcome::Ask);
-        let stop = out(
-            HookEvent::Stop,
-            json!({"decision": "block", "reason": "run the tests"}),
-        );
-        assert_eq!(
-            (stop.outcome, stop.reason.as_deref()),
-            (Outcome::Block, Some("run the tests"))
-        );
         let context = out(
             HookEvent::SessionStart,
             json!({"hookSpecificOutput": {

@@ -40,49 +40,35 @@ pub struct ModelsFile {
     pub providers: Vec<(String, ProviderConfig)>,
 }
 
+/// A provider of models.json; every field is optional.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ProviderConfig {
-    #[serde(default)]
     pub base_url: Option<String>,
-    #[serde(default)]
     pub api: Option<String>,
     /// A literal key, an environment variable name, `$VAR`/`${VAR}`, or `!command`.
-    #[serde(default)]
     pub api_key: Option<String>,
-    #[serde(default)]
     pub headers: Option<Map<String, Value>>,
-    #[serde(default)]
     pub compat: Option<Map<String, Value>>,
-    #[serde(default)]
     pub models: Vec<ModelEntry>,
-    #[serde(default)]
     pub model_overrides: Map<String, Value>,
 }
 
+/// A model of a models.json provider; only `id` is required (serde reads a missing `Option` as
+/// `None`).
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelEntry {
     pub id: String,
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub api: Option<String>,
-    #[serde(default)]
     pub base_url: Option<String>,
-    #[serde(default)]
     pub reasoning: Option<bool>,
-    #[serde(default)]
     pub input: Option<Vec<String>>,
-    #[serde(default)]
     pub context_window: Option<u64>,
-    #[serde(default)]
     pub max_tokens: Option<u64>,
-    #[serde(default)]
     pub cost: Option<ModelCost>,
-    #[serde(default)]
     pub headers: Option<Map<String, Value>>,
-    #[serde(default)]
     pub compat: Option<Map<String, Value>>,
 }
 

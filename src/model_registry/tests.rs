@@ -9,6 +9,30 @@ fn env(pairs: &[(&str, &str)]) -> EnvSource {
     EnvSource::from_pairs(pairs.iter().copied())
 }
 
+/// `pairs` plus `XDG_CONFIG_HOME` at a temp dir whose `agent-lsp/models.json` holds
+/// `models_json`; the dir lives as long as the returned guard.
+fn with_models_json(models_json: &str, pairs: &[(&str, &str)]) -> (tempfile::TempDir, EnvSource) {
+    let config = tempfile::tempdir().unwrap();
+    let dir = config.path().join("agent-lsp");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("models.json"), models_json).unwrap();
+    let home = config.path().to_str().unwrap();
+    let e = EnvSource::from_pairs(
+        [("XDG_CONFIG_HOME", home)]
+            .into_iter()
+            .chain(pairs.iter().copied()),
+    );
+    (config, e)
+}
+
+/// An env with an empty HOME (no models.json, no stored keys) and Ollama looked for on `port`.
+fn ollama_env(home: &tempfile::TempDir, port: u16) -> EnvSource {
+    env(&[
+        ("HOME", home.path().to_str().unwrap()),
+        ("OLLAMA_HOST", &format!("127.0.0.1:{port}")),
+    ])
+}
+
 /// A port on which nothing listens (bound, then released).
 fn closed_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -43,20 +67,16 @@ fn a_missing_key_names_the_variable() {
 
 #[test]
 fn the_default_follows_the_keys_present() {
-    let a = resolve_model(
-        None,
-        &env(&[("ANTHROPIC_API_KEY", "k"), ("OPENAI_API_KEY", "o")]),
-    )
-    .unwrap();
-    assert_eq!(a.spec(), "anthropic/claude-sonnet-4-5");
-    let o = resolve_model(None, &env(&[("OPENAI_API_KEY", "o")])).unwrap();
-    assert_eq!(o.spec(), "openai/gpt-4.1");
-    let m = resolve_model(
-        None,
-        &env(&[("OPENAI_API_KEY", "o"), ("AGENT_LSP_MODEL", "gpt-4o-mini")]),
-    )
-    .unwrap();
-    assert_eq!(m.spec(), "openai/gpt-4o-mini");
+    let both: &[_] = &[("ANTHROPIC_API_KEY", "k"), ("OPENAI_API_KEY", "o")];
+    let openai: &[_] = &[("OPENAI_API_KEY", "o")];
+    let chosen: &[_] = &[("OPENAI_API_KEY", "o"), ("AGENT_LSP_MODEL", "gpt-4o-mini")];
+    for (pairs, spec) in [
+        (both, "anthropic/claude-sonnet-4-5"),
+        (openai, "openai/gpt-4.1"),
+        (chosen, "openai/gpt-4o-mini"),
+    ] {
+        assert_eq!(resolve_model(None, &env(pairs)).unwrap().spec(), spec);
+    }
 }
 
 #[test]
@@ -72,12 +92,8 @@ fn unknown_ids_on_known_providers_get_generic_limits() {
 
 #[test]
 fn no_model_error_says_what_to_set_without_ollama() {
-    let port = closed_port();
     let home = tempfile::tempdir().unwrap();
-    let e = env(&[
-        ("HOME", home.path().to_str().unwrap()),
-        ("OLLAMA_HOST", &format!("127.0.0.1:{port}")),
-    ]);
+    let e = ollama_env(&home, closed_port());
     let text = resolve_model(None, &e).unwrap_err().to_string();
     for needle in [
         "ANTHROPIC_API_KEY",
@@ -109,10 +125,7 @@ fn no_model_error_offers_a_running_ollama() {
         .unwrap();
     });
     let home = tempfile::tempdir().unwrap();
-    let e = env(&[
-        ("HOME", home.path().to_str().unwrap()),
-        ("OLLAMA_HOST", &format!("127.0.0.1:{port}")),
-    ]);
+    let e = ollama_env(&home, port);
     let text = resolve_model(None, &e).unwrap_err().to_string();
     server.join().unwrap();
     assert!(text.contains("--model ollama/qwen3:8b"), "{text}");
@@ -127,25 +140,14 @@ fn no_model_error_offers_a_running_ollama() {
 
 #[test]
 fn models_json_adds_openai_compatible_endpoints() {
-    let config = tempfile::tempdir().unwrap();
-    let dir = config.path().join("agent-lsp");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("models.json"),
-        r#"{"providers": {
+    let models_json = r#"{"providers": {
             "vllm": {"baseUrl": "http://127.0.0.1:8000/v1/", "api": "openai-completions", "apiKey": "$VLLM_KEY",
                      "headers": {"x-team": "${TEAM}", "x-fixed": "literal"},
                      "compat": {"supportsDeveloperRole": false, "maxTokensField": "max_tokens"},
                      "models": [{"id": "qwen-coder", "contextWindow": 32768, "compat": {"maxTokensField": "max_completion_tokens"}}]},
             "openai": {"baseUrl": "http://127.0.0.1:7000/v1", "modelOverrides": {"gpt-4o": {"contextWindow": 64000}}}
-        }}"#,
-    )
-    .unwrap();
-    let e = env(&[
-        ("XDG_CONFIG_HOME", config.path().to_str().unwrap()),
-        ("VLLM_KEY", "secret"),
-        ("TEAM", "blue"),
-    ]);
+        }}"#;
+    let (_config, e) = with_models_json(models_json, &[("VLLM_KEY", "secret"), ("TEAM", "blue")]);
     let resolved = resolve_model(Some("vllm/qwen-coder"), &e).unwrap();
     assert_eq!(resolved.model.base_url, "http://127.0.0.1:8000/v1");
     assert_eq!(resolved.model.context_window, 32768);
@@ -170,14 +172,7 @@ fn models_json_adds_openai_compatible_endpoints() {
 
 #[test]
 fn a_broken_models_json_is_a_clear_error() {
-    let config = tempfile::tempdir().unwrap();
-    let dir = config.path().join("agent-lsp");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("models.json"), "{not json").unwrap();
-    let e = env(&[
-        ("XDG_CONFIG_HOME", config.path().to_str().unwrap()),
-        ("OPENAI_API_KEY", "k"),
-    ]);
+    let (_config, e) = with_models_json("{not json", &[("OPENAI_API_KEY", "k")]);
     let text = resolve_model(None, &e).unwrap_err().to_string();
     assert!(text.contains("models.json"), "{text}");
 }
@@ -220,22 +215,19 @@ fn thinking_levels_are_clamped_per_provider() {
     let sonnet = resolve_model(Some("anthropic/claude-sonnet-4-5"), &e)
         .unwrap()
         .model;
-    assert_eq!(
-        clamp_thinking(&gpt41, ThinkingLevel::High),
-        ThinkingLevel::Off
-    );
-    assert_eq!(
-        clamp_thinking(&gpt5, ThinkingLevel::Xhigh),
-        ThinkingLevel::High
-    );
-    assert_eq!(
-        clamp_thinking(&gpt5, ThinkingLevel::Minimal),
-        ThinkingLevel::Minimal
-    );
-    assert_eq!(
-        clamp_thinking(&sonnet, ThinkingLevel::Max),
-        ThinkingLevel::Xhigh
-    );
+    for (model, asked, got) in [
+        (&gpt41, ThinkingLevel::High, ThinkingLevel::Off),
+        (&gpt5, ThinkingLevel::Xhigh, ThinkingLevel::High),
+        (&gpt5, ThinkingLevel::Minimal, ThinkingLevel::Minimal),
+        (&sonnet, ThinkingLevel::Max, ThinkingLevel::Xhigh),
+    ] {
+        assert_eq!(
+            clamp_thinking(model, asked),
+            got,
+            "{} at {asked:?}",
+            model.id
+        );
+    }
 }
 
 #[test]
@@ -264,9 +256,6 @@ fn config_values_resolve_like_pi() {
 /// The example in `config.rs`'s module doc resolves as documented.
 #[test]
 fn the_documented_example_resolves() {
-    let config = tempfile::tempdir().unwrap();
-    let dir = config.path().join("agent-lsp");
-    std::fs::create_dir_all(&dir).unwrap();
     let doc = include_str!("config.rs");
     let example: String = doc
         .lines()
@@ -276,11 +265,7 @@ fn the_documented_example_resolves() {
         .map(|l| l.trim_start_matches("//!"))
         .collect::<Vec<_>>()
         .join("\n");
-    std::fs::write(dir.join("models.json"), example).unwrap();
-    let e = env(&[
-        ("XDG_CONFIG_HOME", config.path().to_str().unwrap()),
-        ("VLLM_API_KEY", "v"),
-    ]);
+    let (_config, e) = with_models_json(&example, &[("VLLM_API_KEY", "v")]);
     let ollama = resolve_model(Some("ollama/qwen3:8b"), &e).unwrap();
     assert_eq!(
         (ollama.model.context_window, ollama.model.max_tokens),
@@ -311,22 +296,12 @@ fn openai_reasoning_models_speak_responses_unless_models_json_says_otherwise() {
         );
     }
     assert_eq!(api("openai/gpt-4.1", &keyed), "openai-completions");
-    let config = tempfile::tempdir().unwrap();
-    let dir = config.path().join("agent-lsp");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("models.json"),
-        r#"{"providers": {
+    let models_json = r#"{"providers": {
             "openai": {"modelOverrides": {"o3": {"api": "openai-completions"}}},
             "proxy": {"baseUrl": "http://127.0.0.1:9000/v1", "api": "openai-responses",
                       "models": [{"id": "r1", "reasoning": true}]}
-        }}"#,
-    )
-    .unwrap();
-    let e = env(&[
-        ("XDG_CONFIG_HOME", config.path().to_str().unwrap()),
-        ("OPENAI_API_KEY", "k"),
-    ]);
+        }}"#;
+    let (_config, e) = with_models_json(models_json, &[("OPENAI_API_KEY", "k")]);
     assert_eq!(api("openai/o3", &e), "openai-completions");
     assert_eq!(api("openai/gpt-5", &e), "openai-responses");
     assert_eq!(api("proxy/r1", &e), "openai-responses");

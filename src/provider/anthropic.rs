@@ -9,10 +9,9 @@
 
 use super::anthropic_request::{VERSION, build_request};
 use super::anthropic_stream::AnthropicParser;
-use super::http_provider::{HttpApi, HttpProvider};
-use super::transport::{HttpTarget, apply_model_headers, base_url};
+use super::http_provider::{Call, HttpApi, HttpProvider};
+use super::transport::{HttpTarget, apply_model_headers, base_url, stream_headers};
 use crate::agent::model::Model;
-use crate::agent::stream_contract::{LlmContext, StreamOptions};
 
 pub const API: &str = "anthropic-messages";
 
@@ -25,11 +24,8 @@ pub fn endpoint(model: &Model) -> String {
 
 /// Request headers: OAuth tokens (`sk-ant-oat…`) go as a bearer token, keys as `x-api-key`.
 fn headers(key: Option<&str>, betas: &[&str]) -> Vec<(String, String)> {
-    let mut headers = vec![
-        ("content-type".to_string(), "application/json".to_string()),
-        ("accept".to_string(), "text/event-stream".to_string()),
-        ("anthropic-version".to_string(), VERSION.to_string()),
-    ];
+    let mut headers = stream_headers();
+    headers.push(("anthropic-version".to_string(), VERSION.to_string()));
     let mut betas: Vec<&str> = betas.to_vec();
     match key {
         Some(key) if key.starts_with("sk-ant-oat") => {
@@ -54,17 +50,12 @@ pub enum Messages {}
 impl HttpApi for Messages {
     type Parser = AnthropicParser;
 
-    fn target(
-        model: &Model,
-        context: &LlmContext,
-        options: &StreamOptions,
-        key: Option<String>,
-    ) -> Result<HttpTarget, serde_json::Error> {
-        let request = build_request(model, context, options)?;
+    fn target(call: Call<'_>, key: Option<String>) -> Result<HttpTarget, serde_json::Error> {
+        let request = build_request(call.model, call.context, call.options)?;
         let mut headers = headers(key.as_deref(), &request.betas);
-        apply_model_headers(&mut headers, model, options);
+        apply_model_headers(&mut headers, call.model, call.options);
         Ok(HttpTarget {
-            url: endpoint(model),
+            url: endpoint(call.model),
             headers,
             body: request.body,
         })

@@ -7,39 +7,32 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::openai_chunk::{Str, lenient_object, lenient_str, lenient_u64};
+use super::openai_chunk::{Str, lenient_object, lenient_u64};
 
 /// The data of any Anthropic stream event; absent fields are `None`.
 #[derive(Debug, Default, Deserialize)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub struct EventData<'a> {
-    #[serde(default, deserialize_with = "lenient_u64")]
+    #[serde(deserialize_with = "lenient_u64")]
     pub index: Option<u64>,
-    #[serde(borrow, default, deserialize_with = "lenient_object")]
+    #[serde(deserialize_with = "lenient_object")]
     pub delta: Option<Delta<'a>>,
-    #[serde(default)]
     pub content_block: Option<Value>,
-    #[serde(default)]
     pub message: Option<Value>,
-    #[serde(default)]
     pub usage: Option<Value>,
 }
 
 /// `content_block_delta`'s and `message_delta`'s `delta`.
 #[derive(Debug, Default, Deserialize)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub struct Delta<'a> {
-    #[serde(borrow, default, rename = "type", deserialize_with = "lenient_str")]
+    #[serde(rename = "type")]
     pub kind: Str<'a>,
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub text: Str<'a>,
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub thinking: Str<'a>,
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub partial_json: Str<'a>,
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub signature: Str<'a>,
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub stop_reason: Str<'a>,
-    #[serde(default)]
     pub stop_details: Option<Value>,
 }
 
@@ -66,9 +59,9 @@ mod tests {
         let event = parse(data).unwrap();
         assert_eq!(event.index, Some(2));
         let delta = event.delta.unwrap();
-        assert!(matches!(delta.kind, Some(Cow::Borrowed("text_delta"))));
-        assert!(matches!(delta.text, Some(Cow::Borrowed("hi"))));
-        assert_eq!(delta.thinking, None);
+        assert!(matches!(delta.kind.0, Some(Cow::Borrowed("text_delta"))));
+        assert!(matches!(delta.text.0, Some(Cow::Borrowed("hi"))));
+        assert_eq!(delta.thinking.0, None);
         let odd = parse(r#"{"index":"2","delta":null}"#).unwrap();
         assert_eq!((odd.index, odd.delta.is_none()), (None, true));
         let odd = parse(r#"{"index":-1,"delta":"text_delta"}"#).unwrap();

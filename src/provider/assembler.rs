@@ -85,12 +85,9 @@ impl Assembler {
     }
 
     pub async fn text_start(&mut self) -> Result<usize, ConsumerGone> {
-        self.start().await?;
-        let index = self.push_block(ContentBlock::text(""), BlockState::Open);
-        let event = AssistantMessageEvent::TextStart {
-            content_index: index,
-        };
-        self.emit(event).await.map(|_| index)
+        let start = |content_index| AssistantMessageEvent::TextStart { content_index };
+        self.open_block(ContentBlock::text(""), BlockState::Open, start)
+            .await
     }
 
     pub async fn text_delta(&mut self, index: usize, delta: &str) -> Result<(), ConsumerGone> {
@@ -109,12 +106,9 @@ impl Assembler {
         &mut self,
         thinking: ThinkingContent,
     ) -> Result<usize, ConsumerGone> {
-        self.start().await?;
-        let index = self.push_block(ContentBlock::Thinking(thinking), BlockState::Open);
-        let event = AssistantMessageEvent::ThinkingStart {
-            content_index: index,
-        };
-        self.emit(event).await.map(|_| index)
+        let start = |content_index| AssistantMessageEvent::ThinkingStart { content_index };
+        self.open_block(ContentBlock::Thinking(thinking), BlockState::Open, start)
+            .await
     }
 
     pub async fn thinking_delta(&mut self, index: usize, delta: &str) -> Result<(), ConsumerGone> {
@@ -144,7 +138,6 @@ impl Assembler {
         name: &str,
         initial_arguments: Option<Value>,
     ) -> Result<usize, ConsumerGone> {
-        self.start().await?;
         let call = ToolCall {
             id: id.to_string(),
             name: name.to_string(),
@@ -152,13 +145,13 @@ impl Assembler {
             ..ToolCall::default()
         };
         let state = BlockState::OpenTool(Box::default());
-        let index = self.push_block(ContentBlock::ToolCall(call), state);
-        let event = AssistantMessageEvent::ToolCallStart {
-            content_index: index,
+        let start = |content_index| AssistantMessageEvent::ToolCallStart {
+            content_index,
             id: id.to_string(),
             tool_name: name.to_string(),
         };
-        self.emit(event).await.map(|_| index)
+        self.open_block(ContentBlock::ToolCall(call), state, start)
+            .await
     }
 
     /// Fills in a tool call's id or name that arrived after its first delta.
@@ -202,10 +195,18 @@ impl Assembler {
         self.emit(event).await
     }
 
-    fn push_block(&mut self, block: ContentBlock, state: BlockState) -> usize {
+    /// Emits `start` if not yet, then appends `block` and emits its start event; its index.
+    async fn open_block(
+        &mut self,
+        block: ContentBlock,
+        state: BlockState,
+        start_event: impl FnOnce(usize) -> AssistantMessageEvent,
+    ) -> Result<usize, ConsumerGone> {
+        self.start().await?;
         self.message.content.push(block);
         self.blocks.push(state);
-        self.message.content.len() - 1
+        let index = self.message.content.len() - 1;
+        self.emit(start_event(index)).await.map(|_| index)
     }
 
     /// Closes one block, emitting its `*_end` event (no-op when already closed).
@@ -302,13 +303,7 @@ fn finish_arguments(call: &mut ToolCall, parser: &PartialJson) {
 /// Fills `total_tokens` and the cost from the model's per-million prices.
 pub fn with_cost(mut usage: Usage, model: &Model) -> Usage {
     usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
-    let per = |rate: f64, tokens: u64| rate / 1_000_000.0 * tokens as f64;
-    usage.cost.input = per(model.cost.input, usage.input);
-    usage.cost.output = per(model.cost.output, usage.output);
-    usage.cost.cache_read = per(model.cost.cache_read, usage.cache_read);
-    usage.cost.cache_write = per(model.cost.cache_write, usage.cache_write);
-    usage.cost.total =
-        usage.cost.input + usage.cost.output + usage.cost.cache_read + usage.cost.cache_write;
+    model.cost.charge(&mut usage);
     usage
 }
 

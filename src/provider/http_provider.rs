@@ -9,17 +9,19 @@ use super::transport::{HttpClient, HttpTarget, WireParser, checked_target, drive
 use crate::agent::model::Model;
 use crate::agent::stream_contract::{AssistantEventStream, LlmContext, StreamFn, StreamOptions};
 
+/// What one call asks of a wire API.
+pub(crate) struct Call<'a> {
+    pub model: &'a Model,
+    pub context: &'a LlmContext,
+    pub options: &'a StreamOptions,
+}
+
 /// What one wire API says about a call. Implemented by one marker type per API.
 pub(crate) trait HttpApi: 'static {
     type Parser: WireParser;
 
-    /// The request for `context`, authenticated with `key` (the resolved API key, if any).
-    fn target(
-        model: &Model,
-        context: &LlmContext,
-        options: &StreamOptions,
-        key: Option<String>,
-    ) -> Result<HttpTarget, serde_json::Error>;
+    /// The request for `call`, authenticated with `key` (the resolved API key, if any).
+    fn target(call: Call<'_>, key: Option<String>) -> Result<HttpTarget, serde_json::Error>;
 
     /// A fresh parser for one attempt.
     fn parser(model: &Model) -> Self::Parser;
@@ -57,7 +59,12 @@ impl<A: HttpApi> StreamFn for HttpProvider<A> {
         let model = model.clone();
         spawn_provider(&model.clone(), move |sink| async move {
             let asm = Assembler::new(sink, &model);
-            let build = |key| A::target(&model, &context, &options, key);
+            let call = || Call {
+                model: &model,
+                context: &context,
+                options: &options,
+            };
+            let build = |key| A::target(call(), key);
             let Some((asm, target)) = checked_target(asm, &model, &options, build).await else {
                 return;
             };

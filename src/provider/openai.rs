@@ -12,12 +12,12 @@
 //! "additions"), `sendSessionAffinityHeaders` + `sessionAffinityFormat`.
 //! `StreamOptions::extra` keys: `toolChoice`, `headers` (null removes a default), `timeoutMs`.
 
-use super::http_provider::{HttpApi, HttpProvider};
+use super::http_provider::{Call, HttpApi, HttpProvider};
 use super::openai_request::{OpenAiCompat, build_body};
 use super::openai_stream::OpenAiParser;
-use super::transport::{HttpTarget, apply_model_headers, base_url};
+use super::transport::{HttpTarget, apply_model_headers, base_url, stream_headers};
 use crate::agent::model::Model;
-use crate::agent::stream_contract::{LlmContext, StreamOptions};
+use crate::agent::stream_contract::StreamOptions;
 
 pub const API: &str = "openai-completions";
 
@@ -62,25 +62,17 @@ pub enum ChatCompletions {}
 impl HttpApi for ChatCompletions {
     type Parser = OpenAiParser;
 
-    fn target(
-        model: &Model,
-        context: &LlmContext,
-        options: &StreamOptions,
-        key: Option<String>,
-    ) -> Result<HttpTarget, serde_json::Error> {
-        let mut headers = vec![
-            ("content-type".to_string(), "application/json".to_string()),
-            ("accept".to_string(), "text/event-stream".to_string()),
-        ];
+    fn target(call: Call<'_>, key: Option<String>) -> Result<HttpTarget, serde_json::Error> {
+        let mut headers = stream_headers();
         if let Some(key) = key {
             headers.push(("authorization".to_string(), format!("Bearer {key}")));
         }
-        headers.extend(session_headers(model, options));
-        apply_model_headers(&mut headers, model, options);
+        headers.extend(session_headers(call.model, call.options));
+        apply_model_headers(&mut headers, call.model, call.options);
         Ok(HttpTarget {
-            url: endpoint(model),
+            url: endpoint(call.model),
             headers,
-            body: build_body(model, context, options)?,
+            body: build_body(call.model, call.context, call.options)?,
         })
     }
 

@@ -8,55 +8,61 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
+use std::ops::Deref;
 
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-/// A lenient string field: borrowed when the JSON string has no escapes.
-pub type Str<'a> = Option<Cow<'a, str>>;
+/// A lenient string field: the string (borrowed when it has no escapes), or `None` for any
+/// other JSON value and for a missing field. Reads as the `Option` it wraps.
+#[derive(Debug, Default, PartialEq)]
+pub struct Str<'a>(pub Option<Cow<'a, str>>);
+
+impl<'a> Deref for Str<'a> {
+    type Target = Option<Cow<'a, str>>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(LenientStr(PhantomData)).map(Str)
+    }
+}
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub struct Chunk<'a> {
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub id: Str<'a>,
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub model: Str<'a>,
     /// The first choice; the rest are skipped unparsed.
-    #[serde(borrow, default)]
     pub choices: Option<FirstChoice<'a>>,
-    #[serde(default)]
     pub usage: Option<Value>,
-    #[serde(default)]
     pub error: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub struct Choice<'a> {
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub finish_reason: Str<'a>,
-    #[serde(borrow, default)]
     pub delta: Option<Delta<'a>>,
     /// Moonshot reports usage per choice.
-    #[serde(default)]
     pub usage: Option<Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub struct Delta<'a> {
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub content: Str<'a>,
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub reasoning_content: Str<'a>,
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub reasoning: Str<'a>,
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub reasoning_text: Str<'a>,
-    #[serde(borrow, default)]
     pub tool_calls: Option<Vec<ToolCallDelta<'a>>>,
     /// OpenRouter: encrypted reasoning to replay with the tool call of the same id.
-    #[serde(default)]
     pub reasoning_details: Option<Value>,
 }
 
@@ -99,32 +105,55 @@ impl<'a> Delta<'a> {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub struct ToolCallDelta<'a> {
-    #[serde(default)]
     pub index: Option<u64>,
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub id: Str<'a>,
-    #[serde(borrow, default)]
     pub function: Option<FunctionDelta<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(default, bound(deserialize = "'de: 'a"))]
 pub struct FunctionDelta<'a> {
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub name: Str<'a>,
-    #[serde(borrow, default, deserialize_with = "lenient_str")]
     pub arguments: Str<'a>,
 }
 
-/// A string (borrowed when unescaped), or `None` for anything else.
-pub fn lenient_str<'de: 'a, 'a, D: Deserializer<'de>>(d: D) -> Result<Str<'a>, D::Error> {
-    d.deserialize_any(LenientStr(PhantomData))
+/// The visitor methods of a lenient reader for the JSON it does not keep, where serde's
+/// defaults would fail the whole chunk: `null` and the listed scalar types read as `None`,
+/// arrays (and, after `map`, objects) are skipped to their end, and `Some` is looked through.
+macro_rules! read_as_none {
+    (map, $($rest:tt)*) => {
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        read_as_none!($($rest)*);
+    };
+    ($($method:ident($ty:ty)),* $(,)?) => {
+        $(fn $method<E>(self, _: $ty) -> Result<Self::Value, E> {
+            Ok(None)
+        })*
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+    };
 }
 
 struct LenientStr<'a>(PhantomData<&'a ()>);
 
 impl<'de: 'a, 'a> Visitor<'de> for LenientStr<'a> {
-    type Value = Str<'a>;
+    type Value = Option<Cow<'a, str>>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any JSON value (strings kept)")
@@ -138,35 +167,13 @@ impl<'de: 'a, 'a> Visitor<'de> for LenientStr<'a> {
     fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
         Ok(Some(Cow::Owned(v)))
     }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_none<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
+    read_as_none!(
+        map,
+        visit_bool(bool),
+        visit_i64(i64),
+        visit_u64(u64),
+        visit_f64(f64)
+    );
 }
 
 /// A non-negative integer, or `None` for anything else (as `Value::as_u64` reads it).
@@ -188,32 +195,7 @@ impl<'de> Visitor<'de> for LenientU64 {
     fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
         Ok(u64::try_from(v).ok())
     }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_none<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
+    read_as_none!(map, visit_f64(f64), visit_bool(bool), visit_str(&str));
 }
 
 /// An object read as `T`, or `None` for anything else (a field a server filled oddly).
@@ -236,34 +218,13 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for LenientObject<T> {
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
         T::deserialize(MapAccessDeserializer::new(map)).map(Some)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_none<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
+    read_as_none!(
+        visit_bool(bool),
+        visit_i64(i64),
+        visit_u64(u64),
+        visit_f64(f64),
+        visit_str(&str)
+    );
 }
 
 #[cfg(test)]
@@ -287,8 +248,8 @@ mod tests {
             "delta":{"content":"hi","reasoning":{"summary":"x"},"tool_calls":[{"index":1,"id":"t",
             "function":{"name":"read","arguments":"{\"a\":"}}]}}],"usage":null}"#;
         let chunk: Chunk = serde_json::from_str(data).unwrap();
-        assert!(matches!(chunk.id, Some(Cow::Borrowed("c1"))));
-        assert_eq!(chunk.model, None);
+        assert!(matches!(chunk.id.0, Some(Cow::Borrowed("c1"))));
+        assert_eq!(chunk.model.0, None);
         let choice = chunk.choices.as_ref().unwrap().0.as_ref().unwrap();
         let delta = choice.delta.as_ref().unwrap();
         assert_eq!(delta.content.as_deref(), Some("hi"));

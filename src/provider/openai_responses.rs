@@ -16,12 +16,12 @@
 //! without encrypted content is not replayed (the API cannot resolve it with `store: false`),
 //! and OpenAI's `input_transformations` are not recorded as message diagnostics.
 
-use super::http_provider::{HttpApi, HttpProvider};
+use super::http_provider::{Call, HttpApi, HttpProvider};
 use super::openai_responses_request::{build_body, cache_retention};
 use super::openai_responses_stream::ResponsesParser;
-use super::transport::{HttpTarget, apply_model_headers, base_url};
+use super::transport::{HttpTarget, apply_model_headers, base_url, stream_headers};
 use crate::agent::model::Model;
-use crate::agent::stream_contract::{LlmContext, StreamOptions};
+use crate::agent::stream_contract::StreamOptions;
 
 pub const API: &str = "openai-responses";
 
@@ -34,10 +34,7 @@ pub fn endpoint(model: &Model) -> String {
 /// The headers of one request: pi's session affinity (`session-id`, `x-client-request-id`)
 /// keeps a session on one backend, whose prompt cache it reuses.
 fn headers(model: &Model, options: &StreamOptions, key: Option<String>) -> Vec<(String, String)> {
-    let mut headers = vec![
-        ("content-type".to_string(), "application/json".to_string()),
-        ("accept".to_string(), "text/event-stream".to_string()),
-    ];
+    let mut headers = stream_headers();
     if let Some(key) = key {
         headers.push(("authorization".to_string(), format!("Bearer {key}")));
     }
@@ -58,16 +55,11 @@ pub enum Responses {}
 impl HttpApi for Responses {
     type Parser = ResponsesParser;
 
-    fn target(
-        model: &Model,
-        context: &LlmContext,
-        options: &StreamOptions,
-        key: Option<String>,
-    ) -> Result<HttpTarget, serde_json::Error> {
+    fn target(call: Call<'_>, key: Option<String>) -> Result<HttpTarget, serde_json::Error> {
         Ok(HttpTarget {
-            url: endpoint(model),
-            headers: headers(model, options, key),
-            body: build_body(model, context, options)?,
+            url: endpoint(call.model),
+            headers: headers(call.model, call.options, key),
+            body: build_body(call.model, call.context, call.options)?,
         })
     }
 

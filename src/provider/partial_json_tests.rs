@@ -122,15 +122,8 @@ fn object(s: &[char], i: &mut usize) -> Result<Value, ()> {
             }
             None => return Ok(Value::Object(map)),
         }
-        ws(s, i);
-        match s.get(*i) {
-            None => return Ok(Value::Object(map)),
-            Some(',') => *i += 1,
-            Some('}') => {
-                *i += 1;
-                return Ok(Value::Object(map));
-            }
-            Some(_) => return Err(()),
+        if !another(s, i, '}')? {
+            return Ok(Value::Object(map));
         }
     }
 }
@@ -148,16 +141,27 @@ fn array(s: &[char], i: &mut usize) -> Result<Value, ()> {
             Some(v) => items.push(v),
             None => return Ok(Value::Array(items)),
         }
-        ws(s, i);
-        match s.get(*i) {
-            None => return Ok(Value::Array(items)),
-            Some(',') => *i += 1,
-            Some(']') => {
-                *i += 1;
-                return Ok(Value::Array(items));
-            }
-            Some(_) => return Err(()),
+        if !another(s, i, ']')? {
+            return Ok(Value::Array(items));
         }
+    }
+}
+
+/// After a member or element: whether another follows (a comma, consumed), or the container
+/// ends (at `close`, consumed, or where the text does).
+fn another(s: &[char], i: &mut usize, close: char) -> Result<bool, ()> {
+    ws(s, i);
+    match s.get(*i) {
+        None => Ok(false),
+        Some(',') => {
+            *i += 1;
+            Ok(true)
+        }
+        Some(&c) if c == close => {
+            *i += 1;
+            Ok(false)
+        }
+        Some(_) => Err(()),
     }
 }
 

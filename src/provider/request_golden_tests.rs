@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 use super::anthropic_request::build_request;
 use super::openai_request::build_body;
 use super::openai_responses_request::build_body as build_responses_body;
-use super::transform::fixtures;
+use super::transform::fixtures::{self, options};
 use crate::agent::message::{
-    AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent,
-    ThinkingLevel, ToolCall, ToolResultMessage,
+    AgentMessage, ContentBlock, StopReason, TextContent, ThinkingContent, ThinkingLevel,
+    ToolResultMessage,
 };
 use crate::agent::model::Model;
 use crate::agent::stream_contract::{LlmContext, StreamOptions};
@@ -73,7 +73,8 @@ fn compact(text: &str) -> String {
     out
 }
 
-fn snapshot(name: &str, description: &str, text: String) {
+/// Asserts `text` against `snapshots/<name>.snap` (shared with the stream goldens).
+pub(super) fn snapshot(name: &str, description: &str, text: String) {
     insta::with_settings!({
         prepend_module_to_snapshot => false,
         omit_expression => true,
@@ -85,57 +86,31 @@ fn snapshot(name: &str, description: &str, text: String) {
 
 fn openai_model(id: &str, base_url: &str, reasoning: bool, compat: Value) -> Model {
     Model {
-        id: id.into(),
-        api: "openai-completions".into(),
-        provider: "openai".into(),
         base_url: base_url.into(),
-        reasoning,
         max_tokens: 64_000,
-        compat: compat.as_object().cloned(),
-        ..Model::default()
+        ..fixtures::model("openai-completions", "openai", id, reasoning, compat)
     }
 }
 
 fn anthropic_model(reasoning: bool, max_tokens: u64, compat: Value) -> Model {
+    let id = "claude-sonnet-4-5";
     Model {
-        id: "claude-sonnet-4-5".into(),
-        api: "anthropic-messages".into(),
-        provider: "anthropic".into(),
         base_url: "https://api.anthropic.com".into(),
-        reasoning,
         max_tokens,
-        compat: compat.as_object().cloned(),
-        ..Model::default()
+        ..fixtures::model("anthropic-messages", "anthropic", id, reasoning, compat)
     }
 }
 
-fn options(reasoning: Option<ThinkingLevel>, extra: Value) -> StreamOptions {
-    StreamOptions {
-        reasoning,
-        extra: extra.as_object().cloned().unwrap_or_default(),
-        ..StreamOptions::default()
-    }
-}
+/// A transcript for a model: `fixtures::rich`, `fixtures::additive` or a case's own.
+type History = fn(&Model) -> Vec<AgentMessage>;
 
-fn openai(
-    name: &str,
-    description: &str,
-    model: &Model,
-    history: Vec<AgentMessage>,
-    o: &StreamOptions,
-) {
-    let body = build_body(model, &LlmContext::new(history), o).unwrap();
+fn openai(name: &str, description: &str, model: &Model, history: History, o: &StreamOptions) {
+    let body = build_body(model, &LlmContext::new(history(model)), o).unwrap();
     snapshot(name, description, pretty(&body));
 }
 
-fn anthropic(
-    name: &str,
-    description: &str,
-    model: &Model,
-    history: Vec<AgentMessage>,
-    o: &StreamOptions,
-) {
-    let request = build_request(model, &LlmContext::new(history), o).unwrap();
+fn anthropic(name: &str, description: &str, model: &Model, history: History, o: &StreamOptions) {
+    let request = build_request(model, &LlmContext::new(history(model)), o).unwrap();
     let betas = request.betas.join(",");
     snapshot(
         name,
@@ -163,7 +138,7 @@ fn openai_official() {
         "request_openai_official",
         description,
         &model,
-        fixtures::rich(&model),
+        fixtures::rich,
         &o,
     );
 }
@@ -186,7 +161,7 @@ fn openai_local_server() {
         "request_openai_local",
         description,
         &model,
-        fixtures::rich(&model),
+        fixtures::rich,
         &o,
     );
 }
@@ -208,7 +183,7 @@ fn openai_openrouter_reasoning_quirks() {
         "request_openai_openrouter",
         description,
         &model,
-        fixtures::rich(&model),
+        fixtures::rich,
         &o,
     );
 }
@@ -226,7 +201,7 @@ fn openai_qwen_thinking_as_text() {
         "request_openai_qwen",
         description,
         &model,
-        fixtures::rich(&model),
+        fixtures::rich,
         &o,
     );
 }
@@ -248,7 +223,7 @@ fn openai_zai_tool_additions() {
         "request_openai_zai_additions",
         description,
         &model,
-        fixtures::additive(&model),
+        fixtures::additive,
         &o,
     );
 }
@@ -264,7 +239,7 @@ fn openai_colliding_field_names() {
         "request_openai_colliding_fields",
         description,
         &model,
-        vec![AgentMessage::user_text("hi")],
+        |_| vec![AgentMessage::user_text("hi")],
         &o,
     );
 }
@@ -284,7 +259,7 @@ fn anthropic_thinking_budget() {
         "request_anthropic_budget",
         description,
         &model,
-        fixtures::rich(&model),
+        fixtures::rich,
         &o,
     );
 }
@@ -302,7 +277,7 @@ fn anthropic_adaptive_tool_changes() {
         "request_anthropic_adaptive_changes",
         description,
         &model,
-        fixtures::rich(&model),
+        fixtures::rich,
         &o,
     );
 }
@@ -318,7 +293,7 @@ fn anthropic_thinking_off() {
         "request_anthropic_thinking_off",
         description,
         &model,
-        fixtures::additive(&model),
+        fixtures::additive,
         &o,
     );
 }
@@ -344,24 +319,9 @@ fn responses_history(model: &Model) -> Vec<AgentMessage> {
             redacted: None,
         })
     };
-    let call = |id: &str, path: &str| {
-        ContentBlock::ToolCall(ToolCall {
-            id: id.into(),
-            name: "read".into(),
-            arguments: serde_json::json!({"path": path}),
-            ..ToolCall::default()
-        })
-    };
-    let turn = |content: Vec<ContentBlock>, stop: StopReason| {
-        AgentMessage::from(AssistantMessage {
-            content,
-            api: model.api.clone(),
-            provider: model.provider.clone(),
-            model: model.id.clone(),
-            stop_reason: stop,
-            ..AssistantMessage::default()
-        })
-    };
+    let call = |id: &str, path: &str| fixtures::call(id, json!({"path": path}), None);
+    let turn =
+        |content: Vec<ContentBlock>, stop: StopReason| fixtures::assistant(model, content, stop);
     let result = |id: &str, text: &str| {
         AgentMessage::from(ToolResultMessage {
             tool_call_id: id.into(),

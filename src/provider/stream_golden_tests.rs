@@ -6,6 +6,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use super::default_stream_fn;
+use super::request_golden_tests::snapshot;
 use crate::agent::message::{AgentMessage, AssistantMessage};
 use crate::agent::model::{Model, ModelCost};
 use crate::agent::stream_contract::{AssistantMessageEvent, LlmContext, StreamOptions};
@@ -97,111 +98,54 @@ async fn stream(api: &str, model_id: &str, sse: &'static str) -> String {
     serde_json::to_string_pretty(&out).unwrap()
 }
 
-fn snapshot(name: &str, description: &str, text: String) {
-    insta::with_settings!({
-        prepend_module_to_snapshot => false,
-        omit_expression => true,
-        description => description,
-    }, {
-        insta::assert_snapshot!(name, text);
-    });
-}
-
 macro_rules! sse {
     ($name:literal) => {
         include_str!(concat!("../../tests/fixtures/sse/", $name, ".sse"))
     };
 }
 
+/// One golden case: `tests/fixtures/sse/<sse>.sse` streamed from `api` as `model`, matched
+/// against `snapshots/stream_<sse>.snap`, whose description starts with the file's name.
+macro_rules! golden {
+    ($test:ident: $api:expr, $model:literal, $sse:literal, $description:literal) => {
+        #[tokio::test]
+        async fn $test() {
+            let events = stream($api, $model, sse!($sse)).await;
+            let description = concat!($sse, ".sse: ", $description);
+            snapshot(concat!("stream_", $sse), description, events);
+        }
+    };
+}
+
 const OPENAI: &str = "openai-completions";
 const ANTHROPIC: &str = "anthropic-messages";
-
-#[tokio::test]
-async fn openai_tool_calls() {
-    let events = stream(OPENAI, "deepseek-chat", sse!("openai_tools")).await;
-    let description = "openai_tools.sse: reasoning_content, text with escapes, encrypted \
-        reasoning details, two tool calls with argument deltas, tool_calls, usage with cache";
-    snapshot("stream_openai_tools", description, events);
-}
-
-#[tokio::test]
-async fn openai_length() {
-    let events = stream(OPENAI, "gpt-test", sse!("openai_length")).await;
-    let description = "openai_length.sse: text, finish_reason length, usage on the choice";
-    snapshot("stream_openai_length", description, events);
-}
-
-#[tokio::test]
-async fn openai_error_chunk() {
-    let events = stream(OPENAI, "gpt-test", sse!("openai_error_chunk")).await;
-    let description = "openai_error_chunk.sse: text, then an error chunk";
-    snapshot("stream_openai_error_chunk", description, events);
-}
-
-#[tokio::test]
-async fn openai_content_filter() {
-    let events = stream(OPENAI, "gpt-test", sse!("openai_content_filter")).await;
-    let description = "openai_content_filter.sse: an error finish_reason";
-    snapshot("stream_openai_content_filter", description, events);
-}
-
-#[tokio::test]
-async fn anthropic_tool_use() {
-    let events = stream(ANTHROPIC, "claude-sonnet-4-5", sse!("anthropic_tools")).await;
-    let description = "anthropic_tools.sse: usage with 1 h cache writes, ping, signed \
-        thinking, redacted thinking, text with escapes, tool_use with input deltas, tool_use";
-    snapshot("stream_anthropic_tools", description, events);
-}
-
-#[tokio::test]
-async fn anthropic_max_tokens() {
-    let events = stream(ANTHROPIC, "claude-sonnet-4-5", sse!("anthropic_max_tokens")).await;
-    let description = "anthropic_max_tokens.sse: text, stop_reason max_tokens";
-    snapshot("stream_anthropic_max_tokens", description, events);
-}
-
-#[tokio::test]
-async fn anthropic_error_event() {
-    let events = stream(ANTHROPIC, "claude-sonnet-4-5", sse!("anthropic_error")).await;
-    let description = "anthropic_error.sse: text, then an overloaded_error event mid-stream";
-    snapshot("stream_anthropic_error", description, events);
-}
-
-#[tokio::test]
-async fn anthropic_refusal() {
-    let events = stream(ANTHROPIC, "claude-sonnet-4-5", sse!("anthropic_refusal")).await;
-    let description = "anthropic_refusal.sse: stop_reason refusal with an explanation";
-    snapshot("stream_anthropic_refusal", description, events);
-}
-
 const RESPONSES: &str = "openai-responses";
 
-#[tokio::test]
-async fn responses_tool_calls() {
-    let events = stream(RESPONSES, "gpt-5", sse!("responses_tools")).await;
-    let description = "responses_tools.sse: a two-part reasoning summary whose encrypted content \
-        is backfilled from response.completed, text with escapes and a phase, streamed and whole \
-        function-call arguments, usage with cached and reasoning tokens";
-    snapshot("stream_responses_tools", description, events);
-}
-
-#[tokio::test]
-async fn responses_incomplete() {
-    let events = stream(RESPONSES, "gpt-5", sse!("responses_incomplete")).await;
-    let description = "responses_incomplete.sse: text, response.incomplete (max_output_tokens)";
-    snapshot("stream_responses_incomplete", description, events);
-}
-
-#[tokio::test]
-async fn responses_failed() {
-    let events = stream(RESPONSES, "gpt-5", sse!("responses_failed")).await;
-    let description = "responses_failed.sse: text, then response.failed with an error";
-    snapshot("stream_responses_failed", description, events);
-}
-
-#[tokio::test]
-async fn responses_error_event() {
-    let events = stream(RESPONSES, "gpt-5", sse!("responses_error_event")).await;
-    let description = "responses_error_event.sse: an error event before any output";
-    snapshot("stream_responses_error_event", description, events);
-}
+golden!(openai_tool_calls: OPENAI, "deepseek-chat", "openai_tools",
+    "reasoning_content, text with escapes, encrypted reasoning details, two tool calls with \
+    argument deltas, tool_calls, usage with cache");
+golden!(openai_length: OPENAI, "gpt-test", "openai_length",
+    "text, finish_reason length, usage on the choice");
+golden!(openai_error_chunk: OPENAI, "gpt-test", "openai_error_chunk",
+    "text, then an error chunk");
+golden!(openai_content_filter: OPENAI, "gpt-test", "openai_content_filter",
+    "an error finish_reason");
+golden!(anthropic_tool_use: ANTHROPIC, "claude-sonnet-4-5", "anthropic_tools",
+    "usage with 1 h cache writes, ping, signed thinking, redacted thinking, text with escapes, \
+    tool_use with input deltas, tool_use");
+golden!(anthropic_max_tokens: ANTHROPIC, "claude-sonnet-4-5", "anthropic_max_tokens",
+    "text, stop_reason max_tokens");
+golden!(anthropic_error_event: ANTHROPIC, "claude-sonnet-4-5", "anthropic_error",
+    "text, then an overloaded_error event mid-stream");
+golden!(anthropic_refusal: ANTHROPIC, "claude-sonnet-4-5", "anthropic_refusal",
+    "stop_reason refusal with an explanation");
+golden!(responses_tool_calls: RESPONSES, "gpt-5", "responses_tools",
+    "a two-part reasoning summary whose encrypted content is backfilled from \
+    response.completed, text with escapes and a phase, streamed and whole function-call \
+    arguments, usage with cached and reasoning tokens");
+golden!(responses_incomplete: RESPONSES, "gpt-5", "responses_incomplete",
+    "text, response.incomplete (max_output_tokens)");
+golden!(responses_failed: RESPONSES, "gpt-5", "responses_failed",
+    "text, then response.failed with an error");
+golden!(responses_error_event: RESPONSES, "gpt-5", "responses_error_event",
+    "an error event before any output");

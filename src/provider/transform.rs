@@ -19,6 +19,16 @@ pub fn same_model(message: &AssistantMessage, model: &Model) -> bool {
     message.provider == model.provider && message.api == model.api && message.model == model.id
 }
 
+/// The role OpenAI's APIs give the system prompt: `developer` for a reasoning model when the
+/// endpoint takes that role (`developer_role`), else `system`.
+pub fn system_role(model: &Model, developer_role: bool) -> &'static str {
+    if model.reasoning && developer_role {
+        "developer"
+    } else {
+        "system"
+    }
+}
+
 /// Keeps `[a-zA-Z0-9_-]`, replaces the rest with `_`, and cuts to `max` characters.
 pub fn sanitize_id(id: &str, max: usize) -> String {
     id.chars()

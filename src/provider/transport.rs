@@ -506,6 +506,14 @@ fn failed(failure: Failure, options: &StreamOptions) -> Attempt {
     }
 }
 
+/// What every streamed JSON request starts with: a JSON body, an event stream back.
+pub fn stream_headers() -> Vec<(String, String)> {
+    vec![
+        ("content-type".to_string(), "application/json".to_string()),
+        ("accept".to_string(), "text/event-stream".to_string()),
+    ]
+}
+
 /// Adds the model's configured headers, then the request's (`options.extra.headers`); a `null`
 /// value removes a default header.
 pub fn apply_model_headers(

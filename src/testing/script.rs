@@ -193,6 +193,17 @@ pub struct MockResponse {
 }
 
 impl MockResponse {
+    /// The scripted stop reason, else the natural one: `done` without tool calls, `tool_use`
+    /// with them (each in the wire's own words).
+    pub fn stop_reason_or<'a>(&'a self, done: &'a str, tool_use: &'a str) -> &'a str {
+        let natural = if self.tool_calls.is_empty() {
+            done
+        } else {
+            tool_use
+        };
+        self.stop_reason.as_deref().unwrap_or(natural)
+    }
+
     /// A plain text response.
     pub fn text(text: impl Into<String>) -> MockResponse {
         MockResponse {

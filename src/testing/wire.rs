@@ -118,12 +118,7 @@ fn openai_tail(r: &MockResponse, id: &str, model: &str) -> Vec<Vec<u8>> {
     };
     let mut out = Vec::new();
     if !r.omit_stop_reason {
-        let natural = if r.tool_calls.is_empty() {
-            "stop"
-        } else {
-            "tool_calls"
-        };
-        let reason = r.stop_reason.as_deref().unwrap_or(natural);
+        let reason = r.stop_reason_or("stop", "tool_calls");
         out.push(chunk(json!({}), json!(reason)));
     }
     if let Some(u) = &r.usage {
@@ -269,12 +264,7 @@ fn anthropic_chunks(r: &MockResponse, id: &str, model: &str) -> Vec<Vec<u8>> {
         return out;
     }
     if !r.omit_stop_reason {
-        let natural = if r.tool_calls.is_empty() {
-            "end_turn"
-        } else {
-            "tool_use"
-        };
-        let reason = r.stop_reason.as_deref().unwrap_or(natural);
+        let reason = r.stop_reason_or("end_turn", "tool_use");
         let mut delta_usage = json!({"output_tokens": usage.output});
         if usage.reasoning > 0 {
             delta_usage["output_tokens_details"] = json!({"thinking_tokens": usage.reasoning});

@@ -124,28 +124,8 @@ fn reasoning(
     );
     let part = |text: &str| json!({"type": "summary_text", "text": text});
     let at = json!({"item_id": item_id, "output_index": index, "summary_index": 0});
-    let with = |mut base: Value, key: &str, value: Value| {
-        base[key] = value;
-        base
-    };
-    events.push(
-        "response.reasoning_summary_part.added",
-        with(at.clone(), "part", part("")),
-    );
-    for piece in split_utf8(summary, r.chunk_size) {
-        events.push(
-            "response.reasoning_summary_text.delta",
-            with(at.clone(), "delta", json!(piece)),
-        );
-    }
-    events.push(
-        "response.reasoning_summary_text.done",
-        with(at.clone(), "text", json!(summary)),
-    );
-    events.push(
-        "response.reasoning_summary_part.done",
-        with(at, "part", part(summary)),
-    );
+    let names = ("reasoning_summary_part", "reasoning_summary_text");
+    stream_part(events, r, names, at, part, summary);
     let encrypted = r.signature.clone().unwrap_or_else(|| format!("enc-{id}"));
     let item = json!({"id": item_id, "type": "reasoning", "summary": [part(summary)],
                       "encrypted_content": encrypted});
@@ -166,25 +146,7 @@ fn message(events: &mut Events, r: &MockResponse, id: &str, text: &str, index: u
     );
     let part = |text: &str| json!({"type": "output_text", "text": text, "annotations": []});
     let at = json!({"item_id": item_id, "output_index": index, "content_index": 0});
-    let with = |mut base: Value, key: &str, value: Value| {
-        base[key] = value;
-        base
-    };
-    events.push(
-        "response.content_part.added",
-        with(at.clone(), "part", part("")),
-    );
-    for piece in split_utf8(text, r.chunk_size) {
-        events.push(
-            "response.output_text.delta",
-            with(at.clone(), "delta", json!(piece)),
-        );
-    }
-    events.push(
-        "response.output_text.done",
-        with(at.clone(), "text", json!(text)),
-    );
-    events.push("response.content_part.done", with(at, "part", part(text)));
+    stream_part(events, r, ("content_part", "output_text"), at, part, text);
     item["status"] = json!("completed");
     item["content"] = json!([part(text)]);
     events.push(
@@ -192,6 +154,42 @@ fn message(events: &mut Events, r: &MockResponse, id: &str, text: &str, index: u
         json!({"output_index": index, "item": item}),
     );
     item
+}
+
+/// One part of an item streamed at `at` (its item, output and part index): the part added empty,
+/// its text in deltas, the text done, the part done. `names` are the event names' middles: the
+/// part's (`response.<part>.added`) and the text's (`response.<text>.delta`).
+fn stream_part(
+    events: &mut Events,
+    r: &MockResponse,
+    (part_name, text_name): (&str, &str),
+    at: Value,
+    part: impl Fn(&str) -> Value,
+    text: &str,
+) {
+    let with = |key: &str, value: Value| {
+        let mut body = at.clone();
+        body[key] = value;
+        body
+    };
+    events.push(
+        &format!("response.{part_name}.added"),
+        with("part", part("")),
+    );
+    for piece in split_utf8(text, r.chunk_size) {
+        events.push(
+            &format!("response.{text_name}.delta"),
+            with("delta", json!(piece)),
+        );
+    }
+    events.push(
+        &format!("response.{text_name}.done"),
+        with("text", json!(text)),
+    );
+    events.push(
+        &format!("response.{part_name}.done"),
+        with("part", part(text)),
+    );
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Starting and spawning runs (pi's `runWithLifecycle`).
 
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,33 +48,55 @@ impl Agent {
         prompts: Vec<AgentMessage>,
         skip_initial_steering: bool,
     ) -> RunHandle {
+        self.spawn_run(
+            guard,
+            cancel,
+            skip_initial_steering,
+            |context, config, emit, cancel, stream_fn| async move {
+                run_agent_loop(prompts, context, config, emit, cancel, stream_fn).await
+            },
+        )
+    }
+
+    pub(super) fn spawn_continue(&self, guard: RunGuard, cancel: CancellationToken) -> RunHandle {
+        self.spawn_run(
+            guard,
+            cancel,
+            false,
+            |context, config, emit, cancel, stream_fn| async move {
+                match run_agent_loop_continue(context, config, emit, cancel, stream_fn).await {
+                    Ok(outcome) => outcome,
+                    Err(e) => RunOutcome {
+                        error: Some(e.to_string()),
+                        ..RunOutcome::default()
+                    },
+                }
+            },
+        )
+    }
+
+    /// Spawns a run holding `guard`: the `prepareRun` hook, then `run` drives the loop over
+    /// the agent's current inputs.
+    fn spawn_run<F, Fut>(
+        &self,
+        guard: RunGuard,
+        cancel: CancellationToken,
+        skip_initial_steering: bool,
+        run: F,
+    ) -> RunHandle
+    where
+        F: FnOnce(AgentContext, AgentLoopConfig, Emit, CancellationToken, Arc<dyn StreamFn>) -> Fut
+            + Send
+            + 'static,
+        Fut: Future<Output = RunOutcome> + Send,
+    {
         let shared = self.shared.clone();
         let join = tokio::spawn(async move {
             let _guard = guard;
             prepare_run(&shared, &cancel).await;
             let (context, config, stream_fn) = run_inputs(&shared, skip_initial_steering);
             let emit = emitter(&shared, &cancel);
-            RunOutcome::from(
-                run_agent_loop(prompts, context, config, emit, cancel, stream_fn).await,
-            )
-        });
-        RunHandle { join }
-    }
-
-    pub(super) fn spawn_continue(&self, guard: RunGuard, cancel: CancellationToken) -> RunHandle {
-        let shared = self.shared.clone();
-        let join = tokio::spawn(async move {
-            let _guard = guard;
-            prepare_run(&shared, &cancel).await;
-            let (context, config, stream_fn) = run_inputs(&shared, false);
-            let emit = emitter(&shared, &cancel);
-            match run_agent_loop_continue(context, config, emit, cancel, stream_fn).await {
-                Ok(outcome) => RunOutcome::from(outcome),
-                Err(e) => RunOutcome {
-                    error: Some(e.to_string()),
-                    ..RunOutcome::default()
-                },
-            }
+            run(context, config, emit, cancel, stream_fn).await
         });
         RunHandle { join }
     }

@@ -1,38 +1,23 @@
 //! Request building over the rich fixture transcript: it reaches every kind of block.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::build_request;
-use crate::agent::message::ThinkingLevel;
 use crate::agent::model::Model;
 use crate::agent::stream_contract::{LlmContext, StreamOptions};
 use crate::provider::transform::fixtures;
 
 fn model(reasoning: bool, max_tokens: u64, compat: Value) -> Model {
     Model {
-        id: "claude-test".into(),
-        api: "anthropic-messages".into(),
-        provider: "anthropic".into(),
-        reasoning,
         max_tokens,
-        compat: compat.as_object().cloned(),
-        ..Model::default()
+        ..fixtures::model(
+            "anthropic-messages",
+            "anthropic",
+            "claude-test",
+            reasoning,
+            compat,
+        )
     }
-}
-
-fn options(level: Option<ThinkingLevel>, rich: bool) -> StreamOptions {
-    let mut options = StreamOptions {
-        reasoning: level,
-        ..StreamOptions::default()
-    };
-    if rich {
-        options.max_tokens = Some(2048);
-        options.temperature = Some(0.5);
-        let mut extra = Map::new();
-        extra.insert("cacheRetention".into(), json!("long"));
-        options.extra = extra;
-    }
-    options
 }
 
 #[test]
@@ -44,7 +29,7 @@ fn the_rich_fixture_reaches_every_kind_of_block() {
                                           "supportsMidConvoToolChanges": true}),
     );
     let context = LlmContext::new(fixtures::rich(&model));
-    let body = build_request(&model, &context, &options(None, false))
+    let body = build_request(&model, &context, &StreamOptions::default())
         .unwrap()
         .body;
     for needle in [

@@ -13,6 +13,7 @@ use crate::agent::message::{
 use crate::agent::model::Model;
 use crate::agent::transcript::{current_system_prompt, system_message_text};
 use crate::provider::tool_fold::ToolStrategy;
+use crate::provider::transform::system_role;
 
 /// The messages array: the system prompt (all system messages folded, strategy "none"; else
 /// the first one, with later ones in place), then the conversation.
@@ -22,11 +23,7 @@ pub fn convert_messages<M: Borrow<AgentMessage>>(
     compat: &OpenAiCompat,
     strategy: ToolStrategy,
 ) -> Vec<Value> {
-    let system_role = if model.reasoning && compat.developer_role {
-        "developer"
-    } else {
-        "system"
-    };
+    let system_role = system_role(model, compat.developer_role);
     let mut out = Vec::with_capacity(history.len() + 1);
     if strategy == ToolStrategy::None {
         let prompt = current_system_prompt(history.iter().map(Borrow::borrow));

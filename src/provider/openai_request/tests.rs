@@ -1,43 +1,35 @@
 //! Request building over the rich fixture transcript: it reaches every kind of message.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::build_body;
-use crate::agent::message::ThinkingLevel;
 use crate::agent::model::Model;
 use crate::agent::stream_contract::{LlmContext, StreamOptions};
 use crate::provider::transform::fixtures;
 
 fn model(reasoning: bool, base_url: &str, compat: Value) -> Model {
     Model {
-        id: "gpt-test".into(),
-        api: "openai-completions".into(),
-        provider: "openai".into(),
         base_url: base_url.into(),
-        reasoning,
         max_tokens: 50_000,
-        compat: compat.as_object().cloned(),
-        ..Model::default()
+        ..fixtures::model(
+            "openai-completions",
+            "openai",
+            "gpt-test",
+            reasoning,
+            compat,
+        )
     }
 }
 
-fn options(level: Option<ThinkingLevel>, rich: bool) -> StreamOptions {
-    let mut options = StreamOptions {
-        reasoning: level,
-        ..StreamOptions::default()
-    };
-    if rich {
-        options.max_tokens = Some(1234);
-        options.temperature = Some(0.25);
-        options.session_id = Some("session-1".into());
-        let mut extra = Map::new();
-        extra.insert(
-            "toolChoice".into(),
-            json!({"type": "function", "name": "read"}),
-        );
-        options.extra = extra;
+/// Options that set every field the body carries.
+fn rich_options() -> StreamOptions {
+    let tool_choice = json!({"toolChoice": {"type": "function", "name": "read"}});
+    StreamOptions {
+        max_tokens: Some(1234),
+        temperature: Some(0.25),
+        session_id: Some("session-1".into()),
+        ..fixtures::options(None, tool_choice)
     }
-    options
 }
 
 #[test]
@@ -48,7 +40,7 @@ fn the_rich_fixture_reaches_every_kind_of_message() {
         json!({"requiresAssistantAfterToolResult": true}),
     );
     let body: Value = serde_json::from_str(
-        &build_body(&model, &fixtures_context(&model), &options(None, true)).unwrap(),
+        &build_body(&model, &fixtures_context(&model), &rich_options()).unwrap(),
     )
     .unwrap();
     let messages = body["messages"].as_array().unwrap();

@@ -13,7 +13,7 @@ use crate::agent::message::{
 };
 use crate::agent::model::Model;
 use crate::agent::transcript::current_system_prompt;
-use crate::provider::transform::{same_model, sanitize_id};
+use crate::provider::transform::{same_model, sanitize_id, system_role};
 
 /// Providers whose requests keep another provider's function-call item ids, hashed (pi's
 /// `allowedToolCallProviders`).
@@ -82,11 +82,7 @@ pub fn convert_input<M: Borrow<AgentMessage>>(
     model: &Model,
     compat: &ResponsesCompat,
 ) -> Vec<Value> {
-    let role = if model.reasoning && compat.developer_role {
-        "developer"
-    } else {
-        "system"
-    };
+    let role = system_role(model, compat.developer_role);
     let mut out = Vec::with_capacity(history.len() + 1);
     let prompt = current_system_prompt(history.iter().map(Borrow::borrow));
     if !prompt.is_empty() {

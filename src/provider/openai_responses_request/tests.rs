@@ -58,6 +58,17 @@ fn tool_turn(from: &Model) -> Vec<AgentMessage> {
     ]
 }
 
+/// `tool_turn` with its thinking block signed `signature` instead.
+fn tool_turn_signed(from: &Model, signature: &str) -> Vec<AgentMessage> {
+    let mut history = tool_turn(from);
+    if let AgentMessage::Assistant(a) = &mut history[1]
+        && let ContentBlock::Thinking(t) = &mut std::sync::Arc::make_mut(a).content[0]
+    {
+        t.thinking_signature = Some(signature.into());
+    }
+    history
+}
+
 fn body(model: &Model, history: Vec<AgentMessage>, level: Option<ThinkingLevel>) -> Value {
     let options = StreamOptions {
         reasoning: level,
@@ -164,12 +175,7 @@ fn responses_reasoning_never_reaches_chat_completions_or_anthropic() {
 #[test]
 fn reasoning_items_without_encrypted_content_are_not_replayed() {
     let model = gpt5();
-    let mut history = tool_turn(&model);
-    if let AgentMessage::Assistant(a) = &mut history[1]
-        && let ContentBlock::Thinking(t) = &mut std::sync::Arc::make_mut(a).content[0]
-    {
-        t.thinking_signature = Some(r#"{"id":"rs_1","type":"reasoning","summary":[]}"#.into());
-    }
+    let history = tool_turn_signed(&model, r#"{"id":"rs_1","type":"reasoning","summary":[]}"#);
     let body = body(&model, history, Some(ThinkingLevel::High));
     assert_eq!(body["input"][1]["type"], "message", "{}", body["input"]);
 }
@@ -177,12 +183,7 @@ fn reasoning_items_without_encrypted_content_are_not_replayed() {
 #[test]
 fn other_apis_signatures_are_not_sent_as_reasoning() {
     let model = gpt5();
-    let mut history = tool_turn(&model);
-    if let AgentMessage::Assistant(a) = &mut history[1]
-        && let ContentBlock::Thinking(t) = &mut std::sync::Arc::make_mut(a).content[0]
-    {
-        t.thinking_signature = Some("reasoning_content".into());
-    }
+    let history = tool_turn_signed(&model, "reasoning_content");
     let body = body(&model, history, Some(ThinkingLevel::High));
     let input = body["input"].as_array().unwrap();
     assert_eq!(input[1]["type"], "message", "the bad signature is skipped");
@@ -190,13 +191,21 @@ fn other_apis_signatures_are_not_sent_as_reasoning() {
 
 #[test]
 fn ids_are_normalized_as_pi_does() {
-    assert_eq!(normalize_id("call_1|fc_1"), "call_1|fc_1");
-    assert_eq!(normalize_id("call.1|item"), "call_1|fc_item");
-    assert_eq!(normalize_id("toolu_01__"), "toolu_01");
+    for (id, normalized) in [
+        ("call_1|fc_1", "call_1|fc_1"),
+        ("call.1|item", "call_1|fc_item"),
+        ("toolu_01__", "toolu_01"),
+    ] {
+        assert_eq!(normalize_id(id), normalized);
+    }
     // pi's shortHash, checked against its JavaScript.
-    assert_eq!(short_hash(""), "k4n83c7h0j2b");
-    assert_eq!(short_hash("msg_abc"), "6piae0s8vela");
-    assert_eq!(short_hash("héllo😀"), "1olj6nu1frhbfw");
+    for (text, hash) in [
+        ("", "k4n83c7h0j2b"),
+        ("msg_abc", "6piae0s8vela"),
+        ("héllo😀", "1olj6nu1frhbfw"),
+    ] {
+        assert_eq!(short_hash(text), hash);
+    }
 }
 
 #[test]

@@ -9,8 +9,31 @@ use crate::agent::message::{
     TextContent, ThinkingContent, ToolCall, ToolDeclaration, ToolReference, ToolResultMessage,
     UserMessage,
 };
-use crate::agent::message::{CustomMessage, MessageContent};
+use crate::agent::message::{CustomMessage, MessageContent, ThinkingLevel};
 use crate::agent::model::Model;
+use crate::agent::stream_contract::StreamOptions;
+
+/// A model of `api` at `provider` for request tests; a case sets what else it needs (base URL,
+/// max tokens) by struct update.
+pub fn model(api: &str, provider: &str, id: &str, reasoning: bool, compat: Value) -> Model {
+    Model {
+        id: id.into(),
+        api: api.into(),
+        provider: provider.into(),
+        reasoning,
+        compat: compat.as_object().cloned(),
+        ..Model::default()
+    }
+}
+
+/// Stream options at a thinking level with `extra` (an object; anything else adds nothing).
+pub fn options(reasoning: Option<ThinkingLevel>, extra: Value) -> StreamOptions {
+    StreamOptions {
+        reasoning,
+        extra: extra.as_object().cloned().unwrap_or_default(),
+        ..StreamOptions::default()
+    }
+}
 
 pub fn tool(name: &str) -> ToolDeclaration {
     ToolDeclaration {
@@ -59,7 +82,7 @@ fn thinking(text: &str, signature: Option<&str>, redacted: Option<bool>) -> Cont
     })
 }
 
-fn call(id: &str, arguments: Value, signature: Option<&str>) -> ContentBlock {
+pub fn call(id: &str, arguments: Value, signature: Option<&str>) -> ContentBlock {
     ContentBlock::ToolCall(ToolCall {
         id: id.into(),
         name: "read".into(),
@@ -69,7 +92,7 @@ fn call(id: &str, arguments: Value, signature: Option<&str>) -> ContentBlock {
     })
 }
 
-fn assistant(model: &Model, content: Vec<ContentBlock>, stop: StopReason) -> AgentMessage {
+pub fn assistant(model: &Model, content: Vec<ContentBlock>, stop: StopReason) -> AgentMessage {
     AgentMessage::from(AssistantMessage {
         content,
         api: model.api.clone(),
