@@ -23,10 +23,12 @@ mod request;
 mod results;
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use crate::agent::tool::ToolRef;
+use crate::core::permissions::Behavior;
 use crate::core::session::{Session, View};
 use crate::lsp::documents::DocStore;
 use crate::lsp::position::Encoding;
@@ -69,11 +71,32 @@ pub struct Lang {
 pub trait RunSource: Send + Sync {
     /// The run in progress, if any.
     fn active_run(&self) -> Option<String>;
+
+    /// Why the session's permission rules keep a rename from editing `path`, or `None`: a
+    /// deny rule for an `edit` of it, or an ask rule when the user was not `asked` about this
+    /// rename (the approval lists its files). The gate saw only `lsp_rename`, not its files.
+    fn rename_refusal(&self, path: &Path, asked: bool) -> Option<String>;
 }
 
 impl<V: View> RunSource for Session<V> {
     fn active_run(&self) -> Option<String> {
         Session::active_run(self)
+    }
+
+    fn rename_refusal(&self, path: &Path, asked: bool) -> Option<String> {
+        let permissions = self.gate.permissions();
+        let args = serde_json::json!({"path": path});
+        let verdict = permissions.check(&permissions.subject("edit", &args, None))?;
+        let rule = verdict.rules.first().map(|r| r.describe());
+        let rule = rule.unwrap_or_else(|| "a permission rule".into());
+        match verdict.behavior {
+            Behavior::Deny => Some(format!("the permission rule {rule} denies editing it")),
+            Behavior::Ask if !asked => Some(format!(
+                "the permission rule {rule} asks before editing it, and this rename was not \
+                 asked about"
+            )),
+            _ => None,
+        }
     }
 }
 
@@ -86,10 +109,18 @@ pub(crate) struct Shared {
 }
 
 impl Lang {
+    fn session(&self) -> Option<Arc<dyn RunSource>> {
+        self.shared.session.get().and_then(Weak::upgrade)
+    }
+
     /// The session's active run (`""` outside one).
     fn run_id(&self) -> String {
-        let session = self.shared.session.get().and_then(Weak::upgrade);
-        session.and_then(|s| s.active_run()).unwrap_or_default()
+        (self.session().and_then(|s| s.active_run())).unwrap_or_default()
+    }
+
+    /// Why the permission rules keep a rename from editing `path` (see [`RunSource`]).
+    fn rename_refusal(&self, path: &Path, asked: bool) -> Option<String> {
+        self.session()?.rename_refusal(path, asked)
     }
 }
 

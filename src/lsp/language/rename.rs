@@ -181,6 +181,7 @@ fn rename_parameters() -> Value {
 async fn run(args: RenameArgs, lang: Lang, call: Call) -> Result<AgentToolResult, ToolError> {
     let apply = args.apply.unwrap_or(false);
     let approved = apply.then(|| lang.shared.take_plan(&call.id)).flatten();
+    let asked = approved.is_some();
     let plan = match approved {
         Some(plan) => plan,
         None => match plan(&lang, &call.id, &args, &call.cancel).await? {
@@ -198,6 +199,14 @@ async fn run(args: RenameArgs, lang: Lang, call: Call) -> Result<AgentToolResult
         )];
         lines.extend(plan.lines());
         return Ok(with_details(lines.join("\n"), plan.details(false)));
+    }
+    if let Some((file, why)) =
+        (plan.files.iter()).find_map(|f| lang.rename_refusal(&f.abs, asked).map(|why| (f, why)))
+    {
+        return Err(ToolError::new(format!(
+            "The rename was not applied: it would edit {}, and {why}.",
+            file.shown
+        )));
     }
     apply_plan(&lang, &call, &plan).await
 }

@@ -693,6 +693,53 @@ async fn a_rename_allowed_by_policy_applies_and_later_edits_see_it() {
     assert!(mock.violations().is_empty(), "{:?}", mock.violations());
 }
 
+/// A rename the approval policy lets through unasked, under the permission rules `rules`: its
+/// result, and whether the files stayed as they were.
+async fn rename_under_rules(rules: Value) -> (String, bool) {
+    let responses = vec![rename_call("p1", true), MockResponse::text("done")];
+    let options = json!({"approval": {"edit": "allow"}, "permissions": rules});
+    let (_mock, client) =
+        agent_setup(responses, language_caps(false, &ALL_FEATURES), options).await;
+    let root = client.workspace.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("src")).unwrap();
+    std::fs::write(root.join("src/a.ts"), A_RENAME).unwrap();
+    std::fs::write(root.join("src/b.ts"), B_RENAME).unwrap();
+    let (a, b) = (
+        path_uri(&root.join("src/a.ts")),
+        path_uri(&root.join("src/b.ts")),
+    );
+    let edit =
+        |line: u32, from: u32| json!({"range": range(line, from, from + 5), "newText": "welcome"});
+    let rename = json!({"changes": {a: [edit(0, 9)], b: [edit(0, 16)]}});
+    answer_in_order(&client, vec![typescript(rename)]);
+    let (session, run, _) = prompt(&client, json!({"message": "rename"})).await;
+    let events = client.wait_settled(&session, &run).await;
+    let (text, is_error) = results(&events).remove(0);
+    assert!(is_error, "{text}");
+    let unchanged = std::fs::read_to_string(root.join("src/a.ts")).unwrap() == A_RENAME
+        && std::fs::read_to_string(root.join("src/b.ts")).unwrap() == B_RENAME
+        && requests_of(&client, "workspace/applyEdit").is_empty();
+    (text, unchanged)
+}
+
+#[tokio::test]
+async fn permission_rules_on_a_renamed_file_hold() {
+    // The gate sees `lsp_rename`, not its files: the rename itself checks each file as an edit.
+    let (denied, unchanged) = rename_under_rules(json!({"deny": ["Edit(**/b.ts)"]})).await;
+    assert!(unchanged, "{denied}");
+    assert!(
+        denied.starts_with("The rename was not applied: it would edit src/b.ts, and the permission rule `Edit(**/b.ts)`")
+            && denied.ends_with("denies editing it."),
+        "{denied}"
+    );
+    let (asks, unchanged) = rename_under_rules(json!({"ask": ["Edit(**/b.ts)"]})).await;
+    assert!(unchanged, "{asks}");
+    assert!(
+        asks.ends_with("asks before editing it, and this rename was not asked about."),
+        "{asks}"
+    );
+}
+
 #[tokio::test]
 async fn an_abort_withdraws_a_pending_request() {
     let responses = vec![
