@@ -113,9 +113,16 @@ vim.lsp.config("ts_ls", {
   init_options = { disableAutomaticTypingAcquisition = true, tsserver = { path = %q } },
 })
 vim.lsp.enable("ts_ls")
+-- Ready once the server finds greet's four references in both files (the project loaded, not
+-- just the open file: a documentSymbol answer came before main.ts was part of it).
 local function probe(client, buf)
-  client:request("textDocument/documentSymbol", { textDocument = { uri = vim.uri_from_bufnr(buf) } }, function(err, result)
-    if not err and type(result) == "table" and #result > 0 then
+  local params = {
+    textDocument = { uri = vim.uri_from_bufnr(buf) },
+    position = { line = 1, character = 16 },
+    context = { includeDeclaration = true },
+  }
+  client:request("textDocument/references", params, function(err, result)
+    if not err and type(result) == "table" and #result >= 4 then
       local f = assert(io.open(%q, "w"))
       f:close()
     else
