@@ -22,7 +22,7 @@ use nix::sys::signal::{Signal, killpg};
 use tokio::io::AsyncReadExt;
 
 pub use super::job::{END_WITHIN, Job, JobInfo, JobStatus, RECENT_BYTES, Unread};
-use super::job::{Hosted, Observers, Place, lock};
+use super::job::{End, Ending, Hosted, Observers, Place, exited_with, killed_by, lock, stopped};
 use super::job_host::JobHost;
 use super::process::{BashSettings, Spawned, check_cwd, drain, kill_group, sleep_until, spawn};
 use crate::agent::tool::ToolError;
@@ -225,14 +225,6 @@ impl Drop for Jobs {
     }
 }
 
-/// How a job's command ended.
-enum End {
-    Exited(std::process::ExitStatus),
-    Stopped,
-    TimedOut,
-    Lost(String),
-}
-
 /// A job's task: reads its output until it ends or is stopped, then records how it ended and
 /// tells the observers.
 async fn follow(
@@ -283,39 +275,19 @@ fn deadline(timeout: Option<f64>) -> Option<tokio::time::Instant> {
 }
 
 /// The status, exit code and words of a job that ended so.
-fn verdict(job: &Job, end: End) -> (JobStatus, Option<i32>, Option<String>) {
+fn verdict(job: &Job, end: End<std::process::ExitStatus>) -> Ending {
     use std::os::unix::process::ExitStatusExt;
     // Stopped by us however it then ended (the session's registry may have killed it first).
     if job.stop.is_cancelled() {
-        return (JobStatus::Killed, None, Some("stopped".into()));
+        return stopped();
     }
-    match end {
-        End::Stopped => (JobStatus::Killed, None, Some("stopped".into())),
-        End::TimedOut => (
-            JobStatus::Killed,
-            None,
-            Some("stopped: its timeout expired".into()),
+    end.ending(|status| match status.code() {
+        Some(SETUP_FAILED) if job.recent().0.contains(SETUP_FAILED_PREFIX) => (
+            JobStatus::Failed,
+            Some(SETUP_FAILED),
+            Some("the sandbox could not start it, so nothing ran".into()),
         ),
-        End::Lost(why) => (JobStatus::Failed, None, Some(why)),
-        End::Exited(status) => match status.code() {
-            Some(SETUP_FAILED) if job.recent().0.contains(SETUP_FAILED_PREFIX) => (
-                JobStatus::Failed,
-                Some(SETUP_FAILED),
-                Some("the sandbox could not start it, so nothing ran".into()),
-            ),
-            Some(code) => (
-                JobStatus::Exited,
-                Some(code),
-                Some(format!("exit code {code}")),
-            ),
-            None => {
-                let signal = status.signal().unwrap_or_default();
-                (
-                    JobStatus::Failed,
-                    None,
-                    Some(format!("killed by signal {signal}")),
-                )
-            }
-        },
-    }
+        Some(code) => exited_with(code),
+        None => killed_by(status.signal().unwrap_or_default()),
+    })
 }
