@@ -45,21 +45,36 @@ impl SessionHooks {
         (tool.to_owned(), claude_name(tool, mcp))
     }
 
-    /// The fields of a tool event: `tool_name` (Claude Code's where it has one),
-    /// `tool_input`, `tool_use_id`, and `agent_lsp_tool_name` (ours).
-    fn tool_fields(
+    /// Fires `event`'s hooks for a tool call, matched by our tool name and by Claude Code's:
+    /// the fields of a tool event (`tool_name`, Claude Code's where it has one, `tool_input`,
+    /// `tool_use_id`, and `agent_lsp_tool_name`, ours), then `more`.
+    async fn fire_for_call(
         &self,
-        call: &ToolCall,
-        args: &Value,
-        claude: &Option<String>,
-    ) -> Map<String, Value> {
+        event: HookEvent,
+        (call, args): (&ToolCall, &Value),
+        more: Map<String, Value>,
+        cancel: &CancellationToken,
+    ) -> Vec<Said> {
+        let (ours, claude) = self.tool_names(&call.name);
+        let names: Vec<&str> = [Some(ours.as_str()), claude.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
         let mut fields = Map::new();
         let name = claude.clone().unwrap_or_else(|| call.name.clone());
         fields.insert("tool_name".into(), json!(name));
         fields.insert("tool_input".into(), hook_input(&call.name, args, &self.cwd));
         fields.insert("tool_use_id".into(), json!(call.id));
         fields.insert("agent_lsp_tool_name".into(), json!(call.name));
-        fields
+        fields.extend(more);
+        let firing = Firing {
+            event,
+            names: &names,
+            fields,
+            tool_call_id: Some(&call.id),
+            note: None,
+        };
+        self.fire(firing, cancel).await
     }
 
     /// Runs the `PreToolUse` hooks of a call.
@@ -71,20 +86,8 @@ impl SessionHooks {
         if !self.configured(HookEvent::PreToolUse) {
             return PreToolUse::default();
         }
-        let call = &ctx.tool_call;
-        let (ours, claude) = self.tool_names(&call.name);
-        let names: Vec<&str> = [Some(ours.as_str()), claude.as_deref()]
-            .into_iter()
-            .flatten()
-            .collect();
-        let firing = Firing {
-            event: HookEvent::PreToolUse,
-            names: &names,
-            fields: self.tool_fields(call, &ctx.args, &claude),
-            tool_call_id: Some(&call.id),
-            note: None,
-        };
-        let said = self.fire(firing, cancel).await;
+        let call = (&ctx.tool_call, &ctx.args);
+        let said = (self.fire_for_call(HookEvent::PreToolUse, call, Map::new(), cancel)).await;
         decide(&said, ctx)
     }
 
@@ -120,24 +123,11 @@ impl SessionHooks {
         before: Option<AfterToolCallResult>,
         cancel: &CancellationToken,
     ) -> Option<AfterToolCallResult> {
-        let call = &ctx.tool_call;
-        let (ours, claude) = self.tool_names(&call.name);
-        let names: Vec<&str> = [Some(ours.as_str()), claude.as_deref()]
-            .into_iter()
-            .flatten()
-            .collect();
-        let mut fields = self.tool_fields(call, &ctx.args, &claude);
         let response = json!({"content": ctx.result.content, "details": ctx.result.details});
-        fields.insert("tool_response".into(), response);
-        let firing = Firing {
-            event: HookEvent::PostToolUse,
-            names: &names,
-            fields,
-            tool_call_id: Some(&call.id),
-            note: None,
-        };
-        let said = self.fire(firing, cancel).await;
-        let is_mcp = self.tools.mcp_info(&call.name).is_some();
+        let more = Map::from_iter([("tool_response".into(), response)]);
+        let call = (&ctx.tool_call, &ctx.args);
+        let said = (self.fire_for_call(HookEvent::PostToolUse, call, more, cancel)).await;
+        let is_mcp = self.tools.mcp_info(&ctx.tool_call.name).is_some();
         amend(&said, ctx, before, is_mcp)
     }
 }

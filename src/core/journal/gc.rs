@@ -347,16 +347,8 @@ mod tests {
             })
             .collect();
         let effect = Effect {
-            phase: Phase::Done,
             run: "r".into(),
-            tool_call_id: "c".into(),
-            tool: "bash".into(),
-            files,
-            untracked: false,
-            snapshot: None,
-            interrupted: false,
-            job: None,
-            task: None,
+            ..Effect::new(Phase::Done, "c", "bash", files)
         };
         record.append(effect.into_entry()).unwrap();
     }
@@ -452,16 +444,9 @@ mod tests {
         age(&store, &manifest, Duration::from_secs(3600));
         let mut record = SessionFile::create_at(&path, Path::new("/w")).unwrap();
         let effect = |phase| Effect {
-            phase,
             run: "r".into(),
-            tool_call_id: "b".into(),
-            tool: "bash".into(),
-            files: Vec::new(),
-            untracked: false,
             snapshot: (phase == Phase::Intended).then(|| manifest.clone()),
-            interrupted: false,
-            job: None,
-            task: None,
+            ..Effect::new(phase, "b", "bash", Vec::new())
         };
         record.append(effect(Phase::Intended).into_entry()).unwrap();
         drop(record);
