@@ -114,11 +114,31 @@ pub struct HookParts<'a> {
 struct Firing<'a> {
     event: HookEvent,
     /// The names a matcher is tried on (a tool's Claude Code name and ours, a source, a type).
-    names: &'a [&'a str],
+    names: Vec<&'a str>,
     fields: Map<String, Value>,
     tool_call_id: Option<&'a str>,
     /// Appended to the message of a hook that blocks (why its block is not honoured).
     note: Option<String>,
+}
+
+impl<'a> Firing<'a> {
+    /// `event`, matched on `names`, with `fields` besides the common ones (in this order): not
+    /// about a tool call, no note.
+    fn new(
+        event: HookEvent,
+        names: &[&'a str],
+        fields: impl IntoIterator<Item = (&'static str, Value)>,
+    ) -> Firing<'a> {
+        Firing {
+            event,
+            names: names.to_vec(),
+            fields: (fields.into_iter())
+                .map(|(name, value)| (name.to_owned(), value))
+                .collect(),
+            tool_call_id: None,
+            note: None,
+        }
+    }
 }
 
 /// A session's hooks.
@@ -255,7 +275,7 @@ impl SessionHooks {
     /// until `cancel`), tells and records each, and returns what they said in the order they
     /// are configured.
     async fn fire(&self, firing: Firing<'_>, cancel: &CancellationToken) -> Vec<Said> {
-        let hooks = self.matching(firing.event, firing.names);
+        let hooks = self.matching(firing.event, &firing.names);
         if hooks.is_empty() {
             return Vec::new();
         }

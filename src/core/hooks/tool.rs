@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::{Firing, SessionHooks, reasons};
@@ -52,7 +52,7 @@ impl SessionHooks {
         &self,
         event: HookEvent,
         (call, args): (&ToolCall, &Value),
-        more: Map<String, Value>,
+        more: Option<(&'static str, Value)>,
         cancel: &CancellationToken,
     ) -> Vec<Said> {
         let (ours, claude) = self.tool_names(&call.name);
@@ -60,19 +60,16 @@ impl SessionHooks {
             .into_iter()
             .flatten()
             .collect();
-        let mut fields = Map::new();
         let name = claude.clone().unwrap_or_else(|| call.name.clone());
-        fields.insert("tool_name".into(), json!(name));
-        fields.insert("tool_input".into(), hook_input(&call.name, args, &self.cwd));
-        fields.insert("tool_use_id".into(), json!(call.id));
-        fields.insert("agent_lsp_tool_name".into(), json!(call.name));
-        fields.extend(more);
+        let fields = [
+            ("tool_name", json!(name)),
+            ("tool_input", hook_input(&call.name, args, &self.cwd)),
+            ("tool_use_id", json!(call.id)),
+            ("agent_lsp_tool_name", json!(call.name)),
+        ];
         let firing = Firing {
-            event,
-            names: &names,
-            fields,
             tool_call_id: Some(&call.id),
-            note: None,
+            ..Firing::new(event, &names, fields.into_iter().chain(more))
         };
         self.fire(firing, cancel).await
     }
@@ -87,7 +84,7 @@ impl SessionHooks {
             return PreToolUse::default();
         }
         let call = (&ctx.tool_call, &ctx.args);
-        let said = (self.fire_for_call(HookEvent::PreToolUse, call, Map::new(), cancel)).await;
+        let said = (self.fire_for_call(HookEvent::PreToolUse, call, None, cancel)).await;
         decide(&said, ctx)
     }
 
@@ -124,7 +121,7 @@ impl SessionHooks {
         cancel: &CancellationToken,
     ) -> Option<AfterToolCallResult> {
         let response = json!({"content": ctx.result.content, "details": ctx.result.details});
-        let more = Map::from_iter([("tool_response".into(), response)]);
+        let more = Some(("tool_response", response));
         let call = (&ctx.tool_call, &ctx.args);
         let said = (self.fire_for_call(HookEvent::PostToolUse, call, more, cancel)).await;
         let is_mcp = self.tools.mcp_info(&ctx.tool_call.name).is_some();

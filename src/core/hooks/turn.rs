@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use serde_json::{Map, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{Firing, SessionHooks, lock, reasons};
@@ -106,20 +106,18 @@ impl SessionHooks {
     /// Runs the `Stop` hooks: the reasons to go on, when one blocks (and may still).
     async fn stop(&self, message: &AssistantMessage, cancel: &CancellationToken) -> Option<String> {
         let streak = self.stop_streak.load(Ordering::Acquire);
-        let mut fields = Map::new();
-        fields.insert("stop_hook_active".into(), json!(streak > 0));
-        fields.insert("last_assistant_message".into(), json!(text_of(message)));
+        let fields = [
+            ("stop_hook_active", json!(streak > 0)),
+            ("last_assistant_message", json!(text_of(message))),
+        ];
         let exhausted = streak >= MAX_CONTINUATIONS;
         let firing = Firing {
-            event: HookEvent::Stop,
-            names: &[],
-            fields,
-            tool_call_id: None,
             note: exhausted.then(|| {
                 format!(
                     "Not honoured: Stop hooks already kept this run going {streak} times in a row."
                 )
             }),
+            ..Firing::new(HookEvent::Stop, &[], fields)
         };
         let said = self.fire(firing, cancel).await;
         if exhausted || cancel.is_cancelled() || said.iter().any(|s| s.stop.is_some()) {
