@@ -23,6 +23,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -119,6 +121,70 @@ impl fmt::Display for Change {
             ),
         }
     }
+}
+
+/// A session's side of a project-trust question (its `.mcp.json` servers, its hooks): what is
+/// remembered and what changed since, and whether the question is open (one at a time, however
+/// often a client asks again).
+pub struct SessionTrust {
+    remembered: Mutex<Remembered>,
+    asking: AtomicBool,
+}
+
+impl SessionTrust {
+    /// What the session found remembered as it started.
+    pub fn new(remembered: Remembered) -> SessionTrust {
+        SessionTrust {
+            remembered: Mutex::new(remembered),
+            asking: AtomicBool::new(false),
+        }
+    }
+
+    fn remembered(&self) -> MutexGuard<'_, Remembered> {
+        self.remembered.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The answer remembered now.
+    pub fn trust(&self) -> Trust {
+        self.remembered().trust
+    }
+
+    /// What changed since the last answer, each told by `describe`.
+    pub fn changes(&self, describe: impl Fn(&Change) -> String) -> Vec<String> {
+        self.remembered().changes.iter().map(describe).collect()
+    }
+
+    /// Claims the one open trust question: `false` when one is open already.
+    pub fn begin_question(&self) -> bool {
+        !self.asking.swap(true, Ordering::AcqRel)
+    }
+
+    /// The trust question closed (answered or not).
+    pub fn end_question(&self) {
+        self.asking.store(false, Ordering::Release);
+    }
+
+    /// The user's answer, which nothing changed since.
+    pub fn answered(&self, allowed: bool) {
+        *self.remembered() = Remembered {
+            trust: match allowed {
+                true => Trust::Allowed,
+                false => Trust::Denied,
+            },
+            changes: Vec::new(),
+        };
+    }
+}
+
+/// `listing`, then what changed since the last answer, a line each.
+pub fn with_changes(mut listing: String, changes: &[String]) -> String {
+    if !changes.is_empty() {
+        listing.push_str("\n\nChanged since your last answer:");
+        for change in changes {
+            listing.push_str(&format!("\n  {change}"));
+        }
+    }
+    listing
 }
 
 #[derive(Default, Serialize, Deserialize)]

@@ -40,7 +40,7 @@ use crate::hooks::command::{self, Invocation, Ran};
 use crate::hooks::config::{self, HookCommand, HookEvent, SettingsHooks};
 use crate::hooks::output::{Outcome, Said, interpret};
 use crate::hooks::trust::ProjectTrust;
-use crate::mcp::trust::{Remembered, Trust};
+use crate::mcp::trust::{SessionTrust, Trust};
 use crate::model_registry::EnvSource;
 use crate::store::EntryKind;
 
@@ -149,10 +149,10 @@ pub struct SessionHooks {
     disabled: bool,
     problems: Vec<String>,
     project: ProjectTrust,
-    remembered: Mutex<Remembered>,
+    /// What is remembered for the project's hooks, and whether the question is open.
+    trust: SessionTrust,
     /// `agent-lsp run --trust-project-hooks`: trusted for this session, not remembered.
     trusted_now: AtomicBool,
-    asking: AtomicBool,
     cwd: PathBuf,
     session_id: String,
     record: SharedRecord,
@@ -196,9 +196,8 @@ impl SessionHooks {
             hooks: files.into_iter().flat_map(|f| f.hooks).collect(),
             problems,
             project,
-            remembered: Mutex::new(remembered),
+            trust: SessionTrust::new(remembered),
             trusted_now: AtomicBool::new(false),
-            asking: AtomicBool::new(false),
             cwd: parts.cwd,
             session_id: parts.session_id,
             record: parts.record,
@@ -339,7 +338,7 @@ impl SessionHooks {
     /// Whether the project's hooks run: allowed (remembered) or trusted for this session.
     fn project_trusted(&self) -> bool {
         self.trusted_now.load(std::sync::atomic::Ordering::Acquire)
-            || lock(&self.remembered).trust == Trust::Allowed
+            || self.trust.trust() == Trust::Allowed
     }
 }
 
