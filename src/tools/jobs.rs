@@ -24,7 +24,7 @@ use tokio::io::AsyncReadExt;
 pub use super::job::{END_WITHIN, Job, JobInfo, JobStatus, RECENT_BYTES, Unread};
 use super::job::{End, Ending, Hosted, Observers, Place, exited_with, killed_by, lock, stopped};
 use super::job_host::JobHost;
-use super::process::{BashSettings, Spawned, check_cwd, drain, kill_group, sleep_until, spawn};
+use super::process::{BashSettings, Spawned, check_cwd, sleep_until, spawn};
 use crate::agent::tool::ToolError;
 use crate::sandbox::SandboxPolicy;
 use crate::sandbox::jail::{SETUP_FAILED, SETUP_FAILED_PREFIX};
@@ -230,26 +230,18 @@ impl Drop for Jobs {
 async fn follow(
     job: Arc<Job>,
     observers: Arc<Observers>,
-    spawned: Spawned,
+    mut spawned: Spawned,
     deadline: Option<tokio::time::Instant>,
 ) {
-    let Spawned {
-        mut child,
-        mut rx,
-        pgid,
-        lifeline,
-        mut guard,
-        ..
-    } = spawned;
     let mut buf = vec![0u8; 64 * 1024];
     let mut open = true;
     let end = loop {
         tokio::select! {
-            read = rx.read(&mut buf), if open => match read {
+            read = spawned.rx.read(&mut buf), if open => match read {
                 Ok(n) if n > 0 => job.push(&buf[..n]),
                 Ok(_) | Err(_) => open = false,
             },
-            status = child.wait() => break match status {
+            status = spawned.child.wait() => break match status {
                 Ok(status) => End::Exited(status),
                 Err(e) => End::Lost(format!("it could not be waited for: {e}")),
             },
@@ -257,15 +249,8 @@ async fn follow(
             () = sleep_until(deadline) => break End::TimedOut,
         }
     };
-    if !matches!(end, End::Exited(_))
-        && let Some(pgid) = pgid
-    {
-        kill_group(pgid, &mut child).await;
-    }
-    guard.disarm();
-    drain(&mut rx, &mut buf, open, |chunk| job.push(chunk)).await;
-    // The jail ends with its command; from here its lifeline has nothing left to keep.
-    drop(lifeline);
+    let exited = matches!(end, End::Exited(_));
+    (spawned.wind_down(exited, &mut buf, open, |chunk| job.push(chunk))).await;
     job.conclude(verdict(&job, end), &observers);
 }
 
