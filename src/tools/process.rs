@@ -196,12 +196,7 @@ pub async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 /// kernel buffer: that is read without waiting. Background processes may keep the pipe open and
 /// keep writing, so after that, reading stops at a short quiet period or a bounded total
 /// instead of waiting for EOF.
-async fn drain(
-    rx: &mut pipe::Receiver,
-    buf: &mut [u8],
-    open: bool,
-    mut push: impl FnMut(&[u8]),
-) {
+async fn drain(rx: &mut pipe::Receiver, buf: &mut [u8], open: bool, mut push: impl FnMut(&[u8])) {
     if !open {
         return;
     }
