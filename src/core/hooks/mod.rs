@@ -32,6 +32,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::handle::WeakAgent;
+use crate::agent::hooks::{CallbackError, HookFuture};
 use crate::agent::message::UserMessage;
 use crate::core::compaction::SharedRecord;
 use crate::core::controls::SessionControls;
@@ -173,6 +174,43 @@ pub struct SessionHooks {
     made: Mutex<Vec<Arc<UserMessage>>>,
     /// `SessionEnd` ran (or runs: a second closing waits for the first's hooks).
     ended: tokio::sync::OnceCell<()>,
+}
+
+/// A hook of the agent loop that may decide something (`afterToolCall`, `finishTurn`,
+/// `prepareNextTurn`): its input and the cancel token in, `None` when it decides nothing.
+type LoopHook<C, R> = Arc<dyn Fn(C, CancellationToken) -> HookFuture<Option<R>> + Send + Sync>;
+
+impl SessionHooks {
+    /// The loop hook that runs `inner` (the one already there) first, then `then` with the same
+    /// input and what `inner` decided; `inner` alone when no hook of `event` is configured.
+    fn after_inner<C, R, Then, Fut>(
+        self: &Arc<Self>,
+        event: HookEvent,
+        inner: Option<LoopHook<C, R>>,
+        then: Then,
+    ) -> Option<LoopHook<C, R>>
+    where
+        C: Clone + Send + 'static,
+        R: Send + 'static,
+        Then: Fn(Arc<SessionHooks>, C, Option<R>, CancellationToken) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Option<R>, CallbackError>> + Send + 'static,
+    {
+        if !self.configured(event) {
+            return inner;
+        }
+        let hooks = self.clone();
+        let then = Arc::new(then);
+        Some(Arc::new(move |input: C, cancel: CancellationToken| {
+            let (hooks, inner, then) = (hooks.clone(), inner.clone(), then.clone());
+            Box::pin(async move {
+                let decided = match &inner {
+                    Some(inner) => inner(input.clone(), cancel.clone()).await?,
+                    None => None,
+                };
+                then(hooks, input, decided, cancel).await
+            })
+        }))
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

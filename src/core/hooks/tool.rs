@@ -94,24 +94,16 @@ impl SessionHooks {
         self: &Arc<Self>,
         inner: Option<AfterToolCallHook>,
     ) -> Option<AfterToolCallHook> {
-        if !self.configured(HookEvent::PostToolUse) {
-            return inner;
-        }
-        let hooks = self.clone();
-        Some(Arc::new(move |ctx: AfterToolCallContext, cancel| {
-            let hooks = hooks.clone();
-            let inner = inner.clone();
-            Box::pin(async move {
-                let before = match &inner {
-                    Some(inner) => inner(ctx.clone(), cancel.clone()).await?,
-                    None => None,
-                };
+        self.after_inner(
+            HookEvent::PostToolUse,
+            inner,
+            |hooks, ctx: AfterToolCallContext, before, cancel| async move {
                 if ctx.is_error {
                     return Ok(before);
                 }
                 Ok(hooks.post_tool_use(&ctx, before, &cancel).await)
-            })
-        }))
+            },
+        )
     }
 
     async fn post_tool_use(
