@@ -20,6 +20,7 @@ pub mod model_registry;
 pub mod provider;
 pub mod rpc;
 pub mod sandbox;
+pub mod state_file;
 pub mod store;
 pub mod testing;
 pub mod tools;

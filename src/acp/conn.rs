@@ -371,14 +371,13 @@ impl Conn {
         self.open(cwd, extra_roots, servers, RecordChoice::Resume(file))
     }
 
-    /// `session/load`: replays the conversation as updates, then answers.
+    /// `session/load`: the session resumed, its conversation replayed as updates before the
+    /// answer.
     async fn load_session(&self, request: acp::LoadSessionRequest) -> Opened {
-        let session = self.reopen(
-            &request.session_id,
-            request.cwd,
-            request.additional_directories,
-            &request.mcp_servers,
-        )?;
+        let resume = acp::ResumeSessionRequest::new(request.session_id, request.cwd)
+            .additional_directories(request.additional_directories)
+            .mcp_servers(request.mcp_servers);
+        let (state, session) = self.resume_session(resume)?;
         let messages = session.record().messages();
         for update in updates::replay(&messages, &session.look()) {
             session.notify(update);
@@ -387,7 +386,7 @@ impl Conn {
         if !plan.is_empty() {
             session.show_plan(&plan);
         }
-        Ok((self.session_state(&session), session))
+        Ok((state, session))
     }
 
     /// `session/resume`: the session again, without replay.

@@ -11,7 +11,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::acp::session::AcpSession;
-use crate::acp::trust_call::{ALLOW, REJECT, TrustCall, ask_as_tool_call, settle, yes_or_no};
+use crate::acp::trust_call::{self, YesOrNo};
 use crate::acp::updates::text_block;
 use crate::core::HookRun;
 
@@ -32,66 +32,22 @@ impl AcpSession {
     }
 }
 
+const QUESTION: YesOrNo = YesOrNo {
+    prefix: "hooks-trust",
+    intro: "This project's settings run these commands on your machine, with your rights:",
+    yes: (
+        "Run them (remembered for this project)",
+        "They run from now on; remembered for this project.",
+    ),
+    no: (
+        "Do not run them (remembered for this project)",
+        "They do not run; remembered for this project.",
+    ),
+    unanswered: "Not answered: they do not run; asked again next turn.",
+    stays_off: "the project's hooks stay off",
+};
+
 /// Asks about the project's hooks when they wait for trust and nothing is remembered.
 pub async fn ask_if_needed(session: &Arc<AcpSession>, cancel: &CancellationToken) {
-    if !session.hooks.needs_trust() || !session.hooks.begin_trust_question() {
-        return;
-    }
-    let id = format!("hooks-trust-{}", uuid::Uuid::now_v7().simple());
-    let (status, text) = match ask(session, &id, cancel).await {
-        Ok(allowed) => {
-            session.hooks.decide_trust(allowed);
-            match allowed {
-                true => (
-                    acp::ToolCallStatus::Completed,
-                    "They run from now on; remembered for this project.",
-                ),
-                false => (
-                    acp::ToolCallStatus::Failed,
-                    "They do not run; remembered for this project.",
-                ),
-            }
-        }
-        Err(why) => {
-            tracing::info!(session = session.id, why, "the project's hooks stay off");
-            (
-                acp::ToolCallStatus::Failed,
-                "Not answered: they do not run; asked again next turn.",
-            )
-        }
-    };
-    session.hooks.end_trust_question();
-    settle(session, id, status, text);
-}
-
-/// `Ok(true)`: run them; `Ok(false)`: do not; `Err`: no answer.
-async fn ask(
-    session: &Arc<AcpSession>,
-    id: &str,
-    cancel: &CancellationToken,
-) -> Result<bool, String> {
-    let question = session.hooks.trust_question();
-    let call = TrustCall {
-        id,
-        kind: acp::ToolKind::Execute,
-        title: question.title,
-        text: format!(
-            "This project's settings run these commands on your machine, with your rights:\n\n{}",
-            question.listing
-        ),
-        input: question.args,
-    };
-    let options = vec![
-        acp::PermissionOption::new(
-            ALLOW,
-            "Run them (remembered for this project)",
-            acp::PermissionOptionKind::AllowAlways,
-        ),
-        acp::PermissionOption::new(
-            REJECT,
-            "Do not run them (remembered for this project)",
-            acp::PermissionOptionKind::RejectAlways,
-        ),
-    ];
-    yes_or_no(&ask_as_tool_call(session, call, options, cancel).await?)
+    trust_call::ask_if_needed(session, session.hooks.as_ref(), &QUESTION, cancel).await;
 }

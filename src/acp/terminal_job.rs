@@ -85,9 +85,34 @@ impl Inner {
             .map_err(|e| format!("the client's terminal failed: {e}"))
     }
 
+    /// `terminal/output`: what the model has not read yet.
+    async fn pull(self: Arc<Self>) -> Result<Pulled, String> {
+        let params = acp::TerminalOutputRequest::new(self.session.clone(), self.terminal.clone());
+        let output: acp::TerminalOutputResponse = self
+            .request("terminal/output", params, REQUEST_TIMEOUT)
+            .await?;
+        let (text, dropped) = (self.cursor.lock().unwrap_or_else(|e| e.into_inner()))
+            .advance(&output.output, output.truncated);
+        Ok(Pulled {
+            text,
+            gap: dropped.then(|| DROPPED.to_owned()),
+            exit: output.exit_status.map(exit_of),
+        })
+    }
+
+    /// `terminal/wait_for_exit`: the job's end.
+    async fn wait(self: Arc<Self>) -> Result<HostExit, String> {
+        let params =
+            acp::WaitForTerminalExitRequest::new(self.session.clone(), self.terminal.clone());
+        let exit: acp::WaitForTerminalExitResponse = self
+            .request("terminal/wait_for_exit", params, WAIT_LIMIT)
+            .await?;
+        Ok(exit_of(exit.exit_status))
+    }
+
     /// A request whose answer says nothing we need; once the client's side is closed (the
     /// agent exiting) it is still sent, unanswered.
-    async fn tell<P: Serialize + Clone>(&self, method: &str, params: P) {
+    async fn tell<P: Serialize + Clone>(self: Arc<Self>, method: &'static str, params: P) {
         let never = CancellationToken::new();
         let sent: Result<Value, _> = (self.out)
             .request(method, params.clone(), REQUEST_TIMEOUT, &never)
@@ -111,51 +136,22 @@ impl JobHost for TerminalJob {
     }
 
     fn pull(&self) -> BoxFuture<'static, Result<Pulled, String>> {
-        let inner = self.0.clone();
-        Box::pin(async move {
-            let params =
-                acp::TerminalOutputRequest::new(inner.session.clone(), inner.terminal.clone());
-            let output: acp::TerminalOutputResponse = inner
-                .request("terminal/output", params, REQUEST_TIMEOUT)
-                .await?;
-            let (text, dropped) = (inner.cursor.lock().unwrap_or_else(|e| e.into_inner()))
-                .advance(&output.output, output.truncated);
-            Ok(Pulled {
-                text,
-                gap: dropped.then(|| DROPPED.to_owned()),
-                exit: output.exit_status.map(exit_of),
-            })
-        })
+        Box::pin(self.0.clone().pull())
     }
 
     fn wait(&self) -> BoxFuture<'static, Result<HostExit, String>> {
-        let inner = self.0.clone();
-        Box::pin(async move {
-            let params =
-                acp::WaitForTerminalExitRequest::new(inner.session.clone(), inner.terminal.clone());
-            let exit: acp::WaitForTerminalExitResponse = inner
-                .request("terminal/wait_for_exit", params, WAIT_LIMIT)
-                .await?;
-            Ok(exit_of(exit.exit_status))
-        })
+        Box::pin(self.0.clone().wait())
     }
 
     fn kill(&self) -> BoxFuture<'static, ()> {
-        let inner = self.0.clone();
-        Box::pin(async move {
-            let params =
-                acp::KillTerminalRequest::new(inner.session.clone(), inner.terminal.clone());
-            inner.tell("terminal/kill", params).await;
-        })
+        let params = acp::KillTerminalRequest::new(self.0.session.clone(), self.0.terminal.clone());
+        Box::pin(self.0.clone().tell("terminal/kill", params))
     }
 
     fn release(&self) -> BoxFuture<'static, ()> {
-        let inner = self.0.clone();
-        Box::pin(async move {
-            let params =
-                acp::ReleaseTerminalRequest::new(inner.session.clone(), inner.terminal.clone());
-            inner.tell("terminal/release", params).await;
-        })
+        let params =
+            acp::ReleaseTerminalRequest::new(self.0.session.clone(), self.0.terminal.clone());
+        Box::pin(self.0.clone().tell("terminal/release", params))
     }
 }
 

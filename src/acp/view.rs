@@ -116,8 +116,7 @@ impl View for AcpView {
         session: Weak<AcpSession>,
         inner: Option<PrepareRunHook>,
     ) -> Option<PrepareRunHook> {
-        let rules = crate::acp::rules_trust::ask_first(session.clone(), inner);
-        Some(crate::acp::trust::ask_first(session, Some(rules)))
+        Some(crate::acp::trust::ask_first(session, inner))
     }
 
     fn keeps_queues_on_abort(&self) -> bool {

@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
@@ -12,7 +11,7 @@ use crate::agent::tool::ToolRef;
 use crate::agent::transcript::declarations_equal;
 use crate::mcp::config::{self, ConfigError, McpConfig, Origin, ServerConfig};
 use crate::mcp::tool::McpToolInfo;
-use crate::mcp::trust::{Remembered, Trust, TrustStore};
+use crate::mcp::trust::{SessionTrust, Trust, TrustStore, with_changes};
 use crate::mcp::{McpHub, McpSession};
 use crate::model_registry::EnvSource;
 use crate::tools::AskHandle;
@@ -64,10 +63,8 @@ pub struct SessionTools {
     /// of them, so the next session compares the same set, disabled ones included).
     project_servers: Vec<ServerConfig>,
     /// What is remembered for the project's servers and what changed since: at the session's
-    /// start, then the answer (which nothing changed since).
-    remembered: std::sync::Mutex<Remembered>,
-    /// A trust question is open (one at a time, however often the client asks again).
-    asking: AtomicBool,
+    /// start, then the answer (which nothing changed since); whether the question is open.
+    trust_state: SessionTrust,
 }
 
 impl SessionTools {
@@ -96,16 +93,12 @@ impl SessionTools {
     /// Whether the user should be asked about the project's servers: some wait, and no answer
     /// for them is remembered.
     pub fn needs_trust(&self) -> bool {
-        self.remembered().trust == Trust::Unknown && !self.mcp.untrusted().is_empty()
+        self.trust_state.trust() == Trust::Unknown && !self.mcp.untrusted().is_empty()
     }
 
     /// The project directory whose `.mcp.json` the trust is about.
     pub fn project(&self) -> &Path {
         &self.trust.1
-    }
-
-    fn remembered(&self) -> std::sync::MutexGuard<'_, Remembered> {
-        self.remembered.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The question about the project's waiting servers, worded once for every front end: each
@@ -114,19 +107,12 @@ impl SessionTools {
     pub fn trust_question(&self) -> TrustQuestion {
         let servers = self.mcp.untrusted();
         let project = self.project().display().to_string();
-        let changes: Vec<String> = (self.remembered().changes.iter())
-            .map(ToString::to_string)
-            .collect();
-        let mut listing = (servers.iter())
+        let changes = self.trust_state.changes(ToString::to_string);
+        let listing = (servers.iter())
             .map(|s| format!("{}: {}", s.name, s.describe()))
             .collect::<Vec<_>>()
             .join("\n");
-        if !changes.is_empty() {
-            listing.push_str("\n\nChanged since your last answer:");
-            changes
-                .iter()
-                .for_each(|c| listing.push_str(&format!("\n  {c}")));
-        }
+        let listing = with_changes(listing, &changes);
         TrustQuestion {
             title: trust_title(&project, &changes),
             listing,
@@ -139,12 +125,12 @@ impl SessionTools {
 
     /// Claims the one open trust question: `false` when one is open already.
     pub fn begin_trust_question(&self) -> bool {
-        !self.asking.swap(true, Ordering::AcqRel)
+        self.trust_state.begin_question()
     }
 
     /// The trust question closed (answered or not).
     pub fn end_trust_question(&self) {
-        self.asking.store(false, Ordering::Release);
+        self.trust_state.end_question();
     }
 
     /// Records the user's answer for the project's servers; on yes they start.
@@ -153,13 +139,7 @@ impl SessionTools {
         if let Err(e) = store.remember(root, &self.project_servers, allowed) {
             tracing::warn!(%e, "cannot remember the MCP trust decision");
         }
-        *self.remembered() = Remembered {
-            trust: match allowed {
-                true => Trust::Allowed,
-                false => Trust::Denied,
-            },
-            changes: Vec::new(),
-        };
+        self.trust_state.answered(allowed);
         if allowed {
             self.mcp.trust();
         }
@@ -230,8 +210,7 @@ pub fn attach(
         mcp: session,
         trust: (store, cwd.to_path_buf()),
         project_servers,
-        remembered: std::sync::Mutex::new(remembered),
-        asking: AtomicBool::new(false),
+        trust_state: SessionTrust::new(remembered),
     };
     (tools, errors)
 }

@@ -231,19 +231,11 @@ pub fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()
 }
 
-fn user_message(blocks: Vec<ContentBlock>) -> AgentMessage {
+fn user_message(content: MessageContent) -> AgentMessage {
     AgentMessage::from(UserMessage {
-        content: MessageContent::Blocks(blocks),
+        content,
         timestamp: now_ms(),
     })
-}
-
-fn text_of(blocks: &[ContentBlock]) -> String {
-    blocks
-        .iter()
-        .filter_map(ContentBlock::as_text)
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 impl<V: View> Session<V> {
@@ -365,7 +357,10 @@ impl<V: View> Session<V> {
         self: &Arc<Self>,
         blocks: Vec<ContentBlock>,
     ) -> Result<(String, String), Refusal> {
-        self.start_run_as(user_message(blocks), self.reserve_id())
+        self.start_run_as(
+            user_message(MessageContent::Blocks(blocks)),
+            self.reserve_id(),
+        )
     }
 
     /// [`Session::start_run`] with a message of the front end's making.
@@ -580,7 +575,8 @@ impl<V: View> Session<V> {
         if st.active.is_none() {
             // Started under the lock that found the session idle: an enqueue racing this one
             // queues behind the new run instead of finding the session busy.
-            let (run_id, message_id) = self.start_locked(st, user_message(blocks), message_id)?;
+            let (run_id, message_id) =
+                self.start_locked(st, user_message(MessageContent::Blocks(blocks)), message_id)?;
             return Ok((run_id, message_id, true));
         }
         let (run_id, message_id) = self.queue_locked(st, kind, blocks, message_id);
@@ -609,11 +605,12 @@ impl<V: View> Session<V> {
         message_id: String,
     ) -> (String, String) {
         let run_id = st.active.as_deref().map(str::to_owned).unwrap_or_default();
+        let content = MessageContent::Blocks(blocks);
         let item = QueuedMessage {
             message_id: message_id.clone(),
-            text: text_of(&blocks),
+            text: content.to_text(),
         };
-        let message = user_message(blocks);
+        let message = user_message(content);
         match kind {
             QueueKind::Steer => {
                 self.agent.steer(message);

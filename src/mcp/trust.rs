@@ -23,6 +23,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -30,6 +32,7 @@ use sha2::{Digest, Sha256};
 
 use crate::mcp::config::ServerConfig;
 use crate::model_registry::EnvSource;
+use crate::state_file::{self, project_key};
 
 /// The remembered answer for a project's current servers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +123,70 @@ impl fmt::Display for Change {
     }
 }
 
+/// A session's side of a project-trust question (its `.mcp.json` servers, its hooks): what is
+/// remembered and what changed since, and whether the question is open (one at a time, however
+/// often a client asks again).
+pub struct SessionTrust {
+    remembered: Mutex<Remembered>,
+    asking: AtomicBool,
+}
+
+impl SessionTrust {
+    /// What the session found remembered as it started.
+    pub fn new(remembered: Remembered) -> SessionTrust {
+        SessionTrust {
+            remembered: Mutex::new(remembered),
+            asking: AtomicBool::new(false),
+        }
+    }
+
+    fn remembered(&self) -> MutexGuard<'_, Remembered> {
+        self.remembered.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The answer remembered now.
+    pub fn trust(&self) -> Trust {
+        self.remembered().trust
+    }
+
+    /// What changed since the last answer, each told by `describe`.
+    pub fn changes(&self, describe: impl Fn(&Change) -> String) -> Vec<String> {
+        self.remembered().changes.iter().map(describe).collect()
+    }
+
+    /// Claims the one open trust question: `false` when one is open already.
+    pub fn begin_question(&self) -> bool {
+        !self.asking.swap(true, Ordering::AcqRel)
+    }
+
+    /// The trust question closed (answered or not).
+    pub fn end_question(&self) {
+        self.asking.store(false, Ordering::Release);
+    }
+
+    /// The user's answer, which nothing changed since.
+    pub fn answered(&self, allowed: bool) {
+        *self.remembered() = Remembered {
+            trust: match allowed {
+                true => Trust::Allowed,
+                false => Trust::Denied,
+            },
+            changes: Vec::new(),
+        };
+    }
+}
+
+/// `listing`, then what changed since the last answer, a line each.
+pub fn with_changes(mut listing: String, changes: &[String]) -> String {
+    if !changes.is_empty() {
+        listing.push_str("\n\nChanged since your last answer:");
+        for change in changes {
+            listing.push_str(&format!("\n  {change}"));
+        }
+    }
+    listing
+}
+
 #[derive(Default, Serialize, Deserialize)]
 struct Stored {
     #[serde(default)]
@@ -171,12 +238,8 @@ impl TrustStore {
     /// A trust file of this name in agent-lsp's state folder (a project's hooks keep theirs
     /// apart from its servers', `hooks-trust.json`).
     pub fn named(env: &EnvSource, file: &str) -> Self {
-        let state = env
-            .get_nonempty("XDG_STATE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| Some(PathBuf::from(env.get_nonempty("HOME")?).join(".local/state")));
         TrustStore {
-            path: state.map(|s| s.join("agent-lsp").join(file)),
+            path: state_file::dir(env).map(|dir| dir.join(file)),
         }
     }
 
@@ -200,7 +263,7 @@ impl TrustStore {
         root: &Path,
         entries: impl IntoIterator<Item = (&'a str, &'a Map<String, Value>)>,
     ) -> Remembered {
-        let answer = match self.read().projects.remove(&key(root)) {
+        let answer = match self.read().projects.remove(&project_key(root)) {
             None => return Remembered::unknown(Vec::new()),
             Some(Record::Other(old)) if old.get("servers").is_some() => {
                 return Remembered::unknown(vec![Change::OlderAnswer]);
@@ -250,32 +313,15 @@ impl TrustStore {
             allowed,
             entries: prints(entries),
         };
-        stored.projects.insert(key(root), Record::Answer(answer));
-        let text = serde_json::to_vec_pretty(&stored).map_err(std::io::Error::other)?;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let temp = path.with_extension("json.tmp");
-        std::fs::write(&temp, text)?;
-        std::fs::rename(&temp, path)
+        stored
+            .projects
+            .insert(project_key(root), Record::Answer(answer));
+        state_file::write(path, &stored)
     }
 
     fn read(&self) -> Stored {
-        let Some(text) = self.path.as_ref().and_then(|p| std::fs::read(p).ok()) else {
-            return Stored::default();
-        };
-        serde_json::from_slice(&text).unwrap_or_else(|e| {
-            tracing::warn!(%e, "the MCP trust file is malformed; asking again");
-            Stored::default()
-        })
+        state_file::read(self.path.as_deref(), "the MCP trust file")
     }
-}
-
-fn key(root: &Path) -> String {
-    std::fs::canonicalize(root)
-        .unwrap_or_else(|_| root.to_path_buf())
-        .display()
-        .to_string()
 }
 
 fn as_entry(server: &ServerConfig) -> (&str, &Map<String, Value>) {

@@ -203,7 +203,7 @@ fn an_older_answer_asks_again_with_a_note_and_other_projects_are_kept() {
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     let old = json!({"allowed": true, "servers": ["fs: npx fs"]});
     let stored = json!({"projects": {
-        key(&project): old,
+        project_key(&project): old,
         "/elsewhere": {"allowed": false, "servers": ["x: y"]}
     }});
     std::fs::write(&file, stored.to_string()).unwrap();
@@ -222,7 +222,7 @@ fn a_malformed_answer_is_unknown_without_a_change_to_name() {
     let (dir, store, project) = store();
     let file = dir.path().join("state/trust.json");
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    let stored = json!({"projects": {key(&project): {"allowed": "yes"}}});
+    let stored = json!({"projects": {project_key(&project): {"allowed": "yes"}}});
     std::fs::write(&file, stored.to_string()).unwrap();
     let fs = servers(json!({"fs": {"command": "npx"}}));
     assert_eq!(store.decision(&project, &fs), Remembered::unknown(vec![]));

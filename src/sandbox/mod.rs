@@ -129,15 +129,12 @@ pub fn hidden_paths(env: &EnvSource) -> Vec<PathBuf> {
 /// Where a session's sandbox keeps copies of the protected paths its commands created (under
 /// the daemon's state folder, protected itself).
 pub fn quarantine_dir(env: &EnvSource, session_id: &str) -> Option<PathBuf> {
-    let state = env
-        .get_nonempty("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| Some(PathBuf::from(env.get_nonempty("HOME")?).join(".local/state")))?;
+    let state = crate::state_file::dir(env)?;
     let safe: String = session_id
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
-    Some(state.join("agent-lsp/sandbox-removed").join(safe))
+    Some(state.join("sandbox-removed").join(safe))
 }
 
 /// Whether this machine can enforce the sandbox at all.

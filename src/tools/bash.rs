@@ -15,7 +15,7 @@ use super::args::number;
 use super::bash_jobs::{BACKGROUND_ARG, BACKGROUND_NOTE, start_background};
 use super::bash_output::OutputBuffer;
 use super::common::{self, BashSettings, Call, ToolArgs, ToolContext};
-use super::process::{Spawned, check_cwd, drain, kill_group, sleep_until, spawn};
+use super::process::{check_cwd, sleep_until, spawn};
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
 use crate::sandbox::jail::SETUP_FAILED_PREFIX;
@@ -177,14 +177,8 @@ pub async fn run_command(
     if cancel.is_cancelled() {
         return Err(ToolError::new("Command aborted"));
     }
-    let Spawned {
-        mut child,
-        mut rx,
-        pgid,
-        lifeline,
-        policy,
-        mut guard,
-    } = spawn(settings, command, cwd)?;
+    let mut spawned = spawn(settings, command, cwd)?;
+    let policy = spawned.policy.take();
     let mut buf = vec![0u8; 64 * 1024];
 
     let spill_dir = settings
@@ -201,7 +195,7 @@ pub async fn run_command(
     let end = loop {
         let flush_at = last_update.map(|t| t + UPDATE_INTERVAL);
         tokio::select! {
-            read = rx.read(&mut buf), if open => match read {
+            read = spawned.rx.read(&mut buf), if open => match read {
                 Ok(n) if n > 0 => {
                     out.push(&buf[..n]);
                     dirty = true;
@@ -216,7 +210,7 @@ pub async fn run_command(
                 send_update(&on_update, &mut out);
                 (last_update, dirty) = (Some(tokio::time::Instant::now()), false);
             },
-            status = child.wait() => break match status {
+            status = spawned.child.wait() => break match status {
                 Ok(s) => End::Exited(s),
                 Err(e) => return Err(ToolError::new(format!("Failed to wait for the shell: {e}"))),
             },
@@ -224,15 +218,8 @@ pub async fn run_command(
             _ = sleep_until(deadline) => break End::TimedOut(timeout.unwrap_or_default()),
         }
     };
-    if !matches!(end, End::Exited(_))
-        && let Some(pgid) = pgid
-    {
-        kill_group(pgid, &mut child).await;
-    }
-    guard.disarm();
-    drain(&mut rx, &mut buf, open, |chunk| out.push(chunk)).await;
-    // The jail ends with its command; from here its lifeline has nothing left to keep.
-    drop(lifeline);
+    let exited = matches!(end, End::Exited(_));
+    (spawned.wind_down(exited, &mut buf, open, |chunk| out.push(chunk))).await;
     let result = finish(end, &mut out);
     match policy {
         Some(policy) => Ok(mark_sandboxed(result, &policy)),

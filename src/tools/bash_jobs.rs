@@ -71,6 +71,17 @@ pub fn started(job: &Job, command: &str) -> AgentToolResult {
     }
 }
 
+/// The parameters of a tool about one job: its `jobId`, and the properties of `more`.
+fn about_a_job(more: Value) -> Value {
+    let mut properties = json!({
+        "jobId": {"type": "string", "description": "The job's id, as bash returned it (job-1)"}
+    });
+    if let (Some(properties), Value::Object(more)) = (properties.as_object_mut(), more) {
+        properties.extend(more);
+    }
+    json!({"type": "object", "required": ["jobId"], "properties": properties})
+}
+
 /// `bash_output`'s arguments.
 #[derive(Deserialize)]
 pub struct BashOutputArgs {
@@ -86,14 +97,9 @@ impl ToolArgs for BashOutputArgs {
     type State = ToolContext;
 
     fn parameters(_: &ToolContext) -> Value {
-        json!({
-            "type": "object",
-            "required": ["jobId"],
-            "properties": {
-                "jobId": {"type": "string", "description": "The job's id, as bash returned it (job-1)"},
-                "filter": {"type": "string", "description": "Optional regular expression (Rust regex syntax): return only the lines that match"}
-            }
-        })
+        about_a_job(json!({
+            "filter": {"type": "string", "description": "Optional regular expression (Rust regex syntax): return only the lines that match"}
+        }))
     }
 
     async fn run(self, ctx: ToolContext, _call: Call) -> Result<AgentToolResult, ToolError> {
@@ -125,13 +131,7 @@ impl ToolArgs for BashKillArgs {
     type State = ToolContext;
 
     fn parameters(_: &ToolContext) -> Value {
-        json!({
-            "type": "object",
-            "required": ["jobId"],
-            "properties": {
-                "jobId": {"type": "string", "description": "The job's id, as bash returned it (job-1)"}
-            }
-        })
+        about_a_job(json!({}))
     }
 
     async fn run(self, ctx: ToolContext, _call: Call) -> Result<AgentToolResult, ToolError> {

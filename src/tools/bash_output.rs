@@ -264,6 +264,18 @@ mod tests {
 mod bounded_tests {
     use super::*;
 
+    /// The file `b` spilled to, which holds `bytes`, and what `b` renders.
+    fn spilled(b: &mut OutputBuffer, bytes: u64) -> (PathBuf, String, Value) {
+        let path = b.full_output_path().unwrap().to_path_buf();
+        let (text, details) = b.render();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), bytes);
+        (path, text, details)
+    }
+
+    fn assert_ends_with(text: &str, end: &str) {
+        assert!(text.ends_with(end), "{}", &text[text.len() - 200..]);
+    }
+
     #[test]
     fn a_spill_limit_keeps_the_file_to_its_first_bytes_and_says_so() {
         let dir = tempfile::tempdir().unwrap();
@@ -271,16 +283,13 @@ mod bounded_tests {
         for i in 0..2500 {
             b.push(format!("{i:03}\n").as_bytes());
         }
-        let path = b.full_output_path().unwrap().to_path_buf();
-        let (text, _) = b.render();
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), 3000);
-        assert!(
-            text.ends_with(&format!(
+        let (path, text, _) = spilled(&mut b, 3000);
+        assert_ends_with(
+            &text,
+            &format!(
                 "[Showing lines 501-2500 of 2500. Full output: {} (its first 2.9KB only)]",
                 path.display()
-            )),
-            "{}",
-            &text[text.len() - 200..]
+            ),
         );
         let mut lines = 0;
         b.for_each_line(|_| lines += 1);
@@ -296,16 +305,13 @@ mod bounded_tests {
             b.push(&chunk);
             assert!(b.tail.len() <= KEEP);
         }
-        let path = b.full_output_path().unwrap().to_path_buf();
-        let (text, details) = b.render();
-        assert_eq!(std::fs::metadata(&path).unwrap().len(), 1_000_000);
-        assert!(
-            text.ends_with(&format!(
+        let (path, text, details) = spilled(&mut b, 1_000_000);
+        assert_ends_with(
+            &text,
+            &format!(
                 "[Showing last 50.0KB of line 1 (line is 976.6KB). Full output: {}]",
                 path.display()
-            )),
-            "{}",
-            &text[text.len() - 200..]
+            ),
         );
         assert_eq!(details["truncation"]["totalBytes"], 1_000_000);
     }

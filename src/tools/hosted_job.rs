@@ -8,21 +8,12 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::job::{Job, JobStatus, Observers, Place};
+use super::job::{End, Ending, Job, JobStatus, Observers, Place, exited_with, killed_by, stopped};
 use super::job_host::HostExit;
 use super::process::sleep_until;
 
 /// How long a stopped job has to exit before its last output is read anyway.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
-
-/// How a job run elsewhere ended.
-enum End {
-    Exited(HostExit),
-    Stopped,
-    TimedOut,
-    /// It could not be waited for any more (the host's words).
-    Lost(String),
-}
 
 /// Follows `job` (which must be hosted) to its end.
 pub(super) async fn follow(
@@ -68,40 +59,25 @@ async fn seen(mut rx: watch::Receiver<Option<HostExit>>) -> HostExit {
 }
 
 /// The status, exit code and words of a job that ended so.
-fn verdict(job: &Job, end: End) -> (JobStatus, Option<i32>, Option<String>) {
+fn verdict(job: &Job, end: End<HostExit>) -> Ending {
     // Stopped by us however it then ended (the session's registry may have stopped it first).
     if job.stop.is_cancelled() && !matches!(end, End::Exited(_)) {
-        return (JobStatus::Killed, None, Some("stopped".into()));
+        return stopped();
     }
-    match end {
-        End::Stopped => (JobStatus::Killed, None, Some("stopped".into())),
-        End::TimedOut => (
-            JobStatus::Killed,
-            None,
-            Some("stopped: its timeout expired".into()),
-        ),
-        End::Lost(why) => (JobStatus::Failed, None, Some(why)),
-        End::Exited(HostExit {
+    end.ending(|exit| match exit {
+        HostExit {
             code: Some(code), ..
-        }) => (
-            JobStatus::Exited,
-            Some(code),
-            Some(format!("exit code {code}")),
-        ),
-        End::Exited(HostExit {
+        } => exited_with(code),
+        HostExit {
             signal: Some(signal),
             ..
-        }) => (
-            JobStatus::Failed,
-            None,
-            Some(format!("killed by signal {signal}")),
-        ),
-        End::Exited(_) => (
+        } => killed_by(signal),
+        _ => (
             JobStatus::Failed,
             None,
             Some("it ended without an exit code".into()),
         ),
-    }
+    })
 }
 
 #[cfg(test)]

@@ -296,11 +296,7 @@ impl Job {
 
     /// Its task is done with it: it ended so (`status`, `code`, the words), which the
     /// observers are told before anyone waiting for its end is let go.
-    pub(super) fn conclude(
-        &self,
-        (status, code, ending): (JobStatus, Option<i32>, Option<String>),
-        observers: &Observers,
-    ) {
+    pub(super) fn conclude(&self, (status, code, ending): Ending, observers: &Observers) {
         *lock(&self.ending) = ending;
         let info = {
             let mut info = lock(&self.info);
@@ -312,6 +308,57 @@ impl Job {
         observers.tell(&info);
         self.ended.send_replace(true);
     }
+}
+
+/// How a job ended, as its task records it: its status, exit code and words.
+pub(super) type Ending = (JobStatus, Option<i32>, Option<String>);
+
+/// How a job's task saw it end, wherever it ran: `X` is an exit as its place tells it.
+pub(super) enum End<X> {
+    Exited(X),
+    Stopped,
+    TimedOut,
+    /// It could not be waited for any more (why).
+    Lost(String),
+}
+
+impl<X> End<X> {
+    /// How it ended, an exit told by `exited`.
+    pub(super) fn ending(self, exited: impl FnOnce(X) -> Ending) -> Ending {
+        match self {
+            End::Exited(exit) => exited(exit),
+            End::Stopped => stopped(),
+            End::TimedOut => (
+                JobStatus::Killed,
+                None,
+                Some("stopped: its timeout expired".into()),
+            ),
+            End::Lost(why) => (JobStatus::Failed, None, Some(why)),
+        }
+    }
+}
+
+/// A job stopped by us.
+pub(super) fn stopped() -> Ending {
+    (JobStatus::Killed, None, Some("stopped".into()))
+}
+
+/// A job that exited with `code`.
+pub(super) fn exited_with(code: i32) -> Ending {
+    (
+        JobStatus::Exited,
+        Some(code),
+        Some(format!("exit code {code}")),
+    )
+}
+
+/// A job killed by `signal`.
+pub(super) fn killed_by(signal: impl std::fmt::Display) -> Ending {
+    (
+        JobStatus::Failed,
+        None,
+        Some(format!("killed by signal {signal}")),
+    )
 }
 
 /// Told of every job's start and end.

@@ -22,9 +22,9 @@ use nix::sys::signal::{Signal, killpg};
 use tokio::io::AsyncReadExt;
 
 pub use super::job::{END_WITHIN, Job, JobInfo, JobStatus, RECENT_BYTES, Unread};
-use super::job::{Hosted, Observers, Place, lock};
+use super::job::{End, Ending, Hosted, Observers, Place, exited_with, killed_by, lock, stopped};
 use super::job_host::JobHost;
-use super::process::{BashSettings, Spawned, check_cwd, drain, kill_group, sleep_until, spawn};
+use super::process::{BashSettings, Spawned, check_cwd, sleep_until, spawn};
 use crate::agent::tool::ToolError;
 use crate::sandbox::SandboxPolicy;
 use crate::sandbox::jail::{SETUP_FAILED, SETUP_FAILED_PREFIX};
@@ -225,39 +225,23 @@ impl Drop for Jobs {
     }
 }
 
-/// How a job's command ended.
-enum End {
-    Exited(std::process::ExitStatus),
-    Stopped,
-    TimedOut,
-    Lost(String),
-}
-
 /// A job's task: reads its output until it ends or is stopped, then records how it ended and
 /// tells the observers.
 async fn follow(
     job: Arc<Job>,
     observers: Arc<Observers>,
-    spawned: Spawned,
+    mut spawned: Spawned,
     deadline: Option<tokio::time::Instant>,
 ) {
-    let Spawned {
-        mut child,
-        mut rx,
-        pgid,
-        lifeline,
-        mut guard,
-        ..
-    } = spawned;
     let mut buf = vec![0u8; 64 * 1024];
     let mut open = true;
     let end = loop {
         tokio::select! {
-            read = rx.read(&mut buf), if open => match read {
+            read = spawned.rx.read(&mut buf), if open => match read {
                 Ok(n) if n > 0 => job.push(&buf[..n]),
                 Ok(_) | Err(_) => open = false,
             },
-            status = child.wait() => break match status {
+            status = spawned.child.wait() => break match status {
                 Ok(status) => End::Exited(status),
                 Err(e) => End::Lost(format!("it could not be waited for: {e}")),
             },
@@ -265,15 +249,8 @@ async fn follow(
             () = sleep_until(deadline) => break End::TimedOut,
         }
     };
-    if !matches!(end, End::Exited(_))
-        && let Some(pgid) = pgid
-    {
-        kill_group(pgid, &mut child).await;
-    }
-    guard.disarm();
-    drain(&mut rx, &mut buf, open, |chunk| job.push(chunk)).await;
-    // The jail ends with its command; from here its lifeline has nothing left to keep.
-    drop(lifeline);
+    let exited = matches!(end, End::Exited(_));
+    (spawned.wind_down(exited, &mut buf, open, |chunk| job.push(chunk))).await;
     job.conclude(verdict(&job, end), &observers);
 }
 
@@ -283,39 +260,19 @@ fn deadline(timeout: Option<f64>) -> Option<tokio::time::Instant> {
 }
 
 /// The status, exit code and words of a job that ended so.
-fn verdict(job: &Job, end: End) -> (JobStatus, Option<i32>, Option<String>) {
+fn verdict(job: &Job, end: End<std::process::ExitStatus>) -> Ending {
     use std::os::unix::process::ExitStatusExt;
     // Stopped by us however it then ended (the session's registry may have killed it first).
     if job.stop.is_cancelled() {
-        return (JobStatus::Killed, None, Some("stopped".into()));
+        return stopped();
     }
-    match end {
-        End::Stopped => (JobStatus::Killed, None, Some("stopped".into())),
-        End::TimedOut => (
-            JobStatus::Killed,
-            None,
-            Some("stopped: its timeout expired".into()),
+    end.ending(|status| match status.code() {
+        Some(SETUP_FAILED) if job.recent().0.contains(SETUP_FAILED_PREFIX) => (
+            JobStatus::Failed,
+            Some(SETUP_FAILED),
+            Some("the sandbox could not start it, so nothing ran".into()),
         ),
-        End::Lost(why) => (JobStatus::Failed, None, Some(why)),
-        End::Exited(status) => match status.code() {
-            Some(SETUP_FAILED) if job.recent().0.contains(SETUP_FAILED_PREFIX) => (
-                JobStatus::Failed,
-                Some(SETUP_FAILED),
-                Some("the sandbox could not start it, so nothing ran".into()),
-            ),
-            Some(code) => (
-                JobStatus::Exited,
-                Some(code),
-                Some(format!("exit code {code}")),
-            ),
-            None => {
-                let signal = status.signal().unwrap_or_default();
-                (
-                    JobStatus::Failed,
-                    None,
-                    Some(format!("killed by signal {signal}")),
-                )
-            }
-        },
-    }
+        Some(code) => exited_with(code),
+        None => killed_by(status.signal().unwrap_or_default()),
+    })
 }

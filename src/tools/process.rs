@@ -46,6 +46,27 @@ pub struct Spawned {
     pub guard: GroupGuard,
 }
 
+impl Spawned {
+    /// After the wait: unless the command `exited` (it was stopped, or timed out), its process
+    /// group is killed; then what is left in the pipe goes to `push` (`open`: the pipe had not
+    /// closed yet) and the jail is let go.
+    pub async fn wind_down(
+        mut self,
+        exited: bool,
+        buf: &mut [u8],
+        open: bool,
+        push: impl FnMut(&[u8]),
+    ) {
+        if !exited && let Some(pgid) = self.pgid {
+            kill_group(pgid, &mut self.child).await;
+        }
+        self.guard.disarm();
+        drain(&mut self.rx, buf, open, push).await;
+        // The jail ends with its command; from here its lifeline has nothing left to keep.
+        drop(self.lifeline);
+    }
+}
+
 /// Fails when the working directory is gone (pi's words).
 pub fn check_cwd(cwd: &Path) -> Result<(), ToolError> {
     if cwd.is_dir() {
@@ -175,12 +196,7 @@ pub async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 /// kernel buffer: that is read without waiting. Background processes may keep the pipe open and
 /// keep writing, so after that, reading stops at a short quiet period or a bounded total
 /// instead of waiting for EOF.
-pub async fn drain(
-    rx: &mut pipe::Receiver,
-    buf: &mut [u8],
-    open: bool,
-    mut push: impl FnMut(&[u8]),
-) {
+async fn drain(rx: &mut pipe::Receiver, buf: &mut [u8], open: bool, mut push: impl FnMut(&[u8])) {
     if !open {
         return;
     }
@@ -203,7 +219,7 @@ pub async fn drain(
 }
 
 /// SIGTERM to the group, SIGKILL after [`KILL_GRACE`] if anything in it is still alive.
-pub async fn kill_group(pgid: Pid, child: &mut tokio::process::Child) {
+async fn kill_group(pgid: Pid, child: &mut tokio::process::Child) {
     let _ = killpg(pgid, Signal::SIGTERM);
     let start = Instant::now();
     while start.elapsed() < KILL_GRACE {

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{Firing, SessionHooks, reasons};
@@ -38,15 +38,11 @@ impl SessionHooks {
 
     async fn end_now(&self) {
         let reason = "other";
-        let mut fields = Map::new();
-        fields.insert("reason".into(), json!(reason));
-        let firing = Firing {
-            event: HookEvent::SessionEnd,
-            names: &[reason],
-            fields,
-            tool_call_id: None,
-            note: None,
-        };
+        let firing = Firing::new(
+            HookEvent::SessionEnd,
+            &[reason],
+            [("reason", json!(reason))],
+        );
         self.fire(firing, &CancellationToken::new()).await;
     }
 
@@ -63,19 +59,12 @@ impl SessionHooks {
                     CompactionReason::Manual => "manual",
                     CompactionReason::Threshold | CompactionReason::Overflow => "auto",
                 };
-                let mut fields = Map::new();
-                fields.insert("trigger".into(), json!(trigger));
-                fields.insert(
-                    "custom_instructions".into(),
-                    json!(instructions.unwrap_or_default()),
-                );
-                let firing = Firing {
-                    event: HookEvent::PreCompact,
-                    names: &[trigger],
-                    fields,
-                    tool_call_id: None,
-                    note: None,
-                };
+                let instructions = json!(instructions.unwrap_or_default());
+                let fields = [
+                    ("trigger", json!(trigger)),
+                    ("custom_instructions", instructions),
+                ];
+                let firing = Firing::new(HookEvent::PreCompact, &[trigger], fields);
                 hooks.fire(firing, &cancel).await;
             })
         }))
@@ -88,17 +77,12 @@ impl SessionHooks {
         }
         let hooks = self.clone();
         tokio::spawn(async move {
-            let mut fields = Map::new();
-            fields.insert("message".into(), json!(message));
-            fields.insert("title".into(), json!("agent-lsp"));
-            fields.insert("notification_type".into(), json!(kind));
-            let firing = Firing {
-                event: HookEvent::Notification,
-                names: &[kind],
-                fields,
-                tool_call_id: None,
-                note: None,
-            };
+            let fields = [
+                ("message", json!(message)),
+                ("title", json!("agent-lsp")),
+                ("notification_type", json!(kind)),
+            ];
+            let firing = Firing::new(HookEvent::Notification, &[kind], fields);
             hooks.fire(firing, &CancellationToken::new()).await;
         });
     }
@@ -113,18 +97,13 @@ impl SessionHooks {
         last_message: &str,
         cancel: &CancellationToken,
     ) -> Option<String> {
-        let mut fields = Map::new();
-        fields.insert("stop_hook_active".into(), json!(stop_hook_active));
-        fields.insert("agent_type".into(), json!(agent_type));
-        fields.insert("agent_id".into(), json!(agent_id));
-        fields.insert("last_assistant_message".into(), json!(last_message));
-        let firing = Firing {
-            event: HookEvent::SubagentStop,
-            names: &[agent_type],
-            fields,
-            tool_call_id: None,
-            note: None,
-        };
+        let fields = [
+            ("stop_hook_active", json!(stop_hook_active)),
+            ("agent_type", json!(agent_type)),
+            ("agent_id", json!(agent_id)),
+            ("last_assistant_message", json!(last_message)),
+        ];
+        let firing = Firing::new(HookEvent::SubagentStop, &[agent_type], fields);
         let said = self.fire(firing, cancel).await;
         if said.iter().any(|s| s.stop.is_some()) {
             return None;

@@ -32,6 +32,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::handle::WeakAgent;
+use crate::agent::hooks::{CallbackError, HookFuture};
 use crate::agent::message::UserMessage;
 use crate::core::compaction::SharedRecord;
 use crate::core::controls::SessionControls;
@@ -40,7 +41,7 @@ use crate::hooks::command::{self, Invocation, Ran};
 use crate::hooks::config::{self, HookCommand, HookEvent, SettingsHooks};
 use crate::hooks::output::{Outcome, Said, interpret};
 use crate::hooks::trust::ProjectTrust;
-use crate::mcp::trust::{Remembered, Trust};
+use crate::mcp::trust::{SessionTrust, Trust};
 use crate::model_registry::EnvSource;
 use crate::store::EntryKind;
 
@@ -114,11 +115,31 @@ pub struct HookParts<'a> {
 struct Firing<'a> {
     event: HookEvent,
     /// The names a matcher is tried on (a tool's Claude Code name and ours, a source, a type).
-    names: &'a [&'a str],
+    names: Vec<&'a str>,
     fields: Map<String, Value>,
     tool_call_id: Option<&'a str>,
     /// Appended to the message of a hook that blocks (why its block is not honoured).
     note: Option<String>,
+}
+
+impl<'a> Firing<'a> {
+    /// `event`, matched on `names`, with `fields` besides the common ones (in this order): not
+    /// about a tool call, no note.
+    fn new(
+        event: HookEvent,
+        names: &[&'a str],
+        fields: impl IntoIterator<Item = (&'static str, Value)>,
+    ) -> Firing<'a> {
+        Firing {
+            event,
+            names: names.to_vec(),
+            fields: (fields.into_iter())
+                .map(|(name, value)| (name.to_owned(), value))
+                .collect(),
+            tool_call_id: None,
+            note: None,
+        }
+    }
 }
 
 /// A session's hooks.
@@ -129,10 +150,10 @@ pub struct SessionHooks {
     disabled: bool,
     problems: Vec<String>,
     project: ProjectTrust,
-    remembered: Mutex<Remembered>,
+    /// What is remembered for the project's hooks, and whether the question is open.
+    trust: SessionTrust,
     /// `agent-lsp run --trust-project-hooks`: trusted for this session, not remembered.
     trusted_now: AtomicBool,
-    asking: AtomicBool,
     cwd: PathBuf,
     session_id: String,
     record: SharedRecord,
@@ -153,6 +174,43 @@ pub struct SessionHooks {
     made: Mutex<Vec<Arc<UserMessage>>>,
     /// `SessionEnd` ran (or runs: a second closing waits for the first's hooks).
     ended: tokio::sync::OnceCell<()>,
+}
+
+/// A hook of the agent loop that may decide something (`afterToolCall`, `finishTurn`,
+/// `prepareNextTurn`): its input and the cancel token in, `None` when it decides nothing.
+type LoopHook<C, R> = Arc<dyn Fn(C, CancellationToken) -> HookFuture<Option<R>> + Send + Sync>;
+
+impl SessionHooks {
+    /// The loop hook that runs `inner` (the one already there) first, then `then` with the same
+    /// input and what `inner` decided; `inner` alone when no hook of `event` is configured.
+    fn after_inner<C, R, Then, Fut>(
+        self: &Arc<Self>,
+        event: HookEvent,
+        inner: Option<LoopHook<C, R>>,
+        then: Then,
+    ) -> Option<LoopHook<C, R>>
+    where
+        C: Clone + Send + 'static,
+        R: Send + 'static,
+        Then: Fn(Arc<SessionHooks>, C, Option<R>, CancellationToken) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Option<R>, CallbackError>> + Send + 'static,
+    {
+        if !self.configured(event) {
+            return inner;
+        }
+        let hooks = self.clone();
+        let then = Arc::new(then);
+        Some(Arc::new(move |input: C, cancel: CancellationToken| {
+            let (hooks, inner, then) = (hooks.clone(), inner.clone(), then.clone());
+            Box::pin(async move {
+                let decided = match &inner {
+                    Some(inner) => inner(input.clone(), cancel.clone()).await?,
+                    None => None,
+                };
+                then(hooks, input, decided, cancel).await
+            })
+        }))
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -176,9 +234,8 @@ impl SessionHooks {
             hooks: files.into_iter().flat_map(|f| f.hooks).collect(),
             problems,
             project,
-            remembered: Mutex::new(remembered),
+            trust: SessionTrust::new(remembered),
             trusted_now: AtomicBool::new(false),
-            asking: AtomicBool::new(false),
             cwd: parts.cwd,
             session_id: parts.session_id,
             record: parts.record,
@@ -255,7 +312,7 @@ impl SessionHooks {
     /// until `cancel`), tells and records each, and returns what they said in the order they
     /// are configured.
     async fn fire(&self, firing: Firing<'_>, cancel: &CancellationToken) -> Vec<Said> {
-        let hooks = self.matching(firing.event, firing.names);
+        let hooks = self.matching(firing.event, &firing.names);
         if hooks.is_empty() {
             return Vec::new();
         }
@@ -319,7 +376,7 @@ impl SessionHooks {
     /// Whether the project's hooks run: allowed (remembered) or trusted for this session.
     fn project_trusted(&self) -> bool {
         self.trusted_now.load(std::sync::atomic::Ordering::Acquire)
-            || lock(&self.remembered).trust == Trust::Allowed
+            || self.trust.trust() == Trust::Allowed
     }
 }
 

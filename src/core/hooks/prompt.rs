@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{Firing, SessionHooks, lock, reasons};
@@ -37,19 +37,11 @@ impl SessionHooks {
         tokio::spawn(async move {
             let source = if hooks.resumed { "resume" } else { "startup" };
             let model = hooks.controls.model();
-            let mut fields = Map::new();
-            fields.insert("source".into(), json!(source));
-            fields.insert(
-                "model".into(),
-                json!(format!("{}/{}", model.provider, model.id)),
-            );
-            let firing = Firing {
-                event: HookEvent::SessionStart,
-                names: &[source],
-                fields,
-                tool_call_id: None,
-                note: None,
-            };
+            let fields = [
+                ("source", json!(source)),
+                ("model", json!(format!("{}/{}", model.provider, model.id))),
+            ];
+            let firing = Firing::new(HookEvent::SessionStart, &[source], fields);
             let said = hooks.fire(firing, &CancellationToken::new()).await;
             let contexts = said.into_iter().filter_map(|s| s.context);
             lock(&hooks.pending).extend(contexts.map(|c| framed(HookEvent::SessionStart, &c)));
@@ -73,15 +65,11 @@ impl SessionHooks {
             AgentMessage::User(user) => user.content.to_text(),
             _ => String::new(),
         };
-        let mut fields = Map::new();
-        fields.insert("prompt".into(), json!(prompt));
-        let firing = Firing {
-            event: HookEvent::UserPromptSubmit,
-            names: &[],
-            fields,
-            tool_call_id: None,
-            note: None,
-        };
+        let firing = Firing::new(
+            HookEvent::UserPromptSubmit,
+            &[],
+            [("prompt", json!(prompt))],
+        );
         let said = self.fire(firing, cancel).await;
         if let Some(why) = reasons(&said, Said::blocks) {
             return Err(format!(

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::{Firing, SessionHooks, reasons};
@@ -45,21 +45,33 @@ impl SessionHooks {
         (tool.to_owned(), claude_name(tool, mcp))
     }
 
-    /// The fields of a tool event: `tool_name` (Claude Code's where it has one),
-    /// `tool_input`, `tool_use_id`, and `agent_lsp_tool_name` (ours).
-    fn tool_fields(
+    /// Fires `event`'s hooks for a tool call, matched by our tool name and by Claude Code's:
+    /// the fields of a tool event (`tool_name`, Claude Code's where it has one, `tool_input`,
+    /// `tool_use_id`, and `agent_lsp_tool_name`, ours), then `more`.
+    async fn fire_for_call(
         &self,
-        call: &ToolCall,
-        args: &Value,
-        claude: &Option<String>,
-    ) -> Map<String, Value> {
-        let mut fields = Map::new();
+        event: HookEvent,
+        (call, args): (&ToolCall, &Value),
+        more: Option<(&'static str, Value)>,
+        cancel: &CancellationToken,
+    ) -> Vec<Said> {
+        let (ours, claude) = self.tool_names(&call.name);
+        let names: Vec<&str> = [Some(ours.as_str()), claude.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
         let name = claude.clone().unwrap_or_else(|| call.name.clone());
-        fields.insert("tool_name".into(), json!(name));
-        fields.insert("tool_input".into(), hook_input(&call.name, args, &self.cwd));
-        fields.insert("tool_use_id".into(), json!(call.id));
-        fields.insert("agent_lsp_tool_name".into(), json!(call.name));
-        fields
+        let fields = [
+            ("tool_name", json!(name)),
+            ("tool_input", hook_input(&call.name, args, &self.cwd)),
+            ("tool_use_id", json!(call.id)),
+            ("agent_lsp_tool_name", json!(call.name)),
+        ];
+        let firing = Firing {
+            tool_call_id: Some(&call.id),
+            ..Firing::new(event, &names, fields.into_iter().chain(more))
+        };
+        self.fire(firing, cancel).await
     }
 
     /// Runs the `PreToolUse` hooks of a call.
@@ -71,20 +83,8 @@ impl SessionHooks {
         if !self.configured(HookEvent::PreToolUse) {
             return PreToolUse::default();
         }
-        let call = &ctx.tool_call;
-        let (ours, claude) = self.tool_names(&call.name);
-        let names: Vec<&str> = [Some(ours.as_str()), claude.as_deref()]
-            .into_iter()
-            .flatten()
-            .collect();
-        let firing = Firing {
-            event: HookEvent::PreToolUse,
-            names: &names,
-            fields: self.tool_fields(call, &ctx.args, &claude),
-            tool_call_id: Some(&call.id),
-            note: None,
-        };
-        let said = self.fire(firing, cancel).await;
+        let call = (&ctx.tool_call, &ctx.args);
+        let said = (self.fire_for_call(HookEvent::PreToolUse, call, None, cancel)).await;
         decide(&said, ctx)
     }
 
@@ -94,24 +94,16 @@ impl SessionHooks {
         self: &Arc<Self>,
         inner: Option<AfterToolCallHook>,
     ) -> Option<AfterToolCallHook> {
-        if !self.configured(HookEvent::PostToolUse) {
-            return inner;
-        }
-        let hooks = self.clone();
-        Some(Arc::new(move |ctx: AfterToolCallContext, cancel| {
-            let hooks = hooks.clone();
-            let inner = inner.clone();
-            Box::pin(async move {
-                let before = match &inner {
-                    Some(inner) => inner(ctx.clone(), cancel.clone()).await?,
-                    None => None,
-                };
+        self.after_inner(
+            HookEvent::PostToolUse,
+            inner,
+            |hooks, ctx: AfterToolCallContext, before, cancel| async move {
                 if ctx.is_error {
                     return Ok(before);
                 }
                 Ok(hooks.post_tool_use(&ctx, before, &cancel).await)
-            })
-        }))
+            },
+        )
     }
 
     async fn post_tool_use(
@@ -120,24 +112,11 @@ impl SessionHooks {
         before: Option<AfterToolCallResult>,
         cancel: &CancellationToken,
     ) -> Option<AfterToolCallResult> {
-        let call = &ctx.tool_call;
-        let (ours, claude) = self.tool_names(&call.name);
-        let names: Vec<&str> = [Some(ours.as_str()), claude.as_deref()]
-            .into_iter()
-            .flatten()
-            .collect();
-        let mut fields = self.tool_fields(call, &ctx.args, &claude);
         let response = json!({"content": ctx.result.content, "details": ctx.result.details});
-        fields.insert("tool_response".into(), response);
-        let firing = Firing {
-            event: HookEvent::PostToolUse,
-            names: &names,
-            fields,
-            tool_call_id: Some(&call.id),
-            note: None,
-        };
-        let said = self.fire(firing, cancel).await;
-        let is_mcp = self.tools.mcp_info(&call.name).is_some();
+        let more = Some(("tool_response", response));
+        let call = (&ctx.tool_call, &ctx.args);
+        let said = (self.fire_for_call(HookEvent::PostToolUse, call, more, cancel)).await;
+        let is_mcp = self.tools.mcp_info(&ctx.tool_call.name).is_some();
         amend(&said, ctx, before, is_mcp)
     }
 }

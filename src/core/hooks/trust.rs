@@ -6,10 +6,10 @@ use std::sync::atomic::Ordering;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{SessionHooks, lock};
+use super::SessionHooks;
 use crate::hooks::config::{HookEvent, HookSource};
 use crate::hooks::trust::describe;
-use crate::mcp::trust::{Remembered, Trust};
+use crate::mcp::trust::{Trust, with_changes};
 
 /// A configured hook as `agent/getState` lists it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -75,19 +75,17 @@ impl SessionHooks {
 
     /// Whether the user should be asked: the project's hooks wait and no answer is remembered.
     pub fn needs_trust(&self) -> bool {
-        self.untrusted() && lock(&self.remembered).trust == Trust::Unknown
+        self.untrusted() && self.trust.trust() == Trust::Unknown
     }
 
     /// The question about the project's hooks, worded once for every front end.
     pub fn trust_question(&self) -> HooksTrustQuestion {
         let project = self.cwd.display().to_string();
-        let changes: Vec<String> = (lock(&self.remembered).changes.iter())
-            .map(describe)
-            .collect();
+        let changes = self.trust.changes(describe);
         let hooks: Vec<_> = (self.hooks.iter())
             .filter(|h| h.source.is_project())
             .collect();
-        let mut listing = (hooks.iter())
+        let listing = (hooks.iter())
             .map(|h| {
                 let matcher = (h.matcher.written())
                     .map(|m| format!(" [{m}]"))
@@ -97,12 +95,9 @@ impl SessionHooks {
             })
             .collect::<Vec<_>>()
             .join("\n");
+        let listing = with_changes(listing, &changes);
         let mut title = format!("Run the hooks of {project}/.agent-lsp?");
         if !changes.is_empty() {
-            listing.push_str("\n\nChanged since your last answer:");
-            for change in &changes {
-                listing.push_str(&format!("\n  {change}"));
-            }
             title.push_str(&format!(
                 " Changed since your last answer: {}",
                 changes.join("; ")
@@ -127,11 +122,11 @@ impl SessionHooks {
 
     /// Claims the one open trust question: `false` when one is open already.
     pub fn begin_trust_question(&self) -> bool {
-        !self.asking.swap(true, Ordering::AcqRel)
+        self.trust.begin_question()
     }
 
     pub fn end_trust_question(&self) {
-        self.asking.store(false, Ordering::Release);
+        self.trust.end_question();
     }
 
     /// Records the user's answer for the project's hooks as they are written now.
@@ -139,14 +134,7 @@ impl SessionHooks {
         if let Err(e) = self.project.remember(allowed) {
             tracing::warn!(%e, "cannot remember the hooks trust decision");
         }
-        *lock(&self.remembered) = Remembered {
-            trust: if allowed {
-                Trust::Allowed
-            } else {
-                Trust::Denied
-            },
-            changes: Vec::new(),
-        };
+        self.trust.answered(allowed);
     }
 
     /// Runs the project's hooks in this session without asking or remembering anything

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use serde_json::{Map, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{Firing, SessionHooks, lock, reasons};
@@ -31,35 +31,25 @@ impl SessionHooks {
         self: &Arc<Self>,
         inner: Option<FinishTurnHook>,
     ) -> Option<FinishTurnHook> {
-        if !self.configured(HookEvent::Stop) {
-            return inner;
-        }
-        let hooks = self.clone();
-        Some(Arc::new(
-            move |turn: AgentTurnContext, cancel: CancellationToken| {
-                let hooks = hooks.clone();
-                let inner = inner.clone();
-                Box::pin(async move {
-                    let decision = match &inner {
-                        Some(inner) => inner(turn.clone(), cancel.clone()).await?,
-                        None => None,
-                    };
-                    if decision == Some(TurnDecision::End) || !hooks.stops_here(&turn.message) {
-                        return Ok(decision);
+        self.after_inner(
+            HookEvent::Stop,
+            inner,
+            |hooks, turn: AgentTurnContext, decision, cancel| async move {
+                if decision == Some(TurnDecision::End) || !hooks.stops_here(&turn.message) {
+                    return Ok(decision);
+                }
+                match hooks.stop(&turn.message, &cancel).await {
+                    Some(reason) => {
+                        hooks.continue_with(reason);
+                        Ok(Some(TurnDecision::Continue))
                     }
-                    match hooks.stop(&turn.message, &cancel).await {
-                        Some(reason) => {
-                            hooks.continue_with(reason);
-                            Ok(Some(TurnDecision::Continue))
-                        }
-                        None => {
-                            hooks.stop_streak.store(0, Ordering::Release);
-                            Ok(decision)
-                        }
+                    None => {
+                        hooks.stop_streak.store(0, Ordering::Release);
+                        Ok(decision)
                     }
-                })
+                }
             },
-        ))
+        )
     }
 
     /// `prepareNextTurn`: `inner` (the MCP servers' tools) first, then the message a `Stop`
@@ -68,18 +58,10 @@ impl SessionHooks {
         self: &Arc<Self>,
         inner: Option<PrepareNextTurnHook>,
     ) -> Option<PrepareNextTurnHook> {
-        if !self.configured(HookEvent::Stop) {
-            return inner;
-        }
-        let hooks = self.clone();
-        Some(Arc::new(move |turn, cancel| {
-            let hooks = hooks.clone();
-            let inner = inner.clone();
-            Box::pin(async move {
-                let update = match &inner {
-                    Some(inner) => inner(turn, cancel).await?,
-                    None => None,
-                };
+        self.after_inner(
+            HookEvent::Stop,
+            inner,
+            |hooks, _turn, update, _cancel| async move {
                 let Some(message) = lock(&hooks.continuation).take() else {
                     return Ok(update);
                 };
@@ -88,8 +70,8 @@ impl SessionHooks {
                 messages.push(AgentMessage::User(message));
                 update.messages = Some(messages);
                 Ok(Some(update))
-            })
-        }))
+            },
+        )
     }
 
     /// Whether the run ends after this response: it finished (no tool calls, not failed or
@@ -106,20 +88,18 @@ impl SessionHooks {
     /// Runs the `Stop` hooks: the reasons to go on, when one blocks (and may still).
     async fn stop(&self, message: &AssistantMessage, cancel: &CancellationToken) -> Option<String> {
         let streak = self.stop_streak.load(Ordering::Acquire);
-        let mut fields = Map::new();
-        fields.insert("stop_hook_active".into(), json!(streak > 0));
-        fields.insert("last_assistant_message".into(), json!(text_of(message)));
+        let fields = [
+            ("stop_hook_active", json!(streak > 0)),
+            ("last_assistant_message", json!(text_of(message))),
+        ];
         let exhausted = streak >= MAX_CONTINUATIONS;
         let firing = Firing {
-            event: HookEvent::Stop,
-            names: &[],
-            fields,
-            tool_call_id: None,
             note: exhausted.then(|| {
                 format!(
                     "Not honoured: Stop hooks already kept this run going {streak} times in a row."
                 )
             }),
+            ..Firing::new(HookEvent::Stop, &[], fields)
         };
         let said = self.fire(firing, cancel).await;
         if exhausted || cancel.is_cancelled() || said.iter().any(|s| s.stop.is_some()) {

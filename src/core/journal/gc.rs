@@ -347,26 +347,23 @@ mod tests {
             })
             .collect();
         let effect = Effect {
-            phase: Phase::Done,
             run: "r".into(),
-            tool_call_id: "c".into(),
-            tool: "bash".into(),
-            files,
-            untracked: false,
-            snapshot: None,
-            interrupted: false,
-            job: None,
-            task: None,
+            ..Effect::new(Phase::Done, "c", "bash", files)
         };
         record.append(effect.into_entry()).unwrap();
     }
 
-    #[test]
-    fn only_old_images_no_session_names_are_removed() {
+    /// A session folder whose store holds `contents`, and their images' names.
+    fn stored<const N: usize>(contents: [&str; N]) -> (tempfile::TempDir, BlobStore, [String; N]) {
         let dir = tempfile::tempdir().unwrap();
         let store = BlobStore::for_session(&dir.path().join("a.jsonl"), None);
-        let kept = store.store(b"kept").unwrap();
-        let dropped = store.store(b"dropped").unwrap();
+        let names = contents.map(|c| store.store(c.as_bytes()).unwrap());
+        (dir, store, names)
+    }
+
+    #[test]
+    fn only_old_images_no_session_names_are_removed() {
+        let (dir, store, [kept, dropped]) = stored(["kept", "dropped"]);
         record_naming(&dir.path().join("a.jsonl"), &[&kept]);
         // Young: kept whatever names it.
         let young = collect_folder(dir.path(), GRACE).unwrap();
@@ -388,10 +385,8 @@ mod tests {
 
     #[test]
     fn a_running_session_keeps_what_it_reused_since_it_started() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = BlobStore::for_session(&dir.path().join("a.jsonl"), None);
-        let reused = store.store(b"reused by the running session").unwrap();
-        let unused = store.store(b"used by nobody since").unwrap();
+        let (dir, store, [reused, unused]) =
+            stored(["reused by the running session", "used by nobody since"]);
         age(&store, &reused, Duration::from_secs(3600));
         age(&store, &unused, Duration::from_secs(3600));
         // A running session (it holds its writer lock) stores the same content again: it may
@@ -417,9 +412,7 @@ mod tests {
 
     #[test]
     fn a_killed_sessions_lock_and_half_written_copies_do_not_keep_anything() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = BlobStore::for_session(&dir.path().join("a.jsonl"), None);
-        let old = store.store(b"old").unwrap();
+        let (dir, store, [old]) = stored(["old"]);
         age(&store, &old, Duration::from_secs(3600));
         let tmp = store.dir().join(format!(".{old}.deadbeef.tmp"));
         std::fs::write(&tmp, b"half").unwrap();
@@ -452,16 +445,9 @@ mod tests {
         age(&store, &manifest, Duration::from_secs(3600));
         let mut record = SessionFile::create_at(&path, Path::new("/w")).unwrap();
         let effect = |phase| Effect {
-            phase,
             run: "r".into(),
-            tool_call_id: "b".into(),
-            tool: "bash".into(),
-            files: Vec::new(),
-            untracked: false,
             snapshot: (phase == Phase::Intended).then(|| manifest.clone()),
-            interrupted: false,
-            job: None,
-            task: None,
+            ..Effect::new(phase, "b", "bash", Vec::new())
         };
         record.append(effect(Phase::Intended).into_entry()).unwrap();
         drop(record);
@@ -476,9 +462,7 @@ mod tests {
 
     #[test]
     fn a_sweep_under_way_elsewhere_makes_a_second_one_do_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = BlobStore::for_session(&dir.path().join("a.jsonl"), None);
-        let old = store.store(b"old").unwrap();
+        let (dir, store, [old]) = stored(["old"]);
         age(&store, &old, Duration::from_secs(3600));
         let held = StoreLock::exclusive(store.dir()).unwrap();
         let skipped = collect_folder(dir.path(), Duration::ZERO).unwrap();

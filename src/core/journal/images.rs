@@ -357,6 +357,14 @@ mod tests {
         Journal::new(Arc::new(Mutex::new(record)), root)
     }
 
+    /// The before-images of `root` as a fresh walk finds it, and how long they took.
+    fn images_now(journal: &Journal, root: &std::path::Path) -> (Before, std::time::Duration) {
+        let start = std::time::Instant::now();
+        let snapshot = Snapshot::take(root).unwrap();
+        let before = journal.before_images(&snapshot, None::<std::iter::Empty<&PathBuf>>);
+        (before, start.elapsed())
+    }
+
     #[test]
     fn only_new_or_changed_files_within_the_bounds_are_stored() {
         let session = tempfile::tempdir().unwrap();
@@ -366,10 +374,7 @@ mod tests {
         std::fs::write(root.join("b.txt"), "b").unwrap();
         std::fs::write(root.join("big.bin"), vec![b'x'; MAX_FILE as usize + 1]).unwrap();
         let journal = journal(session.path(), root);
-        let first = journal.before_images(
-            &Snapshot::take(root).unwrap(),
-            None::<std::iter::Empty<&PathBuf>>,
-        );
+        let (first, _) = images_now(&journal, root);
         assert_eq!(first.stored, 2);
         assert_eq!(
             first.unknown.get(&root.join("big.bin")),
@@ -383,10 +388,7 @@ mod tests {
         );
 
         std::fs::write(root.join("b.txt"), "bb").unwrap();
-        let second = journal.before_images(
-            &Snapshot::take(root).unwrap(),
-            None::<std::iter::Empty<&PathBuf>>,
-        );
+        let (second, _) = images_now(&journal, root);
         assert_eq!(second.stored, 1, "only the changed file is read again");
     }
 
@@ -405,28 +407,13 @@ mod tests {
             }
         }
         let journal = journal(session.path(), root);
-        let start = std::time::Instant::now();
-        let first = journal.before_images(
-            &Snapshot::take(root).unwrap(),
-            None::<std::iter::Empty<&PathBuf>>,
-        );
-        let first_took = start.elapsed();
-        let start = std::time::Instant::now();
-        let later = journal.before_images(
-            &Snapshot::take(root).unwrap(),
-            None::<std::iter::Empty<&PathBuf>>,
-        );
-        let later_took = start.elapsed();
+        let (first, first_took) = images_now(&journal, root);
+        let (later, later_took) = images_now(&journal, root);
         assert_eq!(first.stored, 3000);
         assert_eq!(later.stored, 0);
         // Another session of the folder reads and hashes the files, but creates no image.
         let other = journal_named(session.path(), "t.jsonl", root);
-        let start = std::time::Instant::now();
-        let other_first = other.before_images(
-            &Snapshot::take(root).unwrap(),
-            None::<std::iter::Empty<&PathBuf>>,
-        );
-        let other_took = start.elapsed();
+        let (other_first, other_took) = images_now(&other, root);
         assert_eq!(other_first.stored, 3000);
         assert!(other_first.unknown.is_empty());
         let images = std::fs::read_dir(session.path().join("blobs"))

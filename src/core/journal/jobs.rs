@@ -152,16 +152,9 @@ impl JobWatches {
             return;
         }
         journal.append(Effect {
-            phase: Phase::Done,
-            run: String::new(),
-            tool_call_id: call.to_owned(),
-            tool: tool.to_owned(),
             untracked: files.is_none(),
-            files: files.unwrap_or_default(),
-            snapshot: None,
-            interrupted: false,
             job: Some(job.to_owned()),
-            task: None,
+            ..Effect::new(Phase::Done, call, tool, files.unwrap_or_default())
         });
     }
 }

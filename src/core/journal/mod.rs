@@ -133,6 +133,28 @@ fn yes() -> bool {
 }
 
 impl Effect {
+    /// The entry of `phase` of the call `tool_call_id` about `files`, nothing more known yet
+    /// (the journal sets its run as it appends it).
+    pub fn new(
+        phase: Phase,
+        tool_call_id: impl Into<String>,
+        tool: impl Into<String>,
+        files: Vec<FileEffect>,
+    ) -> Effect {
+        Effect {
+            phase,
+            run: String::new(),
+            tool_call_id: tool_call_id.into(),
+            tool: tool.into(),
+            files,
+            untracked: false,
+            snapshot: None,
+            interrupted: false,
+            job: None,
+            task: None,
+        }
+    }
+
     /// The journal entry in `entry`, if it is one.
     pub fn of(entry: &SessionEntry) -> Option<Effect> {
         match &entry.kind {
@@ -494,18 +516,7 @@ impl Journal {
 
     /// Appends the hashes computed for `tool_call_id` after its entries were written.
     fn append_hashed(&self, tool_call_id: &str, tool: &str, files: Vec<FileEffect>) {
-        self.append(Effect {
-            phase: Phase::Hashed,
-            run: String::new(),
-            tool_call_id: tool_call_id.to_string(),
-            tool: tool.to_string(),
-            files,
-            untracked: false,
-            snapshot: None,
-            interrupted: false,
-            job: None,
-            task: None,
-        });
+        self.append(Effect::new(Phase::Hashed, tool_call_id, tool, files));
     }
 
     /// Stores an image; `None` (logged) when it cannot.

@@ -155,16 +155,9 @@ fn cut_off_command(
         "The journal says the command was started and did not finish: it may have run partly or wholly. Since it started, {changed}.{unchecked} Check its effects before running it again."
     );
     let done = Effect {
-        phase: Phase::Done,
         run: intended.run.clone(),
-        tool_call_id: id.to_string(),
-        tool: tool.to_string(),
-        files,
-        untracked: false,
-        snapshot: None,
         interrupted: true,
-        job: None,
-        task: None,
+        ..Effect::new(Phase::Done, id, tool, files)
     };
     Some((text, done))
 }

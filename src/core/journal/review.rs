@@ -388,16 +388,8 @@ pub async fn revert(
     if !effects.is_empty() {
         let mut record = record.lock().unwrap_or_else(|e| e.into_inner());
         let effect = Effect {
-            phase: Phase::Done,
             run: uuid::Uuid::now_v7().to_string(),
-            tool_call_id: String::new(),
-            tool: REVERT_TOOL.into(),
-            files: effects,
-            untracked: false,
-            snapshot: None,
-            interrupted: false,
-            job: None,
-            task: None,
+            ..Effect::new(Phase::Done, String::new(), REVERT_TOOL, effects)
         };
         if let Err(e) = record.append(effect.into_entry()) {
             tracing::warn!(%e, "cannot record the revert in the journal");

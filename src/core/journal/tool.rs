@@ -81,18 +81,7 @@ impl AgentTool for Journaled {
         let watches = self.watches.clone();
         let tool = inner.name().to_string();
         Box::pin(async move {
-            let effect = |phase, files| Effect {
-                phase,
-                run: String::new(),
-                tool_call_id: tool_call_id.clone(),
-                tool: tool.clone(),
-                files,
-                untracked: false,
-                snapshot: None,
-                interrupted: false,
-                job: None,
-                task: None,
-            };
+            let effect = |phase, files| Effect::new(phase, &tool_call_id, &tool, files);
             if JOB_CHECKPOINTS.contains(&tool.as_str()) {
                 let job = args.get("jobId").and_then(Value::as_str).map(str::to_owned);
                 let result = inner

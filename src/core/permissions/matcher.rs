@@ -172,11 +172,7 @@ mod tests {
     use serde_json::json;
 
     fn rule(text: &str) -> Rule {
-        let bases = Bases {
-            project: Path::new("/p"),
-            home: Some(Path::new("/home/me")),
-        };
-        parse(text, bases).unwrap()
+        parse(text, Bases::example()).unwrap()
     }
 
     fn bash(command: &str) -> Subject {

@@ -24,6 +24,17 @@ pub struct Bases<'a> {
     pub home: Option<&'a Path>,
 }
 
+#[cfg(test)]
+impl Bases<'static> {
+    /// The tests' project `/p` and home `/home/me`.
+    pub fn example() -> Bases<'static> {
+        Bases {
+            project: Path::new("/p"),
+            home: Some(Path::new("/home/me")),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct PathPattern {
     base: PathBuf,
@@ -70,11 +81,7 @@ mod tests {
     use super::*;
 
     fn pattern(spec: &str) -> PathPattern {
-        let bases = Bases {
-            project: Path::new("/p"),
-            home: Some(Path::new("/home/me")),
-        };
-        PathPattern::new(spec, bases).unwrap()
+        PathPattern::new(spec, Bases::example()).unwrap()
     }
 
     #[test]

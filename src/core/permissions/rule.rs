@@ -242,17 +242,9 @@ impl Domain {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-
-    fn bases() -> Bases<'static> {
-        Bases {
-            project: Path::new("/p"),
-            home: Some(Path::new("/home/me")),
-        }
-    }
 
     fn bash(spec: &str) -> CommandPattern {
-        match parse(spec, bases()).unwrap().target {
+        match parse(spec, Bases::example()).unwrap().target {
             Target::Bash(Some(pattern)) => pattern,
             other => panic!("{other:?}"),
         }
@@ -278,7 +270,7 @@ mod tests {
 
     #[test]
     fn names_and_specifiers() {
-        let target = |text: &str| parse(text, bases()).map(|r| r.target);
+        let target = |text: &str| parse(text, Bases::example()).map(|r| r.target);
         assert!(matches!(target("Bash"), Ok(Target::Bash(None))));
         assert!(matches!(target("Bash(*)"), Ok(Target::Bash(None))));
         assert!(matches!(

@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 
 use super::files::Source;
 use crate::model_registry::EnvSource;
+use crate::state_file::{self, project_key};
 
 /// The remembered answer for one rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,12 +50,8 @@ pub struct TrustFile {
 
 impl TrustFile {
     pub fn new(env: &EnvSource) -> Self {
-        let state = env
-            .get_nonempty("XDG_STATE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| Some(PathBuf::from(env.get_nonempty("HOME")?).join(".local/state")));
         TrustFile {
-            path: state.map(|s| s.join("agent-lsp").join("permission-trust.json")),
+            path: state_file::dir(env).map(|dir| dir.join("permission-trust.json")),
         }
     }
 
@@ -63,7 +60,7 @@ impl TrustFile {
         let answers = self
             .read()
             .projects
-            .remove(&key(project))
+            .remove(&project_key(project))
             .unwrap_or_default();
         (rules.iter())
             .map(|(source, rule)| {
@@ -90,7 +87,7 @@ impl TrustFile {
             return Ok(());
         };
         let mut stored = self.read();
-        let answers = stored.projects.entry(key(project)).or_default();
+        let answers = stored.projects.entry(project_key(project)).or_default();
         for (source, rule) in rules {
             let print = fingerprint(*source, rule);
             let (add, remove) = match trusted {
@@ -100,31 +97,12 @@ impl TrustFile {
             remove.remove(&print);
             add.insert(print);
         }
-        let text = serde_json::to_vec_pretty(&stored).map_err(std::io::Error::other)?;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let temp = path.with_extension(format!("json.{}.tmp", uuid::Uuid::new_v4().simple()));
-        std::fs::write(&temp, text)?;
-        std::fs::rename(&temp, path)
+        state_file::write(path, &stored)
     }
 
     fn read(&self) -> Stored {
-        let Some(text) = self.path.as_ref().and_then(|p| std::fs::read(p).ok()) else {
-            return Stored::default();
-        };
-        serde_json::from_slice(&text).unwrap_or_else(|e| {
-            tracing::warn!(%e, "the permission trust file is malformed; asking again");
-            Stored::default()
-        })
+        state_file::read(self.path.as_deref(), "the permission trust file")
     }
-}
-
-fn key(project: &Path) -> String {
-    std::fs::canonicalize(project)
-        .unwrap_or_else(|_| project.to_path_buf())
-        .display()
-        .to_string()
 }
 
 /// SHA-256 of the rule with its file, in hex.

@@ -53,7 +53,7 @@ impl ChildParts {
 
 /// A `task` call's arguments.
 #[derive(Deserialize)]
-pub(super) struct TaskArgs {
+pub struct TaskArgs {
     pub description: String,
     pub prompt: String,
     pub agent: Option<String>,

@@ -186,6 +186,16 @@ mod tests {
         )
     }
 
+    /// `convert` on a thread of `stack` bytes.
+    fn convert_on_a_stack_of(stack: usize, html: String) -> Converted {
+        std::thread::Builder::new()
+            .stack_size(stack)
+            .spawn(move || convert(&html))
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
     #[test]
     fn headings_links_and_code_blocks_survive() {
         let page = convert(
@@ -227,12 +237,7 @@ mod tests {
             "</div>".repeat(depth)
         );
         // On a small stack: the converter's recursion would overflow it.
-        let page = std::thread::Builder::new()
-            .stack_size(512 * 1024)
-            .spawn(move || convert(&html))
-            .unwrap()
-            .join()
-            .unwrap();
+        let page = convert_on_a_stack_of(512 * 1024, html);
         assert!(page.plain_text);
         assert_eq!(page.markdown, "deep text");
         assert_eq!(page.parsed_bytes, None);
@@ -273,12 +278,7 @@ mod tests {
                 close.repeat(n)
             );
             // The blocking pool's threads have 2 MiB.
-            let page = std::thread::Builder::new()
-                .stack_size(1024 * 1024)
-                .spawn(move || convert(&html))
-                .unwrap()
-                .join()
-                .unwrap();
+            let page = convert_on_a_stack_of(1024 * 1024, html);
             assert!(!page.plain_text, "{open}");
             assert!(
                 page.markdown
