@@ -14,8 +14,10 @@ use crate::agent::tool::AgentToolResult;
 
 /// Whole messages and tool results are boxed: every streamed delta is moved through several
 /// channels and futures as an `AgentEvent`, so the enum is kept small.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, strum::IntoStaticStr)]
+#[cfg_attr(test, derive(strum::VariantNames))]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum AgentEvent {
     AgentStart,
     /// The run's new messages (prompts and loop-inserted system messages included).
@@ -83,20 +85,7 @@ pub enum AgentEvent {
 impl AgentEvent {
     /// The `type` tag, as it appears on the wire.
     pub fn kind(&self) -> &'static str {
-        match self {
-            AgentEvent::AgentStart => "agent_start",
-            AgentEvent::AgentEnd { .. } => "agent_end",
-            AgentEvent::TurnStart => "turn_start",
-            AgentEvent::TurnEnd { .. } => "turn_end",
-            AgentEvent::MessageStart { .. } => "message_start",
-            AgentEvent::MessageUpdate { .. } => "message_update",
-            AgentEvent::MessageEnd { .. } => "message_end",
-            AgentEvent::MessageDiscard { .. } => "message_discard",
-            AgentEvent::ToolExecutionStart { .. } => "tool_execution_start",
-            AgentEvent::ToolExecutionUpdate { .. } => "tool_execution_update",
-            AgentEvent::ToolExecutionEnd { .. } => "tool_execution_end",
-            AgentEvent::ProviderRetry { .. } => "provider_retry",
-        }
+        self.into()
     }
 
     /// The streamed delta a `message_update` carries (text, thinking or tool-call arguments),
@@ -178,7 +167,57 @@ mod with_role {
 
 #[cfg(test)]
 mod tests {
+    use strum::VariantNames as _;
+
     use super::*;
+
+    #[test]
+    fn kinds_are_the_serde_tags() {
+        let message = || AgentMessage::user_text("hi");
+        let samples = [
+            AgentEvent::AgentStart,
+            AgentEvent::AgentEnd { messages: vec![] },
+            AgentEvent::TurnStart,
+            AgentEvent::TurnEnd {
+                message: Arc::default(),
+                tool_results: vec![],
+            },
+            AgentEvent::MessageStart { message: message() },
+            AgentEvent::MessageUpdate {
+                assistant_message_event: AssistantMessageEvent::TextStart { content_index: 0 },
+            },
+            AgentEvent::MessageEnd { message: message() },
+            AgentEvent::MessageDiscard {
+                message: Box::default(),
+                reason: "faked a call".into(),
+            },
+            AgentEvent::ToolExecutionStart {
+                tool_call_id: "c".into(),
+                tool_name: "read".into(),
+                args: Value::Null,
+            },
+            AgentEvent::ToolExecutionUpdate {
+                tool_call_id: "c".into(),
+                tool_name: "read".into(),
+                args: Value::Null,
+                partial_result: Box::default(),
+            },
+            AgentEvent::ToolExecutionEnd {
+                tool_call_id: "c".into(),
+                tool_name: "read".into(),
+                result: Box::default(),
+                is_error: false,
+                duration_ms: None,
+            },
+            AgentEvent::ProviderRetry {
+                attempt: 1,
+                max_attempts: 3,
+                delay_ms: 10,
+                error_message: "overloaded".into(),
+            },
+        ];
+        crate::testing::tags::assert_names_are_serde_tags(&samples, AgentEvent::VARIANTS);
+    }
 
     #[test]
     fn turn_end_messages_carry_pi_roles_and_read_back() {

@@ -167,8 +167,12 @@ impl StopReason {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, strum::IntoStaticStr,
+)]
+#[cfg_attr(test, derive(strum::EnumIter, strum::VariantNames))]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum ThinkingLevel {
     #[default]
     Off,
@@ -182,15 +186,7 @@ pub enum ThinkingLevel {
 
 impl ThinkingLevel {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ThinkingLevel::Off => "off",
-            ThinkingLevel::Minimal => "minimal",
-            ThinkingLevel::Low => "low",
-            ThinkingLevel::Medium => "medium",
-            ThinkingLevel::High => "high",
-            ThinkingLevel::Xhigh => "xhigh",
-            ThinkingLevel::Max => "max",
-        }
+        self.into()
     }
 
     pub fn parse(s: &str) -> Option<Self> {
@@ -526,6 +522,11 @@ impl<'de> Deserialize<'de> for AgentMessage {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn thinking_level_names_are_the_serde_tags() {
+        crate::testing::tags::assert_unit_names_are_serde_tags::<ThinkingLevel>();
+    }
 
     #[test]
     fn messages_round_trip_with_pi_field_names() {

@@ -16,7 +16,7 @@ pub mod view;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use crate::core::journal::review::Selection;
 use crate::model_registry::EnvSource;
@@ -69,8 +69,7 @@ pub enum Command {
     /// Forget the keys `login` stored (every one, or `--provider`'s).
     Logout(login::LogoutArgs),
     /// Stored sessions.
-    #[command(subcommand)]
-    Sessions(SessionsCommand),
+    Sessions(SessionsArgs),
     /// What agent-lsp would use here and what stands in its way (the model, keys, sandbox,
     /// sessions, MCP servers, the binary on PATH), each problem with its fix; exits 1 on a
     /// problem.
@@ -83,6 +82,16 @@ pub enum AcpCommand {
     Login(login::LoginArgs),
 }
 
+/// `sessions`: the store every subcommand reads, and the subcommand.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Where sessions are stored [default: $XDG_DATA_HOME/agent-lsp/sessions].
+    #[arg(long, env = "AGENT_LSP_SESSION_DIR", global = true)]
+    pub session_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: SessionsCommand,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
     /// List sessions, most recently updated first: id, updated time, messages, name, cwd.
@@ -90,9 +99,6 @@ pub enum SessionsCommand {
         /// Only sessions of this project directory (`--cwd` alone: the current directory).
         #[arg(long, num_args = 0..=1, default_missing_value = ".")]
         cwd: Option<PathBuf>,
-        /// Where sessions are stored [default: $XDG_DATA_HOME/agent-lsp/sessions].
-        #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
-        session_dir: Option<PathBuf>,
         /// One JSON object per session.
         #[arg(long)]
         json: bool,
@@ -104,8 +110,6 @@ pub enum SessionsCommand {
         session: String,
         /// The user message to fork before (its entry id in the session file).
         message_id: Option<String>,
-        #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
-        session_dir: Option<PathBuf>,
         /// JSON output.
         #[arg(long)]
         json: bool,
@@ -117,8 +121,6 @@ pub enum SessionsCommand {
         /// The new name (several words are joined with spaces).
         #[arg(required = true)]
         name: Vec<String>,
-        #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
-        session_dir: Option<PathBuf>,
     },
     /// Show the files a run changed (default: the last run that changed files), each with a
     /// diff from before the run to now, and whether it was changed since.
@@ -128,8 +130,6 @@ pub enum SessionsCommand {
         /// The run (as the journal names it; `--json` lists it).
         #[arg(long)]
         run: Option<String>,
-        #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
-        session_dir: Option<PathBuf>,
         /// JSON output (protocol.md `agent/runChanges`).
         #[arg(long)]
         json: bool,
@@ -140,8 +140,6 @@ pub enum SessionsCommand {
         /// Only this project directory's sessions (`--cwd` alone: the current directory).
         #[arg(long, num_args = 0..=1, default_missing_value = ".")]
         cwd: Option<PathBuf>,
-        #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
-        session_dir: Option<PathBuf>,
         /// JSON output.
         #[arg(long)]
         json: bool,
@@ -151,8 +149,6 @@ pub enum SessionsCommand {
     Delete {
         /// The session (id, id prefix, or file path).
         session: String,
-        #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
-        session_dir: Option<PathBuf>,
     },
     /// Restore the files a run changed (default: the last run that changed files), or every run
     /// since a user message; files changed since the agent changed them are left alone.
@@ -170,8 +166,6 @@ pub enum SessionsCommand {
         /// Also overwrite files changed since the agent changed them.
         #[arg(long)]
         force: bool,
-        #[arg(long, env = "AGENT_LSP_SESSION_DIR")]
-        session_dir: Option<PathBuf>,
         /// JSON output (protocol.md `agent/revert`).
         #[arg(long)]
         json: bool,
@@ -225,7 +219,7 @@ pub fn main() -> ExitCode {
         Some(Command::Run(args)) => return runtime.block_on(run::run(args, env, cli.verbose > 0)),
         Some(Command::Demo(args)) => return runtime.block_on(demo::demo(args)),
         Some(Command::Doctor(args)) => return runtime.block_on(doctor::run(args, env)),
-        Some(Command::Sessions(command)) => runtime.block_on(sessions(command, &env)),
+        Some(Command::Sessions(args)) => runtime.block_on(sessions(args, &env)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -258,53 +252,37 @@ fn runtime_for(command: &Option<Command>) -> std::io::Result<tokio::runtime::Run
     builder.build()
 }
 
-async fn sessions(command: SessionsCommand, env: &EnvSource) -> anyhow::Result<()> {
-    let store = |dir: Option<PathBuf>| match dir.or_else(|| SessionStore::default_dir(env)) {
-        Some(dir) => Ok(SessionStore::new(dir)),
-        None => Err(anyhow::anyhow!(
-            "no session directory: set HOME, XDG_DATA_HOME or --session-dir"
-        )),
+async fn sessions(args: SessionsArgs, env: &EnvSource) -> anyhow::Result<()> {
+    let store = match args.session_dir.or_else(|| SessionStore::default_dir(env)) {
+        Some(dir) => SessionStore::new(dir),
+        None => anyhow::bail!("no session directory: set HOME, XDG_DATA_HOME or --session-dir"),
     };
     let absolute = |cwd: Option<PathBuf>| cwd.map(|c| sessions_cmd::absolute(&c)).transpose();
-    match command {
-        SessionsCommand::List {
-            cwd,
-            session_dir,
-            json,
-        } => sessions_cmd::list(&store(session_dir)?, absolute(cwd)?.as_deref(), json),
+    match args.command {
+        SessionsCommand::List { cwd, json } => {
+            sessions_cmd::list(&store, absolute(cwd)?.as_deref(), json)
+        }
         SessionsCommand::Fork {
             session,
             message_id,
-            session_dir,
             json,
-        } => sessions_cmd::fork(&store(session_dir)?, &session, message_id.as_deref(), json),
-        SessionsCommand::Rename {
-            session,
-            name,
-            session_dir,
-        } => sessions_cmd::rename(&store(session_dir)?, &session, &name.join(" ")),
-        SessionsCommand::Changes {
-            session,
-            run,
-            session_dir,
-            json,
-        } => sessions_cmd::changes(&store(session_dir)?, &session, run, json).await,
-        SessionsCommand::Gc {
-            cwd,
-            session_dir,
-            json,
-        } => sessions_cmd::gc(&store(session_dir)?, absolute(cwd)?.as_deref(), json),
-        SessionsCommand::Delete {
-            session,
-            session_dir,
-        } => sessions_cmd::delete(&store(session_dir)?, &session),
+        } => sessions_cmd::fork(&store, &session, message_id.as_deref(), json),
+        SessionsCommand::Rename { session, name } => {
+            sessions_cmd::rename(&store, &session, &name.join(" "))
+        }
+        SessionsCommand::Changes { session, run, json } => {
+            sessions_cmd::changes(&store, &session, run, json).await
+        }
+        SessionsCommand::Gc { cwd, json } => {
+            sessions_cmd::gc(&store, absolute(cwd)?.as_deref(), json)
+        }
+        SessionsCommand::Delete { session } => sessions_cmd::delete(&store, &session),
         SessionsCommand::Revert {
             session,
             run,
             message,
             paths,
             force,
-            session_dir,
             json,
         } => {
             let selection = match message {
@@ -318,7 +296,7 @@ async fn sessions(command: SessionsCommand, env: &EnvSource) -> anyhow::Result<(
                 force,
                 json,
             };
-            sessions_cmd::revert(&store(session_dir)?, &session, request).await
+            sessions_cmd::revert(&store, &session, request).await
         }
     }
 }

@@ -95,8 +95,10 @@ pub struct CompactionOptions {
 }
 
 /// What started a compaction (pi's `reason`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
+#[cfg_attr(test, derive(strum::EnumIter, strum::VariantNames))]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub enum CompactionReason {
     Manual,
     Threshold,
@@ -105,11 +107,7 @@ pub enum CompactionReason {
 
 impl CompactionReason {
     pub fn as_str(self) -> &'static str {
-        match self {
-            CompactionReason::Manual => "manual",
-            CompactionReason::Threshold => "threshold",
-            CompactionReason::Overflow => "overflow",
-        }
+        self.into()
     }
 }
 
@@ -132,4 +130,12 @@ pub struct CompactionResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
     pub details: FileLists,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reason_names_are_the_serde_tags() {
+        crate::testing::tags::assert_unit_names_are_serde_tags::<super::CompactionReason>();
+    }
 }

@@ -24,7 +24,19 @@ use crate::hooks::matcher::Matcher;
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The events hooks run at (Claude Code's names).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+)]
+#[cfg_attr(test, derive(strum::EnumIter, strum::VariantNames))]
 pub enum HookEvent {
     PreToolUse,
     PostToolUse,
@@ -38,34 +50,12 @@ pub enum HookEvent {
 }
 
 impl HookEvent {
-    pub const ALL: [HookEvent; 9] = [
-        HookEvent::PreToolUse,
-        HookEvent::PostToolUse,
-        HookEvent::UserPromptSubmit,
-        HookEvent::Stop,
-        HookEvent::SubagentStop,
-        HookEvent::SessionStart,
-        HookEvent::SessionEnd,
-        HookEvent::PreCompact,
-        HookEvent::Notification,
-    ];
-
     pub fn name(self) -> &'static str {
-        match self {
-            HookEvent::PreToolUse => "PreToolUse",
-            HookEvent::PostToolUse => "PostToolUse",
-            HookEvent::UserPromptSubmit => "UserPromptSubmit",
-            HookEvent::Stop => "Stop",
-            HookEvent::SubagentStop => "SubagentStop",
-            HookEvent::SessionStart => "SessionStart",
-            HookEvent::SessionEnd => "SessionEnd",
-            HookEvent::PreCompact => "PreCompact",
-            HookEvent::Notification => "Notification",
-        }
+        self.into()
     }
 
     pub fn parse(name: &str) -> Option<HookEvent> {
-        HookEvent::ALL.into_iter().find(|e| e.name() == name)
+        name.parse().ok()
     }
 
     /// Whether a hook's exit code 2 or `decision: "block"` blocks something at this event;
@@ -324,6 +314,15 @@ fn parse_command(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn event_names_are_the_serde_tags_and_parse_back() {
+        crate::testing::tags::assert_unit_names_are_serde_tags::<HookEvent>();
+        for event in <HookEvent as strum::IntoEnumIterator>::iter() {
+            assert_eq!(HookEvent::parse(event.name()), Some(event));
+        }
+        assert_eq!(HookEvent::parse("preToolUse"), None);
+    }
 
     fn parse(value: Value) -> (Option<SettingsHooks>, Vec<String>) {
         let mut problems = Vec::new();

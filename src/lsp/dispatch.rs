@@ -13,7 +13,7 @@ use crate::lsp::documents::DocStore;
 use crate::lsp::live_session::QueueKind;
 use crate::lsp::protocol::{
     ForkSessionParams, GetDocumentParams, GetDocumentResult, ListSessionsParams, QueueParams,
-    RemoveQueuedParams, SessionParams, method,
+    SessionParams, method,
 };
 use crate::lsp::session_table::SessionTable;
 use crate::rpc::jsonrpc::parse_params as parse;
@@ -157,10 +157,7 @@ pub fn request(
         }
         Abort => to_value(sessions.abort(&session_id(params)?)),
         ClearQueue => to_value(sessions.clear_queue(&session_id(params)?)),
-        RemoveQueued => {
-            let p: RemoveQueuedParams = parse(params)?;
-            to_value(sessions.remove_queued(&p.session_id, &p.message_id))
-        }
+        RemoveQueued => to_value(sessions.remove_queued(parse(params)?)),
         NewSession => to_value(sessions.new_session(parse(params)?)),
         GetState => to_value(sessions.state(&session_id(params)?)),
         GetMessages => to_value(sessions.messages(&session_id(params)?)),

@@ -535,6 +535,7 @@ pub enum Preview {
     },
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BeforeToolCallParams {
@@ -545,7 +546,6 @@ pub struct BeforeToolCallParams {
     pub args: Value,
     pub kind: ToolKind,
     pub title: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<Preview>,
     /// Approving saves the file's buffer with the user's own unsaved changes in it
     /// (`saveAfterEdit: "always"` and the buffer differs from the disk).
@@ -553,46 +553,40 @@ pub struct BeforeToolCallParams {
     pub saves_unsaved_changes: bool,
     /// For `bash`: whether the command runs sandboxed once approved, and why not (an
     /// escalation's justification, an unavailable sandbox).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::sandbox::ApprovalSandbox>,
     /// The rules an "always" answer saves, per scope (`{session, project, user}`, each a list);
     /// absent when the call cannot be remembered.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub always_rules: Option<crate::core::permissions::Proposals>,
 }
 
 /// `decision` of the `agent/beforeToolCall` result.
 pub use crate::core::approval::Decision;
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BeforeToolCallResult {
     pub decision: Decision,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminate: Option<bool>,
     /// Where `allowAlways` / `blockAlways` is kept: `session` (also when absent), `project`,
     /// `user`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<crate::core::permissions::Scope>,
 }
 
 /// `agent/askUser` params: a question for the user (the `ask_user` tool, or one field of an
 /// MCP server's elicitation).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AskUserParams {
     pub session_id: String,
     pub run_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
     pub question: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<Vec<crate::tools::QuestionOption>>,
     pub multi_select: bool,
     pub allow_text: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<AskUserSource>,
 }
 
@@ -613,13 +607,12 @@ pub enum AskUserAction {
 }
 
 /// `agent/askUser` result: accept with the chosen option labels and/or a typed answer.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AskUserResult {
     pub action: AskUserAction,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selected: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
 

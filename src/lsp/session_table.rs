@@ -27,7 +27,7 @@ use crate::lsp::protocol::{
     AbortResult, CompactParams, Decision, Disposition, JobOutputResult, JobParams, ListJobsResult,
     McpAskTrustResult, McpStatusResult, MessagesResult, ModelRef, NewSessionParams,
     NewSessionResult, PromptMessage, PromptParams, PromptReply, PromptResult, QueueResult, Queues,
-    RemoveQueuedResult, StateResult, StreamingBehavior, code, command,
+    RemoveQueuedParams, RemoveQueuedResult, StateResult, StreamingBehavior, code, command,
 };
 use crate::mcp::McpHub;
 use crate::model_registry::EnvSource;
@@ -296,8 +296,8 @@ impl SessionTable {
         Ok(self.get(session_id)?.clear_queues())
     }
 
-    pub fn remove_queued(&self, session_id: &str, message_id: &str) -> Result<RemoveQueuedResult> {
-        let (removed, queues) = self.get(session_id)?.remove_queued(message_id);
+    pub fn remove_queued(&self, p: RemoveQueuedParams) -> Result<RemoveQueuedResult> {
+        let (removed, queues) = self.get(&p.session_id)?.remove_queued(&p.message_id);
         Ok(RemoveQueuedResult { removed, queues })
     }
 

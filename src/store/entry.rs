@@ -43,8 +43,10 @@ pub struct SessionEntry {
 }
 
 /// The type-specific part of an entry (spec §C2).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, strum::IntoStaticStr)]
+#[cfg_attr(test, derive(strum::VariantNames))]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum EntryKind {
     Message {
         message: AgentMessage,
@@ -135,16 +137,8 @@ impl EntryKind {
     /// The `type` tag as written in the file.
     pub fn type_name(&self) -> &str {
         match self {
-            EntryKind::Message { .. } => "message",
-            EntryKind::ModelChange { .. } => "model_change",
-            EntryKind::ThinkingLevelChange { .. } => "thinking_level_change",
-            EntryKind::Compaction { .. } => "compaction",
-            EntryKind::BranchSummary { .. } => "branch_summary",
-            EntryKind::Custom { .. } => "custom",
-            EntryKind::CustomMessage { .. } => "custom_message",
-            EntryKind::Label { .. } => "label",
-            EntryKind::SessionInfo { .. } => "session_info",
             EntryKind::Unknown { kind, .. } => kind,
+            known => known.into(),
         }
     }
 }
@@ -266,6 +260,8 @@ impl SessionEntry {
 
 #[cfg(test)]
 mod tests {
+    use strum::VariantNames as _;
+
     use super::*;
     use serde_json::json;
 
@@ -290,6 +286,53 @@ mod tests {
             let direct = serde_json::to_string(&entry).unwrap();
             assert_eq!(direct, serde_json::to_string(&ViaMap(&entry)).unwrap());
         }
+    }
+
+    #[test]
+    fn type_names_are_the_serde_tags() {
+        let samples = [
+            EntryKind::Message {
+                message: AgentMessage::user_text("hi"),
+            },
+            EntryKind::ModelChange {
+                provider: "openai".into(),
+                model_id: "gpt-4.1".into(),
+            },
+            EntryKind::ThinkingLevelChange {
+                thinking_level: "high".into(),
+            },
+            EntryKind::Compaction {
+                summary: "s".into(),
+                first_kept_entry_id: "a1".into(),
+                tokens_before: 1,
+                details: None,
+                from_hook: None,
+            },
+            EntryKind::BranchSummary {
+                from_id: "a1".into(),
+                summary: "s".into(),
+                details: None,
+                from_hook: None,
+            },
+            EntryKind::Custom {
+                custom_type: "x".into(),
+                data: None,
+            },
+            EntryKind::CustomMessage {
+                custom_type: "x".into(),
+                content: MessageContent::Text("note".into()),
+                display: true,
+                details: None,
+            },
+            EntryKind::Label {
+                target_id: "a1".into(),
+                label: None,
+            },
+            EntryKind::SessionInfo { name: None },
+        ];
+        crate::testing::tags::assert_names_are_serde_tags(&samples, &KNOWN_TYPES);
+        // Every variant but `Unknown` (whose own `kind` is its tag) is a known type.
+        assert_eq!(EntryKind::VARIANTS.len(), KNOWN_TYPES.len() + 1);
     }
 
     #[test]

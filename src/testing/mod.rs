@@ -73,6 +73,8 @@ mod invariants;
 pub mod mcp_server;
 mod mock_provider;
 mod script;
+#[cfg(test)]
+pub mod tags;
 mod wire;
 mod wire_responses;
 

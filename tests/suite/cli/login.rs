@@ -18,7 +18,10 @@ const KEY: &str = "sk-stored-7f3a9c";
 async fn with_input(env: &CliEnv, args: &[&str], input: &str) -> Output {
     let mut child = env.command(args).stdin(Stdio::piped()).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(input.as_bytes()).await.unwrap();
+    // A command that refuses its arguments exits without reading: its input pipe is closed.
+    if let Err(e) = stdin.write_all(input.as_bytes()).await {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{e}");
+    }
     drop(stdin);
     child.wait_with_output().await.unwrap()
 }
