@@ -11,11 +11,10 @@ use std::time::Duration;
 
 use agent_client_protocol_schema::v1 as acp;
 use futures_util::future::BoxFuture;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::acp::request::request;
 use crate::acp::terminal_job;
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolRef, ToolUpdater};
@@ -138,16 +137,6 @@ impl SessionLink {
         self.session_id.get().cloned().unwrap_or_default()
     }
 
-    async fn request<P: Serialize, R: DeserializeOwned>(
-        &self,
-        method: &str,
-        params: P,
-        timeout: Duration,
-    ) -> Result<R, RequestError> {
-        let never = CancellationToken::new();
-        self.out.request(method, params, timeout, &never).await
-    }
-
     /// The terminal a tool call shows, if it ran in one.
     pub fn terminal_of(&self, call: &str) -> Option<String> {
         self.terminals
@@ -235,7 +224,7 @@ impl Workspace for ClientWorkspace {
             }
             let params = acp::ReadTextFileRequest::new(link.id(), path.clone());
             let reply: Result<acp::ReadTextFileResponse, _> =
-                link.request("fs/read_text_file", params, FS_TIMEOUT).await;
+                request(&link.out, "fs/read_text_file", params, FS_TIMEOUT).await;
             let read = match reply {
                 Ok(reply) => {
                     let mut snapshot = FileSnapshot::from_disk(reply.content.into_bytes());
@@ -286,7 +275,7 @@ impl Workspace for ClientWorkspace {
             })?;
             let params = acp::WriteTextFileRequest::new(link.id(), path.clone(), text.clone());
             let sent: Result<Value, _> =
-                link.request("fs/write_text_file", params, FS_TIMEOUT).await;
+                request(&link.out, "fs/write_text_file", params, FS_TIMEOUT).await;
             if let Err(e) = sent {
                 // It may have been written or not: the next read asks the client.
                 link.views.forget(&path);
@@ -417,10 +406,10 @@ async fn run_in_terminal(
         .args(vec!["-c".to_owned(), command.to_owned()])
         .cwd(cwd.to_path_buf())
         .output_byte_limit(OUTPUT_LIMIT);
-    let created: acp::CreateTerminalResponse = link
-        .request("terminal/create", create, FS_TIMEOUT)
-        .await
-        .map_err(failed)?;
+    let created: acp::CreateTerminalResponse =
+        request(&link.out, "terminal/create", create, FS_TIMEOUT)
+            .await
+            .map_err(failed)?;
     let terminal = created.terminal_id.0.to_string();
     link.terminals
         .lock()
@@ -435,7 +424,8 @@ async fn run_in_terminal(
         acp::SessionNotification::new(session.clone(), update),
     );
     let on = |_: ()| acp::WaitForTerminalExitRequest::new(session.clone(), terminal.clone());
-    let wait = link.request::<_, acp::WaitForTerminalExitResponse>(
+    let wait = request::<_, acp::WaitForTerminalExitResponse>(
+        &link.out,
         "terminal/wait_for_exit",
         on(()),
         timeout + FS_TIMEOUT,
@@ -447,13 +437,13 @@ async fn run_in_terminal(
     };
     if !matches!(ended, Ended::Exited(_)) {
         let kill = acp::KillTerminalRequest::new(session.clone(), terminal.clone());
-        let _: Result<Value, _> = link.request("terminal/kill", kill, FS_TIMEOUT).await;
+        let _: Result<Value, _> = request(&link.out, "terminal/kill", kill, FS_TIMEOUT).await;
     }
     let read = acp::TerminalOutputRequest::new(session.clone(), terminal.clone());
     let output: Result<acp::TerminalOutputResponse, _> =
-        link.request("terminal/output", read, FS_TIMEOUT).await;
+        request(&link.out, "terminal/output", read, FS_TIMEOUT).await;
     let release = acp::ReleaseTerminalRequest::new(session, terminal);
-    let _: Result<Value, _> = link.request("terminal/release", release, FS_TIMEOUT).await;
+    let _: Result<Value, _> = request(&link.out, "terminal/release", release, FS_TIMEOUT).await;
     let output = output.map_err(failed)?;
     let mut text = output.output;
     if output.truncated {

@@ -13,7 +13,8 @@
 //! `chunks` (the session's updates in order, message chunks merged and paced), `content`
 //! (prompt blocks → pi's), `options` (modes and config options), `client` (the client's
 //! capabilities, file system and terminals as the tools' workspace and `bash`), `terminal_job`
-//! (a background job in a client terminal).
+//! (a background job in a client terminal), `request` (a file or terminal request to the
+//! client, which only its answer or its timeout ends).
 
 mod ask_user;
 mod auth;
@@ -25,6 +26,7 @@ mod content;
 mod hooks;
 mod options;
 mod permission;
+mod request;
 mod rules_trust;
 mod session;
 mod subagent;

@@ -10,10 +10,9 @@ use std::time::Duration;
 use agent_client_protocol_schema::v1 as acp;
 use futures_util::future::BoxFuture;
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
+use crate::acp::request::request;
 use crate::agent::tool::ToolError;
 use crate::rpc::outgoing::{Outgoing, RequestError};
 use crate::tools::{HostExit, JobHost, Pulled};
@@ -54,11 +53,10 @@ pub async fn create(
         .args(vec!["-c".to_owned(), command.to_owned()])
         .cwd(cwd.to_path_buf())
         .output_byte_limit(JOB_OUTPUT_LIMIT);
-    let never = CancellationToken::new();
-    let created: acp::CreateTerminalResponse = out
-        .request("terminal/create", create, REQUEST_TIMEOUT, &never)
-        .await
-        .map_err(|e| ToolError::new(format!("The client's terminal failed: {e}")))?;
+    let created: acp::CreateTerminalResponse =
+        request(out, "terminal/create", create, REQUEST_TIMEOUT)
+            .await
+            .map_err(|e| ToolError::new(format!("The client's terminal failed: {e}")))?;
     Ok(TerminalJob(Arc::new(Inner {
         out: out.clone(),
         session,
@@ -74,23 +72,12 @@ impl TerminalJob {
 }
 
 impl Inner {
-    async fn request<P: Serialize, R: DeserializeOwned>(
-        &self,
-        method: &str,
-        params: P,
-        timeout: Duration,
-    ) -> Result<R, String> {
-        let never = CancellationToken::new();
-        (self.out.request(method, params, timeout, &never).await)
-            .map_err(|e| format!("the client's terminal failed: {e}"))
-    }
-
     /// `terminal/output`: what the model has not read yet.
     async fn pull(self: Arc<Self>) -> Result<Pulled, String> {
         let params = acp::TerminalOutputRequest::new(self.session.clone(), self.terminal.clone());
-        let output: acp::TerminalOutputResponse = self
-            .request("terminal/output", params, REQUEST_TIMEOUT)
-            .await?;
+        let output: acp::TerminalOutputResponse =
+            (request(&self.out, "terminal/output", params, REQUEST_TIMEOUT).await)
+                .map_err(failed)?;
         let (text, dropped) = (self.cursor.lock().unwrap_or_else(|e| e.into_inner()))
             .advance(&output.output, output.truncated);
         Ok(Pulled {
@@ -104,23 +91,26 @@ impl Inner {
     async fn wait(self: Arc<Self>) -> Result<HostExit, String> {
         let params =
             acp::WaitForTerminalExitRequest::new(self.session.clone(), self.terminal.clone());
-        let exit: acp::WaitForTerminalExitResponse = self
-            .request("terminal/wait_for_exit", params, WAIT_LIMIT)
-            .await?;
+        let exit: acp::WaitForTerminalExitResponse =
+            (request(&self.out, "terminal/wait_for_exit", params, WAIT_LIMIT).await)
+                .map_err(failed)?;
         Ok(exit_of(exit.exit_status))
     }
 
     /// A request whose answer says nothing we need; once the client's side is closed (the
     /// agent exiting) it is still sent, unanswered.
     async fn tell<P: Serialize + Clone>(self: Arc<Self>, method: &'static str, params: P) {
-        let never = CancellationToken::new();
-        let sent: Result<Value, _> = (self.out)
-            .request(method, params.clone(), REQUEST_TIMEOUT, &never)
-            .await;
+        let sent: Result<Value, _> =
+            request(&self.out, method, params.clone(), REQUEST_TIMEOUT).await;
         if let Err(RequestError::Disconnected) = sent {
             self.out.request_unanswered(method, params);
         }
     }
+}
+
+/// What the model reads of a failed terminal request.
+fn failed(e: RequestError) -> String {
+    format!("the client's terminal failed: {e}")
 }
 
 fn exit_of(status: acp::TerminalExitStatus) -> HostExit {

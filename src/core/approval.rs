@@ -330,28 +330,19 @@ mod tests {
         let none = HashMap::new();
         let plain = json!({"path": "a.ts", "line": 1, "newName": "b"});
         let applying = json!({"path": "a.ts", "line": 1, "newName": "b", "apply": true});
-        assert_eq!(
-            policy_for_call(&none, "lsp_rename", &plain),
-            ApprovalPolicy::Allow
-        );
-        assert_eq!(
-            policy_for_call(&none, "lsp_rename", &applying),
-            ApprovalPolicy::Ask
-        );
-        assert_eq!(
-            policy_for_call(&none, "lsp_definition", &json!({})),
-            ApprovalPolicy::Allow
-        );
         let config: HashMap<String, ApprovalPolicy> =
             serde_json::from_value(json!({"edit": "allow", "read": "block"})).unwrap();
-        assert_eq!(
-            policy_for_call(&config, "lsp_rename", &applying),
-            ApprovalPolicy::Allow
-        );
-        assert_eq!(
-            policy_for_call(&config, "lsp_rename", &plain),
-            ApprovalPolicy::Block
-        );
+        let cases = [
+            (&none, "lsp_rename", &plain, ApprovalPolicy::Allow),
+            (&none, "lsp_rename", &applying, ApprovalPolicy::Ask),
+            (&none, "lsp_definition", &json!({}), ApprovalPolicy::Allow),
+            (&config, "lsp_rename", &applying, ApprovalPolicy::Allow),
+            (&config, "lsp_rename", &plain, ApprovalPolicy::Block),
+        ];
+        for (config, tool, args, policy) in cases {
+            let call = format!("{tool} {args} under {config:?}");
+            assert_eq!(policy_for_call(config, tool, args), policy, "{call}");
+        }
     }
 
     #[test]

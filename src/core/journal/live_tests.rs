@@ -11,16 +11,41 @@ use super::*;
 /// A workspace with ignore rules, a nested tree and an ignored folder.
 fn workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    std::fs::write(root.join(".gitignore"), "*.log\nbuild/\n").unwrap();
-    std::fs::create_dir_all(root.join("src/deep/er")).unwrap();
-    std::fs::create_dir_all(root.join("build/out")).unwrap();
-    std::fs::write(root.join("a.txt"), "a").unwrap();
-    std::fs::write(root.join("src/b.rs"), "b").unwrap();
-    std::fs::write(root.join("src/deep/c.rs"), "c").unwrap();
-    std::fs::write(root.join("src/deep/er/d.rs"), "d").unwrap();
-    std::fs::write(root.join("build/out/x.o"), "x").unwrap();
+    write_files(
+        dir.path(),
+        &[
+            (".gitignore", "*.log\nbuild/\n"),
+            ("a.txt", "a"),
+            ("src/b.rs", "b"),
+            ("src/deep/c.rs", "c"),
+            ("src/deep/er/d.rs", "d"),
+            ("build/out/x.o", "x"),
+        ],
+    );
     dir
+}
+
+/// Writes each `(path, content)` under `root`, making the folders it needs.
+fn write_files(root: &Path, files: &[(&str, &str)]) {
+    for (name, content) in files {
+        let path = root.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+}
+
+/// [`workspace`] and its live files, not yet updated.
+fn live_workspace() -> (tempfile::TempDir, Live) {
+    let dir = workspace();
+    let live = Live::new(dir.path());
+    (dir, live)
+}
+
+/// [`workspace`] and its live files after their first update.
+fn walked_workspace() -> (tempfile::TempDir, Live) {
+    let (dir, mut live) = live_workspace();
+    live.update();
+    (dir, live)
 }
 
 /// The live files, relative and sorted, beside a fresh walk's.
@@ -37,9 +62,36 @@ fn live_and_walked(live: &Live, root: &Path) -> (BTreeMap<PathBuf, Meta>, BTreeM
     )
 }
 
+/// Asserts that the live files are what a fresh walk finds; returns them.
+fn assert_walked(live: &Live, root: &Path) -> BTreeMap<PathBuf, Meta> {
+    let (now, walked) = live_and_walked(live, root);
+    assert_eq!(now, walked);
+    now
+}
+
+/// Updates `live`, which must take `how`, and tells what changed since `mark`.
+fn update_and_tell(
+    live: &mut Live,
+    mark: Mark,
+    root: &Path,
+    how: Updated,
+) -> Vec<(String, bool, bool)> {
+    assert_eq!(live.update(), how);
+    told(live, mark, root)
+}
+
 /// What changed since `mark`, relative to `root`: whether each file was there before and after.
 fn told(live: &mut Live, mark: Mark, root: &Path) -> Vec<(String, bool, bool)> {
     names(&live.finish(mark).unwrap(), root)
+}
+
+/// Changes `file` (relative to `root`) alone: the update is `how`, and it tells that one
+/// change.
+fn change_one(live: &mut Live, root: &Path, file: &str, how: Updated) {
+    let mark = live.mark();
+    std::fs::write(root.join(file), "changed").unwrap();
+    let told = update_and_tell(live, mark, root, how);
+    assert_eq!(told, [(file.to_string(), true, true)]);
 }
 
 fn names(deltas: &[Delta], root: &Path) -> Vec<(String, bool, bool)> {
@@ -53,29 +105,27 @@ fn names(deltas: &[Delta], root: &Path) -> Vec<(String, bool, bool)> {
 
 #[test]
 fn a_command_s_changes_come_from_the_watch_without_a_walk() {
-    let dir = workspace();
+    let (dir, mut guard) = live_workspace();
     let root = dir.path();
-    let mut guard = Live::new(root);
     assert_eq!(guard.update(), Updated::Walked);
     assert!(guard.watching());
     let mark = guard.mark();
     // The command: changes, creates, deletes, makes a tree, and writes what is ignored.
-    std::fs::write(root.join("a.txt"), "changed").unwrap();
-    std::fs::write(root.join("src/new.rs"), "n").unwrap();
     std::fs::remove_file(root.join("src/b.rs")).unwrap();
-    std::fs::create_dir_all(root.join("src/made/inner")).unwrap();
-    std::fs::write(root.join("src/made/inner/m.rs"), "m").unwrap();
-    std::fs::write(root.join("src/made/top.rs"), "t").unwrap();
-    std::fs::write(root.join("src/deep/er/trace.log"), "ignored").unwrap();
-    std::fs::write(root.join("build/out/y.o"), "ignored").unwrap();
-    std::fs::write(
-        root.join(".a.txt.agent-lsp-0123456789abcdef0123456789abcdef.tmp"),
-        "w",
-    )
-    .unwrap();
-    assert_eq!(guard.update(), Updated::Watched);
+    write_files(
+        root,
+        &[
+            ("a.txt", "changed"),
+            ("src/new.rs", "n"),
+            ("src/made/inner/m.rs", "m"),
+            ("src/made/top.rs", "t"),
+            ("src/deep/er/trace.log", "ignored"),
+            ("build/out/y.o", "ignored"),
+            (".a.txt.agent-lsp-0123456789abcdef0123456789abcdef.tmp", "w"),
+        ],
+    );
     assert_eq!(
-        told(&mut guard, mark, root),
+        update_and_tell(&mut guard, mark, root, Updated::Watched),
         [
             ("a.txt".to_string(), true, true),
             ("src/b.rs".to_string(), true, false),
@@ -84,72 +134,54 @@ fn a_command_s_changes_come_from_the_watch_without_a_walk() {
             ("src/new.rs".to_string(), false, true),
         ]
     );
-    let (now, walked) = live_and_walked(&guard, root);
-    assert_eq!(now, walked);
+    assert_walked(&guard, root);
     // The new folders are watched too.
-    let mark = guard.mark();
-    std::fs::write(root.join("src/made/inner/m.rs"), "changed").unwrap();
-    assert_eq!(guard.update(), Updated::Watched);
-    assert_eq!(
-        told(&mut guard, mark, root),
-        [("src/made/inner/m.rs".to_string(), true, true)]
-    );
+    change_one(&mut guard, root, "src/made/inner/m.rs", Updated::Watched);
 }
 
 #[test]
 fn metadata_alone_is_a_change_and_a_deleted_folder_takes_its_files() {
-    let dir = workspace();
+    let (dir, mut guard) = walked_workspace();
     let root = dir.path();
-    let mut guard = Live::new(root);
-    guard.update();
     let mark = guard.mark();
     use std::os::unix::fs::PermissionsExt;
     let a = root.join("a.txt");
     std::fs::set_permissions(&a, std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::remove_dir_all(root.join("src/deep")).unwrap();
-    assert_eq!(guard.update(), Updated::Watched);
     assert_eq!(
-        told(&mut guard, mark, root),
+        update_and_tell(&mut guard, mark, root, Updated::Watched),
         [
             ("a.txt".to_string(), true, true),
             ("src/deep/c.rs".to_string(), true, false),
             ("src/deep/er/d.rs".to_string(), true, false),
         ]
     );
-    let (now, walked) = live_and_walked(&guard, root);
-    assert_eq!(now, walked);
+    assert_walked(&guard, root);
 }
 
 #[test]
 fn a_moved_folder_or_a_changed_ignore_file_is_walked_again() {
-    let dir = workspace();
+    let (dir, mut guard) = walked_workspace();
     let root = dir.path();
-    let mut guard = Live::new(root);
-    guard.update();
     std::fs::rename(root.join("src/deep"), root.join("moved")).unwrap();
     assert_eq!(guard.update(), Updated::Walked);
-    let (now, walked) = live_and_walked(&guard, root);
-    assert_eq!(now, walked);
+    assert_walked(&guard, root);
     // The watches follow the walk: a change under the moved folder is seen at its new path.
     std::fs::write(root.join("moved/er/d.rs"), "changed").unwrap();
     assert_eq!(guard.update(), Updated::Watched);
-    let (now, walked) = live_and_walked(&guard, root);
-    assert_eq!(now, walked);
+    assert_walked(&guard, root);
 
     std::fs::write(root.join("src/keep.txt"), "k").unwrap();
     std::fs::write(root.join(".gitignore"), "*.log\nbuild/\n*.txt\n").unwrap();
     assert_eq!(guard.update(), Updated::Walked);
-    let (now, walked) = live_and_walked(&guard, root);
-    assert_eq!(now, walked);
+    let now = assert_walked(&guard, root);
     assert!(!now.contains_key(Path::new("a.txt")), "now ignored");
 }
 
 #[test]
 fn commands_that_overlap_each_get_what_changed_while_they_ran() {
-    let dir = workspace();
+    let (dir, mut guard) = walked_workspace();
     let root = dir.path();
-    let mut guard = Live::new(root);
-    guard.update();
     let first = guard.mark();
     std::fs::write(root.join("a.txt"), "1").unwrap();
     guard.update();
@@ -179,9 +211,8 @@ fn commands_that_overlap_each_get_what_changed_while_they_ran() {
 
 #[test]
 fn a_lapsing_mark_lapses_when_too_much_changed_a_command_s_never_does() {
-    let dir = workspace();
+    let (dir, mut guard) = live_workspace();
     let root = dir.path();
-    let mut guard = Live::new(root);
     guard.log_limit = 3;
     guard.update();
     let idle = guard.lapsing_mark();
@@ -213,10 +244,8 @@ fn sessions_of_one_workspace_share_its_live_files() {
 
 #[test]
 fn an_overflowed_queue_is_walked_again() {
-    let dir = workspace();
+    let (dir, mut guard) = walked_workspace();
     let root = dir.path();
-    let mut guard = Live::new(root);
-    guard.update();
     let mark = guard.mark();
     // Alternating writes are not merged: more events than the kernel queues (16,384 by default).
     let limit: usize = std::fs::read_to_string("/proc/sys/fs/inotify/max_queued_events")
@@ -228,9 +257,8 @@ fn an_overflowed_queue_is_walked_again() {
         std::fs::write(&a, format!("{i}")).unwrap();
         std::fs::write(&b, format!("{i}")).unwrap();
     }
-    assert_eq!(guard.update(), Updated::Walked);
     assert_eq!(
-        told(&mut guard, mark, root),
+        update_and_tell(&mut guard, mark, root, Updated::Walked),
         [
             ("a.txt".to_string(), true, true),
             ("src/b.rs".to_string(), true, true)
@@ -240,32 +268,23 @@ fn an_overflowed_queue_is_walked_again() {
 
 #[test]
 fn without_enough_watches_every_update_walks() {
-    let dir = workspace();
+    let (dir, mut guard) = live_workspace();
     let root = dir.path();
-    let mut guard = Live::new(root);
     guard.limit_watches(2);
     assert_eq!(guard.update(), Updated::Walked);
     assert!(!guard.watching());
-    let mark = guard.mark();
-    std::fs::write(root.join("src/deep/c.rs"), "changed").unwrap();
-    assert_eq!(guard.update(), Updated::Walked);
-    assert_eq!(
-        told(&mut guard, mark, root),
-        [("src/deep/c.rs".to_string(), true, true)]
-    );
+    change_one(&mut guard, root, "src/deep/c.rs", Updated::Walked);
 }
 
 #[test]
 fn new_folders_past_the_watch_limit_turn_to_a_walk() {
-    let dir = workspace();
+    let (dir, mut guard) = live_workspace();
     let root = dir.path();
-    let mut guard = Live::new(root);
     // The root, src, src/deep, src/deep/er: room for one more.
     guard.limit_watches(5);
     guard.update();
     assert!(guard.watching());
-    std::fs::create_dir_all(root.join("n1/n2/n3")).unwrap();
-    std::fs::write(root.join("n1/n2/n3/f"), "f").unwrap();
+    write_files(root, &[("n1/n2/n3/f", "f")]);
     guard.update();
     let (now, walked) = live_and_walked(&guard, root);
     assert_eq!(now, walked, "the files are found all the same");
@@ -384,9 +403,8 @@ fn a_small_workspace_is_walked_unwatched_until_it_grows() {
     assert!(!live.watching());
     let mark = live.mark();
     std::fs::write(root.join("src/e.rs"), "e").unwrap();
-    assert_eq!(live.update(), Updated::Walked);
     assert_eq!(
-        told(&mut live, mark, root),
+        update_and_tell(&mut live, mark, root, Updated::Walked),
         [("src/e.rs".into(), false, true)]
     );
     // Grown past the mark: the next walk puts the watch on, and the watch tells from then on.
@@ -397,12 +415,8 @@ fn a_small_workspace_is_walked_unwatched_until_it_grows() {
     assert!(!live.watching());
     assert_eq!(live.update(), Updated::Walked);
     assert!(live.watching());
-    let mark = live.mark();
-    std::fs::write(root.join("a.txt"), "changed").unwrap();
-    assert_eq!(live.update(), Updated::Watched);
-    assert_eq!(told(&mut live, mark, root), [("a.txt".into(), true, true)]);
-    let (files, walked) = live_and_walked(&live, root);
-    assert_eq!(files, walked);
+    change_one(&mut live, root, "a.txt", Updated::Watched);
+    assert_walked(&live, root);
 }
 
 #[test]

@@ -24,18 +24,7 @@ impl std::fmt::Debug for JournalRecorder {
 }
 
 fn effect(call: &RecordedCall, phase: Phase, files: Vec<FileEffect>) -> Effect {
-    Effect {
-        phase,
-        run: String::new(),
-        tool_call_id: call.tool_call_id.clone(),
-        tool: call.tool.clone(),
-        files,
-        untracked: false,
-        snapshot: None,
-        interrupted: false,
-        job: None,
-        task: None,
-    }
+    Effect::new(phase, &call.tool_call_id, &call.tool, files)
 }
 
 impl ChangeRecorder for JournalRecorder {
