@@ -24,9 +24,11 @@ pub const PARENT_ONLY: [&str; 3] = [crate::tools::TASK, "todo_write", "ask_user"
 
 const EXPLORE_PROMPT: &str = "You are an exploration agent working for another agent in the \
 user's project. Find what you were asked to find by reading and searching (`read`, `grep`, \
-`find`, `ls`); you cannot change anything. Be thorough but quick: search broadly first, then read \
-what matters. Your final answer is all the other agent sees of your work: make it a concise, \
-complete report of what you found, with file paths and line numbers.";
+`find`, `ls`, and the `lsp_*` lookups when you have them: definitions, references and symbols \
+as the editor's language servers see the code); you cannot change anything. Be thorough but \
+quick: search broadly first, then read what matters. Your final answer is all the other agent \
+sees of your work: make it a concise, complete report of what you found, with file paths and \
+line numbers.";
 
 const GENERAL_PROMPT: &str = "You are a general-purpose agent working for another agent in the \
 user's project. Carry out the task you were given with your tools: read before you change, make \
@@ -50,14 +52,27 @@ pub fn builtin_agents() -> Vec<AgentDef> {
         AgentDef {
             name: "explore".into(),
             description: "A fast read-only agent for finding code and answering questions \
-                          about the codebase (read, grep, find, ls); it changes nothing."
+                          about the codebase (read, grep, find, ls, and the editor's \
+                          diagnostics and language servers where it has them); it changes \
+                          nothing."
                 .into(),
-            tools: Some(["read", "grep", "find", "ls"].map(String::from).to_vec()),
+            tools: Some(explore_tools()),
             prompt: EXPLORE_PROMPT.into(),
             model: None,
             source: None,
         },
     ]
+}
+
+/// `explore`'s tools: reading and searching, plus the editor's diagnostics and its language
+/// servers' lookups where the session has them (a daemon session whose editor offers them);
+/// never `lsp_rename`, which can apply edits.
+fn explore_tools() -> Vec<String> {
+    let lookups = (crate::tools::LSP_TOOLS.into_iter()).filter(|t| *t != crate::tools::LSP_RENAME);
+    (["read", "grep", "find", "ls", crate::tools::DIAGNOSTICS].into_iter())
+        .chain(lookups)
+        .map(String::from)
+        .collect()
 }
 
 impl AgentDef {

@@ -360,6 +360,48 @@ async fn a_session_gets_the_tools_of_the_listed_methods_only() {
 }
 
 #[tokio::test]
+async fn an_explore_subagent_gets_the_lookups_but_not_the_rename() {
+    let task = call(
+        "t1",
+        "task",
+        json!({"description": "Find greet", "prompt": "Where is greet defined?", "agent": "explore"}),
+    );
+    let responses = vec![
+        task,
+        MockResponse::text("In a.ts."),
+        MockResponse::text("done"),
+    ];
+    let mut caps = language_caps(false, &ALL_FEATURES);
+    caps["experimental"]["agent"]["diagnostics"] = json!(true);
+    let (mock, client) = agent_setup(responses, caps, json!({})).await;
+    let (session, run, _) = prompt(&client, json!({"message": "where is greet?"})).await;
+    client.wait_settled(&session, &run).await;
+    let child = &mock.requests()[1].body;
+    assert!(child.to_string().contains("exploration agent"), "{child}");
+    let mut tools: Vec<String> = (child["tools"].as_array().unwrap().iter())
+        .filter_map(|t| t["function"]["name"].as_str())
+        .map(str::to_owned)
+        .collect();
+    tools.sort();
+    assert_eq!(
+        tools,
+        [
+            "diagnostics",
+            "find",
+            "grep",
+            "ls",
+            "lsp_definition",
+            "lsp_document_symbols",
+            "lsp_hover",
+            "lsp_implementations",
+            "lsp_references",
+            "lsp_workspace_symbols",
+            "read"
+        ]
+    );
+}
+
+#[tokio::test]
 async fn bad_arguments_get_clear_errors_and_the_daemon_goes_on() {
     let at =
         |path: &str, line: u64, symbol: &str| json!({"path": path, "line": line, "symbol": symbol});
