@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::acp::session::AcpSession;
 use crate::acp::trust_call::{Answer, TrustCall, ask, settle};
-use crate::core::permissions::{TrustAnswer, TrustQuestion};
+use crate::core::permissions::TrustAnswer;
 
 /// The three answers, in the order offered, each with what it decides.
 const ANSWERS: [(Answer, TrustAnswer); 3] = [
@@ -53,16 +53,11 @@ pub(super) async fn ask_if_needed(session: &Arc<AcpSession>, cancel: &Cancellati
     if waiting.is_empty() {
         return;
     }
-    let question = TrustQuestion::new(permissions.project(), &waiting);
     let call = TrustCall::new(
         "rules-trust",
         acp::ToolKind::Other,
-        question.title,
-        (
-            "This project's settings let the agent act without asking:",
-            &question.listing,
-        ),
-        question.args,
+        "This project's settings let the agent act without asking:",
+        permissions.trust_question(&waiting),
     );
     let chosen = ask(session, &call, &ANSWERS, cancel).await;
     if let Ok((_, decided)) = chosen {

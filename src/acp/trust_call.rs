@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::acp::session::AcpSession;
 use crate::acp::updates::text_block;
 use crate::core::{SessionHooks, SessionTools};
+use crate::mcp::trust::TrustQuestion;
 use crate::rpc::outgoing::RequestError;
 
 /// One answer a trust question offers, and the line its tool call ends with after it.
@@ -53,20 +54,20 @@ pub(super) struct TrustCall {
 }
 
 impl TrustCall {
-    /// A call whose id is `prefix` and a fresh uuid, its text `intro` above `listing`.
+    /// A call asking `question` whose id is `prefix` and a fresh uuid, its text `intro` above
+    /// the question's listing.
     pub fn new(
         prefix: &str,
         kind: acp::ToolKind,
-        title: String,
-        (intro, listing): (&str, &str),
-        input: Value,
+        intro: &str,
+        question: TrustQuestion,
     ) -> TrustCall {
         TrustCall {
             id: format!("{prefix}-{}", uuid::Uuid::now_v7().simple()),
             kind,
-            title,
-            text: format!("{intro}\n\n{listing}"),
-            input,
+            title: question.title,
+            text: format!("{intro}\n\n{}", question.listing),
+            input: question.args,
         }
     }
 }
@@ -173,8 +174,7 @@ pub(super) trait YesOrNoTrust {
     /// Claims the one open question: `false` when one is open already.
     fn begin(&self) -> bool;
     fn end(&self);
-    /// The title, the listing and the call's input.
-    fn question(&self) -> (String, String, Value);
+    fn question(&self) -> TrustQuestion;
     fn decide(&self, allowed: bool);
 }
 
@@ -191,9 +191,8 @@ macro_rules! yes_or_no_trust {
             fn end(&self) {
                 self.end_trust_question()
             }
-            fn question(&self) -> (String, String, Value) {
-                let q = self.trust_question();
-                (q.title, q.listing, q.args)
+            fn question(&self) -> TrustQuestion {
+                self.trust_question()
             }
             fn decide(&self, allowed: bool) {
                 self.decide_trust(allowed)
@@ -228,9 +227,8 @@ pub(super) async fn ask_yes_or_no(
     if !about.begin() {
         return;
     }
-    let (title, listing, input) = about.question();
     let kind = acp::ToolKind::Execute;
-    let call = TrustCall::new(words.prefix, kind, title, (words.intro, &listing), input);
+    let call = TrustCall::new(words.prefix, kind, words.intro, about.question());
     let answers = words.answers();
     let answer = ask(session, &call, &answers, cancel).await;
     match answer {

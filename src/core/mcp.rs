@@ -11,7 +11,7 @@ use crate::agent::tool::ToolRef;
 use crate::agent::transcript::declarations_equal;
 use crate::mcp::config::{self, ConfigError, McpConfig, Origin, ServerConfig};
 use crate::mcp::tool::McpToolInfo;
-use crate::mcp::trust::{SessionTrust, Trust, TrustStore, with_changes};
+use crate::mcp::trust::{SessionTrust, Trust, TrustQuestion, TrustStore, with_changes};
 use crate::mcp::{McpHub, McpSession};
 use crate::model_registry::EnvSource;
 use crate::tools::AskHandle;
@@ -36,18 +36,6 @@ pub enum McpSource {
     Editor(Value),
     /// The list an ACP client sent with the session.
     Client(Value),
-}
-
-/// What the user is asked before a project's `.mcp.json` servers start.
-pub struct TrustQuestion {
-    /// The project directory.
-    pub project: String,
-    /// `Start the MCP servers of <project>/.mcp.json?`, then what changed since the last answer.
-    pub title: String,
-    /// One `name: command line` per server, then what changed since the last answer.
-    pub listing: String,
-    /// `{project, servers: [{name, command}], changes: [text]}`.
-    pub args: Value,
 }
 
 /// How many changes the title names; the listing and `args` name them all.
@@ -103,7 +91,8 @@ impl SessionTools {
 
     /// The question about the project's waiting servers, worded once for every front end: each
     /// server with its command line, and what changed since the last answer (so a yes given
-    /// before is not taken for this file's).
+    /// before is not taken for this file's). Its args: `{project, servers: [{name, command}],
+    /// changes: [text]}`.
     pub fn trust_question(&self) -> TrustQuestion {
         let servers = self.mcp.untrusted();
         let project = self.project().display().to_string();

@@ -13,13 +13,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::hooks::BeforeToolCallContext;
 use crate::core::approval::{Answer, Policy, mcp_policy, policy_for_call};
-use crate::core::permissions::{TrustAnswer, TrustQuestion};
+use crate::core::permissions::TrustAnswer;
 use crate::lsp::live_session::LiveSession;
 use crate::lsp::protocol::{
     ApprovalPolicy, BeforeToolCallParams, BeforeToolCallResult as ClientAnswer, Decision, Preview,
     ToolKind, method,
 };
 use crate::lsp::saving;
+use crate::mcp::trust::TrustQuestion;
 use crate::rpc::outgoing::{RequestError, duration_text};
 use crate::tools::{ToolPreview, preview};
 
@@ -96,15 +97,7 @@ pub async fn ask_project_trust(session: Arc<LiveSession>) {
 
 async fn ask_trust(session: &Arc<LiveSession>) {
     let question = session.tools.trust_question();
-    let request = TrustRequest {
-        id_prefix: "mcp-trust",
-        tool_name: "mcp_servers",
-        kind: ToolKind::Execute,
-        title: question.title,
-        args: question.args,
-        listing: question.listing,
-        project: question.project,
-    };
+    let request = TrustRequest::new("mcp-trust", "mcp_servers", ToolKind::Execute, question);
     let stays = "the project's MCP servers stay stopped";
     if let Some(allowed) = ask_allowed(session, request, stays).await {
         session.tools.decide_trust(allowed);
@@ -138,15 +131,8 @@ pub fn ask_hooks_trust_if_needed(session: &Arc<LiveSession>) {
     let session = session.clone();
     tokio::spawn(async move {
         let question = session.hooks.trust_question();
-        let request = TrustRequest {
-            id_prefix: "hooks-trust",
-            tool_name: "project_hooks",
-            kind: ToolKind::Execute,
-            title: question.title,
-            args: question.args,
-            listing: question.listing,
-            project: question.project,
-        };
+        let kind = ToolKind::Execute;
+        let request = TrustRequest::new("hooks-trust", "project_hooks", kind, question);
         let stays = "the project's hooks stay off";
         if let Some(allowed) = ask_allowed(&session, request, stays).await {
             session.hooks.decide_trust(allowed);
@@ -167,16 +153,9 @@ pub fn ask_rules_trust(session: &Arc<LiveSession>) {
     }
     let session = session.clone();
     tokio::spawn(async move {
-        let question = TrustQuestion::new(permissions.project(), &waiting);
-        let request = TrustRequest {
-            id_prefix: "rules-trust",
-            tool_name: "permission_rules",
-            kind: ToolKind::Other,
-            title: question.title,
-            args: question.args,
-            listing: question.listing,
-            project: permissions.project().display().to_string(),
-        };
+        let question = permissions.trust_question(&waiting);
+        let kind = ToolKind::Other;
+        let request = TrustRequest::new("rules-trust", "permission_rules", kind, question);
         match ask_trust_question(&session, request).await {
             Ok(Decision::Allow | Decision::AllowAlways) => {
                 permissions.decide_trust(&waiting, TrustAnswer::Trust)
@@ -190,34 +169,45 @@ pub fn ask_rules_trust(session: &Arc<LiveSession>) {
     });
 }
 
-/// A project-trust question (its `.mcp.json`, hooks or permission rules): what it lists.
+/// A project-trust question (its `.mcp.json`, hooks or permission rules) as the daemon asks it:
+/// the call id's start, the tool name and kind it is asked under.
 struct TrustRequest {
     id_prefix: &'static str,
     tool_name: &'static str,
     kind: ToolKind,
-    title: String,
-    args: Value,
-    listing: String,
-    project: String,
+    question: TrustQuestion,
+}
+
+impl TrustRequest {
+    fn new(
+        id_prefix: &'static str,
+        tool_name: &'static str,
+        kind: ToolKind,
+        question: TrustQuestion,
+    ) -> TrustRequest {
+        TrustRequest {
+            id_prefix,
+            tool_name,
+            kind,
+            question,
+        }
+    }
 }
 
 /// Asks a project-trust question as an `agent/beforeToolCall` outside any run, through the
 /// agent client or the generic surface; the user's decision, or why there is none.
 async fn ask_trust_question(
     session: &Arc<LiveSession>,
-    question: TrustRequest,
+    trust: TrustRequest,
 ) -> Result<Decision, String> {
+    let question = trust.question;
     let request = BeforeToolCallParams {
         session_id: session.id.clone(),
         run_id: String::new(),
-        tool_call_id: format!(
-            "{}-{}",
-            question.id_prefix,
-            crate::lsp::live_session::new_id()
-        ),
-        tool_name: question.tool_name.into(),
+        tool_call_id: format!("{}-{}", trust.id_prefix, crate::lsp::live_session::new_id()),
+        tool_name: trust.tool_name.into(),
         args: question.args,
-        kind: question.kind,
+        kind: trust.kind,
         title: question.title,
         preview: Some(Preview::Command {
             command: question.listing,

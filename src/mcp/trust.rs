@@ -176,6 +176,19 @@ impl SessionTrust {
     }
 }
 
+/// What the user is asked before a project's `.mcp.json` servers start, its hooks run or its
+/// permission rules apply, worded once for every front end.
+pub struct TrustQuestion {
+    /// The project directory.
+    pub project: String,
+    /// What is asked, then (servers, hooks) what changed since the last answer.
+    pub title: String,
+    /// What the answer covers, a line each (servers, hooks: then what changed).
+    pub listing: String,
+    /// The `agent/beforeToolCall` args: `{project, servers | hooks | rules: […], …}`.
+    pub args: Value,
+}
+
 /// `listing`, then what changed since the last answer, a line each.
 pub fn with_changes(mut listing: String, changes: &[String]) -> String {
     if !changes.is_empty() {

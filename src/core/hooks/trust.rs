@@ -4,12 +4,12 @@
 use std::sync::atomic::Ordering;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::SessionHooks;
 use crate::hooks::config::{HookEvent, HookSource};
 use crate::hooks::trust::describe;
-use crate::mcp::trust::{Trust, with_changes};
+use crate::mcp::trust::{Trust, TrustQuestion, with_changes};
 
 /// A configured hook as `agent/getState` lists it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -34,17 +34,6 @@ pub enum HookStatus {
     Untrusted,
     /// `disableAllHooks` in a settings file.
     Disabled,
-}
-
-/// What the user is asked before a project's hooks run.
-pub struct HooksTrustQuestion {
-    pub project: String,
-    /// `Run the hooks of <project>/.agent-lsp?`, then what changed since the last answer.
-    pub title: String,
-    /// One `Event [matcher]: command (file)` line per hook, then what changed.
-    pub listing: String,
-    /// `{project, hooks: [{event, matcher?, command, file}], changes: [text]}`.
-    pub args: Value,
 }
 
 impl SessionHooks {
@@ -78,8 +67,10 @@ impl SessionHooks {
         self.untrusted() && self.trust.trust() == Trust::Unknown
     }
 
-    /// The question about the project's hooks, worded once for every front end.
-    pub fn trust_question(&self) -> HooksTrustQuestion {
+    /// The question about the project's hooks, worded once for every front end: one
+    /// `Event [matcher]: command (file)` line per hook, then what changed since the last answer.
+    /// Its args: `{project, hooks: [{event, matcher?, command, file}], changes: [text]}`.
+    pub fn trust_question(&self) -> TrustQuestion {
         let project = self.cwd.display().to_string();
         let changes = self.trust.changes(describe);
         let hooks: Vec<_> = (self.hooks.iter())
@@ -112,7 +103,7 @@ impl SessionHooks {
             }).collect::<Vec<_>>(),
             "changes": changes,
         });
-        HooksTrustQuestion {
+        TrustQuestion {
             project,
             title,
             listing,

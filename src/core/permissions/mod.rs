@@ -33,6 +33,7 @@ pub use narrow::{Proposals, Scope};
 pub use rule::Behavior;
 
 use crate::mcp::tool::McpToolInfo;
+use crate::mcp::trust::TrustQuestion;
 use crate::model_registry::EnvSource;
 use files::Watched;
 use matcher::{allows, restricts};
@@ -517,16 +518,12 @@ impl Permissions {
     }
 }
 
-/// The question about a project's allow rules, for every front end: a title, a listing of the
-/// rules by file, and the arguments the daemon's `agent/beforeToolCall` carries.
-pub struct TrustQuestion {
-    pub title: String,
-    pub listing: String,
-    pub args: Value,
-}
-
-impl TrustQuestion {
-    pub fn new(project: &Path, rules: &[Untrusted]) -> TrustQuestion {
+impl Permissions {
+    /// The question about the project's allow rules `rules`, for every front end: a title, a
+    /// listing of the rules by file, and the arguments the daemon's `agent/beforeToolCall`
+    /// carries.
+    pub fn trust_question(&self, rules: &[Untrusted]) -> TrustQuestion {
+        let project = self.project();
         let mut listing = String::new();
         let mut last: Option<&Path> = None;
         for rule in rules {
@@ -542,6 +539,7 @@ impl TrustQuestion {
             n => format!("; and {n} more"),
         };
         TrustQuestion {
+            project: project.display().to_string(),
             title: format!(
                 "Apply the permission rules of {} that let the agent act without asking? {}{more}",
                 project.display(),
