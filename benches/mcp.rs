@@ -9,12 +9,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agent_lsp::agent::tool::{AgentTool, ToolUpdater};
+use agent_lsp::agent::tool::{AgentTool, ToolInput};
 use agent_lsp::mcp::McpHub;
 use agent_lsp::mcp::config::{McpConfig, Origin, parse_servers};
 use agent_lsp::model_registry::EnvSource;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 /// Bar: a call's wall time above the server's own time, median over the calls.
 const CALL_BAR_MS: f64 = 2.0;
@@ -53,14 +52,7 @@ async fn call_overhead(calls: usize) -> anyhow::Result<f64> {
     let mut overheads = Vec::with_capacity(calls);
     for _ in 0..calls {
         let started = Instant::now();
-        let result = tool
-            .execute(
-                "c".into(),
-                json!({}),
-                CancellationToken::new(),
-                ToolUpdater::none(),
-            )
-            .await?;
+        let result = tool.execute(ToolInput::new("c", json!({}))).await?;
         let wall = started.elapsed().as_secs_f64() * 1e3;
         let text = serde_json::to_value(&result.content)?[0]["text"].clone();
         let own_ms: f64 = text.as_str().and_then(|t| t.parse().ok()).unwrap_or(0.0) / 1e3;

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::acp::request::request;
 use crate::acp::terminal_job;
 use crate::agent::message::ToolDeclaration;
-use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolRef, ToolUpdater};
+use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolInput, ToolRef};
 use crate::core::FrontEnd;
 use crate::rpc::outgoing::{Outgoing, RequestError};
 use crate::sandbox::{CallMode, Sandbox};
@@ -323,24 +323,24 @@ impl AgentTool for TerminalBash {
         &self.decl
     }
 
-    fn execute(
-        &self,
-        id: String,
-        args: Value,
-        cancel: CancellationToken,
-        on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
-        let escalates = args.get("sandbox").and_then(Value::as_bool) == Some(false);
+    fn execute(&self, input: ToolInput) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        let escalates = input.args.get("sandbox").and_then(Value::as_bool) == Some(false);
         let mode = match &self.sandbox {
-            Some(sandbox) => sandbox.call_mode(&id, escalates),
+            Some(sandbox) => sandbox.call_mode(&input.tool_call_id, escalates),
             None => Ok(CallMode::Unconfined),
         };
         match mode {
             // The local `bash` asks the sandbox again and gets the same answer: confined.
-            Ok(CallMode::Confined(_)) => return self.local.execute(id, args, cancel, on_update),
+            Ok(CallMode::Confined(_)) => return self.local.execute(input),
             Err(refused) => return Box::pin(std::future::ready(Err(ToolError::new(refused)))),
             Ok(CallMode::Unconfined | CallMode::Approved) => {}
         }
+        let ToolInput {
+            tool_call_id: id,
+            args,
+            cancel,
+            ..
+        } = input;
         if args.get("background").and_then(Value::as_bool) == Some(true) {
             return Box::pin(self.start_job(id, args, cancel));
         }

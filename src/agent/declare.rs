@@ -92,13 +92,12 @@ fn apply_changes(message: &mut SystemMessage, changes: ToolChanges) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolUpdater};
+    use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolInput};
     use crate::agent::transcript::tool_state_changes;
     use futures_util::future::BoxFuture;
     use proptest::prelude::*;
-    use serde_json::{Value, json};
+    use serde_json::json;
     use std::sync::Arc;
-    use tokio_util::sync::CancellationToken;
 
     struct Declared(ToolDeclaration);
 
@@ -106,13 +105,7 @@ mod tests {
         fn declaration(&self) -> &ToolDeclaration {
             &self.0
         }
-        fn execute(
-            &self,
-            _: String,
-            _: Value,
-            _: CancellationToken,
-            _: ToolUpdater,
-        ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        fn execute(&self, _: ToolInput) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
             Box::pin(async { Ok(AgentToolResult::text("")) })
         }
     }

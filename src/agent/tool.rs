@@ -128,6 +128,29 @@ impl ToolUpdater {
     }
 }
 
+/// One call of a tool: pi's `execute(toolCallId, params, signal, onUpdate)` as one value, which
+/// wrappers (the journal, the confined `bash`) pass on whole.
+#[derive(Clone, Debug)]
+pub struct ToolInput {
+    pub tool_call_id: String,
+    /// The arguments, prepared (`prepare_arguments`) but not yet validated.
+    pub args: Value,
+    pub cancel: CancellationToken,
+    pub on_update: ToolUpdater,
+}
+
+impl ToolInput {
+    /// A call made outside the loop: never cancelled, its updates dropped.
+    pub fn new(tool_call_id: impl Into<String>, args: Value) -> Self {
+        ToolInput {
+            tool_call_id: tool_call_id.into(),
+            args,
+            cancel: CancellationToken::new(),
+            on_update: ToolUpdater::none(),
+        }
+    }
+}
+
 /// A tool the agent can call.
 pub trait AgentTool: Send + Sync {
     /// Name, description and JSON Schema parameters, as declared to the model.
@@ -152,14 +175,9 @@ pub trait AgentTool: Send + Sync {
         args
     }
 
-    /// Runs the tool. `cancel` fires on abort; a tool that ignores it is abandoned after a grace.
-    fn execute(
-        &self,
-        tool_call_id: String,
-        args: Value,
-        cancel: CancellationToken,
-        on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>>;
+    /// Runs the tool. `input.cancel` fires on abort; a tool that ignores it is abandoned after a
+    /// grace.
+    fn execute(&self, input: ToolInput) -> BoxFuture<'static, Result<AgentToolResult, ToolError>>;
 }
 
 pub type ToolRef = Arc<dyn AgentTool>;

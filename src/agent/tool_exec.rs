@@ -17,7 +17,7 @@ use crate::agent::hooks::{
     BeforeToolCallHook,
 };
 use crate::agent::message::{AssistantMessage, ToolCall, ToolResultMessage, now_ms};
-use crate::agent::tool::{AgentToolResult, ToolRef, ToolUpdater};
+use crate::agent::tool::{AgentToolResult, ToolInput, ToolRef, ToolUpdater};
 use crate::agent::validate::validate_tool_arguments;
 
 /// pi's `AgentToolCallOutcome`: a finalized call.
@@ -156,12 +156,12 @@ pub(crate) async fn execute_ready(
     let (updater, mut rx) = ToolUpdater::channel();
     let started = Instant::now();
     // A panicking tool becomes an error result instead of taking the run down with it.
-    let mut work = AssertUnwindSafe(ready.tool.execute(
-        ready.tool_call.id.clone(),
-        ready.args.clone(),
-        cancel.clone(),
-        updater,
-    ))
+    let mut work = AssertUnwindSafe(ready.tool.execute(ToolInput {
+        tool_call_id: ready.tool_call.id.clone(),
+        args: ready.args.clone(),
+        cancel: cancel.clone(),
+        on_update: updater,
+    }))
     .catch_unwind();
     let grace = pipeline.abort_grace;
     let abandon = async move {

@@ -125,17 +125,8 @@ async fn next_line() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::QuestionOption;
-
-    fn question(multi_select: bool, allow_text: bool) -> Question {
-        Question {
-            text: "Which?".into(),
-            options: vec![QuestionOption::new("a"), QuestionOption::new("b")],
-            multi_select,
-            allow_text,
-            ..Question::default()
-        }
-    }
+    // The tool's own test question, so both read the same `Which?` / `a` / `b`.
+    use crate::tools::question::tests::choice as question;
 
     fn selected(labels: &[&str]) -> UserAnswer {
         UserAnswer::Answered {

@@ -7,10 +7,9 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use rmcp::model::Tool;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 use crate::agent::message::{ContentBlock, ImageContent, ToolDeclaration};
-use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolUpdater};
+use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolInput};
 use crate::mcp::config::Policy;
 use crate::mcp::elicit::Caller;
 use crate::mcp::server::{CallError, Server};
@@ -106,13 +105,13 @@ impl AgentTool for McpTool {
         &self.info.title
     }
 
-    fn execute(
-        &self,
-        tool_call_id: String,
-        args: Value,
-        cancel: CancellationToken,
-        on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+    fn execute(&self, input: ToolInput) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        let ToolInput {
+            tool_call_id,
+            args,
+            cancel,
+            on_update,
+        } = input;
         let server = self.server.clone();
         let info = self.info.clone();
         let caller = (self.ask.clone()).map(|ask| Caller { ask, tool_call_id });

@@ -94,7 +94,7 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     use super::*;
-    use crate::agent::tool::{AgentTool, ToolUpdater};
+    use crate::agent::tool::{AgentTool, ToolInput};
     use crate::tools::question::{UserAnswer, UserChannel};
     use crate::tools::{TypedTool, assert_args_match_schema};
 
@@ -128,15 +128,7 @@ mod tests {
         handle.connect(channel.clone());
         let tool = TypedTool::<AskUserArgs>::new(handle);
         let args = json!({"question": "Which?", "options": [{"label": "x", "description": "the x"}, {"label": "y"}]});
-        let result = tool
-            .execute(
-                "c1".into(),
-                args,
-                CancellationToken::new(),
-                ToolUpdater::none(),
-            )
-            .await
-            .unwrap();
+        let result = tool.execute(ToolInput::new("c1", args)).await.unwrap();
         assert_eq!(result.content[0].as_text(), Some("The user answered: x"));
         assert_eq!(
             result.details,
@@ -147,15 +139,7 @@ mod tests {
         assert!(asked.allow_text && !asked.multi_select);
         assert_eq!(asked.options[0].description.as_deref(), Some("the x"));
         let twice = json!({"question": "Q", "options": [{"label": "x"}, {"label": "x"}]});
-        let refused = tool
-            .execute(
-                "c2".into(),
-                twice,
-                CancellationToken::new(),
-                ToolUpdater::none(),
-            )
-            .await
-            .unwrap_err();
+        let refused = tool.execute(ToolInput::new("c2", twice)).await.unwrap_err();
         assert!(refused.message.contains("offered twice"), "{refused}");
     }
 }

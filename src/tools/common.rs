@@ -18,7 +18,9 @@ pub use super::text::{detect_crlf, normalize_to_lf, restore_line_endings, strip_
 use super::tracker::{FileMutationQueue, MutationGuard, ReadTracker};
 use super::workspace::{Unsaved, Workspace};
 use crate::agent::message::ToolDeclaration;
-use crate::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
+use crate::agent::tool::{
+    AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolInput, ToolUpdater,
+};
 
 /// Shared by the tools one [`super::coding_tools`] call builds.
 #[derive(Clone)]
@@ -148,23 +150,17 @@ impl<A: ToolArgs> AgentTool for TypedTool<A> {
         A::prepare_arguments(args)
     }
 
-    fn execute(
-        &self,
-        id: String,
-        args: Value,
-        cancel: CancellationToken,
-        on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+    fn execute(&self, input: ToolInput) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
         let state = self.state.clone();
         Box::pin(async move {
-            let args = parse_args::<A>(args)?;
+            let args = parse_args::<A>(input.args)?;
             if A::ABORTS_BEFORE_START {
-                check_abort(&cancel)?;
+                check_abort(&input.cancel)?;
             }
             let call = Call {
-                id,
-                cancel,
-                on_update,
+                id: input.tool_call_id,
+                cancel: input.cancel,
+                on_update: input.on_update,
             };
             args.run(state, call).await
         })

@@ -183,11 +183,12 @@ impl AskHandle {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn choice(multi_select: bool, allow_text: bool) -> Question {
+    /// `Which?` with the options `a` and `b` (also the CLI prompt's tests' question).
+    pub(crate) fn choice(multi_select: bool, allow_text: bool) -> Question {
         Question {
             text: "Which?".into(),
             options: vec![QuestionOption::new("a"), QuestionOption::new("b")],

@@ -5,11 +5,10 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use crate::agent::message::ToolDeclaration;
 use crate::agent::tool::{
-    AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolRef, ToolUpdater,
+    AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolInput, ToolRef,
 };
 use crate::tools::{Workspace, WorkspaceError};
 
@@ -68,25 +67,19 @@ impl AgentTool for Journaled {
         self.inner.prepare_arguments(args)
     }
 
-    fn execute(
-        &self,
-        tool_call_id: String,
-        args: Value,
-        cancel: CancellationToken,
-        on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+    fn execute(&self, input: ToolInput) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
         let inner = self.inner.clone();
         let journal = self.journal.clone();
         let ws = self.ws.clone();
         let watches = self.watches.clone();
         let tool = inner.name().to_string();
+        let tool_call_id = input.tool_call_id.clone();
         Box::pin(async move {
             let effect = |phase, files| Effect::new(phase, &tool_call_id, &tool, files);
+            let args = &input.args;
             if JOB_CHECKPOINTS.contains(&tool.as_str()) {
                 let job = args.get("jobId").and_then(Value::as_str).map(str::to_owned);
-                let result = inner
-                    .execute(tool_call_id.clone(), args, cancel, on_update)
-                    .await;
+                let result = inner.execute(input).await;
                 if let Some(job) = job {
                     (watches.checkpoint(&journal, &job, &tool_call_id, &tool, false)).await;
                 }
@@ -101,9 +94,7 @@ impl AgentTool for Journaled {
                     snapshot: manifest,
                     ..effect(Phase::Intended, Vec::new())
                 });
-                let result = inner
-                    .execute(tool_call_id.clone(), args, cancel, on_update)
-                    .await;
+                let result = inner.execute(input).await;
                 let job = background.then(|| job_of(&result)).flatten();
                 let Some(job) = job else {
                     let files = bash_effects(&journal, before).await;
@@ -133,7 +124,7 @@ impl AgentTool for Journaled {
                 .and_then(|p| ws.resolve(p).ok());
             let Some(path) = path else {
                 // Refused before it touches anything (a bad path): nothing to journal.
-                return inner.execute(tool_call_id, args, cancel, on_update).await;
+                return inner.execute(input).await;
             };
             let keep = journal.first_change_in_run(&path, &tool_call_id);
             let before = match keep {
@@ -149,9 +140,7 @@ impl AgentTool for Journaled {
                 after: None,
             };
             journal.append(effect(Phase::Intended, vec![planned]));
-            let result = inner
-                .execute(tool_call_id.clone(), args, cancel, on_update)
-                .await;
+            let result = inner.execute(input).await;
             // After-images are only compared, never restored: hashed, not stored (the next
             // run that changes the file stores it as its before-image). So the journal does not
             // hold the file's current content, and `bash` re-reads it before it runs.

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_lsp::agent::tool::{AgentTool, ToolUpdater};
+use agent_lsp::agent::tool::{AgentTool, ToolInput, ToolUpdater};
 use agent_lsp::mcp::McpHub;
 use agent_lsp::mcp::server::State;
 use agent_lsp::mcp::tool::McpTool;
@@ -21,12 +21,7 @@ fn tool(session: &agent_lsp::mcp::McpSession, name: &str) -> Arc<McpTool> {
 
 async fn run(tool: &McpTool, args: Value) -> Result<String, String> {
     let result = tool
-        .execute(
-            "c1".into(),
-            args,
-            CancellationToken::new(),
-            ToolUpdater::none(),
-        )
+        .execute(ToolInput::new("c1", args))
         .await
         .map_err(|e| e.message)?;
     let text = serde_json::to_value(&result.content).unwrap()[0]["text"]
@@ -55,15 +50,7 @@ async fn a_server_starts_lists_its_tools_and_answers_calls() {
     assert_eq!(tool(&session, "fault__read_only").info().kind, "read");
     assert_eq!(run(&echo, json!({"text": "hi"})).await.unwrap(), "echo: hi");
     let fail = tool(&session, "fault__fail");
-    let result = fail
-        .execute(
-            "c".into(),
-            json!({}),
-            CancellationToken::new(),
-            ToolUpdater::none(),
-        )
-        .await
-        .unwrap();
+    let result = fail.execute(ToolInput::new("c", json!({}))).await.unwrap();
     assert_eq!(result.is_error, Some(true));
 }
 
@@ -119,7 +106,10 @@ async fn a_hanging_call_times_out_and_an_abort_cancels_it() {
     let error = run(&hang, json!({})).await.unwrap_err();
     assert!(error.contains("toolTimeoutMs"), "{error}");
     let cancel = CancellationToken::new();
-    let call = hang.execute("c2".into(), json!({}), cancel.clone(), ToolUpdater::none());
+    let call = hang.execute(ToolInput {
+        cancel: cancel.clone(),
+        ..ToolInput::new("c2", json!({}))
+    });
     let aborting = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
         cancel.cancel();
@@ -181,7 +171,10 @@ async fn big_results_are_truncated_and_progress_is_reported() {
     let (updater, mut updates) = ToolUpdater::channel();
     let progress = tool(&session, "fault__progress");
     let result = progress
-        .execute("p".into(), json!({}), CancellationToken::new(), updater)
+        .execute(ToolInput {
+            on_update: updater,
+            ..ToolInput::new("p", json!({}))
+        })
         .await
         .unwrap();
     assert!(

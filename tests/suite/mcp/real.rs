@@ -4,11 +4,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use agent_lsp::agent::message::ContentBlock;
-use agent_lsp::agent::tool::{AgentTool, ToolUpdater};
+use agent_lsp::agent::tool::{AgentTool, ToolInput, ToolUpdater};
 use agent_lsp::mcp::McpHub;
 use agent_lsp::mcp::server::State;
 use tokio::io::AsyncBufReadExt;
-use tokio_util::sync::CancellationToken;
 
 use super::*;
 
@@ -37,9 +36,11 @@ async fn call(
         .into_iter()
         .find(|t| t.declaration().name == name)
         .unwrap_or_else(|| panic!("no tool {name} in {:?}", session.status()));
-    tool.execute("c".into(), args, CancellationToken::new(), updates)
-        .await
-        .unwrap()
+    let input = ToolInput {
+        on_update: updates,
+        ..ToolInput::new("c", args)
+    };
+    tool.execute(input).await.unwrap()
 }
 
 fn first_text(result: &agent_lsp::agent::tool::AgentToolResult) -> String {

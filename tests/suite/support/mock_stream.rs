@@ -16,7 +16,9 @@ use agent_lsp::agent::model::Model;
 use agent_lsp::agent::stream_contract::{
     AssistantEventStream, AssistantMessageEvent, LlmContext, StreamFn, StreamOptions,
 };
-use agent_lsp::agent::tool::{AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolUpdater};
+use agent_lsp::agent::tool::{
+    AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolInput, ToolUpdater,
+};
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -242,14 +244,13 @@ impl AgentTool for FnTool {
         }
     }
 
-    fn execute(
-        &self,
-        id: String,
-        args: Value,
-        cancel: CancellationToken,
-        on_update: ToolUpdater,
-    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
-        (self.exec)(id, args, cancel, on_update)
+    fn execute(&self, input: ToolInput) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        (self.exec)(
+            input.tool_call_id,
+            input.args,
+            input.cancel,
+            input.on_update,
+        )
     }
 }
 

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use agent_lsp::agent::tool::{AgentToolResult, ToolError, ToolRef, ToolUpdater};
+use agent_lsp::agent::tool::{AgentToolResult, ToolError, ToolInput, ToolRef, ToolUpdater};
 use agent_lsp::model_registry::EnvSource;
 use agent_lsp::sandbox::{
     Availability, Layers, Sandbox, SandboxParts, SandboxPolicy, SandboxSetting,
@@ -152,7 +152,12 @@ impl Harness {
     ) -> Result<AgentToolResult, ToolError> {
         let tool = self.tool(name);
         let args = tool.prepare_arguments(args);
-        tool.execute("call-1".into(), args, cancel, updater).await
+        let input = ToolInput {
+            cancel,
+            on_update: updater,
+            ..ToolInput::new("call-1", args)
+        };
+        tool.execute(input).await
     }
 
     /// The text of a successful call.

@@ -192,8 +192,7 @@ async fn cancelled_calls_report_pi_abort_texts_and_change_nothing() {
 
 #[tokio::test]
 async fn bash_options_prefix_env_and_shell() {
-    use agent_lsp::agent::tool::ToolUpdater;
-    use tokio_util::sync::CancellationToken;
+    use agent_lsp::agent::tool::ToolInput;
     let dir = tempfile::tempdir().unwrap();
     let ws: Arc<dyn Workspace> = Arc::new(DiskWorkspace::new(dir.path(), vec![]).unwrap());
     let opts = ToolOptions {
@@ -209,12 +208,10 @@ async fn bash_options_prefix_env_and_shell() {
     };
     let bash = coding_tools(ws, opts).pop().unwrap();
     let r = bash
-        .execute(
-            "c".into(),
+        .execute(ToolInput::new(
+            "c",
             json!({"command": "echo $GREETING $AGENT_SESSION; echo $0"}),
-            CancellationToken::new(),
-            ToolUpdater::none(),
-        )
+        ))
         .await
         .unwrap();
     assert_eq!(r.content[0].as_text(), Some("hello s-1\n/bin/sh"));
