@@ -467,19 +467,25 @@ async fn a_non_streaming_json_answer_is_a_clear_error() {
 
 #[tokio::test]
 async fn a_silent_server_times_out_after_the_idle_limit() {
-    for api in APIS {
+    // The server sends its headers at once, then nothing for ten minutes. The limit is long
+    // enough that a loaded machine still gets the headers in time (a 100 ms limit once timed
+    // out waiting for them: "no response from …"), so the silence after them is what times
+    // out; the three APIs wait side by side.
+    let silent = |api: &'static str| async move {
         let mock =
-            mock(r#"{"responses": [{"text": "slow", "chunkSize": 1, "delayMs": 400}]}"#).await;
+            mock(r#"{"responses": [{"text": "slow", "chunkSize": 1, "delayMs": 600000}]}"#).await;
         let mut options = StreamOptions::default();
         options
             .extra
-            .insert("timeoutMs".into(), serde_json::json!(100));
+            .insert("timeoutMs".into(), serde_json::json!(3000));
         let events = run(&model_for(api, &mock), user_context("x"), options).await;
-        let (reason, message) = failed(&events);
+        (api, failed(&events))
+    };
+    for (api, (reason, message)) in futures_util::future::join_all(APIS.map(silent)).await {
         assert_eq!(reason, StopReason::Error);
         assert_eq!(
             message.error_message.as_deref(),
-            Some("Request timed out: no event for 100 ms"),
+            Some("Request timed out: no event for 3000 ms"),
             "{api}"
         );
     }
