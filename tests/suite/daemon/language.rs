@@ -45,6 +45,22 @@ fn typescript(result: Value) -> Value {
     json!({"servers": ["typescript"], "result": result})
 }
 
+/// A daemon whose model makes the one tool call `first`, then answers `done`.
+async fn one_call(first: MockResponse, caps: Value) -> (MockProvider, LspClient) {
+    agent_setup(vec![first, MockResponse::text("done")], caps, json!({})).await
+}
+
+/// The workspace root, with `files` (path under it, text) written to disk.
+fn write_files(client: &LspClient, files: &[(&str, &str)]) -> std::path::PathBuf {
+    let root = client.workspace.path().canonicalize().unwrap();
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    root
+}
+
 /// The text of each tool result and whether it is an error.
 fn results(events: &[Value]) -> Vec<(String, bool)> {
     tool_results(events)
@@ -64,20 +80,22 @@ fn tool_messages(mock: &MockProvider) -> Vec<String> {
 const A_BUFFER: &str = "import { greet } from \"./b\";\nconst é = \"😀\"; greet();\nfunction greet() { return \"é\"; }\n";
 
 async fn definition_on_an_unsaved_buffer(utf8: bool) {
-    let responses = vec![
+    let (mock, client) = one_call(
         call(
             "c1",
             "lsp_definition",
             json!({"path": "src/a.ts", "line": 2, "symbol": "greet"}),
         ),
-        MockResponse::text("done"),
-    ];
-    let (mock, client) =
-        agent_setup(responses, language_caps(utf8, &ALL_FEATURES), json!({})).await;
-    let root = client.workspace.path().canonicalize().unwrap();
-    std::fs::create_dir(root.join("src")).unwrap();
-    std::fs::write(root.join("src/a.ts"), "// on disk\n").unwrap();
-    std::fs::write(root.join("src/b.ts"), "export function greet() {}\n").unwrap();
+        language_caps(utf8, &ALL_FEATURES),
+    )
+    .await;
+    let root = write_files(
+        &client,
+        &[
+            ("src/a.ts", "// on disk\n"),
+            ("src/b.ts", "export function greet() {}\n"),
+        ],
+    );
     let a = client.did_open(&root.join("src/a.ts"), "// typed\n").await;
     client.edit_buffer(&a, A_BUFFER).await;
     let b = path_uri(&root.join("src/b.ts"));
@@ -129,16 +147,15 @@ async fn definition_by_symbol_on_an_unsaved_buffer_in_utf8() {
 
 #[tokio::test]
 async fn references_are_grouped_sorted_and_bounded() {
-    let responses = vec![
+    let (_mock, client) = one_call(
         call(
             "r1",
             "lsp_references",
             json!({"path": "lib.ts", "line": 1, "column": 17}),
         ),
-        MockResponse::text("done"),
-    ];
-    let (_mock, client) =
-        agent_setup(responses, language_caps(false, &ALL_FEATURES), json!({})).await;
+        language_caps(false, &ALL_FEATURES),
+    )
+    .await;
     let root = client.workspace.path().canonicalize().unwrap();
     let lines: String = (0..100).map(|i| format!("use_{i}(value);\n")).collect();
     std::fs::write(
@@ -199,8 +216,7 @@ async fn symbols_and_hover_read_as_text() {
     ];
     let (_mock, client) =
         agent_setup(responses, language_caps(false, &ALL_FEATURES), json!({})).await;
-    let root = client.workspace.path().canonicalize().unwrap();
-    std::fs::write(root.join("g.ts"), "class Greeter {\n  hello() {}\n}\n").unwrap();
+    let root = write_files(&client, &[("g.ts", "class Greeter {\n  hello() {}\n}\n")]);
     let g = path_uri(&root.join("g.ts"));
     let info = |name: &str, kind: u32, line: u32, container: Option<&str>| {
         let mut s =
@@ -259,8 +275,7 @@ async fn no_server_an_error_and_a_timeout_are_said_plainly() {
     let options = json!({"languageTimeoutMs": 300});
     let (_mock, client) =
         agent_setup(responses, language_caps(false, &ALL_FEATURES), options).await;
-    let root = client.workspace.path().canonicalize().unwrap();
-    std::fs::write(root.join("a.ts"), "let a = 1;\n").unwrap();
+    write_files(&client, &[("a.ts", "let a = 1;\n")]);
     let seen = Arc::new(Mutex::new(0));
     let count = seen.clone();
     client.set_responder(
@@ -420,8 +435,7 @@ async fn bad_arguments_get_clear_errors_and_the_daemon_goes_on() {
     ];
     let (_mock, client) =
         agent_setup(responses, language_caps(false, &ALL_FEATURES), json!({})).await;
-    let root = client.workspace.path().canonicalize().unwrap();
-    std::fs::write(root.join("a.ts"), "let greeting = 1;\nlet b = 2;\n").unwrap();
+    write_files(&client, &[("a.ts", "let greeting = 1;\nlet b = 2;\n")]);
     let (session, run, _) = prompt(&client, json!({"message": "go"})).await;
     let events = client.wait_settled(&session, &run).await;
     let results = results(&events);
@@ -465,10 +479,10 @@ const B_RENAME: &str = "export function greet() {}\n";
 async fn rename_setup(responses: Vec<MockResponse>, version: Option<i32>) -> RenameSetup {
     let (mock, client) =
         agent_setup(responses, language_caps(false, &ALL_FEATURES), json!({})).await;
-    let root = client.workspace.path().canonicalize().unwrap();
-    std::fs::create_dir(root.join("src")).unwrap();
-    std::fs::write(root.join("src/a.ts"), "// on disk\n").unwrap();
-    std::fs::write(root.join("src/b.ts"), B_RENAME).unwrap();
+    let root = write_files(
+        &client,
+        &[("src/a.ts", "// on disk\n"), ("src/b.ts", B_RENAME)],
+    );
     let a = client.did_open(&root.join("src/a.ts"), "// typed\n").await;
     client.edit_buffer(&a, A_RENAME).await;
     let b = path_uri(&root.join("src/b.ts"));
@@ -487,6 +501,16 @@ async fn rename_setup(responses: Vec<MockResponse>, version: Option<i32>) -> Ren
         client,
         root,
         a,
+    }
+}
+
+impl RenameSetup {
+    /// No edit was sent, and both files read as before.
+    fn assert_nothing_changed(&self) {
+        assert!(requests_of(&self.client, "workspace/applyEdit").is_empty());
+        assert_eq!(self.client.buffer(&self.a).1, A_RENAME);
+        let b = std::fs::read_to_string(self.root.join("src/b.ts")).unwrap();
+        assert_eq!(b, B_RENAME);
     }
 }
 
@@ -532,12 +556,7 @@ async fn a_rename_without_apply_proposes_and_changes_nothing() {
         requests_of(&s.client, "agent/beforeToolCall").is_empty(),
         "a proposal is a read"
     );
-    assert!(requests_of(&s.client, "workspace/applyEdit").is_empty());
-    assert_eq!(s.client.buffer(&s.a).1, A_RENAME);
-    assert_eq!(
-        std::fs::read_to_string(s.root.join("src/b.ts")).unwrap(),
-        B_RENAME
-    );
+    s.assert_nothing_changed();
     assert!(s.mock.violations().is_empty(), "{:?}", s.mock.violations());
 }
 
@@ -641,12 +660,7 @@ async fn a_blocked_rename_changes_nothing() {
     let events = s.client.wait_settled(&session, &run).await;
     let (text, is_error) = &results(&events)[0];
     assert!(*is_error && text.contains("not now"), "{text}");
-    assert!(requests_of(&s.client, "workspace/applyEdit").is_empty());
-    assert_eq!(s.client.buffer(&s.a).1, A_RENAME);
-    assert_eq!(
-        std::fs::read_to_string(s.root.join("src/b.ts")).unwrap(),
-        B_RENAME
-    );
+    s.assert_nothing_changed();
 }
 
 #[tokio::test]
@@ -669,12 +683,7 @@ async fn a_rename_of_a_stale_version_is_refused_whole() {
             true
         )
     );
-    assert!(requests_of(&s.client, "workspace/applyEdit").is_empty());
-    assert_eq!(s.client.buffer(&s.a).1, A_RENAME);
-    assert_eq!(
-        std::fs::read_to_string(s.root.join("src/b.ts")).unwrap(),
-        B_RENAME
-    );
+    s.assert_nothing_changed();
 }
 
 #[tokio::test]
@@ -695,10 +704,7 @@ async fn a_rename_allowed_by_policy_applies_and_later_edits_see_it() {
         json!({"approval": {"edit": "allow"}}),
     )
     .await;
-    let root = client.workspace.path().canonicalize().unwrap();
-    std::fs::create_dir(root.join("src")).unwrap();
-    std::fs::write(root.join("src/a.ts"), A_RENAME).unwrap();
-    std::fs::write(root.join("src/b.ts"), B_RENAME).unwrap();
+    let root = write_files(&client, &[("src/a.ts", A_RENAME), ("src/b.ts", B_RENAME)]);
     let (a, b) = (
         path_uri(&root.join("src/a.ts")),
         path_uri(&root.join("src/b.ts")),
@@ -742,10 +748,7 @@ async fn rename_under_rules(rules: Value) -> (String, bool) {
     let options = json!({"approval": {"edit": "allow"}, "permissions": rules});
     let (_mock, client) =
         agent_setup(responses, language_caps(false, &ALL_FEATURES), options).await;
-    let root = client.workspace.path().canonicalize().unwrap();
-    std::fs::create_dir(root.join("src")).unwrap();
-    std::fs::write(root.join("src/a.ts"), A_RENAME).unwrap();
-    std::fs::write(root.join("src/b.ts"), B_RENAME).unwrap();
+    let root = write_files(&client, &[("src/a.ts", A_RENAME), ("src/b.ts", B_RENAME)]);
     let (a, b) = (
         path_uri(&root.join("src/a.ts")),
         path_uri(&root.join("src/b.ts")),
@@ -784,18 +787,16 @@ async fn permission_rules_on_a_renamed_file_hold() {
 
 #[tokio::test]
 async fn an_abort_withdraws_a_pending_request() {
-    let responses = vec![
+    let (_mock, client) = one_call(
         call(
             "x1",
             "lsp_hover",
             json!({"path": "a.ts", "line": 1, "symbol": "a"}),
         ),
-        MockResponse::text("never"),
-    ];
-    let (_mock, client) =
-        agent_setup(responses, language_caps(false, &ALL_FEATURES), json!({})).await;
-    let root = client.workspace.path().canonicalize().unwrap();
-    std::fs::write(root.join("a.ts"), "let a = 1;\n").unwrap();
+        language_caps(false, &ALL_FEATURES),
+    )
+    .await;
+    write_files(&client, &[("a.ts", "let a = 1;\n")]);
     client.set_responder("agent/languageRequest", Box::new(|_| None));
     let (session, run, _) = prompt(&client, json!({"message": "hover"})).await;
     let asked = client
