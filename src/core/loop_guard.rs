@@ -214,8 +214,12 @@ impl LoopGuard {
     }
 }
 
+/// Tools whose result changes although the call does not, so a repeated call is no loop:
+/// `ask_user`'s answer is the user's each time (and each call waits for them).
+const ANSWERS_VARY: [&str; 1] = [crate::tools::ASK_USER];
+
 /// How many calls in a row, ending with the call `id`, had its tool and arguments; `None` when
-/// no assistant message in the transcript made that call.
+/// no assistant message in the transcript made that call, or its tool's answers vary.
 fn streak(messages: &[AgentMessage], id: &str) -> Option<usize> {
     let mut target: Option<&ToolCall> = None;
     let mut count = 0;
@@ -230,6 +234,9 @@ fn streak(messages: &[AgentMessage], id: &str) -> Option<usize> {
         }
         for call in calls.into_iter().rev() {
             match target {
+                None if call.id == id && ANSWERS_VARY.contains(&call.name.as_str()) => {
+                    return None;
+                }
                 None if call.id == id => {
                     target = Some(call);
                     count = 1;
@@ -295,5 +302,17 @@ mod tests {
         assert_eq!(streak(&history, "4"), Some(1));
         assert_eq!(streak(&history, "5"), Some(1));
         assert_eq!(streak(&history, "missing"), None);
+    }
+
+    #[test]
+    fn asking_the_user_the_same_question_again_is_no_streak() {
+        let question = json!({"question": "Which database?"});
+        let history: Vec<AgentMessage> = (0..8)
+            .flat_map(|i| {
+                let id = i.to_string();
+                [calls(&[(&id, "ask_user", question.clone())]), result(&id)]
+            })
+            .collect();
+        assert_eq!(streak(&history, "7"), None);
     }
 }
