@@ -19,7 +19,7 @@ use agent_lsp::agent::message::{
 };
 use agent_lsp::agent::model::Model;
 use agent_lsp::agent::stream_contract::{
-    AssistantEventStream, LlmContext, StreamFn, StreamOptions, event_channel,
+    AssistantEventStream, LlmContext, StreamFn, StreamOptions, StreamRequest, event_channel,
 };
 use agent_lsp::agent::{Agent, AgentListener};
 use agent_lsp::compaction::summary::SYSTEM_PROMPT;
@@ -122,15 +122,10 @@ struct Timed {
 }
 
 impl StreamFn for Timed {
-    fn stream(
-        &self,
-        model: &Model,
-        context: LlmContext,
-        options: StreamOptions,
-    ) -> AssistantEventStream {
+    fn stream(&self, request: StreamRequest) -> AssistantEventStream {
         let started = Instant::now();
-        let summary = text_of(&context) == Some(SYSTEM_PROMPT);
-        let mut inner = self.inner.stream(model, context, options);
+        let summary = text_of(&request.context) == Some(SYSTEM_PROMPT);
+        let mut inner = self.inner.stream(request);
         let (sink, stream) = event_channel();
         let log = self.log.clone();
         tokio::spawn(async move {

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use agent_lsp::agent::message::AgentMessage;
 use agent_lsp::agent::model::Model;
 use agent_lsp::agent::stream_contract::{
-    AssistantMessageEvent, LlmContext, StreamFn, StreamOptions,
+    AssistantMessageEvent, LlmContext, StreamFn, StreamRequest,
 };
 use agent_lsp::provider::openai::OpenAiCompletions;
 use agent_lsp::provider::partial_json::PartialJson;
@@ -122,7 +122,7 @@ async fn via_mock(response: MockResponse, expected_deltas: usize) -> anyhow::Res
     let provider = OpenAiCompletions::new();
     let context = LlmContext::new(vec![AgentMessage::user_text("go")]);
     let started = Instant::now();
-    let mut stream = provider.stream(&model(&mock), context, StreamOptions::default());
+    let mut stream = provider.stream(StreamRequest::new(model(&mock), context));
     let mut deltas = 0;
     let mut last = None;
     while let Some(event) = stream.next().await {

@@ -14,7 +14,9 @@ use crate::agent::message::{
     AgentMessage, AssistantMessage, ContentBlock, StopReason, TextContent, ThinkingContent,
     UserMessage, now_ms,
 };
-use crate::agent::stream_contract::{AssistantMessageEvent, LlmContext, StreamFn, StreamOptions};
+use crate::agent::stream_contract::{
+    AssistantMessageEvent, LlmContext, StreamFn, StreamOptions, StreamRequest,
+};
 use crate::agent::tool_exec::{OPERATION_ABORTED, panic_text};
 
 /// The error text of a stream that ended without `done`/`error`.
@@ -150,14 +152,16 @@ impl Attempt {
                 started: false,
             });
         }
-        let model = &req.config.model;
         // pi 1.6.0 times each provider stream (`durationMs` on the final message).
         let started_at = std::time::Instant::now();
         // A stream function must encode failures in its stream; one that panics instead
         // ("provider exploded") fails the run like pi's throwing stream function.
         let call = std::panic::AssertUnwindSafe(|| {
-            req.stream_fn
-                .stream(model, LlmContext { messages }, options)
+            req.stream_fn.stream(StreamRequest {
+                model: req.config.model.clone(),
+                context: LlmContext { messages },
+                options,
+            })
         });
         let mut stream = std::panic::catch_unwind(call)
             .map_err(|p| RunFailure::Panic(panic_text(p.as_ref())))?;

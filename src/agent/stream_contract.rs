@@ -174,12 +174,27 @@ pub struct StreamOptions {
     pub extra: Map<String, Value>,
 }
 
+/// One request to a provider: pi's `streamFn(model, context, options)` as one value, which
+/// wrappers (the router, timing or recording providers) pass on whole.
+#[derive(Clone, Debug)]
+pub struct StreamRequest {
+    pub model: Model,
+    pub context: LlmContext,
+    pub options: StreamOptions,
+}
+
+impl StreamRequest {
+    /// A request with default options (no key, never cancelled).
+    pub fn new(model: Model, context: LlmContext) -> Self {
+        StreamRequest {
+            model,
+            context,
+            options: StreamOptions::default(),
+        }
+    }
+}
+
 /// A function that streams one assistant response (pi's `StreamFn`).
 pub trait StreamFn: Send + Sync {
-    fn stream(
-        &self,
-        model: &Model,
-        context: LlmContext,
-        options: StreamOptions,
-    ) -> AssistantEventStream;
+    fn stream(&self, request: StreamRequest) -> AssistantEventStream;
 }

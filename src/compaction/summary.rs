@@ -10,7 +10,9 @@ use crate::agent::message::{
     UserMessage, now_ms,
 };
 use crate::agent::model::Model;
-use crate::agent::stream_contract::{AssistantMessageEvent, LlmContext, StreamFn, StreamOptions};
+use crate::agent::stream_contract::{
+    AssistantMessageEvent, LlmContext, StreamFn, StreamOptions, StreamRequest,
+};
 
 use super::{FileLists, Preparation};
 
@@ -293,7 +295,11 @@ impl Summarizer {
             session_id: self.session_id.clone(),
             ..StreamOptions::default()
         };
-        let mut stream = self.stream_fn.stream(&self.model, context, options);
+        let mut stream = self.stream_fn.stream(StreamRequest {
+            model: self.model.clone(),
+            context,
+            options,
+        });
         let message = loop {
             let event = tokio::select! {
                 event = stream.next() => event,

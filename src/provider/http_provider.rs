@@ -7,7 +7,9 @@ use std::marker::PhantomData;
 use super::assembler::{Assembler, spawn_provider};
 use super::transport::{HttpClient, HttpTarget, WireParser, checked_target, drive};
 use crate::agent::model::Model;
-use crate::agent::stream_contract::{AssistantEventStream, LlmContext, StreamFn, StreamOptions};
+use crate::agent::stream_contract::{
+    AssistantEventStream, LlmContext, StreamFn, StreamOptions, StreamRequest,
+};
 
 /// What one call asks of a wire API.
 pub(crate) struct Call<'a> {
@@ -49,15 +51,14 @@ impl<A> HttpProvider<A> {
 }
 
 impl<A: HttpApi> StreamFn for HttpProvider<A> {
-    fn stream(
-        &self,
-        model: &Model,
-        context: LlmContext,
-        options: StreamOptions,
-    ) -> AssistantEventStream {
+    fn stream(&self, request: StreamRequest) -> AssistantEventStream {
         let client = self.client.clone();
-        let model = model.clone();
-        spawn_provider(&model.clone(), move |sink| async move {
+        spawn_provider(&request.model.clone(), move |sink| async move {
+            let StreamRequest {
+                model,
+                context,
+                options,
+            } = request;
             let asm = Assembler::new(sink, &model);
             let call = || Call {
                 model: &model,

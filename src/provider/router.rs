@@ -9,9 +9,8 @@ use super::openai::{self, OpenAiCompletions};
 use super::openai_responses::{self, OpenAiResponses};
 use super::scripted::{self, ScriptedProvider};
 use crate::agent::message::StopReason;
-use crate::agent::model::Model;
 use crate::agent::stream_contract::{
-    AssistantEventStream, AssistantMessageEvent, LlmContext, StreamFn, StreamOptions,
+    AssistantEventStream, AssistantMessageEvent, StreamFn, StreamRequest,
 };
 
 /// Dispatches each request to the provider registered for its model's `api`.
@@ -51,14 +50,10 @@ impl ProviderRouter {
 }
 
 impl StreamFn for ProviderRouter {
-    fn stream(
-        &self,
-        model: &Model,
-        context: LlmContext,
-        options: StreamOptions,
-    ) -> AssistantEventStream {
+    fn stream(&self, request: StreamRequest) -> AssistantEventStream {
+        let model = &request.model;
         match self.providers.get(&model.api) {
-            Some(provider) => provider.stream(model, context, options),
+            Some(provider) => provider.stream(request),
             None => {
                 let reason = StopReason::Error;
                 let message = format!("No provider registered for api: {}", model.api);
@@ -80,6 +75,8 @@ pub fn default_stream_fn() -> Arc<dyn StreamFn> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::model::Model;
+    use crate::agent::stream_contract::LlmContext;
 
     fn drain(mut stream: AssistantEventStream) -> Vec<AssistantMessageEvent> {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -101,8 +98,7 @@ mod tests {
             base_url: "http://127.0.0.1:9".into(),
             ..Model::default()
         };
-        let stream =
-            default_stream_fn().stream(&model, LlmContext::default(), StreamOptions::default());
+        let stream = default_stream_fn().stream(StreamRequest::new(model, LlmContext::default()));
         let events = drain(stream);
         assert_eq!(events.len(), 1);
         let AssistantMessageEvent::Error { reason, error } = &events[0] else {

@@ -14,7 +14,9 @@ use crate::agent::message::{
     AssistantMessage, ContentBlock, StopReason, ThinkingContent, ToolCall, Usage,
 };
 use crate::agent::model::Model;
-use crate::agent::stream_contract::{AssistantEventStream, LlmContext, StreamFn, StreamOptions};
+use crate::agent::stream_contract::{
+    AssistantEventStream, LlmContext, StreamFn, StreamOptions, StreamRequest,
+};
 
 pub const API: &str = "scripted";
 /// Characters per delta cycle through these sizes (pi chops 3–5 "tokens" of 4 characters).
@@ -105,25 +107,21 @@ impl ScriptedProvider {
 }
 
 impl StreamFn for ScriptedProvider {
-    fn stream(
-        &self,
-        model: &Model,
-        context: LlmContext,
-        options: StreamOptions,
-    ) -> AssistantEventStream {
+    fn stream(&self, request: StreamRequest) -> AssistantEventStream {
         let call = self.calls.fetch_add(1, Ordering::SeqCst);
         let next = self.lock().pop_front();
         let response = next.map(|r| match r {
             ScriptedResponse::Message(m) => *m,
-            ScriptedResponse::Factory(f) => f(&context, &options, call),
+            ScriptedResponse::Factory(f) => f(&request.context, &request.options, call),
         });
-        let input_chars: usize = context
+        let input_chars: usize = request
+            .context
             .messages
             .iter()
             .map(|m| serde_json::to_string(m).map(|s| s.len()).unwrap_or(0))
             .sum();
         let delay = self.delay;
-        let model = model.clone();
+        let StreamRequest { model, options, .. } = request;
         spawn_provider(&model.clone(), move |sink| async move {
             let mut asm = Assembler::new(sink, &model);
             let Some(response) = response else {
@@ -264,9 +262,8 @@ mod tests {
             scripted_text("The quick brown fox jumps over the lazy dog, twice over."),
             scripted_tool_call("c1", "read", json!({"path": "a.txt"})),
         ]);
-        let events =
-            collect(provider.stream(&model(), LlmContext::default(), StreamOptions::default()))
-                .await;
+        let request = || StreamRequest::new(model(), LlmContext::default());
+        let events = collect(provider.stream(request())).await;
         let deltas = events
             .iter()
             .filter(|e| matches!(e, AssistantMessageEvent::TextDelta { .. }))
@@ -279,9 +276,7 @@ mod tests {
             message.text(),
             "The quick brown fox jumps over the lazy dog, twice over."
         );
-        let events =
-            collect(provider.stream(&model(), LlmContext::default(), StreamOptions::default()))
-                .await;
+        let events = collect(provider.stream(request())).await;
         let Some(AssistantMessageEvent::Done { reason, message }) = events.last() else {
             panic!()
         };
@@ -290,9 +285,7 @@ mod tests {
             message.tool_calls().next().map(|c| c.arguments.clone()),
             Some(json!({"path": "a.txt"}))
         );
-        let events =
-            collect(provider.stream(&model(), LlmContext::default(), StreamOptions::default()))
-                .await;
+        let events = collect(provider.stream(request())).await;
         let Some(AssistantMessageEvent::Error { error, .. }) = events.last() else {
             panic!()
         };
@@ -309,7 +302,10 @@ mod tests {
             .with_delay(Duration::from_millis(5));
         let options = StreamOptions::default();
         let signal = options.signal.clone();
-        let mut stream = provider.stream(&model(), LlmContext::default(), options);
+        let mut stream = provider.stream(StreamRequest {
+            options,
+            ..StreamRequest::new(model(), LlmContext::default())
+        });
         let mut last = None;
         while let Some(event) = stream.next().await {
             if matches!(event, AssistantMessageEvent::TextDelta { .. }) {

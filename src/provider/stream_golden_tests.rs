@@ -9,7 +9,9 @@ use super::default_stream_fn;
 use super::request_golden_tests::snapshot;
 use crate::agent::message::{AgentMessage, AssistantMessage};
 use crate::agent::model::{Model, ModelCost};
-use crate::agent::stream_contract::{AssistantMessageEvent, LlmContext, StreamOptions};
+use crate::agent::stream_contract::{
+    AssistantMessageEvent, LlmContext, StreamOptions, StreamRequest,
+};
 
 /// Answers the first request on a loopback port with `sse` as an event stream; the base URL.
 async fn serve_once(sse: &'static str) -> String {
@@ -84,7 +86,11 @@ async fn stream(api: &str, model_id: &str, sse: &'static str) -> String {
         ..StreamOptions::default()
     };
     let context = LlmContext::new(vec![AgentMessage::user_text("Read src/main.rs")]);
-    let mut events = default_stream_fn().stream(&model, context, options);
+    let mut events = default_stream_fn().stream(StreamRequest {
+        model,
+        context,
+        options,
+    });
     let mut out = Vec::new();
     while let Some(mut event) = events.next().await {
         match &mut event {

@@ -7,11 +7,8 @@ use std::sync::{Arc, Mutex};
 use agent_lsp::agent::config::AgentLoopConfig;
 use agent_lsp::agent::hooks::{AfterToolCallHook, AgentContext, BeforeToolCallHook};
 use agent_lsp::agent::message::{AgentMessage, CustomMessage};
-use agent_lsp::agent::model::Model;
 use agent_lsp::agent::run_loop::run_agent_loop;
-use agent_lsp::agent::stream_contract::{
-    AssistantEventStream, LlmContext, StreamFn, StreamOptions,
-};
+use agent_lsp::agent::stream_contract::{AssistantEventStream, StreamFn, StreamRequest};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -31,9 +28,10 @@ struct Noting {
 }
 
 impl StreamFn for Noting {
-    fn stream(&self, _: &Model, context: LlmContext, _: StreamOptions) -> AssistantEventStream {
+    fn stream(&self, request: StreamRequest) -> AssistantEventStream {
+        let messages = &request.context.messages;
         let mut seen = self.seen.lock().unwrap();
-        seen.push((addr(&context.messages), context.messages.len()));
+        seen.push((addr(messages), messages.len()));
         let reply = if seen.len() <= self.tool_turns {
             let id = format!("call-{}", seen.len());
             tool_use(vec![tool_call(&id, "echo", json!({"value": "x"}))])

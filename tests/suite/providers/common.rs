@@ -3,7 +3,7 @@
 use agent_lsp::agent::message::{AssistantMessage, StopReason};
 use agent_lsp::agent::model::{Model, ModelCost};
 use agent_lsp::agent::stream_contract::{
-    AssistantMessageEvent, LlmContext, StreamFn, StreamOptions,
+    AssistantMessageEvent, LlmContext, StreamFn, StreamOptions, StreamRequest,
 };
 use agent_lsp::provider::default_stream_fn;
 use agent_lsp::testing::{MockProvider, MockScript};
@@ -66,16 +66,19 @@ pub async fn run(
     context: LlmContext,
     options: StreamOptions,
 ) -> Vec<AssistantMessageEvent> {
-    run_with(default_stream_fn().as_ref(), model, context, options).await
+    let request = StreamRequest {
+        model: model.clone(),
+        context,
+        options,
+    };
+    run_with(default_stream_fn().as_ref(), request).await
 }
 
 pub async fn run_with(
     provider: &dyn StreamFn,
-    model: &Model,
-    context: LlmContext,
-    options: StreamOptions,
+    request: StreamRequest,
 ) -> Vec<AssistantMessageEvent> {
-    let mut stream = provider.stream(model, context, options);
+    let mut stream = provider.stream(request);
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {
         events.push(event);

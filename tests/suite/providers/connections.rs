@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use agent_lsp::agent::stream_contract::StreamOptions;
+use agent_lsp::agent::stream_contract::StreamRequest;
 use agent_lsp::provider::ProviderRouter;
 use tokio::io::AsyncWriteExt;
 
@@ -140,7 +140,11 @@ async fn kept_alive_connections_are_reused_and_replaced_once_the_server_closed_t
     let model = model_at("openai-completions", &format!("http://{addr}/v1"));
     let mut texts = Vec::new();
     for _ in 0..3 {
-        let events = run_with(&router, &model, user_context("x"), StreamOptions::default()).await;
+        let events = run_with(
+            &router,
+            StreamRequest::new(model.clone(), user_context("x")),
+        )
+        .await;
         texts.push(done(&events).1.text());
         // Let connection 0's close arrive before the third request.
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -4,7 +4,7 @@
 use agent_lsp::agent::message::StopReason;
 use agent_lsp::agent::model::Model;
 use agent_lsp::agent::stream_contract::{
-    AssistantMessageEvent, LlmContext, StreamFn, StreamOptions,
+    AssistantMessageEvent, LlmContext, StreamFn, StreamOptions, StreamRequest,
 };
 use agent_lsp::provider::ProviderRouter;
 
@@ -156,7 +156,10 @@ async fn abort_during_retry_wait_ends_aborted() {
     let signal = options.signal.clone();
     let model = model_for("openai-completions", &mock);
     let router = ProviderRouter::with_defaults();
-    let mut stream = router.stream(&model, user_context("x"), options);
+    let mut stream = router.stream(StreamRequest {
+        options,
+        ..StreamRequest::new(model, user_context("x"))
+    });
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {
         if matches!(event, AssistantMessageEvent::Retry { .. }) {
@@ -406,7 +409,10 @@ async fn abort_mid_stream_ends_aborted() {
         let options = StreamOptions::default();
         let signal = options.signal.clone();
         let router = ProviderRouter::with_defaults();
-        let mut stream = router.stream(&model_for(api, &mock), user_context("x"), options);
+        let mut stream = router.stream(StreamRequest {
+            options,
+            ..StreamRequest::new(model_for(api, &mock), user_context("x"))
+        });
         let mut events = Vec::new();
         while let Some(event) = stream.next().await {
             if matches!(event, AssistantMessageEvent::TextDelta { .. }) {

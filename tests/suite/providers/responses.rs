@@ -4,7 +4,7 @@
 
 use agent_lsp::agent::message::{AgentMessage, ContentBlock, StopReason, ThinkingLevel};
 use agent_lsp::agent::stream_contract::{
-    AssistantMessageEvent, LlmContext, StreamFn, StreamOptions,
+    AssistantMessageEvent, LlmContext, StreamFn, StreamOptions, StreamRequest,
 };
 use agent_lsp::provider::ProviderRouter;
 use serde_json::{Value, json};
@@ -218,7 +218,10 @@ async fn http_errors_and_aborts_end_as_for_the_other_apis() {
     );
     let options = StreamOptions::default();
     let signal = options.signal.clone();
-    let mut stream = ProviderRouter::with_defaults().stream(&model, user_context("x"), options);
+    let mut stream = ProviderRouter::with_defaults().stream(StreamRequest {
+        options,
+        ..StreamRequest::new(model, user_context("x"))
+    });
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {
         if matches!(event, AssistantMessageEvent::TextDelta { .. }) {

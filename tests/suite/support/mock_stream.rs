@@ -14,7 +14,7 @@ use agent_lsp::agent::message::{
 };
 use agent_lsp::agent::model::Model;
 use agent_lsp::agent::stream_contract::{
-    AssistantEventStream, AssistantMessageEvent, LlmContext, StreamFn, StreamOptions,
+    AssistantEventStream, AssistantMessageEvent, StreamFn, StreamRequest,
 };
 use agent_lsp::agent::tool::{
     AgentTool, AgentToolResult, ExecutionMode, ToolError, ToolInput, ToolUpdater,
@@ -24,12 +24,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// One recorded provider call.
-#[derive(Clone, Debug)]
-pub struct Call {
-    pub model: Model,
-    pub context: LlmContext,
-    pub options: StreamOptions,
-}
+pub type Call = StreamRequest;
 
 type Script = dyn Fn(usize, &Call) -> AssistantEventStream + Send + Sync;
 
@@ -69,20 +64,10 @@ impl MockStream {
 }
 
 impl StreamFn for MockStream {
-    fn stream(
-        &self,
-        model: &Model,
-        context: LlmContext,
-        options: StreamOptions,
-    ) -> AssistantEventStream {
-        let call = Call {
-            model: model.clone(),
-            context,
-            options,
-        };
+    fn stream(&self, request: StreamRequest) -> AssistantEventStream {
         let i = self.count.fetch_add(1, Ordering::SeqCst);
-        self.calls.lock().unwrap().push(call.clone());
-        (self.script)(i, &call)
+        self.calls.lock().unwrap().push(request.clone());
+        (self.script)(i, &request)
     }
 }
 
