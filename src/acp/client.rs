@@ -21,9 +21,10 @@ use crate::agent::tool::{AgentTool, AgentToolResult, ToolError, ToolInput, ToolR
 use crate::core::FrontEnd;
 use crate::rpc::outgoing::{Outgoing, RequestError};
 use crate::sandbox::{CallMode, Sandbox};
+use crate::tools::paths::Roots;
 use crate::tools::{
-    self, BashTool, ContentId, DiskWorkspace, FileSnapshot, JobHost, Jobs, ToolContext,
-    ToolOptions, Workspace, WorkspaceError, WriteOutcome,
+    self, BashTool, DiskWorkspace, FileSnapshot, JobHost, Jobs, ToolContext, ToolOptions,
+    Workspace, WorkspaceError, WriteOutcome, WriteRequest,
 };
 
 /// What the client offered in `initialize`.
@@ -204,12 +205,8 @@ fn client_failure(path: &Path, e: RequestError) -> WorkspaceError {
 }
 
 impl Workspace for ClientWorkspace {
-    fn root(&self) -> &Path {
-        self.disk.root()
-    }
-
-    fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError> {
-        self.disk.resolve(path)
+    fn roots(&self) -> &Roots {
+        self.disk.roots()
     }
 
     fn read(&self, path: PathBuf) -> BoxFuture<'static, Result<FileSnapshot, WorkspaceError>> {
@@ -247,15 +244,15 @@ impl Workspace for ClientWorkspace {
         })
     }
 
-    fn write(
-        &self,
-        path: PathBuf,
-        content: Vec<u8>,
-        expected: Option<ContentId>,
-    ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
+    fn write(&self, req: WriteRequest) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
         if !self.link.caps.write_text_file {
-            return self.disk.write(path, content, expected);
+            return self.disk.write(req);
         }
+        let WriteRequest {
+            path,
+            content,
+            expected,
+        } = req;
         let current = self.read(path.clone());
         let link = self.link.clone();
         Box::pin(async move {

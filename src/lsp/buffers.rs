@@ -32,12 +32,13 @@ use crate::lsp::protocol::{SaveAfterEdit, SaveDocumentsParams, SaveDocumentsResu
 use crate::lsp::saving::{DiskFingerprints, keep_unsaved};
 use crate::rpc::outgoing::{Outgoing, RequestError};
 use crate::tools::diff::{common_prefix, common_suffix};
+use crate::tools::paths::Roots;
 use crate::tools::workspace::{
     EditOutcome, EditRequest, check_abort, edit_by_rewrite, edit_write_error, seen_conflict,
 };
 use crate::tools::{
     Capture, ContentHash, ContentId, DiskWorkspace, FileSnapshot, Unsaved, Workspace,
-    WorkspaceError, WriteOutcome,
+    WorkspaceError, WriteOutcome, WriteRequest,
 };
 
 /// A workspace whose open files live in the editor.
@@ -71,12 +72,8 @@ impl BufferWorkspace {
 }
 
 impl Workspace for BufferWorkspace {
-    fn root(&self) -> &Path {
-        self.editor.disk.root()
-    }
-
-    fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError> {
-        self.editor.disk.resolve(path)
+    fn roots(&self) -> &Roots {
+        self.editor.disk.roots()
     }
 
     /// An open buffer's rope is captured as it is (an O(1) clone) and hashed later.
@@ -110,18 +107,18 @@ impl Workspace for BufferWorkspace {
         })
     }
 
-    fn write(
-        &self,
-        path: PathBuf,
-        content: Vec<u8>,
-        expected: Option<ContentId>,
-    ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
+    fn write(&self, req: WriteRequest) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
         let editor = self.editor.clone();
         Box::pin(async move {
-            if editor.docs.get_path(&path).is_none() {
-                return editor.disk.write_disk(path, content, expected).await;
+            if editor.docs.get_path(&req.path).is_none() {
+                return editor
+                    .disk
+                    .write_disk(req.path, req.content, req.expected)
+                    .await;
             }
-            editor.write_open(&path, content, expected).await
+            editor
+                .write_open(&req.path, req.content, req.expected)
+                .await
         })
     }
 

@@ -39,7 +39,7 @@ use nix::fcntl::{AT_FDCWD, AtFlags, OFlag, OpenHow, ResolveFlag, openat, openat2
 use nix::sys::stat::{Mode, SFlag, fstatat, mkdirat};
 use nix::unistd::{UnlinkatFlags, unlinkat};
 
-use super::workspace::{FileOp, WorkspaceError};
+use super::error::{FileOp, WorkspaceError};
 
 /// How the directories of a path are opened beneath its root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use super::beneath::{Kind, Resolver};
 use super::content::ContentId;
 use super::error::{FileOp, WorkspaceError};
 use super::paths;
-use super::workspace::{FileSnapshot, Workspace, WriteOutcome};
+use super::workspace::{FileSnapshot, Workspace, WriteOutcome, WriteRequest};
 
 /// A [`Workspace`] on the local disk. Every file is reached beneath its root's handle
 /// ([`super::beneath`]), never by its path again after [`Workspace::resolve`] checked it.
@@ -39,11 +39,6 @@ impl DiskWorkspace {
         Ok(DiskWorkspace {
             roots: Arc::new(roots),
         })
-    }
-
-    /// The resolution rules, shared with other implementations (the daemon's).
-    pub fn roots(&self) -> &paths::Roots {
-        &self.roots
     }
 
     /// Reads a file from disk (refusing directories with a clear error), in one trip to the
@@ -75,12 +70,8 @@ impl DiskWorkspace {
 }
 
 impl Workspace for DiskWorkspace {
-    fn root(&self) -> &Path {
-        self.roots.root()
-    }
-
-    fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError> {
-        self.roots.resolve(path)
+    fn roots(&self) -> &paths::Roots {
+        &self.roots
     }
 
     fn read(&self, path: PathBuf) -> BoxFuture<'static, Result<FileSnapshot, WorkspaceError>> {
@@ -88,14 +79,9 @@ impl Workspace for DiskWorkspace {
         Box::pin(async move { disk.read_disk(path).await })
     }
 
-    fn write(
-        &self,
-        path: PathBuf,
-        content: Vec<u8>,
-        expected: Option<ContentId>,
-    ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
+    fn write(&self, req: WriteRequest) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
         let disk = self.clone();
-        Box::pin(async move { disk.write_disk(path, content, expected).await })
+        Box::pin(async move { disk.write_disk(req.path, req.content, req.expected).await })
     }
 
     fn remove(&self, path: PathBuf) -> BoxFuture<'static, Result<(), WorkspaceError>> {

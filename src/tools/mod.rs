@@ -76,6 +76,7 @@ pub use question::{AskHandle, Question, QuestionOption, UserAnswer, UserChannel}
 pub use tracker::{FileMutationQueue, ReadTracker};
 pub use workspace::{
     DiskWorkspace, FileSnapshot, Fingerprint, Unsaved, Workspace, WorkspaceError, WriteOutcome,
+    WriteRequest,
 };
 
 /// The coding tools, each the [`AgentTool`](crate::agent::tool::AgentTool) of its arguments.

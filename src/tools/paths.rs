@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use super::beneath::{Beneath, Dir, Resolver};
-use super::workspace::{FileOp, WorkspaceError};
+use super::error::{FileOp, WorkspaceError};
 
 /// The roots a workspace may touch, canonicalised once, with a handle on each that every file
 /// operation starts from ([`Beneath`]).

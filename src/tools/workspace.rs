@@ -17,6 +17,7 @@ use std::borrow::Cow;
 use super::diff::diff;
 use super::edit_match::{Span, match_edits, splice};
 use super::error::{conflict_text, ws_error};
+use super::paths::Roots;
 use super::text::detect_crlf;
 use crate::agent::tool::ToolError;
 
@@ -204,6 +205,28 @@ impl FileSnapshot {
     }
 }
 
+/// One whole-content write, as [`Workspace::write`] takes it (and an implementation that
+/// falls back to another passes it on whole).
+#[derive(Clone, Debug)]
+pub struct WriteRequest {
+    /// The canonical absolute path ([`Workspace::resolve`]).
+    pub path: PathBuf,
+    /// The new content, whole.
+    pub content: Vec<u8>,
+    /// The version the write replaces: a different current content is a conflict.
+    pub expected: Option<ContentId>,
+}
+
+impl WriteRequest {
+    pub fn new(path: PathBuf, content: Vec<u8>, expected: Option<ContentId>) -> Self {
+        WriteRequest {
+            path,
+            content,
+            expected,
+        }
+    }
+}
+
 /// What a write did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteOutcome {
@@ -277,26 +300,29 @@ pub struct EditOutcome {
 
 /// Where tools read and write files. Implementations must be cheap to share (`Arc<dyn Workspace>`).
 pub trait Workspace: Send + Sync {
+    /// The folders its files are beneath (the workspace folder and the extra roots), and the
+    /// rules resolving a path into them: every implementation's files are on one disk's.
+    fn roots(&self) -> &Roots;
+
     /// The workspace folder (canonical).
-    fn root(&self) -> &Path;
+    fn root(&self) -> &Path {
+        self.roots().root()
+    }
 
     /// Resolves a model-supplied path (`@` prefix stripped, `~` expanded, special spaces
     /// normalised, relative to the root) to a canonical absolute path. Refuses escapes (`..`,
     /// absolute paths elsewhere, symlinks pointing out) unless under a configured extra root.
-    fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError>;
+    fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError> {
+        self.roots().resolve(path)
+    }
 
     /// The content as the user sees it: the editor buffer when open, else the disk.
     fn read(&self, path: PathBuf) -> BoxFuture<'static, Result<FileSnapshot, WorkspaceError>>;
 
     /// Replaces the whole content (creating parent directories). Fails with
-    /// [`WorkspaceError::Conflict`] if `expected` no longer matches the current content; a file
-    /// that does not exist has nothing to clobber, so `expected` is then ignored.
-    fn write(
-        &self,
-        path: PathBuf,
-        content: Vec<u8>,
-        expected: Option<ContentId>,
-    ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>>;
+    /// [`WorkspaceError::Conflict`] if `req.expected` no longer matches the current content; a
+    /// file that does not exist has nothing to clobber, so `expected` is then ignored.
+    fn write(&self, req: WriteRequest) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>>;
 
     /// Applies `edit`'s replacements to the file (all or none), with pi's matching rules and
     /// error texts. The default reads the whole file, computes the new content and writes it
@@ -470,7 +496,7 @@ pub async fn edit_by_rewrite<W: Workspace + ?Sized>(
         });
     }
     let outcome = ws
-        .write(abs, bytes, Some(snap.id))
+        .write(WriteRequest::new(abs, bytes, Some(snap.id)))
         .await
         .map_err(|e| edit_write_error(shown, e))?;
     Ok(EditOutcome {

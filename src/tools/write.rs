@@ -11,7 +11,7 @@ use super::common::{
     self, Call, ToolArgs, ToolContext, check_abort, conflict_text, detect_crlf, normalize_to_lf,
     restore_line_endings, strip_bom, ws_error,
 };
-use super::workspace::{FileSnapshot, WorkspaceError};
+use super::workspace::{FileSnapshot, WorkspaceError, WriteRequest};
 use crate::agent::tool::{AgentToolResult, ToolError};
 
 /// A `write` call's arguments.
@@ -38,7 +38,7 @@ If the file was modified since you last read it, the write is refused: read it a
         let expected = existing.as_ref().map(|s| s.id);
         let outcome = ctx
             .ws
-            .write(abs.clone(), bytes, expected)
+            .write(WriteRequest::new(abs.clone(), bytes, expected))
             .await
             .map_err(|e| ws_error(&path, e))?;
         ctx.tracker.record(&abs, outcome.id);

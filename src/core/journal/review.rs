@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::store::{EntryKind, SessionFile};
-use crate::tools::{Workspace, WorkspaceError};
+use crate::tools::{Workspace, WorkspaceError, WriteRequest};
 
 use super::blobs::{BlobStore, hash};
 use super::image;
@@ -365,7 +365,8 @@ pub async fn revert(
                 None => Err(format!("its before-image {h} is missing")),
                 Some(bytes) => {
                     let seen = now.as_deref().map(crate::tools::ContentId::of);
-                    (ws.write(file.path.clone(), bytes, seen).await)
+                    (ws.write(WriteRequest::new(file.path.clone(), bytes, seen))
+                        .await)
                         .map(|_| ())
                         .map_err(|e| e.to_string())
                 }

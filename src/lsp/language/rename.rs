@@ -20,7 +20,7 @@ use super::{Lang, Shared};
 use crate::agent::tool::{AgentToolResult, ToolError, ToolRef};
 use crate::tools::recorder::RecordedCall;
 use crate::tools::workspace::check_abort;
-use crate::tools::{Call, FileMutationQueue, ToolArgs, TypedTool, Unsaved};
+use crate::tools::{Call, FileMutationQueue, ToolArgs, TypedTool, Unsaved, WriteRequest};
 
 /// At most this many plans wait for their call (approvals asked and never answered).
 const MAX_WAITING_PLANS: usize = 16;
@@ -275,9 +275,11 @@ async fn write_all(lang: &Lang, plan: &RenamePlan) -> Result<Vec<(String, Unsave
     let mut done = Vec::new();
     let mut unsaved = Vec::new();
     for file in &plan.files {
-        let write = lang
-            .ws
-            .write(file.abs.clone(), file.after.clone(), Some(file.before_id));
+        let write = lang.ws.write(WriteRequest::new(
+            file.abs.clone(),
+            file.after.clone(),
+            Some(file.before_id),
+        ));
         match write.await {
             Ok(outcome) => {
                 // The agent wrote it: a later `edit` of the file checks against this version.
@@ -289,9 +291,11 @@ async fn write_all(lang: &Lang, plan: &RenamePlan) -> Result<Vec<(String, Unsave
             }
             Err(e) => {
                 for (file, id) in done.into_iter().rev() {
-                    let back = lang
-                        .ws
-                        .write(file.abs.clone(), file.before.clone(), Some(id));
+                    let back = lang.ws.write(WriteRequest::new(
+                        file.abs.clone(),
+                        file.before.clone(),
+                        Some(id),
+                    ));
                     match (back.await, &lang.tracker) {
                         (Ok(outcome), Some(tracker)) => tracker.record(&file.abs, outcome.id),
                         (Ok(_), None) => {}

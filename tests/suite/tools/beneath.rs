@@ -2,6 +2,7 @@
 //! a symlink to the outside between the path's check and its use never sends a write or a
 //! delete out of the workspace.
 
+use agent_lsp::tools::WriteRequest;
 use serde_json::json;
 
 use crate::suite::support::swapper::{Swapper, is_refusal};
@@ -127,7 +128,9 @@ async fn a_symlink_that_appeared_after_the_check_fails_clearly_and_does_nothing(
                 h.path("d").display()
             )
         };
-        let write = h.ws.write(checked.clone(), b"x".to_vec(), None).await;
+        let write =
+            h.ws.write(WriteRequest::new(checked.clone(), b"x".to_vec(), None))
+                .await;
         assert_eq!(write.unwrap_err().to_string(), changed("written"));
         let read = h.ws.read(checked.clone()).await;
         assert_eq!(read.unwrap_err().to_string(), changed("read"));
@@ -140,7 +143,9 @@ async fn a_symlink_that_appeared_after_the_check_fails_clearly_and_does_nothing(
         );
         // Deeper: a directory on the way to one that does not exist yet.
         let deep = h.path("d/new/deeper/g.txt");
-        let write = h.ws.write(deep, b"x".to_vec(), None).await;
+        let write =
+            h.ws.write(WriteRequest::new(deep, b"x".to_vec(), None))
+                .await;
         assert!(write.unwrap_err().to_string().contains("changed while"));
         assert_eq!(dir_names(&h.outside()), ["f.txt"]);
     }
@@ -157,7 +162,9 @@ async fn a_file_swapped_for_a_symlink_is_neither_read_nor_replaced_through_it() 
         let read = h.ws.read(checked.clone()).await.unwrap_err().to_string();
         assert!(read.contains("changed while it was being read"), "{read}");
         let expected = Some(agent_lsp::tools::ContentId::of(b"the user's"));
-        let write = h.ws.write(checked.clone(), b"x".to_vec(), expected).await;
+        let write =
+            h.ws.write(WriteRequest::new(checked.clone(), b"x".to_vec(), expected))
+                .await;
         let write = write.unwrap_err().to_string();
         assert!(
             write.contains("changed while it was being written"),
@@ -212,7 +219,9 @@ async fn paths_under_no_root_are_refused_by_the_workspace_itself() {
         std::fs::write(&stray, "the user's").unwrap();
         let remove = h.ws.remove(stray.clone()).await.unwrap_err().to_string();
         assert!(remove.contains("is outside the workspace"), "{remove}");
-        let write = h.ws.write(stray.clone(), b"x".to_vec(), None).await;
+        let write =
+            h.ws.write(WriteRequest::new(stray.clone(), b"x".to_vec(), None))
+                .await;
         assert!(
             write
                 .unwrap_err()
@@ -221,7 +230,9 @@ async fn paths_under_no_root_are_refused_by_the_workspace_itself() {
         );
         assert_eq!(std::fs::read_to_string(&stray).unwrap(), "the user's");
         // The root itself is a directory, not a file to write.
-        let root = h.ws.write(h.root.clone(), b"x".to_vec(), None).await;
+        let root =
+            h.ws.write(WriteRequest::new(h.root.clone(), b"x".to_vec(), None))
+                .await;
         assert_eq!(
             root.unwrap_err().to_string(),
             format!("Is a directory: {}", h.root.display())

@@ -3,7 +3,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_lsp::tools::{ContentId, FileSnapshot, Workspace, WorkspaceError, WriteOutcome};
+use agent_lsp::tools::paths::Roots;
+use agent_lsp::tools::{
+    ContentId, FileSnapshot, Workspace, WorkspaceError, WriteOutcome, WriteRequest,
+};
 use futures_util::future::BoxFuture;
 use serde_json::json;
 
@@ -81,11 +84,8 @@ struct Overlay {
 }
 
 impl Workspace for Overlay {
-    fn root(&self) -> &std::path::Path {
-        self.disk.root()
-    }
-    fn resolve(&self, path: &str) -> Result<PathBuf, WorkspaceError> {
-        self.disk.resolve(path)
+    fn roots(&self) -> &Roots {
+        self.disk.roots()
     }
     fn read(&self, path: PathBuf) -> BoxFuture<'static, Result<FileSnapshot, WorkspaceError>> {
         match self.docs.iter().find(|(p, _)| *p == path) {
@@ -102,13 +102,8 @@ impl Workspace for Overlay {
             None => self.disk.read(path),
         }
     }
-    fn write(
-        &self,
-        path: PathBuf,
-        content: Vec<u8>,
-        expected: Option<ContentId>,
-    ) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
-        self.disk.write(path, content, expected)
+    fn write(&self, req: WriteRequest) -> BoxFuture<'static, Result<WriteOutcome, WorkspaceError>> {
+        self.disk.write(req)
     }
     fn remove(&self, path: PathBuf) -> BoxFuture<'static, Result<(), WorkspaceError>> {
         self.disk.remove(path)
