@@ -232,11 +232,11 @@ async fn run(turns: usize) -> anyhow::Result<bool> {
         &Headless,
     )?;
     let agent = Agent::new(session.options);
-    session.compactor.attach(&agent);
+    session.parts.compactor.attach(&agent);
     let times: Arc<Times> = Arc::default();
     {
         let (times, log) = (times.clone(), log.clone());
-        session.compactor.observe(move |event| {
+        session.parts.compactor.observe(move |event| {
             let now = Instant::now();
             let mut times = times.lock().unwrap_or_else(|e| e.into_inner());
             let model_us = log
@@ -253,7 +253,7 @@ async fn run(turns: usize) -> anyhow::Result<bool> {
             }
         });
     }
-    agent.subscribe(recorder(session.record.clone()));
+    agent.subscribe(recorder(session.parts.record.clone()));
     for n in 0..turns {
         turn.store(n as u64 + 1, Ordering::Relaxed);
         let handle = agent.prompt_text(&format!(

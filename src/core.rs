@@ -158,35 +158,31 @@ pub struct Headless;
 
 impl FrontEnd for Headless {}
 
-/// A session ready to run.
-pub struct AssembledSession {
-    /// Model, thinking level, system prompt, tools, restored messages and stream options; the
-    /// front end adds its hooks before building the agent.
-    pub options: AgentOptions,
-    /// The session file, with any model or thinking change already recorded; shared with the
-    /// compactor.
+/// What a session is made of: built by [`assemble`], moved whole into the
+/// [`session::Session`] that drives it.
+pub struct SessionParts {
+    /// The persisted transcript (pi's JSONL v3), appended at every `message_end`, with any model
+    /// or thinking change already recorded; shared with the compactor.
     pub record: SharedRecord,
     /// The canonical project directory.
     pub cwd: PathBuf,
     pub workspace: Arc<dyn Workspace>,
-    /// The session's tools as they change (its MCP servers started in the background).
+    /// The session's tools as they change, its MCP servers' included (started in the
+    /// background).
     pub tools: Arc<SessionTools>,
-    /// Broken MCP configuration files or entries (the rest still loaded).
-    pub mcp_errors: Vec<ConfigError>,
     /// The live model and thinking level (switched through it, also mid-run).
     pub controls: Arc<SessionControls>,
     /// The turn limit and the repeated-call guard (their events, why a run was stopped).
     pub guard: Arc<LoopGuard>,
+    /// The session's slash commands (templates, skills, built-ins; MCP prompts come from
+    /// `tools`).
+    pub commands: SessionCommands,
     /// The context files in the system prompt, in its order.
     pub context_files: Vec<PathBuf>,
-    /// The session's slash commands (templates, skills, built-ins).
-    pub commands: SessionCommands,
     /// The session's compactions (`agent/compact`, `/compact`, and the automatic ones); the
-    /// front end attaches its agent and observes its events.
+    /// session attaches its agent and observes its events.
     pub compactor: Arc<Compactor>,
-    /// Configuration the session could not use (a broken `settings.json`), for the user.
-    pub warnings: Vec<String>,
-    /// The effect journal of the session's tools (the daemon names its runs through it).
+    /// The effect journal of the session's tools, told each run's id.
     pub journal: Arc<Journal>,
     /// The approval gate of the session's tool calls (its "always" answers, over the sandbox).
     pub gate: Arc<ApprovalGate>,
@@ -195,13 +191,27 @@ pub struct AssembledSession {
     pub sandbox: Arc<Sandbox>,
     /// The plan the model keeps with `todo_write` (restored from the session file).
     pub plan: Arc<Plan>,
-    /// How `ask_user` and the MCP servers' elicitations reach the user: connected to the front
-    /// end when the session is created.
-    pub ask: AskHandle,
-    /// The session's background jobs (`bash` with `background: true`).
+    /// The session's background jobs (`bash` with `background: true`), which end with it
+    /// ([`session::Session::end_jobs`]).
     pub jobs: Arc<Jobs>,
     /// The user's hooks (the project's once trusted).
     pub hooks: Arc<SessionHooks>,
+}
+
+/// A session ready to run.
+pub struct AssembledSession {
+    /// Model, thinking level, system prompt, tools, restored messages and stream options; the
+    /// front end adds its hooks before building the agent.
+    pub options: AgentOptions,
+    /// What the session keeps.
+    pub parts: SessionParts,
+    /// Broken MCP configuration files or entries (the rest still loaded).
+    pub mcp_errors: Vec<ConfigError>,
+    /// Configuration the session could not use (a broken `settings.json`), for the user.
+    pub warnings: Vec<String>,
+    /// How `ask_user` and the MCP servers' elicitations reach the user: connected to the front
+    /// end when the session is created.
+    pub ask: AskHandle,
     /// How the `task` tool's subagents reach the session: connected when it is created.
     pub children: subagent::ParentHandle,
 }
@@ -404,26 +414,29 @@ pub fn assemble(
         session_id: Some(session_id),
         ..StreamOptions::default()
     };
-    Ok(AssembledSession {
-        options,
+    let parts = SessionParts {
         record,
         cwd,
         workspace,
         tools,
-        mcp_errors,
         controls,
         guard,
         context_files: found.context_files.iter().map(|f| f.path.clone()).collect(),
         commands: SessionCommands::new(&found),
         compactor,
-        warnings,
         journal,
         gate: Arc::new(ApprovalGate::new(sandbox.clone(), Arc::new(permissions))),
         sandbox,
         plan,
-        ask,
         jobs,
         hooks,
+    };
+    Ok(AssembledSession {
+        options,
+        parts,
+        mcp_errors,
+        warnings,
+        ask,
         children,
     })
 }

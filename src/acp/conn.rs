@@ -323,7 +323,7 @@ impl Conn {
         for warning in &assembled.warnings {
             tracing::warn!("{warning}");
         }
-        let id = lock(&assembled.record).id().to_owned();
+        let id = lock(&assembled.parts.record).id().to_owned();
         let _ = link.session_id.set(id.clone());
         let view = AcpView::new(link, &id, self.env.clone());
         let session = Session::create(assembled, view);

@@ -461,7 +461,7 @@ fn open_session(
     for warning in &session.warnings {
         eprintln!("agent-lsp: {warning}");
     }
-    let untrusted = session.gate.permissions().untrusted();
+    let untrusted = session.parts.gate.permissions().untrusted();
     if !untrusted.is_empty() {
         let rules: Vec<&str> = untrusted.iter().map(|u| u.rule.as_str()).collect();
         eprintln!(
@@ -471,7 +471,7 @@ fn open_session(
             rules.join(", ")
         );
     }
-    let sandbox = &session.sandbox;
+    let sandbox = &session.parts.sandbox;
     let degraded = sandbox.confines()
         && (!sandbox.availability.is_available()
             || !sandbox.not_isolated(&sandbox.policy()).is_empty());
@@ -479,8 +479,8 @@ fn open_session(
         eprintln!("agent-lsp: {}", sandbox.status_line());
     }
     if plan.trust_project_hooks {
-        session.hooks.trust_for_session();
-    } else if session.hooks.untrusted() {
+        session.parts.hooks.trust_for_session();
+    } else if session.parts.hooks.untrusted() {
         eprintln!(
             "agent-lsp: the project's hooks (.agent-lsp/settings.json, settings.local.json) do \
              not run: they are not trusted (run with --trust-project-hooks to run them)"

@@ -518,7 +518,7 @@ mod tests {
         };
         let stream_fn = Arc::new(ScriptedProvider::new(Vec::new()));
         let spec = SessionSpec::isolated(dir.path().to_path_buf(), model, stream_fn);
-        let compactor = assemble(spec, &Headless).unwrap().compactor;
+        let compactor = assemble(spec, &Headless).unwrap().parts.compactor;
         let never_polled = compactor.compact(
             CompactionReason::Manual,
             None,

@@ -28,19 +28,16 @@ use crate::agent::hooks::{
 use crate::agent::message::{AgentMessage, ContentBlock, MessageContent, UserMessage, now_ms};
 use crate::agent::{Agent, AgentError, AgentHooks, CallbackError, RunHandle, RunOutcome};
 use crate::compaction::CompactionResult;
-use crate::core::approval::{Answer, ApprovalGate, Asker, Policy, blocked};
-use crate::core::compaction::{CompactError, CompactionEvent, Compactor, SharedRecord};
+use crate::core::approval::{Answer, Asker, Policy, blocked};
+use crate::core::compaction::{CompactError, CompactionEvent};
+use crate::core::hooks::HookRun;
 use crate::core::hooks::lifecycle::{ELICITATION_DIALOG, PERMISSION_PROMPT};
-use crate::core::hooks::{HookRun, SessionHooks};
 use crate::core::subagent::{ChildEvent, Parent, SubagentStop};
-use crate::core::{
-    AssembledSession, GuardEvent, Journal, LoopGuard, Plan, PlanUpdate, SessionCommands,
-    SessionControls, SessionTools,
-};
-use crate::sandbox::{MustAsk, Sandbox};
+use crate::core::{AssembledSession, GuardEvent, PlanUpdate, SessionParts};
+use crate::sandbox::MustAsk;
 use crate::store::{EntryKind, SessionFile};
-use crate::tools::{JobInfo, Jobs};
-use crate::tools::{Question, UserAnswer, UserChannel, Workspace};
+use crate::tools::JobInfo;
+use crate::tools::{Question, UserAnswer, UserChannel};
 
 /// A message waiting in a queue.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -195,36 +192,25 @@ struct RunState {
 
 pub struct Session<V: View> {
     pub id: String,
-    pub cwd: PathBuf,
     pub agent: Agent,
-    pub workspace: Arc<dyn Workspace>,
-    /// The session's tools, its MCP servers' included.
-    pub tools: Arc<SessionTools>,
-    /// The live model and thinking level.
-    pub controls: Arc<SessionControls>,
-    pub guard: Arc<LoopGuard>,
-    /// The session's slash commands (MCP prompts come from `tools`).
-    pub commands: SessionCommands,
-    /// The context files in its system prompt.
-    pub context_files: Vec<PathBuf>,
-    pub gate: Arc<ApprovalGate>,
-    /// The persisted transcript (pi's JSONL v3), appended at every `message_end`.
-    pub record: SharedRecord,
-    pub compactor: Arc<Compactor>,
-    /// The effect journal of its tools, told each run's id.
-    pub journal: Arc<Journal>,
-    pub sandbox: Arc<Sandbox>,
-    /// The model's plan (`todo_write`).
-    pub plan: Arc<Plan>,
-    /// Its background jobs, which end with it ([`Session::end_jobs`]).
-    pub jobs: Arc<Jobs>,
-    /// The user's hooks (the project's once trusted).
-    pub hooks: Arc<SessionHooks>,
+    /// What it was assembled from (read through `Deref`).
+    parts: SessionParts,
     /// The front end's own part.
     pub view: V,
     state: Mutex<RunState>,
     /// No run and no compaction.
     idle: watch::Sender<bool>,
+}
+
+/// The parts are the session's ingredients, shared with its assembly: the front ends read them
+/// as the session's own fields (`session.tools`, `session.gate`), one list of them kept in
+/// [`SessionParts`].
+impl<V: View> std::ops::Deref for Session<V> {
+    type Target = SessionParts;
+
+    fn deref(&self) -> &SessionParts {
+        &self.parts
+    }
 }
 
 pub fn new_id() -> String {
@@ -244,26 +230,14 @@ impl<V: View> Session<V> {
     pub fn create(session: AssembledSession, view: V) -> Arc<Session<V>> {
         let AssembledSession {
             mut options,
-            record,
-            cwd,
-            workspace,
-            tools,
-            controls,
-            guard,
-            commands,
-            context_files,
-            compactor,
-            journal,
-            sandbox,
-            gate,
-            plan,
+            parts,
             ask,
-            jobs,
-            hooks,
             children,
             ..
         } = session;
-        let id = record.lock().map(|r| r.id().to_owned()).unwrap_or_default();
+        let id = (parts.record.lock())
+            .map(|r| r.id().to_owned())
+            .unwrap_or_default();
         let session = Arc::new_cyclic(|weak: &Weak<Session<V>>| {
             ask.connect(Arc::new(ViewChannel(weak.clone())));
             children.connect(Arc::new(SessionParent(weak.clone())));
@@ -274,6 +248,14 @@ impl<V: View> Session<V> {
                 ..options.hooks
             };
             let agent = Agent::new(options);
+            let SessionParts {
+                compactor,
+                guard,
+                plan,
+                jobs,
+                hooks,
+                ..
+            } = &parts;
             compactor.attach(&agent);
             compactor.observe(observer(weak.clone(), |e| Event::Compaction(e)));
             guard.observe(observer(weak.clone(), |e| Event::Guard(e)));
@@ -293,22 +275,8 @@ impl<V: View> Session<V> {
             }));
             Session {
                 id,
-                cwd,
                 agent,
-                workspace,
-                tools,
-                controls,
-                guard,
-                commands,
-                context_files,
-                gate,
-                record,
-                compactor,
-                journal,
-                sandbox,
-                plan,
-                jobs,
-                hooks,
+                parts,
                 view,
                 state: Mutex::default(),
                 idle: watch::channel(true).0,

@@ -208,7 +208,7 @@ impl SessionTable {
                 ResponseError::internal(format!("cannot write the session file: {e}"))
             }
         })?;
-        let id = (session.record.lock())
+        let id = (session.parts.record.lock())
             .map_or_else(|e| e.into_inner().id().to_owned(), |r| r.id().to_owned());
         for warning in &session.warnings {
             tracing::warn!("{warning}");
