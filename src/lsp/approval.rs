@@ -53,7 +53,7 @@ pub async fn ask(
     let answer = if config.approvals() {
         ask_agent_client(session, &request, cancel).await
     } else if config.is_generic() {
-        crate::lsp::generic_client::ask(session, &request, cancel).await
+        crate::lsp::generic_client::ask(&session.view.ctx, &request, cancel).await
     } else {
         Err(format!(
             "Tool \"{tool}\" needs approval, but this client has no approval channel \
@@ -222,7 +222,7 @@ async fn ask_trust_question(
     let answer = if config.approvals() {
         ask_agent_client(session, &request, &never).await
     } else if config.is_generic() {
-        crate::lsp::generic_client::ask(session, &request, &never).await
+        crate::lsp::generic_client::ask(&session.view.ctx, &request, &never).await
     } else {
         return Err("the client has no way to answer questions".into());
     };

@@ -222,13 +222,13 @@ async fn write_transcript(session: &LiveSession) -> Option<PathBuf> {
     }
 }
 
-/// Asks a generic client: a message request with buttons, else a diagnostic with code actions.
+/// Asks a generic client (a matter of the connection, not of the session): a message request
+/// with buttons, else a diagnostic with code actions.
 pub async fn ask(
-    session: &Arc<LiveSession>,
+    ctx: &Arc<ConnCtx>,
     request: &BeforeToolCallParams,
     cancel: &CancellationToken,
 ) -> Result<Answer, String> {
-    let ctx = &session.view.ctx;
     let timeout = ctx.config.approval_timeout();
     let mut detail = match &request.preview {
         Some(Preview::Command { command, cwd }) => format!("{command}\n(in {cwd})"),

@@ -13,156 +13,43 @@ pub const DEFAULT_OPENAI: &str = "gpt-4.1";
 pub const DEFAULT_ANTHROPIC: &str = "claude-sonnet-4-5";
 
 /// (id, name, reasoning, image input, context window, max output, input, output, cache read, cache write)
-type Row = (
-    &'static str,
-    &'static str,
-    bool,
-    bool,
-    u64,
-    u64,
-    f64,
-    f64,
-    f64,
-    f64,
-);
+/// id, name, reasoning, image input, context window, max output tokens, prices.
+type Row = (&'static str, &'static str, bool, bool, u64, u64, ModelCost);
 
+/// Prices per million tokens: input, output, cache read, cache write.
+const fn cost(input: f64, output: f64, cache_read: f64, cache_write: f64) -> ModelCost {
+    ModelCost {
+        input,
+        output,
+        cache_read,
+        cache_write,
+    }
+}
+
+/// Claude Sonnet 4 and 4.5 cost the same.
+const SONNET: ModelCost = cost(3.0, 15.0, 0.3, 3.75);
+
+#[rustfmt::skip] // one model per line: a table reads best as one
 const OPENAI: &[Row] = &[
-    (
-        "gpt-4.1", "GPT-4.1", false, true, 1_047_576, 32_768, 2.0, 8.0, 0.5, 0.0,
-    ),
-    (
-        "gpt-4.1-mini",
-        "GPT-4.1 mini",
-        false,
-        true,
-        1_047_576,
-        32_768,
-        0.4,
-        1.6,
-        0.1,
-        0.0,
-    ),
-    (
-        "gpt-4.1-nano",
-        "GPT-4.1 nano",
-        false,
-        true,
-        1_047_576,
-        32_768,
-        0.1,
-        0.4,
-        0.025,
-        0.0,
-    ),
-    (
-        "gpt-4o", "GPT-4o", false, true, 128_000, 16_384, 2.5, 10.0, 1.25, 0.0,
-    ),
-    (
-        "gpt-4o-mini",
-        "GPT-4o mini",
-        false,
-        true,
-        128_000,
-        16_384,
-        0.15,
-        0.6,
-        0.075,
-        0.0,
-    ),
-    ("o3", "o3", true, true, 200_000, 100_000, 2.0, 8.0, 0.5, 0.0),
-    (
-        "o4-mini", "o4-mini", true, true, 200_000, 100_000, 1.1, 4.4, 0.275, 0.0,
-    ),
-    (
-        "gpt-5", "GPT-5", true, true, 400_000, 128_000, 1.25, 10.0, 0.125, 0.0,
-    ),
-    (
-        "gpt-5-mini",
-        "GPT-5 mini",
-        true,
-        true,
-        400_000,
-        128_000,
-        0.25,
-        2.0,
-        0.025,
-        0.0,
-    ),
-    (
-        "gpt-5-nano",
-        "GPT-5 nano",
-        true,
-        true,
-        400_000,
-        128_000,
-        0.05,
-        0.4,
-        0.005,
-        0.0,
-    ),
+    ("gpt-4.1", "GPT-4.1", false, true, 1_047_576, 32_768, cost(2.0, 8.0, 0.5, 0.0)),
+    ("gpt-4.1-mini", "GPT-4.1 mini", false, true, 1_047_576, 32_768, cost(0.4, 1.6, 0.1, 0.0)),
+    ("gpt-4.1-nano", "GPT-4.1 nano", false, true, 1_047_576, 32_768, cost(0.1, 0.4, 0.025, 0.0)),
+    ("gpt-4o", "GPT-4o", false, true, 128_000, 16_384, cost(2.5, 10.0, 1.25, 0.0)),
+    ("gpt-4o-mini", "GPT-4o mini", false, true, 128_000, 16_384, cost(0.15, 0.6, 0.075, 0.0)),
+    ("o3", "o3", true, true, 200_000, 100_000, cost(2.0, 8.0, 0.5, 0.0)),
+    ("o4-mini", "o4-mini", true, true, 200_000, 100_000, cost(1.1, 4.4, 0.275, 0.0)),
+    ("gpt-5", "GPT-5", true, true, 400_000, 128_000, cost(1.25, 10.0, 0.125, 0.0)),
+    ("gpt-5-mini", "GPT-5 mini", true, true, 400_000, 128_000, cost(0.25, 2.0, 0.025, 0.0)),
+    ("gpt-5-nano", "GPT-5 nano", true, true, 400_000, 128_000, cost(0.05, 0.4, 0.005, 0.0)),
 ];
 
+#[rustfmt::skip] // one model per line: a table reads best as one
 const ANTHROPIC: &[Row] = &[
-    (
-        "claude-sonnet-4-5",
-        "Claude Sonnet 4.5",
-        true,
-        true,
-        200_000,
-        64_000,
-        3.0,
-        15.0,
-        0.3,
-        3.75,
-    ),
-    (
-        "claude-opus-4-1",
-        "Claude Opus 4.1",
-        true,
-        true,
-        200_000,
-        32_000,
-        15.0,
-        75.0,
-        1.5,
-        18.75,
-    ),
-    (
-        "claude-haiku-4-5",
-        "Claude Haiku 4.5",
-        true,
-        true,
-        200_000,
-        64_000,
-        1.0,
-        5.0,
-        0.1,
-        1.25,
-    ),
-    (
-        "claude-sonnet-4-0",
-        "Claude Sonnet 4",
-        true,
-        true,
-        200_000,
-        64_000,
-        3.0,
-        15.0,
-        0.3,
-        3.75,
-    ),
-    (
-        "claude-3-5-haiku-latest",
-        "Claude Haiku 3.5",
-        false,
-        true,
-        200_000,
-        8_192,
-        0.8,
-        4.0,
-        0.08,
-        1.0,
-    ),
+    ("claude-sonnet-4-5", "Claude Sonnet 4.5", true, true, 200_000, 64_000, SONNET),
+    ("claude-opus-4-1", "Claude Opus 4.1", true, true, 200_000, 32_000, cost(15.0, 75.0, 1.5, 18.75)),
+    ("claude-haiku-4-5", "Claude Haiku 4.5", true, true, 200_000, 64_000, cost(1.0, 5.0, 0.1, 1.25)),
+    ("claude-sonnet-4-0", "Claude Sonnet 4", true, true, 200_000, 64_000, SONNET),
+    ("claude-3-5-haiku-latest", "Claude Haiku 3.5", false, true, 200_000, 8_192, cost(0.8, 4.0, 0.08, 1.0)),
 ];
 
 /// The built-in models, with base URLs from `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` if set.
@@ -195,7 +82,7 @@ pub fn builtin_models(env: &EnvSource) -> Vec<Model> {
 }
 
 fn model(row: &Row, provider: &str, api: &str, base_url: &str) -> Model {
-    let &(id, name, reasoning, image, context_window, max_tokens, input, output, read, write) = row;
+    let &(id, name, reasoning, image, context_window, max_tokens, ref cost) = row;
     let mut inputs = vec!["text".to_string()];
     if image {
         inputs.push("image".into());
@@ -208,12 +95,7 @@ fn model(row: &Row, provider: &str, api: &str, base_url: &str) -> Model {
         base_url: base_url.trim_end_matches('/').into(),
         reasoning,
         input: inputs,
-        cost: ModelCost {
-            input,
-            output,
-            cache_read: read,
-            cache_write: write,
-        },
+        cost: cost.clone(),
         context_window,
         max_tokens,
         headers: None,

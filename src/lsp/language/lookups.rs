@@ -88,13 +88,20 @@ impl Lookup for HoverInfo {
 }
 
 /// The tool asking `method` at a position.
-pub fn at_position(method: &str, lang: Lang) -> ToolRef {
+/// The lookup tool of an LSP method (`lsp_definition` for any other method).
+pub fn for_method(method: &str, lang: Lang) -> ToolRef {
     match method {
-        "textDocument/references" => Arc::new(TypedTool::<AtArgs<References>>::new(lang)),
-        "textDocument/implementation" => Arc::new(TypedTool::<AtArgs<Implementations>>::new(lang)),
-        "textDocument/hover" => Arc::new(TypedTool::<AtArgs<HoverInfo>>::new(lang)),
-        _ => Arc::new(TypedTool::<AtArgs<Definition>>::new(lang)),
+        "textDocument/documentSymbol" => tool::<DocumentSymbolsArgs>(lang),
+        "workspace/symbol" => tool::<WorkspaceSymbolsArgs>(lang),
+        "textDocument/references" => tool::<AtArgs<References>>(lang),
+        "textDocument/implementation" => tool::<AtArgs<Implementations>>(lang),
+        "textDocument/hover" => tool::<AtArgs<HoverInfo>>(lang),
+        _ => tool::<AtArgs<Definition>>(lang),
     }
+}
+
+fn tool<A: ToolArgs<State = Lang>>(lang: Lang) -> ToolRef {
+    Arc::new(TypedTool::<A>::new(lang))
 }
 
 fn at_parameters() -> Value {
@@ -234,10 +241,6 @@ fn document_symbols_parameters() -> Value {
     }, "required": ["path"]})
 }
 
-pub fn document_symbols(lang: Lang) -> ToolRef {
-    Arc::new(TypedTool::<DocumentSymbolsArgs>::new(lang))
-}
-
 /// `lsp_workspace_symbols`'s arguments.
 #[derive(Deserialize)]
 pub struct WorkspaceSymbolsArgs {
@@ -283,10 +286,6 @@ fn workspace_symbols_parameters() -> Value {
     json!({"type": "object", "properties": {
         "query": {"type": "string", "description": "The name or part of it"}
     }, "required": ["query"]})
-}
-
-pub fn workspace_symbols(lang: Lang) -> ToolRef {
-    Arc::new(TypedTool::<WorkspaceSymbolsArgs>::new(lang))
 }
 
 #[cfg(test)]

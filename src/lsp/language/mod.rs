@@ -142,10 +142,8 @@ impl LanguageSessions {
         let mut tools: Vec<ToolRef> = Vec::new();
         for (method, _) in FEATURES.iter().filter(|(m, _)| offered(m)) {
             tools.push(match *method {
-                "textDocument/documentSymbol" => lookups::document_symbols(lang.clone()),
-                "workspace/symbol" => lookups::workspace_symbols(lang.clone()),
                 "textDocument/rename" => rename::tool(lang.clone()),
-                other => lookups::at_position(other, lang.clone()),
+                other => lookups::for_method(other, lang.clone()),
             });
         }
         if !tools.is_empty() {
