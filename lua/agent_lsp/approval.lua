@@ -7,6 +7,7 @@
 --- and answered with RequestCancelled (the daemon has already treated it as declined).
 
 local protocol = require("agent_lsp.protocol")
+local pending = require("agent_lsp.pending")
 local state = require("agent_lsp.state")
 
 local M = {}
@@ -312,30 +313,18 @@ local function finish(p, result, err)
   end
   p.done = true
   close_preview(p)
-  for i, q in ipairs(M.pending) do
-    if q == p then
-      table.remove(M.pending, i)
-      break
-    end
-  end
+  pending.remove(M.pending, p)
   local s = state.sessions[p.params.sessionId]
   if s and s.status == "approval" and #M.pending == 0 then
     s.status = "running"
   end
-  -- Resume from the main loop: the picker's callback may run inside another coroutine.
-  vim.schedule(function()
-    coroutine.resume(p.co, result, err)
-  end)
+  pending.resume(p.co, result, err)
 end
 
 --- Cancels pending approvals (all, or those of one session): they close and reply cancelled.
 ---@param session_id string?
 function M.cancel(session_id)
-  for _, p in ipairs(vim.list_slice(M.pending)) do
-    if session_id == nil or p.params.sessionId == session_id then
-      finish(p, nil, vim.lsp.rpc_response_error(protocol.REQUEST_CANCELLED, "approval cancelled"))
-    end
-  end
+  pending.cancel(M.pending, session_id, finish, "approval cancelled")
 end
 
 --- Turns the picked item into the reply; asks for a reason when needed.

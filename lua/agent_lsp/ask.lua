@@ -12,6 +12,7 @@
 --- (a picker already on screen cannot be taken back: its late answer is ignored).
 
 local protocol = require("agent_lsp.protocol")
+local pending = require("agent_lsp.pending")
 local state = require("agent_lsp.state")
 
 local M = {}
@@ -118,32 +119,20 @@ local function finish(q, result, err)
     return
   end
   q.done = true
-  for i, p in ipairs(M.pending) do
-    if p == q then
-      table.remove(M.pending, i)
-      break
-    end
-  end
+  pending.remove(M.pending, q)
   local s = state.sessions[q.params.sessionId]
   if s and s.status == "question" and #M.pending == 0 then
     s.status = "running"
     pcall(vim.cmd.redrawstatus)
   end
   settle(q, result or { action = protocol.ask_actions.cancel })
-  -- Resume from the main loop: the picker's callback may run inside another coroutine.
-  vim.schedule(function()
-    coroutine.resume(q.co, result, err)
-  end)
+  pending.resume(q.co, result, err)
 end
 
 --- Cancels pending questions (all, or those of one session): they close and reply cancelled.
 ---@param session_id string?
 function M.cancel(session_id)
-  for _, q in ipairs(vim.list_slice(M.pending)) do
-    if session_id == nil or q.params.sessionId == session_id then
-      finish(q, nil, vim.lsp.rpc_response_error(protocol.REQUEST_CANCELLED, "question cancelled"))
-    end
-  end
+  pending.cancel(M.pending, session_id, finish, "question cancelled")
 end
 
 --- Asks for free text; `cb(text)` (nil: cancelled).
